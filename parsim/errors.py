@@ -1,0 +1,18 @@
+"""One exception type for every mistake a user can make.
+
+A simulator is only trusted when bad input is refused loudly and precisely: the message names the
+field, the bound and the value (``'bandwidth_Bps' must be > 0: -3.0``). The CLI turns a
+``ParsimError`` into one line on stderr and exit code 2; library callers can catch it like any
+``ValueError``.
+"""
+
+from __future__ import annotations
+
+
+class ParsimError(ValueError):
+    """A user-facing error: bad spec, bad workload parameter, unknown preset, misfit size."""
+
+
+def field_error(field: str, bound: str, value: object) -> ParsimError:
+    """Build the canonical message ``'<field>' must be <bound>: <value>``."""
+    return ParsimError(f"'{field}' must be {bound}: {value!r}")

@@ -1,0 +1,128 @@
+"""How a Flynn mode uses a processor: active cores, lanes, FLOP rates and memory ceilings.
+
+The same chip can be driven in very different ways, and Flynn's taxonomy names them:
+
+- ``sisd``: one core, one lane. On a CPU this is the one-element-at-a-time interpreter loop
+  of the classroom demo, so each element pays ``interpreted_element_s`` per Python operation.
+- ``simd``: one core, all of its vector lanes (NumPy on one thread).
+- ``mimd``: every core, one lane each (scalar threads).
+- ``mimd+simd``: every core with all its lanes (a real multicore CPU; the CPU default).
+- ``simt``: a GPU's SMs running warps of 32 lanes in lockstep (the GPU default).
+
+Both the SimPy engine and the analytic oracle ask this module for rates, so they differ only
+in how they compose time (events, sharing, waves), never in what a core can do.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from parsim.errors import ParsimError
+from parsim.hardware.specs import ProcessorSpec
+from parsim.workloads.base import Kernel
+
+MODES = ("sisd", "simd", "mimd", "mimd+simd", "simt")
+
+
+def default_mode(spec: ProcessorSpec) -> str:
+    """``simt`` on a GPU, ``mimd+simd`` on a CPU."""
+    return "simt" if spec.is_gpu else "mimd+simd"
+
+
+def check_mode(spec: ProcessorSpec, mode: str | None) -> str:
+    """Return the mode to use on ``spec``; ``None`` picks the default."""
+    if mode is None:
+        return default_mode(spec)
+    if mode not in MODES:
+        raise ParsimError(f"'mode' must be one of {', '.join(MODES)}: {mode!r}")
+    if mode == "simt" and not spec.is_gpu:
+        raise ParsimError(f"'mode' simt needs a GPU; {spec.id} is a CPU (use sisd, simd, mimd or mimd+simd)")
+    return mode
+
+
+@attrs.frozen
+class Execution:
+    """What one kernel gets from a processor in one mode.
+
+    Attributes:
+        cores: cores (SMs) the mode keeps busy.
+        lanes: lanes used on each core.
+        core_flops_per_s: FLOP rate of one busy core for this kernel (matrix units and GEMM
+            efficiency included).
+        core_special_per_s: transcendental results per second of one busy core.
+        interpreted_element_s: interpreter cost per element and Python operation (CPU sisd
+            only; 0 when the code is compiled).
+        level: the memory level serving the kernel (``"DRAM"``, ``"device memory"`` or a cache name).
+        level_bandwidth_Bps: bandwidth of that level with every core busy.
+        core_bandwidth_Bps: what one busy core can pull from that level.
+        tile_items: work items per tile.
+        tiles_per_core: tiles resident on one core at once.
+    """
+
+    cores: int
+    lanes: int
+    core_flops_per_s: float
+    core_special_per_s: float
+    interpreted_element_s: float
+    level: str
+    level_bandwidth_Bps: float
+    core_bandwidth_Bps: float
+    tile_items: int
+    tiles_per_core: int
+
+    def bandwidth_Bps(self, active_cores: int) -> float:
+        """Memory bandwidth reachable with ``active_cores`` busy (per-core ceiling included)."""
+        return min(self.level_bandwidth_Bps, active_cores * self.core_bandwidth_Bps)
+
+    @property
+    def interpreted(self) -> bool:
+        return self.interpreted_element_s > 0
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.cores * self.core_flops_per_s
+
+
+def execution(spec: ProcessorSpec, mode: str, kernel: Kernel) -> Execution:
+    """Resolve the rates ``kernel`` sees on ``spec`` in ``mode`` (already checked)."""
+    cores = 1 if mode in ("sisd", "simd") else spec.cores
+    lanes = 1 if mode in ("sisd", "mimd") else spec.lanes_per_core
+    per_lane = 2.0 if spec.fma else 1.0
+    core_flops = lanes * per_lane * spec.clock_Hz * spec.dtype_ratio(kernel.dtype)
+    matrix_rates = dict(spec.matrix_flops_per_s)
+    if kernel.matrix and lanes == spec.lanes_per_core and kernel.dtype in matrix_rates:
+        core_flops = max(core_flops, matrix_rates[kernel.dtype] / spec.cores)
+    if kernel.gemm_mn is not None:
+        core_flops *= spec.matmul_efficiency
+    special = spec.special_per_core_per_cycle * spec.clock_Hz * (lanes / spec.lanes_per_core)
+    level, level_bw, core_bw = _memory_level(spec, cores, kernel.working_set_B)
+    gemm = kernel.gemm_mn is not None
+    return Execution(
+        cores=cores,
+        lanes=lanes,
+        core_flops_per_s=core_flops,
+        core_special_per_s=special,
+        interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_gpu else 0.0,
+        level=level,
+        level_bandwidth_Bps=level_bw,
+        core_bandwidth_Bps=core_bw,
+        tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
+        # A GEMM tile fills an SM's registers and shared memory: one per core at a time.
+        tiles_per_core=1 if gemm or lanes == 1 else spec.tiles_per_core,
+    )
+
+
+def _memory_level(spec: ProcessorSpec, cores: int, working_set_B: float) -> tuple[str, float, float]:
+    """The smallest level holding the working set: (name, bandwidth with all cores, per core).
+
+    Cache bandwidth grows with the cores using it (each core brings its own L1/L2 ports and
+    L3 slice), so a mode with fewer cores sees a proportional share. Main memory instead is
+    a socket-wide ceiling, and one core is limited by its own bytes in flight.
+    """
+    memory = spec.memory
+    for cache in memory.caches:
+        capacity = cache.size_B * (cores if cache.per_core else 1)
+        if working_set_B <= capacity:
+            share = cache.bandwidth_Bps * cores / spec.cores
+            return cache.name, share, cache.bandwidth_Bps / spec.cores
+    return ("device memory" if spec.is_gpu else "DRAM"), memory.bandwidth_Bps, memory.per_core_bandwidth_Bps

@@ -1,0 +1,94 @@
+"""Finding hardware by name: preset ids, hardware TOML paths, and whole systems.
+
+``--device``, ``--host`` and ``--link`` accept a preset id or a path to a hardware TOML file
+(anything ending in ``.toml``). An unknown id is answered with the closest ids, because
+"h100" should lead to "h100-pcie, h100-sxm", not to a stack trace.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from parsim.errors import ParsimError
+from parsim.hardware.presets import LINKS, PROCESSORS
+from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
+from parsim.hardware.tomlio import load_hardware
+
+DEFAULT_HOST = "xeon-e5-2630v3"
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    close += [k for k in known if name and name in k and k not in close]
+    return f"; closest: {', '.join(close[:4])}" if close else f"; known: {', '.join(sorted(known))}"
+
+
+def _load(value: str, field: str):
+    if value.endswith(".toml") or Path(value).suffix == ".toml":
+        return load_hardware(value)
+    return None
+
+
+def processor(value: str | ProcessorSpec, field: str = "device") -> ProcessorSpec:
+    """A processor from a spec, a preset id or a TOML path."""
+    if isinstance(value, ProcessorSpec):
+        return value
+    loaded = _load(str(value), field)
+    if loaded is not None:
+        if not isinstance(loaded, ProcessorSpec):
+            raise ParsimError(f"'{field}': {value} describes a link, not a processor")
+        return loaded
+    if value not in PROCESSORS:
+        raise ParsimError(f"'{field}': unknown processor {value!r}{_suggest(str(value), list(PROCESSORS))}")
+    return PROCESSORS[value]
+
+
+def link(value: str | LinkSpec, field: str = "link") -> LinkSpec:
+    """A link from a spec, a preset id or a TOML path."""
+    if isinstance(value, LinkSpec):
+        return value
+    loaded = _load(str(value), field)
+    if loaded is not None:
+        if not isinstance(loaded, LinkSpec):
+            raise ParsimError(f"'{field}': {value} describes a processor, not a link")
+        return loaded
+    if value not in LINKS:
+        raise ParsimError(f"'{field}': unknown link {value!r}{_suggest(str(value), list(LINKS))}")
+    return LINKS[value]
+
+
+def system(device: str | ProcessorSpec, host: str | ProcessorSpec | None = None,
+           link_: str | LinkSpec | None = None, gpus: int = 1) -> SystemSpec:
+    """Wire a system: a CPU ``device`` alone, or a GPU with its host and link.
+
+    Args:
+        device: the processor that runs the kernels.
+        host: the host CPU (GPU systems only; defaults to ``xeon-e5-2630v3``).
+        link_: host<->device link (GPU systems only; defaults to the GPU's usual link).
+        gpus: number of identical GPUs.
+    """
+    compute = processor(device, "device")
+    if not compute.is_gpu:
+        if host is not None and processor(host, "host") != compute:
+            raise ParsimError(f"'host' only applies with a GPU device; {compute.id} is a CPU and runs the work itself")
+        if link_ is not None:
+            raise ParsimError(f"'link' only applies with a GPU device; {compute.id} is a CPU")
+        if gpus != 1:
+            raise ParsimError(f"'gpus' needs a GPU device; {compute.id} is a CPU: {gpus}")
+        return SystemSpec(host=compute)
+    host_spec = processor(host if host is not None else DEFAULT_HOST, "host")
+    if host_spec.is_gpu:
+        raise ParsimError(f"'host' must be a CPU: {host_spec.id} is a GPU")
+    link_id = link_ if link_ is not None else compute.default_link
+    if link_id is None:
+        raise ParsimError(f"'link' is required: {compute.id} names no default link")
+    return SystemSpec(host=host_spec, device=compute, link=link(link_id, "link"), gpus=gpus)
+
+
+def processor_ids(kind: str | None = None) -> list[str]:
+    return sorted(k for k, v in PROCESSORS.items() if kind is None or v.kind == kind)
+
+
+def link_ids() -> list[str]:
+    return sorted(LINKS)

@@ -1,0 +1,248 @@
+"""Hardware specifications: small frozen records with SI units in every field name.
+
+Think of a spec as the data sheet pinned above the simulator: a ``ProcessorSpec`` (a CPU socket
+or a GPU) owns a ``MemorySpec`` (DRAM/HBM plus its cache levels); a ``LinkSpec`` is one PCIe or
+NVLink connection; a ``SystemSpec`` wires a host, an optional accelerator and the link between
+them. Specs never change after construction, so they can be shared, hashed and cached freely;
+``attrs.evolve`` makes a modified copy.
+
+Every field is validated on construction and an invalid value raises ``ParsimError`` naming the
+field, the bound and the value. Numbers are *effective* figures where the two differ (what a
+STREAM-like benchmark or a bandwidth test measures); datasheet peaks are kept beside them in the
+``peak_*`` fields for the roofline drawing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import attrs
+
+from parsim.errors import field_error
+
+DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+"""Supported element types and their size in bytes."""
+
+
+def _positive(instance, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise field_error(attribute.name, "> 0", value)
+
+
+def _non_negative(instance, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise field_error(attribute.name, ">= 0", value)
+
+
+def _fraction(instance, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1):
+        raise field_error(attribute.name, "in (0, 1]", value)
+
+
+def _positive_int(instance, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise field_error(attribute.name, "an integer >= 1", value)
+
+
+def _rate_table(instance, attribute, value):
+    for dtype, rate in value:
+        if dtype not in DTYPES:
+            raise field_error(f"{attribute.name}.{dtype}", f"one of {sorted(DTYPES)}", dtype)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
+            raise field_error(f"{attribute.name}.{dtype}", "> 0", rate)
+
+
+def _rate_items(value) -> tuple[tuple[str, float], ...]:
+    """Store a ``{dtype: rate}`` table as sorted pairs so the spec stays hashable."""
+    return tuple(sorted(dict(value or {}).items()))
+
+
+@attrs.frozen
+class CacheLevel:
+    """One level of the cache hierarchy as the roofline sees it.
+
+    Attributes:
+        name: ``"L1"``, ``"L2"``, ``"L3"``...
+        size_B: capacity; per core when ``per_core`` is true, else shared by all cores.
+        bandwidth_Bps: sustained read+write bandwidth of the whole level (all cores busy).
+        per_core: private to each core (so the usable size grows with active cores).
+    """
+
+    name: str
+    size_B: float = attrs.field(validator=_positive)
+    bandwidth_Bps: float = attrs.field(validator=_positive)
+    per_core: bool = False
+
+
+@attrs.frozen
+class MemorySpec:
+    """Main memory (DRAM or HBM) of one processor.
+
+    Attributes:
+        bandwidth_Bps: effective sustained bandwidth (STREAM triad / device copy benchmark).
+        peak_bandwidth_Bps: datasheet bandwidth, for the roofline ceiling.
+        latency_s: load-to-use latency of a DRAM access.
+        capacity_B: installed capacity.
+        per_core_bandwidth_Bps: what one core (or SM) can pull alone; Little's law
+            (bytes in flight / latency) is why one NumPy thread gets a fraction of the socket.
+        caches: cache levels, smallest first.
+    """
+
+    bandwidth_Bps: float = attrs.field(validator=_positive)
+    peak_bandwidth_Bps: float = attrs.field(validator=_positive)
+    latency_s: float = attrs.field(validator=_positive)
+    capacity_B: float = attrs.field(validator=_positive)
+    per_core_bandwidth_Bps: float = attrs.field(validator=_positive)
+    caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=tuple)
+
+    def __attrs_post_init__(self):
+        if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
+            raise field_error("bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})",
+                              self.bandwidth_Bps)
+
+
+@attrs.frozen
+class ProcessorSpec:
+    """A CPU socket or a GPU: cores with SIMD lanes, a clock, special units and memory.
+
+    Attributes:
+        id: preset id (``"h100-sxm"``) or a free name for a user file.
+        name: human-readable model name.
+        kind: ``"cpu"`` or ``"gpu"``.
+        cores: CPU cores, or GPU streaming multiprocessors (SMs).
+        lanes_per_core: float32 SIMD lanes per core (AVX2 with two FMA ports: 16; an Ampere
+            SM: 64 or 128 FP32 CUDA cores).
+        clock_Hz: sustained clock under load (all-core turbo / boost).
+        fma: one fused multiply-add counts two FLOPs per lane per cycle.
+        fp64_ratio: float64 vector rate relative to float32 (1/2 on V100, 1/32 on GTX 1080).
+        fp16_ratio: float16/bfloat16 vector rate relative to float32 (2 on V100+, 1 on CPUs).
+        matrix_flops_per_s: dense matrix-unit (tensor core, AMX) peak per dtype, whole chip;
+            given as a ``{dtype: FLOP/s}`` mapping, stored as sorted pairs.
+        matmul_efficiency: fraction of the peak a large GEMM reaches (cuBLAS, MKL/OpenBLAS).
+        special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
+        dispatch_s: host-side cost to start one op (NumPy call ~1 us, CUDA launch ~5-25 us).
+        interpreted_element_s: interpreted Python cost per element and op (SISD demo; CPUs).
+        warp_size: lanes in lockstep (32 on NVIDIA GPUs, 1 on CPUs).
+        tile_items: work items per tile (a GPU thread block; a CPU chunk).
+        tiles_per_core: tiles resident on one core at once (GPU blocks per SM; 1 on CPUs).
+        matmul_tile: edge of the square output tile one core computes in a GEMM.
+        copy_engines: DMA engines per direction (GPUs).
+        memory: the processor's main memory and caches.
+        default_link: id of the link preset this device usually sits on (GPUs).
+    """
+
+    id: str
+    name: str
+    kind: Literal["cpu", "gpu"] = attrs.field(validator=attrs.validators.in_(("cpu", "gpu")))
+    cores: int = attrs.field(validator=_positive_int)
+    lanes_per_core: int = attrs.field(validator=_positive_int)
+    clock_Hz: float = attrs.field(validator=_positive)
+    memory: MemorySpec
+    fma: bool = True
+    fp64_ratio: float = attrs.field(default=0.5, validator=_positive)
+    fp16_ratio: float = attrs.field(default=1.0, validator=_positive)
+    matrix_flops_per_s: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_rate_table)
+    matmul_efficiency: float = attrs.field(default=0.8, validator=_fraction)
+    special_per_core_per_cycle: float = attrs.field(default=1.0, validator=_positive)
+    dispatch_s: float = attrs.field(default=1e-6, validator=_non_negative)
+    interpreted_element_s: float = attrs.field(default=50e-9, validator=_positive)
+    warp_size: int = attrs.field(default=1, validator=_positive_int)
+    tile_items: int = attrs.field(default=16384, validator=_positive_int)
+    tiles_per_core: int = attrs.field(default=1, validator=_positive_int)
+    matmul_tile: int = attrs.field(default=128, validator=_positive_int)
+    copy_engines: int = attrs.field(default=1, validator=_positive_int)
+    default_link: str | None = None
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == "gpu"
+
+    def vector_flops_per_s(self, dtype: str = "float32") -> float:
+        """Peak vector FLOP/s of the whole chip for ``dtype`` (no matrix units)."""
+        per_lane = 2.0 if self.fma else 1.0
+        base = self.cores * self.lanes_per_core * per_lane * self.clock_Hz
+        return base * self.dtype_ratio(dtype)
+
+    def dtype_ratio(self, dtype: str) -> float:
+        """Vector throughput of ``dtype`` relative to float32."""
+        if dtype == "float64":
+            return self.fp64_ratio
+        if dtype in ("float16", "bfloat16"):
+            return self.fp16_ratio
+        return 1.0
+
+    def peak_flops_per_s(self, dtype: str = "float32", matrix: bool = False) -> float:
+        """Best peak for ``dtype``: the matrix units when allowed and present, else the vectors."""
+        vector = self.vector_flops_per_s(dtype)
+        rates = dict(self.matrix_flops_per_s)
+        if matrix and dtype in rates:
+            return max(vector, rates[dtype])
+        return vector
+
+
+@attrs.frozen
+class LinkSpec:
+    """A host<->device or device<->device link, e.g. PCIe 3.0 x16 or NVLink.
+
+    Attributes:
+        id: preset id (``"pcie3-x16"``).
+        name: human-readable name.
+        bandwidth_Bps: effective bandwidth per direction with pinned host memory.
+        peak_bandwidth_Bps: theoretical bandwidth per direction.
+        pageable_bandwidth_Bps: effective bandwidth from pageable memory (staged through a
+            pinned bounce buffer by the driver).
+        latency_s: fixed cost per transfer (driver + DMA setup + link round trip).
+        duplex: both directions run at full speed at once.
+    """
+
+    id: str
+    name: str
+    bandwidth_Bps: float = attrs.field(validator=_positive)
+    peak_bandwidth_Bps: float = attrs.field(validator=_positive)
+    pageable_bandwidth_Bps: float = attrs.field(validator=_positive)
+    latency_s: float = attrs.field(validator=_non_negative)
+    duplex: bool = True
+
+    def __attrs_post_init__(self):
+        if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
+            raise field_error("bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})",
+                              self.bandwidth_Bps)
+        if self.pageable_bandwidth_Bps > self.bandwidth_Bps * 1.0001:
+            raise field_error("pageable_bandwidth_Bps", f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
+                              self.pageable_bandwidth_Bps)
+
+    def transfer_s(self, nbytes: float, pinned: bool = True) -> float:
+        """Uncontended time of one copy: latency + bytes / bandwidth."""
+        bandwidth = self.bandwidth_Bps if pinned else self.pageable_bandwidth_Bps
+        return self.latency_s + nbytes / bandwidth
+
+
+@attrs.frozen
+class SystemSpec:
+    """What a prediction runs on: a host CPU, optionally accelerators and their link.
+
+    Attributes:
+        host: the CPU that runs the program (and the ops when there is no device).
+        device: the accelerator, or None for a CPU-only system.
+        link: how host and device talk; required when a device is present.
+        gpus: number of identical devices (data-parallel training).
+        gpus_per_switch: devices sharing one PCIe switch uplink to the host.
+    """
+
+    host: ProcessorSpec
+    device: ProcessorSpec | None = None
+    link: LinkSpec | None = None
+    gpus: int = attrs.field(default=1, validator=_positive_int)
+    gpus_per_switch: int = attrs.field(default=1, validator=_positive_int)
+
+    def __attrs_post_init__(self):
+        if self.host.kind != "cpu":
+            raise field_error("host", "a CPU spec", self.host.id)
+        if self.device is not None and self.link is None:
+            raise field_error("link", "given when a device is present", None)
+
+    @property
+    def compute(self) -> ProcessorSpec:
+        """The processor that executes kernels: the device when present, else the host."""
+        return self.device if self.device is not None else self.host

@@ -1,0 +1,102 @@
+"""Hardware specs to and from TOML files.
+
+A hardware file describes one processor (a ``[processor]`` table with a nested ``memory``
+table, ``[[processor.memory.caches]]`` and an optional ``matrix_flops_per_s`` table) or one link
+(a ``[link]`` table). An optional ``[meta]`` table records where the numbers came from (for
+example the calibration run that measured them). Unknown keys are refused with the file and
+the key path, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+import tomli_w
+
+from parsim.errors import ParsimError
+from parsim.hardware.specs import CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
+
+MAX_FILE_BYTES = 1_000_000
+_SECTIONS = {"processor", "link", "meta"}
+
+
+def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec:
+    """Read a processor or link spec from ``path``.
+
+    Raises:
+        ParsimError: missing/huge/malformed file (with line), unknown section or key, bad value.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ParsimError(f"{path}: no such hardware file")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ParsimError(f"{path}: hardware file is larger than {MAX_FILE_BYTES} bytes")
+    return loads_hardware(path.read_bytes().decode("utf-8", errors="replace"), source=str(path))
+
+
+def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec:
+    """Parse hardware TOML text; ``source`` names it in error messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ParsimError(f"{source}: malformed TOML: {exc}") from None
+    unknown = set(data) - _SECTIONS
+    if unknown:
+        raise ParsimError(f"{source}: unknown section [{sorted(unknown)[0]}] (expected [processor] or [link])")
+    if ("processor" in data) == ("link" in data):
+        raise ParsimError(f"{source}: expected exactly one [processor] or [link] table")
+    try:
+        if "link" in data:
+            return _build(LinkSpec, data["link"], "link")
+        table = dict(data["processor"])
+        memory = dict(_table(table.pop("memory", None), "processor.memory"))
+        caches = memory.pop("caches", [])
+        if not isinstance(caches, list):
+            raise ParsimError("'processor.memory.caches' must be an array of tables")
+        levels = tuple(_build(CacheLevel, c, f"processor.memory.caches[{i}]") for i, c in enumerate(caches))
+        table["memory"] = _build(MemorySpec, {**memory, "caches": levels}, "processor.memory")
+        return _build(ProcessorSpec, table, "processor")
+    except ParsimError as exc:
+        raise ParsimError(f"{source}: {exc}") from None
+
+
+def _table(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ParsimError(f"missing table [{where}]")
+    return value
+
+
+def _build(cls, table: Any, where: str):
+    table = _table(table, where)
+    fields = {f.name: f for f in attrs.fields(cls)}
+    for key in table:
+        if key not in fields:
+            raise ParsimError(f"unknown key '{where}.{key}' (known: {', '.join(fields)})")
+    missing = [name for name, f in fields.items() if f.default is attrs.NOTHING and name not in table]
+    if missing:
+        raise ParsimError(f"missing key '{where}.{missing[0]}'")
+    return cls(**table)
+
+
+def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict | None = None) -> str:
+    """TOML text for ``spec`` (round-trips through ``loads_hardware``)."""
+    data = attrs.asdict(spec, recurse=True, retain_collection_types=False)
+    data = {key: value for key, value in data.items() if value is not None}
+    if isinstance(spec, ProcessorSpec):
+        data["matrix_flops_per_s"] = dict(spec.matrix_flops_per_s)
+        document = {"processor": data}
+    else:
+        document = {"link": data}
+    if meta:
+        document["meta"] = meta
+    return tomli_w.dumps(document)
+
+
+def save_hardware(spec: ProcessorSpec | LinkSpec, path: str | Path, meta: dict | None = None) -> Path:
+    """Write ``spec`` to ``path`` as TOML and return the path."""
+    path = Path(path)
+    path.write_text(dumps_hardware(spec, meta))
+    return path

@@ -1,0 +1,146 @@
+"""The vocabulary of work: kernels, transfers and the small programs made of them.
+
+A workload is what a programmer writes, reduced to what hardware feels. A ``Kernel`` is one
+launch of parallel work (an elementwise op, a GEMM): how many FLOPs, how many bytes it reads
+and writes, how many independent work items it offers, and whether matrix units can do it. A
+``Transfer`` is one copy across a link. A ``Workload`` is the host program: its ops in the order
+the host issues them, each on a stream; ops on one stream run in order, ops on different
+streams may overlap (the CUDA stream semantics), and ``deps`` adds cross-stream edges.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from parsim.hardware.specs import DTYPES
+
+
+@attrs.frozen
+class Kernel:
+    """One launch of data-parallel work.
+
+    Attributes:
+        name: label shown in the timeline (``"relu"``, ``"matmul 4096x4096x4096"``).
+        flops: floating-point operations (an FMA counts two).
+        bytes_read: bytes loaded from memory.
+        bytes_written: bytes stored to memory.
+        work_items: independent items (output elements) the work splits into.
+        dtype: element type.
+        matrix: a dense matrix product that tensor cores / AMX can run.
+        special_ops: transcendental evaluations (``exp`` in a sigmoid).
+        python_ops_per_item: interpreted operations per item in a pure-Python loop (SISD demo).
+        gemm_mn: for GEMM-shaped kernels, the output matrix shape (M, N) that tiles are cut from.
+        stream: stream the host enqueues it on.
+    """
+
+    name: str
+    flops: float
+    bytes_read: float
+    bytes_written: float
+    work_items: int
+    dtype: str = "float32"
+    matrix: bool = False
+    special_ops: float = 0.0
+    python_ops_per_item: float = 1.0
+    gemm_mn: tuple[int, int] | None = None
+    stream: int = 0
+
+    @property
+    def bytes(self) -> float:
+        """Bytes moved to and from memory."""
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def working_set_B(self) -> float:
+        """Distinct bytes touched: decides which cache level can hold the data."""
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOP per byte (the roofline's x axis)."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+
+@attrs.frozen
+class Transfer:
+    """One copy between host and device memory.
+
+    Attributes:
+        name: label shown in the timeline.
+        nbytes: bytes copied.
+        direction: ``"h2d"`` (host to device) or ``"d2h"``.
+        pinned: page-locked host buffer (DMA straight from it); pageable memory is staged
+            through a driver bounce buffer, is slower and blocks the host thread.
+        stream: stream the host enqueues it on.
+    """
+
+    name: str
+    nbytes: float
+    direction: Literal["h2d", "d2h"]
+    pinned: bool = True
+    stream: int = 0
+
+
+Op = Kernel | Transfer
+
+
+@attrs.frozen
+class Workload:
+    """A host program: ops in issue order, with stream order and extra dependencies.
+
+    Attributes:
+        name: workload id (``"offload"``).
+        params: the validated parameters, as sorted ``(key, value)`` pairs.
+        ops: kernels and transfers in the order the host issues them.
+        deps: for each op, indices of earlier ops it waits for besides its stream predecessor.
+        footprint_B: memory the data occupies on the executing processor.
+    """
+
+    name: str
+    params: tuple[tuple[str, object], ...]
+    ops: tuple[Op, ...]
+    deps: tuple[tuple[int, ...], ...] = ()
+    footprint_B: float = 0.0
+
+    def __attrs_post_init__(self):
+        if not self.deps:
+            object.__setattr__(self, "deps", tuple(() for _ in self.ops))
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        return [op for op in self.ops if isinstance(op, Kernel)]
+
+    @property
+    def transfers(self) -> list[Transfer]:
+        return [op for op in self.ops if isinstance(op, Transfer)]
+
+    @property
+    def needs_device(self) -> bool:
+        """A workload with copies only makes sense with a device and a link."""
+        return bool(self.transfers)
+
+    @property
+    def flops(self) -> float:
+        return sum(k.flops for k in self.kernels)
+
+    @property
+    def bytes(self) -> float:
+        return sum(k.bytes for k in self.kernels)
+
+    @property
+    def transfer_bytes(self) -> float:
+        return sum(t.nbytes for t in self.transfers)
+
+    @property
+    def streams(self) -> int:
+        return len({op.stream for op in self.ops})
+
+    def param(self, key: str, default=None):
+        return dict(self.params).get(key, default)
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of ``dtype``."""
+    return DTYPES[dtype]

@@ -1,0 +1,132 @@
+"""Workload names, their parameters, and validation of what users type.
+
+Each workload is registered with a pydantic model of its parameters (bounds included) and a
+builder. ``make_workload("matmul", {"m": "4096", ...})`` validates, fills defaults and builds;
+any mistake becomes a one-line ``ParsimError`` naming the workload, the field and the value.
+Numbers may be written ``1e8``: whole floats are accepted for integer fields.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Literal
+
+import attrs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from parsim.errors import ParsimError
+from parsim.workloads import ops, transfers
+from parsim.workloads.base import Workload
+
+Dtype = Literal["float16", "bfloat16", "float32", "float64"]
+ElementwiseOp = Literal["vector_add", "saxpy", "relu", "sigmoid"]
+MAX_ELEMENTS = 10**15  # far beyond any memory: keeps typos like n=1e30 out of float overflow
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dtype: Dtype = "float32"
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _whole_floats(cls, value):
+        # "1e8" arrives as the float 1e8; integer fields accept it when it is whole.
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+            return int(value)
+        return value
+
+
+class VectorParams(_Params):
+    n: int = Field(gt=0, le=MAX_ELEMENTS, description="number of elements")
+
+
+class MatmulParams(_Params):
+    m: int = Field(gt=0, le=10**7, description="rows of A and C")
+    n: int = Field(gt=0, le=10**7, description="columns of B and C")
+    k: int = Field(gt=0, le=10**7, description="columns of A, rows of B")
+
+
+class Conv2dParams(_Params):
+    batch: int = Field(1, gt=0, le=10**5, description="images")
+    channels: int = Field(3, gt=0, le=10**5, description="input channels")
+    height: int = Field(224, gt=0, le=10**5, description="image height (pixels)")
+    width: int = Field(224, gt=0, le=10**5, description="image width (pixels)")
+    filters: int = Field(64, gt=0, le=10**5, description="output channels")
+    kernel: int = Field(3, gt=0, le=99, description="kernel edge (same padding, stride 1)")
+
+
+class CopyParams(VectorParams):
+    direction: Literal["h2d", "d2h"] = "h2d"
+    pinned: bool = True
+
+
+class OffloadParams(VectorParams):
+    op: ElementwiseOp = "relu"
+    streams: int = Field(1, gt=0, le=64, description="CUDA streams the chunks are spread over")
+    pinned: bool = True
+
+
+@attrs.frozen
+class WorkloadDef:
+    """A registered workload: its parameter model, its builder and a one-line summary."""
+
+    name: str
+    params: type[_Params]
+    build: Callable[[dict], Workload]
+    summary: str
+
+
+def _elementwise(op: str) -> WorkloadDef:
+    formula = ops.ELEMENTWISE[op].formula
+    return WorkloadDef(op, VectorParams, lambda p: ops.elementwise(op, p), f"elementwise {formula}")
+
+
+WORKLOADS: dict[str, WorkloadDef] = {
+    **{op: _elementwise(op) for op in ops.ELEMENTWISE},
+    "reduce_sum": WorkloadDef("reduce_sum", VectorParams, ops.reduce_sum, "s = sum(x)"),
+    "matmul": WorkloadDef("matmul", MatmulParams, ops.matmul, "C = A @ B (dense GEMM)"),
+    "conv2d": WorkloadDef("conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding"),
+    "copy": WorkloadDef("copy", CopyParams, transfers.copy, "one host<->device copy"),
+    "offload": WorkloadDef("offload", OffloadParams, transfers.offload,
+                           "H2D, elementwise op, D2H chunked over streams"),
+}
+
+
+def workload_names() -> list[str]:
+    return sorted(WORKLOADS)
+
+
+def lookup(name: str) -> WorkloadDef:
+    """The registered workload ``name``, or a ParsimError suggesting the closest names."""
+    if name not in WORKLOADS:
+        close = difflib.get_close_matches(name, WORKLOADS, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(workload_names())}"
+        raise ParsimError(f"unknown workload {name!r}{hint}")
+    return WORKLOADS[name]
+
+
+def validate_params(name: str, params: dict) -> dict:
+    """Validate ``params`` for workload ``name``; return them with defaults filled in."""
+    definition = lookup(name)
+    try:
+        return definition.params(**params).model_dump()
+    except ValidationError as exc:
+        raise ParsimError(_one_line(name, definition.params, exc)) from None
+
+
+def make_workload(name: str, params: dict | None = None) -> Workload:
+    """Build workload ``name`` from user parameters (strings, numbers or booleans)."""
+    return lookup(name).build(validate_params(name, dict(params or {})))
+
+
+def _one_line(name: str, model: type[_Params], exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"]) or "?"
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(model.model_fields)
+        return f"{name}: unknown parameter {field!r} (known: {known})"
+    if error["type"] == "missing":
+        return f"{name}: missing parameter {field!r} (give it as {field}=VALUE)"
+    message = error["msg"][0].lower() + error["msg"][1:]
+    return f"{name}: {field!r} {message}: {error['input']!r}"

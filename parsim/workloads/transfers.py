@@ -1,0 +1,41 @@
+"""Workloads that cross the PCIe link: a plain copy, and an offloaded op pipelined over streams.
+
+``offload`` is the classic CUDA overlap pattern: the input is cut into ``streams`` chunks; each
+chunk is copied host-to-device, processed and copied back on its own stream, so chunk i's
+kernel runs while chunk i+1 is still crossing the link. With one stream nothing overlaps.
+"""
+
+from __future__ import annotations
+
+from parsim.workloads.base import Transfer, Workload, itemsize
+from parsim.workloads.ops import ELEMENTWISE, _items, elementwise_kernel
+
+
+def copy(params: dict) -> Workload:
+    """One host<->device copy of ``n`` elements."""
+    n, dtype, direction, pinned = params["n"], params["dtype"], params["direction"], params["pinned"]
+    nbytes = n * itemsize(dtype)
+    kind = "pinned" if pinned else "pageable"
+    op = Transfer(name=f"{direction} {kind}", nbytes=nbytes, direction=direction, pinned=pinned)
+    return Workload(name="copy", params=_items(params), ops=(op,), footprint_B=nbytes)
+
+
+def offload(params: dict) -> Workload:
+    """Inputs to the device, the op, the output back: chunked over ``streams`` streams."""
+    op, n, dtype = params["op"], params["n"], params["dtype"]
+    streams, pinned = params["streams"], params["pinned"]
+    size = itemsize(dtype)
+    inputs = ELEMENTWISE[op].inputs
+    ops = []
+    start = 0
+    for s in range(streams):
+        chunk = n // streams + (1 if s < n % streams else 0)
+        if chunk == 0:
+            continue
+        tag = f"[{s}]" if streams > 1 else ""
+        ops.append(Transfer(name=f"h2d{tag}", nbytes=inputs * chunk * size, direction="h2d",
+                            pinned=pinned, stream=s))
+        ops.append(elementwise_kernel(op, chunk, dtype, stream=s, label=f"{op}{tag}"))
+        ops.append(Transfer(name=f"d2h{tag}", nbytes=chunk * size, direction="d2h", pinned=pinned, stream=s))
+        start += chunk
+    return Workload(name="offload", params=_items(params), ops=tuple(ops), footprint_B=(inputs + 1) * n * size)

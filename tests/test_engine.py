@@ -1,0 +1,116 @@
+"""Exact timelines of the SimPy engine on the tiny systems of conftest, worked out by hand."""
+
+import attrs
+import pytest
+
+from parsim.engine import simulate
+from parsim.hardware.specs import MemorySpec, SystemSpec
+from parsim.workloads import make_workload
+from tests.conftest import TINY_CPU, TINY_LINK, evolve_gpu
+
+
+def rows(result, detail=False):
+    return [(e.resource, e.label, e.kind, pytest.approx(e.start_s, abs=1e-15), pytest.approx(e.end_s, abs=1e-15))
+            for e in result.trace if e.detail == detail]
+
+
+def test_offload_one_stream_timeline(gpu_system):
+    # h2d: issued at 1 us, 1 us latency + 4000 B / 1 GB/s -> 6 us.
+    # relu: 250 tiles in waves of 4: 62 full waves (7936 B) take 1 us latency + 7.936 us,
+    # the 2-tile tail wave 64 B at 1 GB/s: 15 us. d2h: 1 us + 4 us -> 20 us.
+    result = simulate(make_workload("offload", {"op": "relu", "n": 1000}), gpu_system, "simt")
+    assert rows(result) == [
+        ("host", "issue h2d", "overhead", 0.0, 1e-6),
+        ("host", "issue relu", "overhead", 1e-6, 2e-6),
+        ("host", "issue d2h", "overhead", 2e-6, 3e-6),
+        ("PCIe h2d", "h2d", "transfer", 1e-6, 6e-6),
+        ("SM 0-1", "relu waves 1-62", "memory", 6e-6, 14.936e-6),
+        ("SM 0-1", "relu tail wave", "memory", 14.936e-6, 15e-6),
+        ("PCIe d2h", "d2h", "transfer", 15e-6, 20e-6),
+    ]
+    assert result.instance_ends_s == (pytest.approx(20e-6),)
+
+
+def test_cpu_runs_synchronously(cpu_system):
+    # dispatch 1 us, then 2 tiles on 2 cores in one wave: 1 us latency + 96 B at 1 GB/s.
+    result = simulate(make_workload("vector_add", {"n": 8}), cpu_system, "mimd+simd")
+    assert rows(result) == [
+        ("host", "issue vector_add", "overhead", 0.0, 1e-6),
+        ("core 0-1", "vector_add wave 1", "memory", 1e-6, 2.096e-6),
+    ]
+
+
+def test_cpu_sisd_pays_the_interpreter(cpu_system):
+    # 100 elements x 1 Python op x 50 ns = 5 us, longer than 1 us + 1200 B / 1 GB/s.
+    result = simulate(make_workload("vector_add", {"n": 100}), cpu_system, "sisd")
+    assert result.instance_ends_s == (pytest.approx(6e-6),)
+    assert {e.kind for e in result.trace if e.resource.startswith("core")} == {"compute"}
+
+
+def test_serial_overlap_adds_compute_and_memory(cpu_system):
+    roofline = simulate(make_workload("vector_add", {"n": 100}), cpu_system, "sisd", overlap="roofline")
+    serial = simulate(make_workload("vector_add", {"n": 100}), cpu_system, "sisd", overlap="serial")
+    assert serial.instance_ends_s[0] == pytest.approx(roofline.instance_ends_s[0] + 2.2e-6)
+
+
+def test_streams_overlap_copies_with_kernels(gpu_system):
+    one = simulate(make_workload("offload", {"op": "relu", "n": 4000, "streams": 1}), gpu_system, "simt")
+    four = simulate(make_workload("offload", {"op": "relu", "n": 4000, "streams": 4}), gpu_system, "simt")
+    assert four.instance_ends_s[0] < 0.75 * one.instance_ends_s[0]
+    h2d = [e for e in four.trace if e.resource == "PCIe h2d"]
+    kernels = [e for e in four.trace if e.resource.startswith("SM")]
+    # the second chunk crosses the link while the first chunk's kernel runs
+    assert h2d[1].start_s < kernels[0].end_s and h2d[1].end_s > kernels[0].start_s
+
+
+def test_pageable_copy_blocks_the_host(gpu_system):
+    pinned = simulate(make_workload("copy", {"n": 1000}), gpu_system, "simt")
+    pageable = simulate(make_workload("copy", {"n": 1000, "pinned": False}), gpu_system, "simt")
+    # pinned: 1 us issue + 1 us latency + 4 us; pageable at 0.5 GB/s: 1 + 1 + 8 us
+    assert pinned.instance_ends_s[0] == pytest.approx(6e-6)
+    assert pageable.instance_ends_s[0] == pytest.approx(10e-6)
+    assert any(e.label.startswith("wait") for e in pageable.trace)
+
+
+def test_one_copy_engine_serialises_directions():
+    gpu = evolve_gpu(copy_engines=1)
+    system = SystemSpec(host=TINY_CPU, device=gpu, link=TINY_LINK)
+    result = simulate(make_workload("offload", {"op": "relu", "n": 4000, "streams": 4}), system, "simt")
+    copies = sorted((e.start_s, e.end_s) for e in result.trace if e.resource.startswith("PCIe"))
+    for (_, end), (start, _) in zip(copies, copies[1:], strict=False):
+        assert start >= end - 1e-15
+
+
+def test_wave_quantisation_of_a_compute_bound_gemm():
+    # 10x10 outputs in 2x2 tiles: 25 tiles on 2 SMs = 12.5 waves -> 13 tile times.
+    # Each tile: 2 * 4 * k flops at 8 GFLOP/s = k ns; memory is made fast enough not to matter.
+    fast = MemorySpec(bandwidth_Bps=1e15, peak_bandwidth_Bps=1e15, latency_s=1e-9, capacity_B=1e12,
+                      per_core_bandwidth_Bps=1e15)
+    gpu = evolve_gpu(memory=fast)
+    system = SystemSpec(host=TINY_CPU, device=gpu, link=TINY_LINK)
+    k = 10**6
+    result = simulate(make_workload("matmul", {"m": 10, "n": 10, "k": k}), system, "simt")
+    kernel = [e for e in result.trace if e.resource.startswith("SM") and not e.detail]
+    assert [e.label for e in kernel] == [f"matmul 10x10x{k} waves 1-12", f"matmul 10x10x{k} tail wave"]
+    assert kernel[0].duration_s == pytest.approx(12 * k * 1e-9, rel=1e-6)
+    assert kernel[1].duration_s == pytest.approx(k * 1e-9, rel=1e-6)
+    assert kernel[1].resource == "SM 0"
+    assert any("12.50 waves" in note for note in result.notes)
+
+
+def test_back_to_back_instances_pipeline_on_a_gpu(gpu_system):
+    # A tiny kernel is launch-bound: the host issues one per 1 us while each takes longer,
+    # so instances end one kernel time apart, not one latency apart.
+    result = simulate(make_workload("vector_add", {"n": 8}), gpu_system, "simt", repeats=3)
+    first, second, third = result.instance_ends_s
+    assert first == pytest.approx(2.096e-6)
+    assert second - first == pytest.approx(1.096e-6)
+    assert third - second == pytest.approx(1.096e-6)
+
+
+def test_events_do_not_grow_with_elements():
+    gpu = evolve_gpu(memory=attrs.evolve(evolve_gpu().memory, capacity_B=1e15))
+    system = SystemSpec(host=TINY_CPU, device=gpu, link=TINY_LINK)
+    counts = [simulate(make_workload("vector_add", {"n": n}), system, "simt").events for n in (10**3, 10**6, 10**9)]
+    assert counts[2] <= 1.5 * counts[1]
+    assert max(counts) < 40
