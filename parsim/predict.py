@@ -17,6 +17,7 @@ from parsim.hardware import registry
 from parsim.hardware.execution import check_mode
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.prediction import Prediction
+from parsim.units import gib
 from parsim.workloads.base import Workload
 from parsim.workloads.registry import make_workload
 
@@ -108,12 +109,8 @@ def check_fits(workload: Workload, system: SystemSpec) -> None:
                           f"{system.host.id} is a CPU (try --device v100-pcie)")
     spec = system.compute
     if workload.footprint_B > spec.memory.capacity_B:
-        raise ParsimError(f"{workload.name} needs {_gib(workload.footprint_B)}, "
-                          f"{spec.id} has {_gib(spec.memory.capacity_B)}")
+        raise ParsimError(f"{workload.name} needs {gib(workload.footprint_B)}, "
+                          f"{spec.id} has {gib(spec.memory.capacity_B)}")
     if system.device is not None and workload.transfers and workload.footprint_B > system.host.memory.capacity_B:
-        raise ParsimError(f"{workload.name} needs {_gib(workload.footprint_B)} of host memory, "
-                          f"{system.host.id} has {_gib(system.host.memory.capacity_B)}")
-
-
-def _gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.1f} GiB"
+        raise ParsimError(f"{workload.name} needs {gib(workload.footprint_B)} of host memory, "
+                          f"{system.host.id} has {gib(system.host.memory.capacity_B)}")

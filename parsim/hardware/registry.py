@@ -11,11 +11,17 @@ import difflib
 from pathlib import Path
 
 from parsim.errors import ParsimError
-from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.hardware.tomlio import load_hardware
 
 DEFAULT_HOST = "xeon-e5-2630v3"
+
+
+def _presets():
+    # Imported on first use: the preset tables are the heaviest import of the package.
+    from parsim.hardware import presets
+
+    return presets
 
 
 def _suggest(name: str, known: list[str]) -> str:
@@ -39,9 +45,9 @@ def processor(value: str | ProcessorSpec, field: str = "device") -> ProcessorSpe
         if not isinstance(loaded, ProcessorSpec):
             raise ParsimError(f"'{field}': {value} describes a link, not a processor")
         return loaded
-    if value not in PROCESSORS:
-        raise ParsimError(f"'{field}': unknown processor {value!r}{_suggest(str(value), list(PROCESSORS))}")
-    return PROCESSORS[value]
+    if value not in _presets().PROCESSORS:
+        raise ParsimError(f"'{field}': unknown processor {value!r}{_suggest(str(value), list(_presets().PROCESSORS))}")
+    return _presets().PROCESSORS[value]
 
 
 def link(value: str | LinkSpec, field: str = "link") -> LinkSpec:
@@ -53,9 +59,9 @@ def link(value: str | LinkSpec, field: str = "link") -> LinkSpec:
         if not isinstance(loaded, LinkSpec):
             raise ParsimError(f"'{field}': {value} describes a processor, not a link")
         return loaded
-    if value not in LINKS:
-        raise ParsimError(f"'{field}': unknown link {value!r}{_suggest(str(value), list(LINKS))}")
-    return LINKS[value]
+    if value not in _presets().LINKS:
+        raise ParsimError(f"'{field}': unknown link {value!r}{_suggest(str(value), list(_presets().LINKS))}")
+    return _presets().LINKS[value]
 
 
 def system(device: str | ProcessorSpec, host: str | ProcessorSpec | None = None,
@@ -87,8 +93,8 @@ def system(device: str | ProcessorSpec, host: str | ProcessorSpec | None = None,
 
 
 def processor_ids(kind: str | None = None) -> list[str]:
-    return sorted(k for k, v in PROCESSORS.items() if kind is None or v.kind == kind)
+    return sorted(k for k, v in _presets().PROCESSORS.items() if kind is None or v.kind == kind)
 
 
 def link_ids() -> list[str]:
-    return sorted(LINKS)
+    return sorted(_presets().LINKS)

@@ -83,7 +83,7 @@ def _build(cls, table: Any, where: str):
 
 def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict | None = None) -> str:
     """TOML text for ``spec`` (round-trips through ``loads_hardware``)."""
-    data = attrs.asdict(spec, recurse=True, retain_collection_types=False)
+    data = attrs.asdict(spec, recurse=True)
     data = {key: value for key, value in data.items() if value is not None}
     if isinstance(spec, ProcessorSpec):
         data["matrix_flops_per_s"] = dict(spec.matrix_flops_per_s)

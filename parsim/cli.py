@@ -1,0 +1,240 @@
+"""The ``parsim`` command line: hardware presets, predictions and scenarios.
+
+Every user mistake becomes one line on stderr and exit code 2 (typer's own usage errors
+already exit 2); a traceback means a bug in parsim, never in the input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from parsim import units
+from parsim.errors import ParsimError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Predict and explain how fast work runs on parallel hardware.")
+hardware_app = typer.Typer(no_args_is_help=True, help="Hardware presets and files.")
+app.add_typer(hardware_app, name="hardware")
+
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@hardware_app.command("list")
+def hardware_list(kind: Annotated[str | None, typer.Option(help="cpu, gpu or link")] = None, as_json: Json = False):
+    """Every preset with its headline figures."""
+    from parsim.hardware.presets import LINKS, PROCESSORS
+
+    if kind not in (None, "cpu", "gpu", "link"):
+        _fail(f"'--kind' must be cpu, gpu or link: {kind!r}")
+    rows = []
+    for spec in PROCESSORS.values():
+        if kind in (None, spec.kind):
+            rows.append({"id": spec.id, "kind": spec.kind, "name": spec.name, "cores": spec.cores,
+                         "fp32_flops_per_s": spec.vector_flops_per_s("float32"),
+                         "memory_bandwidth_Bps": spec.memory.bandwidth_Bps, "memory_B": spec.memory.capacity_B})
+    for spec in LINKS.values():
+        if kind in (None, "link"):
+            rows.append({"id": spec.id, "kind": "link", "name": spec.name, "bandwidth_Bps": spec.bandwidth_Bps,
+                         "latency_s": spec.latency_s})
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'id':<22}{'kind':<6}{'name':<34}{'headline'}")
+    for row in rows:
+        if row["kind"] == "link":
+            headline = f"{units.si(row['bandwidth_Bps'], 'B/s')} per direction, {units.seconds(row['latency_s'])}"
+        else:
+            headline = (f"{row['cores']} {'SMs' if row['kind'] == 'gpu' else 'cores'}, "
+                        f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
+                        f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}")
+        typer.echo(f"{row['id']:<22}{row['kind']:<6}{row['name'][:33]:<34}{headline}")
+
+
+@hardware_app.command("show")
+def hardware_show(spec_id: Annotated[str, typer.Argument(metavar="ID", help="preset id or hardware TOML path")],
+                  as_json: Json = False,
+                  toml: Annotated[bool, typer.Option("--toml", help="Print as a hardware TOML file.")] = False):
+    """One preset (or hardware file) in full."""
+    import attrs
+
+    from parsim.hardware import registry
+    from parsim.hardware.presets import LINKS
+    from parsim.hardware.tomlio import dumps_hardware
+
+    spec = registry.link(spec_id) if spec_id in LINKS else registry.processor(spec_id, "ID")
+    if toml:
+        typer.echo(dumps_hardware(spec), nl=False)
+        return
+    data = attrs.asdict(spec, recurse=True)
+    if "matrix_flops_per_s" in data:
+        data["matrix_flops_per_s"] = dict(spec.matrix_flops_per_s)
+        data["peak_flops_per_s"] = {dtype: spec.peak_flops_per_s(dtype, matrix=True)
+                                    for dtype in ("float16", "bfloat16", "float32", "float64")}
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    _print_tree(data)
+
+
+def _print_tree(data: dict, indent: int = 0) -> None:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            typer.echo(" " * indent + f"{key}:")
+            _print_tree(value, indent + 2)
+        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], dict):
+            typer.echo(" " * indent + f"{key}:")
+            for item in value:
+                _print_tree(item, indent + 2)
+                typer.echo("")
+        else:
+            typer.echo(" " * indent + f"{key:<28}{_human(key, value)}")
+
+
+def _human(key: str, value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if key.endswith("_s"):
+        return units.seconds(value)
+    if key.endswith("_Bps"):
+        return units.si(value, "B/s")
+    if key.endswith("_B"):
+        return f"{units.si(value, 'B')} ({units.gib(value)})"
+    if key.endswith("_Hz"):
+        return units.si(value, "Hz")
+    if "flops" in key:
+        return units.si(value, "FLOP/s")
+    return f"{value:g}"
+
+
+@app.command()
+def predict(
+    workload: Annotated[str, typer.Argument(help="workload name, e.g. vector_add, matmul, offload")],
+    params: Annotated[list[str] | None, typer.Argument(metavar="[KEY=VALUE]...", help="n=1e8 dtype=float16")] = None,
+    device: Annotated[str, typer.Option(help="preset id or hardware TOML that runs the kernels")] = "laptop-4c-avx2",
+    host: Annotated[str | None, typer.Option(help="host CPU for a GPU device")] = None,
+    link: Annotated[str | None, typer.Option(help="host<->device link")] = None,
+    mode: Annotated[str | None, typer.Option(help="sisd, simd, mimd, mimd+simd or simt")] = None,
+    method: Annotated[str, typer.Option(help="engine (SimPy) or analytic")] = "engine",
+    overlap: Annotated[str, typer.Option(help="roofline (max) or serial (sum) of compute and memory")] = "roofline",
+    as_json: Json = False,
+    trace: Annotated[bool, typer.Option("--trace", help="Include the full trace in --json.")] = False,
+    plot: Annotated[Path | None, typer.Option(help="Save the timeline as a PNG.")] = None,
+):
+    """Predict latency, throughput and the bottleneck of one workload."""
+    from parsim.predict import predict as run_predict
+
+    result = run_predict(workload, units.parse_assignments(params or []), device=device, host=host, link=link,
+                         mode=mode, method=method, overlap=overlap)
+    if plot is not None:
+        from parsim import plots
+
+        _save(plots.timeline(result), plot)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(trace=trace), indent=2, default=str))
+        return
+    typer.echo(format_prediction(result))
+
+
+def format_prediction(p) -> str:
+    """A short readable table of one prediction."""
+    params = " ".join(f"{k}={v}" for k, v in p.params.items())
+    where = p.device if p.link is None else f"{p.device} + {p.host} over {p.link}"
+    share = p.breakdown[p.bottleneck] / p.latency_s if p.latency_s else 0
+    lines = [
+        f"{p.workload} {params}",
+        f"  on {where} ({p.mode}, {p.method})",
+        f"  latency      {units.seconds(p.latency_s)}",
+        f"  throughput   {units.si(p.throughput_per_s, '/s')}",
+        f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory",
+        f"  bottleneck   {p.bottleneck} ({share:.0%} of the time)",
+        "  breakdown    " + ", ".join(f"{k} {units.seconds(v)}" for k, v in p.breakdown.items() if v > 0),
+        "  utilization  " + ", ".join(f"{k} {v:.0%}" for k, v in p.utilization.items()),
+    ]
+    if p.method == "engine":
+        lines.append(f"  events       {p.events}")
+    lines += [f"  note: {note}" for note in p.notes]
+    return "\n".join(lines)
+
+
+@app.command()
+def run(
+    scenario: Annotated[Path, typer.Argument(help="scenario TOML file")],
+    plot: Annotated[Path | None, typer.Option(help="Save the scenario's figure as a PNG.")] = None,
+    as_json: Json = False,
+    lesson: Annotated[bool, typer.Option("--lesson/--no-lesson", help="Print the lesson text.")] = True,
+):
+    """Run a scenario: predict every case and compare them."""
+    from parsim.scenarios import load_scenario, run_scenario
+
+    result = run_scenario(load_scenario(scenario))
+    if plot is not None:
+        from parsim import plots
+
+        _save(plots.scenario(result), plot)
+    if as_json:
+        rows = [{"label": r.label, "value": r.value, **r.prediction.to_dict()} for r in result.results]
+        typer.echo(json.dumps({"title": result.scenario.title, "cases": rows,
+                               "crossovers": result.crossovers()}, indent=2, default=str))
+        return
+    typer.echo(format_scenario(result, lesson))
+
+
+def format_scenario(result, lesson: bool = True) -> str:
+    """The comparison table of a scenario run, with speed-ups against the first case."""
+    spec = result.scenario
+    lines = [spec.title, "=" * len(spec.title)]
+    if lesson:
+        lines += [spec.lesson.strip(), ""]
+    sweep = spec.sweep is not None
+    header = f"{'case':<40}" + (f"{spec.sweep.label:>12}" if sweep else "")
+    lines.append(header + f"{'latency':>12}{'throughput':>14}{'bottleneck':>12}{'speed-up':>10}")
+    baseline = {r.value: r.prediction.latency_s for r in result.series(result.labels[0])}
+    for r in result.results:
+        value = f"{units.si(float(r.value)) if isinstance(r.value, (int, float)) else r.value:>12}" if sweep else ""
+        speedup = baseline[r.value] / r.prediction.latency_s
+        lines.append(f"{r.label[:39]:<40}{value}{units.seconds(r.prediction.latency_s):>12}"
+                     f"{units.si(r.prediction.throughput_per_s, '/s'):>14}{r.prediction.bottleneck:>12}"
+                     f"{speedup:>9.3g}x")
+    for value, was, now in result.crossovers():
+        lines.append(f"crossover: {now} beats {was} from {spec.sweep.label} = {units.si(float(value))}")
+    return "\n".join(lines)
+
+
+def _save(figure, path: Path) -> None:
+    if path.suffix.lower() != ".png":
+        raise ParsimError(f"'--plot' must end in .png: {str(path)!r}")
+    if not path.parent.exists():
+        raise ParsimError(f"'--plot': folder {str(path.parent)!r} does not exist")
+    figure.savefig(path, dpi=120)
+    typer.echo(f"saved {path}", err=True)
+
+
+def main() -> None:
+    """Console entry point: run the CLI, turning user errors into exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except ParsimError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

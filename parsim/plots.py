@@ -1,0 +1,195 @@
+"""Figures (matplotlib only): timelines, rooflines, comparisons and sweeps.
+
+Every function returns a ``matplotlib.figure.Figure`` and never calls ``plt.show``, so the same
+figure serves the CLI (``--plot FILE.png``), the app (``st.pyplot``) and notebooks. Sizes and
+fonts are chosen to stay readable on a projector.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from parsim.hardware.specs import ProcessorSpec  # noqa: E402
+from parsim.prediction import Prediction  # noqa: E402
+from parsim.units import seconds, si  # noqa: E402
+
+COLORS = {"compute": "#d95f02", "memory": "#1b9e77", "transfer": "#7570b3", "overhead": "#999999"}
+# Large type for the projector; applied per call, never to the caller's global settings.
+_STYLE = {"font.size": 13, "axes.titlesize": 15, "axes.labelsize": 13, "xtick.labelsize": 12,
+          "ytick.labelsize": 12}
+
+
+def _styled(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(_STYLE):
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _figure(width: float = 10, height: float = 5) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _row_order(resource: str) -> tuple[int, str]:
+    for rank, prefix in enumerate(("host", "PCIe h2d", "NVLink h2d", "core", "SM", "memory", "PCIe d2h", "NVLink d2h")):
+        if resource.startswith(prefix):
+            return rank, resource
+    return 99, resource
+
+
+@_styled
+def timeline(prediction: Prediction, title: str | None = None) -> Figure:
+    """Gantt chart: one row per resource, one bar per busy interval, coloured by kind."""
+    rows = sorted({e.resource for e in prediction.trace}, key=_row_order)
+    latency = prediction.latency_s
+    scale, unit = _time_scale(latency)
+    fig = _figure(11, 1.2 + 0.55 * max(len(rows), 2))
+    ax = fig.add_subplot()
+    for index, row in enumerate(rows):
+        bars = [(e.start_s * scale, e.duration_s * scale) for e in prediction.trace if e.resource == row]
+        kinds = [e.kind for e in prediction.trace if e.resource == row]
+        ax.broken_barh(bars, (index - 0.38, 0.76), facecolors=[COLORS[k] for k in kinds],
+                       edgecolor="white", linewidth=0.5)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.invert_yaxis()
+    ax.set_xlim(0, latency * scale * 1.02 if latency > 0 else 1)
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_title(title or _describe(prediction))
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="lower right", fontsize=10,
+              ncols=4)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+@_styled
+def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32") -> Figure:
+    """The device's roofline (peak FLOP/s and memory bandwidth) with this workload's point."""
+    fig = _figure(8, 5.5)
+    ax = fig.add_subplot()
+    bandwidth = spec.memory.bandwidth_Bps
+    peaks = {"vector": spec.vector_flops_per_s(dtype)}
+    if dtype in dict(spec.matrix_flops_per_s):
+        peaks["matrix units"] = spec.peak_flops_per_s(dtype, matrix=True)
+    intensity = prediction.flops / prediction.bytes if prediction.bytes else 1.0
+    lo = min(1 / 16, intensity / 4)
+    hi = max(4096, intensity * 4)
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    for name, peak in peaks.items():
+        ax.loglog(xs, [min(peak, bandwidth * x) for x in xs], label=f"{name} peak {si(peak, 'FLOP/s')}")
+    ax.loglog([intensity], [max(prediction.flops_per_s, 1e-30)], "o", color=COLORS["compute"], markersize=10,
+              label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}")
+    ax.axvline(peaks["vector"] / bandwidth, color="grey", linestyle=":", label="ridge point")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(f"Roofline of {spec.name} ({si(bandwidth, 'B/s')} memory)")
+    ax.legend(fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    return fig
+
+
+@_styled
+def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> Figure:
+    """Latency of each case, log axis when they span more than 100x, bottleneck annotated."""
+    fig = _figure(10, 1.5 + 0.7 * len(labels))
+    ax = fig.add_subplot()
+    latencies = [p.latency_s for p in predictions]
+    colors = [COLORS[p.bottleneck] for p in predictions]
+    ax.barh(range(len(labels)), latencies, color=colors)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    if max(latencies) > 100 * min(latencies):
+        ax.set_xscale("log")
+    for index, prediction in enumerate(predictions):
+        ax.text(prediction.latency_s, index, f"  {seconds(prediction.latency_s)} ({prediction.bottleneck})",
+                va="center", fontsize=11)
+    ax.set_xlabel("latency (s)")
+    ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
+    ax.set_title(title)
+    ax.legend(handles=[Patch(color=c, label=f"{k}-bound") for k, c in COLORS.items()], fontsize=10,
+              loc="lower right")
+    return fig
+
+
+@_styled
+def sweep_lines(series: dict[str, tuple[list, list]], x_label: str, y_label: str = "latency (s)",
+                crossovers: list[tuple] = (), title: str = "", log_x: bool = True, log_y: bool = True) -> Figure:
+    """One line per series; crossover points marked with a vertical line and a label."""
+    fig = _figure(10, 6)
+    ax = fig.add_subplot()
+    for label, (xs, ys) in series.items():
+        ax.plot(xs, ys, marker="o", markersize=4, label=label)
+    if log_x:
+        ax.set_xscale("log")
+    if log_y:
+        ax.set_yscale("log")
+    for value, _was, now in crossovers:
+        ax.axvline(float(value), color="black", linestyle="--", alpha=0.6)
+        ax.annotate(f"{now} wins from {si(float(value))}", (float(value), 0.92), xycoords=("data", "axes fraction"),
+                    fontsize=10, rotation=90, ha="right", va="top")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(title)
+    ax.legend(fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    return fig
+
+
+@_styled
+def scenario(result) -> Figure:
+    """The figure a scenario asks for (``plot = bars | timeline | sweep``)."""
+    spec = result.scenario
+    if spec.sweep is not None or spec.plot == "sweep":
+        series = {label: ([r.value for r in result.series(label)], [r.prediction.latency_s for r in result.series(label)])
+                  for label in result.labels}
+        numeric = all(isinstance(r.value, (int, float)) for r in result.results)
+        return sweep_lines(series, spec.sweep.label if spec.sweep else "value", crossovers=result.crossovers(),
+                           title=spec.title, log_x=numeric)
+    if spec.plot == "timeline":
+        return timelines([r.label for r in result.results], [r.prediction for r in result.results], spec.title)
+    return bars([r.label for r in result.results], [r.prediction for r in result.results], spec.title)
+
+
+@_styled
+def timelines(labels: list[str], predictions: list[Prediction], title: str = "") -> Figure:
+    """Several timelines stacked on one shared time axis, so their lengths compare at a glance."""
+    heights = [len({e.resource for e in p.trace}) for p in predictions]
+    fig = _figure(11, 1.0 + sum(0.5 * max(h, 2) + 0.6 for h in heights))
+    axes = fig.subplots(len(predictions), 1, sharex=True, height_ratios=[max(h, 2) for h in heights],
+                        squeeze=False)[:, 0]
+    longest = max(p.latency_s for p in predictions)
+    scale, unit = _time_scale(longest)
+    for ax, label, prediction in zip(axes, labels, predictions, strict=True):
+        rows = sorted({e.resource for e in prediction.trace}, key=_row_order)
+        for index, row in enumerate(rows):
+            events = [e for e in prediction.trace if e.resource == row]
+            ax.broken_barh([(e.start_s * scale, e.duration_s * scale) for e in events], (index - 0.38, 0.76),
+                           facecolors=[COLORS[e.kind] for e in events], edgecolor="white", linewidth=0.5)
+        ax.set_yticks(range(len(rows)), rows, fontsize=10)
+        ax.invert_yaxis()
+        ax.set_title(f"{label}: {seconds(prediction.latency_s)}", fontsize=12, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1].set_xlim(0, longest * scale * 1.02)
+    axes[-1].set_xlabel(f"time ({unit})")
+    fig.suptitle(title)
+    fig.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="outside lower center", ncols=4)
+    return fig
+
+
+def _time_scale(latency: float) -> tuple[float, str]:
+    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "us")):
+        if latency * scale >= 1:
+            return scale, unit
+    return 1e9, "ns"
+
+
+def _describe(prediction: Prediction) -> str:
+    params = " ".join(f"{k}={v}" for k, v in prediction.params.items())
+    return f"{prediction.workload} {params} on {prediction.device} ({prediction.mode}): {seconds(prediction.latency_s)}"

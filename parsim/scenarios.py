@@ -1,0 +1,218 @@
+"""Scenario files: a lesson, the cases it compares, and optionally a sweep over one parameter.
+
+A scenario is a small TOML file a teacher can read and edit::
+
+    title = "Flynn's taxonomy on one vector add"
+    lesson = '''Markdown shown in class ...'''
+    plot = "bars"                     # bars | timeline | sweep
+
+    [defaults]                        # shared by every case
+    workload = "vector_add"
+    params = { n = 1e6 }
+    device = "laptop-4c-avx2"
+
+    [[cases]]
+    label = "SISD: one core, one lane"
+    mode = "sisd"
+
+    [sweep]                           # optional: every case at every value
+    param = "n"                       # a workload parameter, or a list moved together
+    values = "logspace:1e3:1e9:13"    # or a list
+
+Each case is the defaults overridden by its own keys. Running a scenario predicts every case
+(at every sweep value) and reports latency, throughput, bottleneck and speed-up against the
+first case; for sweeps it finds where the fastest case changes (the crossover).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+import attrs
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from parsim.errors import ParsimError
+from parsim.predict import predict
+from parsim.prediction import Prediction
+
+MAX_FILE_BYTES = 1_000_000
+
+
+class Case(BaseModel):
+    """One configuration: which workload on which hardware, run how."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str | None = None
+    workload: str | None = None
+    params: dict = Field(default_factory=dict)
+    device: str | None = None
+    host: str | None = None
+    link: str | None = None
+    mode: str | None = None
+    method: Literal["engine", "analytic"] | None = None
+    overlap: Literal["roofline", "serial"] | None = None
+    gpus: int | None = Field(default=None, ge=1)
+
+
+class Sweep(BaseModel):
+    """Every case at every value of a workload parameter (several parameters move together)."""
+
+    model_config = ConfigDict(extra="forbid")
+    param: str | list[str]
+    values: list[float | int | str] | str
+
+    @property
+    def params(self) -> list[str]:
+        return [self.param] if isinstance(self.param, str) else list(self.param)
+
+    @property
+    def label(self) -> str:
+        return "=".join(self.params)
+
+
+class Scenario(BaseModel):
+    """A lesson and the cases it compares."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    lesson: str
+    plot: Literal["bars", "timeline", "sweep"] = "bars"
+    defaults: Case = Field(default_factory=Case)
+    cases: list[Case] = Field(min_length=1)
+    sweep: Sweep | None = None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file.
+
+    Raises:
+        ParsimError: missing, huge or malformed file, unknown keys, or invalid values.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ParsimError(f"{path}: no such scenario file")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ParsimError(f"{path}: scenario file is larger than {MAX_FILE_BYTES} bytes")
+    return loads_scenario(path.read_text(encoding="utf-8", errors="replace"), source=str(path))
+
+
+def loads_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    """Parse scenario TOML text; ``source`` names it in errors."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ParsimError(f"{source}: malformed TOML: {exc}") from None
+    try:
+        scenario = Scenario(**data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise ParsimError(f"{source}: '{where}' {error['msg'].lower()}: {error.get('input')!r}") from None
+    for index, case in enumerate(scenario.cases):
+        merged = resolve(scenario, case)
+        if merged.workload is None:
+            raise ParsimError(f"{source}: 'cases.{index}.workload' is not set (and no default)")
+        if merged.device is None:
+            raise ParsimError(f"{source}: 'cases.{index}.device' is not set (and no default)")
+    return scenario
+
+
+def resolve(scenario: Scenario, case: Case) -> Case:
+    """The case with the scenario defaults filled in (params are merged key by key)."""
+    base = scenario.defaults.model_dump()
+    own = case.model_dump(exclude_unset=True)
+    params = {**base.get("params", {}), **own.pop("params", {})}
+    return Case(**{**base, **own, "params": params})
+
+
+def parse_values(spec: list | str) -> list:
+    """Sweep values from a list, ``"a,b,c"``, ``linspace:a:b:n``, ``logspace:a:b:n`` or ``range:a:b[:step]``."""
+    if isinstance(spec, list):
+        return spec
+    kind, _, rest = spec.partition(":")
+    parts = rest.split(":") if rest else []
+    try:
+        if kind in ("linspace", "logspace"):
+            lo, hi, count = float(parts[0]), float(parts[1]), int(parts[2])
+            if len(parts) != 3 or count < 1 or lo <= 0 and kind == "logspace":
+                raise ValueError
+            if kind == "linspace":
+                return [float(v) for v in np.linspace(lo, hi, count)]
+            return [float(v) for v in np.geomspace(lo, hi, count)]
+        if kind == "range":
+            numbers = [int(float(p)) for p in parts]
+            if len(numbers) not in (2, 3) or (len(numbers) == 3 and numbers[2] == 0):
+                raise ValueError
+            return list(range(*numbers))
+    except (ValueError, IndexError):
+        raise ParsimError(f"malformed values {spec!r}: expected {kind}:START:STOP:COUNT"
+                          if kind != "range" else f"malformed values {spec!r}: expected range:START:STOP[:STEP]") from None
+    return [part.strip() for part in spec.split(",") if part.strip()]
+
+
+@attrs.frozen
+class CaseResult:
+    """One predicted case (at one sweep value when the scenario sweeps)."""
+
+    label: str
+    value: float | int | str | None
+    prediction: Prediction
+
+
+@attrs.frozen
+class ScenarioResult:
+    """All predictions of a scenario, in case order (and value order within a case)."""
+
+    scenario: Scenario
+    results: tuple[CaseResult, ...]
+
+    @property
+    def labels(self) -> list[str]:
+        return list(dict.fromkeys(r.label for r in self.results))
+
+    def series(self, label: str) -> list[CaseResult]:
+        return [r for r in self.results if r.label == label]
+
+    def crossovers(self) -> list[tuple[float | int | str, str, str]]:
+        """Sweep values where the fastest case changes: ``(value, was_fastest, now_fastest)``."""
+        if self.scenario.sweep is None:
+            return []
+        values = list(dict.fromkeys(r.value for r in self.results))
+        changes, previous = [], None
+        for value in values:
+            at = [r for r in self.results if r.value == value]
+            best = min(at, key=lambda r: r.prediction.latency_s).label
+            if previous is not None and best != previous:
+                changes.append((value, previous, best))
+            previous = best
+        return changes
+
+
+def case_label(case: Case, index: int) -> str:
+    return case.label or f"{case.workload} on {case.device}" + (f" ({case.mode})" if case.mode else "") or f"case {index}"
+
+
+def run_scenario(scenario: Scenario) -> ScenarioResult:
+    """Predict every case (at every sweep value)."""
+    results = []
+    values = parse_values(scenario.sweep.values) if scenario.sweep else [None]
+    for index, raw in enumerate(scenario.cases):
+        case = resolve(scenario, raw)
+        label = case_label(case, index)
+        for value in values:
+            params = dict(case.params)
+            if value is not None:
+                params.update(dict.fromkeys(scenario.sweep.params, value))
+            prediction = predict(case.workload, params, device=case.device, host=case.host, link=case.link,
+                                 mode=case.mode, method=case.method or "engine",
+                                 overlap=case.overlap or "roofline", gpus=case.gpus or 1)
+            results.append(CaseResult(label, value, prediction))
+    return ScenarioResult(scenario, tuple(results))
+
+
+def scenario_paths(folder: str | Path = "scenarios") -> list[Path]:
+    """The scenario files of a folder, sorted by name."""
+    return sorted(Path(folder).glob("*.toml"))
