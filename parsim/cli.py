@@ -25,8 +25,7 @@ Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instea
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    raise ParsimError(message)
 
 
 @hardware_app.command("list")
@@ -220,21 +219,9 @@ def _save(figure, path: Path) -> None:
 
 
 def main() -> None:
-    """Console entry point: run the CLI, turning user errors into exit code 2."""
+    """Console entry point: click reports usage errors (exit 2); ours get the same treatment."""
     try:
-        app(standalone_mode=False)
+        app()
     except ParsimError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(1)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

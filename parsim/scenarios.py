@@ -129,7 +129,11 @@ def resolve(scenario: Scenario, case: Case) -> Case:
 
 
 def parse_values(spec: list | str) -> list:
-    """Sweep values from a list, ``"a,b,c"``, ``linspace:a:b:n``, ``logspace:a:b:n`` or ``range:a:b[:step]``."""
+    """Sweep values from a list, ``"a,b,c"``, ``linspace:a:b:n``, ``logspace:a:b:n`` or ``range:a:b[:step]``.
+
+    With whole-number endpoints the ``linspace``/``logspace`` points are rounded to integers
+    (duplicates dropped), since such sweeps are over sizes.
+    """
     if isinstance(spec, list):
         return spec
     kind, _, rest = spec.partition(":")
@@ -139,9 +143,11 @@ def parse_values(spec: list | str) -> list:
             lo, hi, count = float(parts[0]), float(parts[1]), int(parts[2])
             if len(parts) != 3 or count < 1 or lo <= 0 and kind == "logspace":
                 raise ValueError
-            if kind == "linspace":
-                return [float(v) for v in np.linspace(lo, hi, count)]
-            return [float(v) for v in np.geomspace(lo, hi, count)]
+            values = np.linspace(lo, hi, count) if kind == "linspace" else np.geomspace(lo, hi, count)
+            # Whole-number endpoints mean a count (sizes, batches): keep the points whole too.
+            if lo.is_integer() and hi.is_integer():
+                return list(dict.fromkeys(int(round(v)) for v in values))
+            return [float(v) for v in values]
         if kind == "range":
             numbers = [int(float(p)) for p in parts]
             if len(numbers) not in (2, 3) or (len(numbers) == 3 and numbers[2] == 0):

@@ -80,11 +80,9 @@ class Machine:
         env, spec = self.env, self.spec
         ex = execution(spec, self.mode, kernel)
         plan = decompose(kernel, ex)
+        name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if ex.level not in ("DRAM", "device memory"):
-            self.notes.add(f"{kernel.name}: working set fits in {ex.level}, served at its bandwidth")
-        if plan.tiles % plan.slots and plan.waves > 1:
-            self.notes.add(f"{kernel.name}: {plan.waves:.2f} waves of {plan.slots} tiles; the tail wave "
-                           f"is {plan.tiles % plan.slots}/{plan.slots} full (wave quantisation)")
+            self.notes.add(f"{name}: working set fits in {ex.level}, served at its bandwidth")
         level_capacity = ex.level_bandwidth_Bps * spec.cores / ex.cores if ex.level not in (
             "DRAM", "device memory") else ex.level_bandwidth_Bps
         server = self.memory_server(ex.level, level_capacity)
@@ -107,6 +105,9 @@ class Machine:
                     yield env.all_of([memory, compute])
                     memory_s = memory.value
                 kind = "compute" if phase.compute_s >= memory_s else "memory"
+                if kind == "compute" and index == 0 and plan.tiles % plan.slots and plan.waves > 1:
+                    self.notes.add(f"{name}: {plan.waves:.2f} waves of {plan.slots} tiles; the tail wave is "
+                                   f"{plan.tiles % plan.slots}/{plan.slots} full (wave quantisation)")
                 group = f"{unit} 0" if phase.active_cores == 1 else f"{unit} 0-{phase.active_cores - 1}"
                 self.trace.append(TraceEvent(group, f"{kernel.name} {phase.label}", kind, start, env.now))
                 if phase.bytes > 0:

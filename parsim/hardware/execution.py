@@ -117,10 +117,14 @@ def _memory_level(spec: ProcessorSpec, cores: int, working_set_B: float) -> tupl
 
     Cache bandwidth grows with the cores using it (each core brings its own L1/L2 ports and
     L3 slice), so a mode with fewer cores sees a proportional share. Main memory instead is
-    a socket-wide ceiling, and one core is limited by its own bytes in flight.
+    a socket-wide ceiling, and one core is limited by its own bytes in flight. Data is
+    assumed warm, as in a repeated measurement; a GPU's per-SM L1 never counts, because it is
+    invalidated at every kernel launch.
     """
     memory = spec.memory
     for cache in memory.caches:
+        if spec.is_gpu and cache.per_core:
+            continue  # a GPU's L1 is invalidated at every kernel launch: no reuse between kernels
         capacity = cache.size_B * (cores if cache.per_core else 1)
         if working_set_B <= capacity:
             share = cache.bandwidth_Bps * cores / spec.cores
