@@ -204,8 +204,11 @@ def format_scenario(result, lesson: bool = True) -> str:
         lines.append(f"{r.label[:39]:<40}{value}{units.seconds(r.prediction.latency_s):>12}"
                      f"{units.si(r.prediction.throughput_per_s, '/s'):>14}{r.prediction.bottleneck:>12}"
                      f"{speedup:>9.3g}x")
-    for value, was, now in result.crossovers():
-        lines.append(f"crossover: {now} beats {was} from {spec.sweep.label} = {units.si(float(value))}")
+    for value, winner, loser in result.crossovers():
+        shown = units.si(float(value)) if isinstance(value, (int, float)) else value
+        lines.append(f"crossover: {winner} beats {loser} from {spec.sweep.label} = {shown}")
+    if spec.sweep is not None:
+        lines += [f"never faster than {result.labels[0]}: {label}" for label in result.never_faster()]
     return "\n".join(lines)
 
 

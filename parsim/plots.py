@@ -130,10 +130,11 @@ def sweep_lines(series: dict[str, tuple[list, list]], x_label: str, y_label: str
         ax.set_xscale("log")
     if log_y:
         ax.set_yscale("log")
-    for value, _was, now in crossovers:
+    for value, winner, _loser in crossovers:
         ax.axvline(float(value), color="black", linestyle="--", alpha=0.6)
-        ax.annotate(f"{now} wins from {si(float(value))}", (float(value), 0.92), xycoords=("data", "axes fraction"),
-                    fontsize=10, rotation=90, ha="right", va="top")
+        ax.annotate(f"{winner} wins from {si(float(value))}", (float(value), 0.92), xycoords=("data", "axes fraction"),
+                    fontsize=10, rotation=90, ha="right", va="top",
+                    bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.set_title(title)

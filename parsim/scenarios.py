@@ -21,7 +21,7 @@ A scenario is a small TOML file a teacher can read and edit::
 
 Each case is the defaults overridden by its own keys. Running a scenario predicts every case
 (at every sweep value) and reports latency, throughput, bottleneck and speed-up against the
-first case; for sweeps it finds where the fastest case changes (the crossover).
+first case; for sweeps it finds where each case overtakes the first one (the crossover).
 """
 
 from __future__ import annotations
@@ -183,18 +183,32 @@ class ScenarioResult:
         return [r for r in self.results if r.label == label]
 
     def crossovers(self) -> list[tuple[float | int | str, str, str]]:
-        """Sweep values where the fastest case changes: ``(value, was_fastest, now_fastest)``."""
+        """Where each case overtakes (or falls behind) the first case along the sweep.
+
+        Returns:
+            ``(value, case, baseline)`` when ``case`` becomes faster than ``baseline`` at
+            ``value``, and ``(value, baseline, case)`` when it falls behind again.
+        """
         if self.scenario.sweep is None:
             return []
-        values = list(dict.fromkeys(r.value for r in self.results))
-        changes, previous = [], None
-        for value in values:
-            at = [r for r in self.results if r.value == value]
-            best = min(at, key=lambda r: r.prediction.latency_s).label
-            if previous is not None and best != previous:
-                changes.append((value, previous, best))
-            previous = best
+        baseline, *others = self.labels
+        reference = {r.value: r.prediction.latency_s for r in self.series(baseline)}
+        changes = []
+        for label in others:
+            ahead = None
+            for r in self.series(label):
+                now = r.prediction.latency_s < reference[r.value]
+                if ahead is not None and now != ahead:
+                    changes.append((r.value, label, baseline) if now else (r.value, baseline, label))
+                ahead = now
         return changes
+
+    def never_faster(self) -> list[str]:
+        """Cases that never beat the first case anywhere in the sweep."""
+        baseline, *others = self.labels
+        reference = {r.value: r.prediction.latency_s for r in self.series(baseline)}
+        return [label for label in others
+                if all(r.prediction.latency_s >= reference[r.value] for r in self.series(label))]
 
 
 def case_label(case: Case, index: int) -> str:
