@@ -43,7 +43,8 @@ def main(device: str = "h100-sxm") -> list[dict]:
         workload = make_workload(name, params)
         row = {"case": label}
         for method, repeats in (("engine", 50), ("analytic", 500)):
-            def run(method=method):
+
+            def run(method=method, workload=workload):
                 return _predict.__wrapped__(workload, system, mode, method, "roofline")
 
             row[f"{method}_ms"] = median_s(run, repeats) * 1e3

@@ -1,9 +1,9 @@
 """parsim: predict, explain and measure how fast work runs on parallel hardware.
 
-    >>> import parsim
-    >>> p = parsim.predict("vector_add", {"n": 1e8}, device="h100-sxm")
-    >>> p.bottleneck
-    'memory'
+>>> import parsim
+>>> p = parsim.predict("vector_add", {"n": 1e8}, device="h100-sxm")
+>>> p.bottleneck
+'memory'
 """
 
 from parsim.errors import ParsimError

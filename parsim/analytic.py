@@ -23,7 +23,9 @@ from parsim.timeline import TraceEvent
 from parsim.workloads.base import Kernel, Transfer, Workload
 
 
-def kernel_time_s(kernel: Kernel, system: SystemSpec, mode: str, overlap: str = "roofline") -> tuple[float, str]:
+def kernel_time_s(
+    kernel: Kernel, system: SystemSpec, mode: str, overlap: str = "roofline"
+) -> tuple[float, str]:
     """Roofline time of one kernel on the executing processor, and which leg bounds it."""
     spec = system.compute
     ex = execution(spec, mode, kernel)
@@ -53,8 +55,9 @@ class Schedule:
     trace: tuple[TraceEvent, ...]
 
 
-def schedule(workload: Workload, system: SystemSpec, mode: str, overlap: str = "roofline",
-             repeats: int = 1) -> Schedule:
+def schedule(
+    workload: Workload, system: SystemSpec, mode: str, overlap: str = "roofline", repeats: int = 1
+) -> Schedule:
     """Place every op of ``repeats`` back-to-back instances on a timeline."""
     asynchronous = system.device is not None
     spec = system.compute

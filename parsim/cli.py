@@ -16,8 +16,11 @@ import typer
 from parsim import units
 from parsim.errors import ParsimError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Predict and explain how fast work runs on parallel hardware.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Predict and explain how fast work runs on parallel hardware.",
+)
 hardware_app = typer.Typer(no_args_is_help=True, help="Hardware presets and files.")
 app.add_typer(hardware_app, name="hardware")
 
@@ -29,7 +32,9 @@ def _fail(message: str) -> None:
 
 
 @hardware_app.command("list")
-def hardware_list(kind: Annotated[str | None, typer.Option(help="cpu, gpu or link")] = None, as_json: Json = False):
+def hardware_list(
+    kind: Annotated[str | None, typer.Option(help="cpu, gpu or link")] = None, as_json: Json = False
+):
     """Every preset with its headline figures."""
     from parsim.hardware.presets import LINKS, PROCESSORS
 
@@ -38,31 +43,52 @@ def hardware_list(kind: Annotated[str | None, typer.Option(help="cpu, gpu or lin
     rows = []
     for spec in PROCESSORS.values():
         if kind in (None, spec.kind):
-            rows.append({"id": spec.id, "kind": spec.kind, "name": spec.name, "cores": spec.cores,
-                         "fp32_flops_per_s": spec.vector_flops_per_s("float32"),
-                         "memory_bandwidth_Bps": spec.memory.bandwidth_Bps, "memory_B": spec.memory.capacity_B})
+            rows.append(
+                {
+                    "id": spec.id,
+                    "kind": spec.kind,
+                    "name": spec.name,
+                    "cores": spec.cores,
+                    "fp32_flops_per_s": spec.vector_flops_per_s("float32"),
+                    "memory_bandwidth_Bps": spec.memory.bandwidth_Bps,
+                    "memory_B": spec.memory.capacity_B,
+                }
+            )
     for spec in LINKS.values():
         if kind in (None, "link"):
-            rows.append({"id": spec.id, "kind": "link", "name": spec.name, "bandwidth_Bps": spec.bandwidth_Bps,
-                         "latency_s": spec.latency_s})
+            rows.append(
+                {
+                    "id": spec.id,
+                    "kind": "link",
+                    "name": spec.name,
+                    "bandwidth_Bps": spec.bandwidth_Bps,
+                    "latency_s": spec.latency_s,
+                }
+            )
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
     typer.echo(f"{'id':<22}{'kind':<6}{'name':<34}{'headline'}")
     for row in rows:
         if row["kind"] == "link":
-            headline = f"{units.si(row['bandwidth_Bps'], 'B/s')} per direction, {units.seconds(row['latency_s'])}"
+            headline = (
+                f"{units.si(row['bandwidth_Bps'], 'B/s')} per direction, {units.seconds(row['latency_s'])}"
+            )
         else:
-            headline = (f"{row['cores']} {'SMs' if row['kind'] == 'gpu' else 'cores'}, "
-                        f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
-                        f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}")
+            headline = (
+                f"{row['cores']} {'SMs' if row['kind'] == 'gpu' else 'cores'}, "
+                f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
+                f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}"
+            )
         typer.echo(f"{row['id']:<22}{row['kind']:<6}{row['name'][:33]:<34}{headline}")
 
 
 @hardware_app.command("show")
-def hardware_show(spec_id: Annotated[str, typer.Argument(metavar="ID", help="preset id or hardware TOML path")],
-                  as_json: Json = False,
-                  toml: Annotated[bool, typer.Option("--toml", help="Print as a hardware TOML file.")] = False):
+def hardware_show(
+    spec_id: Annotated[str, typer.Argument(metavar="ID", help="preset id or hardware TOML path")],
+    as_json: Json = False,
+    toml: Annotated[bool, typer.Option("--toml", help="Print as a hardware TOML file.")] = False,
+):
     """One preset (or hardware file) in full."""
     import attrs
 
@@ -77,8 +103,10 @@ def hardware_show(spec_id: Annotated[str, typer.Argument(metavar="ID", help="pre
     data = attrs.asdict(spec, recurse=True)
     if "matrix_flops_per_s" in data:
         data["matrix_flops_per_s"] = dict(spec.matrix_flops_per_s)
-        data["peak_flops_per_s"] = {dtype: spec.peak_flops_per_s(dtype, matrix=True)
-                                    for dtype in ("float16", "bfloat16", "float32", "float64")}
+        data["peak_flops_per_s"] = {
+            dtype: spec.peak_flops_per_s(dtype, matrix=True)
+            for dtype in ("float16", "bfloat16", "float32", "float64")
+        }
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
@@ -118,13 +146,19 @@ def _human(key: str, value) -> str:
 @app.command()
 def predict(
     workload: Annotated[str, typer.Argument(help="workload name, e.g. vector_add, matmul, offload")],
-    params: Annotated[list[str] | None, typer.Argument(metavar="[KEY=VALUE]...", help="n=1e8 dtype=float16")] = None,
-    device: Annotated[str, typer.Option(help="preset id or hardware TOML that runs the kernels")] = "laptop-4c-avx2",
+    params: Annotated[
+        list[str] | None, typer.Argument(metavar="[KEY=VALUE]...", help="n=1e8 dtype=float16")
+    ] = None,
+    device: Annotated[
+        str, typer.Option(help="preset id or hardware TOML that runs the kernels")
+    ] = "laptop-4c-avx2",
     host: Annotated[str | None, typer.Option(help="host CPU for a GPU device")] = None,
     link: Annotated[str | None, typer.Option(help="host<->device link")] = None,
     mode: Annotated[str | None, typer.Option(help="sisd, simd, mimd, mimd+simd or simt")] = None,
     method: Annotated[str, typer.Option(help="engine (SimPy) or analytic")] = "engine",
-    overlap: Annotated[str, typer.Option(help="roofline (max) or serial (sum) of compute and memory")] = "roofline",
+    overlap: Annotated[
+        str, typer.Option(help="roofline (max) or serial (sum) of compute and memory")
+    ] = "roofline",
     as_json: Json = False,
     trace: Annotated[bool, typer.Option("--trace", help="Include the full trace in --json.")] = False,
     plot: Annotated[Path | None, typer.Option(help="Save the timeline as a PNG.")] = None,
@@ -132,8 +166,16 @@ def predict(
     """Predict latency, throughput and the bottleneck of one workload."""
     from parsim.predict import predict as run_predict
 
-    result = run_predict(workload, units.parse_assignments(params or []), device=device, host=host, link=link,
-                         mode=mode, method=method, overlap=overlap)
+    result = run_predict(
+        workload,
+        units.parse_assignments(params or []),
+        device=device,
+        host=host,
+        link=link,
+        mode=mode,
+        method=method,
+        overlap=overlap,
+    )
     if plot is not None:
         from parsim import plots
 
@@ -182,8 +224,13 @@ def run(
         _save(plots.scenario(result), plot)
     if as_json:
         rows = [{"label": r.label, "value": r.value, **r.prediction.to_dict()} for r in result.results]
-        typer.echo(json.dumps({"title": result.scenario.title, "cases": rows,
-                               "crossovers": result.crossovers()}, indent=2, default=str))
+        typer.echo(
+            json.dumps(
+                {"title": result.scenario.title, "cases": rows, "crossovers": result.crossovers()},
+                indent=2,
+                default=str,
+            )
+        )
         return
     typer.echo(format_scenario(result, lesson))
 
@@ -199,11 +246,17 @@ def format_scenario(result, lesson: bool = True) -> str:
     lines.append(header + f"{'latency':>12}{'throughput':>14}{'bottleneck':>12}{'speed-up':>10}")
     baseline = {r.value: r.prediction.latency_s for r in result.series(result.labels[0])}
     for r in result.results:
-        value = f"{units.si(float(r.value)) if isinstance(r.value, (int, float)) else r.value:>12}" if sweep else ""
+        value = (
+            f"{units.si(float(r.value)) if isinstance(r.value, (int, float)) else r.value:>12}"
+            if sweep
+            else ""
+        )
         speedup = baseline[r.value] / r.prediction.latency_s
-        lines.append(f"{r.label[:39]:<40}{value}{units.seconds(r.prediction.latency_s):>12}"
-                     f"{units.si(r.prediction.throughput_per_s, '/s'):>14}{r.prediction.bottleneck:>12}"
-                     f"{speedup:>9.3g}x")
+        lines.append(
+            f"{r.label[:39]:<40}{value}{units.seconds(r.prediction.latency_s):>12}"
+            f"{units.si(r.prediction.throughput_per_s, '/s'):>14}{r.prediction.bottleneck:>12}"
+            f"{speedup:>9.3g}x"
+        )
     for value, winner, loser in result.crossovers():
         shown = units.si(float(value)) if isinstance(value, (int, float)) else value
         lines.append(f"crossover: {winner} beats {loser} from {spec.sweep.label} = {shown}")

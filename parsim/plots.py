@@ -21,8 +21,13 @@ from parsim.units import seconds, si  # noqa: E402
 
 COLORS = {"compute": "#d95f02", "memory": "#1b9e77", "transfer": "#7570b3", "overhead": "#999999"}
 # Large type for the projector; applied per call, never to the caller's global settings.
-_STYLE = {"font.size": 13, "axes.titlesize": 15, "axes.labelsize": 13, "xtick.labelsize": 12,
-          "ytick.labelsize": 12}
+_STYLE = {
+    "font.size": 13,
+    "axes.titlesize": 15,
+    "axes.labelsize": 13,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+}
 
 
 def _styled(function):
@@ -39,7 +44,9 @@ def _figure(width: float = 10, height: float = 5) -> Figure:
 
 
 def _row_order(resource: str) -> tuple[int, str]:
-    for rank, prefix in enumerate(("host", "PCIe h2d", "NVLink h2d", "core", "SM", "memory", "PCIe d2h", "NVLink d2h")):
+    for rank, prefix in enumerate(
+        ("host", "PCIe h2d", "NVLink h2d", "core", "SM", "memory", "PCIe d2h", "NVLink d2h")
+    ):
         if resource.startswith(prefix):
             return rank, resource
     return 99, resource
@@ -56,15 +63,21 @@ def timeline(prediction: Prediction, title: str | None = None) -> Figure:
     for index, row in enumerate(rows):
         bars = [(e.start_s * scale, e.duration_s * scale) for e in prediction.trace if e.resource == row]
         kinds = [e.kind for e in prediction.trace if e.resource == row]
-        ax.broken_barh(bars, (index - 0.38, 0.76), facecolors=[COLORS[k] for k in kinds],
-                       edgecolor="white", linewidth=0.5)
+        ax.broken_barh(
+            bars,
+            (index - 0.38, 0.76),
+            facecolors=[COLORS[k] for k in kinds],
+            edgecolor="white",
+            linewidth=0.5,
+        )
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
     ax.set_xlim(0, latency * scale * 1.02 if latency > 0 else 1)
     ax.set_xlabel(f"time ({unit})")
     ax.set_title(title or _describe(prediction))
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="lower right", fontsize=10,
-              ncols=4)
+    ax.legend(
+        handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="lower right", fontsize=10, ncols=4
+    )
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -84,8 +97,14 @@ def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32"
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     for name, peak in peaks.items():
         ax.loglog(xs, [min(peak, bandwidth * x) for x in xs], label=f"{name} peak {si(peak, 'FLOP/s')}")
-    ax.loglog([intensity], [max(prediction.flops_per_s, 1e-30)], "o", color=COLORS["compute"], markersize=10,
-              label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}")
+    ax.loglog(
+        [intensity],
+        [max(prediction.flops_per_s, 1e-30)],
+        "o",
+        color=COLORS["compute"],
+        markersize=10,
+        label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}",
+    )
     ax.axvline(peaks["vector"] / bandwidth, color="grey", linestyle=":", label="ridge point")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("FLOP/s")
@@ -108,19 +127,34 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
     if max(latencies) > 100 * min(latencies):
         ax.set_xscale("log")
     for index, prediction in enumerate(predictions):
-        ax.text(prediction.latency_s, index, f"  {seconds(prediction.latency_s)} ({prediction.bottleneck})",
-                va="center", fontsize=11)
+        ax.text(
+            prediction.latency_s,
+            index,
+            f"  {seconds(prediction.latency_s)} ({prediction.bottleneck})",
+            va="center",
+            fontsize=11,
+        )
     ax.set_xlabel("latency (s)")
     ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
     ax.set_title(title)
-    ax.legend(handles=[Patch(color=c, label=f"{k}-bound") for k, c in COLORS.items()], fontsize=10,
-              loc="lower right")
+    ax.legend(
+        handles=[Patch(color=c, label=f"{k}-bound") for k, c in COLORS.items()],
+        fontsize=10,
+        loc="lower right",
+    )
     return fig
 
 
 @_styled
-def sweep_lines(series: dict[str, tuple[list, list]], x_label: str, y_label: str = "latency (s)",
-                crossovers: list[tuple] = (), title: str = "", log_x: bool = True, log_y: bool = True) -> Figure:
+def sweep_lines(
+    series: dict[str, tuple[list, list]],
+    x_label: str,
+    y_label: str = "latency (s)",
+    crossovers: list[tuple] = (),
+    title: str = "",
+    log_x: bool = True,
+    log_y: bool = True,
+) -> Figure:
     """One line per series; crossover points marked with a vertical line and a label."""
     fig = _figure(10, 6)
     ax = fig.add_subplot()
@@ -132,9 +166,16 @@ def sweep_lines(series: dict[str, tuple[list, list]], x_label: str, y_label: str
         ax.set_yscale("log")
     for value, winner, _loser in crossovers:
         ax.axvline(float(value), color="black", linestyle="--", alpha=0.6)
-        ax.annotate(f"{winner} wins from {si(float(value))}", (float(value), 0.92), xycoords=("data", "axes fraction"),
-                    fontsize=10, rotation=90, ha="right", va="top",
-                    bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
+        ax.annotate(
+            f"{winner} wins from {si(float(value))}",
+            (float(value), 0.92),
+            xycoords=("data", "axes fraction"),
+            fontsize=10,
+            rotation=90,
+            ha="right",
+            va="top",
+            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
+        )
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.set_title(title)
@@ -148,13 +189,25 @@ def scenario(result) -> Figure:
     """The figure a scenario asks for (``plot = bars | timeline | sweep``)."""
     spec = result.scenario
     if spec.sweep is not None or spec.plot == "sweep":
-        series = {label: ([r.value for r in result.series(label)], [r.prediction.latency_s for r in result.series(label)])
-                  for label in result.labels}
+        series = {
+            label: (
+                [r.value for r in result.series(label)],
+                [r.prediction.latency_s for r in result.series(label)],
+            )
+            for label in result.labels
+        }
         numeric = all(isinstance(r.value, (int, float)) for r in result.results)
-        return sweep_lines(series, spec.sweep.label if spec.sweep else "value", crossovers=result.crossovers(),
-                           title=spec.title, log_x=numeric)
+        return sweep_lines(
+            series,
+            spec.sweep.label if spec.sweep else "value",
+            crossovers=result.crossovers(),
+            title=spec.title,
+            log_x=numeric,
+        )
     if spec.plot == "timeline":
-        return timelines([r.label for r in result.results], [r.prediction for r in result.results], spec.title)
+        return timelines(
+            [r.label for r in result.results], [r.prediction for r in result.results], spec.title
+        )
     return bars([r.label for r in result.results], [r.prediction for r in result.results], spec.title)
 
 
@@ -163,16 +216,22 @@ def timelines(labels: list[str], predictions: list[Prediction], title: str = "")
     """Several timelines stacked on one shared time axis, so their lengths compare at a glance."""
     heights = [len({e.resource for e in p.trace}) for p in predictions]
     fig = _figure(11, 1.0 + sum(0.5 * max(h, 2) + 0.6 for h in heights))
-    axes = fig.subplots(len(predictions), 1, sharex=True, height_ratios=[max(h, 2) for h in heights],
-                        squeeze=False)[:, 0]
+    axes = fig.subplots(
+        len(predictions), 1, sharex=True, height_ratios=[max(h, 2) for h in heights], squeeze=False
+    )[:, 0]
     longest = max(p.latency_s for p in predictions)
     scale, unit = _time_scale(longest)
     for ax, label, prediction in zip(axes, labels, predictions, strict=True):
         rows = sorted({e.resource for e in prediction.trace}, key=_row_order)
         for index, row in enumerate(rows):
             events = [e for e in prediction.trace if e.resource == row]
-            ax.broken_barh([(e.start_s * scale, e.duration_s * scale) for e in events], (index - 0.38, 0.76),
-                           facecolors=[COLORS[e.kind] for e in events], edgecolor="white", linewidth=0.5)
+            ax.broken_barh(
+                [(e.start_s * scale, e.duration_s * scale) for e in events],
+                (index - 0.38, 0.76),
+                facecolors=[COLORS[e.kind] for e in events],
+                edgecolor="white",
+                linewidth=0.5,
+            )
         ax.set_yticks(range(len(rows)), rows, fontsize=10)
         ax.invert_yaxis()
         ax.set_title(f"{label}: {seconds(prediction.latency_s)}", fontsize=12, loc="left")
@@ -180,7 +239,9 @@ def timelines(labels: list[str], predictions: list[Prediction], title: str = "")
     axes[-1].set_xlim(0, longest * scale * 1.02)
     axes[-1].set_xlabel(f"time ({unit})")
     fig.suptitle(title)
-    fig.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="outside lower center", ncols=4)
+    fig.legend(
+        handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="outside lower center", ncols=4
+    )
     return fig
 
 
@@ -193,4 +254,5 @@ def _time_scale(latency: float) -> tuple[float, str]:
 
 def _describe(prediction: Prediction) -> str:
     params = " ".join(f"{k}={v}" for k, v in prediction.params.items())
-    return f"{prediction.workload} {params} on {prediction.device} ({prediction.mode}): {seconds(prediction.latency_s)}"
+    where = f"{prediction.device} ({prediction.mode})"
+    return f"{prediction.workload} {params} on {where}: {seconds(prediction.latency_s)}"

@@ -26,10 +26,18 @@ OVERLAPS = ("roofline", "serial")
 THROUGHPUT_REPEATS = 3
 
 
-def predict(workload: str | Workload, params: dict | None = None, *, device: str | ProcessorSpec,
-            host: str | ProcessorSpec | None = None, link: str | LinkSpec | None = None,
-            mode: str | None = None, method: str = "engine", overlap: str = "roofline",
-            gpus: int = 1) -> Prediction:
+def predict(
+    workload: str | Workload,
+    params: dict | None = None,
+    *,
+    device: str | ProcessorSpec,
+    host: str | ProcessorSpec | None = None,
+    link: str | LinkSpec | None = None,
+    mode: str | None = None,
+    method: str = "engine",
+    overlap: str = "roofline",
+    gpus: int = 1,
+) -> Prediction:
     """Predict latency, throughput and the reasons for ``workload`` on a system.
 
     Args:
@@ -105,12 +113,21 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
 def check_fits(workload: Workload, system: SystemSpec) -> None:
     """Refuse a workload whose data does not fit in the executing processor's memory."""
     if workload.needs_device and system.device is None:
-        raise ParsimError(f"{workload.name} moves data over a link and needs a GPU device; "
-                          f"{system.host.id} is a CPU (try --device v100-pcie)")
+        raise ParsimError(
+            f"{workload.name} moves data over a link and needs a GPU device; "
+            f"{system.host.id} is a CPU (try --device v100-pcie)"
+        )
     spec = system.compute
     if workload.footprint_B > spec.memory.capacity_B:
-        raise ParsimError(f"{workload.name} needs {gib(workload.footprint_B)}, "
-                          f"{spec.id} has {gib(spec.memory.capacity_B)}")
-    if system.device is not None and workload.transfers and workload.footprint_B > system.host.memory.capacity_B:
-        raise ParsimError(f"{workload.name} needs {gib(workload.footprint_B)} of host memory, "
-                          f"{system.host.id} has {gib(system.host.memory.capacity_B)}")
+        raise ParsimError(
+            f"{workload.name} needs {gib(workload.footprint_B)}, {spec.id} has {gib(spec.memory.capacity_B)}"
+        )
+    if (
+        system.device is not None
+        and workload.transfers
+        and workload.footprint_B > system.host.memory.capacity_B
+    ):
+        raise ParsimError(
+            f"{workload.name} needs {gib(workload.footprint_B)} of host memory, "
+            f"{system.host.id} has {gib(system.host.memory.capacity_B)}"
+        )

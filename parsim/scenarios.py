@@ -154,8 +154,11 @@ def parse_values(spec: list | str) -> list:
                 raise ValueError
             return list(range(*numbers))
     except (ValueError, IndexError):
-        raise ParsimError(f"malformed values {spec!r}: expected {kind}:START:STOP:COUNT"
-                          if kind != "range" else f"malformed values {spec!r}: expected range:START:STOP[:STEP]") from None
+        raise ParsimError(
+            f"malformed values {spec!r}: expected {kind}:START:STOP:COUNT"
+            if kind != "range"
+            else f"malformed values {spec!r}: expected range:START:STOP[:STEP]"
+        ) from None
     return [part.strip() for part in spec.split(",") if part.strip()]
 
 
@@ -207,12 +210,19 @@ class ScenarioResult:
         """Cases that never beat the first case anywhere in the sweep."""
         baseline, *others = self.labels
         reference = {r.value: r.prediction.latency_s for r in self.series(baseline)}
-        return [label for label in others
-                if all(r.prediction.latency_s >= reference[r.value] for r in self.series(label))]
+        return [
+            label
+            for label in others
+            if all(r.prediction.latency_s >= reference[r.value] for r in self.series(label))
+        ]
 
 
 def case_label(case: Case, index: int) -> str:
-    return case.label or f"{case.workload} on {case.device}" + (f" ({case.mode})" if case.mode else "") or f"case {index}"
+    return (
+        case.label
+        or f"{case.workload} on {case.device}" + (f" ({case.mode})" if case.mode else "")
+        or f"case {index}"
+    )
 
 
 def run_scenario(scenario: Scenario) -> ScenarioResult:
@@ -226,9 +236,17 @@ def run_scenario(scenario: Scenario) -> ScenarioResult:
             params = dict(case.params)
             if value is not None:
                 params.update(dict.fromkeys(scenario.sweep.params, value))
-            prediction = predict(case.workload, params, device=case.device, host=case.host, link=case.link,
-                                 mode=case.mode, method=case.method or "engine",
-                                 overlap=case.overlap or "roofline", gpus=case.gpus or 1)
+            prediction = predict(
+                case.workload,
+                params,
+                device=case.device,
+                host=case.host,
+                link=case.link,
+                mode=case.mode,
+                method=case.method or "engine",
+                overlap=case.overlap or "roofline",
+                gpus=case.gpus or 1,
+            )
             results.append(CaseResult(label, value, prediction))
     return ScenarioResult(scenario, tuple(results))
 

@@ -12,16 +12,46 @@ import pytest
 
 from parsim.hardware.specs import LinkSpec, MemorySpec, ProcessorSpec, SystemSpec
 
-MEMORY = MemorySpec(bandwidth_Bps=1e9, peak_bandwidth_Bps=2e9, latency_s=1e-6, capacity_B=1e12,
-                    per_core_bandwidth_Bps=1e9)
-TINY_GPU = ProcessorSpec(id="tiny-gpu", name="tiny GPU", kind="gpu", cores=2, lanes_per_core=4, clock_Hz=1e9,
-                         memory=MEMORY, tile_items=4, tiles_per_core=2, dispatch_s=1e-6, copy_engines=2,
-                         matmul_tile=2, matmul_efficiency=1.0)
-TINY_CPU = ProcessorSpec(id="tiny-cpu", name="tiny CPU", kind="cpu", cores=2, lanes_per_core=4, clock_Hz=1e9,
-                         memory=MEMORY, tile_items=4, dispatch_s=1e-6, interpreted_element_s=50e-9,
-                         matmul_tile=2, matmul_efficiency=1.0)
-TINY_LINK = LinkSpec(id="tiny-link", name="tiny link", bandwidth_Bps=1e9, peak_bandwidth_Bps=1e9,
-                     pageable_bandwidth_Bps=5e8, latency_s=1e-6)
+MEMORY = MemorySpec(
+    bandwidth_Bps=1e9, peak_bandwidth_Bps=2e9, latency_s=1e-6, capacity_B=1e12, per_core_bandwidth_Bps=1e9
+)
+TINY_GPU = ProcessorSpec(
+    id="tiny-gpu",
+    name="tiny GPU",
+    kind="gpu",
+    cores=2,
+    lanes_per_core=4,
+    clock_Hz=1e9,
+    memory=MEMORY,
+    tile_items=4,
+    tiles_per_core=2,
+    dispatch_s=1e-6,
+    copy_engines=2,
+    matmul_tile=2,
+    matmul_efficiency=1.0,
+)
+TINY_CPU = ProcessorSpec(
+    id="tiny-cpu",
+    name="tiny CPU",
+    kind="cpu",
+    cores=2,
+    lanes_per_core=4,
+    clock_Hz=1e9,
+    memory=MEMORY,
+    tile_items=4,
+    dispatch_s=1e-6,
+    interpreted_element_s=50e-9,
+    matmul_tile=2,
+    matmul_efficiency=1.0,
+)
+TINY_LINK = LinkSpec(
+    id="tiny-link",
+    name="tiny link",
+    bandwidth_Bps=1e9,
+    peak_bandwidth_Bps=1e9,
+    pageable_bandwidth_Bps=5e8,
+    latency_s=1e-6,
+)
 
 
 @pytest.fixture

@@ -27,17 +27,24 @@ def both(workload, system, mode, overlap="roofline"):
 @pytest.mark.parametrize("n", [16, 16 * 1000, 16 * 10**6])
 @pytest.mark.parametrize("overlap", ["roofline", "serial"])
 def test_elementwise_agrees_on_full_waves(gpu_system, cpu_system, op, n, overlap):
-    for system, mode in ((gpu_system, "simt"), (cpu_system, "mimd+simd"), (cpu_system, "simd"),
-                         (cpu_system, "sisd"), (gpu_system, "mimd")):
+    for system, mode in (
+        (gpu_system, "simt"),
+        (cpu_system, "mimd+simd"),
+        (cpu_system, "simd"),
+        (cpu_system, "sisd"),
+        (gpu_system, "mimd"),
+    ):
         engine, closed = both(make_workload(op, {"n": n}), system, mode, overlap)
         assert engine == pytest.approx(closed, rel=0.01), (system.compute.id, mode)
 
 
 @pytest.mark.parametrize("streams", [1, 4])
 def test_offload_and_copies_agree_with_two_copy_engines(gpu_system, streams):
-    for workload in (make_workload("offload", {"op": "relu", "n": 16000, "streams": streams}),
-                     make_workload("copy", {"n": 10**6, "direction": "d2h"}),
-                     make_workload("copy", {"n": 10**6, "pinned": False})):
+    for workload in (
+        make_workload("offload", {"op": "relu", "n": 16000, "streams": streams}),
+        make_workload("copy", {"n": 10**6, "direction": "d2h"}),
+        make_workload("copy", {"n": 10**6, "pinned": False}),
+    ):
         engine, closed = both(workload, gpu_system, "simt")
         assert engine == pytest.approx(closed, rel=0.01)
 
@@ -49,8 +56,13 @@ def test_matmul_on_whole_tiles_and_waves_agrees(gpu_system):
 
 
 def test_wave_quantisation_explains_the_gemm_gap():
-    fast = MemorySpec(bandwidth_Bps=1e15, peak_bandwidth_Bps=1e15, latency_s=1e-9, capacity_B=1e12,
-                      per_core_bandwidth_Bps=1e15)
+    fast = MemorySpec(
+        bandwidth_Bps=1e15,
+        peak_bandwidth_Bps=1e15,
+        latency_s=1e-9,
+        capacity_B=1e12,
+        per_core_bandwidth_Bps=1e15,
+    )
     system = SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=fast, dispatch_s=0.0), link=TINY_LINK)
     # 25 tiles on 2 SMs: 12.5 waves run as 13.
     engine, closed = both(make_workload("matmul", {"m": 10, "n": 10, "k": 10**6}), system, "simt")
@@ -58,8 +70,13 @@ def test_wave_quantisation_explains_the_gemm_gap():
 
 
 def test_tile_padding_explains_the_gemm_gap():
-    fast = MemorySpec(bandwidth_Bps=1e15, peak_bandwidth_Bps=1e15, latency_s=1e-9, capacity_B=1e12,
-                      per_core_bandwidth_Bps=1e15)
+    fast = MemorySpec(
+        bandwidth_Bps=1e15,
+        peak_bandwidth_Bps=1e15,
+        latency_s=1e-9,
+        capacity_B=1e12,
+        per_core_bandwidth_Bps=1e15,
+    )
     system = SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=fast, dispatch_s=0.0), link=TINY_LINK)
     # 3x4 outputs in 2x2 tiles: 2x2 = 4 tiles (2 full waves) but a third of the first row of tiles is padding.
     engine, closed = both(make_workload("matmul", {"m": 3, "n": 4, "k": 10**6}), system, "simt")
@@ -86,9 +103,13 @@ def test_one_copy_engine_backfills_in_the_engine_only():
 
 
 @settings(max_examples=80, deadline=None)
-@given(op=st.sampled_from(["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum"]),
-       n=st.integers(1, 10**9), mode=st.sampled_from(["sisd", "simd", "mimd", "mimd+simd"]),
-       dtype=st.sampled_from(["float16", "float32", "float64"]), gpu=st.booleans())
+@given(
+    op=st.sampled_from(["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum"]),
+    n=st.integers(1, 10**9),
+    mode=st.sampled_from(["sisd", "simd", "mimd", "mimd+simd"]),
+    dtype=st.sampled_from(["float16", "float32", "float64"]),
+    gpu=st.booleans(),
+)
 def test_engine_never_beats_the_analytic_roofline(op, n, mode, dtype, gpu):
     system = SystemSpec(host=TINY_CPU, device=TINY_GPU if gpu else None, link=TINY_LINK if gpu else None)
     workload = make_workload(op, {"n": n, "dtype": dtype})
@@ -97,7 +118,9 @@ def test_engine_never_beats_the_analytic_roofline(op, n, mode, dtype, gpu):
     # and the analytic time itself is never below the plain roofline bound
     spec = system.compute
     kernel = workload.ops[0]
-    bound = spec.dispatch_s + max(kernel.flops / spec.peak_flops_per_s(dtype), kernel.bytes / spec.memory.bandwidth_Bps)
+    bound = spec.dispatch_s + max(
+        kernel.flops / spec.peak_flops_per_s(dtype), kernel.bytes / spec.memory.bandwidth_Bps
+    )
     assert closed >= bound * (1 - 1e-9)
 
 

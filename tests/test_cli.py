@@ -38,7 +38,12 @@ def test_hardware_list_json_by_kind(capsys, monkeypatch):
 def test_hardware_show_json(capsys, monkeypatch):
     code, out, _ = cli(capsys, monkeypatch, "hardware", "show", "h100-sxm", "--json")
     data = json.loads(out)
-    assert code == 0 and data["id"] == "h100-sxm" and data["kind"] == "gpu" and data["memory"]["bandwidth_Bps"] > 1e12
+    assert (
+        code == 0
+        and data["id"] == "h100-sxm"
+        and data["kind"] == "gpu"
+        and data["memory"]["bandwidth_Bps"] > 1e12
+    )
 
 
 def test_hardware_show_toml_round_trips_through_predict(capsys, monkeypatch, tmp_path):
@@ -51,26 +56,50 @@ def test_hardware_show_toml_round_trips_through_predict(capsys, monkeypatch, tmp
 
 
 def test_predict_json_fields(capsys, monkeypatch):
-    code, out, _ = cli(capsys, monkeypatch, "predict", "vector_add", "n=1e8", "--device", "h100-sxm", "--json")
+    code, out, _ = cli(
+        capsys, monkeypatch, "predict", "vector_add", "n=1e8", "--device", "h100-sxm", "--json"
+    )
     data = json.loads(out)
     assert code == 0
-    for key in ("latency_s", "throughput_per_s", "flops_per_s", "bytes_per_s", "bottleneck", "breakdown",
-                "utilization", "events", "method"):
+    for key in (
+        "latency_s",
+        "throughput_per_s",
+        "flops_per_s",
+        "bytes_per_s",
+        "bottleneck",
+        "breakdown",
+        "utilization",
+        "events",
+        "method",
+    ):
         assert key in data
     assert data["bottleneck"] == "memory" and data["method"] == "engine"
     assert sum(data["breakdown"].values()) == pytest.approx(data["latency_s"])
 
 
-@pytest.mark.parametrize("args", [
-    ["matmul", "m=4096", "n=4096", "k=4096", "dtype=float16", "--device", "a100-80gb"],
-    ["offload", "op=relu", "n=1e6", "streams=4", "--device", "v100-pcie", "--host", "xeon-e5-2630v3",
-     "--link", "pcie3-x16"],
-    ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "sisd"],
-    ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "simd"],
-    ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "mimd"],
-    ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "mimd+simd"],
-    ["vector_add", "n=1e6", "--device", "h100-sxm", "--method", "analytic"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["matmul", "m=4096", "n=4096", "k=4096", "dtype=float16", "--device", "a100-80gb"],
+        [
+            "offload",
+            "op=relu",
+            "n=1e6",
+            "streams=4",
+            "--device",
+            "v100-pcie",
+            "--host",
+            "xeon-e5-2630v3",
+            "--link",
+            "pcie3-x16",
+        ],
+        ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "sisd"],
+        ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "simd"],
+        ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "mimd"],
+        ["vector_add", "n=1e6", "--device", "laptop-4c-avx2", "--mode", "mimd+simd"],
+        ["vector_add", "n=1e6", "--device", "h100-sxm", "--method", "analytic"],
+    ],
+)
 def test_readme_predictions(capsys, monkeypatch, args):
     code, out, err = cli(capsys, monkeypatch, "predict", *args)
     assert code == 0, err
@@ -79,40 +108,57 @@ def test_readme_predictions(capsys, monkeypatch, args):
 
 def test_predict_plot(capsys, monkeypatch, tmp_path):
     target = tmp_path / "t.png"
-    code, _, err = cli(capsys, monkeypatch, "predict", "offload", "n=1e6", "streams=2", "--device", "t4",
-                       "--plot", str(target))
+    code, _, err = cli(
+        capsys,
+        monkeypatch,
+        "predict",
+        "offload",
+        "n=1e6",
+        "streams=2",
+        "--device",
+        "t4",
+        "--plot",
+        str(target),
+    )
     assert code == 0, err
     assert target.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_run_scenario_with_plot(capsys, monkeypatch, tmp_path):
     target = tmp_path / "flynn.png"
-    code, out, err = cli(capsys, monkeypatch, "run", str(ROOT / "scenarios/flynn_vector_add.toml"),
-                         "--plot", str(target))
+    code, out, err = cli(
+        capsys, monkeypatch, "run", str(ROOT / "scenarios/flynn_vector_add.toml"), "--plot", str(target)
+    )
     assert code == 0, err
     assert "SISD" in out and "speed-up" in out and target.exists()
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["predict", "vector_add", "n=-1"], "'n' input should be greater than 0: -1"),
-    (["predict", "vector_add", "n=0"], "'n'"),
-    (["predict", "vectr_add", "n=1"], "did you mean vector_add"),
-    (["predict", "vector_add", "n=1", "size=3"], "unknown parameter 'size'"),
-    (["predict", "vector_add", "n=1", "dtype=int4"], "'dtype'"),
-    (["predict", "vector_add", "n=1", "--mode", "vliw"], "'mode' must be one of"),
-    (["predict", "vector_add", "n=1", "--mode", "simt"], "simt needs a GPU"),
-    (["predict", "vector_add", "n=1", "--device", "h100"], "closest: "),
-    (["predict", "vector_add", "n=1", "--device", "t4", "--link", "pcie9"], "unknown link 'pcie9'"),
-    (["predict", "vector_add", "n=1", "--method", "guess"], "'method'"),
-    (["predict", "vector_add", "n=1.2e10", "--device", "h100-pcie"], "needs 134.1 GiB, h100-pcie has 80.0 GiB"),
-    (["predict", "copy", "n=10"], "needs a GPU device"),
-    (["predict", "vector_add", "n"], "key=value"),
-    (["predict", "vector_add", "n=1", "--device", "missing.toml"], "no such hardware file"),
-    (["predict", "vector_add", "n=1", "--plot", "out.svg"], "must end in .png"),
-    (["run", "nope.toml"], "no such scenario file"),
-    (["hardware", "show", "h100"], "closest: "),
-    (["hardware", "list", "--kind", "tpu"], "'--kind'"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["predict", "vector_add", "n=-1"], "'n' input should be greater than 0: -1"),
+        (["predict", "vector_add", "n=0"], "'n'"),
+        (["predict", "vectr_add", "n=1"], "did you mean vector_add"),
+        (["predict", "vector_add", "n=1", "size=3"], "unknown parameter 'size'"),
+        (["predict", "vector_add", "n=1", "dtype=int4"], "'dtype'"),
+        (["predict", "vector_add", "n=1", "--mode", "vliw"], "'mode' must be one of"),
+        (["predict", "vector_add", "n=1", "--mode", "simt"], "simt needs a GPU"),
+        (["predict", "vector_add", "n=1", "--device", "h100"], "closest: "),
+        (["predict", "vector_add", "n=1", "--device", "t4", "--link", "pcie9"], "unknown link 'pcie9'"),
+        (["predict", "vector_add", "n=1", "--method", "guess"], "'method'"),
+        (
+            ["predict", "vector_add", "n=1.2e10", "--device", "h100-pcie"],
+            "needs 134.1 GiB, h100-pcie has 80.0 GiB",
+        ),
+        (["predict", "copy", "n=10"], "needs a GPU device"),
+        (["predict", "vector_add", "n"], "key=value"),
+        (["predict", "vector_add", "n=1", "--device", "missing.toml"], "no such hardware file"),
+        (["predict", "vector_add", "n=1", "--plot", "out.svg"], "must end in .png"),
+        (["run", "nope.toml"], "no such scenario file"),
+        (["hardware", "show", "h100"], "closest: "),
+        (["hardware", "list", "--kind", "tpu"], "'--kind'"),
+    ],
+)
 def test_user_mistakes_exit_2_with_one_line(capsys, monkeypatch, args, expected):
     code, out, err = cli(capsys, monkeypatch, *args)
     assert code == 2
@@ -133,6 +179,11 @@ def test_typer_usage_errors_exit_2(capsys, monkeypatch):
 
 
 def test_python_dash_m_entry_point():
-    done = subprocess.run([sys.executable, "-m", "parsim", "predict", "relu", "n=1e3", "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "parsim", "predict", "relu", "n=1e3", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["workload"] == "relu"

@@ -10,8 +10,11 @@ from tests.conftest import TINY_CPU, TINY_LINK, evolve_gpu
 
 
 def rows(result, detail=False):
-    return [(e.resource, e.label, e.kind, pytest.approx(e.start_s, abs=1e-15), pytest.approx(e.end_s, abs=1e-15))
-            for e in result.trace if e.detail == detail]
+    return [
+        (e.resource, e.label, e.kind, pytest.approx(e.start_s, abs=1e-15), pytest.approx(e.end_s, abs=1e-15))
+        for e in result.trace
+        if e.detail == detail
+    ]
 
 
 def test_offload_one_stream_timeline(gpu_system):
@@ -84,8 +87,13 @@ def test_one_copy_engine_serialises_directions():
 def test_wave_quantisation_of_a_compute_bound_gemm():
     # 10x10 outputs in 2x2 tiles: 25 tiles on 2 SMs = 12.5 waves -> 13 tile times.
     # Each tile: 2 * 4 * k flops at 8 GFLOP/s = k ns; memory is made fast enough not to matter.
-    fast = MemorySpec(bandwidth_Bps=1e15, peak_bandwidth_Bps=1e15, latency_s=1e-9, capacity_B=1e12,
-                      per_core_bandwidth_Bps=1e15)
+    fast = MemorySpec(
+        bandwidth_Bps=1e15,
+        peak_bandwidth_Bps=1e15,
+        latency_s=1e-9,
+        capacity_B=1e12,
+        per_core_bandwidth_Bps=1e15,
+    )
     gpu = evolve_gpu(memory=fast)
     system = SystemSpec(host=TINY_CPU, device=gpu, link=TINY_LINK)
     k = 10**6
@@ -111,6 +119,8 @@ def test_back_to_back_instances_pipeline_on_a_gpu(gpu_system):
 def test_events_do_not_grow_with_elements():
     gpu = evolve_gpu(memory=attrs.evolve(evolve_gpu().memory, capacity_B=1e15))
     system = SystemSpec(host=TINY_CPU, device=gpu, link=TINY_LINK)
-    counts = [simulate(make_workload("vector_add", {"n": n}), system, "simt").events for n in (10**3, 10**6, 10**9)]
+    counts = [
+        simulate(make_workload("vector_add", {"n": n}), system, "simt").events for n in (10**3, 10**6, 10**9)
+    ]
     assert counts[2] <= 1.5 * counts[1]
     assert max(counts) < 40

@@ -9,12 +9,18 @@ from parsim.errors import ParsimError
 from parsim.scenarios import load_scenario, loads_scenario, parse_values, run_scenario, scenario_paths
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIRED = {"flynn_vector_add", "gpu_offload_crossover", "pcie_pinned_vs_pageable", "streams_overlap",
-            "matmul_roofline", "conv3x3"}
+REQUIRED = {
+    "flynn_vector_add",
+    "gpu_offload_crossover",
+    "pcie_pinned_vs_pageable",
+    "streams_overlap",
+    "matmul_roofline",
+    "conv3x3",
+}
 
 
 def test_required_scenarios_exist():
-    assert REQUIRED <= {p.stem for p in scenario_paths(ROOT / "scenarios")}
+    assert {p.stem for p in scenario_paths(ROOT / "scenarios")} >= REQUIRED
 
 
 @pytest.mark.parametrize("path", scenario_paths(ROOT / "scenarios"), ids=lambda p: p.stem)
@@ -73,14 +79,17 @@ mode = "sisd"
 """
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    (GOOD + "colour = 3\n", "'cases.0.colour' extra inputs are not permitted: 3"),
-    ('colour = 3\n' + GOOD, "'colour' extra inputs are not permitted"),
-    (GOOD.replace('mode = "sisd"', 'mode = "sisd"\ndevise = "x"'), "'cases.0.devise'"),
-    (GOOD.replace('title = "t"', "title = = 3"), "malformed TOML"),
-    (GOOD.replace('workload = "vector_add"', ""), "'cases.0.workload' is not set"),
-    ('title = "t"\nlesson = "l"\ncases = []\n', "'cases'"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GOOD + "colour = 3\n", "'cases.0.colour' extra inputs are not permitted: 3"),
+        ("colour = 3\n" + GOOD, "'colour' extra inputs are not permitted"),
+        (GOOD.replace('mode = "sisd"', 'mode = "sisd"\ndevise = "x"'), "'cases.0.devise'"),
+        (GOOD.replace('title = "t"', "title = = 3"), "malformed TOML"),
+        (GOOD.replace('workload = "vector_add"', ""), "'cases.0.workload' is not set"),
+        ('title = "t"\nlesson = "l"\ncases = []\n', "'cases'"),
+    ],
+)
 def test_bad_scenarios(text, expected):
     with pytest.raises(ParsimError) as info:
         loads_scenario(text, source="s.toml")

@@ -17,7 +17,10 @@ def test_matrix_rates_survive_the_round_trip():
     import attrs
 
     spec = attrs.evolve(TINY_GPU, matrix_flops_per_s={"float16": 1e14, "bfloat16": 1e14})
-    assert dict(loads_hardware(dumps_hardware(spec)).matrix_flops_per_s) == {"float16": 1e14, "bfloat16": 1e14}
+    assert dict(loads_hardware(dumps_hardware(spec)).matrix_flops_per_s) == {
+        "float16": 1e14,
+        "bfloat16": 1e14,
+    }
 
 
 def _bad(text):

@@ -11,9 +11,16 @@ def kernel(name, **params) -> Kernel:
     return op
 
 
-@pytest.mark.parametrize(("name", "flops", "read", "special"), [
-    ("vector_add", 1000, 8000, 0), ("saxpy", 2000, 8000, 0), ("relu", 1000, 4000, 0),
-    ("sigmoid", 3000, 4000, 1000), ("reduce_sum", 1000, 4000, 0)])
+@pytest.mark.parametrize(
+    ("name", "flops", "read", "special"),
+    [
+        ("vector_add", 1000, 8000, 0),
+        ("saxpy", 2000, 8000, 0),
+        ("relu", 1000, 4000, 0),
+        ("sigmoid", 3000, 4000, 1000),
+        ("reduce_sum", 1000, 4000, 0),
+    ],
+)
 def test_vector_ops_float32(name, flops, read, special):
     k = kernel(name, n=1000)
     assert (k.flops, k.bytes_read, k.special_ops, k.work_items) == (flops, read, special, 1000)
@@ -54,18 +61,21 @@ def test_numbers_in_scientific_notation_are_integers():
     assert kernel("vector_add", n=1e8).work_items == 10**8
 
 
-@pytest.mark.parametrize(("name", "params", "expected"), [
-    ("vector_add", {"n": 0}, "'n' input should be greater than 0: 0"),
-    ("vector_add", {"n": -5}, "'n' input should be greater than 0: -5"),
-    ("vector_add", {"n": 2.5}, "'n'"),
-    ("vector_add", {"n": 10, "dtype": "int8"}, "'dtype'"),
-    ("vector_add", {"n": 10, "m": 3}, "unknown parameter 'm'"),
-    ("matmul", {"m": 2, "n": 2}, "missing parameter 'k'"),
-    ("offload", {"n": 10, "op": "matmul"}, "'op'"),
-    ("offload", {"n": 10, "streams": 0}, "'streams'"),
-    ("copy", {"n": 10, "direction": "sideways"}, "'direction'"),
-    ("vectoradd", {"n": 10}, "did you mean vector_add"),
-])
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("vector_add", {"n": 0}, "'n' input should be greater than 0: 0"),
+        ("vector_add", {"n": -5}, "'n' input should be greater than 0: -5"),
+        ("vector_add", {"n": 2.5}, "'n'"),
+        ("vector_add", {"n": 10, "dtype": "int8"}, "'dtype'"),
+        ("vector_add", {"n": 10, "m": 3}, "unknown parameter 'm'"),
+        ("matmul", {"m": 2, "n": 2}, "missing parameter 'k'"),
+        ("offload", {"n": 10, "op": "matmul"}, "'op'"),
+        ("offload", {"n": 10, "streams": 0}, "'streams'"),
+        ("copy", {"n": 10, "direction": "sideways"}, "'direction'"),
+        ("vectoradd", {"n": 10}, "did you mean vector_add"),
+    ],
+)
 def test_bad_parameters_give_one_line(name, params, expected):
     with pytest.raises(ParsimError) as info:
         make_workload(name, params)

@@ -36,8 +36,9 @@ class Machine:
         trace: list the machine appends ``TraceEvent`` records to.
     """
 
-    def __init__(self, env: simpy.Environment, system: SystemSpec, mode: str, overlap: str,
-                 trace: list[TraceEvent]):
+    def __init__(
+        self, env: simpy.Environment, system: SystemSpec, mode: str, overlap: str, trace: list[TraceEvent]
+    ):
         self.env = env
         self.system = system
         self.spec = system.compute
@@ -57,7 +58,10 @@ class Machine:
         h2d_server = FluidServer(self.env, "h2d", link.bandwidth_Bps)
         d2h_server = h2d_server if not link.duplex else FluidServer(self.env, "d2h", link.bandwidth_Bps)
         family = "NVLink" if link.id.startswith("nvlink") else "PCIe"
-        return {"h2d": (h2d_engine, h2d_server, f"{family} h2d"), "d2h": (d2h_engine, d2h_server, f"{family} d2h")}
+        return {
+            "h2d": (h2d_engine, h2d_server, f"{family} h2d"),
+            "d2h": (d2h_engine, d2h_server, f"{family} d2h"),
+        }
 
     def memory_server(self, level: str, capacity_Bps: float) -> FluidServer:
         """The fluid server of one memory level, created on first use."""
@@ -83,8 +87,11 @@ class Machine:
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if ex.level not in ("DRAM", "device memory"):
             self.notes.add(f"{name}: working set fits in {ex.level}, served at its bandwidth")
-        level_capacity = ex.level_bandwidth_Bps * spec.cores / ex.cores if ex.level not in (
-            "DRAM", "device memory") else ex.level_bandwidth_Bps
+        level_capacity = (
+            ex.level_bandwidth_Bps * spec.cores / ex.cores
+            if ex.level not in ("DRAM", "device memory")
+            else ex.level_bandwidth_Bps
+        )
         server = self.memory_server(ex.level, level_capacity)
         unit = "SM" if spec.is_gpu else "core"
         with self.compute_slot.request() as slot:
@@ -106,13 +113,23 @@ class Machine:
                     memory_s = memory.value
                 kind = "compute" if phase.compute_s >= memory_s else "memory"
                 if kind == "compute" and index == 0 and plan.tiles % plan.slots and plan.waves > 1:
-                    self.notes.add(f"{name}: {plan.waves:.2f} waves of {plan.slots} tiles; the tail wave is "
-                                   f"{plan.tiles % plan.slots}/{plan.slots} full (wave quantisation)")
+                    self.notes.add(
+                        f"{name}: {plan.waves:.2f} waves of {plan.slots} tiles; the tail wave is "
+                        f"{plan.tiles % plan.slots}/{plan.slots} full (wave quantisation)"
+                    )
                 group = f"{unit} 0" if phase.active_cores == 1 else f"{unit} 0-{phase.active_cores - 1}"
                 self.trace.append(TraceEvent(group, f"{kernel.name} {phase.label}", kind, start, env.now))
                 if phase.bytes > 0:
-                    self.trace.append(TraceEvent(f"memory ({ex.level})", kernel.name, "memory", memory_start,
-                                                 memory_start + memory_s, detail=True))
+                    self.trace.append(
+                        TraceEvent(
+                            f"memory ({ex.level})",
+                            kernel.name,
+                            "memory",
+                            memory_start,
+                            memory_start + memory_s,
+                            detail=True,
+                        )
+                    )
 
     def _memory_leg(self, server: FluidServer, nbytes: float, cap_Bps: float, latency_s: float):
         start = self.env.now

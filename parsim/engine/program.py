@@ -38,8 +38,9 @@ class SimResult:
     notes: tuple[str, ...]
 
 
-def simulate(workload: Workload, system: SystemSpec, mode: str, overlap: str = "roofline",
-             repeats: int = 1) -> SimResult:
+def simulate(
+    workload: Workload, system: SystemSpec, mode: str, overlap: str = "roofline", repeats: int = 1
+) -> SimResult:
     """Run ``repeats`` back-to-back instances of ``workload`` on ``system``.
 
     Args:
@@ -64,8 +65,15 @@ def simulate(workload: Workload, system: SystemSpec, mode: str, overlap: str = "
     return SimResult(tuple(ends), tuple(trace), events, tuple(sorted(machine.notes)))
 
 
-def _host(env: simpy.Environment, machine: Machine, workload: Workload, system: SystemSpec, repeats: int,
-          ends: list[float], trace: list[TraceEvent]):
+def _host(
+    env: simpy.Environment,
+    machine: Machine,
+    workload: Workload,
+    system: SystemSpec,
+    repeats: int,
+    ends: list[float],
+    trace: list[TraceEvent],
+):
     asynchronous = system.device is not None
     dispatch_s = system.compute.dispatch_s
     stream_tail: dict[int, simpy.Event] = {}
@@ -85,7 +93,9 @@ def _host(env: simpy.Environment, machine: Machine, workload: Workload, system: 
                 wait_start = env.now
                 yield process
                 if asynchronous:
-                    trace.append(TraceEvent("host", f"wait {op.name} (pageable)", "overhead", wait_start, env.now))
+                    trace.append(
+                        TraceEvent("host", f"wait {op.name} (pageable)", "overhead", wait_start, env.now)
+                    )
         instances.append(done)
         env.process(_mark_end(env, done, ends, repeat))
     yield env.all_of([event for done in instances for event in done])

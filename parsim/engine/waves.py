@@ -92,8 +92,16 @@ def decompose(kernel: Kernel, ex: Execution) -> Decomposition:
     phases = []
     if full_waves:
         label = "wave 1" if full_waves == 1 else f"waves 1-{full_waves}"
-        phases.append(Phase(label, full_waves * slots, full_waves, ex.cores,
-                            full_waves * ex.tiles_per_core * per_tile_s, full_waves * slots * per_tile_B))
+        phases.append(
+            Phase(
+                label,
+                full_waves * slots,
+                full_waves,
+                ex.cores,
+                full_waves * ex.tiles_per_core * per_tile_s,
+                full_waves * slots * per_tile_B,
+            )
+        )
     if tail_tiles:
         active = min(tail_tiles, ex.cores)
         busiest = math.ceil(tail_tiles / ex.cores)

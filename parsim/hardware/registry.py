@@ -46,7 +46,9 @@ def processor(value: str | ProcessorSpec, field: str = "device") -> ProcessorSpe
             raise ParsimError(f"'{field}': {value} describes a link, not a processor")
         return loaded
     if value not in _presets().PROCESSORS:
-        raise ParsimError(f"'{field}': unknown processor {value!r}{_suggest(str(value), list(_presets().PROCESSORS))}")
+        raise ParsimError(
+            f"'{field}': unknown processor {value!r}{_suggest(str(value), list(_presets().PROCESSORS))}"
+        )
     return _presets().PROCESSORS[value]
 
 
@@ -64,8 +66,12 @@ def link(value: str | LinkSpec, field: str = "link") -> LinkSpec:
     return _presets().LINKS[value]
 
 
-def system(device: str | ProcessorSpec, host: str | ProcessorSpec | None = None,
-           link_: str | LinkSpec | None = None, gpus: int = 1) -> SystemSpec:
+def system(
+    device: str | ProcessorSpec,
+    host: str | ProcessorSpec | None = None,
+    link_: str | LinkSpec | None = None,
+    gpus: int = 1,
+) -> SystemSpec:
     """Wire a system: a CPU ``device`` alone, or a GPU with its host and link.
 
     Args:
@@ -77,7 +83,9 @@ def system(device: str | ProcessorSpec, host: str | ProcessorSpec | None = None,
     compute = processor(device, "device")
     if not compute.is_gpu:
         if host is not None and processor(host, "host") != compute:
-            raise ParsimError(f"'host' only applies with a GPU device; {compute.id} is a CPU and runs the work itself")
+            raise ParsimError(
+                f"'host' only applies with a GPU device; {compute.id} is a CPU and runs the work itself"
+            )
         if link_ is not None:
             raise ParsimError(f"'link' only applies with a GPU device; {compute.id} is a CPU")
         if gpus != 1:

@@ -26,12 +26,22 @@ DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 
 
 
 def _positive(instance, attribute, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise field_error(attribute.name, "> 0", value)
 
 
 def _non_negative(instance, attribute, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise field_error(attribute.name, ">= 0", value)
 
 
@@ -49,7 +59,12 @@ def _rate_table(instance, attribute, value):
     for dtype, rate in value:
         if dtype not in DTYPES:
             raise field_error(f"{attribute.name}.{dtype}", f"one of {sorted(DTYPES)}", dtype)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, (int, float))
+            or not math.isfinite(rate)
+            or rate <= 0
+        ):
             raise field_error(f"{attribute.name}.{dtype}", "> 0", rate)
 
 
@@ -98,8 +113,9 @@ class MemorySpec:
 
     def __attrs_post_init__(self):
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
-            raise field_error("bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})",
-                              self.bandwidth_Bps)
+            raise field_error(
+                "bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})", self.bandwidth_Bps
+            )
 
 
 @attrs.frozen
@@ -127,7 +143,8 @@ class ProcessorSpec:
         tile_items: work items per tile (a GPU thread block; a CPU chunk).
         tiles_per_core: tiles resident on one core at once (GPU blocks per SM; 1 on CPUs).
         matmul_tile: edge of the square output tile one core computes in a GEMM.
-        copy_engines: DMA engines per direction (GPUs).
+        copy_engines: DMA copy engines in total (GPUs); with two or more, a host-to-device and a
+            device-to-host copy run at once, with one they take turns.
         memory: the processor's main memory and caches.
         default_link: id of the link preset this device usually sits on (GPUs).
     """
@@ -206,11 +223,15 @@ class LinkSpec:
 
     def __attrs_post_init__(self):
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
-            raise field_error("bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})",
-                              self.bandwidth_Bps)
+            raise field_error(
+                "bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})", self.bandwidth_Bps
+            )
         if self.pageable_bandwidth_Bps > self.bandwidth_Bps * 1.0001:
-            raise field_error("pageable_bandwidth_Bps", f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
-                              self.pageable_bandwidth_Bps)
+            raise field_error(
+                "pageable_bandwidth_Bps",
+                f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
+                self.pageable_bandwidth_Bps,
+            )
 
     def transfer_s(self, nbytes: float, pinned: bool = True) -> float:
         """Uncontended time of one copy: latency + bytes / bandwidth."""

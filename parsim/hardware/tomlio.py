@@ -45,7 +45,9 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
         raise ParsimError(f"{source}: malformed TOML: {exc}") from None
     unknown = set(data) - _SECTIONS
     if unknown:
-        raise ParsimError(f"{source}: unknown section [{sorted(unknown)[0]}] (expected [processor] or [link])")
+        raise ParsimError(
+            f"{source}: unknown section [{sorted(unknown)[0]}] (expected [processor] or [link])"
+        )
     if ("processor" in data) == ("link" in data):
         raise ParsimError(f"{source}: expected exactly one [processor] or [link] table")
     try:

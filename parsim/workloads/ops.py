@@ -68,8 +68,15 @@ def reduce_sum(params: dict) -> Workload:
     """Sum of ``n`` elements: one add per element, every element read once, one value written."""
     n, dtype = params["n"], params["dtype"]
     size = itemsize(dtype)
-    kernel = Kernel(name="reduce_sum", flops=n, bytes_read=n * size, bytes_written=size,
-                    work_items=n, dtype=dtype, python_ops_per_item=1)
+    kernel = Kernel(
+        name="reduce_sum",
+        flops=n,
+        bytes_read=n * size,
+        bytes_written=size,
+        work_items=n,
+        dtype=dtype,
+        python_ops_per_item=1,
+    )
     return Workload(name="reduce_sum", params=_items(params), ops=(kernel,), footprint_B=n * size)
 
 

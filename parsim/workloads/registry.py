@@ -88,8 +88,9 @@ WORKLOADS: dict[str, WorkloadDef] = {
     "matmul": WorkloadDef("matmul", MatmulParams, ops.matmul, "C = A @ B (dense GEMM)"),
     "conv2d": WorkloadDef("conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding"),
     "copy": WorkloadDef("copy", CopyParams, transfers.copy, "one host<->device copy"),
-    "offload": WorkloadDef("offload", OffloadParams, transfers.offload,
-                           "H2D, elementwise op, D2H chunked over streams"),
+    "offload": WorkloadDef(
+        "offload", OffloadParams, transfers.offload, "H2D, elementwise op, D2H chunked over streams"
+    ),
 }
 
 

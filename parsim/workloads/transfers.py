@@ -33,9 +33,12 @@ def offload(params: dict) -> Workload:
         if chunk == 0:
             continue
         tag = f"[{s}]" if streams > 1 else ""
-        ops.append(Transfer(name=f"h2d{tag}", nbytes=inputs * chunk * size, direction="h2d",
-                            pinned=pinned, stream=s))
+        ops.append(
+            Transfer(name=f"h2d{tag}", nbytes=inputs * chunk * size, direction="h2d", pinned=pinned, stream=s)
+        )
         ops.append(elementwise_kernel(op, chunk, dtype, stream=s, label=f"{op}{tag}"))
         ops.append(Transfer(name=f"d2h{tag}", nbytes=chunk * size, direction="d2h", pinned=pinned, stream=s))
         start += chunk
-    return Workload(name="offload", params=_items(params), ops=tuple(ops), footprint_B=(inputs + 1) * n * size)
+    return Workload(
+        name="offload", params=_items(params), ops=tuple(ops), footprint_B=(inputs + 1) * n * size
+    )

@@ -1,0 +1,19 @@
+"""All hardware presets in two tables: processors (CPUs and GPUs) and links.
+
+The preset modules keep one spec sheet per device with a cited source next to every number;
+``data/measurements.csv`` holds the public measurements the effective figures must reproduce
+(within 15 %, see tests/test_presets.py). Its columns are ``preset_id, quantity, value, unit,
+source, dtype``: ``quantity`` is one of ``memory_bandwidth_Bps``, ``link_bandwidth_Bps`` (pinned,
+host to device), ``link_pageable_bandwidth_Bps``, ``dispatch_s`` (kernel launch latency) or
+``matmul_flops_per_s``; the last column, ``dtype``, names the element type of a
+``matmul_flops_per_s`` row and is empty otherwise.
+"""
+
+from __future__ import annotations
+
+from parsim.hardware.presets_cpu import CPU_PRESETS
+from parsim.hardware.presets_gpu import GPU_PRESETS
+from parsim.hardware.presets_links import LINK_PRESETS
+
+PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS}
+LINKS = dict(LINK_PRESETS)

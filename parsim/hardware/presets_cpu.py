@@ -1,0 +1,223 @@
+"""CPU presets: vendor data sheets for the ceilings, public STREAM runs for what is reachable.
+
+A CPU socket is modelled as ``cores`` x ``lanes_per_core`` float32 lanes, where the lanes count
+the SIMD width times the number of FMA (or add + multiply) ports: AVX2 with two FMA ports is
+8 lanes x 2 = 16, AVX-512 with two ports 32. ``clock_Hz`` is the all-core clock under vector load
+where the vendor documents one. Memory carries the datasheet peak (channels x MT/s x 8 B) beside
+the effective STREAM-triad bandwidth, and ``per_core_bandwidth_Bps`` is what a single thread (one
+NumPy call) can pull: Little's law caps one core at its outstanding misses / latency, which is why
+one thread gets a fraction of the socket.
+
+Every number carries its source in a comment; numbers nobody published are marked ``estimate:``
+with their derivation. Cache bandwidths are estimates from per-cycle widths (bytes per cycle per
+core x cores x clock) in the spirit of the Intel 64 and IA-32 Architectures Optimization Reference
+Manual and AMD's Software Optimization Guides, derated to sustained values.
+
+Sources, abbreviated in the comments:
+
+- [ARK] Intel ARK product pages (cores, clocks, caches, memory channels and speed).
+- [AMD] AMD EPYC 9654 product page (cores, all-core boost, L3, memory channels).
+- [PUGET] Puget Systems, "Memory Performance for Intel Xeon Haswell-EP DDR4" (STREAM triad with
+  ICC, 2x Xeon E5-2697 v3: 102 GB/s, 1 core 20 GB/s),
+  https://www.pugetsystems.com/labs/hpc/memory-performance-for-intel-xeon-haswell-ep-ddr4-596/
+- [CSCS] ReFrame CSCS STREAM check references, github.com/reframe-hpc/reframe
+  cscs-checks/microbenchmarks/stream/stream.py: Piz Daint GPU node (1x Xeon E5-2690 v3), triad
+  59.5 GB/s with the Intel compiler.
+- [LIKWID] github.com/RRZE-HPC/likwid issue #664: likwid-bench triad_mem_avx512_fma on one Sapphire
+  Rapids socket, 233 GB/s (LIKWID maintainer's test node).
+- [AMX] Intel, "Accelerate AI workloads with Intel AMX" / Intel AMX overview: 1024 BF16 FLOP per
+  cycle per core.
+- [HBV4] Microsoft Learn, Azure HPC STREAM benchmark page: HBv4 (2x 96-core Genoa-X, 12 channels
+  DDR5-4800 each) STREAM triad ~650-780 GB/s.
+"""
+
+from __future__ import annotations
+
+from parsim.hardware.specs import CacheLevel, MemorySpec, ProcessorSpec
+
+KiB = 1024  # binary prefixes for cache and memory sizes
+MiB = 1024 * KiB  # binary prefix
+GiB = 1024 * MiB  # binary prefix
+
+_CPU_COMMON = dict(
+    kind="cpu",
+    warp_size=1,  # a CPU core has no lockstep warp
+    tiles_per_core=1,  # one chunk in flight per core
+    tile_items=16384,  # design choice: 64 KiB of float32 per chunk, L2-resident on all presets
+    matmul_tile=64,  # design choice: 64x64 output block, the order of MKL/OpenBLAS micro-kernel blocking
+    dispatch_s=1e-6,  # estimate: NumPy ufunc call overhead on a small array is ~1 us in CPython
+    interpreted_element_s=50e-9,  # estimate: ~50 ns per element per op in a CPython loop
+)
+
+
+def _cpu(**fields) -> ProcessorSpec:
+    return ProcessorSpec(**_CPU_COMMON, **fields)
+
+
+def _caches(
+    cores: int,
+    clock_Hz: float,
+    l1_B: float,
+    l2_B: float,
+    l3_B: float,
+    l1_Bpc: float,
+    l2_Bpc: float,
+    l3_Bpc: float,
+) -> tuple[CacheLevel, ...]:
+    """L1/L2 private and L3 shared; bandwidths = bytes/cycle/core x cores x clock (estimates)."""
+    return (
+        CacheLevel(name="L1", size_B=l1_B, bandwidth_Bps=l1_Bpc * cores * clock_Hz, per_core=True),
+        CacheLevel(name="L2", size_B=l2_B, bandwidth_Bps=l2_Bpc * cores * clock_Hz, per_core=True),
+        CacheLevel(name="L3", size_B=l3_B, bandwidth_Bps=l3_Bpc * cores * clock_Hz),
+    )
+
+
+LAPTOP_4C_AVX2 = _cpu(
+    id="laptop-4c-avx2",
+    name="Generic 4-core AVX2 laptop (modelled on Core i7-8550U, Kaby Lake R, 15 W)",
+    cores=4,  # [ARK] i7-8550U: 4 cores / 8 threads
+    lanes_per_core=16,  # [ARK] AVX2 + FMA: 8 float32 lanes x 2 FMA ports
+    # estimate: [ARK] lists 1.8 GHz base / 4.0 GHz single-core turbo; at 15-25 W an all-core AVX2 load
+    # settles around 2.7 GHz (Intel publishes no AVX frequency for mobile parts)
+    clock_Hz=2.7e9,
+    fma=True,  # [ARK] FMA3
+    fp64_ratio=0.5,  # 4 float64 lanes per 256-bit register vs 8 float32
+    fp16_ratio=1.0,  # no FP16 vector arithmetic on Kaby Lake (F16C converts only)
+    matmul_efficiency=0.7,  # estimate: MKL SGEMM ~85 % of peak, less on a power-limited 15 W part
+    special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log (SVML-class) ~1 result/cycle/core
+    memory=MemorySpec(
+        bandwidth_Bps=28e9,  # estimate: ~73 % of peak, the STREAM efficiency of dual-channel DDR4 clients
+        peak_bandwidth_Bps=2 * 2400e6 * 8,  # [ARK] 2 channels DDR4-2400 x 8 B = 38.4 GB/s
+        latency_s=90e-9,  # estimate: client DDR4 load-to-use ~80-100 ns
+        capacity_B=16 * GiB,  # typical configuration
+        per_core_bandwidth_Bps=15e9,  # estimate: one Skylake-class client core streams ~12-18 GB/s
+        # [ARK] 32 KB L1d + 256 KB L2 per core, 8 MB L3; estimate: 64/32/16 B/cycle/core
+        caches=_caches(4, 2.7e9, 32 * KiB, 256 * KiB, 8 * MiB, 64, 32, 16),
+    ),
+)
+
+I7_3820 = _cpu(
+    id="i7-3820",
+    name="Intel Core i7-3820 (Sandy Bridge-E, AVX without FMA)",
+    cores=4,  # [ARK] 4 cores / 8 threads
+    lanes_per_core=16,  # AVX: 8 float32 lanes x 2 ports (one add + one multiply per cycle, no FMA)
+    clock_Hz=3.7e9,  # [ARK] base 3.6 GHz, turbo 3.7 GHz with 3-4 cores active (3.8 GHz with 1-2)
+    fma=False,  # Sandy Bridge has AVX but no FMA: the two ports give one add and one multiply
+    fp64_ratio=0.5,  # 4 float64 lanes per 256-bit register vs 8 float32
+    fp16_ratio=1.0,  # no FP16 vector arithmetic (F16C converts only)
+    matmul_efficiency=0.85,  # estimate: MKL/OpenBLAS SGEMM ~85 % of AVX peak
+    special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log ~1 result/cycle/core
+    memory=MemorySpec(
+        bandwidth_Bps=38e9,  # estimate: ~74 % of the quad-channel peak, typical STREAM efficiency of SNB-E
+        peak_bandwidth_Bps=4 * 1600e6 * 8,  # [ARK] 4 channels DDR3-1600 x 8 B = 51.2 GB/s
+        latency_s=80e-9,  # estimate: DDR3 load-to-use ~75-85 ns on Sandy Bridge-E
+        capacity_B=16 * GiB,  # typical configuration (4 x 4 GB)
+        per_core_bandwidth_Bps=12e9,  # estimate: one Sandy Bridge core streams ~10-14 GB/s
+        # [ARK] 32 KB L1d + 256 KB L2 per core, 10 MB L3; estimate: 32/16/12 B/cycle/core
+        caches=_caches(4, 3.7e9, 32 * KiB, 256 * KiB, 10 * MiB, 32, 16, 12),
+    ),
+)
+
+_E5_2630V3 = dict(
+    lanes_per_core=16,  # [ARK] AVX2 + FMA: 8 float32 lanes x 2 FMA ports
+    # estimate: [ARK] 2.4 GHz base / 3.2 GHz max turbo; the all-core turbo is 2.6 GHz (Intel turbo table,
+    # 2 bins) and heavy AVX2 may drop toward the 2.1 GHz AVX base
+    clock_Hz=2.6e9,
+    fma=True,  # [ARK] FMA3 (Haswell)
+    fp64_ratio=0.5,  # 4 float64 lanes per 256-bit register vs 8 float32
+    fp16_ratio=1.0,  # no FP16 vector arithmetic on Haswell (F16C converts only)
+    matmul_efficiency=0.85,  # estimate: MKL SGEMM on Haswell-EP ~85-90 % of AVX2 peak
+    special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log ~1 result/cycle/core
+)
+
+XEON_E5_2630V3 = _cpu(
+    id="xeon-e5-2630v3",
+    name="Intel Xeon E5-2630 v3 (Haswell-EP, 8 cores)",
+    cores=8,  # [ARK] 8 cores / 16 threads
+    memory=MemorySpec(
+        # [CSCS] Haswell-EP socket (E5-2690 v3, DDR4-2133): triad 59.5 GB/s = 87 % of its 68 GB/s peak;
+        # the same 87 % of this part's DDR4-1866 peak
+        bandwidth_Bps=52e9,
+        peak_bandwidth_Bps=4 * 1866.67e6 * 8,  # [ARK] 4 channels DDR4-1866 x 8 B = 59.7 GB/s
+        latency_s=90e-9,  # estimate: DDR4 load-to-use ~85-95 ns on Haswell-EP
+        capacity_B=64 * GiB,  # typical configuration (8 x 8 GB)
+        per_core_bandwidth_Bps=20e9,  # [PUGET] Haswell-EP (E5-2697 v3) STREAM triad with 1 core: 20 GB/s
+        # [ARK] 32 KB L1d + 256 KB L2 per core, 20 MB L3; estimate: 64/32/14 B/cycle/core
+        caches=_caches(8, 2.6e9, 32 * KiB, 256 * KiB, 20 * MiB, 64, 32, 14),
+    ),
+    **_E5_2630V3,
+)
+
+DUAL_XEON_E5_2630V3 = _cpu(
+    id="dual-xeon-e5-2630v3",
+    name="2x Intel Xeon E5-2630 v3 (Haswell-EP, 2 sockets, 16 cores)",
+    cores=16,  # [ARK] 2 sockets x 8 cores
+    memory=MemorySpec(
+        # [PUGET] 2x Xeon E5-2697 v3 STREAM triad 102 GB/s (DDR4-2133); estimate: 2 x 52 GB/s per socket
+        bandwidth_Bps=104e9,
+        peak_bandwidth_Bps=2 * 4 * 1866.67e6 * 8,  # [ARK] 2 sockets x 4 channels DDR4-1866 x 8 B
+        latency_s=100e-9,  # estimate: local ~90 ns, remote-socket accesses add ~40 ns (NUMA average)
+        capacity_B=128 * GiB,  # typical configuration (16 x 8 GB)
+        per_core_bandwidth_Bps=20e9,  # [PUGET] Haswell-EP STREAM triad with 1 core: 20 GB/s
+        # [ARK] 32 KB L1d + 256 KB L2 per core, 2 x 20 MB L3 (one per socket, modelled as one level);
+        # estimate: 64/32/14 B/cycle/core
+        caches=_caches(16, 2.6e9, 32 * KiB, 256 * KiB, 40 * MiB, 64, 32, 14),
+    ),
+    **_E5_2630V3,
+)
+
+XEON_8480 = _cpu(
+    id="xeon-8480",
+    name="Intel Xeon Platinum 8480+ (Sapphire Rapids, 56 cores, AMX)",
+    cores=56,  # [ARK] 56 cores / 112 threads
+    lanes_per_core=32,  # [ARK] AVX-512 with 2 FMA units: 16 float32 lanes x 2 ports
+    # [ARK] base 2.0 GHz (all-core turbo 3.0 GHz); 2.0 GHz is what AVX-512/AMX-heavy code sustains at TDP
+    clock_Hz=2.0e9,
+    fma=True,  # [ARK] AVX-512 FMA
+    fp64_ratio=0.5,  # 8 float64 lanes per 512-bit register vs 16 float32
+    fp16_ratio=2.0,  # AVX512-FP16 (new in Sapphire Rapids): 32 half lanes per 512-bit register
+    matrix_flops_per_s={
+        "bfloat16": 56 * 1024 * 2.0e9,  # [AMX] 1024 BF16 FLOP/cycle/core x 56 cores x 2.0 GHz
+    },
+    matmul_efficiency=0.8,  # estimate: oneDNN/MKL reach ~80 % of the AVX-512 or AMX peak on large GEMMs
+    special_per_core_per_cycle=2.0,  # estimate: AVX-512 SVML exp/log ~2 results/cycle/core
+    memory=MemorySpec(
+        bandwidth_Bps=240e9,  # [LIKWID] one Sapphire Rapids socket, triad_mem_avx512_fma: 233 GB/s
+        peak_bandwidth_Bps=8 * 4800e6 * 8,  # [ARK] 8 channels DDR5-4800 x 8 B = 307.2 GB/s
+        latency_s=110e-9,  # estimate: mesh + DDR5 load-to-use ~100-120 ns on Sapphire Rapids
+        capacity_B=256 * GiB,  # typical configuration (8 x 32 GB, one DIMM per channel)
+        per_core_bandwidth_Bps=12e9,  # estimate: one Sapphire Rapids core streams ~10-15 GB/s (mesh latency)
+        # [ARK] 48 KB L1d + 2 MB L2 per core, 105 MB L3; estimate: 128/48/8 B/cycle/core
+        caches=_caches(56, 2.0e9, 48 * KiB, 2 * MiB, 105 * MiB, 128, 48, 8),
+    ),
+)
+
+EPYC_9654 = _cpu(
+    id="epyc-9654",
+    name="AMD EPYC 9654 (Genoa, Zen 4, 96 cores)",
+    cores=96,  # [AMD] 96 cores / 192 threads
+    lanes_per_core=16,  # AVX-512 executed on 256-bit datapaths: 8 float32 lanes x 2 FMA pipes
+    clock_Hz=3.55e9,  # [AMD] all-core boost 3.55 GHz (base 2.4 GHz, max 3.7 GHz)
+    fma=True,  # [AMD] AVX-512 FMA (Zen 4)
+    fp64_ratio=0.5,  # 4 float64 lanes per 256-bit datapath vs 8 float32
+    fp16_ratio=1.0,  # Zen 4 has AVX512-BF16 dot products but no FP16 vector arithmetic
+    matmul_efficiency=0.85,  # estimate: AOCL/OpenBLAS SGEMM ~85 % of peak on Zen 4
+    special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log ~1 result/cycle/core on 256-bit pipes
+    memory=MemorySpec(
+        # estimate: ~78 % of peak; consistent with [HBV4] 650-780 GB/s for two Genoa-X sockets of the same
+        # 12-channel DDR5-4800 memory system (325-390 GB/s per socket)
+        bandwidth_Bps=360e9,
+        peak_bandwidth_Bps=12 * 4800e6 * 8,  # [AMD] 12 channels DDR5-4800 x 8 B = 460.8 GB/s
+        latency_s=110e-9,  # estimate: Infinity Fabric + DDR5 load-to-use ~100-120 ns on Genoa
+        capacity_B=384 * GiB,  # typical configuration (12 x 32 GB)
+        per_core_bandwidth_Bps=25e9,  # estimate: one Zen 4 core streams ~20-30 GB/s (many misses in flight)
+        # [AMD] 32 KB L1d + 1 MB L2 per core, 384 MB L3 (12 CCDs x 32 MB, modelled as one shared level);
+        # estimate: 64/32/16 B/cycle/core
+        caches=_caches(96, 3.55e9, 32 * KiB, 1 * MiB, 384 * MiB, 64, 32, 16),
+    ),
+)
+
+CPU_PRESETS: dict[str, ProcessorSpec] = {
+    p.id: p for p in (LAPTOP_4C_AVX2, I7_3820, XEON_E5_2630V3, DUAL_XEON_E5_2630V3, XEON_8480, EPYC_9654)
+}
+"""CPU presets by id."""

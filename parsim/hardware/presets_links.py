@@ -1,0 +1,88 @@
+"""Link presets: PCIe and NVLink, theory from the specifications, effective rates from bandwidthTests.
+
+A link is a pipe per direction: a transfer pays ``latency_s`` once and then streams at
+``bandwidth_Bps`` from pinned host memory, or at ``pageable_bandwidth_Bps`` when the driver has to
+stage pageable memory through a pinned bounce buffer. The theoretical figure is the signalling
+rate after line encoding; the effective one is what CUDA's copy engines reach on real boards
+(packet headers and flow control cost 15-25 %). NVLink figures are GPU-to-GPU per direction; their
+pageable figure only matters for host<->device traffic and is set with the same fraction as PCIe.
+
+Sources, abbreviated in the comments:
+
+- [PCIE] PCI-SIG base specifications: 8 / 16 / 32 GT/s per lane for Gen3 / Gen4 / Gen5, 128b/130b
+  encoding, so x16 carries 15.75 / 31.5 / 63.0 GB/s per direction.
+- [TK] github.com/te42kyfo/gpu-benches README, cuda-memcpy on a Tesla V100 PCIe (cudaMallocHost
+  buffer): 12.35 GB/s host-to-device for large transfers.
+- [GI] github.com/pc2/GPUInspector.jl docs/src/devices: V100-SXM2 host pinned 12.14 GiB/s and
+  pageable 4.46 GiB/s; DGX-A100 host pinned 24.33 GiB/s, pageable 11.84 GiB/s, NVLink P2P average
+  229.6 GiB/s (8x A100-SXM4-40GB).
+- [DELLA] github.com/jdh4/della-gpu-A100 README, bandwidthTest on an A100-PCIE-40GB: pinned
+  host-to-device 25.8-26.2 GB/s.
+- [VP] github.com/aigatech/vpbenchmarking README, 8x H100 SXM5 node: host-to-device 54.8 GB/s.
+- [NCCL] github.com/NVIDIA/nccl issue #1264, p2pBandwidthLatencyTest on HGX H100 SXM: 380 GB/s
+  unidirectional P2P.
+- [WP-A100] / [WP-H100] NVIDIA Ampere and Hopper whitepapers (NVLink3: 12 links, 600 GB/s total;
+  NVLink4: 18 links, 900 GB/s total).
+"""
+
+from __future__ import annotations
+
+from parsim.hardware.specs import LinkSpec
+
+PCIE3_X16 = LinkSpec(
+    id="pcie3-x16",
+    name="PCI Express 3.0 x16",
+    bandwidth_Bps=12.3e9,  # [TK] V100 PCIe cudaMemcpy 12.35 GB/s; [GI] V100-SXM2 pinned 13.0 GB/s
+    peak_bandwidth_Bps=15.75e9,  # [PCIE] 8 GT/s x 16 lanes x 128/130 / 8 bit = 15.75 GB/s
+    pageable_bandwidth_Bps=5.0e9,  # [GI] V100-SXM2 host pageable 4.46 GiB/s = 4.8 GB/s (~40 % of pinned)
+    # estimate: ~10 us per small pinned copy (driver call + DMA setup + round trip); [TK]'s 1 kB copies take
+    # ~30 us but include cudaDeviceSynchronize and the host timer
+    latency_s=10e-6,
+    duplex=True,  # PCIe is full duplex: one stream per direction
+)
+
+PCIE4_X16 = LinkSpec(
+    id="pcie4-x16",
+    name="PCI Express 4.0 x16",
+    bandwidth_Bps=25e9,  # [DELLA] A100-PCIE-40GB pinned 25.8-26.2 GB/s; [GI] DGX-A100 pinned 26.1 GB/s
+    peak_bandwidth_Bps=31.5e9,  # [PCIE] 16 GT/s x 16 lanes x 128/130 / 8 bit = 31.5 GB/s
+    pageable_bandwidth_Bps=11.5e9,  # [GI] DGX-A100 host pageable 11.84 GiB/s = 12.7 GB/s
+    latency_s=10e-6,  # estimate: as PCIe 3.0; the fixed cost is dominated by the driver, not the lanes
+    duplex=True,  # PCIe is full duplex: one stream per direction
+)
+
+PCIE5_X16 = LinkSpec(
+    id="pcie5-x16",
+    name="PCI Express 5.0 x16",
+    bandwidth_Bps=53e9,  # [VP] H100 SXM5 node host-to-device 54.8 GB/s
+    peak_bandwidth_Bps=63.0e9,  # [PCIE] 32 GT/s x 16 lanes x 128/130 / 8 bit = 63.0 GB/s
+    # estimate: 45 % of pinned, between the measured Gen3 (37 %) and Gen4 (49 %) ratios of [GI]
+    pageable_bandwidth_Bps=24e9,
+    latency_s=10e-6,  # estimate: as PCIe 3.0; the fixed cost is dominated by the driver, not the lanes
+    duplex=True,  # PCIe is full duplex: one stream per direction
+)
+
+NVLINK3 = LinkSpec(
+    id="nvlink3",
+    name="NVLink 3 (A100 SXM4, 12 links)",
+    bandwidth_Bps=240e9,  # [GI] DGX-A100 NVLink P2P average 229.6 GiB/s = 246.6 GB/s per direction
+    peak_bandwidth_Bps=300e9,  # [WP-A100] 12 links x 25 GB/s per direction (600 GB/s both ways)
+    pageable_bandwidth_Bps=108e9,  # estimate: 45 % of pinned as for PCIe (host<->device use only)
+    latency_s=3e-6,  # estimate: ~2-3 us for a small P2P cudaMemcpy over NVLink (driver-dominated)
+    duplex=True,  # NVLink sub-links are unidirectional pairs: both directions at full speed
+)
+
+NVLINK4 = LinkSpec(
+    id="nvlink4",
+    name="NVLink 4 (H100 SXM5, 18 links)",
+    bandwidth_Bps=375e9,  # [NCCL] HGX H100 p2pBandwidthLatencyTest: 380 GB/s unidirectional
+    peak_bandwidth_Bps=450e9,  # [WP-H100] 18 links x 25 GB/s per direction (900 GB/s both ways)
+    pageable_bandwidth_Bps=170e9,  # estimate: 45 % of pinned as for PCIe (host<->device use only)
+    latency_s=3e-6,  # estimate: ~2-3 us for a small P2P cudaMemcpy over NVLink (driver-dominated)
+    duplex=True,  # NVLink sub-links are unidirectional pairs: both directions at full speed
+)
+
+LINK_PRESETS: dict[str, LinkSpec] = {
+    link.id: link for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK3, NVLINK4)
+}
+"""Link presets by id."""
