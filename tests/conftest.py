@@ -66,3 +66,14 @@ def cpu_system() -> SystemSpec:
 
 def evolve_gpu(**changes) -> ProcessorSpec:
     return attrs.evolve(TINY_GPU, **changes)
+
+
+# Memory so fast that only compute matters: isolates compute effects such as wave quantisation.
+FAST_MEMORY = MemorySpec(
+    bandwidth_Bps=1e15, peak_bandwidth_Bps=1e15, latency_s=1e-9, capacity_B=1e12, per_core_bandwidth_Bps=1e15
+)
+
+
+def compute_bound_system(**gpu_changes) -> SystemSpec:
+    """The tiny system with FAST_MEMORY on the GPU (plus any other GPU changes)."""
+    return SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=FAST_MEMORY, **gpu_changes), link=TINY_LINK)

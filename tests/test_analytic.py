@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from parsim import analytic
 from parsim.engine import simulate
-from parsim.hardware.specs import MemorySpec, SystemSpec
+from parsim.hardware.specs import SystemSpec
 from parsim.workloads import make_workload
-from tests.conftest import TINY_CPU, TINY_GPU, TINY_LINK, evolve_gpu
+from tests.conftest import TINY_CPU, TINY_GPU, TINY_LINK, compute_bound_system, evolve_gpu
 
 
 def both(workload, system, mode, overlap="roofline"):
@@ -56,28 +56,14 @@ def test_matmul_on_whole_tiles_and_waves_agrees(gpu_system):
 
 
 def test_wave_quantisation_explains_the_gemm_gap():
-    fast = MemorySpec(
-        bandwidth_Bps=1e15,
-        peak_bandwidth_Bps=1e15,
-        latency_s=1e-9,
-        capacity_B=1e12,
-        per_core_bandwidth_Bps=1e15,
-    )
-    system = SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=fast, dispatch_s=0.0), link=TINY_LINK)
+    system = compute_bound_system(dispatch_s=0.0)
     # 25 tiles on 2 SMs: 12.5 waves run as 13.
     engine, closed = both(make_workload("matmul", {"m": 10, "n": 10, "k": 10**6}), system, "simt")
     assert engine / closed == pytest.approx(13 / 12.5, rel=1e-3)
 
 
 def test_tile_padding_explains_the_gemm_gap():
-    fast = MemorySpec(
-        bandwidth_Bps=1e15,
-        peak_bandwidth_Bps=1e15,
-        latency_s=1e-9,
-        capacity_B=1e12,
-        per_core_bandwidth_Bps=1e15,
-    )
-    system = SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=fast, dispatch_s=0.0), link=TINY_LINK)
+    system = compute_bound_system(dispatch_s=0.0)
     # 3x4 outputs in 2x2 tiles: 2x2 = 4 tiles (2 full waves) but a third of the first row of tiles is padding.
     engine, closed = both(make_workload("matmul", {"m": 3, "n": 4, "k": 10**6}), system, "simt")
     assert engine / closed == pytest.approx((4 * 4) / (3 * 4), rel=1e-3)

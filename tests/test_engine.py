@@ -4,9 +4,9 @@ import attrs
 import pytest
 
 from parsim.engine import simulate
-from parsim.hardware.specs import MemorySpec, SystemSpec
+from parsim.hardware.specs import SystemSpec
 from parsim.workloads import make_workload
-from tests.conftest import TINY_CPU, TINY_LINK, evolve_gpu
+from tests.conftest import TINY_CPU, TINY_LINK, compute_bound_system, evolve_gpu
 
 
 def rows(result, detail=False):
@@ -87,15 +87,7 @@ def test_one_copy_engine_serialises_directions():
 def test_wave_quantisation_of_a_compute_bound_gemm():
     # 10x10 outputs in 2x2 tiles: 25 tiles on 2 SMs = 12.5 waves -> 13 tile times.
     # Each tile: 2 * 4 * k flops at 8 GFLOP/s = k ns; memory is made fast enough not to matter.
-    fast = MemorySpec(
-        bandwidth_Bps=1e15,
-        peak_bandwidth_Bps=1e15,
-        latency_s=1e-9,
-        capacity_B=1e12,
-        per_core_bandwidth_Bps=1e15,
-    )
-    gpu = evolve_gpu(memory=fast)
-    system = SystemSpec(host=TINY_CPU, device=gpu, link=TINY_LINK)
+    system = compute_bound_system()
     k = 10**6
     result = simulate(make_workload("matmul", {"m": 10, "n": 10, "k": k}), system, "simt")
     kernel = [e for e in result.trace if e.resource.startswith("SM") and not e.detail]

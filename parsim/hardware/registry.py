@@ -30,40 +30,29 @@ def _suggest(name: str, known: list[str]) -> str:
     return f"; closest: {', '.join(close[:4])}" if close else f"; known: {', '.join(sorted(known))}"
 
 
-def _load(value: str, field: str):
-    if value.endswith(".toml") or Path(value).suffix == ".toml":
-        return load_hardware(value)
-    return None
+def _resolve(value, cls: type, table: dict, field: str, noun: str, other: str):
+    """A spec of ``cls`` from a spec, a TOML path or a preset id in ``table``."""
+    if isinstance(value, cls):
+        return value
+    value = str(value)
+    if Path(value).suffix == ".toml":
+        loaded = load_hardware(value)
+        if not isinstance(loaded, cls):
+            raise ParsimError(f"'{field}': {value} describes a {other}, not a {noun}")
+        return loaded
+    if value not in table:
+        raise ParsimError(f"'{field}': unknown {noun} {value!r}{_suggest(value, list(table))}")
+    return table[value]
 
 
 def processor(value: str | ProcessorSpec, field: str = "device") -> ProcessorSpec:
     """A processor from a spec, a preset id or a TOML path."""
-    if isinstance(value, ProcessorSpec):
-        return value
-    loaded = _load(str(value), field)
-    if loaded is not None:
-        if not isinstance(loaded, ProcessorSpec):
-            raise ParsimError(f"'{field}': {value} describes a link, not a processor")
-        return loaded
-    if value not in _presets().PROCESSORS:
-        raise ParsimError(
-            f"'{field}': unknown processor {value!r}{_suggest(str(value), list(_presets().PROCESSORS))}"
-        )
-    return _presets().PROCESSORS[value]
+    return _resolve(value, ProcessorSpec, _presets().PROCESSORS, field, "processor", "link")
 
 
 def link(value: str | LinkSpec, field: str = "link") -> LinkSpec:
     """A link from a spec, a preset id or a TOML path."""
-    if isinstance(value, LinkSpec):
-        return value
-    loaded = _load(str(value), field)
-    if loaded is not None:
-        if not isinstance(loaded, LinkSpec):
-            raise ParsimError(f"'{field}': {value} describes a processor, not a link")
-        return loaded
-    if value not in _presets().LINKS:
-        raise ParsimError(f"'{field}': unknown link {value!r}{_suggest(str(value), list(_presets().LINKS))}")
-    return _presets().LINKS[value]
+    return _resolve(value, LinkSpec, _presets().LINKS, field, "link", "processor")
 
 
 def system(
