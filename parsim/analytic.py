@@ -5,29 +5,31 @@ This is the engine's oracle. Each op gets one closed-form duration:
 - kernel: ``max(flops / peak, latency + bytes / bandwidth)`` (roofline; ``serial`` adds the
   two) with the same rates the engine uses (``hardware.execution``), but no tiles, no waves
   and no bandwidth sharing;
-- transfer: ``link latency + bytes / bandwidth`` (pinned or pageable);
+- transfer: ``link latency + bytes / bandwidth`` (pinned or pageable), with no sharing of
+  a switch uplink between GPUs;
+- ring all-reduce: ``2(G-1) x (latency + bytes/G / bandwidth)``;
 
 and ops are placed on a timeline by the rules the engine follows (host dispatch in program
-order, asynchronous launches, stream order, one kernel at a time, copy engines per
-direction). Wherever no contention, quantisation or overlap of copies applies, engine and
-analytic agree to within 1 %; the tests explain every other difference.
+order per host thread, asynchronous launches, stream order, one kernel at a time per
+processor, copy engines per direction, the host waiting for inputs of its own work).
+Wherever no contention, quantisation or overlap of copies applies, engine and analytic agree
+to within 1 %; the tests explain every other difference.
 """
 
 from __future__ import annotations
 
 import attrs
 
-from parsim.hardware.execution import execution
-from parsim.hardware.specs import SystemSpec
+from parsim.hardware.execution import default_mode, execution
+from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.timeline import TraceEvent
-from parsim.workloads.base import Kernel, Transfer, Workload
+from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload, stream_predecessors, thread_of
 
 
 def kernel_time_s(
-    kernel: Kernel, system: SystemSpec, mode: str, overlap: str = "roofline"
+    kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str = "roofline"
 ) -> tuple[float, str]:
-    """Roofline time of one kernel on the executing processor, and which leg bounds it."""
-    spec = system.compute
+    """Roofline time of one kernel on ``spec``, and which leg (compute or memory) bounds it."""
     ex = execution(spec, mode, kernel)
     if ex.interpreted:
         compute = kernel.work_items * kernel.python_ops_per_item * ex.interpreted_element_s
@@ -47,6 +49,14 @@ def transfer_time_s(transfer: Transfer, system: SystemSpec) -> float:
     return system.link.transfer_s(transfer.nbytes, pinned=transfer.pinned)
 
 
+def all_reduce_time_s(nbytes: float, system: SystemSpec) -> float:
+    """Ring all-reduce: 2(G-1) steps of (latency + nbytes/G / bandwidth)."""
+    gpus = system.gpus
+    if gpus == 1:
+        return 0.0
+    return 2 * (gpus - 1) * (system.link.latency_s + nbytes / gpus / system.link.bandwidth_Bps)
+
+
 @attrs.frozen
 class Schedule:
     """Outcome of the analytic list schedule (the analytic counterpart of ``SimResult``)."""
@@ -55,43 +65,74 @@ class Schedule:
     trace: tuple[TraceEvent, ...]
 
 
+def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str, str, str]:
+    """(seconds, kind, timeline row, exclusive resource) of one op."""
+    gpus = system.gpus
+    prefix = f"GPU{max(op.device, 0)} " if gpus > 1 else ""
+    family = "NVLink" if system.link is not None and system.link.id.startswith("nvlink") else "PCIe"
+    if isinstance(op, Kernel):
+        on_host = system.device is None or op.device == HOST
+        spec = system.host if on_host else system.device
+        kernel_mode = mode if system.device is None or not on_host else default_mode(system.host)
+        seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
+        unit = "SM" if spec.is_gpu else "core"
+        cores = 1 if kernel_mode in ("sisd", "simd") else spec.cores
+        row = f"{unit} 0" if cores == 1 else f"{unit} 0-{cores - 1}"
+        if on_host:
+            return seconds, kind, ("host " if system.device is not None else "") + row, "host"
+        return seconds, kind, prefix + row, f"kernel {op.device}"
+    if isinstance(op, AllReduce):
+        return all_reduce_time_s(op.nbytes, system), "transfer", f"{prefix}{family} ring", "ring"
+    shared = system.device.copy_engines < 2 or not system.link.duplex
+    direction = "h2d" if shared else op.direction
+    return (
+        transfer_time_s(op, system),
+        "transfer",
+        f"{prefix}{family} {op.direction}",
+        f"{direction} {op.device}",
+    )
+
+
 def schedule(
     workload: Workload, system: SystemSpec, mode: str, overlap: str = "roofline", repeats: int = 1
 ) -> Schedule:
-    """Place every op of ``repeats`` back-to-back instances on a timeline."""
-    asynchronous = system.device is not None
-    spec = system.compute
-    durations = []
-    for op in workload.ops:
-        if isinstance(op, Kernel):
-            seconds, kind = kernel_time_s(op, system, mode, overlap)
-            durations.append((seconds, kind, "SM 0-" if spec.is_gpu else "core 0-"))
-        else:
-            family = "NVLink" if system.link.id.startswith("nvlink") else "PCIe"
-            durations.append((transfer_time_s(op, system), "transfer", f"{family} {op.direction}"))
-    shared_copy_engine = spec.copy_engines < 2 or (system.link is not None and not system.link.duplex)
-    free = {"kernel": 0.0, "h2d": 0.0, "d2h": 0.0}
-    stream_end: dict[int, float] = {}
-    host = 0.0
+    """Place every op of ``repeats`` back-to-back instances on a timeline.
+
+    Each resource (a GPU's kernel slot, a copy direction, the host CPU, the ring) runs its
+    ops in issue order; host threads pay dispatch costs as in the engine.
+    """
+    cpu_only = system.device is None
+    timed = [_timed(op, system, mode, overlap) for op in workload.ops]
+    ops = list(workload.ops) * repeats
+    per_instance = len(workload.ops)
+    previous = stream_predecessors(ops)
+    free: dict[str, float] = {}
+    host_clock: dict[int, float] = {}
+    ends_at: list[float] = []
     trace: list[TraceEvent] = []
-    ends = []
-    for _ in range(repeats):
-        done: list[float] = []
-        for op, deps, (seconds, kind, row) in zip(workload.ops, workload.deps, durations, strict=True):
-            trace.append(TraceEvent("host", f"issue {op.name}", "overhead", host, host + spec.dispatch_s))
-            host += spec.dispatch_s
-            unit = "kernel" if isinstance(op, Kernel) else op.direction
-            if shared_copy_engine and unit != "kernel":
-                unit = "h2d"
-            start = max(host, stream_end.get(op.stream, 0.0), free[unit], *(done[d] for d in deps))
-            end = start + seconds
-            free[unit] = end
-            stream_end[op.stream] = end
-            done.append(end)
-            if row.endswith("-"):
-                row = f"{row}{spec.cores - 1}" if mode not in ("sisd", "simd") else row[:-3]
-            trace.append(TraceEvent(row, op.name, kind, start, end))
-            if not asynchronous or (isinstance(op, Transfer) and not op.pinned):
-                host = end
-        ends.append(max(done))
-    return Schedule(tuple(ends), tuple(trace))
+    for index, op in enumerate(ops):
+        seconds, kind, row, resource = timed[index % per_instance]
+        deps = [d + index // per_instance * per_instance for d in workload.deps[index % per_instance]]
+        thread = thread_of(op)
+        thread_row = "host" if thread == 0 else f"host thread {thread}"
+        on_host = cpu_only or (isinstance(op, Kernel) and op.device == HOST)
+        ready = max(
+            [ends_at[d] for d in deps] + ([ends_at[previous[index]]] if previous[index] is not None else []),
+            default=0.0,
+        )
+        clock = host_clock.get(thread, 0.0)
+        if on_host and not cpu_only:
+            clock = max(clock, ready)
+        dispatch_s = system.host.dispatch_s if on_host else system.device.dispatch_s
+        trace.append(TraceEvent(thread_row, f"issue {op.name}", "overhead", clock, clock + dispatch_s))
+        clock += dispatch_s
+        start = max(clock, ready, free.get(resource, 0.0))
+        end = start + seconds
+        free[resource] = end
+        ends_at.append(end)
+        trace.append(TraceEvent(row, op.name, kind, start, end, layer=op.layer))
+        if on_host or (isinstance(op, Transfer) and not op.pinned):
+            clock = end
+        host_clock[thread] = clock
+    ends = tuple(max(ends_at[r * per_instance : (r + 1) * per_instance]) for r in range(repeats))
+    return Schedule(ends, tuple(trace))

@@ -30,6 +30,7 @@ class TraceEvent:
         start_s: start time in seconds.
         end_s: end time in seconds.
         detail: a supporting row (the memory channel of a kernel) left out of the breakdown.
+        layer: the network layer the work belongs to, or empty.
     """
 
     resource: str
@@ -38,6 +39,7 @@ class TraceEvent:
     start_s: float
     end_s: float
     detail: bool = False
+    layer: str = ""
 
     @property
     def duration_s(self) -> float:

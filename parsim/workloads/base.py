@@ -33,6 +33,8 @@ class Kernel:
         python_ops_per_item: interpreted operations per item in a pure-Python loop (SISD demo).
         gemm_mn: for GEMM-shaped kernels, the output matrix shape (M, N) that tiles are cut from.
         stream: stream the host enqueues it on.
+        device: GPU index that runs it, or ``HOST`` (-1) for work the host CPU does itself.
+        layer: network layer it belongs to (for per-layer breakdowns), or empty.
     """
 
     name: str
@@ -46,6 +48,8 @@ class Kernel:
     python_ops_per_item: float = 1.0
     gemm_mn: tuple[int, int] | None = None
     stream: int = 0
+    device: int = 0
+    layer: str = ""
 
     @property
     def bytes(self) -> float:
@@ -74,6 +78,8 @@ class Transfer:
         pinned: page-locked host buffer (DMA straight from it); pageable memory is staged
             through a driver bounce buffer, is slower and blocks the host thread.
         stream: stream the host enqueues it on.
+        device: GPU index at the other end of the copy.
+        layer: network layer it belongs to, or empty.
     """
 
     name: str
@@ -81,9 +87,30 @@ class Transfer:
     direction: Literal["h2d", "d2h"]
     pinned: bool = True
     stream: int = 0
+    device: int = 0
+    layer: str = ""
 
 
-Op = Kernel | Transfer
+@attrs.frozen
+class AllReduce:
+    """A ring all-reduce of ``nbytes`` across every GPU (NCCL-style).
+
+    The buffer is cut into G chunks; in 2(G-1) steps every GPU sends one chunk to its ring
+    neighbour (G-1 reduce-scatter steps, then G-1 all-gather steps), so each GPU sends
+    2(G-1)/G x ``nbytes`` in all.
+    """
+
+    name: str
+    nbytes: float
+    stream: int = 0
+    device: int = -1
+    layer: str = ""
+
+
+HOST = -1
+"""``device`` of an op the host CPU runs itself."""
+
+Op = Kernel | Transfer | AllReduce
 
 
 @attrs.frozen
@@ -95,7 +122,8 @@ class Workload:
         params: the validated parameters, as sorted ``(key, value)`` pairs.
         ops: kernels and transfers in the order the host issues them.
         deps: for each op, indices of earlier ops it waits for besides its stream predecessor.
-        footprint_B: memory the data occupies on the executing processor.
+        footprint_B: memory the data occupies on each executing processor.
+        gpus: devices the work is spread over.
     """
 
     name: str
@@ -103,6 +131,7 @@ class Workload:
     ops: tuple[Op, ...]
     deps: tuple[tuple[int, ...], ...] = ()
     footprint_B: float = 0.0
+    gpus: int = 1
 
     def __attrs_post_init__(self):
         if not self.deps:
@@ -119,7 +148,9 @@ class Workload:
     @property
     def needs_device(self) -> bool:
         """A workload with copies only makes sense with a device and a link."""
-        return bool(self.transfers)
+        return any(not isinstance(op, Kernel) for op in self.ops) or any(
+            k.device == HOST for k in self.kernels
+        )
 
     @property
     def flops(self) -> float:
@@ -131,14 +162,32 @@ class Workload:
 
     @property
     def transfer_bytes(self) -> float:
-        return sum(t.nbytes for t in self.transfers)
-
-    @property
-    def streams(self) -> int:
-        return len({op.stream for op in self.ops})
+        """Bytes crossing links: copies, plus what each GPU sends in a ring all-reduce."""
+        ring = sum(
+            2 * (self.gpus - 1) / self.gpus * op.nbytes * self.gpus
+            for op in self.ops
+            if isinstance(op, AllReduce)
+        )
+        return sum(t.nbytes for t in self.transfers) + ring
 
     def param(self, key: str, default=None):
         return dict(self.params).get(key, default)
+
+
+def thread_of(op: Op) -> int:
+    """The host thread that issues ``op``: its GPU's thread, thread 0 for host work."""
+    return max(op.device, 0)
+
+
+def stream_predecessors(ops: list[Op]) -> list[int | None]:
+    """For each op, the index of the previous op on the same (device, stream), or None."""
+    last: dict[tuple[int, int], int] = {}
+    previous = []
+    for index, op in enumerate(ops):
+        key = (op.device, op.stream)
+        previous.append(last.get(key))
+        last[key] = index
+    return previous
 
 
 def itemsize(dtype: str) -> int:

@@ -1,0 +1,98 @@
+"""Links between host and GPUs: copy engines, shared switch uplinks, and the all-reduce ring.
+
+Each GPU has its own copy engines (DMA units; with only one it cannot copy both ways at
+once). Bytes then flow through a fluid server per direction, and GPUs behind one PCIe switch
+share that switch's uplink to the host: eight GPUs sending gradients at once each get an
+eighth of it. A copy costs the link latency, then its bytes at no more than the pinned (or
+pageable) bandwidth.
+
+For the ring all-reduce every GPU has an outgoing port to its ring neighbour (NVLink, or
+PCIe peer-to-peer). In each of the 2(G-1) steps all GPUs send one chunk at once, and the
+step ends when the last chunk lands.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from parsim.engine.fluid import FluidServer
+from parsim.hardware.specs import SystemSpec
+from parsim.timeline import TraceEvent
+from parsim.workloads.base import AllReduce, Transfer
+
+
+class Links:
+    """Copy engines, switch uplinks and ring ports of a system with GPUs.
+
+    Args:
+        env: the SimPy environment.
+        system: the system (device, link, gpus, gpus_per_switch).
+        trace: list to append busy intervals to.
+    """
+
+    def __init__(self, env: simpy.Environment, system: SystemSpec, trace: list[TraceEvent]):
+        self.env = env
+        self.link = system.link
+        self.gpus = system.gpus
+        self.trace = trace
+        self.family = "NVLink" if self.link.id.startswith("nvlink") else "PCIe"
+        engines = system.device.copy_engines
+        self._engines = []
+        for _ in range(system.gpus):
+            h2d = simpy.Resource(env, capacity=max(1, engines // 2))
+            d2h = h2d if engines < 2 else simpy.Resource(env, capacity=max(1, engines // 2))
+            self._engines.append({"h2d": h2d, "d2h": d2h})
+        switches = -(-system.gpus // system.gpus_per_switch)
+        self._uplinks = []
+        for index in range(switches):
+            h2d = FluidServer(env, f"switch {index} h2d", self.link.bandwidth_Bps)
+            d2h = (
+                h2d
+                if not self.link.duplex
+                else FluidServer(env, f"switch {index} d2h", self.link.bandwidth_Bps)
+            )
+            self._uplinks.append({"h2d": h2d, "d2h": d2h})
+        self._per_switch = system.gpus_per_switch
+        self._ring = [FluidServer(env, f"GPU{g} ring", self.link.bandwidth_Bps) for g in range(system.gpus)]
+
+    def _row(self, device: int, what: str) -> str:
+        return f"GPU{device} {self.family} {what}" if self.gpus > 1 else f"{self.family} {what}"
+
+    def copy(self, transfer: Transfer):
+        """Process: take a copy engine, pay the latency, stream through the switch uplink."""
+        link = self.link
+        bandwidth = link.bandwidth_Bps if transfer.pinned else link.pageable_bandwidth_Bps
+        server = self._uplinks[transfer.device // self._per_switch][transfer.direction]
+        with self._engines[transfer.device][transfer.direction].request() as request:
+            yield request
+            start = self.env.now
+            yield self.env.timeout(link.latency_s)
+            yield server.transfer(transfer.nbytes, bandwidth)
+            self.trace.append(
+                TraceEvent(
+                    self._row(transfer.device, transfer.direction),
+                    transfer.name,
+                    "transfer",
+                    start,
+                    self.env.now,
+                    layer=transfer.layer,
+                )
+            )
+
+    def all_reduce(self, op: AllReduce):
+        """Process: 2(G-1) ring steps, every GPU sending one chunk of ``nbytes / G`` per step."""
+        gpus = self.gpus
+        if gpus == 1:
+            return
+        chunk = op.nbytes / gpus
+        start = self.env.now
+        for _ in range(2 * (gpus - 1)):
+            yield self.env.all_of([self.env.process(self._send(g, chunk)) for g in range(gpus)])
+        for g in range(gpus):
+            self.trace.append(
+                TraceEvent(self._row(g, "ring"), op.name, "transfer", start, self.env.now, layer=op.layer)
+            )
+
+    def _send(self, device: int, nbytes: float):
+        yield self.env.timeout(self.link.latency_s)
+        yield self._ring[device].transfer(nbytes, self.link.bandwidth_Bps)
