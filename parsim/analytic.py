@@ -54,7 +54,8 @@ def all_reduce_time_s(nbytes: float, system: SystemSpec) -> float:
     gpus = system.gpus
     if gpus == 1:
         return 0.0
-    return 2 * (gpus - 1) * (system.link.latency_s + nbytes / gpus / system.link.bandwidth_Bps)
+    link = system.ring_link
+    return 2 * (gpus - 1) * (link.latency_s + nbytes / gpus / link.bandwidth_Bps)
 
 
 @attrs.frozen
@@ -65,8 +66,8 @@ class Schedule:
     trace: tuple[TraceEvent, ...]
 
 
-def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str, str, str]:
-    """(seconds, kind, timeline row, exclusive resource) of one op."""
+def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str, str, str, float]:
+    """(seconds, kind, timeline row, exclusive resource, share of cores busy) of one op."""
     gpus = system.gpus
     prefix = f"GPU{max(op.device, 0)} " if gpus > 1 else ""
     family = "NVLink" if system.link is not None and system.link.id.startswith("nvlink") else "PCIe"
@@ -78,19 +79,17 @@ def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str,
         unit = "SM" if spec.is_gpu else "core"
         cores = 1 if kernel_mode in ("sisd", "simd") else spec.cores
         row = f"{unit} 0" if cores == 1 else f"{unit} 0-{cores - 1}"
+        weight = cores / spec.cores
         if on_host:
-            return seconds, kind, ("host " if system.device is not None else "") + row, "host"
-        return seconds, kind, prefix + row, f"kernel {op.device}"
+            return seconds, kind, ("host " if system.device is not None else "") + row, "host", weight
+        return seconds, kind, prefix + row, f"kernel {op.device}", weight
     if isinstance(op, AllReduce):
-        return all_reduce_time_s(op.nbytes, system), "transfer", f"{prefix}{family} ring", "ring"
+        ring = "NVLink" if system.ring_link.id.startswith("nvlink") else "PCIe"
+        return all_reduce_time_s(op.nbytes, system), "transfer", f"GPU0 {ring} ring", "ring", 1.0
     shared = system.device.copy_engines < 2 or not system.link.duplex
     direction = "h2d" if shared else op.direction
-    return (
-        transfer_time_s(op, system),
-        "transfer",
-        f"{prefix}{family} {op.direction}",
-        f"{direction} {op.device}",
-    )
+    row = f"{prefix}{family} {op.direction}"
+    return transfer_time_s(op, system), "transfer", row, f"{direction} {op.device}", 1.0
 
 
 def schedule(
@@ -111,10 +110,10 @@ def schedule(
     ends_at: list[float] = []
     trace: list[TraceEvent] = []
     for index, op in enumerate(ops):
-        seconds, kind, row, resource = timed[index % per_instance]
+        seconds, kind, row, resource, weight = timed[index % per_instance]
         deps = [d + index // per_instance * per_instance for d in workload.deps[index % per_instance]]
         thread = thread_of(op)
-        thread_row = "host" if thread == 0 else f"host thread {thread}"
+        thread_row = "host" if thread == 0 else f"host #{thread}"
         on_host = cpu_only or (isinstance(op, Kernel) and op.device == HOST)
         ready = max(
             [ends_at[d] for d in deps] + ([ends_at[previous[index]]] if previous[index] is not None else []),
@@ -130,7 +129,7 @@ def schedule(
         end = start + seconds
         free[resource] = end
         ends_at.append(end)
-        trace.append(TraceEvent(row, op.name, kind, start, end, layer=op.layer))
+        trace.append(TraceEvent(row, op.name, kind, start, end, layer=op.layer, weight=weight))
         if on_host or (isinstance(op, Transfer) and not op.pinned):
             clock = end
         host_clock[thread] = clock

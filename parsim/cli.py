@@ -7,6 +7,7 @@ already exit 2); a traceback means a bug in parsim, never in the input.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -159,6 +160,8 @@ def predict(
     overlap: Annotated[
         str, typer.Option(help="roofline (max) or serial (sum) of compute and memory")
     ] = "roofline",
+    gpus: Annotated[int | None, typer.Option(help="GPUs to spread the work over", min=1)] = None,
+    gpus_per_switch: Annotated[int | None, typer.Option(help="GPUs behind one PCIe switch", min=1)] = None,
     as_json: Json = False,
     trace: Annotated[bool, typer.Option("--trace", help="Include the full trace in --json.")] = False,
     plot: Annotated[Path | None, typer.Option(help="Save the timeline as a PNG.")] = None,
@@ -175,6 +178,8 @@ def predict(
         mode=mode,
         method=method,
         overlap=overlap,
+        gpus=gpus,
+        gpus_per_switch=gpus_per_switch,
     )
     if plot is not None:
         from parsim import plots
@@ -189,7 +194,10 @@ def predict(
 def format_prediction(p) -> str:
     """A short readable table of one prediction."""
     params = " ".join(f"{k}={v}" for k, v in p.params.items())
-    where = p.device if p.link is None else f"{p.device} + {p.host} over {p.link}"
+    devices = p.device if p.gpus == 1 else f"{p.gpus} x {p.device}"
+    where = devices if p.link is None else f"{devices} + {p.host} over {p.link}"
+    if p.peer_link:
+        where += f", GPUs joined by {p.peer_link}"
     share = p.breakdown[p.bottleneck] / p.latency_s if p.latency_s else 0
     lines = [
         f"{p.workload} {params}",
@@ -199,11 +207,60 @@ def format_prediction(p) -> str:
         f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory",
         f"  bottleneck   {p.bottleneck} ({share:.0%} of the time)",
         "  breakdown    " + ", ".join(f"{k} {units.seconds(v)}" for k, v in p.breakdown.items() if v > 0),
-        "  utilization  " + ", ".join(f"{k} {v:.0%}" for k, v in p.utilization.items()),
+        "  utilization  " + _format_utilization(p.utilization),
     ]
     if p.method == "engine":
         lines.append(f"  events       {p.events}")
+    lines += _format_metrics(p.metrics)
+    if p.layers:
+        lines.append(_format_layers(p.layers))
     lines += [f"  note: {note}" for note in p.notes]
+    return "\n".join(lines)
+
+
+def _format_utilization(utilization: dict) -> str:
+    """Resources in order; GPUs (or host threads) that are all equally busy are shown once."""
+    groups: dict[str, list[tuple[int, float]]] = {}
+    for resource, value in utilization.items():
+        gpu = re.match(r"^GPU(\d+) (.*)$", resource)
+        thread = re.match(r"^host #(\d+)$", resource)
+        if gpu:
+            groups.setdefault("GPU{} " + gpu.group(2), []).append((int(gpu.group(1)), value))
+        elif thread:
+            groups.setdefault("host #{}", []).append((int(thread.group(1)), value))
+        else:
+            groups.setdefault(resource, []).append((0, value))
+    parts = []
+    for label, members in groups.items():
+        values = [value for _, value in members]
+        if len(members) > 1 and max(values) - min(values) < 0.01:
+            span = f"{members[0][0]}-{members[-1][0]}"
+            parts.append(f"{label.format(span)} {values[0]:.0%} each")
+        else:
+            parts += [f"{label.format(index)} {value:.0%}" for index, value in members]
+    return ", ".join(parts)
+
+
+def _format_metrics(metrics: dict) -> list[str]:
+    labels = {
+        "samples_per_s": ("samples/s", lambda v: units.si(v, "/s")),
+        "speedup": ("speed-up", lambda v: f"{v:.2f}x vs 1 GPU"),
+        "efficiency": ("efficiency", lambda v: f"{v:.0%}"),
+        "serial_fraction": ("serial part", lambda v: f"{v:.1%} (Amdahl, implied)"),
+    }
+    return [f"  {labels[k][0]:<13}{labels[k][1](v)}" for k, v in metrics.items() if k in labels]
+
+
+def _format_layers(layers, top: int = 8) -> str:
+    """The layers that take the longest, with their share of the summed layer time."""
+    total = sum(layer["latency_s"] for layer in layers) or 1.0
+    heaviest = sorted(layers, key=lambda layer: layer["latency_s"], reverse=True)[:top]
+    lines = [f"  slowest layers ({len(layers)} in all; --json lists every one):"]
+    for layer in heaviest:
+        lines.append(
+            f"    {layer['name']:<24}{layer['kind']:<9}{units.seconds(layer['latency_s']):>10}"
+            f"{layer['latency_s'] / total:>6.0%}{units.si(layer['flops'], 'FLOP'):>14}"
+        )
     return "\n".join(lines)
 
 

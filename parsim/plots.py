@@ -17,9 +17,16 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from parsim.hardware.specs import ProcessorSpec  # noqa: E402
 from parsim.prediction import Prediction  # noqa: E402
+from parsim.timeline import CATEGORIES, resource_group  # noqa: E402
 from parsim.units import seconds, si  # noqa: E402
 
-COLORS = {"compute": "#d95f02", "memory": "#1b9e77", "transfer": "#7570b3", "overhead": "#999999"}
+COLORS = {
+    "compute": "#d95f02",
+    "memory": "#1b9e77",
+    "transfer": "#7570b3",
+    "overhead": "#999999",
+    "wait": "#dddddd",
+}
 # Large type for the projector; applied per call, never to the caller's global settings.
 _STYLE = {
     "font.size": 13,
@@ -44,41 +51,51 @@ def _figure(width: float = 10, height: float = 5) -> Figure:
 
 
 def _row_order(resource: str) -> tuple[int, str]:
-    for rank, prefix in enumerate(
-        ("host", "PCIe h2d", "NVLink h2d", "core", "SM", "memory", "PCIe d2h", "NVLink d2h")
-    ):
+    order = ("host", "PCIe h2d", "NVLink h2d", "core", "SM", "memory", "PCIe d2h", "NVLink d2h")
+    for rank, prefix in enumerate(order):
         if resource.startswith(prefix):
             return rank, resource
     return 99, resource
 
 
+def _rows(prediction: Prediction) -> list[str]:
+    return sorted({resource_group(e.resource) for e in prediction.trace}, key=_row_order)
+
+
+def _draw_timeline(ax, prediction: Prediction, scale: float) -> None:
+    """One row per resource; a core-group bar is as tall as the share of cores it keeps busy."""
+    rows = _rows(prediction)
+    for index, row in enumerate(rows):
+        events = [e for e in prediction.trace if resource_group(e.resource) == row]
+        ax.barh(
+            [index] * len(events),
+            [max(e.duration_s * scale, 0.0) for e in events],
+            left=[e.start_s * scale for e in events],
+            height=[0.8 * min(max(e.weight, 0.08), 1.0) for e in events],
+            color=[COLORS[e.kind] for e in events],
+            edgecolor="white",
+            linewidth=0.3,
+        )
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def _legend_handles() -> list[Patch]:
+    return [Patch(color=c, label=k) for k, c in COLORS.items()]
+
+
 @_styled
 def timeline(prediction: Prediction, title: str | None = None) -> Figure:
     """Gantt chart: one row per resource, one bar per busy interval, coloured by kind."""
-    rows = sorted({e.resource for e in prediction.trace}, key=_row_order)
-    latency = prediction.latency_s
-    scale, unit = _time_scale(latency)
-    fig = _figure(11, 1.2 + 0.55 * max(len(rows), 2))
+    scale, unit = _time_scale(prediction.latency_s)
+    fig = _figure(11, 1.4 + 0.55 * max(len(_rows(prediction)), 2))
     ax = fig.add_subplot()
-    for index, row in enumerate(rows):
-        bars = [(e.start_s * scale, e.duration_s * scale) for e in prediction.trace if e.resource == row]
-        kinds = [e.kind for e in prediction.trace if e.resource == row]
-        ax.broken_barh(
-            bars,
-            (index - 0.38, 0.76),
-            facecolors=[COLORS[k] for k in kinds],
-            edgecolor="white",
-            linewidth=0.5,
-        )
-    ax.set_yticks(range(len(rows)), rows)
-    ax.invert_yaxis()
-    ax.set_xlim(0, latency * scale * 1.02 if latency > 0 else 1)
+    _draw_timeline(ax, prediction, scale)
+    ax.set_xlim(0, prediction.latency_s * scale * 1.02 if prediction.latency_s > 0 else 1)
     ax.set_xlabel(f"time ({unit})")
     ax.set_title(title or _describe(prediction))
-    ax.legend(
-        handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="lower right", fontsize=10, ncols=4
-    )
-    ax.grid(axis="x", alpha=0.3)
+    fig.legend(handles=_legend_handles(), loc="outside lower center", ncols=len(COLORS), fontsize=10)
     return fig
 
 
@@ -138,7 +155,7 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
     ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
     ax.set_title(title)
     ax.legend(
-        handles=[Patch(color=c, label=f"{k}-bound") for k, c in COLORS.items()],
+        handles=[Patch(color=COLORS[k], label=f"{k}-bound") for k in CATEGORIES],
         fontsize=10,
         loc="lower right",
     )
@@ -214,34 +231,18 @@ def scenario(result) -> Figure:
 @_styled
 def timelines(labels: list[str], predictions: list[Prediction], title: str = "") -> Figure:
     """Several timelines stacked on one shared time axis, so their lengths compare at a glance."""
-    heights = [len({e.resource for e in p.trace}) for p in predictions]
-    fig = _figure(11, 1.0 + sum(0.5 * max(h, 2) + 0.6 for h in heights))
-    axes = fig.subplots(
-        len(predictions), 1, sharex=True, height_ratios=[max(h, 2) for h in heights], squeeze=False
-    )[:, 0]
+    heights = [max(len(_rows(p)), 2) for p in predictions]
+    fig = _figure(11, 1.2 + sum(0.5 * h + 0.6 for h in heights))
+    axes = fig.subplots(len(predictions), 1, sharex=True, height_ratios=heights, squeeze=False)[:, 0]
     longest = max(p.latency_s for p in predictions)
     scale, unit = _time_scale(longest)
     for ax, label, prediction in zip(axes, labels, predictions, strict=True):
-        rows = sorted({e.resource for e in prediction.trace}, key=_row_order)
-        for index, row in enumerate(rows):
-            events = [e for e in prediction.trace if e.resource == row]
-            ax.broken_barh(
-                [(e.start_s * scale, e.duration_s * scale) for e in events],
-                (index - 0.38, 0.76),
-                facecolors=[COLORS[e.kind] for e in events],
-                edgecolor="white",
-                linewidth=0.5,
-            )
-        ax.set_yticks(range(len(rows)), rows, fontsize=10)
-        ax.invert_yaxis()
+        _draw_timeline(ax, prediction, scale)
         ax.set_title(f"{label}: {seconds(prediction.latency_s)}", fontsize=12, loc="left")
-        ax.grid(axis="x", alpha=0.3)
     axes[-1].set_xlim(0, longest * scale * 1.02)
     axes[-1].set_xlabel(f"time ({unit})")
     fig.suptitle(title)
-    fig.legend(
-        handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="outside lower center", ncols=4
-    )
+    fig.legend(handles=_legend_handles(), loc="outside lower center", ncols=len(COLORS))
     return fig
 
 

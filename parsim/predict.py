@@ -4,12 +4,16 @@
 hardware, validates the workload and the mode, checks that the data fits in memory, runs the
 chosen method once for the latency and the timeline, and three back-to-back instances for the
 sustained throughput (a pipelined GPU can start the next instance before the last finishes).
+Layered workloads get a per-layer breakdown; data-parallel training is also predicted on one
+GPU to report speed-up, scaling efficiency and the serial fraction Amdahl's law implies.
 """
 
 from __future__ import annotations
 
 import math
 from functools import lru_cache
+
+import attrs
 
 from parsim import analytic, timeline
 from parsim.errors import ParsimError
@@ -18,7 +22,8 @@ from parsim.hardware.execution import check_mode
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.prediction import Prediction
 from parsim.units import gib
-from parsim.workloads.base import Workload
+from parsim.workloads.base import HOST, Kernel, Workload
+from parsim.workloads.multi import on_cpu, split_over_gpus
 from parsim.workloads.registry import make_workload
 
 METHODS = ("engine", "analytic")
@@ -36,7 +41,8 @@ def predict(
     mode: str | None = None,
     method: str = "engine",
     overlap: str = "roofline",
-    gpus: int = 1,
+    gpus: int | None = None,
+    gpus_per_switch: int | None = None,
 ) -> Prediction:
     """Predict latency, throughput and the reasons for ``workload`` on a system.
 
@@ -45,31 +51,45 @@ def predict(
         params: workload parameters when ``workload`` is a name (``{"n": 1e8}``).
         device: processor that runs the kernels: preset id, TOML path or spec.
         host: host CPU for a GPU device (default ``xeon-e5-2630v3``).
-        link: host<->device link for a GPU device (default: the GPU's usual link).
+        link: host<->device PCIe link, or an NVLink between GPUs (default: the GPU's usual link).
         mode: Flynn mode (``sisd``, ``simd``, ``mimd``, ``mimd+simd``, ``simt``); default per device.
         method: ``engine`` (SimPy discrete events) or ``analytic`` (closed forms).
         overlap: ``roofline`` (compute and memory overlap) or ``serial`` (they add up).
-        gpus: number of GPUs.
+        gpus: GPUs to spread the work over (``data_parallel`` takes it as a parameter).
+        gpus_per_switch: GPUs sharing one PCIe switch uplink (default up to 4).
 
     Returns:
         The ``Prediction``.
 
     Raises:
-        ParsimError: unknown names, invalid parameters, a mode the device lacks, or data that
-            does not fit in memory.
+        ParsimError: unknown names, invalid parameters, a mode the device lacks, too many
+            GPUs, or data that does not fit in memory.
     """
     if method not in METHODS:
         raise ParsimError(f"'method' must be one of {', '.join(METHODS)}: {method!r}")
     if overlap not in OVERLAPS:
         raise ParsimError(f"'overlap' must be one of {', '.join(OVERLAPS)}: {overlap!r}")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
+        raise ParsimError(f"'gpus' must be an integer >= 1: {gpus!r}")
     if isinstance(workload, str):
         workload = make_workload(workload, params)
     elif params:
         raise ParsimError("'params' only applies when the workload is given by name")
-    system = registry.system(device, host, link, gpus)
+    if workload.gpus > 1 or workload.name == "data_parallel":
+        if gpus is not None and gpus != workload.gpus:
+            raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={workload.gpus}")
+        gpus = workload.gpus
+    gpus = gpus or 1
+    system = registry.system(device, host, link, gpus, gpus_per_switch)
+    workload = split_over_gpus(workload, gpus) if workload.gpus != gpus else workload
+    if system.device is None:
+        workload = on_cpu(workload)
     mode = check_mode(system.compute, mode)
     check_fits(workload, system)
-    return _predict(workload, system, mode, method, overlap)
+    prediction = _predict(workload, system, mode, method, overlap)
+    if workload.name == "data_parallel":
+        return _with_scaling(prediction, workload, system, mode, method, overlap)
+    return prediction
 
 
 @lru_cache(maxsize=4096)
@@ -87,7 +107,10 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
     latency = once.instance_ends_s[0]
     ends = many.instance_ends_s
     period = (ends[-1] - ends[0]) / (len(ends) - 1)
+    throughput = 1.0 / period if period > 0 else math.inf
     parts = timeline.breakdown(list(once.trace), latency)
+    batch = workload.param("batch")
+    metrics = {"samples_per_s": batch * throughput} if batch is not None else {}
     return Prediction(
         workload=workload.name,
         params=dict(workload.params),
@@ -97,7 +120,7 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         mode=mode,
         method=method,
         latency_s=latency,
-        throughput_per_s=1.0 / period if period > 0 else math.inf,
+        throughput_per_s=throughput,
         flops=workload.flops,
         bytes=workload.bytes,
         transfer_bytes=workload.transfer_bytes,
@@ -107,7 +130,59 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         trace=once.trace,
         events=events,
         notes=notes,
+        layers=_layer_rows(workload, once.trace),
+        gpus=system.gpus,
+        metrics=metrics,
+        peer_link=system.peer_link.id if system.peer_link is not None else None,
     )
+
+
+def _layer_rows(workload: Workload, trace) -> tuple[dict, ...]:
+    """Per-layer time (busy time of its ops on GPU 0 or the host), FLOPs and bytes."""
+    if not workload.layers:
+        return ()
+    seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
+    for event in trace:
+        first_gpu = not event.resource.startswith("GPU") or event.resource.startswith("GPU0 ")
+        if event.layer in seconds and not event.detail and first_gpu:
+            seconds[event.layer] += event.duration_s
+    flops = dict.fromkeys(seconds, 0.0)
+    moved = dict.fromkeys(seconds, 0.0)
+    for op in workload.ops:
+        if isinstance(op, Kernel) and op.layer in flops and op.device in (0, HOST):
+            flops[op.layer] += op.flops
+            moved[op.layer] += op.bytes
+    return tuple(
+        {"name": name, "kind": kind, "latency_s": seconds[name], "flops": flops[name], "bytes": moved[name]}
+        for name, kind in workload.layers
+    )
+
+
+def _with_scaling(
+    prediction: Prediction, workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+) -> Prediction:
+    """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU."""
+    gpus = workload.gpus
+    params = dict(workload.params)
+    single = make_workload("data_parallel", {**params, "gpus": 1})
+    one = _predict(single, attrs.evolve(system, gpus=1, gpus_per_switch=1), mode, method, overlap)
+    # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
+    speedup = prediction.metrics["samples_per_s"] / one.metrics["samples_per_s"]
+    metrics = {
+        **prediction.metrics,
+        "speedup": speedup,
+        "efficiency": speedup / gpus,
+        # Karp-Flatt: the serial fraction f for which Amdahl's law 1 / (f + (1 - f) / G) gives this speed-up
+        "serial_fraction": (gpus / speedup - 1) / (gpus - 1) if gpus > 1 else 0.0,
+        "single_gpu_latency_s": one.latency_s,
+    }
+    notes = prediction.notes
+    if single.footprint_B > system.device.memory.capacity_B:
+        notes += (
+            f"the 1-GPU baseline would need {gib(single.footprint_B)} on a {gib(system.device.memory.capacity_B)} "
+            "GPU: it is a hypothetical reference",
+        )
+    return attrs.evolve(prediction, metrics=metrics, notes=notes)
 
 
 def check_fits(workload: Workload, system: SystemSpec) -> None:
@@ -122,12 +197,10 @@ def check_fits(workload: Workload, system: SystemSpec) -> None:
         raise ParsimError(
             f"{workload.name} needs {gib(workload.footprint_B)}, {spec.id} has {gib(spec.memory.capacity_B)}"
         )
-    if (
-        system.device is not None
-        and workload.transfers
-        and workload.footprint_B > system.host.memory.capacity_B
-    ):
-        raise ParsimError(
-            f"{workload.name} needs {gib(workload.footprint_B)} of host memory, "
-            f"{system.host.id} has {gib(system.host.memory.capacity_B)}"
-        )
+    if system.device is not None and workload.transfers:
+        host_need = workload.footprint_B * system.gpus
+        if host_need > system.host.memory.capacity_B:
+            raise ParsimError(
+                f"{workload.name} needs {gib(host_need)} of host memory, "
+                f"{system.host.id} has {gib(system.host.memory.capacity_B)}"
+            )

@@ -24,6 +24,7 @@ class Prediction:
         device: id of the processor that ran the kernels.
         host: id of the host CPU.
         link: id of the host<->device link, or None.
+        peer_link: id of the GPU-to-GPU link (NVLink) when there is one.
         mode: Flynn mode used.
         method: ``engine`` (SimPy) or ``analytic`` (closed forms).
         latency_s: time of one instance, issue to completion.
@@ -38,6 +39,9 @@ class Prediction:
         events: simulation events processed (0 for analytic).
         notes: plain-language remarks (wave quantisation, cache level, interpreter...).
         layers: per-layer rows for layered networks (name, kind, latency_s, flops, bytes).
+        gpus: GPUs used.
+        metrics: workload-specific figures (``samples_per_s``; for ``data_parallel`` also
+            ``speedup``, ``efficiency`` and Amdahl's ``serial_fraction`` against one GPU).
     """
 
     workload: str
@@ -59,6 +63,9 @@ class Prediction:
     events: int = 0
     notes: tuple[str, ...] = ()
     layers: tuple[dict, ...] = ()
+    gpus: int = 1
+    metrics: dict = attrs.field(factory=dict)
+    peer_link: str | None = None
 
     @property
     def flops_per_s(self) -> float:

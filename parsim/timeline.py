@@ -12,11 +12,16 @@ costs nothing. The categories therefore add up to the latency exactly.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import attrs
 
 CATEGORIES = ("compute", "memory", "transfer", "overhead")
+WORK = ("compute", "memory", "transfer")
+"""Device-side kinds; a trace may also hold ``overhead`` (dispatch) and ``wait`` (a blocked host thread)."""
+
+_CORE_RANGE = re.compile(r"^(.*\b(?:SM|core)) \d+(?:-\d+)?$")
 
 
 @attrs.frozen
@@ -31,6 +36,7 @@ class TraceEvent:
         end_s: end time in seconds.
         detail: a supporting row (the memory channel of a kernel) left out of the breakdown.
         layer: the network layer the work belongs to, or empty.
+        weight: share of the processor's cores the interval keeps busy (core rows).
     """
 
     resource: str
@@ -40,6 +46,7 @@ class TraceEvent:
     end_s: float
     detail: bool = False
     layer: str = ""
+    weight: float = 1.0
 
     @property
     def duration_s(self) -> float:
@@ -49,7 +56,7 @@ class TraceEvent:
 def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     """Seconds per category; the values add up to ``latency_s``."""
     result = dict.fromkeys(CATEGORIES, 0.0)
-    work = [e for e in trace if not e.detail and e.kind != "overhead" and e.end_s > e.start_s]
+    work = [e for e in trace if not e.detail and e.kind in WORK and e.end_s > e.start_s]
     points = sorted({0.0, latency_s, *(e.start_s for e in work), *(e.end_s for e in work)})
     for lo, hi in zip(points, points[1:], strict=False):
         if hi <= lo or lo >= latency_s:
@@ -69,18 +76,24 @@ def bottleneck(parts: dict[str, float]) -> str:
     return max(CATEGORIES, key=lambda kind: parts[kind])
 
 
+def resource_group(resource: str) -> str:
+    """The processor a core-group row belongs to: ``"GPU0 SM 0-31"`` -> ``"GPU0 SM"``."""
+    match = _CORE_RANGE.match(resource)
+    return match.group(1) if match else resource
+
+
 def utilization(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
-    """Fraction of the latency each timeline row was busy (overlapping intervals merged)."""
-    rows: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    """Fraction of the latency each resource was busy; core groups count by the share of cores.
+
+    A processor runs one kernel at a time and a copy engine one copy, so the intervals of a
+    resource never overlap and their weighted durations simply add up. Blocked host threads
+    (``wait``) are idle, not busy.
+    """
+    busy: dict[str, float] = defaultdict(float)
     for event in trace:
-        rows[event.resource].append((event.start_s, event.end_s))
-    result = {}
-    for resource, intervals in rows.items():
-        busy, reach = 0.0, float("-inf")
-        for start, end in sorted(intervals):
-            start = max(start, reach)
-            if end > start:
-                busy += end - start
-            reach = max(reach, end)
-        result[resource] = min(busy / latency_s, 1.0) if latency_s > 0 else 0.0
-    return result
+        if event.kind != "wait":
+            busy[resource_group(event.resource)] += event.weight * event.duration_s
+    return {
+        resource: min(seconds / latency_s, 1.0) if latency_s > 0 else 0.0
+        for resource, seconds in busy.items()
+    }

@@ -53,7 +53,10 @@ class Links:
             )
             self._uplinks.append({"h2d": h2d, "d2h": d2h})
         self._per_switch = system.gpus_per_switch
-        self._ring = [FluidServer(env, f"GPU{g} ring", self.link.bandwidth_Bps) for g in range(system.gpus)]
+        self.ring_link = system.ring_link
+        self.ring_family = "NVLink" if self.ring_link.id.startswith("nvlink") else "PCIe"
+        ring_bandwidth = self.ring_link.bandwidth_Bps
+        self._ring = [FluidServer(env, f"GPU{g} ring", ring_bandwidth) for g in range(system.gpus)]
 
     def _row(self, device: int, what: str) -> str:
         return f"GPU{device} {self.family} {what}" if self.gpus > 1 else f"{self.family} {what}"
@@ -90,9 +93,9 @@ class Links:
             yield self.env.all_of([self.env.process(self._send(g, chunk)) for g in range(gpus)])
         for g in range(gpus):
             self.trace.append(
-                TraceEvent(self._row(g, "ring"), op.name, "transfer", start, self.env.now, layer=op.layer)
+                TraceEvent(f"GPU{g} {self.ring_family} ring", op.name, "transfer", start, self.env.now, layer=op.layer)
             )
 
     def _send(self, device: int, nbytes: float):
-        yield self.env.timeout(self.link.latency_s)
-        yield self._ring[device].transfer(nbytes, self.link.bandwidth_Bps)
+        yield self.env.timeout(self.ring_link.latency_s)
+        yield self._ring[device].transfer(nbytes, self.ring_link.bandwidth_Bps)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import simpy
 
 from parsim.engine.links import Links
+from parsim.engine.notes import Notes
 from parsim.engine.processor import Processor
 from parsim.hardware.execution import default_mode
 from parsim.hardware.specs import SystemSpec
@@ -33,7 +34,7 @@ class Machine:
         self, env: simpy.Environment, system: SystemSpec, mode: str, overlap: str, trace: list[TraceEvent]
     ):
         self.env = env
-        self.notes: set[str] = set()
+        self.notes = Notes()
         cpu_only = system.device is None
         host_mode = mode if cpu_only else default_mode(system.host)
         host_prefix = "" if cpu_only else "host "
@@ -56,16 +57,36 @@ class Machine:
             ]
             self.links = Links(env, system, trace)
 
+    def processor(self, kernel: Kernel) -> Processor:
+        return self.host if kernel.device == HOST else self.devices[kernel.device]
+
     def run(self, op: Op, waits: list[simpy.Event], done: simpy.Event):
         """Process: wait for ``waits`` (stream order, dependencies), execute ``op``, fire ``done``."""
-        pending = [event for event in waits if not event.processed]
-        if pending:
-            yield self.env.all_of(pending)
+        yield from self._wait(waits)
         if isinstance(op, Kernel):
-            processor = self.host if op.device == HOST else self.devices[op.device]
-            yield from processor.run_kernel(op)
+            yield from self.processor(op).run_chain([op], [self.env.now])
         elif isinstance(op, AllReduce):
             yield from self.links.all_reduce(op)
         else:
             yield from self.links.copy(op)
         done.succeed()
+
+    def run_chain(
+        self,
+        kernels: list[Kernel],
+        issue_s: list[float],
+        waits: list[simpy.Event],
+        done: list[simpy.Event],
+        dispatch_s: float = 0.0,
+        host_row: str | None = None,
+    ):
+        """Process: after ``waits``, run a chain of kernels of one stream; fire every ``done``."""
+        yield from self._wait(waits)
+        yield from self.processor(kernels[0]).run_chain(kernels, issue_s, dispatch_s, host_row)
+        for event in done:
+            event.succeed()
+
+    def _wait(self, waits: list[simpy.Event]):
+        pending = [event for event in waits if not event.processed]
+        if pending:
+            yield self.env.all_of(pending)

@@ -1,10 +1,18 @@
-"""One simulated processor: a compute slot, its memory levels, and how a kernel runs on it.
+"""One simulated processor: a compute slot, and how a chain of kernels runs on it.
 
 A kernel takes the whole processor (the next one waits, FIFO) and runs phase by phase (see
-``waves``): compute on the busy cores and its memory traffic proceed together and the phase
-ends when both are done (overlap ``roofline``), or one after the other (overlap ``serial``).
-Each memory level (DRAM/HBM, or the cache that holds the working set) is a fluid server, so
-anything else streaming from the same level at the same time shares its bandwidth.
+``waves``): compute on the busy cores and the phase's memory traffic proceed together and the
+phase ends when both are done (overlap ``roofline``), or one after the other (``serial``).
+The memory leg is the level's latency plus the bytes at the bandwidth the busy cores can
+draw: ``min(level bandwidth, active cores x per-core ceiling)`` (Little's law caps one core).
+Because a kernel holds its processor alone, nothing else draws on that memory meanwhile, so
+the phase time is exact in closed form; bandwidth that *is* shared (copies from several GPUs
+meeting in a switch uplink, ring traffic) goes through fluid servers in ``links``.
+
+The host issues a stream's kernels one after another; as long as nothing outside the stream
+depends on the kernels in between, the whole run is one *chain*: each kernel starts at
+``max(its issue time, the previous kernel's end)``, computed in one step. A ResNet step is
+then a handful of events per GPU, while the trace still shows every kernel and phase.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import functools
 
 import simpy
 
-from parsim.engine.fluid import FluidServer
+from parsim.engine.notes import Notes
 from parsim.engine.waves import Decomposition, decompose
 from parsim.hardware.execution import Execution, execution
 from parsim.hardware.specs import ProcessorSpec
@@ -23,15 +31,33 @@ from parsim.workloads.base import Kernel
 MAIN_MEMORY = ("DRAM", "device memory")
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=16384)
 def plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
     """Rates and phases of ``kernel`` (cached: training steps repeat the same kernels)."""
     ex = execution(spec, mode, kernel)
     return ex, decompose(kernel, ex)
 
 
+@functools.lru_cache(maxsize=16384)
+def phase_times(
+    spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel
+) -> tuple[tuple[float, float], ...]:
+    """``(compute_s, memory_s)`` of each phase; the first phase that moves bytes pays the latency."""
+    ex, decomposition = plan(spec, mode, kernel)
+    times, latency_paid = [], False
+    for phase in decomposition.phases:
+        memory_s = 0.0
+        if phase.bytes > 0:
+            memory_s = phase.bytes / ex.bandwidth_Bps(phase.active_cores)
+            if not latency_paid:
+                memory_s += spec.memory.latency_s
+                latency_paid = True
+        times.append((phase.compute_s, memory_s))
+    return tuple(times)
+
+
 class Processor:
-    """A CPU socket or a GPU as SimPy resources.
+    """A CPU socket or a GPU as a SimPy resource.
 
     Args:
         env: the SimPy environment.
@@ -40,7 +66,7 @@ class Processor:
         overlap: ``roofline`` or ``serial``.
         trace: list to append busy intervals to.
         prefix: row prefix that tells several GPUs apart (``"GPU3 "``), empty for one.
-        notes: set collecting plain-language remarks.
+        notes: collector of plain-language remarks.
     """
 
     def __init__(
@@ -51,7 +77,7 @@ class Processor:
         overlap: str,
         trace: list[TraceEvent],
         prefix: str,
-        notes: set[str],
+        notes: Notes,
     ):
         self.env = env
         self.spec = spec
@@ -61,78 +87,80 @@ class Processor:
         self.prefix = prefix
         self.notes = notes
         self.slot = simpy.Resource(env, capacity=1)
-        self._memory: dict[str, FluidServer] = {}
 
-    def memory_server(self, ex: Execution) -> FluidServer:
-        """The fluid server of the level serving ``ex``, created on first use."""
-        if ex.level not in self._memory:
-            capacity = ex.level_bandwidth_Bps
-            if ex.level not in MAIN_MEMORY:  # cache bandwidth was scaled to the active cores
-                capacity = ex.level_bandwidth_Bps * self.spec.cores / ex.cores
-            self._memory[ex.level] = FluidServer(self.env, ex.level, capacity)
-        return self._memory[ex.level]
+    def run_chain(
+        self,
+        kernels: list[Kernel],
+        issue_s: list[float],
+        dispatch_s: float = 0.0,
+        host_row: str | None = None,
+    ):
+        """Process: hold the processor and run ``kernels`` back to back.
 
-    def run_kernel(self, kernel: Kernel):
-        """Process: hold the processor and run the kernel's phases."""
-        env, spec = self.env, self.spec
+        Args:
+            kernels: the chain, in stream order.
+            issue_s: when the host finished issuing each kernel (asynchronous launches); empty
+                for a synchronous host, which issues each kernel after the previous one ends.
+            dispatch_s: the synchronous host's cost per kernel.
+            host_row: timeline row of the synchronous host's issue intervals.
+        """
+        with self.slot.request() as slot:
+            yield slot
+            clock = self.env.now
+            for index, kernel in enumerate(kernels):
+                if issue_s:
+                    clock = max(clock, issue_s[index])
+                else:
+                    self.trace.append(
+                        TraceEvent(host_row, f"issue {kernel.name}", "overhead", clock, clock + dispatch_s)
+                    )
+                    clock += dispatch_s
+                clock = self._place(kernel, clock)
+            yield self.env.timeout(clock - self.env.now)
+
+    def _place(self, kernel: Kernel, start: float) -> float:
+        """Append the kernel's phases to the trace from ``start``; return its end."""
+        spec = self.spec
         ex, decomposition = plan(spec, self.mode, kernel)
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if ex.level not in MAIN_MEMORY:
-            self.notes.add(f"{name}: working set fits in {ex.level}, served at its bandwidth")
-        server = self.memory_server(ex)
+            self.notes.cached(name, ex.level)
         unit = "SM" if spec.is_gpu else "core"
-        with self.slot.request() as slot:
-            yield slot
-            for index, phase in enumerate(decomposition.phases):
-                start = env.now
-                latency = spec.memory.latency_s if index == 0 and phase.bytes > 0 else 0.0
-                cap = ex.bandwidth_Bps(phase.active_cores)
-                if self.overlap == "serial":
-                    yield env.timeout(phase.compute_s)
-                    memory_start = env.now
-                    memory_s = yield env.process(self._memory_leg(server, phase.bytes, cap, latency))
-                else:
-                    memory_start = env.now
-                    memory = env.process(self._memory_leg(server, phase.bytes, cap, latency))
-                    yield env.all_of([memory, env.timeout(phase.compute_s)])
-                    memory_s = memory.value
-                kind = "compute" if phase.compute_s >= memory_s else "memory"
-                if kind == "compute" and index == 0:
-                    self._note_quantisation(name, decomposition)
-                cores = f"{unit} 0" if phase.active_cores == 1 else f"{unit} 0-{phase.active_cores - 1}"
+        clock = start
+        times = phase_times(spec, self.mode, self.overlap, kernel)
+        for index, (phase, (compute_s, memory_s)) in enumerate(zip(decomposition.phases, times, strict=True)):
+            duration = compute_s + memory_s if self.overlap == "serial" else max(compute_s, memory_s)
+            kind = "compute" if compute_s >= memory_s else "memory"
+            if kind == "compute" and index == 0:
+                self._note_quantisation(name, decomposition)
+            cores = f"{unit} 0" if phase.active_cores == 1 else f"{unit} 0-{phase.active_cores - 1}"
+            self.trace.append(
+                TraceEvent(
+                    f"{self.prefix}{cores}",
+                    f"{kernel.name} {phase.label}",
+                    kind,
+                    clock,
+                    clock + duration,
+                    layer=kernel.layer,
+                    weight=phase.active_cores / spec.cores,
+                )
+            )
+            if phase.bytes > 0:
+                memory_start = clock + compute_s if self.overlap == "serial" else clock
                 self.trace.append(
                     TraceEvent(
-                        f"{self.prefix}{cores}",
-                        f"{kernel.name} {phase.label}",
-                        kind,
-                        start,
-                        env.now,
-                        layer=kernel.layer,
+                        f"{self.prefix}memory ({ex.level})",
+                        kernel.name,
+                        "memory",
+                        memory_start,
+                        memory_start + memory_s,
+                        detail=True,
                     )
                 )
-                if phase.bytes > 0:
-                    self.trace.append(
-                        TraceEvent(
-                            f"{self.prefix}memory ({ex.level})",
-                            kernel.name,
-                            "memory",
-                            memory_start,
-                            memory_start + memory_s,
-                            detail=True,
-                        )
-                    )
+            clock += duration
+        return clock
 
     def _note_quantisation(self, name: str, plan: Decomposition) -> None:
         tail = plan.tiles % plan.slots
         if tail and plan.waves > 1:
-            self.notes.add(
-                f"{name}: {plan.waves:.2f} waves of {plan.slots} tiles; "
-                f"the tail wave is {tail}/{plan.slots} full (wave quantisation)"
-            )
-
-    def _memory_leg(self, server: FluidServer, nbytes: float, cap_Bps: float, latency_s: float):
-        start = self.env.now
-        if latency_s:
-            yield self.env.timeout(latency_s)
-        yield server.transfer(nbytes, cap_Bps)
-        return self.env.now - start
+            self.notes.quantised(name, plan.waves, plan.slots, tail)

@@ -70,10 +70,10 @@ def simulate(
         [done[d] for d in deps[i]] + ([done[previous[i]]] if previous[i] is not None else [])
         for i in range(len(ops))
     ]
-    threads = sorted({thread_of(op) for op in ops})
-    for thread in threads:
+    program = _Program(ops, deps, system, per_instance)
+    for thread in sorted({thread_of(op) for op in ops}):
         mine = [i for i, op in enumerate(ops) if thread_of(op) == thread]
-        env.process(_thread(env, machine, system, thread, ops, mine, waits, done, trace))
+        env.process(_thread(env, machine, program, thread, program.segments(mine), waits, done, trace))
     ends = [0.0] * repeats
     for repeat in range(repeats):
         env.process(_mark_end(env, done[repeat * per_instance : (repeat + 1) * per_instance], ends, repeat))
@@ -81,43 +81,104 @@ def simulate(
     while env.peek() < math.inf:
         env.step()
         events += 1
-    return SimResult(tuple(ends), tuple(trace), events, tuple(sorted(machine.notes)))
+    return SimResult(tuple(ends), tuple(trace), events, machine.notes.summary())
+
+
+class _Program:
+    """Which ops may run as one chain: kernels of a device's only stream that nothing else awaits."""
+
+    def __init__(self, ops: list[Op], deps: list[tuple[int, ...]], system: SystemSpec, per_instance: int):
+        self.ops = ops
+        self.per_instance = per_instance
+        self.deps = deps
+        self.system = system
+        self.cpu_only = system.device is None
+        streams: dict[int, set[int]] = {}
+        for op in ops:
+            streams.setdefault(op.device, set()).add(op.stream)
+        self._single_stream = {device for device, used in streams.items() if len(used) == 1}
+        self._awaited = {d for op_deps in deps for d in op_deps}
+
+    def on_host(self, op: Op) -> bool:
+        return self.cpu_only or (isinstance(op, Kernel) and op.device == HOST)
+
+    def _chainable(self, index: int) -> bool:
+        op = self.ops[index]
+        return (
+            isinstance(op, Kernel)
+            and (self.cpu_only or op.device != HOST)
+            and op.device in self._single_stream
+        )
+
+    def segments(self, mine: list[int]) -> list[list[int]]:
+        """Split a thread's ops into chains (lists of several kernels) and single ops."""
+        segments: list[list[int]] = []
+        for index in mine:
+            current = segments[-1] if segments else None
+            if (
+                current
+                and self._chainable(index)
+                and self._chainable(current[-1])
+                and self.ops[current[-1]].device == self.ops[index].device
+                and current[-1] == index - 1
+                and current[-1] not in self._awaited
+                and not self.deps[index]
+                and index % self.per_instance
+            ):  # a chain fires its ops' events at its end: not across instances
+                current.append(index)
+            else:
+                segments.append([index])
+        return segments
 
 
 def _thread(
     env: simpy.Environment,
     machine: Machine,
-    system: SystemSpec,
+    program: _Program,
     thread: int,
-    ops: list[Op],
-    mine: list[int],
+    segments: list[list[int]],
     waits: list[list[simpy.Event]],
     done: list[simpy.Event],
     trace: list[TraceEvent],
 ):
-    cpu_only = system.device is None
-    row = "host" if thread == 0 else f"host thread {thread}"
-    for index in mine:
-        op = ops[index]
-        on_host = cpu_only or (isinstance(op, Kernel) and op.device == HOST)
-        if on_host and not cpu_only:
+    system = program.system
+    row = "host" if thread == 0 else f"host #{thread}"
+    for segment in segments:
+        first = segment[0]
+        op = program.ops[first]
+        on_host = program.on_host(op)
+        dispatch_s = system.host.dispatch_s if on_host else system.device.dispatch_s
+        if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
+            kernels = [program.ops[i] for i in segment]
+            if program.cpu_only:  # the host runs each kernel itself, issuing the next when it ends
+                yield env.process(
+                    machine.run_chain(kernels, [], waits[first], [done[i] for i in segment], dispatch_s, row)
+                )
+                continue
+            start = env.now
+            issue_s = [start + (k + 1) * dispatch_s for k in range(len(kernels))]
+            env.process(machine.run_chain(kernels, issue_s, waits[first], [done[i] for i in segment]))
+            for kernel, end in zip(kernels, issue_s, strict=True):
+                trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - dispatch_s, end))
+            yield env.timeout(len(kernels) * dispatch_s)
+            continue
+        if on_host:
             # the host needs the op's inputs before it can compute on them
-            pending = [event for event in waits[index] if not event.processed]
+            pending = [event for event in waits[first] if not event.processed]
             if pending:
                 wait_start = env.now
                 yield env.all_of(pending)
-                trace.append(TraceEvent(row, f"wait for {op.name} inputs", "overhead", wait_start, env.now))
-        dispatch_s = system.host.dispatch_s if on_host else system.device.dispatch_s
+                trace.append(TraceEvent(row, f"wait for {op.name} inputs", "wait", wait_start, env.now))
         start = env.now
         yield env.timeout(dispatch_s)
         trace.append(TraceEvent(row, f"issue {op.name}", "overhead", start, env.now))
-        process = env.process(machine.run(op, waits[index], done[index]))
+        process = env.process(machine.run(op, waits[first], done[first]))
         if on_host:
             yield process
         elif isinstance(op, Transfer) and not op.pinned:
             wait_start = env.now
             yield process
-            trace.append(TraceEvent(row, f"wait {op.name} (pageable)", "overhead", wait_start, env.now))
+            trace.append(TraceEvent(row, f"wait {op.name} (pageable)", "wait", wait_start, env.now))
 
 
 def _mark_end(env: simpy.Environment, done: list[simpy.Event], ends: list[float], repeat: int):

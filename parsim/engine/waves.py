@@ -57,12 +57,27 @@ class Decomposition:
 
 
 def tile_count(kernel: Kernel, ex: Execution) -> int:
-    """Tiles of the kernel: a 2-D grid of output tiles for a GEMM, else chunks of items."""
+    """Tiles of the kernel: a 2-D grid of output tiles for a GEMM (times its split-K), else chunks."""
     if kernel.gemm_mn is not None:
-        edge = math.isqrt(ex.tile_items)
-        m, n = kernel.gemm_mn
-        return math.ceil(m / edge) * math.ceil(n / edge)
+        outputs, split = gemm_tiles(kernel, ex)
+        return outputs * split
     return math.ceil(kernel.work_items / ex.tile_items)
+
+
+def gemm_tiles(kernel: Kernel, ex: Execution) -> tuple[int, int]:
+    """Output tiles of a GEMM and how many ways its reduction (K) is split.
+
+    A GEMM with fewer output tiles than cores (a weight gradient of shape 64 x 147 reduced
+    over a million pixels, say) would leave most cores idle; cuBLAS and cuDNN then split K
+    across cores and add the partial sums ("split-K"), which this reproduces.
+    """
+    edge = math.isqrt(ex.tile_items)
+    m, n = kernel.gemm_mn
+    outputs = math.ceil(m / edge) * math.ceil(n / edge)
+    slots = ex.cores * ex.tiles_per_core
+    k = kernel.flops / (2.0 * m * n)
+    split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
+    return outputs, split
 
 
 def tile_compute_s(kernel: Kernel, ex: Execution, tiles: int) -> float:
@@ -75,7 +90,7 @@ def tile_compute_s(kernel: Kernel, ex: Execution, tiles: int) -> float:
         return kernel.work_items * kernel.python_ops_per_item * ex.interpreted_element_s / tiles
     if kernel.gemm_mn is not None:
         m, n = kernel.gemm_mn
-        flops = kernel.flops / (m * n) * ex.tile_items
+        flops = kernel.flops / (m * n) * ex.tile_items / gemm_tiles(kernel, ex)[1]
     else:
         flops = kernel.flops / tiles
     special = kernel.special_ops / tiles

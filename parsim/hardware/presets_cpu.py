@@ -76,6 +76,7 @@ LAPTOP_4C_AVX2 = _cpu(
     id="laptop-4c-avx2",
     name="Generic 4-core AVX2 laptop (modelled on Core i7-8550U, Kaby Lake R, 15 W)",
     cores=4,  # [ARK] i7-8550U: 4 cores / 8 threads
+    max_gpus=1,  # a laptop drives at most one (external) GPU: [ARK] 4 PCIe 3.0 lanes
     lanes_per_core=16,  # [ARK] AVX2 + FMA: 8 float32 lanes x 2 FMA ports
     # estimate: [ARK] lists 1.8 GHz base / 4.0 GHz single-core turbo; at 15-25 W an all-core AVX2 load
     # settles around 2.7 GHz (Intel publishes no AVX frequency for mobile parts)

@@ -60,14 +60,18 @@ def system(
     host: str | ProcessorSpec | None = None,
     link_: str | LinkSpec | None = None,
     gpus: int = 1,
+    gpus_per_switch: int | None = None,
 ) -> SystemSpec:
-    """Wire a system: a CPU ``device`` alone, or a GPU with its host and link.
+    """Wire a system: a CPU ``device`` alone, or GPUs with their host and links.
 
     Args:
         device: the processor that runs the kernels.
         host: the host CPU (GPU systems only; defaults to ``xeon-e5-2630v3``).
-        link_: host<->device link (GPU systems only; defaults to the GPU's usual link).
+        link_: a PCIe link between host and GPUs, or an NVLink between the GPUs (the host
+            link then stays the GPU's usual PCIe link). Defaults to the GPU's usual link.
         gpus: number of identical GPUs.
+        gpus_per_switch: GPUs sharing one PCIe switch uplink (default: up to 4, the common
+            PCIe-switch topology of 8-GPU servers).
     """
     compute = processor(device, "device")
     if not compute.is_gpu:
@@ -83,10 +87,23 @@ def system(
     host_spec = processor(host if host is not None else DEFAULT_HOST, "host")
     if host_spec.is_gpu:
         raise ParsimError(f"'host' must be a CPU: {host_spec.id} is a GPU")
-    link_id = link_ if link_ is not None else compute.default_link
-    if link_id is None:
-        raise ParsimError(f"'link' is required: {compute.id} names no default link")
-    return SystemSpec(host=host_spec, device=compute, link=link(link_id, "link"), gpus=gpus)
+    if gpus > host_spec.max_gpus:
+        raise ParsimError(
+            f"'gpus' must be <= {host_spec.max_gpus} (the most {host_spec.id} can host): {gpus}"
+        )
+    chosen = link(link_, "link") if link_ is not None else None
+    peer = chosen if chosen is not None and chosen.id.startswith("nvlink") else None
+    host_link = chosen if chosen is not None and peer is None else None
+    if host_link is None:
+        if compute.default_link is None:
+            raise ParsimError(f"'link' is required: {compute.id} names no default link")
+        host_link = link(compute.default_link, "link")
+    per_switch = gpus_per_switch if gpus_per_switch is not None else min(gpus, 4)
+    if per_switch < 1:
+        raise ParsimError(f"'gpus_per_switch' must be >= 1: {per_switch}")
+    return SystemSpec(
+        host=host_spec, device=compute, link=host_link, gpus=gpus, gpus_per_switch=per_switch, peer_link=peer
+    )
 
 
 def processor_ids(kind: str | None = None) -> list[str]:

@@ -145,6 +145,7 @@ class ProcessorSpec:
         matmul_tile: edge of the square output tile one core computes in a GEMM.
         copy_engines: DMA copy engines in total (GPUs); with two or more, a host-to-device and a
             device-to-host copy run at once, with one they take turns.
+        max_gpus: GPUs this CPU can host in one machine (PCIe lanes and slots; hosts only).
         memory: the processor's main memory and caches.
         default_link: id of the link preset this device usually sits on (GPUs).
     """
@@ -169,6 +170,7 @@ class ProcessorSpec:
     tiles_per_core: int = attrs.field(default=1, validator=_positive_int)
     matmul_tile: int = attrs.field(default=128, validator=_positive_int)
     copy_engines: int = attrs.field(default=1, validator=_positive_int)
+    max_gpus: int = attrs.field(default=8, validator=_positive_int)
     default_link: str | None = None
 
     @property
@@ -249,6 +251,8 @@ class SystemSpec:
         link: how host and device talk; required when a device is present.
         gpus: number of identical devices (data-parallel training).
         gpus_per_switch: devices sharing one PCIe switch uplink to the host.
+        peer_link: the GPU-to-GPU link (NVLink) used by all-reduce; None means GPUs talk
+            peer-to-peer over ``link``.
     """
 
     host: ProcessorSpec
@@ -256,12 +260,22 @@ class SystemSpec:
     link: LinkSpec | None = None
     gpus: int = attrs.field(default=1, validator=_positive_int)
     gpus_per_switch: int = attrs.field(default=1, validator=_positive_int)
+    peer_link: LinkSpec | None = None
 
     def __attrs_post_init__(self):
         if self.host.kind != "cpu":
             raise field_error("host", "a CPU spec", self.host.id)
         if self.device is not None and self.link is None:
             raise field_error("link", "given when a device is present", None)
+        if self.gpus > self.host.max_gpus:
+            raise field_error(
+                "gpus", f"<= {self.host.max_gpus} (the most {self.host.id} can host)", self.gpus
+            )
+
+    @property
+    def ring_link(self) -> LinkSpec | None:
+        """The link all-reduce traffic takes: NVLink when present, else the host link."""
+        return self.peer_link if self.peer_link is not None else self.link
 
     @property
     def compute(self) -> ProcessorSpec:

@@ -124,6 +124,9 @@ class Workload:
         deps: for each op, indices of earlier ops it waits for besides its stream predecessor.
         footprint_B: memory the data occupies on each executing processor.
         gpus: devices the work is spread over.
+        layers: ``(name, kind)`` of each network layer, in model order (layered workloads).
+        staging: its copies only stage data between host and device memory, so on a CPU
+            (where they are the same memory) they vanish rather than being refused.
     """
 
     name: str
@@ -132,6 +135,8 @@ class Workload:
     deps: tuple[tuple[int, ...], ...] = ()
     footprint_B: float = 0.0
     gpus: int = 1
+    layers: tuple[tuple[str, str], ...] = ()
+    staging: bool = False
 
     def __attrs_post_init__(self):
         if not self.deps:

@@ -16,7 +16,7 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from parsim.errors import ParsimError
-from parsim.workloads import ops, transfers
+from parsim.workloads import ops, training, transfers
 from parsim.workloads.base import Workload
 
 Dtype = Literal["float16", "bfloat16", "float32", "float64"]
@@ -67,6 +67,36 @@ class OffloadParams(VectorParams):
     pinned: bool = True
 
 
+Model = Literal["mlp", "alexnet", "vgg16", "resnet18", "resnet50", "resnet56"]
+
+
+class MlpTrainParams(_Params):
+    batch: int = Field(64, gt=0, le=10**6, description="samples per step (N)")
+    d_in: int = Field(1000, gt=0, le=10**6, description="input features (D)")
+    hidden: int = Field(100, gt=0, le=10**6, description="hidden units (H)")
+    d_out: int = Field(1000, gt=0, le=10**6, description="outputs")
+    weights: Literal["resident", "copied"] = "resident"
+
+
+class NetworkParams(_Params):
+    model: Model = "resnet18"
+    batch: int = Field(1, gt=0, le=10**5, description="samples per step")
+    train: bool = True
+
+
+class ServeParams(_Params):
+    model: Model = "resnet50"
+    batch: int = Field(1, gt=0, le=10**5, description="samples per request batch")
+
+
+class DataParallelParams(_Params):
+    model: Model = "resnet50"
+    batch: int = Field(256, gt=0, le=10**6, description="global batch (strong) or per GPU (weak)")
+    gpus: int = Field(1, gt=0, le=64, description="GPUs the batch is split over")
+    sync: Literal["host", "ring"] = "host"
+    scaling: Literal["strong", "weak"] = "strong"
+
+
 @attrs.frozen
 class WorkloadDef:
     """A registered workload: its parameter model, its builder and a one-line summary."""
@@ -88,6 +118,21 @@ WORKLOADS: dict[str, WorkloadDef] = {
     "matmul": WorkloadDef("matmul", MatmulParams, ops.matmul, "C = A @ B (dense GEMM)"),
     "conv2d": WorkloadDef("conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding"),
     "copy": WorkloadDef("copy", CopyParams, transfers.copy, "one host<->device copy"),
+    "mlp_train_step": WorkloadDef(
+        "mlp_train_step", MlpTrainParams, training.mlp_train_step, "one SGD step of the 2-layer MLP"
+    ),
+    "network": WorkloadDef(
+        "network", NetworkParams, training.network, "a model's forward (+ backward + update)"
+    ),
+    "serve": WorkloadDef(
+        "serve", ServeParams, training.serve, "inference on one batch: copy in, forward, copy out"
+    ),
+    "data_parallel": WorkloadDef(
+        "data_parallel",
+        DataParallelParams,
+        training.data_parallel,
+        "training split over GPUs, host or ring sync",
+    ),
     "offload": WorkloadDef(
         "offload", OffloadParams, transfers.offload, "H2D, elementwise op, D2H chunked over streams"
     ),

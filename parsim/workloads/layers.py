@@ -1,0 +1,280 @@
+"""Neural-network layers and the kernels a framework launches for them.
+
+A network is a list of ``Layer`` records with concrete shapes, built by ``NetBuilder`` the
+way the model code reads (``conv``, ``bn``, ``relu``, ``maxpool``, ``linear``, residual
+``add``...). Each layer knows its per-sample multiply-accumulates (MACs), parameters and
+output activation size; ``layer_kernels`` turns it into the kernels of one training or
+inference step:
+
+- forward: one kernel per layer (convolutions and linear layers are GEMMs that matrix units
+  can run; the rest stream their activations through memory);
+- backward: two GEMMs per convolution or linear layer (gradient w.r.t. the input and w.r.t.
+  the weights, each as many FLOPs as the forward), one streaming kernel for the others;
+- update: one SGD kernel per layer with parameters (``w -= lr * g``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from parsim.workloads.base import Kernel, itemsize
+
+Shape = tuple[int, ...]
+
+
+@attrs.frozen
+class Layer:
+    """One layer with concrete shapes (per sample; the batch is applied when building kernels).
+
+    Attributes:
+        name: torchvision-style name (``layer1.0.conv1``).
+        kind: ``conv``, ``linear``, ``relu``, ``bn``, ``maxpool``, ``avgpool``, ``add``,
+            ``softmax`` or ``mse``.
+        in_shape: input activation shape (C, H, W) or (features,).
+        out_shape: output activation shape.
+        params: learnable parameters (weights and biases).
+        macs: multiply-accumulates per sample (convolutions and linear layers).
+        window: kernel edge for convolutions and pooling.
+    """
+
+    name: str
+    kind: str
+    in_shape: Shape
+    out_shape: Shape
+    params: int = 0
+    macs: int = 0
+    window: int = 1
+
+    @property
+    def in_size(self) -> int:
+        return math.prod(self.in_shape)
+
+    @property
+    def out_size(self) -> int:
+        return math.prod(self.out_shape)
+
+
+class NetBuilder:
+    """Builds a layer list while tracking the activation shape, like writing the model code."""
+
+    def __init__(self, input_shape: Shape):
+        self.shape = input_shape
+        self.layers: list[Layer] = []
+
+    def _add(self, layer: Layer) -> NetBuilder:
+        self.layers.append(layer)
+        self.shape = layer.out_shape
+        return self
+
+    def conv(
+        self, name: str, out_channels: int, kernel: int, stride: int = 1, padding: int = 0, bias: bool = False
+    ) -> NetBuilder:
+        channels, height, width = self.shape
+        out_h = (height + 2 * padding - kernel) // stride + 1
+        out_w = (width + 2 * padding - kernel) // stride + 1
+        weights = out_channels * channels * kernel * kernel
+        return self._add(
+            Layer(
+                name,
+                "conv",
+                self.shape,
+                (out_channels, out_h, out_w),
+                params=weights + (out_channels if bias else 0),
+                macs=out_h * out_w * weights,
+                window=kernel,
+            )
+        )
+
+    def linear(self, name: str, out_features: int) -> NetBuilder:
+        features = math.prod(self.shape)
+        return self._add(
+            Layer(
+                name,
+                "linear",
+                (features,),
+                (out_features,),
+                params=features * out_features + out_features,
+                macs=features * out_features,
+            )
+        )
+
+    def bn(self, name: str) -> NetBuilder:
+        return self._add(Layer(name, "bn", self.shape, self.shape, params=2 * self.shape[0]))
+
+    def relu(self, name: str) -> NetBuilder:
+        return self._add(Layer(name, "relu", self.shape, self.shape))
+
+    def maxpool(self, name: str, kernel: int, stride: int, padding: int = 0) -> NetBuilder:
+        channels, height, width = self.shape
+        out = (
+            channels,
+            (height + 2 * padding - kernel) // stride + 1,
+            (width + 2 * padding - kernel) // stride + 1,
+        )
+        return self._add(Layer(name, "maxpool", self.shape, out, window=kernel))
+
+    def global_avgpool(self, name: str) -> NetBuilder:
+        return self._add(Layer(name, "avgpool", self.shape, (self.shape[0], 1, 1), window=self.shape[1]))
+
+    def add(self, name: str) -> NetBuilder:
+        """Residual add of the shortcut into the main path (same shape)."""
+        return self._add(Layer(name, "add", self.shape, self.shape))
+
+    def loss(self, kind: str = "softmax") -> NetBuilder:
+        return self._add(Layer("loss", kind, self.shape, self.shape))
+
+    def branch(self, shape: Shape) -> NetBuilder:
+        """Continue from ``shape`` (the saved input of a residual block, for its shortcut)."""
+        self.shape = shape
+        return self
+
+
+# Per element of the output (o) and input (i) activations: FLOPs and bytes moved, forward and
+# backward, for the layers that stream memory rather than run GEMMs.
+_STREAMING = {
+    # kind: (fwd flops/elem, fwd elems moved, bwd flops/elem, bwd elems moved)
+    "relu": (1, 2, 1, 3),  # y = max(x, 0); dx = dy * (y > 0): reads dy, y; writes dx
+    "bn": (5, 3, 8, 4),  # statistics pass + normalise pass; backward reads dy and x twice
+    "add": (1, 3, 1, 3),  # y = a + b; backward accumulates the two gradient paths
+    "softmax": (5, 2, 2, 2),  # exp, sum, divide, log, pick; gradient p - onehot
+    "mse": (3, 3, 2, 3),  # (y - t)^2 summed; gradient 2 (y - t)
+}
+
+
+def layer_kernels(
+    layer: Layer,
+    batch: int,
+    dtype: str,
+    train: bool,
+    first: bool = False,
+    device: int = 0,
+    update: bool = True,
+) -> list[Kernel]:
+    """The kernels of ``layer`` for one step over ``batch`` samples.
+
+    Args:
+        layer: the layer.
+        batch: samples in the step.
+        dtype: element type of activations and weights.
+        train: add the backward kernels (and the update when ``update``).
+        first: the first layer needs no gradient w.r.t. its input (the data).
+        device: GPU index the kernels run on.
+        update: include the SGD update (data parallel with host averaging updates elsewhere).
+    """
+    size = itemsize(dtype)
+    common = {"dtype": dtype, "device": device, "layer": layer.name}
+    n_in, n_out = batch * layer.in_size, batch * layer.out_size
+    kernels = []
+    if layer.kind in ("conv", "linear"):
+        if layer.kind == "conv":
+            out_c, out_h, out_w = layer.out_shape
+            in_c, in_h, in_w = layer.in_shape
+            m, n, k = batch * out_h * out_w, out_c, in_c * layer.window**2
+            dgrad_mn, wgrad_mn = (batch * in_h * in_w, in_c), (out_c, k)
+        else:
+            m, n, k = batch, layer.out_shape[0], layer.in_shape[0]
+            dgrad_mn, wgrad_mn = (batch, k), (k, n)
+        flops = 2.0 * batch * layer.macs
+        weights = layer.params * size
+        gemm = {"matrix": True, "python_ops_per_item": k, **common}
+        kernels.append(
+            Kernel(
+                f"{layer.name} fwd", flops, n_in * size + weights, n_out * size, m * n, gemm_mn=(m, n), **gemm
+            )
+        )
+        if train:
+            if not first:
+                kernels.append(
+                    Kernel(
+                        f"{layer.name} bwd-data",
+                        flops,
+                        n_out * size + weights,
+                        n_in * size,
+                        math.prod(dgrad_mn),
+                        gemm_mn=dgrad_mn,
+                        **gemm,
+                    )
+                )
+            kernels.append(
+                Kernel(
+                    f"{layer.name} bwd-weight",
+                    flops,
+                    (n_in + n_out) * size,
+                    weights,
+                    math.prod(wgrad_mn),
+                    gemm_mn=wgrad_mn,
+                    **gemm,
+                )
+            )
+    elif layer.kind in ("maxpool", "avgpool"):
+        window = layer.window**2
+        kernels.append(
+            Kernel(f"{layer.name} fwd", n_out * window, n_in * size, n_out * size, n_out, **common)
+        )
+        if train:
+            kernels.append(
+                Kernel(f"{layer.name} bwd", n_in, n_out * size, n_in * size + n_out * size, n_in, **common)
+            )
+    else:
+        fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
+        special = n_out if layer.kind == "softmax" else 0
+        kernels.append(
+            Kernel(
+                f"{layer.name} fwd",
+                fwd_flops * n_out,
+                (fwd_moved - 1) * n_out * size,
+                n_out * size,
+                n_out,
+                special_ops=special,
+                **common,
+            )
+        )
+        if train:
+            kernels.append(
+                Kernel(
+                    f"{layer.name} bwd",
+                    bwd_flops * n_out,
+                    (bwd_moved - 1) * n_out * size,
+                    n_out * size,
+                    n_out,
+                    **common,
+                )
+            )
+    if train and update and layer.params:
+        kernels.append(
+            sgd_kernel(f"{layer.name} update", layer.params, dtype, device=device, layer=layer.name)
+        )
+    return kernels
+
+
+def sgd_kernel(name: str, params: int, dtype: str, device: int = 0, layer: str = "") -> Kernel:
+    """``w -= lr * g``: a multiply and a subtract per parameter; reads w and g, writes w."""
+    size = itemsize(dtype)
+    return Kernel(
+        name,
+        2.0 * params,
+        2 * params * size,
+        params * size,
+        params,
+        dtype=dtype,
+        python_ops_per_item=2,
+        device=device,
+        layer=layer,
+    )
+
+
+def network_footprint_B(layers: list[Layer], batch: int, dtype: str, train: bool) -> float:
+    """Device memory of one step: weights (and gradients), plus activations.
+
+    Training keeps every layer's output for the backward pass (plus the gradient of the
+    largest layer in flight); inference only needs the largest input/output pair at once.
+    """
+    size = itemsize(dtype)
+    params = sum(layer.params for layer in layers)
+    peak = max(batch * (layer.in_size + layer.out_size) for layer in layers)
+    if train:
+        saved = batch * (layers[0].in_size + sum(layer.out_size for layer in layers))
+        return (2 * params + saved + peak) * size  # weights, gradients, saved activations, one in flight
+    return (params + peak) * size

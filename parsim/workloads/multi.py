@@ -1,0 +1,80 @@
+"""Placing a workload: spread over several GPUs (``--gpus G``), or run on the CPU alone.
+
+Where the work is made of independent items, G GPUs each take a 1/G share, driven by their
+own host thread: an elementwise op or a reduction splits its elements, a matrix multiply its
+rows, a convolution its images, ``copy`` and ``offload`` their elements (so the GPUs' copies
+meet in the shared PCIe switch uplinks), ``serve`` its batch. Training a network on several
+GPUs needs gradient synchronisation, which is what ``data_parallel`` models; the other
+workloads are refused with a pointer to it.
+
+On a CPU-only system the copies of a training or serving step only staged data between host
+and device memory; ``on_cpu`` drops them and lets the CPU run every kernel, so the same
+network can be compared on a CPU and a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from parsim.errors import ParsimError
+from parsim.workloads.base import Kernel, Transfer, Workload
+
+SPLITTABLE = (
+    "vector_add",
+    "saxpy",
+    "relu",
+    "sigmoid",
+    "reduce_sum",
+    "matmul",
+    "conv2d",
+    "copy",
+    "offload",
+    "serve",
+)
+
+
+def split_over_gpus(workload: Workload, gpus: int) -> Workload:
+    """The same work shared by ``gpus`` GPUs (device g runs share g on its own stream)."""
+    if gpus == 1:
+        return workload
+    if workload.name not in SPLITTABLE:
+        hint = (
+            " (use data_parallel model=... gpus=G)" if workload.name in ("network", "mlp_train_step") else ""
+        )
+        raise ParsimError(f"'gpus' > 1 does not apply to {workload.name}{hint}: {gpus}")
+    if workload.name == "serve" and workload.param("batch") < gpus:
+        raise ParsimError(f"serve: 'batch' {workload.param('batch')} is smaller than 'gpus' {gpus}")
+    ops = tuple(_share(op, gpus, g) for g in range(gpus) for op in workload.ops)
+    per = len(workload.ops)
+    deps = tuple(tuple(d + g * per for d in op_deps) for g in range(gpus) for op_deps in workload.deps)
+    return attrs.evolve(workload, ops=ops, deps=deps, footprint_B=workload.footprint_B / gpus, gpus=gpus)
+
+
+def _share(op: Kernel | Transfer, gpus: int, device: int) -> Kernel | Transfer:
+    if isinstance(op, Transfer):
+        return attrs.evolve(op, nbytes=op.nbytes / gpus, device=device)
+    items = max(1, math.ceil(op.work_items / gpus))
+    gemm_mn = None if op.gemm_mn is None else (max(1, math.ceil(op.gemm_mn[0] / gpus)), op.gemm_mn[1])
+    return attrs.evolve(
+        op,
+        flops=op.flops / gpus,
+        bytes_read=op.bytes_read / gpus,
+        bytes_written=op.bytes_written / gpus,
+        work_items=items,
+        special_ops=op.special_ops / gpus,
+        gemm_mn=gemm_mn,
+        device=device,
+    )
+
+
+def on_cpu(workload: Workload) -> Workload:
+    """The workload without its staging copies, every kernel on the CPU (device 0)."""
+    if not workload.staging:
+        return workload
+    keep = [i for i, op in enumerate(workload.ops) if isinstance(op, Kernel)]
+    position = {old: new for new, old in enumerate(keep)}
+    ops = tuple(attrs.evolve(workload.ops[i], device=0) for i in keep)
+    deps = tuple(tuple(position[d] for d in workload.deps[i] if d in position) for i in keep)
+    return attrs.evolve(workload, ops=ops, deps=deps)

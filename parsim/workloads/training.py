@@ -1,0 +1,212 @@
+"""Deep-learning steps: the 2-layer MLP, whole networks, serving, and data-parallel training.
+
+These are the situations of the background articles, as programs of kernels and copies:
+
+- ``mlp_train_step``: N, D, H = 64, 1000, 100. With ``weights=copied`` the weights are fed from
+  the host every step and the gradients come back for a NumPy update (``tf.placeholder`` +
+  ``feed_dict``); with ``weights=resident`` they live on the device and are updated there
+  (``tf.Variable``). Only the data batch crosses PCIe.
+- ``network``: a model's layers, forward only or forward + backward + SGD update; on a GPU the
+  input batch is copied in first and the loss copied back.
+- ``serve``: inference on a batch: copy in, forward, copy the outputs back.
+- ``data_parallel``: the batch is split over G GPUs; each runs forward and backward on its
+  shard; then either gradients go to the host, are averaged and applied on the CPU, and the
+  new weights go back to every GPU (``sync=host``, as in the articles), or a ring all-reduce
+  sums them across GPUs and each GPU updates its own copy (``sync=ring``).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from parsim.errors import ParsimError
+from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload, itemsize
+from parsim.workloads.layers import layer_kernels, network_footprint_B, sgd_kernel
+from parsim.workloads.models import MODELS
+from parsim.workloads.ops import _items, gemm_kernel
+
+
+def _streaming(
+    name: str, n: int, flops: float, arrays_read: int, dtype: str, device: int = 0, layer: str = ""
+) -> Kernel:
+    size = itemsize(dtype)
+    return Kernel(
+        name, flops * n, arrays_read * n * size, n * size, n, dtype=dtype, device=device, layer=layer
+    )
+
+
+def mlp_train_step(params: dict) -> Workload:
+    """One SGD step of the 2-layer MLP, each kernel launched separately as a framework would."""
+    n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
+    dtype, copied = params["dtype"], params["weights"] == "copied"
+    size = itemsize(dtype)
+    w1, w2 = d_in * hidden, hidden * d_out
+    ops: list = [
+        Transfer("h2d x", n * d_in * size, "h2d", layer="data"),
+        Transfer("h2d y", n * d_out * size, "h2d", layer="data"),
+    ]
+    if copied:
+        ops += [
+            Transfer("h2d w1", w1 * size, "h2d", layer="fc1"),
+            Transfer("h2d w2", w2 * size, "h2d", layer="fc2"),
+        ]
+    ops += [
+        _layer(gemm_kernel(n, hidden, d_in, dtype, "h = x @ w1"), "fc1"),
+        _streaming("h_relu = max(h, 0)", n * hidden, 1, 1, dtype, layer="relu"),
+        _layer(gemm_kernel(n, d_out, hidden, dtype, "y_pred = h_relu @ w2"), "fc2"),
+        _streaming("diff = y_pred - y", n * d_out, 1, 2, dtype, layer="loss"),
+        Kernel(
+            "loss = sum(diff ** 2)",
+            2.0 * n * d_out,
+            n * d_out * size,
+            size,
+            n * d_out,
+            dtype=dtype,
+            layer="loss",
+        ),
+        _streaming("grad_y = 2 * diff", n * d_out, 1, 1, dtype, layer="loss"),
+        _layer(gemm_kernel(hidden, d_out, n, dtype, "grad_w2 = h_relu.T @ grad_y"), "fc2"),
+        _layer(gemm_kernel(n, hidden, d_out, dtype, "grad_h = grad_y @ w2.T"), "fc2"),
+        _streaming("grad_h[h < 0] = 0", n * hidden, 1, 2, dtype, layer="relu"),
+        _layer(gemm_kernel(d_in, hidden, n, dtype, "grad_w1 = x.T @ grad_h"), "fc1"),
+    ]
+    if copied:
+        ops += [
+            Transfer("d2h loss", size, "d2h", layer="loss"),
+            Transfer("d2h grad_w1", w1 * size, "d2h", layer="fc1"),
+            Transfer("d2h grad_w2", w2 * size, "d2h", layer="fc2"),
+            sgd_kernel("w1 -= lr * grad_w1 (host)", w1, dtype, device=HOST, layer="fc1"),
+            sgd_kernel("w2 -= lr * grad_w2 (host)", w2, dtype, device=HOST, layer="fc2"),
+        ]
+        deps = _after_all_copies_back(ops)
+    else:
+        ops += [
+            sgd_kernel("w1 -= lr * grad_w1", w1, dtype, layer="fc1"),
+            sgd_kernel("w2 -= lr * grad_w2", w2, dtype, layer="fc2"),
+            Transfer("d2h loss", size, "d2h", layer="loss"),
+        ]
+        deps = ()
+    footprint = (2 * (w1 + w2) + n * (2 * d_in + 3 * hidden + 4 * d_out)) * size
+    kinds = (("data", "copy"), ("fc1", "linear"), ("relu", "relu"), ("fc2", "linear"), ("loss", "mse"))
+    return Workload(
+        "mlp_train_step", _items(params), tuple(ops), deps, footprint_B=footprint, layers=kinds, staging=True
+    )
+
+
+def _layer(kernel: Kernel, layer: str) -> Kernel:
+    return attrs.evolve(kernel, layer=layer)
+
+
+def _after_all_copies_back(ops: list) -> tuple[tuple[int, ...], ...]:
+    """Host-side kernels wait for every device-to-host copy before them."""
+    copies_back = []
+    deps = []
+    for index, op in enumerate(ops):
+        if isinstance(op, Kernel) and op.device == HOST:
+            deps.append(tuple(copies_back))
+        else:
+            deps.append(())
+        if isinstance(op, Transfer) and op.direction == "d2h":
+            copies_back.append(index)
+    return tuple(deps)
+
+
+def network(params: dict) -> Workload:
+    """One step of a model: input copied in, layers (forward, backward, update), loss copied back."""
+    layers = MODELS[params["model"]]()
+    batch, dtype, train = params["batch"], params["dtype"], params["train"]
+    size = itemsize(dtype)
+    ops: list = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
+    forward = [k for i, layer in enumerate(layers) for k in layer_kernels(layer, batch, dtype, False, i == 0)]
+    ops += forward
+    if train:
+        ops += [
+            k
+            for i, layer in reversed(list(enumerate(layers)))
+            for k in layer_kernels(layer, batch, dtype, True, i == 0)[1:]
+        ]
+        ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
+    else:
+        ops.append(Transfer("d2h output", batch * layers[-1].out_size * size, "d2h", layer="data"))
+    footprint = network_footprint_B(layers, batch, dtype, train)
+    return Workload(
+        "network", _items(params), tuple(ops), footprint_B=footprint, layers=_kinds(layers), staging=True
+    )
+
+
+def _kinds(layers) -> tuple[tuple[str, str], ...]:
+    return (("data", "copy"), *((layer.name, layer.kind) for layer in layers))
+
+
+def serve(params: dict) -> Workload:
+    """Inference on one batch: the ``network`` step with ``train=false``."""
+    step = network({**params, "train": False})
+    return attrs.evolve(step, name="serve", params=_items(params))
+
+
+def data_parallel(params: dict) -> Workload:
+    """One data-parallel training step over ``gpus`` GPUs with host or ring gradient sync."""
+    layers = MODELS[params["model"]]()
+    gpus, dtype, sync = params["gpus"], params["dtype"], params["sync"]
+    size = itemsize(dtype)
+    shard = params["batch"] // gpus if params["scaling"] == "strong" else params["batch"]
+    if shard < 1:
+        raise ParsimError(
+            f"data_parallel: 'batch' {params['batch']} is smaller than 'gpus' {gpus}: "
+            "each GPU needs at least one sample"
+        )
+    weights = sum(layer.params for layer in layers)
+    ops: list = []
+    deps: list[tuple[int, ...]] = []
+    last_of_device = {}
+    for g in range(gpus):
+        ops.append(Transfer("h2d input", shard * layers[0].in_size * size, "h2d", device=g, layer="data"))
+        deps.append(())
+        for i, layer in enumerate(layers):
+            ops += layer_kernels(layer, shard, dtype, False, i == 0, device=g)
+        for i, layer in reversed(list(enumerate(layers))):
+            ops += layer_kernels(layer, shard, dtype, True, i == 0, device=g, update=False)[1:]
+        deps += [()] * (len(ops) - len(deps))
+        if sync == "host":
+            ops.append(Transfer("d2h gradients", weights * size, "d2h", device=g, layer="sync"))
+            deps.append(())
+        last_of_device[g] = len(ops) - 1
+    if sync == "host":
+        everything_back = tuple(last_of_device.values())
+        ops.append(
+            Kernel(
+                "average gradients (host)",
+                float(gpus * weights),
+                gpus * weights * size,
+                weights * size,
+                weights,
+                dtype=dtype,
+                device=HOST,
+                python_ops_per_item=gpus,
+                layer="sync",
+            )
+        )
+        deps.append(everything_back)
+        ops.append(sgd_kernel("w -= lr * g (host)", weights, dtype, device=HOST, layer="sync"))
+        deps.append((len(ops) - 2,))
+        update = len(ops) - 1
+        for g in range(gpus):
+            ops.append(Transfer("h2d weights", weights * size, "h2d", device=g, layer="sync"))
+            deps.append((update,))
+    else:
+        ops.append(AllReduce("all-reduce gradients", weights * size, layer="sync"))
+        deps.append(tuple(last_of_device.values()))
+        reduced = len(ops) - 1
+        for g in range(gpus):
+            ops.append(sgd_kernel("w -= lr * g", weights, dtype, device=g, layer="sync"))
+            deps.append((reduced,))
+    footprint = network_footprint_B(layers, shard, dtype, train=True)
+    return Workload(
+        "data_parallel",
+        _items(params),
+        tuple(ops),
+        tuple(deps),
+        footprint_B=footprint,
+        gpus=gpus,
+        layers=_kinds(layers) + (("sync", "sync"),),
+    )
