@@ -93,20 +93,33 @@ def predict(
 
 
 @lru_cache(maxsize=4096)
-def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str) -> Prediction:
+def _timing(
+    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+) -> tuple[float, float]:
+    """End of the first of three back-to-back instances, and the period between instances."""
     if method == "engine":
         from parsim.engine import simulate  # the engine is the only place SimPy is loaded
 
+        ends = simulate(
+            workload, system, mode, overlap, repeats=THROUGHPUT_REPEATS, record=False
+        ).instance_ends_s
+    else:
+        ends = analytic.schedule(workload, system, mode, overlap, repeats=THROUGHPUT_REPEATS).instance_ends_s
+    return ends[0], (ends[-1] - ends[0]) / (len(ends) - 1)
+
+
+@lru_cache(maxsize=4096)
+def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str) -> Prediction:
+    if method == "engine":
+        from parsim.engine import simulate
+
         once = simulate(workload, system, mode, overlap)
-        many = simulate(workload, system, mode, overlap, repeats=THROUGHPUT_REPEATS)
         events, notes = once.events, once.notes
     else:
         once = analytic.schedule(workload, system, mode, overlap)
-        many = analytic.schedule(workload, system, mode, overlap, repeats=THROUGHPUT_REPEATS)
         events, notes = 0, ()
     latency = once.instance_ends_s[0]
-    ends = many.instance_ends_s
-    period = (ends[-1] - ends[0]) / (len(ends) - 1)
+    period = _timing(workload, system, mode, method, overlap)[1]
     throughput = 1.0 / period if period > 0 else math.inf
     parts = timeline.breakdown(list(once.trace), latency)
     batch = workload.param("batch")
@@ -165,16 +178,18 @@ def _with_scaling(
     gpus = workload.gpus
     params = dict(workload.params)
     single = make_workload("data_parallel", {**params, "gpus": 1})
-    one = _predict(single, attrs.evolve(system, gpus=1, gpus_per_switch=1), mode, method, overlap)
+    one_latency, one_period = _timing(
+        single, attrs.evolve(system, gpus=1, gpus_per_switch=1), mode, method, overlap
+    )
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
-    speedup = prediction.metrics["samples_per_s"] / one.metrics["samples_per_s"]
+    speedup = prediction.metrics["samples_per_s"] * one_period / single.param("batch")
     metrics = {
         **prediction.metrics,
         "speedup": speedup,
         "efficiency": speedup / gpus,
         # Karp-Flatt: the serial fraction f for which Amdahl's law 1 / (f + (1 - f) / G) gives this speed-up
         "serial_fraction": (gpus / speedup - 1) / (gpus - 1) if gpus > 1 else 0.0,
-        "single_gpu_latency_s": one.latency_s,
+        "single_gpu_latency_s": one_latency,
     }
     notes = prediction.notes
     if single.footprint_B > system.device.memory.capacity_B:

@@ -4,8 +4,8 @@ Both predictors (the SimPy engine and the analytic schedule) emit a trace: one
 ``TraceEvent(resource, label, kind, start_s, end_s)`` per busy interval. Everything a user
 reads about *why* (the breakdown, the bottleneck, the utilisation) is derived from it here.
 
-The breakdown walks the timeline once. At each instant the active device-side work (compute,
-memory, transfer) shares that instant equally; host overhead (dispatch, launch, idle waiting)
+The breakdown walks the timeline once. At each instant the active device-side intervals
+(compute, memory, transfer) share that instant equally; host overhead (dispatch, launch, idle waiting)
 counts only when no device-side work is active, because a launch hidden behind a running kernel
 costs nothing. The categories therefore add up to the latency exactly.
 """
@@ -54,20 +54,33 @@ class TraceEvent:
 
 
 def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
-    """Seconds per category; the values add up to ``latency_s``."""
+    """Seconds per category; the values add up to ``latency_s``.
+
+    A sweep over the interval ends keeps a count of active intervals per kind, so the cost
+    is O(n log n) in the number of trace events.
+    """
     result = dict.fromkeys(CATEGORIES, 0.0)
-    work = [e for e in trace if not e.detail and e.kind in WORK and e.end_s > e.start_s]
-    points = sorted({0.0, latency_s, *(e.start_s for e in work), *(e.end_s for e in work)})
-    for lo, hi in zip(points, points[1:], strict=False):
-        if hi <= lo or lo >= latency_s:
-            continue
-        hi = min(hi, latency_s)
-        active = [e.kind for e in work if e.start_s <= lo and e.end_s >= hi]
-        if not active:
-            result["overhead"] += hi - lo
-            continue
-        for kind in active:
-            result[kind] += (hi - lo) / len(active)
+    edges = []
+    for event in trace:
+        if not event.detail and event.kind in WORK and event.end_s > event.start_s:
+            edges.append((event.start_s, 1, event.kind))
+            edges.append((event.end_s, -1, event.kind))
+    edges.sort(key=lambda edge: edge[0])
+    active = dict.fromkeys(WORK, 0)
+    clock = 0.0
+    for time_s, change, kind in [*edges, (latency_s, 0, None)]:
+        time_s = min(time_s, latency_s)
+        if time_s > clock:
+            busy = [k for k in WORK if active[k]]
+            total = sum(active[k] for k in busy)
+            if total:
+                for k in busy:
+                    result[k] += (time_s - clock) * active[k] / total
+            else:
+                result["overhead"] += time_s - clock
+            clock = time_s
+        if kind is not None:
+            active[kind] += change
     return result
 
 

@@ -93,7 +93,14 @@ class Links:
             yield self.env.all_of([self.env.process(self._send(g, chunk)) for g in range(gpus)])
         for g in range(gpus):
             self.trace.append(
-                TraceEvent(f"GPU{g} {self.ring_family} ring", op.name, "transfer", start, self.env.now, layer=op.layer)
+                TraceEvent(
+                    f"GPU{g} {self.ring_family} ring",
+                    op.name,
+                    "transfer",
+                    start,
+                    self.env.now,
+                    layer=op.layer,
+                )
             )
 
     def _send(self, device: int, nbytes: float):

@@ -8,6 +8,8 @@ all-reduce to the ring. State is passed in, never global.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import simpy
 
 from parsim.engine.links import Links
@@ -28,17 +30,25 @@ class Machine:
         mode: Flynn mode of the processor that runs the kernels (already checked).
         overlap: ``roofline`` or ``serial``.
         trace: list the machine appends ``TraceEvent`` records to.
+        record: build kernel trace records at all (off for throughput runs).
     """
 
     def __init__(
-        self, env: simpy.Environment, system: SystemSpec, mode: str, overlap: str, trace: list[TraceEvent]
+        self,
+        env: simpy.Environment,
+        system: SystemSpec,
+        mode: str,
+        overlap: str,
+        trace: list[TraceEvent],
+        record: bool = True,
     ):
         self.env = env
         self.notes = Notes()
+        kernel_trace = trace if record else None
         cpu_only = system.device is None
         host_mode = mode if cpu_only else default_mode(system.host)
         host_prefix = "" if cpu_only else "host "
-        self.host = Processor(env, system.host, host_mode, overlap, trace, host_prefix, self.notes)
+        self.host = Processor(env, system.host, host_mode, overlap, kernel_trace, host_prefix, self.notes)
         if cpu_only:
             self.devices = [self.host]
             self.links = None
@@ -49,7 +59,7 @@ class Machine:
                     system.device,
                     mode,
                     overlap,
-                    trace,
+                    kernel_trace,
                     f"GPU{g} " if system.gpus > 1 else "",
                     self.notes,
                 )
@@ -60,8 +70,8 @@ class Machine:
     def processor(self, kernel: Kernel) -> Processor:
         return self.host if kernel.device == HOST else self.devices[kernel.device]
 
-    def run(self, op: Op, waits: list[simpy.Event], done: simpy.Event):
-        """Process: wait for ``waits`` (stream order, dependencies), execute ``op``, fire ``done``."""
+    def run(self, op: Op, waits: list[simpy.Event], finish: Callable[[], None]):
+        """Process: wait for ``waits`` (stream order, dependencies), execute ``op``, call ``finish``."""
         yield from self._wait(waits)
         if isinstance(op, Kernel):
             yield from self.processor(op).run_chain([op], [self.env.now])
@@ -69,22 +79,21 @@ class Machine:
             yield from self.links.all_reduce(op)
         else:
             yield from self.links.copy(op)
-        done.succeed()
+        finish()
 
     def run_chain(
         self,
         kernels: list[Kernel],
         issue_s: list[float],
         waits: list[simpy.Event],
-        done: list[simpy.Event],
+        finish: Callable[[], None],
         dispatch_s: float = 0.0,
         host_row: str | None = None,
     ):
-        """Process: after ``waits``, run a chain of kernels of one stream; fire every ``done``."""
+        """Process: after ``waits``, run a chain of kernels of one stream, then call ``finish``."""
         yield from self._wait(waits)
         yield from self.processor(kernels[0]).run_chain(kernels, issue_s, dispatch_s, host_row)
-        for event in done:
-            event.succeed()
+        finish()
 
     def _wait(self, waits: list[simpy.Event]):
         pending = [event for event in waits if not event.processed]

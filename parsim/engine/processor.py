@@ -31,17 +31,38 @@ from parsim.workloads.base import Kernel
 MAIN_MEMORY = ("DRAM", "device memory")
 
 
-@functools.lru_cache(maxsize=16384)
+def shape(kernel: Kernel) -> Kernel:
+    """The kernel without name, stream, device and layer: what its timing depends on.
+
+    Caches keyed by it serve every GPU of a data-parallel step and every repeated layer.
+    """
+    return Kernel(
+        "",
+        kernel.flops,
+        kernel.bytes_read,
+        kernel.bytes_written,
+        kernel.work_items,
+        kernel.dtype,
+        kernel.matrix,
+        kernel.special_ops,
+        kernel.python_ops_per_item,
+        kernel.gemm_mn,
+    )
+
+
 def plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
-    """Rates and phases of ``kernel`` (cached: training steps repeat the same kernels)."""
+    """Rates and phases of ``kernel`` (cached by shape: training steps repeat the same kernels)."""
+    return _plan(spec, mode, shape(kernel))
+
+
+@functools.lru_cache(maxsize=16384)
+def _plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
     ex = execution(spec, mode, kernel)
     return ex, decompose(kernel, ex)
 
 
 @functools.lru_cache(maxsize=16384)
-def phase_times(
-    spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel
-) -> tuple[tuple[float, float], ...]:
+def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[float, float], ...]:
     """``(compute_s, memory_s)`` of each phase; the first phase that moves bytes pays the latency."""
     ex, decomposition = plan(spec, mode, kernel)
     times, latency_paid = [], False
@@ -56,6 +77,13 @@ def phase_times(
     return tuple(times)
 
 
+@functools.lru_cache(maxsize=16384)
+def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
+    """Duration of the whole kernel (all phases)."""
+    combine = (lambda c, m: c + m) if overlap == "serial" else max
+    return sum(combine(compute_s, memory_s) for compute_s, memory_s in phase_times(spec, mode, kernel))
+
+
 class Processor:
     """A CPU socket or a GPU as a SimPy resource.
 
@@ -64,7 +92,7 @@ class Processor:
         spec: what the processor is.
         mode: Flynn mode its kernels run in.
         overlap: ``roofline`` or ``serial``.
-        trace: list to append busy intervals to.
+        trace: list to append busy intervals to, or None to record nothing (a throughput run).
         prefix: row prefix that tells several GPUs apart (``"GPU3 "``), empty for one.
         notes: collector of plain-language remarks.
     """
@@ -75,7 +103,7 @@ class Processor:
         spec: ProcessorSpec,
         mode: str,
         overlap: str,
-        trace: list[TraceEvent],
+        trace: list[TraceEvent] | None,
         prefix: str,
         notes: Notes,
     ):
@@ -111,9 +139,12 @@ class Processor:
                 if issue_s:
                     clock = max(clock, issue_s[index])
                 else:
-                    self.trace.append(
-                        TraceEvent(host_row, f"issue {kernel.name}", "overhead", clock, clock + dispatch_s)
-                    )
+                    if self.trace is not None:
+                        self.trace.append(
+                            TraceEvent(
+                                host_row, f"issue {kernel.name}", "overhead", clock, clock + dispatch_s
+                            )
+                        )
                     clock += dispatch_s
                 clock = self._place(kernel, clock)
             yield self.env.timeout(clock - self.env.now)
@@ -121,13 +152,15 @@ class Processor:
     def _place(self, kernel: Kernel, start: float) -> float:
         """Append the kernel's phases to the trace from ``start``; return its end."""
         spec = self.spec
+        if self.trace is None:
+            return start + kernel_s(spec, self.mode, self.overlap, shape(kernel))
         ex, decomposition = plan(spec, self.mode, kernel)
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if ex.level not in MAIN_MEMORY:
             self.notes.cached(name, ex.level)
         unit = "SM" if spec.is_gpu else "core"
         clock = start
-        times = phase_times(spec, self.mode, self.overlap, kernel)
+        times = phase_times(spec, self.mode, shape(kernel))
         for index, (phase, (compute_s, memory_s)) in enumerate(zip(decomposition.phases, times, strict=True)):
             duration = compute_s + memory_s if self.overlap == "serial" else max(compute_s, memory_s)
             kind = "compute" if compute_s >= memory_s else "memory"

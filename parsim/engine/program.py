@@ -43,8 +43,20 @@ class SimResult:
     notes: tuple[str, ...]
 
 
+class _Discard(list):
+    """A trace that keeps nothing: throughput runs only need the instance end times."""
+
+    def append(self, item) -> None:
+        pass
+
+
 def simulate(
-    workload: Workload, system: SystemSpec, mode: str, overlap: str = "roofline", repeats: int = 1
+    workload: Workload,
+    system: SystemSpec,
+    mode: str,
+    overlap: str = "roofline",
+    repeats: int = 1,
+    record: bool = True,
 ) -> SimResult:
     """Run ``repeats`` back-to-back instances of ``workload`` on ``system``.
 
@@ -54,34 +66,61 @@ def simulate(
         mode: Flynn mode of the executing processor.
         overlap: ``roofline`` or ``serial`` combination of compute and memory time.
         repeats: instances issued one after another without synchronising in between.
+        record: keep the trace (off for throughput runs, which only need the end times).
 
     Returns:
         The completion time of each instance, the trace, and the event count.
     """
     env = simpy.Environment()
-    trace: list[TraceEvent] = []
-    machine = Machine(env, system, mode, overlap, trace)
+    trace: list[TraceEvent] = [] if record else _Discard()
+    machine = Machine(env, system, mode, overlap, trace, record)
     per_instance = len(workload.ops)
     ops = list(workload.ops) * repeats
     deps = [tuple(d + r * per_instance for d in op_deps) for r in range(repeats) for op_deps in workload.deps]
-    done = [env.event() for _ in ops]
     previous = stream_predecessors(ops)
-    waits = [
-        [done[d] for d in deps[i]] + ([done[previous[i]]] if previous[i] is not None else [])
-        for i in range(len(ops))
-    ]
     program = _Program(ops, deps, system, per_instance)
-    for thread in sorted({thread_of(op) for op in ops}):
-        mine = [i for i, op in enumerate(ops) if thread_of(op) == thread]
-        env.process(_thread(env, machine, program, thread, program.segments(mine), waits, done, trace))
-    ends = [0.0] * repeats
-    for repeat in range(repeats):
-        env.process(_mark_end(env, done[repeat * per_instance : (repeat + 1) * per_instance], ends, repeat))
+    threads: dict[int, list[int]] = {}
+    for index, op in enumerate(ops):
+        threads.setdefault(thread_of(op), []).append(index)
+    segments = {thread: program.segments(mine) for thread, mine in threads.items()}
+    # Only ops that start a segment wait; only what they wait for needs an event.
+    needs = {
+        first: [*deps[first], *([previous[first]] if previous[first] is not None else [])]
+        for chains in segments.values()
+        for first, *_ in chains
+    }
+    completion = _Completion(env, per_instance, repeats, {d for wanted in needs.values() for d in wanted})
+    waits = {first: [completion.events[d] for d in wanted] for first, wanted in needs.items()}
+    for thread in sorted(segments):
+        env.process(_thread(env, machine, program, thread, segments[thread], waits, completion, trace))
     events = 0
     while env.peek() < math.inf:
         env.step()
         events += 1
-    return SimResult(tuple(ends), tuple(trace), events, machine.notes.summary())
+    return SimResult(tuple(completion.ends), tuple(trace), events, machine.notes.summary())
+
+
+class _Completion:
+    """Records when ops end: per-instance end times, and events for the ops others wait on."""
+
+    def __init__(self, env: simpy.Environment, per_instance: int, repeats: int, awaited: set[int]):
+        self.env = env
+        self.per_instance = per_instance
+        self.ends = [0.0] * repeats
+        self.events = {index: env.event() for index in awaited}
+
+    def finisher(self, indices: list[int]):
+        """A callback that marks ``indices`` done at the current time."""
+
+        def finish() -> None:
+            for index in indices:
+                instance = index // self.per_instance
+                self.ends[instance] = max(self.ends[instance], self.env.now)
+                event = self.events.get(index)
+                if event is not None:
+                    event.succeed()
+
+        return finish
 
 
 class _Program:
@@ -137,8 +176,8 @@ def _thread(
     program: _Program,
     thread: int,
     segments: list[list[int]],
-    waits: list[list[simpy.Event]],
-    done: list[simpy.Event],
+    waits: dict[int, list[simpy.Event]],
+    completion: _Completion,
     trace: list[TraceEvent],
 ):
     system = program.system
@@ -148,16 +187,15 @@ def _thread(
         op = program.ops[first]
         on_host = program.on_host(op)
         dispatch_s = system.host.dispatch_s if on_host else system.device.dispatch_s
+        finish = completion.finisher(segment)
         if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
             kernels = [program.ops[i] for i in segment]
             if program.cpu_only:  # the host runs each kernel itself, issuing the next when it ends
-                yield env.process(
-                    machine.run_chain(kernels, [], waits[first], [done[i] for i in segment], dispatch_s, row)
-                )
+                yield env.process(machine.run_chain(kernels, [], waits[first], finish, dispatch_s, row))
                 continue
             start = env.now
             issue_s = [start + (k + 1) * dispatch_s for k in range(len(kernels))]
-            env.process(machine.run_chain(kernels, issue_s, waits[first], [done[i] for i in segment]))
+            env.process(machine.run_chain(kernels, issue_s, waits[first], finish))
             for kernel, end in zip(kernels, issue_s, strict=True):
                 trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - dispatch_s, end))
             yield env.timeout(len(kernels) * dispatch_s)
@@ -172,15 +210,10 @@ def _thread(
         start = env.now
         yield env.timeout(dispatch_s)
         trace.append(TraceEvent(row, f"issue {op.name}", "overhead", start, env.now))
-        process = env.process(machine.run(op, waits[first], done[first]))
+        process = env.process(machine.run(op, waits[first], finish))
         if on_host:
             yield process
         elif isinstance(op, Transfer) and not op.pinned:
             wait_start = env.now
             yield process
             trace.append(TraceEvent(row, f"wait {op.name} (pageable)", "wait", wait_start, env.now))
-
-
-def _mark_end(env: simpy.Environment, done: list[simpy.Event], ends: list[float], repeat: int):
-    yield env.all_of(done)
-    ends[repeat] = env.now

@@ -73,7 +73,7 @@ def _rate_items(value) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(dict(value or {}).items()))
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class CacheLevel:
     """One level of the cache hierarchy as the roofline sees it.
 
@@ -90,7 +90,7 @@ class CacheLevel:
     per_core: bool = False
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class MemorySpec:
     """Main memory (DRAM or HBM) of one processor.
 
@@ -118,7 +118,7 @@ class MemorySpec:
             )
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class ProcessorSpec:
     """A CPU socket or a GPU: cores with SIMD lanes, a clock, special units and memory.
 
@@ -200,7 +200,7 @@ class ProcessorSpec:
         return vector
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class LinkSpec:
     """A host<->device or device<->device link, e.g. PCIe 3.0 x16 or NVLink.
 
@@ -241,7 +241,7 @@ class LinkSpec:
         return self.latency_s + nbytes / bandwidth
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class SystemSpec:
     """What a prediction runs on: a host CPU, optionally accelerators and their link.
 

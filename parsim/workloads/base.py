@@ -17,7 +17,7 @@ import attrs
 from parsim.hardware.specs import DTYPES
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Kernel:
     """One launch of data-parallel work.
 
@@ -67,7 +67,7 @@ class Kernel:
         return self.flops / self.bytes if self.bytes else float("inf")
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Transfer:
     """One copy between host and device memory.
 
@@ -91,7 +91,7 @@ class Transfer:
     layer: str = ""
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class AllReduce:
     """A ring all-reduce of ``nbytes`` across every GPU (NCCL-style).
 
@@ -113,7 +113,7 @@ HOST = -1
 Op = Kernel | Transfer | AllReduce
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Workload:
     """A host program: ops in issue order, with stream order and extra dependencies.
 
