@@ -193,10 +193,8 @@ def _with_scaling(
     }
     notes = prediction.notes
     if single.footprint_B > system.device.memory.capacity_B:
-        notes += (
-            f"the 1-GPU baseline would need {gib(single.footprint_B)} on a {gib(system.device.memory.capacity_B)} "
-            "GPU: it is a hypothetical reference",
-        )
+        need, capacity = gib(single.footprint_B), gib(system.device.memory.capacity_B)
+        notes += (f"the 1-GPU baseline would need {need} on a {capacity} GPU: a hypothetical reference",)
     return attrs.evolve(prediction, metrics=metrics, notes=notes)
 
 
