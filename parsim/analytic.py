@@ -38,7 +38,7 @@ def kernel_time_s(
         compute += kernel.special_ops / (ex.cores * ex.core_special_per_s)
     memory = 0.0
     if kernel.bytes > 0:
-        memory = spec.memory.latency_s + kernel.bytes / ex.bandwidth_Bps(ex.cores)
+        memory = spec.memory.latency_s + ex.memory_s(kernel.bytes, kernel.cold_bytes / kernel.bytes, ex.cores)
     kind = "compute" if compute >= memory else "memory"
     total = compute + memory if overlap == "serial" else max(compute, memory)
     return total, kind

@@ -202,9 +202,100 @@ def sweep_lines(
 
 
 @_styled
+def scaling(
+    labels: list[str],
+    gpus: list[list[int]],
+    speedups: list[list[float]],
+    serial: list[float],
+    title: str = "",
+) -> Figure:
+    """Speed-up against GPU count per case, with the ideal line and Amdahl's law for each case.
+
+    Args:
+        labels: one per case.
+        gpus: GPU counts of each case's points.
+        speedups: predicted speed-up at each point.
+        serial: the serial fraction Amdahl's law is drawn with, per case (fitted at the largest G).
+    """
+    fig = _figure(10, 6)
+    ax = fig.add_subplot()
+    top = max(max(g) for g in gpus)
+    ax.plot([1, top], [1, top], color="grey", linestyle=":", label="ideal (speed-up = G)")
+    for index, (label, xs, ys, fraction) in enumerate(zip(labels, gpus, speedups, serial, strict=True)):
+        color = f"C{index}"
+        ax.plot(xs, ys, marker="o", color=color, label=f"{label}")
+        curve = [1 + i * (top - 1) / 100 for i in range(101)]
+        ax.plot(
+            curve,
+            [1 / (fraction + (1 - fraction) / g) for g in curve],
+            color=color,
+            linestyle="--",
+            alpha=0.7,
+            label=f"Amdahl, serial part {fraction:.1%}",
+        )
+        ax.annotate(
+            f"{ys[-1] / xs[-1]:.0%} efficient",
+            (xs[-1], ys[-1]),
+            textcoords="offset points",
+            xytext=(-10, 8),
+            ha="right",
+            fontsize=10,
+            color=color,
+        )
+    ax.set_xlabel("GPUs (G)")
+    ax.set_ylabel("speed-up vs one GPU")
+    ax.set_title(title)
+    ax.legend(fontsize=10)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+@_styled
+def tradeoff(
+    labels: list[str],
+    latencies: list[list[float]],
+    rates: list[list[float]],
+    batches: list[list],
+    title: str = "",
+) -> Figure:
+    """Latency of one batch against samples per second: what batching buys and what it costs."""
+    fig = _figure(10, 6)
+    ax = fig.add_subplot()
+    for index, (label, ys, xs, tags) in enumerate(zip(labels, latencies, rates, batches, strict=True)):
+        ax.plot(xs, [y * 1e3 for y in ys], marker="o", color=f"C{index}", label=label)
+        for x, y, tag in zip(xs, ys, tags, strict=True):
+            ax.annotate(f"{tag}", (x, y * 1e3), textcoords="offset points", xytext=(4, 4), fontsize=9)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("throughput (samples/s)")
+    ax.set_ylabel("latency of one batch (ms)")
+    ax.set_title(title + "  (labels: batch size)")
+    ax.legend(fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    return fig
+
+
+@_styled
 def scenario(result) -> Figure:
-    """The figure a scenario asks for (``plot = bars | timeline | sweep``)."""
+    """The figure a scenario asks for (``plot = bars | timeline | sweep | scaling | tradeoff``)."""
     spec = result.scenario
+    if spec.plot in ("scaling", "tradeoff"):
+        series = [result.series(label) for label in result.labels]
+        if spec.plot == "scaling":
+            return scaling(
+                result.labels,
+                [[r.value for r in s] for s in series],
+                [[r.prediction.metrics["speedup"] for r in s] for s in series],
+                [s[-1].prediction.metrics["serial_fraction"] for s in series],
+                spec.title,
+            )
+        return tradeoff(
+            result.labels,
+            [[r.prediction.latency_s for r in s] for s in series],
+            [[r.prediction.metrics["samples_per_s"] for r in s] for s in series],
+            [[r.value for r in s] for s in series],
+            spec.title,
+        )
     if spec.sweep is not None or spec.plot == "sweep":
         series = {
             label: (

@@ -4,7 +4,7 @@ A scenario is a small TOML file a teacher can read and edit::
 
     title = "Flynn's taxonomy on one vector add"
     lesson = '''Markdown shown in class ...'''
-    plot = "bars"                     # bars | timeline | sweep
+    plot = "bars"                     # bars | timeline | sweep | scaling | tradeoff
 
     [defaults]                        # shared by every case
     workload = "vector_add"
@@ -79,7 +79,7 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str
     lesson: str
-    plot: Literal["bars", "timeline", "sweep"] = "bars"
+    plot: Literal["bars", "timeline", "sweep", "scaling", "tradeoff"] = "bars"
     defaults: Case = Field(default_factory=Case)
     cases: list[Case] = Field(min_length=1)
     sweep: Sweep | None = None
@@ -245,7 +245,7 @@ def run_scenario(scenario: Scenario) -> ScenarioResult:
                 mode=case.mode,
                 method=case.method or "engine",
                 overlap=case.overlap or "roofline",
-                gpus=case.gpus or 1,
+                gpus=case.gpus,
             )
             results.append(CaseResult(label, value, prediction))
     return ScenarioResult(scenario, tuple(results))

@@ -47,6 +47,7 @@ def shape(kernel: Kernel) -> Kernel:
         kernel.special_ops,
         kernel.python_ops_per_item,
         kernel.gemm_mn,
+        cold_bytes=kernel.cold_bytes,
     )
 
 
@@ -69,7 +70,7 @@ def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[f
     for phase in decomposition.phases:
         memory_s = 0.0
         if phase.bytes > 0:
-            memory_s = phase.bytes / ex.bandwidth_Bps(phase.active_cores)
+            memory_s = ex.memory_s(phase.bytes, kernel.cold_bytes / kernel.bytes, phase.active_cores)
             if not latency_paid:
                 memory_s += spec.memory.latency_s
                 latency_paid = True

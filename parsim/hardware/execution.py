@@ -55,6 +55,8 @@ class Execution:
         level: the memory level serving the kernel (``"DRAM"``, ``"device memory"`` or a cache name).
         level_bandwidth_Bps: bandwidth of that level with every core busy.
         core_bandwidth_Bps: what one busy core can pull from that level.
+        main_bandwidth_Bps: main-memory bandwidth (for the kernel's cold bytes).
+        main_core_bandwidth_Bps: what one busy core can pull from main memory.
         tile_items: work items per tile.
         tiles_per_core: tiles resident on one core at once.
     """
@@ -67,12 +69,20 @@ class Execution:
     level: str
     level_bandwidth_Bps: float
     core_bandwidth_Bps: float
+    main_bandwidth_Bps: float
+    main_core_bandwidth_Bps: float
     tile_items: int
     tiles_per_core: int
 
     def bandwidth_Bps(self, active_cores: int) -> float:
         """Memory bandwidth reachable with ``active_cores`` busy (per-core ceiling included)."""
         return min(self.level_bandwidth_Bps, active_cores * self.core_bandwidth_Bps)
+
+    def memory_s(self, nbytes: float, cold_fraction: float, active_cores: int) -> float:
+        """Time to move ``nbytes``: the warm part from the kernel's level, the cold part from DRAM."""
+        cold = nbytes * cold_fraction
+        main = min(self.main_bandwidth_Bps, active_cores * self.main_core_bandwidth_Bps)
+        return (nbytes - cold) / self.bandwidth_Bps(active_cores) + cold / main
 
     @property
     def interpreted(self) -> bool:
@@ -106,6 +116,8 @@ def execution(spec: ProcessorSpec, mode: str, kernel: Kernel) -> Execution:
         level=level,
         level_bandwidth_Bps=level_bw,
         core_bandwidth_Bps=core_bw,
+        main_bandwidth_Bps=spec.memory.bandwidth_Bps,
+        main_core_bandwidth_Bps=spec.memory.per_core_bandwidth_Bps,
         tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
         # A GEMM tile fills an SM's registers and shared memory: one per core at a time.
         tiles_per_core=1 if gemm or lanes == 1 else spec.tiles_per_core,

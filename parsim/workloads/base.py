@@ -35,6 +35,9 @@ class Kernel:
         stream: stream the host enqueues it on.
         device: GPU index that runs it, or ``HOST`` (-1) for work the host CPU does itself.
         layer: network layer it belongs to (for per-layer breakdowns), or empty.
+        cold_bytes: part of the traffic that always comes from main memory whatever the
+            caches hold (a network's weights, streamed once per step); the rest is warm data
+            that a cache level serves when it fits.
     """
 
     name: str
@@ -50,6 +53,7 @@ class Kernel:
     stream: int = 0
     device: int = 0
     layer: str = ""
+    cold_bytes: float = 0.0
 
     @property
     def bytes(self) -> float:
@@ -58,8 +62,8 @@ class Kernel:
 
     @property
     def working_set_B(self) -> float:
-        """Distinct bytes touched: decides which cache level can hold the data."""
-        return self.bytes_read + self.bytes_written
+        """Distinct warm bytes touched: decides which cache level can hold them."""
+        return self.bytes_read + self.bytes_written - self.cold_bytes
 
     @property
     def intensity(self) -> float:

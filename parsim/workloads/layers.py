@@ -181,7 +181,14 @@ def layer_kernels(
         gemm = {"matrix": True, "python_ops_per_item": k, **common}
         kernels.append(
             Kernel(
-                f"{layer.name} fwd", flops, n_in * size + weights, n_out * size, m * n, gemm_mn=(m, n), **gemm
+                f"{layer.name} fwd",
+                flops,
+                n_in * size + weights,
+                n_out * size,
+                m * n,
+                gemm_mn=(m, n),
+                cold_bytes=weights,
+                **gemm,
             )
         )
         if train:
@@ -194,6 +201,7 @@ def layer_kernels(
                         n_in * size,
                         math.prod(dgrad_mn),
                         gemm_mn=dgrad_mn,
+                        cold_bytes=weights,
                         **gemm,
                     )
                 )
@@ -242,15 +250,26 @@ def layer_kernels(
                     **common,
                 )
             )
+    # What a layer writes leaves the cache for main memory sooner or later, and a network's
+    # weights are streamed from main memory once per step: both are cold traffic. Only the
+    # activations a kernel reads right after the previous kernel wrote them can be warm.
+    kernels = [attrs.evolve(k, cold_bytes=min(k.bytes, k.cold_bytes + k.bytes_written)) for k in kernels]
     if train and update and layer.params:
         kernels.append(
-            sgd_kernel(f"{layer.name} update", layer.params, dtype, device=device, layer=layer.name)
+            sgd_kernel(
+                f"{layer.name} update", layer.params, dtype, device=device, layer=layer.name, cold=True
+            )
         )
     return kernels
 
 
-def sgd_kernel(name: str, params: int, dtype: str, device: int = 0, layer: str = "") -> Kernel:
-    """``w -= lr * g``: a multiply and a subtract per parameter; reads w and g, writes w."""
+def sgd_kernel(
+    name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+) -> Kernel:
+    """``w -= lr * g``: a multiply and a subtract per parameter; reads w and g, writes w.
+
+    ``cold``: the parameters come from main memory (a network's weights, too many to stay cached).
+    """
     size = itemsize(dtype)
     return Kernel(
         name,
@@ -262,6 +281,7 @@ def sgd_kernel(name: str, params: int, dtype: str, device: int = 0, layer: str =
         python_ops_per_item=2,
         device=device,
         layer=layer,
+        cold_bytes=3.0 * params * size if cold else 0.0,
     )
 
 

@@ -1,0 +1,126 @@
+"""Text reports: a prediction or a scenario run as a short table a person reads in a terminal.
+
+The CLI prints these; the app shows the same facts as widgets. Numbers carry SI prefixes and
+units (``357 us``, ``3.35 TB/s``); long lists are condensed (equally busy GPUs shown once, the
+slowest layers first).
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsim import units
+from parsim.prediction import Prediction
+from parsim.scenarios import ScenarioResult
+
+
+def prediction_text(p: Prediction) -> str:
+    """A short readable table of one prediction."""
+    params = " ".join(f"{k}={v}" for k, v in p.params.items())
+    devices = p.device if p.gpus == 1 else f"{p.gpus} x {p.device}"
+    where = devices if p.link is None else f"{devices} + {p.host} over {p.link}"
+    if p.peer_link:
+        where += f", GPUs joined by {p.peer_link}"
+    share = p.breakdown[p.bottleneck] / p.latency_s if p.latency_s else 0
+    lines = [
+        f"{p.workload} {params}",
+        f"  on {where} ({p.mode}, {p.method})",
+        f"  latency      {units.seconds(p.latency_s)}",
+        f"  throughput   {units.si(p.throughput_per_s, '/s')}",
+        f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory",
+        f"  bottleneck   {p.bottleneck} ({share:.0%} of the time)",
+        "  breakdown    " + ", ".join(f"{k} {units.seconds(v)}" for k, v in p.breakdown.items() if v > 0),
+        "  utilization  " + _format_utilization(p.utilization),
+    ]
+    if p.method == "engine":
+        lines.append(f"  events       {p.events}")
+    lines += _format_metrics(p.metrics)
+    if p.layers:
+        lines.append(_format_layers(p.layers))
+    lines += [f"  note: {note}" for note in p.notes]
+    return "\n".join(lines)
+
+
+def _format_utilization(utilization: dict) -> str:
+    """Resources in order; GPUs (or host threads) that are all equally busy are shown once."""
+    groups: dict[str, list[tuple[int, float]]] = {}
+    for resource, value in utilization.items():
+        gpu = re.match(r"^GPU(\d+) (.*)$", resource)
+        thread = re.match(r"^host #(\d+)$", resource)
+        if gpu:
+            groups.setdefault("GPU{} " + gpu.group(2), []).append((int(gpu.group(1)), value))
+        elif thread:
+            groups.setdefault("host #{}", []).append((int(thread.group(1)), value))
+        else:
+            groups.setdefault(resource, []).append((0, value))
+    parts = []
+    for label, members in groups.items():
+        values = [value for _, value in members]
+        if len(members) > 1 and max(values) - min(values) < 0.01:
+            span = f"{members[0][0]}-{members[-1][0]}"
+            parts.append(f"{label.format(span)} {values[0]:.0%} each")
+        else:
+            parts += [f"{label.format(index)} {value:.0%}" for index, value in members]
+    return ", ".join(parts)
+
+
+def _format_metrics(metrics: dict) -> list[str]:
+    labels = {
+        "samples_per_s": ("samples/s", lambda v: units.si(v, "/s")),
+        "speedup": ("speed-up", lambda v: f"{v:.2f}x vs 1 GPU"),
+        "efficiency": ("efficiency", lambda v: f"{v:.0%}"),
+        "serial_fraction": ("serial part", lambda v: f"{v:.1%} (Amdahl, implied)"),
+    }
+    return [f"  {labels[k][0]:<13}{labels[k][1](v)}" for k, v in metrics.items() if k in labels]
+
+
+def _format_layers(layers, top: int = 8) -> str:
+    """The layers that take the longest, with their share of the summed layer time."""
+    total = sum(layer["latency_s"] for layer in layers) or 1.0
+    heaviest = sorted(layers, key=lambda layer: layer["latency_s"], reverse=True)[:top]
+    lines = [f"  slowest layers ({len(layers)} in all; --json lists every one):"]
+    for layer in heaviest:
+        lines.append(
+            f"    {layer['name']:<24}{layer['kind']:<9}{units.seconds(layer['latency_s']):>10}"
+            f"{layer['latency_s'] / total:>6.0%}{units.si(layer['flops'], 'FLOP'):>14}"
+        )
+    return "\n".join(lines)
+
+
+def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
+    """The comparison table of a scenario run, with speed-ups against the first case."""
+    spec = result.scenario
+    lines = [spec.title, "=" * len(spec.title)]
+    if lesson:
+        lines += [spec.lesson.strip(), ""]
+    sweep = spec.sweep is not None
+    header = f"{'case':<40}" + (f"{spec.sweep.label:>12}" if sweep else "")
+    samples = all("samples_per_s" in r.prediction.metrics for r in result.results)
+    scaling = all("efficiency" in r.prediction.metrics for r in result.results)
+    header += f"{'latency':>12}{'throughput':>14}{'bottleneck':>12}{'speed-up':>10}"
+    header += f"{'samples/s':>12}" if samples else ""
+    header += f"{'vs 1 GPU':>10}{'efficiency':>11}" if scaling else ""
+    lines.append(header)
+    baseline = {r.value: r.prediction.latency_s for r in result.series(result.labels[0])}
+    for r in result.results:
+        value = (
+            f"{units.si(float(r.value)) if isinstance(r.value, (int, float)) else r.value:>12}"
+            if sweep
+            else ""
+        )
+        speedup = baseline[r.value] / r.prediction.latency_s
+        metrics = r.prediction.metrics
+        line = (
+            f"{r.label[:39]:<40}{value}{units.seconds(r.prediction.latency_s):>12}"
+            f"{units.si(r.prediction.throughput_per_s, '/s'):>14}{r.prediction.bottleneck:>12}"
+            f"{speedup:>9.3g}x"
+        )
+        line += f"{units.si(metrics['samples_per_s']):>12}" if samples else ""
+        line += f"{metrics['speedup']:>9.2f}x{metrics['efficiency']:>11.0%}" if scaling else ""
+        lines.append(line)
+    for value, winner, loser in result.crossovers():
+        shown = units.si(float(value)) if isinstance(value, (int, float)) else value
+        lines.append(f"crossover: {winner} beats {loser} from {spec.sweep.label} = {shown}")
+    if spec.sweep is not None:
+        lines += [f"never faster than {result.labels[0]}: {label}" for label in result.never_faster()]
+    return "\n".join(lines)
