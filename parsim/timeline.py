@@ -12,6 +12,7 @@ costs nothing. The categories therefore add up to the latency exactly.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 
@@ -89,6 +90,7 @@ def bottleneck(parts: dict[str, float]) -> str:
     return max(CATEGORIES, key=lambda kind: parts[kind])
 
 
+@functools.lru_cache(maxsize=4096)
 def resource_group(resource: str) -> str:
     """The processor a core-group row belongs to: ``"GPU0 SM 0-31"`` -> ``"GPU0 SM"``."""
     match = _CORE_RANGE.match(resource)

@@ -48,7 +48,9 @@ def test_resnet50_forward_flops_are_twice_the_macs():
 def test_training_costs_about_three_forward_passes():
     forward = make_workload("network", {"model": "resnet18", "batch": 8, "train": False})
     train = make_workload("network", {"model": "resnet18", "batch": 8, "train": True})
-    ratio = sum(k.flops for k in train.kernels if k.matrix) / sum(k.flops for k in forward.kernels if k.matrix)
+    ratio = sum(k.flops for k in train.kernels if k.matrix) / sum(
+        k.flops for k in forward.kernels if k.matrix
+    )
     assert 2.9 < ratio < 3.0  # forward + two gradient GEMMs, minus the first layer's input gradient
 
 
@@ -84,9 +86,9 @@ def test_host_average_step_hand_computed():
     assert spans[("GPU0 PCIe d2h", "d2h grads")] == pytest.approx((1e-6, 10e-6))
     assert spans[("GPU1 PCIe d2h", "d2h grads")] == pytest.approx((1e-6, 10e-6))
     assert spans[("host", "wait for average inputs")] == pytest.approx((1e-6, 10e-6))
-    assert spans[("host core 0-1", "average wave 1-125".replace("wave 1-125", "waves 1-125"))] == pytest.approx(
-        (11e-6, 24e-6)
-    )
+    assert spans[
+        ("host core 0-1", "average wave 1-125".replace("wave 1-125", "waves 1-125"))
+    ] == pytest.approx((11e-6, 24e-6))
     assert spans[("GPU1 PCIe h2d", "h2d weights")] == pytest.approx((38e-6, 46e-6))
     assert spans[("GPU0 PCIe h2d", "h2d weights")] == pytest.approx((39e-6, 47e-6))
     assert result.instance_ends_s[0] == pytest.approx(47e-6)
@@ -160,8 +162,12 @@ def test_scaling_properties(model, per_gpu, gpus, sync, scaling, device):
 def test_contention_on_a_shared_switch_grows_with_gpus():
     # Host sync over one switch: the gradient copies of G GPUs share its uplink.
     def d2h_time(gpus):
-        p = parsim.predict("data_parallel", {"model": "resnet18", "batch": 16 * gpus, "gpus": gpus},
-                           device="v100-pcie", gpus_per_switch=8)
+        p = parsim.predict(
+            "data_parallel",
+            {"model": "resnet18", "batch": 16 * gpus, "gpus": gpus},
+            device="v100-pcie",
+            gpus_per_switch=8,
+        )
         return max(e.duration_s for e in p.trace if e.label == "d2h gradients")
 
     assert d2h_time(4) == pytest.approx(4 * d2h_time(1), rel=0.05)
@@ -190,20 +196,33 @@ def test_gpus_splits_single_kernel_work():
     assert four.gpus == 4 and one.latency_s / four.latency_s == pytest.approx(4, rel=0.15)
 
 
-@pytest.mark.parametrize(("call", "expected"), [
-    ({"workload": "network", "params": {"model": "resnet9000"}, "device": "t4"}, "'model'"),
-    ({"workload": "network", "params": {"model": "resnet18", "batch": 0}, "device": "t4"}, "'batch'"),
-    ({"workload": "data_parallel", "params": {"gpus": 0}, "device": "t4"}, "'gpus'"),
-    ({"workload": "data_parallel", "params": {"gpus": 16}, "device": "t4"}, "'gpus' must be <= 8"),
-    ({"workload": "data_parallel", "params": {"gpus": 2}, "device": "t4", "host": "laptop-4c-avx2"},
-     "'gpus' must be <= 1"),
-    ({"workload": "data_parallel", "params": {"gpus": 4, "batch": 2}, "device": "t4"}, "smaller than 'gpus'"),
-    ({"workload": "data_parallel", "params": {"gpus": 4}, "device": "t4", "gpus": 2}, "contradicts"),
-    ({"workload": "data_parallel", "params": {"gpus": 2}, "device": "xeon-8480"}, "needs a GPU"),
-    ({"workload": "network", "params": {"model": "resnet18"}, "device": "t4", "gpus": 2}, "use data_parallel"),
-    ({"workload": "network", "params": {"model": "vgg16", "batch": 512}, "device": "gtx-1080"},
-     "network needs"),
-])
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ({"workload": "network", "params": {"model": "resnet9000"}, "device": "t4"}, "'model'"),
+        ({"workload": "network", "params": {"model": "resnet18", "batch": 0}, "device": "t4"}, "'batch'"),
+        ({"workload": "data_parallel", "params": {"gpus": 0}, "device": "t4"}, "'gpus'"),
+        ({"workload": "data_parallel", "params": {"gpus": 16}, "device": "t4"}, "'gpus' must be <= 8"),
+        (
+            {"workload": "data_parallel", "params": {"gpus": 2}, "device": "t4", "host": "laptop-4c-avx2"},
+            "'gpus' must be <= 1",
+        ),
+        (
+            {"workload": "data_parallel", "params": {"gpus": 4, "batch": 2}, "device": "t4"},
+            "smaller than 'gpus'",
+        ),
+        ({"workload": "data_parallel", "params": {"gpus": 4}, "device": "t4", "gpus": 2}, "contradicts"),
+        ({"workload": "data_parallel", "params": {"gpus": 2}, "device": "xeon-8480"}, "needs a GPU"),
+        (
+            {"workload": "network", "params": {"model": "resnet18"}, "device": "t4", "gpus": 2},
+            "use data_parallel",
+        ),
+        (
+            {"workload": "network", "params": {"model": "vgg16", "batch": 512}, "device": "gtx-1080"},
+            "network needs",
+        ),
+    ],
+)
 def test_bad_training_input(call, expected):
     call = dict(call)
     with pytest.raises(ParsimError) as info:
@@ -227,16 +246,56 @@ def _cli(capsys, monkeypatch, *args):
     return code, out, err
 
 
-@pytest.mark.parametrize("args", [
-    ["mlp_train_step", "batch=64", "d_in=1000", "hidden=100", "d_out=1000", "weights=resident", "--device", "gtx-1080"],
-    ["mlp_train_step", "batch=64", "d_in=1000", "hidden=100", "d_out=1000", "weights=copied", "--device", "gtx-1080"],
-    ["network", "model=resnet18", "batch=16", "train=true", "--device", "gtx-1080"],
-    ["network", "model=resnet18", "batch=16", "train=true", "--device", "dual-xeon-e5-2630v3"],
-    ["data_parallel", "model=resnet50", "batch=256", "gpus=4", "sync=host", "--device", "v100-pcie", "--host",
-     "xeon-e5-2630v3"],
-    ["data_parallel", "model=resnet50", "batch=256", "gpus=4", "sync=ring", "--device", "v100-sxm2", "--link", "nvlink3"],
-    ["serve", "model=resnet50", "batch=32", "--device", "t4"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "mlp_train_step",
+            "batch=64",
+            "d_in=1000",
+            "hidden=100",
+            "d_out=1000",
+            "weights=resident",
+            "--device",
+            "gtx-1080",
+        ],
+        [
+            "mlp_train_step",
+            "batch=64",
+            "d_in=1000",
+            "hidden=100",
+            "d_out=1000",
+            "weights=copied",
+            "--device",
+            "gtx-1080",
+        ],
+        ["network", "model=resnet18", "batch=16", "train=true", "--device", "gtx-1080"],
+        ["network", "model=resnet18", "batch=16", "train=true", "--device", "dual-xeon-e5-2630v3"],
+        [
+            "data_parallel",
+            "model=resnet50",
+            "batch=256",
+            "gpus=4",
+            "sync=host",
+            "--device",
+            "v100-pcie",
+            "--host",
+            "xeon-e5-2630v3",
+        ],
+        [
+            "data_parallel",
+            "model=resnet50",
+            "batch=256",
+            "gpus=4",
+            "sync=ring",
+            "--device",
+            "v100-sxm2",
+            "--link",
+            "nvlink3",
+        ],
+        ["serve", "model=resnet50", "batch=32", "--device", "t4"],
+    ],
+)
 def test_issue_commands(capsys, monkeypatch, args):
     code, out, err = _cli(capsys, monkeypatch, "predict", *args)
     assert code == 0, err
@@ -244,8 +303,18 @@ def test_issue_commands(capsys, monkeypatch, args):
 
 
 def test_json_lists_layers_and_scaling(capsys, monkeypatch):
-    code, out, _ = _cli(capsys, monkeypatch, "predict", "data_parallel", "model=resnet18", "batch=64", "gpus=4",
-                        "--device", "v100-pcie", "--json")
+    code, out, _ = _cli(
+        capsys,
+        monkeypatch,
+        "predict",
+        "data_parallel",
+        "model=resnet18",
+        "batch=64",
+        "gpus=4",
+        "--device",
+        "v100-pcie",
+        "--json",
+    )
     data = json.loads(out)
     assert code == 0 and data["gpus"] == 4
     assert {"speedup", "efficiency", "serial_fraction", "samples_per_s"} <= set(data["metrics"])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 
+import attrs
 import simpy
 
 from parsim.engine.notes import Notes
@@ -31,6 +32,7 @@ from parsim.workloads.base import Kernel
 MAIN_MEMORY = ("DRAM", "device memory")
 
 
+@functools.lru_cache(maxsize=65536)
 def shape(kernel: Kernel) -> Kernel:
     """The kernel without name, stream, device and layer: what its timing depends on.
 
@@ -116,6 +118,7 @@ class Processor:
         self.prefix = prefix
         self.notes = notes
         self.slot = simpy.Resource(env, capacity=1)
+        self._durations: dict[int, float] = {}  # by id: the same kernel objects recur in every instance
 
     def run_chain(
         self,
@@ -152,49 +155,76 @@ class Processor:
 
     def _place(self, kernel: Kernel, start: float) -> float:
         """Append the kernel's phases to the trace from ``start``; return its end."""
-        spec = self.spec
         if self.trace is None:
-            return start + kernel_s(spec, self.mode, self.overlap, shape(kernel))
-        ex, decomposition = plan(spec, self.mode, kernel)
+            duration = self._durations.get(id(kernel))
+            if duration is None:
+                duration = self._durations[id(kernel)] = kernel_s(
+                    self.spec, self.mode, self.overlap, shape(kernel)
+                )
+            return start + duration
+        layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
-        if ex.level not in MAIN_MEMORY:
-            self.notes.cached(name, ex.level)
-        unit = "SM" if spec.is_gpu else "core"
-        clock = start
-        times = phase_times(spec, self.mode, shape(kernel))
-        for index, (phase, (compute_s, memory_s)) in enumerate(zip(decomposition.phases, times, strict=True)):
-            duration = compute_s + memory_s if self.overlap == "serial" else max(compute_s, memory_s)
-            kind = "compute" if compute_s >= memory_s else "memory"
-            if kind == "compute" and index == 0:
-                self._note_quantisation(name, decomposition)
-            cores = f"{unit} 0" if phase.active_cores == 1 else f"{unit} 0-{phase.active_cores - 1}"
-            self.trace.append(
+        if layout.level not in MAIN_MEMORY:
+            self.notes.cached(name, layout.level)
+        if layout.quantised:
+            self.notes.quantised(name, *layout.quantised)
+        prefix, append = self.prefix, self.trace.append
+        for cores, label, kind, begin, end, weight, memory in layout.phases:
+            append(
                 TraceEvent(
-                    f"{self.prefix}{cores}",
-                    f"{kernel.name} {phase.label}",
+                    f"{prefix}{cores}",
+                    f"{kernel.name} {label}",
                     kind,
-                    clock,
-                    clock + duration,
+                    start + begin,
+                    start + end,
                     layer=kernel.layer,
-                    weight=phase.active_cores / spec.cores,
+                    weight=weight,
                 )
             )
-            if phase.bytes > 0:
-                memory_start = clock + compute_s if self.overlap == "serial" else clock
-                self.trace.append(
+            if memory is not None:
+                append(
                     TraceEvent(
-                        f"{self.prefix}memory ({ex.level})",
+                        f"{prefix}memory ({layout.level})",
                         kernel.name,
                         "memory",
-                        memory_start,
-                        memory_start + memory_s,
+                        start + memory[0],
+                        start + memory[1],
                         detail=True,
                     )
                 )
-            clock += duration
-        return clock
+        return start + layout.duration_s
 
-    def _note_quantisation(self, name: str, plan: Decomposition) -> None:
-        tail = plan.tiles % plan.slots
-        if tail and plan.waves > 1:
-            self.notes.quantised(name, plan.waves, plan.slots, tail)
+
+@attrs.frozen
+class _Layout:
+    """A kernel's phases relative to its start: rows, labels, kinds and times (cached by shape)."""
+
+    level: str
+    duration_s: float
+    phases: tuple
+    quantised: tuple | None
+
+
+@functools.lru_cache(maxsize=16384)
+def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
+    ex, decomposition = plan(spec, mode, kernel)
+    unit = "SM" if spec.is_gpu else "core"
+    clock, phases, quantised = 0.0, [], None
+    for index, (phase, (compute_s, memory_s)) in enumerate(
+        zip(decomposition.phases, phase_times(spec, mode, kernel), strict=True)
+    ):
+        duration = compute_s + memory_s if overlap == "serial" else max(compute_s, memory_s)
+        kind = "compute" if compute_s >= memory_s else "memory"
+        tail = decomposition.tiles % decomposition.slots
+        if kind == "compute" and index == 0 and tail and decomposition.waves > 1:
+            quantised = (decomposition.waves, decomposition.slots, tail)
+        cores = f"{unit} 0" if phase.active_cores == 1 else f"{unit} 0-{phase.active_cores - 1}"
+        memory = None
+        if phase.bytes > 0:
+            memory_start = clock + compute_s if overlap == "serial" else clock
+            memory = (memory_start, memory_start + memory_s)
+        phases.append(
+            (cores, phase.label, kind, clock, clock + duration, phase.active_cores / spec.cores, memory)
+        )
+        clock += duration
+    return _Layout(ex.level, clock, tuple(phases), quantised)

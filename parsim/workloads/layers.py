@@ -164,8 +164,27 @@ def layer_kernels(
         update: include the SGD update (data parallel with host averaging updates elsewhere).
     """
     size = itemsize(dtype)
-    common = {"dtype": dtype, "device": device, "layer": layer.name}
     n_in, n_out = batch * layer.in_size, batch * layer.out_size
+
+    def kernel(
+        step: str, flops: float, read: float, written: float, items: int, cold_read: float = 0.0, **extra
+    ) -> Kernel:
+        # What a layer writes leaves the cache for main memory sooner or later, and a network's
+        # weights are streamed from main memory once per step: both are cold traffic. Only the
+        # activations a kernel reads right after the previous kernel wrote them can be warm.
+        return Kernel(
+            f"{layer.name} {step}",
+            flops,
+            read,
+            written,
+            items,
+            dtype=dtype,
+            device=device,
+            layer=layer.name,
+            cold_bytes=cold_read + written,
+            **extra,
+        )
+
     kernels = []
     if layer.kind in ("conv", "linear"):
         if layer.kind == "conv":
@@ -178,36 +197,27 @@ def layer_kernels(
             dgrad_mn, wgrad_mn = (batch, k), (k, n)
         flops = 2.0 * batch * layer.macs
         weights = layer.params * size
-        gemm = {"matrix": True, "python_ops_per_item": k, **common}
+        gemm = {"matrix": True, "python_ops_per_item": k}
         kernels.append(
-            Kernel(
-                f"{layer.name} fwd",
-                flops,
-                n_in * size + weights,
-                n_out * size,
-                m * n,
-                gemm_mn=(m, n),
-                cold_bytes=weights,
-                **gemm,
-            )
+            kernel("fwd", flops, n_in * size + weights, n_out * size, m * n, weights, gemm_mn=(m, n), **gemm)
         )
         if train:
             if not first:
                 kernels.append(
-                    Kernel(
-                        f"{layer.name} bwd-data",
+                    kernel(
+                        "bwd-data",
                         flops,
                         n_out * size + weights,
                         n_in * size,
                         math.prod(dgrad_mn),
+                        weights,
                         gemm_mn=dgrad_mn,
-                        cold_bytes=weights,
                         **gemm,
                     )
                 )
             kernels.append(
-                Kernel(
-                    f"{layer.name} bwd-weight",
+                kernel(
+                    "bwd-weight",
                     flops,
                     (n_in + n_out) * size,
                     weights,
@@ -217,43 +227,26 @@ def layer_kernels(
                 )
             )
     elif layer.kind in ("maxpool", "avgpool"):
-        window = layer.window**2
-        kernels.append(
-            Kernel(f"{layer.name} fwd", n_out * window, n_in * size, n_out * size, n_out, **common)
-        )
+        kernels.append(kernel("fwd", n_out * layer.window**2, n_in * size, n_out * size, n_out))
         if train:
-            kernels.append(
-                Kernel(f"{layer.name} bwd", n_in, n_out * size, n_in * size + n_out * size, n_in, **common)
-            )
+            kernels.append(kernel("bwd", n_in, n_out * size, (n_in + n_out) * size, n_in))
     else:
         fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
         special = n_out if layer.kind == "softmax" else 0
         kernels.append(
-            Kernel(
-                f"{layer.name} fwd",
+            kernel(
+                "fwd",
                 fwd_flops * n_out,
                 (fwd_moved - 1) * n_out * size,
                 n_out * size,
                 n_out,
                 special_ops=special,
-                **common,
             )
         )
         if train:
             kernels.append(
-                Kernel(
-                    f"{layer.name} bwd",
-                    bwd_flops * n_out,
-                    (bwd_moved - 1) * n_out * size,
-                    n_out * size,
-                    n_out,
-                    **common,
-                )
+                kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out)
             )
-    # What a layer writes leaves the cache for main memory sooner or later, and a network's
-    # weights are streamed from main memory once per step: both are cold traffic. Only the
-    # activations a kernel reads right after the previous kernel wrote them can be warm.
-    kernels = [attrs.evolve(k, cold_bytes=min(k.bytes, k.cold_bytes + k.bytes_written)) for k in kernels]
     if train and update and layer.params:
         kernels.append(
             sgd_kernel(
