@@ -7,6 +7,8 @@ SM; a link of 1 GB/s pinned, 0.5 GB/s pageable and 1 us latency; launches of 1 u
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 import pytest
 
@@ -77,3 +79,21 @@ FAST_MEMORY = MemorySpec(
 def compute_bound_system(**gpu_changes) -> SystemSpec:
     """The tiny system with FAST_MEMORY on the GPU (plus any other GPU changes)."""
     return SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=FAST_MEMORY, **gpu_changes), link=TINY_LINK)
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run the ``parsim`` console entry point in-process: ``cli("predict", ...) -> (code, out, err)``."""
+    from parsim.cli import main
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", ["parsim", *args])
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code or 0
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

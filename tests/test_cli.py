@@ -7,36 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from parsim.cli import main
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(capsys, monkeypatch, *args):
-    monkeypatch.setattr(sys, "argv", ["parsim", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_hardware_list(capsys, monkeypatch):
-    code, out, _ = cli(capsys, monkeypatch, "hardware", "list")
+def test_hardware_list(cli):
+    code, out, _ = cli("hardware", "list")
     assert code == 0
     for preset in ("laptop-4c-avx2", "h100-sxm", "pcie3-x16", "nvlink4", "k80"):
         assert preset in out
 
 
-def test_hardware_list_json_by_kind(capsys, monkeypatch):
-    code, out, _ = cli(capsys, monkeypatch, "hardware", "list", "--kind", "link", "--json")
+def test_hardware_list_json_by_kind(cli):
+    code, out, _ = cli("hardware", "list", "--kind", "link", "--json")
     assert code == 0 and {row["kind"] for row in json.loads(out)} == {"link"}
 
 
-def test_hardware_show_json(capsys, monkeypatch):
-    code, out, _ = cli(capsys, monkeypatch, "hardware", "show", "h100-sxm", "--json")
+def test_hardware_show_json(cli):
+    code, out, _ = cli("hardware", "show", "h100-sxm", "--json")
     data = json.loads(out)
     assert (
         code == 0
@@ -46,19 +33,17 @@ def test_hardware_show_json(capsys, monkeypatch):
     )
 
 
-def test_hardware_show_toml_round_trips_through_predict(capsys, monkeypatch, tmp_path):
-    code, out, _ = cli(capsys, monkeypatch, "hardware", "show", "t4", "--toml")
+def test_hardware_show_toml_round_trips_through_predict(cli, tmp_path):
+    code, out, _ = cli("hardware", "show", "t4", "--toml")
     assert code == 0
     path = tmp_path / "my-t4.toml"
     path.write_text(out)
-    code, out, _ = cli(capsys, monkeypatch, "predict", "vector_add", "n=1e6", "--device", str(path), "--json")
+    code, out, _ = cli("predict", "vector_add", "n=1e6", "--device", str(path), "--json")
     assert code == 0 and json.loads(out)["device"] == "t4"
 
 
-def test_predict_json_fields(capsys, monkeypatch):
-    code, out, _ = cli(
-        capsys, monkeypatch, "predict", "vector_add", "n=1e8", "--device", "h100-sxm", "--json"
-    )
+def test_predict_json_fields(cli):
+    code, out, _ = cli("predict", "vector_add", "n=1e8", "--device", "h100-sxm", "--json")
     data = json.loads(out)
     assert code == 0
     for key in (
@@ -100,17 +85,15 @@ def test_predict_json_fields(capsys, monkeypatch):
         ["vector_add", "n=1e6", "--device", "h100-sxm", "--method", "analytic"],
     ],
 )
-def test_readme_predictions(capsys, monkeypatch, args):
-    code, out, err = cli(capsys, monkeypatch, "predict", *args)
+def test_readme_predictions(cli, args):
+    code, out, err = cli("predict", *args)
     assert code == 0, err
     assert "latency" in out and "bottleneck" in out
 
 
-def test_predict_plot(capsys, monkeypatch, tmp_path):
+def test_predict_plot(cli, tmp_path):
     target = tmp_path / "t.png"
     code, _, err = cli(
-        capsys,
-        monkeypatch,
         "predict",
         "offload",
         "n=1e6",
@@ -124,11 +107,9 @@ def test_predict_plot(capsys, monkeypatch, tmp_path):
     assert target.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_run_scenario_with_plot(capsys, monkeypatch, tmp_path):
+def test_run_scenario_with_plot(cli, tmp_path):
     target = tmp_path / "flynn.png"
-    code, out, err = cli(
-        capsys, monkeypatch, "run", str(ROOT / "scenarios/flynn_vector_add.toml"), "--plot", str(target)
-    )
+    code, out, err = cli("run", str(ROOT / "scenarios/flynn_vector_add.toml"), "--plot", str(target))
     assert code == 0, err
     assert "SISD" in out and "speed-up" in out and target.exists()
 
@@ -159,22 +140,22 @@ def test_run_scenario_with_plot(capsys, monkeypatch, tmp_path):
         (["hardware", "list", "--kind", "tpu"], "'--kind'"),
     ],
 )
-def test_user_mistakes_exit_2_with_one_line(capsys, monkeypatch, args, expected):
-    code, out, err = cli(capsys, monkeypatch, *args)
+def test_user_mistakes_exit_2_with_one_line(cli, args, expected):
+    code, out, err = cli(*args)
     assert code == 2
     assert expected in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_malformed_hardware_file_names_file_and_line(capsys, monkeypatch, tmp_path):
+def test_malformed_hardware_file_names_file_and_line(cli, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[processor]\nid = = 1\n")
-    code, _, err = cli(capsys, monkeypatch, "predict", "vector_add", "n=1", "--device", str(bad))
+    code, _, err = cli("predict", "vector_add", "n=1", "--device", str(bad))
     assert code == 2 and "bad.toml" in err and "line 2" in err
 
 
-def test_typer_usage_errors_exit_2(capsys, monkeypatch):
-    code, _, _ = cli(capsys, monkeypatch, "predict", "vector_add", "--no-such-flag")
+def test_typer_usage_errors_exit_2(cli):
+    code, _, _ = cli("predict", "vector_add", "--no-such-flag")
     assert code == 2
 
 

@@ -1,14 +1,12 @@
 """Deep-learning workloads: published model sizes, hand-computed steps, and scaling properties."""
 
 import json
-import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parsim
-from parsim.cli import main
 from parsim.engine import simulate
 from parsim.errors import ParsimError
 from parsim.hardware.specs import SystemSpec
@@ -235,17 +233,6 @@ def test_too_big_model_states_need_and_capacity():
         parsim.predict("network", {"model": "vgg16", "batch": 512}, device="gtx-1080")
 
 
-def _cli(capsys, monkeypatch, *args):
-    monkeypatch.setattr(sys, "argv", ["parsim", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -296,16 +283,14 @@ def _cli(capsys, monkeypatch, *args):
         ["serve", "model=resnet50", "batch=32", "--device", "t4"],
     ],
 )
-def test_issue_commands(capsys, monkeypatch, args):
-    code, out, err = _cli(capsys, monkeypatch, "predict", *args)
+def test_issue_commands(cli, args):
+    code, out, err = cli("predict", *args)
     assert code == 0, err
     assert "samples/s" in out and "slowest layers" in out
 
 
-def test_json_lists_layers_and_scaling(capsys, monkeypatch):
-    code, out, _ = _cli(
-        capsys,
-        monkeypatch,
+def test_json_lists_layers_and_scaling(cli):
+    code, out, _ = cli(
         "predict",
         "data_parallel",
         "model=resnet18",
@@ -321,8 +306,8 @@ def test_json_lists_layers_and_scaling(capsys, monkeypatch):
     assert {"name", "kind", "latency_s", "flops", "bytes"} == set(data["layers"][1])
 
 
-def test_cli_gpu_count_errors_exit_2(capsys, monkeypatch):
-    code, _, err = _cli(capsys, monkeypatch, "predict", "data_parallel", "gpus=16", "--device", "t4")
+def test_cli_gpu_count_errors_exit_2(cli):
+    code, _, err = cli("predict", "data_parallel", "gpus=16", "--device", "t4")
     assert code == 2 and "'gpus' must be <= 8" in err
-    code, _, err = _cli(capsys, monkeypatch, "predict", "relu", "n=1e6", "--gpus", "0", "--device", "t4")
+    code, _, err = cli("predict", "relu", "n=1e6", "--gpus", "0", "--device", "t4")
     assert code == 2
