@@ -41,6 +41,10 @@ class VectorParams(_Params):
     n: int = Field(gt=0, le=MAX_ELEMENTS, description="number of elements")
 
 
+class ElementwiseParams(VectorParams):
+    fused: bool = Field(True, description="one kernel (true) or one pass per operation, as NumPy (false)")
+
+
 class MatmulParams(_Params):
     m: int = Field(gt=0, le=10**7, description="rows of A and C")
     n: int = Field(gt=0, le=10**7, description="columns of B and C")
@@ -109,7 +113,7 @@ class WorkloadDef:
 
 def _elementwise(op: str) -> WorkloadDef:
     formula = ops.ELEMENTWISE[op].formula
-    return WorkloadDef(op, VectorParams, lambda p: ops.elementwise(op, p), f"elementwise {formula}")
+    return WorkloadDef(op, ElementwiseParams, lambda p: ops.elementwise(op, p), f"elementwise {formula}")
 
 
 WORKLOADS: dict[str, WorkloadDef] = {

@@ -1,0 +1,180 @@
+"""``measure``: time a workload for real on this machine, the way ``predict`` models it.
+
+The workload is validated exactly as for a prediction, its data must fit in half of the free
+memory, the machine-wide lock is taken, and the operation is timed (median and quartiles).
+Copies and offloads on the GPU are timed end to end and stage by stage (H2D, kernel, D2H).
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+
+import attrs
+
+from parsim.errors import ParsimError
+from parsim.hardware.execution import MODES
+from parsim.measure import cpu, gpu, kernels
+from parsim.measure.backends import backend as get_backend
+from parsim.measure.lock import measurement_lock
+from parsim.measure.timing import Timing, time_callable
+from parsim.units import gib
+from parsim.workloads.registry import make_workload, validate_params
+
+SCHEMA = "parsim.measurement/1"
+GPU_ONLY = ("copy", "offload")
+NOT_MEASURED = ("mlp_train_step", "network", "serve", "data_parallel")
+
+
+@attrs.frozen
+class Measurement:
+    """A real timing of one workload on this machine.
+
+    Attributes:
+        workload: workload id.
+        params: validated parameters (as measured: NumPy runs elementwise ops unfused).
+        backend: ``numpy`` or ``cupy``.
+        mode: Flynn mode of the implementation.
+        device_name: what ran it.
+        median_s: median time of one run.
+        p25_s: 25th percentile.
+        p75_s: 75th percentile.
+        repeats: timed samples.
+        stages: for GPU copies and offloads, the median of each stage timed alone.
+        implementation: what code ran, in one sentence.
+        measured_at: ISO time stamp.
+        host: machine name.
+    """
+
+    workload: str
+    params: dict
+    backend: str
+    mode: str
+    device_name: str
+    median_s: float
+    p25_s: float
+    p75_s: float
+    repeats: int
+    stages: dict = attrs.field(factory=dict)
+    implementation: str = ""
+    measured_at: str = ""
+    host: str = ""
+
+    def to_dict(self) -> dict:
+        return {"schema": SCHEMA, **attrs.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Measurement:
+        if data.get("schema") != SCHEMA:
+            raise ParsimError(f"not a parsim measurement (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+        fields = {f.name for f in attrs.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+def measure(workload: str, params: dict | None = None, backend: str = "numpy", mode: str | None = None,
+            budget_s: float = 0.2, lock_timeout_s: float = 600.0) -> Measurement:
+    """Time ``workload`` on this machine.
+
+    Args:
+        workload: a workload name known to ``predict``.
+        params: its parameters (``{"n": 1e7}``).
+        backend: ``numpy`` (CPU) or ``cupy`` (GPU).
+        mode: Flynn mode on the CPU (default ``mimd+simd``); ``simt`` on the GPU.
+        budget_s: time spent repeating the measurement (at least 5 repeats).
+        lock_timeout_s: how long to wait for another measurement on this machine.
+
+    Raises:
+        ParsimError: unknown or unmeasurable workload, bad mode, no GPU, or data too large.
+    """
+    if workload in NOT_MEASURED:
+        raise ParsimError(f"{workload} is predicted but not measured (it needs a deep-learning framework); "
+                          "measure its kernels, e.g. matmul")
+    params = validate_params(workload, dict(params or {}))
+    chosen = get_backend(backend)
+    mode = _check_mode(chosen.name, workload, mode)
+    if chosen.name == "numpy" and "fused" in params:
+        params["fused"] = False  # NumPy evaluates one operation at a time
+    need = make_workload(workload, params).footprint_B * (2 if chosen.name == "cupy" and workload in GPU_ONLY else 1)
+    free = chosen.free_memory_B()
+    if need > free / 2:
+        raise ParsimError(f"{workload} needs {gib(need)}, more than half of the {gib(free)} free on "
+                          f"{chosen.device_name}; choose a smaller size")
+    with measurement_lock(lock_timeout_s):
+        if chosen.name == "numpy":
+            timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
+        else:
+            timing, stages, how = _measure_gpu(chosen, workload, params, budget_s)
+    return Measurement(
+        workload=workload, params=params, backend=chosen.name, mode=mode, device_name=chosen.device_name,
+        median_s=timing.median_s, p25_s=timing.p25_s, p75_s=timing.p75_s, repeats=timing.repeats,
+        stages=stages, implementation=how,
+        measured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), host=platform.node(),
+    )
+
+
+def _check_mode(backend: str, workload: str, mode: str | None) -> str:
+    if backend == "cupy":
+        if mode not in (None, "simt"):
+            raise ParsimError(f"'mode' on the cupy backend is simt (the GPU's own): {mode!r}")
+        return "simt"
+    if workload in GPU_ONLY:
+        raise ParsimError(f"{workload} measures host<->device transfers and needs the cupy backend (a GPU)")
+    mode = mode or "mimd+simd"
+    if mode not in MODES or mode == "simt":
+        raise ParsimError(f"'mode' on the numpy backend must be sisd, simd, mimd or mimd+simd: {mode!r}")
+    return mode
+
+
+IMPLEMENTATIONS = {
+    "sisd": "a pure-Python loop over Python floats",
+    "simd": "NumPy on one thread (BLAS limited to one thread)",
+    "mimd": "one thread per core over contiguous chunks, one BLAS thread each",
+    "mimd+simd": "all cores: chunked threads for elementwise ops, multithreaded BLAS for matrix products",
+}
+
+
+def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: float):
+    operation, resource = cpu.cpu_operation(backend, workload, params, mode)
+    try:
+        timing = time_callable(operation, budget_s=budget_s)
+    finally:
+        if resource is not None:
+            resource.close()
+    return timing, {}, IMPLEMENTATIONS[mode]
+
+
+def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
+    cupy = backend.xp
+    if workload == "copy":
+        operation = gpu.copy_operation(backend, params["n"], params["dtype"], params["direction"], params["pinned"])
+        timing = time_callable(operation, sync=backend.sync, budget_s=budget_s)
+        kind = "pinned (cupyx.empty_pinned)" if params["pinned"] else "pageable (numpy.empty)"
+        return timing, {}, f"ndarray.set/get on a stream from a {kind} host buffer"
+    if workload == "offload":
+        parts = gpu.offload_operations(backend, params["op"], params["n"], params["dtype"], params["streams"],
+                                       params["pinned"], fused=True)
+        stages = {name: time_callable(op, sync=backend.sync, budget_s=budget_s / 4).median_s
+                  for name, op in parts.items() if name != "end_to_end"}
+        timing = time_callable(parts["end_to_end"], sync=backend.sync, budget_s=budget_s)
+        return timing, stages, f"H2D, fused kernel, D2H per chunk on {params['streams']} stream(s)"
+    operation = _device_operation(backend, cupy, workload, params)
+    return backend.time(operation, budget_s=budget_s), {}, "CuPy kernels timed with CUDA events"
+
+
+def _device_operation(backend, cupy, workload: str, params: dict) -> kernels.Operation:
+    dtype = params["dtype"]
+    if workload in ("vector_add", "saxpy", "relu", "sigmoid"):
+        arrays = kernels.elementwise_arrays(backend, params["n"], dtype)
+        fused = gpu.fused_operation(cupy, workload, arrays) if params["fused"] else None
+        passes = [fused] if fused else kernels.elementwise_passes(cupy, workload, arrays)
+        return passes[0] if len(passes) == 1 else (lambda: [step() for step in passes])
+    if workload == "reduce_sum":
+        return kernels.reduce_sum(backend, params["n"], dtype)
+    if workload == "matmul":
+        return kernels.matmul(backend, params["m"], params["n"], params["k"], dtype)
+    keys = ("batch", "channels", "height", "width", "filters", "kernel", "dtype")
+    return kernels.conv2d(backend, *(params[key] for key in keys))
+
+
+def timing_of(measurement: Measurement) -> Timing:
+    return Timing(measurement.median_s, measurement.p25_s, measurement.p75_s, measurement.repeats)
