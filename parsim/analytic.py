@@ -36,11 +36,15 @@ def kernel_time_s(
     else:
         compute = kernel.flops / (ex.cores * ex.core_flops_per_s)
         compute += kernel.special_ops / (ex.cores * ex.core_special_per_s)
+        if ex.core_op_rate:
+            compute = kernel.work_items / (ex.cores * ex.core_op_rate)
     memory = 0.0
     if kernel.bytes > 0:
         memory = spec.memory.latency_s + ex.memory_s(kernel.bytes, kernel.cold_bytes / kernel.bytes, ex.cores)
     kind = "compute" if compute >= memory else "memory"
     total = compute + memory if overlap == "serial" else max(compute, memory)
+    if not spec.is_gpu and kernel.gemm_mn is None and ex.cores > 1 and kernel.work_items > ex.tile_items:
+        total += spec.parallel_dispatch_s  # fork/join of the cores the work is spread over
     return total, kind
 
 

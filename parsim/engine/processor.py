@@ -50,6 +50,7 @@ def shape(kernel: Kernel) -> Kernel:
         kernel.python_ops_per_item,
         kernel.gemm_mn,
         cold_bytes=kernel.cold_bytes,
+        op=kernel.op,
     )
 
 
@@ -80,11 +81,25 @@ def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[f
     return tuple(times)
 
 
+def fork_join_s(spec: ProcessorSpec, kernel: Kernel, decomposition: Decomposition) -> float:
+    """Cost of spreading a CPU op over several cores (0 on GPUs and for one-core work).
+
+    GEMMs are threaded inside the BLAS library, whose own fork/join is far cheaper and is
+    part of its measured efficiency, so they do not pay it.
+    """
+    if spec.is_gpu or kernel.gemm_mn is not None or not decomposition.phases:
+        return 0.0
+    if max(p.active_cores for p in decomposition.phases) == 1:
+        return 0.0
+    return spec.parallel_dispatch_s
+
+
 @functools.lru_cache(maxsize=16384)
 def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
-    """Duration of the whole kernel (all phases)."""
+    """Duration of the whole kernel (fork/join and all phases)."""
     combine = (lambda c, m: c + m) if overlap == "serial" else max
-    return sum(combine(compute_s, memory_s) for compute_s, memory_s in phase_times(spec, mode, kernel))
+    phases = sum(combine(compute_s, memory_s) for compute_s, memory_s in phase_times(spec, mode, kernel))
+    return fork_join_s(spec, kernel, plan(spec, mode, kernel)[1]) + phases
 
 
 class Processor:
@@ -209,7 +224,10 @@ class _Layout:
 def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
     ex, decomposition = plan(spec, mode, kernel)
     unit = "SM" if spec.is_gpu else "core"
-    clock, phases, quantised = 0.0, [], None
+    clock, phases, quantised = fork_join_s(spec, kernel, decomposition), [], None
+    if clock:
+        busy = max(p.active_cores for p in decomposition.phases)
+        phases.append((f"{unit} 0-{busy - 1}", "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
     for index, (phase, (compute_s, memory_s)) in enumerate(
         zip(decomposition.phases, phase_times(spec, mode, kernel), strict=True)
     ):

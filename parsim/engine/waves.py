@@ -93,6 +93,8 @@ def tile_compute_s(kernel: Kernel, ex: Execution, tiles: int) -> float:
         flops = kernel.flops / (m * n) * ex.tile_items / gemm_tiles(kernel, ex)[1]
     else:
         flops = kernel.flops / tiles
+    if ex.core_op_rate:  # a measured rate for this elementary operation
+        return kernel.work_items / tiles / ex.core_op_rate
     special = kernel.special_ops / tiles
     return flops / ex.core_flops_per_s + special / ex.core_special_per_s
 

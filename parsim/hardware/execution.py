@@ -15,6 +15,8 @@ in how they compose time (events, sharing, waves), never in what a core can do.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from parsim.errors import ParsimError
@@ -50,6 +52,7 @@ class Execution:
         core_flops_per_s: FLOP rate of one busy core for this kernel (matrix units and GEMM
             efficiency included).
         core_special_per_s: transcendental results per second of one busy core.
+        core_op_rate: measured items per second of one busy core for the kernel's ``op``, or None.
         interpreted_element_s: interpreter cost per element and Python operation (CPU sisd
             only; 0 when the code is compiled).
         level: the memory level serving the kernel (``"DRAM"``, ``"device memory"`` or a cache name).
@@ -65,6 +68,7 @@ class Execution:
     lanes: int
     core_flops_per_s: float
     core_special_per_s: float
+    core_op_rate: float | None
     interpreted_element_s: float
     level: str
     level_bandwidth_Bps: float
@@ -112,6 +116,7 @@ def execution(spec: ProcessorSpec, mode: str, kernel: Kernel) -> Execution:
         lanes=lanes,
         core_flops_per_s=core_flops,
         core_special_per_s=special,
+        core_op_rate=dict(spec.op_rates_per_core).get(kernel.op) if kernel.op and lanes > 1 else None,
         interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_gpu else 0.0,
         level=level,
         level_bandwidth_Bps=level_bw,
@@ -128,17 +133,38 @@ def _memory_level(spec: ProcessorSpec, cores: int, working_set_B: float) -> tupl
     """The smallest level holding the working set: (name, bandwidth with all cores, per core).
 
     Cache bandwidth grows with the cores using it (each core brings its own L1/L2 ports and
-    L3 slice), so a mode with fewer cores sees a proportional share. Main memory instead is
-    a socket-wide ceiling, and one core is limited by its own bytes in flight. Data is
-    assumed warm, as in a repeated measurement; a GPU's per-SM L1 never counts, because it is
-    invalidated at every kernel launch.
+    L3 slice): a mode with fewer cores gets what that many cores draw (the level's measured
+    per-core figure, or an equal share). Main memory is a socket-wide ceiling, and one core is
+    limited by its own bytes in flight. Data is assumed warm, as in a repeated measurement; a
+    GPU's per-SM L1 never counts, because it is invalidated at every kernel launch. A
+    calibrated machine carries a measured bandwidth curve instead, interpolated at the working set.
     """
     memory = spec.memory
+    name = "device memory" if spec.is_gpu else "DRAM"
+    level = None
     for cache in memory.caches:
         if spec.is_gpu and cache.per_core:
             continue  # a GPU's L1 is invalidated at every kernel launch: no reuse between kernels
-        capacity = cache.size_B * (cores if cache.per_core else 1)
-        if working_set_B <= capacity:
-            share = cache.bandwidth_Bps * cores / spec.cores
-            return cache.name, share, cache.bandwidth_Bps / spec.cores
-    return ("device memory" if spec.is_gpu else "DRAM"), memory.bandwidth_Bps, memory.per_core_bandwidth_Bps
+        if working_set_B <= cache.size_B * (cores if cache.per_core else 1):
+            level = cache
+            name = cache.name
+            break
+    if memory.curve:
+        return name, *_interpolate(memory.curve, working_set_B)
+    if level is not None:
+        return name, level.bandwidth_Bps, level.per_core_bandwidth_Bps or level.bandwidth_Bps / spec.cores
+    return name, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps
+
+
+def _interpolate(curve, working_set_B: float) -> tuple[float, float]:
+    """(all cores, one core) bandwidth at ``working_set_B``, log-log between measured points."""
+    if working_set_B <= curve[0].working_set_B:
+        return curve[0].all_cores_Bps, curve[0].one_core_Bps
+    if working_set_B >= curve[-1].working_set_B:
+        return curve[-1].all_cores_Bps, curve[-1].one_core_Bps
+    for low, high in zip(curve, curve[1:], strict=False):
+        if working_set_B <= high.working_set_B:
+            t = math.log(working_set_B / low.working_set_B) / math.log(high.working_set_B / low.working_set_B)
+            blend = lambda a, b: math.exp(math.log(a) + t * (math.log(b) - math.log(a)))
+            return blend(low.all_cores_Bps, high.all_cores_Bps), blend(low.one_core_Bps, high.one_core_Bps)
+    return curve[-1].all_cores_Bps, curve[-1].one_core_Bps

@@ -68,6 +68,17 @@ def _rate_table(instance, attribute, value):
             raise field_error(f"{attribute.name}.{dtype}", "> 0", rate)
 
 
+def _op_table(instance, attribute, value):
+    for op, rate in value:
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, (int, float))
+            or not math.isfinite(rate)
+            or rate <= 0
+        ):
+            raise field_error(f"{attribute.name}.{op}", "> 0", rate)
+
+
 def _rate_items(value) -> tuple[tuple[str, float], ...]:
     """Store a ``{dtype: rate}`` table as sorted pairs so the spec stays hashable."""
     return tuple(sorted(dict(value or {}).items()))
@@ -82,12 +93,32 @@ class CacheLevel:
         size_B: capacity; per core when ``per_core`` is true, else shared by all cores.
         bandwidth_Bps: sustained read+write bandwidth of the whole level (all cores busy).
         per_core: private to each core (so the usable size grows with active cores).
+        per_core_bandwidth_Bps: what one core alone draws from this level; None means an equal
+            share of ``bandwidth_Bps`` (calibration measures it).
     """
 
     name: str
     size_B: float = attrs.field(validator=_positive)
     bandwidth_Bps: float = attrs.field(validator=_positive)
     per_core: bool = False
+    per_core_bandwidth_Bps: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_positive)
+    )
+
+
+@attrs.frozen(cache_hash=True)
+class BandwidthPoint:
+    """Streaming bandwidth measured at one working-set size (calibrated machines).
+
+    Attributes:
+        working_set_B: bytes the kernel touches.
+        one_core_Bps: bandwidth one core reaches at that size.
+        all_cores_Bps: bandwidth all cores reach together.
+    """
+
+    working_set_B: float = attrs.field(validator=_positive)
+    one_core_Bps: float = attrs.field(validator=_positive)
+    all_cores_Bps: float = attrs.field(validator=_positive)
 
 
 @attrs.frozen(cache_hash=True)
@@ -102,6 +133,9 @@ class MemorySpec:
         per_core_bandwidth_Bps: what one core (or SM) can pull alone; Little's law
             (bytes in flight / latency) is why one NumPy thread gets a fraction of the socket.
         caches: cache levels, smallest first.
+        curve: measured bandwidth against working-set size (calibration); when present it
+            replaces the step from one cache level to the next by interpolation between the
+            measured points, which is what real caches do near their capacity.
     """
 
     bandwidth_Bps: float = attrs.field(validator=_positive)
@@ -110,6 +144,9 @@ class MemorySpec:
     capacity_B: float = attrs.field(validator=_positive)
     per_core_bandwidth_Bps: float = attrs.field(validator=_positive)
     caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=tuple)
+    curve: tuple[BandwidthPoint, ...] = attrs.field(
+        default=(), converter=lambda points: tuple(sorted(points, key=lambda p: p.working_set_B))
+    )
 
     def __attrs_post_init__(self):
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
@@ -137,7 +174,12 @@ class ProcessorSpec:
             given as a ``{dtype: FLOP/s}`` mapping, stored as sorted pairs.
         matmul_efficiency: fraction of the peak a large GEMM reaches (cuBLAS, MKL/OpenBLAS).
         special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
+        op_rates_per_core: measured items per second of one core for elementary operations run
+            as single passes (``{"add": 6.5e9, "maximum": 2.2e9, "exp": 1.2e9, ...}``); where an
+            op has a rate it replaces the FLOP/s model. Calibration fills it; presets leave it empty.
         dispatch_s: host-side cost to start one op (NumPy call ~1 us, CUDA launch ~5-25 us).
+        parallel_dispatch_s: fork/join cost when a CPU op is spread over several cores (waking
+            worker threads and waiting for them); measured by calibration, 0 in the presets.
         interpreted_element_s: interpreted Python cost per element and op (SISD demo; CPUs).
         warp_size: lanes in lockstep (32 on NVIDIA GPUs, 1 on CPUs).
         tile_items: work items per tile (a GPU thread block; a CPU chunk).
@@ -163,7 +205,9 @@ class ProcessorSpec:
     matrix_flops_per_s: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_rate_table)
     matmul_efficiency: float = attrs.field(default=0.8, validator=_fraction)
     special_per_core_per_cycle: float = attrs.field(default=1.0, validator=_positive)
+    op_rates_per_core: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_op_table)
     dispatch_s: float = attrs.field(default=1e-6, validator=_non_negative)
+    parallel_dispatch_s: float = attrs.field(default=0.0, validator=_non_negative)
     interpreted_element_s: float = attrs.field(default=50e-9, validator=_positive)
     warp_size: int = attrs.field(default=1, validator=_positive_int)
     tile_items: int = attrs.field(default=16384, validator=_positive_int)

@@ -1,7 +1,8 @@
 """Hardware specs to and from TOML files.
 
 A hardware file describes one processor (a ``[processor]`` table with a nested ``memory``
-table, ``[[processor.memory.caches]]`` and an optional ``matrix_flops_per_s`` table) or one link
+table, ``[[processor.memory.caches]]``, for calibrated machines ``[[processor.memory.curve]]``,
+and optional ``matrix_flops_per_s`` / ``op_rates_per_core`` tables) or one link
 (a ``[link]`` table). An optional ``[meta]`` table records where the numbers came from (for
 example the calibration run that measured them). Unknown keys are refused with the file and
 the key path, so a typo never silently falls back to a default.
@@ -17,7 +18,7 @@ import attrs
 import tomli_w
 
 from parsim.errors import ParsimError
-from parsim.hardware.specs import CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
+from parsim.hardware.specs import BandwidthPoint, CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
 
 MAX_FILE_BYTES = 1_000_000
 _SECTIONS = {"processor", "link", "meta"}
@@ -56,10 +57,16 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
         table = dict(data["processor"])
         memory = dict(_table(table.pop("memory", None), "processor.memory"))
         caches = memory.pop("caches", [])
-        if not isinstance(caches, list):
-            raise ParsimError("'processor.memory.caches' must be an array of tables")
+        curve = memory.pop("curve", [])
+        if not isinstance(caches, list) or not isinstance(curve, list):
+            raise ParsimError(
+                "'processor.memory.caches' and 'processor.memory.curve' must be arrays of tables"
+            )
         levels = tuple(_build(CacheLevel, c, f"processor.memory.caches[{i}]") for i, c in enumerate(caches))
-        table["memory"] = _build(MemorySpec, {**memory, "caches": levels}, "processor.memory")
+        points = tuple(_build(BandwidthPoint, p, f"processor.memory.curve[{i}]") for i, p in enumerate(curve))
+        table["memory"] = _build(
+            MemorySpec, {**memory, "caches": levels, "curve": points}, "processor.memory"
+        )
         return _build(ProcessorSpec, table, "processor")
     except ParsimError as exc:
         raise ParsimError(f"{source}: {exc}") from None
@@ -85,16 +92,27 @@ def _build(cls, table: Any, where: str):
 
 def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict | None = None) -> str:
     """TOML text for ``spec`` (round-trips through ``loads_hardware``)."""
-    data = attrs.asdict(spec, recurse=True)
-    data = {key: value for key, value in data.items() if value is not None}
+    data = _without_none(attrs.asdict(spec, recurse=True))
+    if isinstance(spec, ProcessorSpec) and not spec.memory.curve:
+        data["memory"].pop("curve", None)
     if isinstance(spec, ProcessorSpec):
         data["matrix_flops_per_s"] = dict(spec.matrix_flops_per_s)
+        data["op_rates_per_core"] = dict(spec.op_rates_per_core)
         document = {"processor": data}
     else:
         document = {"link": data}
     if meta:
         document["meta"] = meta
     return tomli_w.dumps(document)
+
+
+def _without_none(value):
+    """TOML has no null: optional fields that are unset are simply left out."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_without_none(v) for v in value]
+    return value
 
 
 def save_hardware(spec: ProcessorSpec | LinkSpec, path: str | Path, meta: dict | None = None) -> Path:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from parsim.errors import ParsimError
 from parsim.measure import kernels
 
-CHUNK_ITEMS = 16384
+CHUNK_ITEMS = 262144  # 1 MiB of float32: below this, handing work to threads costs more than it saves
 SISD_MAX_STEPS = 3_000_000  # Python-level steps; ~0.2 s at 50 ns each
 
 
@@ -67,8 +67,10 @@ def sisd_operation(name: str, params: dict) -> kernels.Operation:
         raise ParsimError(f"sisd (a Python loop) is implemented for {', '.join(supported)}: not {name}")
     steps = params["m"] * params["n"] * params["k"] if name == "matmul" else params["n"]
     if steps > SISD_MAX_STEPS:
-        raise ParsimError(f"sisd runs a Python loop: {name} with {steps:.3g} steps takes too long to repeat; "
-                          f"use at most {SISD_MAX_STEPS:.0e} (e.g. n=1e5)")
+        raise ParsimError(
+            f"sisd runs a Python loop: {name} with {steps:.3g} steps takes too long to repeat; "
+            f"use at most {SISD_MAX_STEPS:.0e} (e.g. n=1e5)"
+        )
     rng = random.Random(7)
     if name == "matmul":
         a = [[rng.random() + 0.5 for _ in range(params["k"])] for _ in range(params["m"])]
@@ -107,8 +109,10 @@ def cpu_operation(backend, name: str, params: dict, mode: str) -> tuple[kernels.
         if not parallel:
             return _single_thread(kernels.elementwise_passes(backend.xp, name, arrays)), _blas_one_thread()
         pool = Parallel()
-        parts = [kernels.elementwise_passes(backend.xp, name, {k: v[s] for k, v in arrays.items()})
-                 for s in chunks(n)]
+        parts = [
+            kernels.elementwise_passes(backend.xp, name, {k: v[s] for k, v in arrays.items()})
+            for s in chunks(n)
+        ]
         passes = list(zip(*parts, strict=True))  # pass p of every chunk runs together
         return lambda: [pool.run(list(tasks)) for tasks in passes], pool
     if name == "reduce_sum":
@@ -124,9 +128,15 @@ def cpu_operation(backend, name: str, params: dict, mode: str) -> tuple[kernels.
         if mode == "mimd":
             pool = Parallel()
             xp = backend.xp
-            a, b, c = backend.random((m, k), dtype), backend.random((k, n), dtype), xp.empty((m, n), dtype=dtype)
+            a, b, c = (
+                backend.random((m, k), dtype),
+                backend.random((k, n), dtype),
+                xp.empty((m, n), dtype=dtype),
+            )
             bands = _row_bands(m)
-            return (lambda: pool.run([lambda band=band: xp.matmul(a[band], b, out=c[band]) for band in bands])), pool
+            return (
+                lambda: pool.run([lambda band=band: xp.matmul(a[band], b, out=c[band]) for band in bands])
+            ), pool
         limit = _blas_one_thread() if mode == "simd" else None
         return kernels.matmul(backend, m, n, k, dtype), limit
     if name == "conv2d":

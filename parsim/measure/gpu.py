@@ -53,8 +53,9 @@ def copy_operation(backend, n: int, dtype: str, direction: str, pinned: bool) ->
     return lambda: (device.get(stream=stream, out=host), stream.synchronize())
 
 
-def offload_operations(backend, name: str, n: int, dtype: str, streams: int, pinned: bool,
-                       fused: bool) -> dict[str, kernels.Operation]:
+def offload_operations(
+    backend, name: str, n: int, dtype: str, streams: int, pinned: bool, fused: bool
+) -> dict[str, kernels.Operation]:
     """``end_to_end``, ``h2d``, ``kernel`` and ``d2h`` operations of a chunked, streamed offload."""
     cupy = backend.xp
     edges = [round(i * n / streams) for i in range(streams + 1)]
@@ -63,12 +64,24 @@ def offload_operations(backend, name: str, n: int, dtype: str, streams: int, pin
         size = edges[s + 1] - edges[s]
         host_in, host_b = host_buffer(size, dtype, pinned), host_buffer(size, dtype, pinned)
         host_out = host_buffer(size, dtype, pinned)
-        arrays = {"a": cupy.empty(size, dtype=dtype), "b": cupy.empty(size, dtype=dtype),
-                  "out": cupy.empty(size, dtype=dtype), "tmp": cupy.empty(size, dtype=dtype)}
+        arrays = {
+            "a": cupy.empty(size, dtype=dtype),
+            "b": cupy.empty(size, dtype=dtype),
+            "out": cupy.empty(size, dtype=dtype),
+            "tmp": cupy.empty(size, dtype=dtype),
+        }
         stage = kernels.elementwise_passes(cupy, name, arrays)
         fused_op = fused_operation(cupy, name, arrays) if fused else None
-        chunks.append((cupy.cuda.Stream(non_blocking=True), host_in, host_b, host_out, arrays,
-                       [fused_op] if fused_op else stage))
+        chunks.append(
+            (
+                cupy.cuda.Stream(non_blocking=True),
+                host_in,
+                host_b,
+                host_out,
+                arrays,
+                [fused_op] if fused_op else stage,
+            )
+        )
     two_inputs = name in ("vector_add", "saxpy")
 
     def h2d(chunk):
@@ -101,6 +114,7 @@ def offload_operations(backend, name: str, n: int, dtype: str, streams: int, pin
                 function(chunk)
             for chunk in chunks:
                 chunk[0].synchronize()
+
         return run
 
     return {"end_to_end": everything, "h2d": stage(h2d), "kernel": stage(run_kernel), "d2h": stage(d2h)}

@@ -22,7 +22,8 @@ def elementwise_passes(xp, op: str, arrays: dict) -> list[Operation]:
     if op == "vector_add":
         return [lambda: xp.add(a, b, out=out)]
     if op == "relu":
-        return [lambda: xp.maximum(a, 0, out=out)]
+        zeros = arrays["zeros"]
+        return [lambda: xp.maximum(a, zeros, out=out)]
     if op == "saxpy":
         return [lambda: xp.multiply(a, 2.0, out=tmp), lambda: xp.add(tmp, b, out=out)]
     if op == "sigmoid":
@@ -37,8 +38,13 @@ def elementwise_passes(xp, op: str, arrays: dict) -> list[Operation]:
 
 def elementwise_arrays(backend, n: int, dtype: str) -> dict:
     xp = backend.xp
-    return {"a": backend.random(n, dtype), "b": backend.random(n, dtype), "out": xp.empty(n, dtype=dtype),
-            "tmp": xp.empty(n, dtype=dtype)}
+    return {
+        "a": backend.random(n, dtype),
+        "b": backend.random(n, dtype),
+        "out": xp.empty(n, dtype=dtype),
+        "tmp": xp.empty(n, dtype=dtype),
+        "zeros": xp.zeros(n, dtype=dtype),
+    }
 
 
 def reduce_sum(backend, n: int, dtype: str) -> Operation:
@@ -52,13 +58,16 @@ def matmul(backend, m: int, n: int, k: int, dtype: str) -> Operation:
     return lambda: xp.matmul(a, b, out=c)
 
 
-def conv2d(backend, batch: int, channels: int, height: int, width: int, filters: int, kernel: int,
-           dtype: str) -> Operation:
+def conv2d(
+    backend, batch: int, channels: int, height: int, width: int, filters: int, kernel: int, dtype: str
+) -> Operation:
     """Same-padded stride-1 convolution as ``kernel**2`` shifted GEMMs (one per filter tap)."""
     xp = backend.xp
     pad = kernel // 2
     images = xp.zeros((batch, channels, height + 2 * pad, width + 2 * pad), dtype=dtype)
-    images[:, :, pad:pad + height, pad:pad + width] = backend.random((batch, channels, height, width), dtype)
+    images[:, :, pad : pad + height, pad : pad + width] = backend.random(
+        (batch, channels, height, width), dtype
+    )
     weights = backend.random((filters, channels, kernel, kernel), dtype)
     out = xp.empty((filters, batch, height, width), dtype=dtype)
 
@@ -66,7 +75,7 @@ def conv2d(backend, batch: int, channels: int, height: int, width: int, filters:
         out.fill(0)
         for i in range(kernel):
             for j in range(kernel):
-                window = images[:, :, i:i + height, j:j + width]
+                window = images[:, :, i : i + height, j : j + width]
                 xp.add(out, xp.tensordot(weights[:, :, i, j], window, axes=([1], [1])), out=out)
         return out
 

@@ -32,8 +32,10 @@ def measurement_lock(timeout_s: float = 600.0, path: Path = LOCK_PATH):
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise ParsimError(f"another measurement has held {path} for over {timeout_s:g} s; "
-                                      "try again when it has finished") from None
+                    raise ParsimError(
+                        f"another measurement has held {path} for over {timeout_s:g} s; "
+                        "try again when it has finished"
+                    ) from None
                 time.sleep(0.05)
         try:
             yield

@@ -66,13 +66,21 @@ class Measurement:
     @classmethod
     def from_dict(cls, data: dict) -> Measurement:
         if data.get("schema") != SCHEMA:
-            raise ParsimError(f"not a parsim measurement (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+            raise ParsimError(
+                f"not a parsim measurement (schema {data.get('schema')!r}, expected {SCHEMA!r})"
+            )
         fields = {f.name for f in attrs.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in fields})
 
 
-def measure(workload: str, params: dict | None = None, backend: str = "numpy", mode: str | None = None,
-            budget_s: float = 0.2, lock_timeout_s: float = 600.0) -> Measurement:
+def measure(
+    workload: str,
+    params: dict | None = None,
+    backend: str = "numpy",
+    mode: str | None = None,
+    budget_s: float = 0.2,
+    lock_timeout_s: float = 600.0,
+) -> Measurement:
     """Time ``workload`` on this machine.
 
     Args:
@@ -87,28 +95,43 @@ def measure(workload: str, params: dict | None = None, backend: str = "numpy", m
         ParsimError: unknown or unmeasurable workload, bad mode, no GPU, or data too large.
     """
     if workload in NOT_MEASURED:
-        raise ParsimError(f"{workload} is predicted but not measured (it needs a deep-learning framework); "
-                          "measure its kernels, e.g. matmul")
+        raise ParsimError(
+            f"{workload} is predicted but not measured (it needs a deep-learning framework); "
+            "measure its kernels, e.g. matmul"
+        )
     params = validate_params(workload, dict(params or {}))
     chosen = get_backend(backend)
     mode = _check_mode(chosen.name, workload, mode)
     if chosen.name == "numpy" and "fused" in params:
         params["fused"] = False  # NumPy evaluates one operation at a time
-    need = make_workload(workload, params).footprint_B * (2 if chosen.name == "cupy" and workload in GPU_ONLY else 1)
+    need = make_workload(workload, params).footprint_B * (
+        2 if chosen.name == "cupy" and workload in GPU_ONLY else 1
+    )
     free = chosen.free_memory_B()
     if need > free / 2:
-        raise ParsimError(f"{workload} needs {gib(need)}, more than half of the {gib(free)} free on "
-                          f"{chosen.device_name}; choose a smaller size")
+        raise ParsimError(
+            f"{workload} needs {gib(need)}, more than half of the {gib(free)} free on "
+            f"{chosen.device_name}; choose a smaller size"
+        )
     with measurement_lock(lock_timeout_s):
         if chosen.name == "numpy":
             timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
         else:
             timing, stages, how = _measure_gpu(chosen, workload, params, budget_s)
     return Measurement(
-        workload=workload, params=params, backend=chosen.name, mode=mode, device_name=chosen.device_name,
-        median_s=timing.median_s, p25_s=timing.p25_s, p75_s=timing.p75_s, repeats=timing.repeats,
-        stages=stages, implementation=how,
-        measured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), host=platform.node(),
+        workload=workload,
+        params=params,
+        backend=chosen.name,
+        mode=mode,
+        device_name=chosen.device_name,
+        median_s=timing.median_s,
+        p25_s=timing.p25_s,
+        p75_s=timing.p75_s,
+        repeats=timing.repeats,
+        stages=stages,
+        implementation=how,
+        measured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        host=platform.node(),
     )
 
 
@@ -146,15 +169,27 @@ def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: floa
 def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
     cupy = backend.xp
     if workload == "copy":
-        operation = gpu.copy_operation(backend, params["n"], params["dtype"], params["direction"], params["pinned"])
+        operation = gpu.copy_operation(
+            backend, params["n"], params["dtype"], params["direction"], params["pinned"]
+        )
         timing = time_callable(operation, sync=backend.sync, budget_s=budget_s)
         kind = "pinned (cupyx.empty_pinned)" if params["pinned"] else "pageable (numpy.empty)"
         return timing, {}, f"ndarray.set/get on a stream from a {kind} host buffer"
     if workload == "offload":
-        parts = gpu.offload_operations(backend, params["op"], params["n"], params["dtype"], params["streams"],
-                                       params["pinned"], fused=True)
-        stages = {name: time_callable(op, sync=backend.sync, budget_s=budget_s / 4).median_s
-                  for name, op in parts.items() if name != "end_to_end"}
+        parts = gpu.offload_operations(
+            backend,
+            params["op"],
+            params["n"],
+            params["dtype"],
+            params["streams"],
+            params["pinned"],
+            fused=True,
+        )
+        stages = {
+            name: time_callable(op, sync=backend.sync, budget_s=budget_s / 4).median_s
+            for name, op in parts.items()
+            if name != "end_to_end"
+        }
         timing = time_callable(parts["end_to_end"], sync=backend.sync, budget_s=budget_s)
         return timing, stages, f"H2D, fused kernel, D2H per chunk on {params['streams']} stream(s)"
     operation = _device_operation(backend, cupy, workload, params)

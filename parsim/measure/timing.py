@@ -51,9 +51,14 @@ class Timing:
         return attrs.asdict(self)
 
 
-def time_callable(function: Callable[[], object], sync: Callable[[], None] = lambda: None,
-                  budget_s: float = 0.2, min_repeats: int = 5, max_repeats: int = 1000,
-                  warmup: int = 2) -> Timing:
+def time_callable(
+    function: Callable[[], object],
+    sync: Callable[[], None] = lambda: None,
+    budget_s: float = 0.2,
+    min_repeats: int = 5,
+    max_repeats: int = 1000,
+    warmup: int = 2,
+) -> Timing:
     """Time ``function`` adaptively.
 
     Args:

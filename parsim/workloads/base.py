@@ -35,6 +35,9 @@ class Kernel:
         stream: stream the host enqueues it on.
         device: GPU index that runs it, or ``HOST`` (-1) for work the host CPU does itself.
         layer: network layer it belongs to (for per-layer breakdowns), or empty.
+        op: the elementary operation (``add``, ``maximum``, ``exp``, ``sum``...) when the kernel
+            is one NumPy-style pass; a processor with a measured rate for it uses that rate
+            instead of its FLOP/s (see ``ProcessorSpec.op_rates_per_core``).
         cold_bytes: part of the traffic that always comes from main memory whatever the
             caches hold (a network's weights, streamed once per step); the rest is warm data
             that a cache level serves when it fits.
@@ -54,6 +57,7 @@ class Kernel:
     device: int = 0
     layer: str = ""
     cold_bytes: float = 0.0
+    op: str = ""
 
     @property
     def bytes(self) -> float:

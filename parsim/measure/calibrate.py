@@ -1,0 +1,287 @@
+"""Calibration: microbenchmarks that turn this machine into a hardware spec.
+
+Each step measures one figure the model needs, the way the model uses it:
+
+- ``dispatch_s``: one NumPy call on one element; ``parallel_dispatch_s``: the extra cost of
+  handing tiny chunks to the worker threads and joining them;
+- ``interpreted_element_s``: the pure-Python vector add, per element;
+- memory: a vector add over working sets from a few KiB to several times the last cache level,
+  on one thread (the per-core ceiling) and on all cores: the bandwidth curve the model
+  interpolates, and from it each cache level's and the DRAM figures;
+- compute: single-thread GEMMs in float32, float64 and float16 (BLAS efficiency and dtype
+  ratios), ``exp`` on cache-resident data (the special-function rate), and the rate of each
+  NumPy operation a pass can be (``add``, ``maximum``, ``exp``, ``sum``...): their loops run at
+  very different speeds, which FLOP counts alone do not show.
+
+The result is an ordinary ``ProcessorSpec`` (saved as hardware TOML with a ``[meta]`` table of
+what was measured and when) that every ``--device``/``--host`` accepts. On a machine with a GPU
+the CuPy steps (``gpu_calibration``) add the GPU and its PCIe link.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import numpy
+
+from parsim.hardware.specs import BandwidthPoint, CacheLevel, MemorySpec, ProcessorSpec
+from parsim.measure import cpu, kernels
+from parsim.measure.backends import NumpyBackend, cpu_model, host_free_memory_B
+from parsim.measure.lock import measurement_lock
+from parsim.measure.timing import time_callable
+
+Progress = Callable[[int, int, str], None]
+ASSUMED_LATENCY_S = 90e-9  # DRAM load-to-use latency is not measured from Python; a typical server figure
+
+
+def cache_levels() -> list[tuple[str, float, bool]]:
+    """Data/unified caches of CPU 0 as (name, size in bytes, private to one core)."""
+    levels = []
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(root.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            if kind == "Instruction":
+                continue
+            level = int((index / "level").read_text())
+            size = _bytes((index / "size").read_text().strip())
+            shared = (index / "shared_cpu_list").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        levels.append((f"L{level}", size, shared in ("0", "")))
+    if not levels:  # no sysfs (not Linux): a generic hierarchy
+        levels = [("L1", 32 * 1024, True), ("L2", 1024 * 1024, True), ("L3", 16 * 2**20, False)]
+    return levels
+
+
+def _bytes(text: str) -> float:
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+
+
+def simd_lanes() -> int:
+    """float32 lanes x 2 FMA pipes, from the CPU's instruction-set flags."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        flags = ""
+    width = 16 if " avx512f" in flags else 8 if " avx2" in flags else 4
+    return width * 2
+
+
+def clock_Hz() -> float:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                return float(line.split(":")[1]) * 1e6
+    except (OSError, ValueError):
+        pass
+    return 3.0e9
+
+
+def calibrate(quick: bool = True, progress: Progress | None = None) -> tuple[ProcessorSpec, dict]:
+    """Measure this machine's CPU and return its spec and the raw measurements.
+
+    Args:
+        quick: small budgets and sizes (<= 30 s on a 2-core machine); False measures longer.
+        progress: called as ``progress(step, steps, label)`` before each step.
+    """
+    backend = NumpyBackend()
+    budget = 0.15 if quick else 0.6
+    cores = os.cpu_count() or 1
+    levels = cache_levels()
+    steps: list[tuple[str, Callable[[], object]]] = []
+    raw: dict = {}
+
+    def add(label, function):
+        steps.append((label, function))
+
+    def timed(operation, budget_s=budget):
+        return time_callable(operation, budget_s=budget_s).median_s
+
+    def dispatch():
+        a, b, c = backend.random(1, "float32"), backend.random(1, "float32"), numpy.empty(1, "float32")
+        raw["dispatch_s"] = timed(lambda: numpy.add(a, b, out=c))
+        pool = cpu.Parallel()
+        try:
+            tasks = [lambda: numpy.add(a, b, out=c) for _ in range(cores)]
+            raw["parallel_dispatch_s"] = max(0.0, timed(lambda: pool.run(tasks)) - raw["dispatch_s"])
+        finally:
+            pool.close()
+
+    def interpreted():
+        run = cpu.sisd_operation("vector_add", {"n": 20000})
+        raw["interpreted_element_s"] = timed(run, 3 * budget) / 20000
+
+    def curve_point(working_set_B: float):
+        def step():
+            n = max(256, int(working_set_B / 12))
+            one = _stream_rate(backend, n, "simd", raw, timed)
+            private = sum(size for _, size, is_private in levels if is_private)
+            if len(cpu.chunks(n)) > 1:
+                every = _stream_rate(backend, n, "mimd+simd", raw, timed)
+            else:  # too little work to hand to threads: within private caches each core adds its own
+                every = one * (cores if working_set_B <= private else 1)
+            raw.setdefault("curve", []).append((12.0 * n, one, max(every, one)))
+
+        return step
+
+    def gemm():
+        size = 384 if quick else 1024
+        for dtype in ("float32", "float64"):
+            operation, limit = cpu.cpu_operation(
+                backend, "matmul", {"m": size, "n": size, "k": size, "dtype": dtype}, "simd"
+            )
+            try:
+                raw[f"gemm_{dtype}_flops_per_s"] = 2.0 * size**3 / timed(operation)
+            finally:
+                limit.close()
+        small = 64 if quick else 128
+        operation = kernels.matmul(backend, small, small, small, "float16")
+        raw["gemm_float16_flops_per_s"] = 2.0 * small**3 / timed(operation)
+
+    def special():
+        n = 4096
+        a, out = backend.random(n, "float32"), numpy.empty(n, "float32")
+        raw["exp_per_s"] = n / max(timed(lambda: numpy.exp(a, out=out)) - raw["dispatch_s"], 1e-9)
+
+    def op_rates():
+        # One pass of each NumPy operation over data that stays in L2, on one core.
+        n = 65536
+        a, b = backend.random(n, "float32"), backend.random(n, "float32")
+        zeros, out = numpy.zeros(n, "float32"), numpy.empty(n, "float32")
+        passes = {
+            "add": lambda: numpy.add(a, b, out=out),
+            "multiply": lambda: numpy.multiply(a, 2.0, out=out),
+            "maximum": lambda: numpy.maximum(a, zeros, out=out),
+            "negative": lambda: numpy.negative(a, out=out),
+            "exp": lambda: numpy.exp(a, out=out),
+            "reciprocal": lambda: numpy.reciprocal(a, out=out),
+            "sum": lambda: a.sum(),
+        }
+        for name, operation in passes.items():
+            raw[f"op_{name}_per_s"] = n / max(timed(operation) - raw["dispatch_s"], 1e-9)
+
+    add("dispatch and fork/join overhead", dispatch)
+    add("interpreted Python per element", interpreted)
+    last = levels[-1][1] if levels else 32 * 2**20
+    dram_B = min(max(4 * last, 96 * 2**20) if quick else max(8 * last, 512 * 2**20), host_free_memory_B() / 4)
+    count = 9 if quick else 16
+    for index in range(count):
+        size = 16 * 1024 * (dram_B / (16 * 1024)) ** (index / (count - 1))
+        add(f"bandwidth at a {size / 1024:,.0f} KiB working set", curve_point(size))
+    add("GEMM FLOP/s (float32, float64, float16)", gemm)
+    add("exp throughput", special)
+    add("NumPy operation rates (add, multiply, maximum, negative, exp, reciprocal, sum)", op_rates)
+    with measurement_lock():
+        for index, (label, step) in enumerate(steps):
+            if progress is not None:
+                progress(index, len(steps), label)
+            step()
+        if progress is not None:
+            progress(len(steps), len(steps), "done")
+    return _spec(raw, levels, cores), raw
+
+
+def _stream_rate(backend, n: int, mode: str, raw: dict, timed) -> float:
+    """Bytes per second of a vector add over ``n`` float32 elements (call overheads removed)."""
+    operation, resource = cpu.cpu_operation(
+        backend, "vector_add", {"n": n, "dtype": "float32", "fused": False}, mode
+    )
+    try:
+        seconds = timed(operation)
+    finally:
+        if resource is not None:
+            resource.close()
+    overhead = raw["dispatch_s"] + (
+        raw["parallel_dispatch_s"] if mode != "simd" and len(cpu.chunks(n)) > 1 else 0
+    )
+    return 12.0 * n / max(seconds - overhead, 1e-9)
+
+
+def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> ProcessorSpec:
+    lanes, clock = simd_lanes(), clock_Hz()
+    core_peak = lanes * 2.0 * clock
+    efficiency = raw["gemm_float32_flops_per_s"] / core_peak
+    if efficiency > 1.0:  # the flags or the reported clock undersell this core: trust the measurement
+        clock *= efficiency / 0.9
+        efficiency = 0.9
+    curve = tuple(BandwidthPoint(size, one, every) for size, one, every in raw["curve"])
+    memory = MemorySpec(
+        curve=curve,
+        caches=(),
+        latency_s=ASSUMED_LATENCY_S,
+        capacity_B=_total_memory_B(),
+        bandwidth_Bps=curve[-1].all_cores_Bps,
+        peak_bandwidth_Bps=curve[-1].all_cores_Bps,
+        per_core_bandwidth_Bps=curve[-1].one_core_Bps,
+    )
+    caches = tuple(
+        CacheLevel(
+            name=name,
+            size_B=size,
+            per_core=private,
+            bandwidth_Bps=_at(memory, size / 2)[0],
+            per_core_bandwidth_Bps=_at(memory, size / 2)[1],
+        )
+        for name, size, private in levels
+    )
+    fp32 = raw["gemm_float32_flops_per_s"]
+    return ProcessorSpec(
+        id="this-machine",
+        name=f"{cpu_model()} (calibrated)",
+        kind="cpu",
+        cores=cores,
+        lanes_per_core=lanes,
+        clock_Hz=clock,
+        memory=attrs.evolve(memory, caches=caches),
+        fma=True,
+        fp64_ratio=min(1.0, raw["gemm_float64_flops_per_s"] / fp32),
+        fp16_ratio=min(1.0, raw["gemm_float16_flops_per_s"] / fp32),
+        matmul_efficiency=efficiency,
+        special_per_core_per_cycle=raw["exp_per_s"] / clock,
+        op_rates_per_core={key[3:-6]: value for key, value in raw.items() if key.startswith("op_")},
+        dispatch_s=raw["dispatch_s"],
+        parallel_dispatch_s=raw["parallel_dispatch_s"],
+        interpreted_element_s=raw["interpreted_element_s"],
+        tile_items=cpu.CHUNK_ITEMS,
+        matmul_tile=64,
+        max_gpus=8,
+    )
+
+
+def _at(memory: MemorySpec, working_set_B: float) -> tuple[float, float]:
+    from parsim.hardware.execution import _interpolate
+
+    return _interpolate(memory.curve, working_set_B)
+
+
+def _total_memory_B() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 16 * 2**30
+
+
+def describe(raw: dict, quick: bool) -> dict:
+    """The ``[meta]`` table of a calibrated hardware file."""
+    return {
+        "source": "parsim calibrate" + (" --quick" if quick else ""),
+        "measured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "cpu_model": cpu_model(),
+        "numpy": numpy.__version__,
+        "assumed": {
+            "latency_s": ASSUMED_LATENCY_S,
+            "peak_bandwidth_Bps": "set to the measured DRAM bandwidth",
+        },
+        "measurements": {key: value if key == "curve" else float(value) for key, value in raw.items()},
+    }

@@ -1,0 +1,208 @@
+"""Validation: predicted against measured, point by point, with error figures per workload class.
+
+A grid of workloads x sizes x modes is measured on every backend present and predicted with
+the calibrated spec of this machine. Each row keeps both times and the relative error; each
+workload class gets its MAPE (over points whose measured time is at least 100 us), its largest
+error, the share of small points within 5 us or 30 %, and the Spearman rank correlation of
+predicted and measured times (does the model order the points right?). Reports are versioned
+JSON that the app and ``parsim.plots`` can draw on another machine.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import numpy
+
+from parsim.errors import ParsimError
+from parsim.hardware.specs import ProcessorSpec
+from parsim.measure import measure
+from parsim.measure.backends import available_backends
+from parsim.predict import predict
+
+SCHEMA = "parsim.validation/1"
+LARGE_S = 100e-6  # points at least this long count towards the MAPE target
+SMALL_ABS_S, SMALL_REL = 5e-6, 0.30
+
+ELEMENTWISE = ("vector_add", "saxpy", "relu", "sigmoid")
+
+
+def grid(quick: bool = True, backends: list[str] | None = None) -> list[tuple[str, dict, str, str]]:
+    """The points to validate: ``(workload, params, backend, mode)``."""
+    backends = backends or available_backends()
+    sizes = [1e3, 1e4, 1e5, 1e6, 1e7] if quick else [1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 3e7]
+    edges = [64, 256, 1024] if quick else [32, 64, 128, 256, 512, 1024, 2048]
+    points = []
+    if "numpy" in backends:
+        for mode in ("simd", "mimd+simd"):
+            points += [(op, {"n": n}, "numpy", mode) for op in (*ELEMENTWISE, "reduce_sum") for n in sizes]
+            points += [("matmul", {"m": e, "n": e, "k": e}, "numpy", mode) for e in edges]
+        points += [
+            (op, {"n": n}, "numpy", "sisd") for op in (*ELEMENTWISE, "reduce_sum") for n in (1e3, 1e4, 1e5)
+        ]
+        points += [("matmul", {"m": e, "n": e, "k": e}, "numpy", "sisd") for e in (8, 16, 32)]
+    if "cupy" in backends:
+        points += [
+            (op, {"n": n}, "cupy", "simt") for op in (*ELEMENTWISE, "reduce_sum") for n in (*sizes, 1e8)
+        ]
+        points += [
+            ("matmul", {"m": e, "n": e, "k": e, "dtype": d}, "cupy", "simt")
+            for e in (256, 1024, 4096)
+            for d in ("float32", "float16")
+        ]
+        points += [
+            ("copy", {"n": n, "direction": d, "pinned": p}, "cupy", "simt")
+            for n in (1e3, 1e5, 1e7)
+            for d in ("h2d", "d2h")
+            for p in (True, False)
+        ]
+        points += [("offload", {"op": "relu", "n": 1e7, "streams": s}, "cupy", "simt") for s in (1, 4)]
+    return points
+
+
+@attrs.frozen
+class Point:
+    """One validated point."""
+
+    workload: str
+    params: dict
+    backend: str
+    mode: str
+    measured_s: float
+    p25_s: float
+    p75_s: float
+    predicted_s: float
+
+    @property
+    def error(self) -> float:
+        """Relative error of the prediction: (predicted - measured) / measured."""
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+    @property
+    def workload_class(self) -> str:
+        return f"{self.workload} ({self.backend}, {self.mode})"
+
+
+def validate(
+    cpu_spec: ProcessorSpec,
+    gpu_specs: dict | None = None,
+    quick: bool = True,
+    backends: list[str] | None = None,
+    budget_s: float = 0.1,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict:
+    """Measure and predict every grid point; return the report (see ``summarise``).
+
+    Args:
+        cpu_spec: calibrated spec of this machine's CPU (predicts the numpy points).
+        gpu_specs: for the cupy points, ``{"device": ..., "host": ..., "link": ...}`` specs.
+        quick: the small grid.
+        backends: restrict to these backends (default: every one present).
+        budget_s: measurement time per point.
+        progress: ``progress(done, total, label)``.
+    """
+    points = grid(quick, backends)
+    if any(b == "cupy" for _, _, b, _ in points) and not gpu_specs:
+        raise ParsimError(
+            "validating the GPU needs its calibrated specs (run parsim calibrate on this machine)"
+        )
+    rows = []
+    for index, (workload, params, backend, mode) in enumerate(points):
+        label = f"{workload} {' '.join(f'{k}={v:g}' if isinstance(v, float) else f'{k}={v}' for k, v in params.items())} {mode}"
+        if progress is not None:
+            progress(index, len(points), label)
+        measured = measure(workload, params, backend=backend, mode=mode, budget_s=budget_s)
+        if backend == "numpy":
+            predicted = predict(workload, measured.params, device=cpu_spec, mode=mode)
+        else:
+            predicted = predict(
+                workload,
+                measured.params,
+                device=gpu_specs["device"],
+                host=gpu_specs["host"],
+                link=gpu_specs["link"],
+            )
+        rows.append(
+            Point(
+                workload,
+                measured.params,
+                backend,
+                mode,
+                measured.median_s,
+                measured.p25_s,
+                measured.p75_s,
+                predicted.latency_s,
+            )
+        )
+    if progress is not None:
+        progress(len(points), len(points), "done")
+    return report(rows, cpu_spec)
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Spearman rank correlation (no ties expected between timings)."""
+    if len(a) < 2:
+        return 1.0
+    ranks_a = numpy.argsort(numpy.argsort(a))
+    ranks_b = numpy.argsort(numpy.argsort(b))
+    return float(numpy.corrcoef(ranks_a, ranks_b)[0, 1])
+
+
+def summarise(points: list[Point]) -> dict:
+    """MAPE (large points), max error, small-point hit rate and rank correlation of ``points``."""
+    large = [abs(p.error) for p in points if p.measured_s >= LARGE_S]
+    small = [p for p in points if p.measured_s < LARGE_S]
+    hits = [abs(p.predicted_s - p.measured_s) <= SMALL_ABS_S or abs(p.error) <= SMALL_REL for p in small]
+    return {
+        "points": len(points),
+        "mape_large": float(numpy.mean(large)) if large else None,
+        "max_error": max(abs(p.error) for p in points) if points else None,
+        "small_within": float(numpy.mean(hits)) if hits else None,
+        "spearman": spearman([p.measured_s for p in points], [p.predicted_s for p in points]),
+    }
+
+
+def report(rows: list[Point], cpu_spec: ProcessorSpec) -> dict:
+    """The versioned JSON report: every row, per-class summaries and an overall summary."""
+    classes: dict[str, list[Point]] = {}
+    for row in rows:
+        classes.setdefault(row.workload_class, []).append(row)
+    return {
+        "schema": SCHEMA,
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "device": cpu_spec.name,
+        "targets": {
+            "mape_large": 0.10,
+            "large_s": LARGE_S,
+            "small_abs_s": SMALL_ABS_S,
+            "small_rel": SMALL_REL,
+            "spearman": 0.95,
+        },
+        "rows": [{**attrs.asdict(row), "error": row.error, "class": row.workload_class} for row in rows],
+        "classes": {name: summarise(points) for name, points in classes.items()},
+        "overall": summarise(rows),
+    }
+
+
+def save_report(data: dict, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def load_report(path: str | Path) -> dict:
+    """Read a validation report (from this or another machine)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ParsimError(f"{path}: cannot read a validation report ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ParsimError(f"{path}: not a parsim validation report (expected schema {SCHEMA!r})")
+    return data
