@@ -113,7 +113,8 @@ def validate(
         )
     rows = []
     for index, (workload, params, backend, mode) in enumerate(points):
-        label = f"{workload} {' '.join(f'{k}={v:g}' if isinstance(v, float) else f'{k}={v}' for k, v in params.items())} {mode}"
+        shown = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+        label = f"{workload} {shown} {mode}"
         if progress is not None:
             progress(index, len(points), label)
         measured = measure(workload, params, backend=backend, mode=mode, budget_s=budget_s)

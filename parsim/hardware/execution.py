@@ -156,6 +156,10 @@ def _memory_level(spec: ProcessorSpec, cores: int, working_set_B: float) -> tupl
     return name, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps
 
 
+def _log_blend(a: float, b: float, t: float) -> float:
+    return math.exp(math.log(a) + t * (math.log(b) - math.log(a)))
+
+
 def _interpolate(curve, working_set_B: float) -> tuple[float, float]:
     """(all cores, one core) bandwidth at ``working_set_B``, log-log between measured points."""
     if working_set_B <= curve[0].working_set_B:
@@ -165,6 +169,8 @@ def _interpolate(curve, working_set_B: float) -> tuple[float, float]:
     for low, high in zip(curve, curve[1:], strict=False):
         if working_set_B <= high.working_set_B:
             t = math.log(working_set_B / low.working_set_B) / math.log(high.working_set_B / low.working_set_B)
-            blend = lambda a, b: math.exp(math.log(a) + t * (math.log(b) - math.log(a)))
-            return blend(low.all_cores_Bps, high.all_cores_Bps), blend(low.one_core_Bps, high.one_core_Bps)
+            return (
+                _log_blend(low.all_cores_Bps, high.all_cores_Bps, t),
+                _log_blend(low.one_core_Bps, high.one_core_Bps, t),
+            )
     return curve[-1].all_cores_Bps, curve[-1].one_core_Bps

@@ -15,7 +15,10 @@ from collections.abc import Callable
 from parsim.errors import ParsimError
 from parsim.measure.timing import Timing, time_callable
 
-CUPY_HINT = "install CuPy for your CUDA version (pip install 'parsim[gpu]', i.e. cupy-cuda12x) on a machine with an NVIDIA GPU"
+CUPY_HINT = (
+    "install CuPy for your CUDA version (pip install 'parsim[gpu]', i.e. cupy-cuda12x) "
+    "on a machine with an NVIDIA GPU"
+)
 
 
 class NumpyBackend:

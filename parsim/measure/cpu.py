@@ -75,14 +75,14 @@ def sisd_operation(name: str, params: dict) -> kernels.Operation:
     if name == "matmul":
         a = [[rng.random() + 0.5 for _ in range(params["k"])] for _ in range(params["m"])]
         bt = [[rng.random() + 0.5 for _ in range(params["k"])] for _ in range(params["n"])]
-        return lambda: [[sum(x * y for x, y in zip(row, col)) for col in bt] for row in a]
+        return lambda: [[sum(x * y for x, y in zip(row, col, strict=True)) for col in bt] for row in a]
     n = params["n"]
     a = [rng.random() + 0.5 for _ in range(n)]
     b = [rng.random() + 0.5 for _ in range(n)]
     exp = m.exp
     loops = {
-        "vector_add": lambda: [x + y for x, y in zip(a, b)],
-        "saxpy": lambda: [2.0 * x + y for x, y in zip(a, b)],
+        "vector_add": lambda: [x + y for x, y in zip(a, b, strict=True)],
+        "saxpy": lambda: [2.0 * x + y for x, y in zip(a, b, strict=True)],
         "relu": lambda: [x if x > 0.0 else 0.0 for x in a],
         "sigmoid": lambda: [1.0 / (1.0 + exp(-x)) for x in a],
         "reduce_sum": lambda: _loop_sum(a),
