@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from parsim import report, units
+from parsim import cli_measure, report, units
 from parsim.errors import ParsimError
 
 app = typer.Typer(
@@ -225,6 +225,9 @@ def _save(figure, path: Path) -> None:
         raise ParsimError(f"'--plot': folder {str(path.parent)!r} does not exist")
     figure.savefig(path, dpi=120)
     typer.echo(f"saved {path}", err=True)
+
+
+cli_measure.register(app)
 
 
 def main() -> None:

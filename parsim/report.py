@@ -124,3 +124,37 @@ def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
     if spec.sweep is not None:
         lines += [f"never faster than {result.labels[0]}: {label}" for label in result.never_faster()]
     return "\n".join(lines)
+
+
+def validation_text(data: dict) -> str:
+    """Predicted against measured, point by point, then the error figures per workload class."""
+    lines = [f"validation on {data['device']} ({data['host']}, {data['created_at']})", ""]
+    lines.append(f"{'workload':<34}{'size':>14}{'measured':>12}{'predicted':>12}{'error':>9}")
+    for row in data["rows"]:
+        params = row["params"]
+        size = (
+            "x".join(f"{params[k]:g}" for k in ("m", "n", "k") if k in params)
+            if "m" in params
+            else f"{params['n']:g}"
+        )
+        lines.append(
+            f"{row['class']:<34}{size:>14}{units.seconds(row['measured_s']):>12}"
+            f"{units.seconds(row['predicted_s']):>12}{row['error']:>+9.0%}"
+        )
+    lines += ["", f"{'class':<34}{'MAPE >=100us':>13}{'max error':>11}{'small ok':>10}{'Spearman':>10}"]
+    for name, summary in [*data["classes"].items(), ("overall", data["overall"])]:
+        lines.append(
+            f"{name:<34}{_percent(summary['mape_large']):>13}{_percent(summary['max_error']):>11}"
+            f"{_percent(summary['small_within']):>10}{summary['spearman']:>10.3f}"
+        )
+    targets = data["targets"]
+    lines.append(
+        f"targets: MAPE <= {targets['mape_large']:.0%} for points >= {units.seconds(targets['large_s'])}, "
+        f"smaller ones within {units.seconds(targets['small_abs_s'])} or {targets['small_rel']:.0%}, "
+        f"Spearman >= {targets['spearman']}"
+    )
+    return "\n".join(lines)
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{value:.1%}"

@@ -1,0 +1,175 @@
+"""The measuring half of the command line: ``parsim measure``, ``calibrate`` and ``validate``.
+
+They share the CLI's conventions: one-line errors with exit code 2, ``--json`` for scripts, and
+files that another machine can load (measurements and reports as versioned JSON, calibrated
+hardware as TOML).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from parsim import units
+from parsim.errors import ParsimError
+
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(measure)
+    app.command()(calibrate)
+    app.command()(validate)
+
+
+def _writable(path: Path | None, suffix: str, option: str) -> None:
+    if path is None:
+        return
+    if path.suffix.lower() != suffix:
+        raise ParsimError(f"'{option}' must end in {suffix}: {str(path)!r}")
+    if not path.parent.exists():
+        raise ParsimError(f"'{option}': folder {str(path.parent)!r} does not exist")
+
+
+def measure(
+    workload: Annotated[str, typer.Argument(help="workload name, e.g. vector_add, matmul, offload")],
+    params: Annotated[
+        list[str] | None, typer.Argument(metavar="[KEY=VALUE]...", help="n=1e7 dtype=float32")
+    ] = None,
+    backend: Annotated[str, typer.Option(help="numpy (CPU) or cupy (GPU)")] = "numpy",
+    mode: Annotated[str | None, typer.Option(help="sisd, simd, mimd or mimd+simd on the CPU")] = None,
+    budget: Annotated[float, typer.Option(help="seconds spent repeating the timing", min=0.01, max=60)] = 0.5,
+    out: Annotated[Path | None, typer.Option(help="Save the measurement as JSON.")] = None,
+    as_json: Json = False,
+):
+    """Time a workload for real on this machine (median and quartiles)."""
+    from parsim.measure import measure as run_measure
+
+    _writable(out, ".json", "--out")
+    result = run_measure(
+        workload, units.parse_assignments(params or []), backend=backend, mode=mode, budget_s=budget
+    )
+    if out is not None:
+        out.write_text(json.dumps(result.to_dict(), indent=2))
+        typer.echo(f"saved {out}", err=True)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    shown = " ".join(f"{k}={v}" for k, v in result.params.items())
+    typer.echo(f"{result.workload} {shown}")
+    typer.echo(f"  on {result.device_name} ({result.backend}, {result.mode}): {result.implementation}")
+    typer.echo(
+        f"  median       {units.seconds(result.median_s)}  (p25 {units.seconds(result.p25_s)}, "
+        f"p75 {units.seconds(result.p75_s)}, {result.repeats} repeats)"
+    )
+    for stage, seconds in result.stages.items():
+        typer.echo(f"  {stage:<13}{units.seconds(seconds)}")
+
+
+def calibrate(
+    out: Annotated[Path, typer.Option(help="Hardware TOML to write for this machine's CPU.")] = Path(
+        "this-machine.toml"
+    ),
+    quick: Annotated[bool, typer.Option("--quick/--thorough", help="Quick (<= 30 s) or thorough.")] = False,
+    gpu: Annotated[
+        bool, typer.Option("--gpu/--no-gpu", help="Also calibrate the GPU when CuPy finds one.")
+    ] = True,
+):
+    """Measure this machine and write hardware TOML that --device/--host accept."""
+    from parsim.hardware.tomlio import save_hardware
+    from parsim.measure.backends import gpu_available
+    from parsim.measure.calibrate import calibrate as run_calibrate
+    from parsim.measure.calibrate import describe
+
+    _writable(out, ".toml", "--out")
+    spec, raw = _with_progress("calibrating the CPU", lambda progress: run_calibrate(quick, progress))
+    save_hardware(spec, out, describe(raw, quick))
+    typer.echo(
+        f"wrote {out}: {spec.name}, {spec.cores} cores, "
+        f"{units.si(spec.memory.bandwidth_Bps, 'B/s')} DRAM, dispatch {units.seconds(spec.dispatch_s)}"
+    )
+    available, why = gpu_available()
+    if gpu and available:
+        from parsim.measure.gpu_calibrate import calibrate_gpu
+
+        device, link, raw_gpu = _with_progress(
+            "calibrating the GPU", lambda progress: calibrate_gpu(quick, progress)
+        )
+        device_path, link_path = out.with_name(f"{out.stem}-gpu.toml"), out.with_name(f"{out.stem}-link.toml")
+        meta = describe(raw_gpu | {}, quick)
+        save_hardware(device, device_path, meta)
+        save_hardware(link, link_path, meta)
+        typer.echo(
+            f"wrote {device_path} and {link_path}: use --device {device_path} --host {out} --link {link_path}"
+        )
+    elif gpu:
+        typer.echo(f"no GPU calibration: {why}", err=True)
+
+
+def _with_progress(label: str, work):
+    with typer.progressbar(length=100, label=label) as bar:
+        state = {"done": 0}
+
+        def progress(step: int, steps: int, _what: str) -> None:
+            target = int(100 * step / max(steps, 1))
+            bar.update(target - state["done"])
+            state["done"] = target
+
+        return work(progress)
+
+
+def validate(
+    device: Annotated[
+        Path | None, typer.Option(help="Calibrated hardware TOML of this machine's CPU.")
+    ] = None,
+    gpu_device: Annotated[Path | None, typer.Option("--gpu-device", help="Calibrated GPU TOML.")] = None,
+    gpu_link: Annotated[Path | None, typer.Option("--gpu-link", help="Calibrated link TOML.")] = None,
+    quick: Annotated[bool, typer.Option("--quick/--full", help="The small grid or the full one.")] = True,
+    budget: Annotated[float, typer.Option(help="seconds of timing per point", min=0.01, max=10)] = 0.2,
+    out: Annotated[Path | None, typer.Option(help="Save the report as JSON.")] = None,
+    load: Annotated[Path | None, typer.Option(help="Show a saved report instead of measuring.")] = None,
+    as_json: Json = False,
+):
+    """Measure a grid of workloads, predict them with the calibrated spec, report the errors."""
+    from parsim import validate as validation
+    from parsim.hardware.registry import link, processor
+
+    _writable(out, ".json", "--out")
+    if load is not None:
+        data = validation.load_report(load)
+    else:
+        if device is None:
+            raise ParsimError(
+                "'--device' is required: the calibrated TOML of this machine (parsim calibrate)"
+            )
+        gpu_specs = None
+        if gpu_device is not None or gpu_link is not None:
+            if gpu_device is None or gpu_link is None:
+                raise ParsimError(
+                    "'--gpu-device' and '--gpu-link' go together (both written by parsim calibrate)"
+                )
+            gpu_specs = {
+                "device": processor(str(gpu_device)),
+                "host": processor(str(device)),
+                "link": link(str(gpu_link)),
+            }
+        backends = None if gpu_specs else ["numpy"]
+        cpu_spec = processor(str(device), "device")
+        data = _with_progress(
+            "validating",
+            lambda progress: validation.validate(
+                cpu_spec, gpu_specs, quick=quick, backends=backends, budget_s=budget, progress=progress
+            ),
+        )
+    if out is not None:
+        validation.save_report(data, out)
+        typer.echo(f"saved {out}", err=True)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    from parsim.report import validation_text
+
+    typer.echo(validation_text(data))
