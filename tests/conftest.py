@@ -97,3 +97,17 @@ def cli(capsys, monkeypatch):
         return code, out, err
 
     return run
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests run only where CuPy reaches a CUDA device; elsewhere they skip, saying why."""
+    if not any("gpu" in item.keywords for item in items):
+        return
+    from parsim.measure.backends import gpu_available
+
+    available, why = gpu_available()
+    if available:
+        return
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=why))

@@ -100,6 +100,10 @@ def measure(
             "measure its kernels, e.g. matmul"
         )
     params = validate_params(workload, dict(params or {}))
+    if backend == "numpy" and params.get("dtype") == "bfloat16":
+        raise ParsimError(
+            "NumPy has no bfloat16 type: measure float16 or float32 on the CPU, or bfloat16 with cupy"
+        )
     chosen = get_backend(backend)
     mode = _check_mode(chosen.name, workload, mode)
     if chosen.name == "numpy" and "fused" in params:

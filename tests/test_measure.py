@@ -1,0 +1,238 @@
+"""Measuring for real: the timer, every NumPy path, safety checks, files, and the CuPy path up to
+the point where a GPU is needed."""
+
+import json
+import sys
+import time
+import types
+
+import numpy
+import pytest
+
+from parsim.errors import ParsimError
+from parsim.measure import Measurement, cpu, measure
+from parsim.measure import backends as backends_module
+from parsim.measure.gpu_calibrate import _gpu_spec, _link_spec, fit_latency_bandwidth
+from parsim.measure.lock import measurement_lock
+from parsim.measure.timing import Timing, time_callable
+
+
+def test_timing_quartiles():
+    timing = Timing.from_samples([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (timing.median_s, timing.p25_s, timing.p75_s, timing.repeats) == (3.0, 2.0, 4.0, 5)
+
+
+def test_timer_repeats_syncs_and_batches_fast_calls():
+    calls, syncs = [], []
+    timing = time_callable(
+        lambda: calls.append(1), sync=lambda: syncs.append(1), budget_s=0.01, min_repeats=5
+    )
+    assert timing.repeats >= 5 and timing.inner > 1  # a no-op is far shorter than a clock sample
+    assert len(calls) >= 2 + 1 + timing.repeats * timing.inner
+    assert len(syncs) >= 2 * timing.repeats
+    assert 0 < timing.median_s < 1e-4
+
+
+def test_timer_measures_a_known_sleep():
+    timing = time_callable(lambda: time.sleep(0.002), budget_s=0.02, min_repeats=3, warmup=1)
+    assert 0.0019 < timing.median_s < 0.02 and timing.inner == 1
+
+
+def test_random_data_is_never_zero():
+    data = backends_module.NumpyBackend().random(10_000, "float32")
+    assert data.min() >= 0.5 and data.dtype == numpy.float32
+
+
+BIG = cpu.CHUNK_ITEMS * 2 + 1  # enough items to be split over every core
+
+
+@pytest.mark.parametrize("mode", ["simd", "mimd", "mimd+simd"])
+@pytest.mark.parametrize("op", ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum"])
+def test_numpy_vector_paths(op, mode):
+    for n in (1000, BIG):
+        result = measure(op, {"n": n}, mode=mode, budget_s=0.005)
+        assert result.p25_s <= result.median_s <= result.p75_s and result.median_s > 0
+        assert result.backend == "numpy" and result.mode == mode
+    if op in ("saxpy", "sigmoid"):
+        assert result.params["fused"] is False  # NumPy runs one pass per operation
+
+
+@pytest.mark.parametrize("op", ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum"])
+def test_numpy_sisd_loops(op):
+    result = measure(op, {"n": 2000}, mode="sisd", budget_s=0.005)
+    assert 2000 * 5e-9 < result.median_s < 2000 * 5e-6  # tens of ns per element, not less
+
+
+@pytest.mark.parametrize("mode", ["sisd", "simd", "mimd", "mimd+simd"])
+def test_numpy_matmul(mode):
+    edge = 12 if mode == "sisd" else 96
+    result = measure("matmul", {"m": edge, "n": edge, "k": edge}, mode=mode, budget_s=0.005)
+    assert result.median_s > 0
+
+
+def test_numpy_conv2d_and_dtypes():
+    assert (
+        measure(
+            "conv2d", {"channels": 4, "height": 16, "width": 16, "filters": 8}, mode="simd", budget_s=0.005
+        ).median_s
+        > 0
+    )
+    assert measure("vector_add", {"n": 1000, "dtype": "float64"}, mode="simd", budget_s=0.005).median_s > 0
+
+
+def test_the_implementations_compute_the_right_thing():
+    from parsim.measure import kernels
+
+    backend = backends_module.NumpyBackend()
+    arrays = kernels.elementwise_arrays(backend, 1000, "float64")
+    for step in kernels.elementwise_passes(numpy, "sigmoid", arrays):
+        step()
+    assert numpy.allclose(arrays["out"], 1 / (1 + numpy.exp(-arrays["a"])))
+    parts = cpu.sisd_operation("saxpy", {"n": 10})()
+    assert len(parts) == 10
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (("copy", {"n": 10}), "needs the cupy backend"),
+        (("offload", {"n": 10}), "needs the cupy backend"),
+        (("network", {"model": "resnet18"}), "predicted but not measured"),
+        (("vector_add", {"n": 1e7}, "numpy", "sisd"), "Python loop"),
+        (("vector_add", {"n": 10}, "numpy", "simt"), "'mode' on the numpy backend"),
+        (("vector_add", {"n": 10}, "tpu"), "'backend' must be numpy or cupy"),
+        (("vector_add", {"n": 10, "dtype": "bfloat16"}), "NumPy has no bfloat16"),
+        (("vector_add", {"n": -1}), "'n'"),
+        (("conv2d", {}, "numpy", "sisd"), "sisd (a Python loop) is implemented for"),
+    ],
+)
+def test_bad_measurements(call, expected):
+    with pytest.raises(ParsimError, match=None) as info:
+        measure(*call, budget_s=0.005)
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_refuses_more_than_half_of_free_memory(monkeypatch):
+    monkeypatch.setattr(backends_module, "host_free_memory_B", lambda: 1e6)
+    with pytest.raises(ParsimError, match=r"needs .* GiB, more than half of the .* free"):
+        measure("vector_add", {"n": 1e6}, mode="simd")
+
+
+def test_lock_serialises_measurements(tmp_path):
+    path = tmp_path / "lock"
+    with measurement_lock(path=path), pytest.raises(ParsimError, match="another measurement"):
+        with measurement_lock(timeout_s=0.1, path=path):
+            pass
+    with measurement_lock(timeout_s=0.1, path=path):  # free again
+        pass
+
+
+def test_measurement_file_round_trip(tmp_path):
+    result = measure("vector_add", {"n": 1000}, mode="simd", budget_s=0.005)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(result.to_dict()))
+    assert Measurement.from_dict(json.loads(path.read_text())) == result
+    with pytest.raises(ParsimError, match="not a parsim measurement"):
+        Measurement.from_dict({"schema": "other"})
+
+
+# --- the CuPy path, as far as it goes without a GPU -------------------------------------------
+
+
+def test_missing_cupy_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy -> ImportError
+    with pytest.raises(
+        ParsimError, match=r"CuPy is not installed; install CuPy .*pip install 'parsim\[gpu\]'"
+    ):
+        backends_module.backend("cupy")
+    available, why = backends_module.gpu_available()
+    assert not available and "pip install" in why
+    assert backends_module.available_backends() == ["numpy"]
+
+
+def test_cupy_without_a_device(monkeypatch):
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    with pytest.raises(ParsimError, match="no CUDA GPU is available"):
+        backends_module.CupyBackend()
+    with pytest.raises(ParsimError, match="no CUDA GPU"):
+        measure("vector_add", {"n": 10}, backend="cupy")
+
+
+def test_cupy_is_imported_lazily():
+    import subprocess
+
+    code = "import parsim, parsim.measure, parsim.validate, parsim.cli, sys; print('cupy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False"
+
+
+def test_link_fit_recovers_latency_and_bandwidth():
+    sizes = [2**k for k in range(10, 28, 2)]
+    latency, bandwidth = fit_latency_bandwidth(sizes, [8e-6 + s / 12e9 for s in sizes])
+    assert latency == pytest.approx(8e-6, rel=1e-6) and bandwidth == pytest.approx(12e9, rel=1e-6)
+
+
+def test_gpu_spec_from_device_properties_and_timings():
+    properties = {
+        "name": b"Tesla V100-PCIE-16GB",
+        "major": 7,
+        "minor": 0,
+        "multiProcessorCount": 80,
+        "clockRate": 1380000,
+        "totalGlobalMem": 16 * 2**30,
+        "l2CacheSize": 6 * 2**20,
+        "maxThreadsPerMultiProcessor": 2048,
+        "asyncEngineCount": 2,
+    }
+    raw = {
+        "launch_s": 6e-6,
+        "device_bandwidth_Bps": 800e9,
+        "gemm_float32_flops_per_s": 12e12,
+        "gemm_float16_flops_per_s": 90e12,
+        "gemm_float64_flops_per_s": 6.5e12,
+    }
+    spec = _gpu_spec(properties, raw)
+    assert (spec.cores, spec.lanes_per_core, spec.tiles_per_core, spec.copy_engines) == (80, 64, 8, 2)
+    assert spec.peak_flops_per_s("float32") * spec.matmul_efficiency == pytest.approx(12e12)
+    assert spec.peak_flops_per_s("float16", matrix=True) * spec.matmul_efficiency == pytest.approx(90e12)
+    link = _link_spec(
+        {
+            "h2d_pinned_bandwidth_Bps": 12e9,
+            "d2h_pinned_bandwidth_Bps": 13e9,
+            "h2d_pageable_bandwidth_Bps": 6e9,
+            "d2h_pageable_bandwidth_Bps": 7e9,
+            "h2d_pinned_latency_s": 8e-6,
+            "d2h_pinned_latency_s": 10e-6,
+        }
+    )
+    assert (link.bandwidth_Bps, link.pageable_bandwidth_Bps, link.latency_s) == (12.5e9, 6.5e9, 9e-6)
+
+
+# --- on a machine with an NVIDIA GPU ----------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_gpu_kernels_copies_and_offload():
+    assert measure("vector_add", {"n": 1e6}, backend="cupy", budget_s=0.05).median_s > 0
+    assert measure("sigmoid", {"n": 1e6, "fused": True}, backend="cupy", budget_s=0.05).median_s > 0
+    assert (
+        measure(
+            "matmul", {"m": 512, "n": 512, "k": 512, "dtype": "float16"}, backend="cupy", budget_s=0.05
+        ).median_s
+        > 0
+    )
+    pinned = measure("copy", {"n": 1e7, "pinned": True}, backend="cupy", budget_s=0.05)
+    pageable = measure("copy", {"n": 1e7, "pinned": False, "direction": "d2h"}, backend="cupy", budget_s=0.05)
+    assert pinned.median_s > 0 and pageable.median_s > 0
+    offload = measure("offload", {"op": "relu", "n": 1e7, "streams": 4}, backend="cupy", budget_s=0.1)
+    assert set(offload.stages) == {"h2d", "kernel", "d2h"}
+
+
+@pytest.mark.gpu
+def test_gpu_calibration_is_plausible():
+    from parsim.measure.gpu_calibrate import calibrate_gpu
+
+    device, link, _ = calibrate_gpu(quick=True)
+    assert 50e9 < device.memory.bandwidth_Bps < 10e12
+    assert 1e9 < link.bandwidth_Bps < 200e9 and 0 <= link.latency_s < 1e-3
