@@ -120,9 +120,12 @@ def test_refuses_more_than_half_of_free_memory(monkeypatch):
 
 def test_lock_serialises_measurements(tmp_path):
     path = tmp_path / "lock"
-    with measurement_lock(path=path), pytest.raises(ParsimError, match="another measurement"):
-        with measurement_lock(timeout_s=0.1, path=path):
-            pass
+    with (
+        measurement_lock(path=path),
+        pytest.raises(ParsimError, match="another measurement"),
+        measurement_lock(timeout_s=0.1, path=path),
+    ):
+        pass
     with measurement_lock(timeout_s=0.1, path=path):  # free again
         pass
 
