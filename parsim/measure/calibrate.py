@@ -151,21 +151,26 @@ def calibrate(quick: bool = True, progress: Progress | None = None) -> tuple[Pro
         raw["exp_per_s"] = n / max(timed(lambda: numpy.exp(a, out=out)) - raw["dispatch_s"], 1e-9)
 
     def op_rates():
-        # One pass of each NumPy operation over data that stays in L2, on one core.
-        n = 65536
-        a, b = backend.random(n, "float32"), backend.random(n, "float32")
-        zeros, out = numpy.zeros(n, "float32"), numpy.empty(n, "float32")
-        passes = {
-            "add": lambda: numpy.add(a, b, out=out),
-            "multiply": lambda: numpy.multiply(a, 2.0, out=out),
-            "maximum": lambda: numpy.maximum(a, zeros, out=out),
-            "negative": lambda: numpy.negative(a, out=out),
-            "exp": lambda: numpy.exp(a, out=out),
-            "reciprocal": lambda: numpy.reciprocal(a, out=out),
-            "sum": lambda: a.sum(),
-        }
-        for name, operation in passes.items():
-            raw[f"op_{name}_per_s"] = n / max(timed(operation) - raw["dispatch_s"], 1e-9)
+        # One pass of each NumPy operation over data that stays in L2, on one core, at two sizes:
+        # the slope between them is the per-item rate, free of the call's fixed costs.
+        sizes = (8192, 65536)
+        times: dict[str, list[float]] = {}
+        for n in sizes:
+            a, b = backend.random(n, "float32"), backend.random(n, "float32")
+            zeros, out = numpy.full(n, -0.0, "float32"), numpy.empty(n, "float32")
+            passes = {
+                "add": lambda a=a, b=b, out=out: numpy.add(a, b, out=out),
+                "multiply": lambda a=a, out=out: numpy.multiply(a, 2.0, out=out),
+                "maximum": lambda a=a, zeros=zeros, out=out: numpy.maximum(a, zeros, out=out),
+                "negative": lambda a=a, out=out: numpy.negative(a, out=out),
+                "exp": lambda a=a, out=out: numpy.exp(a, out=out),
+                "reciprocal": lambda a=a, out=out: numpy.reciprocal(a, out=out),
+                "sum": lambda a=a: a.sum(),
+            }
+            for name, operation in passes.items():
+                times.setdefault(name, []).append(timed(operation))
+        for name, (small, large) in times.items():
+            raw[f"op_{name}_per_s"] = (sizes[1] - sizes[0]) / max(large - small, 1e-9)
 
     add("dispatch and fork/join overhead", dispatch)
     add("interpreted Python per element", interpreted)

@@ -70,6 +70,7 @@ ELEMENTWISE: dict[str, Elementwise] = {
 }
 REDUCE_PYTHON_OPS = 0.5  # a running sum in a for loop: about half of the unit above
 GEMM_PYTHON_OPS = 1.75  # one term of sum(x * y for x, y in zip(row, col)), per multiply-add
+GEMM_PYTHON_SETUP = 22.0  # per output element: building the generator and calling sum()
 
 
 def elementwise_kernel(op: str, n: int, dtype: str, stream: int = 0, label: str | None = None) -> Kernel:
@@ -149,7 +150,7 @@ def gemm_kernel(m: int, n: int, k: int, dtype: str, name: str, stream: int = 0) 
         work_items=m * n,
         dtype=dtype,
         matrix=True,
-        python_ops_per_item=GEMM_PYTHON_OPS * k,  # the inner loop runs k multiply-adds per output
+        python_ops_per_item=GEMM_PYTHON_OPS * k + GEMM_PYTHON_SETUP,  # k multiply-adds per output
         gemm_mn=(m, n),
         stream=stream,
     )
