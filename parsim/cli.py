@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from parsim import cli_measure, report, units
+from parsim import cli_measure, cli_sweep, report, units
 from parsim.errors import ParsimError
 
 app = typer.Typer(
@@ -228,6 +228,7 @@ def _save(figure, path: Path) -> None:
 
 
 cli_measure.register(app)
+cli_sweep.register(app)
 
 
 def main() -> None:

@@ -348,3 +348,55 @@ def _describe(prediction: Prediction) -> str:
     params = " ".join(f"{k}={v}" for k, v in prediction.params.items())
     where = f"{prediction.device} ({prediction.mode})"
     return f"{prediction.workload} {params} on {where}: {seconds(prediction.latency_s)}"
+
+
+@_styled
+def sweep(frame, x: str, y: str = "latency_s", hue: str | list[str] | None = None, title: str = "") -> Figure:
+    """A sweep DataFrame as lines: ``y`` against ``x``, one line per series, crossovers marked.
+
+    Args:
+        frame: rows from ``parsim.sweep`` (rows with an error are left out).
+        x: the numeric column along the x axis (a grid field).
+        y: the column plotted.
+        hue: column(s) telling the series apart; default: the case and every other grid field.
+    """
+    data = frame[frame["error"].fillna("") == ""] if "error" in frame else frame
+    if x not in data or y not in data:
+        raise ValueError(f"columns {x!r} and {y!r} must be in the sweep")
+    if hue is None:
+        hue = [
+            c
+            for c in ["case", *frame.attrs.get("grid", [])]
+            if c != x and c in data and data[c].nunique() > 1
+        ]
+    hue = [hue] if isinstance(hue, str) else list(hue)
+    series = {}
+    for key, part in data.groupby(hue, sort=False) if hue else [((), data)]:
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(str(k) for k in key if str(k)) or y
+        part = part.sort_values(x)
+        series[label] = (part[x].astype(float).tolist(), part[y].astype(float).tolist())
+    xs = data[x].astype(float)
+    log_x = x in frame.attrs.get("log", []) or (xs.min() > 0 and xs.max() / xs.min() > 100)
+    ys = data[y].astype(float)
+    log_y = bool(ys.min() > 0 and ys.max() / ys.min() > 100)
+    return sweep_lines(series, x, y, crossovers=_crossovers(series), title=title, log_x=log_x, log_y=log_y)
+
+
+def _crossovers(series: dict) -> list[tuple]:
+    """Where each series overtakes the first one (for latencies: becomes lower)."""
+    if len(series) < 2:
+        return []
+    (_, (base_x, base_y)), *others = series.items()
+    reference = dict(zip(base_x, base_y, strict=True))
+    found = []
+    for label, (xs, ys) in others:
+        ahead = None
+        for value, other in zip(xs, ys, strict=True):
+            if value not in reference:
+                continue
+            now = other < reference[value]
+            if ahead is not None and now and not ahead:
+                found.append((value, label, "first"))
+            ahead = now
+    return found

@@ -1,0 +1,144 @@
+"""Sweep output that survives interruption: a row journal, and the file the user asked for.
+
+Every finished row is appended to a JSON-lines journal beside the output and flushed at once,
+so Ctrl-C or a killed worker loses no finished row. The requested file (``.csv``, ``.parquet``
+or ``.jsonl``) is rewritten from everything finished every few seconds and at the end, when the
+journal is removed. Running the same sweep with the same output again reads both, and only the
+missing points are computed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import pandas
+
+from parsim.errors import ParsimError
+
+SUFFIXES = (".csv", ".parquet", ".jsonl")
+
+
+def check_output(path: str | Path | None) -> Path | None:
+    """Refuse an output path with an unknown suffix or in a missing folder."""
+    if path is None:
+        return None
+    path = Path(path)
+    if path.suffix.lower() not in SUFFIXES:
+        raise ParsimError(f"'out' must end in {', '.join(SUFFIXES)}: {str(path)!r}")
+    if not path.parent.exists():
+        raise ParsimError(f"'out': folder {str(path.parent)!r} does not exist")
+    return path
+
+
+def read_table(path: Path) -> pandas.DataFrame:
+    """A finished sweep file as a DataFrame."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return pandas.read_csv(path, keep_default_na=False, na_values=[""])
+    if suffix == ".parquet":
+        return pandas.read_parquet(path)
+    return pandas.read_json(path, lines=True)
+
+
+class Store:
+    """Rows of one sweep: those finished before (resumed) and those added now."""
+
+    def __init__(self, path: Path | None, flush_every_s: float = 2.0):
+        self.path = path
+        self.rows: list[dict] = []
+        self.flush_every_s = flush_every_s
+        self._last_flush = time.monotonic()
+        self._journal = None
+        self._positions: dict[str, int] = {}
+        if path is None:
+            return
+        if path.exists():
+            try:
+                self.rows = read_table(path).to_dict("records")
+            except Exception as exc:  # a damaged file must not be overwritten silently
+                raise ParsimError(
+                    f"{path}: cannot resume from it ({exc}); move it away to start afresh"
+                ) from None
+        journal = self.journal_path
+        if journal.exists():
+            known = {row.get("point_id") for row in self.rows}
+            for line in journal.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # the line being written when the process died
+                if row.get("point_id") not in known:
+                    self.rows.append(row)
+        self._journal = open(journal, "a")  # noqa: SIM115 - held open for the whole sweep
+
+    def _index(self) -> dict[str, int]:
+        if len(self._positions) != len(self.rows):
+            self._positions = {row.get("point_id"): i for i, row in enumerate(self.rows)}
+        return self._positions
+
+    @property
+    def journal_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".journal.jsonl")
+
+    @property
+    def done(self) -> set[str]:
+        """Points finished earlier (error rows are retried)."""
+        return {row["point_id"] for row in self.rows if not _text(row.get("error"))}
+
+    def add(self, row: dict) -> None:
+        position = self._index().get(row["point_id"])
+        if position is None:
+            self._positions[row["point_id"]] = len(self.rows)
+            self.rows.append(row)
+        else:
+            self.rows[position] = row
+        if self._journal is not None:
+            self._journal.write(json.dumps(row, default=_json_default) + "\n")
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
+            if time.monotonic() - self._last_flush > self.flush_every_s:
+                self.write()
+
+    def frame(self) -> pandas.DataFrame:
+        return pandas.DataFrame(self.rows)
+
+    def write(self) -> None:
+        """Rewrite the output file from every finished row (atomically, through a temporary file)."""
+        if self.path is None:
+            return
+        frame = self.frame()
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        suffix = self.path.suffix.lower()
+        if suffix == ".csv":
+            frame.to_csv(temporary, index=False)
+        elif suffix == ".parquet":
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_json(temporary, orient="records", lines=True)
+        os.replace(temporary, self.path)
+        self._last_flush = time.monotonic()
+
+    def close(self, finished: bool) -> None:
+        """Write the output; drop the journal once every point is in it."""
+        self.write()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+            if finished:
+                self.journal_path.unlink(missing_ok=True)
+
+
+def _text(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _json_default(value):
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return str(value)

@@ -1,0 +1,270 @@
+"""Parameter sweeps: grids, tidy rows, errors as rows, outputs that resume, executors, fast path."""
+
+import json
+import math
+from pathlib import Path
+
+import pandas
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import parsim
+from parsim import plots
+from parsim.errors import ParsimError
+from parsim.sweep import dask_map, sweep
+from parsim.sweeps.grid import make_grid, parse_grid_options
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = {"workload": "vector_add", "device": "h100-sxm"}
+
+
+def test_grid_values_and_combinations():
+    grid = make_grid({"workload.n": "logspace:1e3:1e5:3", "device": "t4,v100-pcie"})
+    assert grid.fields == ("workload.n", "device") and grid.log_fields == {"workload.n"}
+    assert len(grid.points()) == 6 and grid.points()[0] == {"workload.n": 1000, "device": "t4"}
+    zipped = make_grid({"workload.n": [1, 2], "device": ["t4", "v100-pcie"]}, zipped=True)
+    assert zipped.points() == [{"workload.n": 1, "device": "t4"}, {"workload.n": 2, "device": "v100-pcie"}]
+    assert make_grid({"workload.n": "range:1:4"}).values == ((1, 2, 3),)
+    assert parse_grid_options(["workload.n=1,2", "device=t4"]) == {"workload.n": "1,2", "device": "t4"}
+
+
+@pytest.mark.parametrize(
+    ("grid", "zipped", "expected"),
+    [
+        ({}, False, "grid is empty"),
+        ({"workload.n": "logspace:1e9:1e3:x"}, False, "malformed values"),
+        ({"colour": [1]}, False, "unknown field 'colour'"),
+        ({"device.memory.bandwith_Bps": [1]}, False, "MemorySpec has no 'bandwith_Bps'"),
+        ({"workload.n": [1, 2], "device": ["t4"]}, True, "as many"),
+    ],
+)
+def test_bad_grids(grid, zipped, expected):
+    with pytest.raises(ParsimError, match=None) as info:
+        sweep(BASE, grid, zip=zipped)
+    assert expected in str(info.value)
+
+
+def test_tidy_rows_with_exact_grid_columns_and_prediction_fields():
+    frame = sweep(
+        "scenarios/gpu_offload_crossover.toml",
+        {"workload.n": [1e3, 1e6], "device": ["v100-pcie", "h100-pcie"]},
+    )
+    assert len(frame) == 3 * 2 * 2
+    for column in (
+        "workload.n",
+        "device",
+        "case",
+        "latency_s",
+        "throughput_per_s",
+        "flops_per_s",
+        "bytes_per_s",
+        "bottleneck",
+        "compute_s",
+        "memory_s",
+        "transfer_s",
+        "overhead_s",
+        "error",
+    ):
+        assert column in frame.columns
+    row = frame[(frame["workload.n"] == 1e6) & (frame["device"] == "h100-pcie")].iloc[0]
+    expected = parsim.predict("relu", {"n": 1e6}, device="h100-pcie")
+    assert row["latency_s"] == pytest.approx(expected.latency_s)
+
+
+def test_invalid_points_become_error_rows():
+    frame = sweep(BASE, {"workload.n": [1e3, 1e13], "mode": ["simt"]})
+    errors = frame.set_index("workload.n")["error"]
+    assert errors[1e3] == "" and "needs" in errors[1e13] and "h100-sxm has 80.0 GiB" in errors[1e13]
+
+
+def test_hardware_fields_change_the_prediction():
+    frame = sweep(BASE, {"workload.n": [1e8], "device.memory.bandwidth_Bps": [1e12, 2e12]})
+    slow, fast = frame.sort_values("device.memory.bandwidth_Bps")["latency_s"]
+    assert slow / fast == pytest.approx(2, rel=0.05)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_outputs_and_resume(tmp_path, suffix):
+    out = tmp_path / f"s{suffix}"
+    grid = {"workload.n": "logspace:1e3:1e7:9"}
+    stop_after = 4
+
+    def interrupt(done, total):
+        if done >= stop_after:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep(BASE, grid, out=out, progress=interrupt)
+    seen = []
+    frame = sweep(BASE, grid, out=out, progress=lambda done, total: seen.append(total))
+    assert len(frame) == 9 and set(frame["workload.n"]) == set(make_grid(grid).values[0])
+    assert seen[0] == 9 - stop_after  # only the missing points were computed
+    saved = {
+        ".csv": pandas.read_csv,
+        ".parquet": pandas.read_parquet,
+        ".jsonl": lambda p: pandas.read_json(p, lines=True),
+    }[suffix](out)
+    assert len(saved) == 9 and not (tmp_path / f"s{suffix}.journal.jsonl").exists()
+    again = []
+    sweep(BASE, grid, out=out, progress=lambda done, total: again.append(total))
+    assert again == [0]
+
+
+def test_bad_outputs():
+    with pytest.raises(ParsimError, match="must end in"):
+        sweep(BASE, {"workload.n": [1]}, out="x.xlsx")
+    with pytest.raises(ParsimError, match="does not exist"):
+        sweep(BASE, {"workload.n": [1]}, out="/no/such/folder/x.csv")
+
+
+def _latencies(frame):
+    return frame.sort_values("point_id").set_index("point_id")["latency_s"]
+
+
+def test_process_pool_and_map_callables_give_the_serial_rows():
+    grid = {"workload.n": "logspace:1e3:1e8:12", "device": ["t4", "a100-80gb"], "workload": ["relu", "saxpy"]}
+    serial = _latencies(sweep(None, grid | {"mode": ["simt"]}))
+    pooled = _latencies(sweep(None, grid | {"mode": ["simt"]}, workers=2))
+    mapped = _latencies(sweep(None, grid | {"mode": ["simt"]}, workers=map))
+    pandas.testing.assert_series_equal(serial, pooled)
+    pandas.testing.assert_series_equal(serial, mapped)
+
+
+def test_dask_local_cluster_gives_the_serial_rows():
+    grid = {"workload.n": "logspace:1e3:1e8:10", "device": ["t4", "h100-sxm"]}
+    serial = _latencies(sweep({"workload": "relu"}, grid))
+    mapper, close = dask_map("local", workers=2)
+    try:
+        distributed = _latencies(sweep({"workload": "relu"}, grid, workers=mapper))
+    finally:
+        close()
+    pandas.testing.assert_series_equal(serial, distributed)
+
+
+def test_dask_address_that_does_not_answer():
+    with pytest.raises(ParsimError, match=r"no Dask scheduler answered at tcp://127.0.0.1:9 within 1 s"):
+        dask_map("tcp://127.0.0.1:9", timeout_s=1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    workload=st.sampled_from(["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "copy"]),
+    sizes=st.lists(st.integers(1, 10**9), min_size=1, max_size=5),
+    device=st.sampled_from(["h100-sxm", "t4", "laptop-4c-avx2", "xeon-8480"]),
+    mode=st.sampled_from([None, "simd", "sisd"]),
+)
+def test_vectorised_analytic_equals_the_scalar_model(workload, sizes, device, mode):
+    cpu = device in ("laptop-4c-avx2", "xeon-8480")
+    if workload == "copy" and cpu or (mode and not cpu):
+        return
+    base = {"workload": workload, "device": device, "method": "analytic", "mode": mode}
+    frame = sweep(base, {"workload.n": sizes})
+    for _, row in frame.iterrows():
+        try:
+            expected = parsim.predict(
+                workload, {"n": row["workload.n"]}, device=device, mode=mode, method="analytic"
+            )
+        except ParsimError as exc:
+            assert row["error"] and str(exc).split(",")[0] in row["error"]
+            continue
+        assert row["error"] == ""
+        assert row["latency_s"] == pytest.approx(expected.latency_s, rel=1e-9)
+        assert row["throughput_per_s"] == pytest.approx(expected.throughput_per_s, rel=1e-9)
+        assert row["bottleneck"] == expected.bottleneck
+
+
+def test_vectorised_matmul_equals_the_scalar_model():
+    grid = {
+        "workload.m": [64, 1000],
+        "workload.n": [64, 3000],
+        "workload.k": [8, 4096],
+        "workload.dtype": ["float16"],
+    }
+    frame = sweep({"workload": "matmul", "device": "a100-80gb", "method": "analytic"}, grid)
+    for _, row in frame.iterrows():
+        params = {"m": row["workload.m"], "n": row["workload.n"], "k": row["workload.k"], "dtype": "float16"}
+        expected = parsim.predict("matmul", params, device="a100-80gb", method="analytic")
+        assert row["latency_s"] == pytest.approx(expected.latency_s, rel=1e-9)
+
+
+def test_measured_columns():
+    frame = sweep(
+        {"workload": "vector_add", "device": "laptop-4c-avx2", "mode": "simd"},
+        {"workload.n": [1e4]},
+        measure=True,
+    )
+    row = frame.iloc[0]
+    assert row["measured_s"] > 0 and math.isfinite(row["relative_error"])
+
+
+def test_sweep_plot():
+    frame = sweep("scenarios/gpu_offload_crossover.toml", {"workload.n": "logspace:1e3:1e9:7"})
+    figure = plots.sweep(frame, x="workload.n")
+    assert figure.axes[0].get_xscale() == "log" and len(figure.axes[0].get_lines()) >= 3
+
+
+def test_cli_sweep(cli, tmp_path):
+    out, png = tmp_path / "c.csv", tmp_path / "c.png"
+    code, stdout, err = cli(
+        "sweep",
+        "scenarios/gpu_offload_crossover.toml",
+        "--grid",
+        "workload.n=logspace:1e3:1e9:5",
+        "--grid",
+        "device=v100-pcie,h100-pcie",
+        "--out",
+        str(out),
+        "--plot",
+        str(png),
+    )
+    assert code == 0, err
+    assert "30 points" in stdout and png.exists() and len(pandas.read_csv(out)) == 30
+    code, stdout, err = cli(
+        "sweep",
+        "--set",
+        "workload=relu",
+        "--set",
+        "device=t4",
+        "--grid",
+        "workload.n=1e3,1e6",
+        "--workers",
+        "2",
+    )
+    assert code == 0 and "2 points" in stdout
+    for args, expected in [
+        (["sweep", "--set", "workload=relu"], "grid is empty"),
+        (["sweep", "--set", "workload=relu", "--grid", "workload.n=logspace:1e9:1e3:x"], "malformed"),
+        (["sweep", "--set", "workload=relu", "--grid", "size=1"], "unknown field"),
+        (
+            ["sweep", "--set", "workload=relu", "--grid", "workload.n=1", "--out", "/no/dir/x.csv"],
+            "does not exist",
+        ),
+        (["sweep", "--set", "workload=relu", "--grid", "workload.n=1", "--out", "x.txt"], "must end in"),
+        (
+            [
+                "sweep",
+                "--set",
+                "workload=relu",
+                "--grid",
+                "workload.n=1",
+                "--dask",
+                "tcp://127.0.0.1:9",
+                "--dask-timeout",
+                "1",
+            ],
+            "no Dask scheduler answered at tcp://127.0.0.1:9",
+        ),
+    ]:
+        code, _, err = cli(*args)
+        assert code == 2 and expected in err, (args, err)
+
+
+def test_journal_rows_survive_a_kill(tmp_path):
+    out = tmp_path / "k.csv"
+    journal = tmp_path / "k.csv.journal.jsonl"
+    row = sweep(BASE, {"workload.n": [1000]}).iloc[0].to_dict()
+    journal.write_text(json.dumps(row) + "\n" + '{"truncated')  # a kill mid-write
+    seen = []
+    frame = sweep(BASE, {"workload.n": [1000, 2000]}, out=out, progress=lambda d, t: seen.append(t))
+    assert seen[0] == 1 and len(frame) == 2
