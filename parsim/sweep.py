@@ -77,8 +77,12 @@ def sweep(
         if progress is not None:
             progress(0, total)
         for row in _execute(tasks, workers):
-            store.add(row)
-            count += 1
+            if isinstance(row, pandas.DataFrame):
+                store.add_frame(row)
+                count += len(row)
+            else:
+                store.add(row)
+                count += 1
             if progress is not None:
                 progress(count, total)
         if measure:
@@ -110,18 +114,18 @@ def _cases(source, method: str | None) -> list[tuple[str, dict]]:
     return cases
 
 
-def _execute(tasks: list, workers) -> Iterator[dict]:
+def _execute(tasks: list, workers) -> Iterator[dict | pandas.DataFrame]:
     """Rows of every task: the vectorised fast path where it applies, then the chosen executor."""
     remaining = []
     by_case: dict[tuple, list] = {}
     for task in tasks:
         by_case.setdefault((task[0], id(task[2])), []).append(task)
     for group in by_case.values():
-        rows = fast_rows(group[0][0], group[0][2], [task[1] for task in group])
-        if rows is None:
+        frames = fast_rows(group[0][0], group[0][2], [task[1] for task in group])
+        if frames is None:
             remaining.extend(group)
         else:
-            yield from rows
+            yield from frames
     batches = [remaining[i : i + BATCH] for i in range(0, len(remaining), BATCH)]
     if not batches:
         return
@@ -184,6 +188,10 @@ def _measure_rows(store: Store) -> None:
     from parsim.measure.backends import available_backends
 
     present = available_backends()
+    for frame in store.frames:  # vectorised rows become plain rows to gain measured columns
+        for row in frame.to_dict("records"):
+            store.add(row)
+    store.frames.clear()
     for row in list(store.rows):
         if row.get("error") or "measured_s" in row and row["measured_s"] == row["measured_s"]:
             continue

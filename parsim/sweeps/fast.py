@@ -10,9 +10,8 @@ check it against the scalar analytic model point by point.
 
 from __future__ import annotations
 
-import math
-
 import numpy
+import pandas
 
 from parsim.errors import ParsimError
 from parsim.hardware import registry
@@ -24,8 +23,8 @@ LINEAR = ("vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "copy")
 FAST = (*LINEAR, "matmul")
 
 
-def fast_rows(case: str, base: dict, points: list[dict]) -> list[dict] | None:
-    """Rows for ``points`` (one case), or None when the fast path does not apply."""
+def fast_rows(case: str, base: dict, points: list[dict]) -> list[pandas.DataFrame] | None:
+    """Rows of ``points`` (one case) as a DataFrame per group; None where the fast path does not apply."""
     if (base.get("method") or "engine") != "analytic" or any(
         not k.startswith("workload.") and k not in ("device", "host", "link", "mode")
         for p in points
@@ -38,17 +37,16 @@ def fast_rows(case: str, base: dict, points: list[dict]) -> list[dict] | None:
             sorted((k, v) for k, v in point.items() if k not in ("workload.n", "workload.m", "workload.k"))
         )
         groups.setdefault(key, []).append(index)
-    rows: list[dict | None] = [None] * len(points)
+    frames = []
     for indices in groups.values():
-        group_rows = _group(case, base, [points[i] for i in indices])
-        if group_rows is None:
+        frame = _group(case, base, [points[i] for i in indices])
+        if frame is None:
             return None
-        for index, row in zip(indices, group_rows, strict=True):
-            rows[index] = row
-    return rows
+        frames.append(frame)
+    return frames
 
 
-def _group(case: str, base: dict, points: list[dict]) -> list[dict] | None:
+def _group(case: str, base: dict, points: list[dict]) -> pandas.DataFrame | None:
     from parsim.sweeps.grid import point_id
     from parsim.sweeps.points import build_call
 
@@ -187,47 +185,65 @@ def _transfer(system, op: Transfer, q: dict) -> dict:
     }
 
 
-def _rows(case, points, call, system, mode, q, t, point_id) -> list[dict]:
+def _rows(case, points, call, system, mode, q, t, point_id) -> pandas.DataFrame:
+    """The group's rows as one DataFrame, built column by column (no per-row dicts)."""
     latency = t["dispatch"] + t["duration"]
     work = numpy.where(t["duration"] > 0, t["duration"], 0.0)
     capacity = system.compute.memory.capacity_B
-    rows = []
-    for i, point in enumerate(points):
-        row = {"point_id": point_id(case, point), "case": case, **point, "workload": call["workload"]}
-        row.update({f"workload.{k}": v for k, v in call["params"].items() if f"workload.{k}" not in point})
-        if q["footprint"][i] > capacity:
-            row["error"] = (
-                f"{call['workload']} needs {q['footprint'][i] / 2**30:.1f} GiB, "
-                f"{system.compute.id} has {capacity / 2**30:.1f} GiB"
-            )
-            rows.append(row)
-            continue
-        kind = str(t["kind"][i])
-        row.update(
-            {
-                "device": system.compute.id,
-                "host": system.host.id,
-                "link": system.link.id if system.link is not None else None,
-                "mode": mode,
-                "method": "analytic",
-                "latency_s": float(latency[i]),
-                "throughput_per_s": 1.0 / float(t["period"][i]),
-                "flops": float(q["flops"][i]),
-                "bytes": float(q["bytes"][i]),
-                "transfer_bytes": float(q["transfer_bytes"][i]),
-                "flops_per_s": float(q["flops"][i] / latency[i]),
-                "bytes_per_s": float(q["bytes"][i] / latency[i]),
-                "bottleneck": kind if work[i] >= t["dispatch"] else "overhead",
-                "events": 0,
-                "compute_s": float(work[i]) if kind == "compute" else 0.0,
-                "memory_s": float(work[i]) if kind == "memory" else 0.0,
-                "transfer_s": float(work[i]) if kind == "transfer" else 0.0,
-                "overhead_s": float(t["dispatch"]),
-                "error": "",
-            }
-        )
-        for key in ("workload.n", "workload.m", "workload.k"):
-            if key in row and isinstance(row[key], float) and math.isfinite(row[key]):
-                row[key] = int(row[key])
-        rows.append(row)
-    return rows
+    too_big = q["footprint"] > capacity
+    kind = t["kind"].astype(object)
+    columns = {"point_id": [point_id(case, point) for point in points], "case": case}
+    for field in points[0]:
+        columns[field] = [point[field] for point in points]
+    columns["workload"] = call["workload"]
+    for key, value in call["params"].items():
+        columns.setdefault(f"workload.{key}", value)
+    for key in ("workload.n", "workload.m", "workload.k"):
+        if key in columns and not isinstance(columns[key], list):
+            columns[key] = int(columns[key])
+    columns.update(
+        {
+            "device": system.compute.id,
+            "host": system.host.id,
+            "link": system.link.id if system.link is not None else None,
+            "mode": mode,
+            "method": "analytic",
+            "latency_s": latency,
+            "throughput_per_s": 1.0 / t["period"],
+            "flops": q["flops"],
+            "bytes": q["bytes"],
+            "transfer_bytes": q["transfer_bytes"],
+            "flops_per_s": q["flops"] / latency,
+            "bytes_per_s": q["bytes"] / latency,
+            "bottleneck": numpy.where(work >= t["dispatch"], kind, "overhead"),
+            "events": 0,
+            "compute_s": numpy.where(kind == "compute", work, 0.0),
+            "memory_s": numpy.where(kind == "memory", work, 0.0),
+            "transfer_s": numpy.where(kind == "transfer", work, 0.0),
+            "overhead_s": t["dispatch"],
+            "error": "",
+        }
+    )
+    frame = pandas.DataFrame(columns, index=range(len(points)))
+    if too_big.any():
+        gib = q["footprint"][too_big] / 2**30
+        frame.loc[too_big, "error"] = [
+            f"{call['workload']} needs {need:.1f} GiB, {system.compute.id} has {capacity / 2**30:.1f} GiB"
+            for need in gib
+        ]
+        numeric = [
+            "latency_s",
+            "throughput_per_s",
+            "flops",
+            "bytes",
+            "transfer_bytes",
+            "flops_per_s",
+            "bytes_per_s",
+            "compute_s",
+            "memory_s",
+            "transfer_s",
+            "overhead_s",
+        ]
+        frame.loc[too_big, numeric] = numpy.nan
+        frame.loc[too_big, ["device", "host", "link", "mode", "method", "bottleneck"]] = None
+    return frame

@@ -28,6 +28,9 @@ def build_call(base: dict, point: dict) -> dict:
             nested.append((head, rest, value))
         else:
             call[field] = value
+    for required in ("workload", "device"):
+        if not call.get(required):
+            raise ParsimError(f"'{required}' is not set: give it in the scenario, with --set or in the grid")
     for head, path, value in nested:
         call[head] = set_field(_resolve(head, call), path, value)
     return call

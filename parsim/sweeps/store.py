@@ -54,6 +54,7 @@ class Store:
         self._last_flush = time.monotonic()
         self._journal = None
         self._positions: dict[str, int] = {}
+        self.frames: list[pandas.DataFrame] = []
         if path is None:
             return
         if path.exists():
@@ -87,7 +88,19 @@ class Store:
     @property
     def done(self) -> set[str]:
         """Points finished earlier (error rows are retried)."""
-        return {row["point_id"] for row in self.rows if not _text(row.get("error"))}
+        done = {row["point_id"] for row in self.rows if not _text(row.get("error"))}
+        for frame in self.frames:
+            done.update(frame.loc[frame["error"].fillna("") == "", "point_id"])
+        return done
+
+    def add_frame(self, frame: pandas.DataFrame) -> None:
+        """Many finished rows at once (the vectorised path), kept as a DataFrame."""
+        self.frames.append(frame)
+        if self._journal is not None:
+            frame.to_json(self._journal, orient="records", lines=True)
+            self._journal.write("\n")
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
 
     def add(self, row: dict) -> None:
         position = self._index().get(row["point_id"])
@@ -104,7 +117,17 @@ class Store:
                 self.write()
 
     def frame(self) -> pandas.DataFrame:
-        return pandas.DataFrame(self.rows)
+        """Every finished row; a point computed twice (resumed) keeps its newest row."""
+        parts = [pandas.DataFrame(self.rows)] if self.rows else []
+        parts += self.frames
+        if not parts:
+            return pandas.DataFrame()
+        frame = pandas.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+        return (
+            frame.drop_duplicates("point_id", keep="last", ignore_index=True)
+            if self.frames and self.rows
+            else frame
+        )
 
     def write(self) -> None:
         """Rewrite the output file from every finished row (atomically, through a temporary file)."""
