@@ -400,3 +400,33 @@ def _crossovers(series: dict) -> list[tuple]:
                 found.append((value, label, "first"))
             ahead = now
     return found
+
+
+@_styled
+def validation(rows: list[dict], title: str = "Predicted vs measured") -> Figure:
+    """Measured against predicted times (log-log), the y = x line, and +-30 % bands."""
+    fig = _figure(8, 7)
+    ax = fig.add_subplot()
+    classes = sorted({row.get("class", row.get("workload", "")) for row in rows})
+    for index, name in enumerate(classes):
+        part = [row for row in rows if row.get("class", row.get("workload", "")) == name]
+        ax.loglog(
+            [r["measured_s"] for r in part],
+            [r["predicted_s"] for r in part],
+            "o",
+            color=f"C{index % 10}",
+            label=name,
+            markersize=6,
+        )
+    values = [v for row in rows for v in (row["measured_s"], row["predicted_s"]) if v > 0]
+    lo, hi = min(values) / 2, max(values) * 2
+    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="predicted = measured")
+    ax.fill_between(
+        [lo, hi], [lo * 0.7, hi * 0.7], [lo * 1.3, hi * 1.3], color="grey", alpha=0.15, label="+-30 %"
+    )
+    ax.set_xlabel("measured (s)")
+    ax.set_ylabel("predicted (s)")
+    ax.set_title(title)
+    ax.legend(fontsize=9, loc="upper left")
+    ax.grid(True, which="both", alpha=0.25)
+    return fig

@@ -158,3 +158,32 @@ def validation_text(data: dict) -> str:
 
 def _percent(value) -> str:
     return "-" if value is None else f"{value:.1%}"
+
+
+def bottleneck_sentence(p: Prediction, device=None, link=None) -> str:
+    """One sentence a student reads first: what bounds the time, how much of it, and at what rate.
+
+    Example: ``memory-bound: 92% of the time waiting on 3.0 TB/s device memory``.
+    """
+    share = p.breakdown[p.bottleneck] / p.latency_s if p.latency_s else 0.0
+    if p.bottleneck == "memory":
+        where = ""
+        if device is not None:
+            name = (
+                "HBM"
+                if device.is_gpu and device.memory.peak_bandwidth_Bps >= 0.9e12
+                else ("device memory" if device.is_gpu else "DRAM")
+            )
+            where = f" {units.si(device.memory.bandwidth_Bps, 'B/s')} {name}"
+        return f"memory-bound: {share:.0%} of the time waiting on{where or ' memory'}"
+    if p.bottleneck == "compute":
+        rate = (
+            f" at up to {units.si(device.peak_flops_per_s('float32'), 'FLOP/s')} (float32 peak)"
+            if device
+            else ""
+        )
+        return f"compute-bound: {share:.0%} of the time computing{rate}"
+    if p.bottleneck == "transfer":
+        over = f" over {link.name} ({units.si(link.bandwidth_Bps, 'B/s')} per direction)" if link else ""
+        return f"transfer-bound: {share:.0%} of the time moving data{over}"
+    return f"overhead-bound: {share:.0%} of the time launching work or waiting on the host, not computing"

@@ -1,0 +1,103 @@
+"""Explore: one workload on one system — the numbers, the sentence, the timeline, the roofline."""
+
+from __future__ import annotations
+
+import pandas
+import streamlit as st
+
+from parsim import plots, units
+from parsim.app import editor
+from parsim.app.cache import cached_predict, resolve
+from parsim.app.widgets import (
+    cached_png,
+    csv_download,
+    link_picker,
+    processor_picker,
+    show_png,
+    workload_form,
+)
+from parsim.errors import ParsimError
+from parsim.hardware import registry
+from parsim.hardware.execution import MODES, default_mode
+from parsim.report import bottleneck_sentence
+
+DEFAULTS = {"n": 10**8, "m": 4096, "k": 4096}
+
+
+def render() -> None:
+    st.title("Explore")
+    st.caption("Pick hardware and a workload: parsim predicts how long it takes and shows why.")
+    left, right = st.columns([1, 2], gap="large")
+    with left:
+        device = processor_picker("device", "explore_device", default="h100-sxm")
+        try:
+            spec = registry.processor(resolve(device))
+        except ParsimError as exc:
+            st.error(str(exc))
+            return
+        host = link = None
+        if spec.is_gpu:
+            host = processor_picker("host CPU", "explore_host", kind="cpu", default="xeon-e5-2630v3")
+            link = link_picker("link", "explore_link", spec.default_link)
+        modes = (
+            ["simt", "sisd", "simd", "mimd", "mimd+simd"]
+            if spec.is_gpu
+            else [m for m in MODES if m != "simt"]
+        )
+        mode = st.selectbox("Flynn mode", modes, index=modes.index(default_mode(spec)), key="explore_mode")
+        method = st.radio("method", ["engine", "analytic"], horizontal=True, key="explore_method")
+        workload, params = workload_form("explore", default="vector_add", overrides=DEFAULTS)
+    with right:
+        try:
+            p = cached_predict(workload, tuple(sorted(params.items())), device, host, link, mode, method)
+        except ParsimError as exc:
+            st.error(str(exc))
+            return
+        system = registry.system(resolve(device), resolve(host), resolve(link)) if spec.is_gpu else None
+        show(p, spec, system.link if system else None,
+             (workload, tuple(sorted(params.items())), device, host, link, mode, method))
+    with st.expander("Hardware editor: start from a preset, change figures, download the TOML"):
+        editor.render()
+
+
+def _timeline(*call):
+    return plots.timeline(cached_predict(*call))
+
+
+def _roofline(*call):
+    p = cached_predict(*call)
+    return plots.roofline(p, registry.processor(resolve(call[2])), dtype=p.params.get("dtype", "float32"))
+
+
+def show(p, spec, link, call: tuple) -> None:
+    """Metrics, the bottleneck sentence, the breakdown, the timeline and the roofline of ``p``.
+
+    ``call`` are the arguments of ``cached_predict`` that made ``p``: the figures are cached by them.
+    """
+    columns = st.columns(4)
+    columns[0].metric("latency", units.seconds(p.latency_s))
+    columns[1].metric("throughput", units.si(p.throughput_per_s, "/s"))
+    columns[2].metric("achieved FLOP/s", units.si(p.flops_per_s, "FLOP/s"))
+    columns[3].metric("achieved memory B/s", units.si(p.bytes_per_s, "B/s"))
+    st.info(bottleneck_sentence(p, spec, link), icon=":material/lightbulb:")
+    for note in p.notes:
+        st.caption(note)
+    breakdown = pandas.DataFrame(
+        {
+            "category": list(p.breakdown),
+            "seconds": list(p.breakdown.values()),
+            "share": [v / p.latency_s for v in p.breakdown.values()],
+        }
+    )
+    timeline_tab, roofline_tab, table_tab = st.tabs(["Timeline", "Roofline", "Breakdown"])
+    with timeline_tab:
+        show_png(cached_png(_timeline, *call), "timeline", key="explore_timeline_png")
+    with roofline_tab:
+        show_png(cached_png(_roofline, *call), "roofline", key="explore_roofline_png")
+    with table_tab:
+        st.dataframe(breakdown, hide_index=True, key="explore_breakdown")
+        csv_download(breakdown, "breakdown", key="explore_breakdown_csv")
+        if p.layers:
+            layers = pandas.DataFrame(p.layers)
+            st.dataframe(layers, hide_index=True, key="explore_layers")
+            csv_download(layers, "layers", key="explore_layers_csv")

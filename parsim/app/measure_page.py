@@ -1,0 +1,187 @@
+"""Measure: what this machine really does — measurements, a quick calibration, predicted vs measured.
+
+Measurements are serialised across users by parsim's machine-wide lock, so two people timing
+at once never disturb each other; results can be saved and loaded as JSON, so a lecture laptop
+without a GPU can show figures measured on a GPU server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas
+import streamlit as st
+
+from parsim import plots, units
+from parsim.app.widgets import csv_download, figure
+from parsim.errors import ParsimError
+from parsim.hardware.tomlio import dumps_hardware, loads_hardware
+from parsim.measure.backends import gpu_available
+from parsim.validate import SCHEMA as REPORT_SCHEMA
+from parsim.validate import summarise
+
+MEASURABLE = ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul"]
+
+
+def render() -> None:
+    st.title("Measure")
+    available, why = gpu_available()
+    if available:
+        st.success("NumPy (CPU) and CuPy (GPU) are both available: measurements can run on either.")
+    else:
+        st.warning(
+            f"No GPU here — {why}. You can measure the CPU with NumPy, or load measurements made on a "
+            "GPU machine.",
+            icon=":material/info:",
+        )
+    history = st.session_state.setdefault("measurements", [])
+    _calibration()
+    _measure_form(history, available)
+    _files(history)
+    _comparison(history)
+
+
+def _calibration() -> None:
+    with st.container(border=True):
+        st.subheader("This machine")
+        if st.session_state.get("calibrated_toml"):
+            spec = loads_hardware(st.session_state["calibrated_toml"])
+            st.write(
+                f"calibrated: {spec.name}, {spec.cores} cores, {units.si(spec.memory.bandwidth_Bps, 'B/s')} "
+                f"DRAM, dispatch {units.seconds(spec.dispatch_s)}"
+            )
+            st.download_button(
+                "Download this-machine.toml",
+                st.session_state["calibrated_toml"].encode(),
+                file_name="this-machine.toml",
+                key="measure_calibration_download",
+            )
+        if st.button("Quick calibration (about 5 s)", key="measure_calibrate"):
+            from parsim.measure.calibrate import calibrate, describe
+
+            bar = st.progress(0.0, text="calibrating")
+            spec, raw = calibrate(quick=True, progress=lambda i, n, label: bar.progress(i / n, text=label))
+            st.session_state["calibrated_toml"] = dumps_hardware(spec, describe(raw, quick=True))
+            bar.empty()
+            st.rerun()
+
+
+def _measure_form(history: list, gpu: bool) -> None:
+    with st.form("measure_form"):
+        st.subheader("Measure a workload")
+        columns = st.columns(4)
+        workload = columns[0].selectbox("workload", MEASURABLE, key="measure_workload")
+        size = columns[1].number_input(
+            "n (or matrix edge)", min_value=1, max_value=10**8, value=10**6, key="measure_size"
+        )
+        mode = columns[2].selectbox("mode", ["simd", "mimd+simd", "mimd", "sisd"], key="measure_mode")
+        backend = columns[3].selectbox(
+            "backend", ["numpy", "cupy"] if gpu else ["numpy"], key="measure_backend"
+        )
+        submitted = st.form_submit_button("Measure", key="measure_submit")
+    if not submitted:
+        return
+    from parsim.measure import measure
+    from parsim.predict import predict
+
+    params = {"m": size, "n": size, "k": size} if workload == "matmul" else {"n": size}
+    try:
+        with st.spinner("measuring (waits if someone else is measuring this machine)"):
+            result = measure(
+                workload, params, backend=backend, mode=None if backend == "cupy" else mode, budget_s=0.3
+            )
+        device = st.session_state.get("calibrated_toml")
+        predicted = None
+        if device and backend == "numpy":
+            predicted = predict(
+                workload, result.params, device=loads_hardware(device), mode=result.mode
+            ).latency_s
+    except ParsimError as exc:
+        st.error(str(exc))
+        return
+    history.append({**result.to_dict(), "predicted_s": predicted})
+    st.success(
+        f"{workload}: median {units.seconds(result.median_s)} (p25 {units.seconds(result.p25_s)}, "
+        f"p75 {units.seconds(result.p75_s)}, {result.repeats} repeats)"
+        + (
+            f"; predicted {units.seconds(predicted)}"
+            if predicted
+            else "; calibrate to compare with a prediction"
+        )
+    )
+
+
+def _files(history: list) -> None:
+    with st.container(border=True):
+        st.subheader("Measurement files")
+        if history:
+            st.download_button(
+                "Download these measurements (JSON)",
+                json.dumps(history, indent=2).encode(),
+                file_name="measurements.json",
+                key="measure_save",
+            )
+        file = st.file_uploader(
+            "Load measurements or a validation report (JSON)", type=["json"], key="measure_load"
+        )
+        if file is None:
+            return
+        if file.size > 50_000_000:
+            st.error(f"{file.name} is larger than 50 MB; nothing loaded")
+            return
+        try:
+            data = json.loads(file.getvalue())
+        except json.JSONDecodeError as exc:
+            st.error(f"{file.name} is not JSON ({exc}); nothing loaded")
+            return
+        rows = _rows_of(data)
+        if rows is None:
+            st.error(f"{file.name} is neither parsim measurements nor a validation report; nothing loaded")
+            return
+        st.session_state["loaded_rows"] = rows
+        st.caption(f"loaded {len(rows)} rows from {file.name}")
+
+
+def _rows_of(data) -> list[dict] | None:
+    if isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA:
+        return data["rows"]
+    if isinstance(data, dict):
+        data = [data]
+    if isinstance(data, list) and all(
+        isinstance(r, dict) and r.get("schema") == "parsim.measurement/1" for r in data
+    ):
+        return [
+            {**r, "measured_s": r["median_s"], "class": f"{r['workload']} ({r['backend']}, {r['mode']})"}
+            for r in data
+        ]
+    return None
+
+
+def _comparison(history: list) -> None:
+    rows = [
+        {**r, "measured_s": r["median_s"], "class": f"{r['workload']} ({r['backend']}, {r['mode']})"}
+        for r in history
+    ] + st.session_state.get("loaded_rows", [])
+    if not rows:
+        st.info("measure something (or load a file) to see predicted against measured")
+        return
+    table = pandas.DataFrame(rows)
+    shown = [c for c in ("class", "params", "measured_s", "predicted_s", "device_name", "host") if c in table]
+    st.dataframe(table[shown], hide_index=True, key="measure_table")
+    csv_download(table[shown], "measurements", key="measure_csv")
+    paired = [r for r in rows if r.get("predicted_s")]
+    if not paired:
+        return
+    from parsim.validate import Point
+
+    points = [
+        Point(r.get("workload", ""), {}, "", "", r["measured_s"], 0, 0, r["predicted_s"]) for r in paired
+    ]
+    summary = summarise(points)
+    columns = st.columns(3)
+    columns[0].metric(
+        "MAPE (>= 100 us)", "-" if summary["mape_large"] is None else f"{summary['mape_large']:.0%}"
+    )
+    columns[1].metric("largest error", f"{summary['max_error']:.0%}")
+    columns[2].metric("rank correlation", f"{summary['spearman']:.2f}")
+    figure(plots.validation(paired), "predicted-vs-measured", key="measure_png")

@@ -1,0 +1,153 @@
+"""Widgets shared by the pages: hardware pickers with uploads, workload forms, downloads.
+
+Every widget has a ``key``; invalid uploads are reported in place and the previous choice is
+kept; parameter inputs are bounded by the workload's own limits and validated again by parsim.
+"""
+
+from __future__ import annotations
+
+import io
+import typing
+
+import streamlit as st
+
+from parsim.errors import ParsimError
+from parsim.hardware.presets import LINKS, PROCESSORS
+from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
+from parsim.workloads.registry import WORKLOADS
+
+UPLOADED = "uploaded hardware file"
+THIS_MACHINE = "this machine (calibrated)"
+
+
+def _choices(kind: str | None) -> list[str]:
+    ids = [k for k, spec in PROCESSORS.items() if kind is None or spec.kind == kind]
+    extra = [UPLOADED] + ([THIS_MACHINE] if st.session_state.get("calibrated_toml") else [])
+    return extra + ids if kind != "gpu" else ids + [UPLOADED]
+
+
+def processor_picker(label: str, key: str, kind: str | None = None, default: str = "h100-sxm") -> str:
+    """A processor source: a preset id, or TOML text from an upload or the calibration."""
+    choices = _choices(kind)
+    choice = st.selectbox(label, choices, index=choices.index(default) if default in choices else 0, key=key)
+    if choice == THIS_MACHINE:
+        return st.session_state["calibrated_toml"]
+    if choice == UPLOADED:
+        return upload(f"{label}: hardware TOML", f"{key}_upload", fallback=default)
+    return choice
+
+
+def link_picker(label: str, key: str, default: str | None) -> str | None:
+    choices = ["the GPU's usual link", *LINKS]
+    choice = st.selectbox(label, choices, index=choices.index(default) if default in choices else 0, key=key)
+    return None if choice == choices[0] else choice
+
+
+def label_of(source: str) -> str:
+    """A short name for a hardware source (the id inside TOML text)."""
+    if "\n" not in source:
+        return source
+    try:
+        return loads_hardware(source).id
+    except ParsimError:
+        return "uploaded hardware"
+
+
+def upload(label: str, key: str, fallback: str) -> str:
+    """TOML text of an uploaded hardware file; on a bad file, say why and keep the last good one."""
+    stored = f"{key}_good"
+    file = st.file_uploader(label, type=["toml"], key=key)
+    if file is not None:
+        data = file.getvalue()
+        if len(data) > MAX_FILE_BYTES:
+            st.error(f"{file.name} is larger than {MAX_FILE_BYTES:,} bytes; keeping the previous hardware")
+        else:
+            text = data.decode("utf-8", errors="replace")
+            try:
+                loads_hardware(text, source=file.name)
+                st.session_state[stored] = text
+            except ParsimError as exc:
+                st.error(f"{exc} — keeping the previous hardware")
+    return st.session_state.get(stored, fallback)
+
+
+def workload_form(
+    key: str, names: list[str] | None = None, default: str = "vector_add", overrides: dict | None = None
+) -> tuple[str, dict]:
+    """A workload and its parameters, with the bounds of its parameter model."""
+    names = names or list(WORKLOADS)
+    name = st.selectbox(
+        "workload",
+        names,
+        index=names.index(default) if default in names else 0,
+        key=f"{key}_workload",
+        help=WORKLOADS[default].summary if default in WORKLOADS else None,
+    )
+    model = WORKLOADS[name].params
+    values = {}
+    columns = st.columns(3)
+    for index, (field, info) in enumerate(model.model_fields.items()):
+        if field == "gpus" and name != "data_parallel":
+            continue
+        default_value = (overrides or {}).get(field, info.default)
+        with columns[index % 3]:
+            values[field] = _field_input(field, info, default_value, f"{key}_{name}_{field}")
+    return name, values
+
+
+def _field_input(field: str, info, default, key: str):
+    annotation = info.annotation
+    options = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return st.selectbox(
+            field, options, index=options.index(default) if default in options else 0, key=key
+        )
+    if annotation is bool:
+        return st.checkbox(field, value=bool(default), key=key)
+    low = next((m.gt + 1 for m in info.metadata if hasattr(m, "gt") and m.gt is not None), 1)
+    high = next((m.le for m in info.metadata if hasattr(m, "le") and m.le is not None), 10**15)
+    start = int(default) if isinstance(default, (int, float)) else low
+    return int(
+        st.number_input(
+            field,
+            min_value=int(low),
+            max_value=int(high),
+            value=max(start, int(low)),
+            step=1,
+            key=key,
+            help=info.description,
+        )
+    )
+
+
+def png_bytes(figure, dpi: int = 110) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def csv_download(frame, name: str, key: str) -> None:
+    """A button that downloads a DataFrame as CSV."""
+    st.download_button(
+        "Download CSV", frame.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv", key=key
+    )
+
+
+def figure(fig, name: str, key: str) -> None:
+    """Show a matplotlib figure full width, and offer the same PNG for download (drawn once)."""
+    show_png(png_bytes(fig), name, key)
+
+
+def show_png(png: bytes, name: str, key: str) -> None:
+    st.image(png, width="stretch")
+    st.download_button("Download PNG", png, file_name=f"{name}.png", mime="image/png", key=key)
+
+
+def cached_png(draw, *args) -> bytes:
+    """PNG of ``draw(*args)``, drawn once per builder and arguments (the arguments must hash)."""
+    return _png(f"{draw.__module__}.{draw.__qualname__}", draw, *args)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _png(name: str, _draw, *args) -> bytes:
+    return png_bytes(_draw(*args))
