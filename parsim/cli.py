@@ -227,6 +227,21 @@ def _save(figure, path: Path) -> None:
     typer.echo(f"saved {path}", err=True)
 
 
+@app.command("app")
+def run_app(
+    port: Annotated[int, typer.Option(help="port to serve on", min=1, max=65535)] = 8501,
+    headless: Annotated[bool, typer.Option("--headless", help="Do not open a browser.")] = False,
+):
+    """Start the Streamlit app (explore, compare, scale out, measure, learn)."""
+    from streamlit.web import cli as streamlit_cli
+
+    from parsim.app import ENTRY
+
+    sys.argv = ["streamlit", "run", str(ENTRY), "--server.port", str(port), "--browser.gatherUsageStats", "false",
+                "--server.headless", "true" if headless else "false"]
+    sys.exit(streamlit_cli.main())
+
+
 cli_measure.register(app)
 cli_sweep.register(app)
 

@@ -1,0 +1,106 @@
+"""The app through Streamlit's AppTest: every page renders, widgets change the numbers, bad input
+is reported in place."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "parsim" / "app" / "pages"
+UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def app(page: str = "explore") -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    if page != "explore":
+        at.switch_page(str(PAGES / f"{page}.py")).run()
+    assert not at.exception, at.exception[0].value
+    return at
+
+
+def seconds(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * UNIT[unit]
+
+
+@pytest.mark.parametrize("page", ["explore", "compare", "scale", "measure", "learn"])
+def test_every_page_renders(page):
+    at = app(page)
+    assert at.title[0].value.lower().startswith(page[:5])
+    if page != "measure":
+        assert len(at.get("image")) >= 1, "the page's main figure is missing"
+
+
+def test_explore_doubling_n_doubles_a_memory_bound_latency():
+    at = app()
+    assert "memory-bound" in at.info[0].value
+    before = seconds(at.metric[0].value)
+    at.number_input(key="explore_vector_add_n").set_value(2 * 10**8).run()
+    after = seconds(at.metric[0].value)
+    assert after / before == pytest.approx(2, rel=0.05)
+
+
+def test_explore_changing_device_and_mode():
+    at = app()
+    at.selectbox(key="explore_device").set_value("laptop-4c-avx2").run()
+    at.selectbox(key="explore_mode").set_value("sisd").run()
+    assert not at.exception and "compute-bound" in at.info[0].value
+
+
+def test_explore_reports_a_size_that_does_not_fit():
+    at = app()
+    at.number_input(key="explore_vector_add_n").set_value(10**13).run()
+    assert not at.exception
+    assert any("needs" in e.value and "GiB" in e.value for e in at.error)
+
+
+def test_hardware_editor_marks_the_bad_field_and_raises_nothing():
+    at = app()
+    at.text_input(key="editor_h100-sxm_memory.latency_s").set_value("-1").run()
+    assert not at.exception
+    assert any("'latency_s' must be > 0: -1" in e.value for e in at.error)
+    at.text_input(key="editor_h100-sxm_memory.latency_s").set_value("500e-9").run()
+    at.text_input(key="editor_h100-sxm_clock_Hz").set_value("fast").run()
+    assert any("'clock_Hz' must be a number" in e.value for e in at.error)
+    at.text_input(key="editor_h100-sxm_clock_Hz").set_value("1.98e9").run()
+    at.text_input(key="editor_h100-sxm_memory.bandwidth_Bps").set_value("9e12").run()
+    assert any("peak_bandwidth_Bps" in e.value for e in at.error)  # above the peak
+    assert not at.exception
+
+
+def test_measure_page_without_gpu_says_so_plainly():
+    at = app("measure")
+    assert any("No GPU here" in w.value and "pip install" in w.value for w in at.warning)
+
+
+def test_measure_page_measures_the_cpu():
+    at = app("measure")
+    at.number_input(key="measure_size").set_value(10**5)
+    at.button(key="measure_submit").click().run()
+    assert not at.exception
+    assert any("median" in s.value for s in at.success)
+
+
+def test_compare_kinds_and_crossover_message():
+    at = app("compare")
+    assert any("GPU" in s.value for s in [*at.success, *at.warning])
+    for kind in ["CPU vs GPU (PCIe paid)", "pinned vs pageable", "1 vs several streams"]:
+        at.segmented_control(key="compare_kind").set_value(kind).run()
+        assert not at.exception, kind
+
+
+def test_learn_every_lesson():
+    at = app("learn")
+    for title in at.selectbox(key="learn_lesson").options:
+        at.selectbox(key="learn_lesson").set_value(title).run()
+        assert not at.exception, title
+        assert len(at.markdown) >= 2  # the title and the lesson text
+
+
+def test_scale_out_tabs():
+    at = app("scale")
+    at.selectbox(key="scale_model").set_value("resnet18").run()
+    assert not at.exception
+    assert len(at.dataframe) >= 2
