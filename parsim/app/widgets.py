@@ -85,12 +85,12 @@ def workload_form(
     )
     model = WORKLOADS[name].params
     values = {}
-    columns = st.columns(3)
+    columns = st.columns(2)
     for index, (field, info) in enumerate(model.model_fields.items()):
         if field == "gpus" and name != "data_parallel":
             continue
         default_value = (overrides or {}).get(field, info.default)
-        with columns[index % 3]:
+        with columns[index % 2]:
             values[field] = _field_input(field, info, default_value, f"{key}_{name}_{field}")
     return name, values
 

@@ -1,0 +1,131 @@
+"""The app in a real headless Chromium (Debian's package, driven by Playwright).
+
+Starts ``streamlit run app.py`` on a free port, waits for ``/_stcore/health``, opens every page,
+checks that no exception is shown and that the main figure rendered, uploads a malformed
+hardware file to see it refused in place, and saves a screenshot per page under
+``test-artifacts/``.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+PAGES = [("explore", ""), ("compare", "compare"), ("scale", "scale"), ("measure", "measure"), ("learn", "learn")]
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium", allow_module_level=True)
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (in the dev extra)")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.read().strip() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        process.kill()
+        pytest.fail(f"streamlit did not become healthy: {process.stdout.read().decode()[-2000:]}")
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, url: str):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url, wait_until="domcontentloaded", timeout=60_000)
+    page.wait_for_selector("[data-testid='stAppViewContainer']", timeout=60_000)
+    page.wait_for_selector("h1", timeout=60_000)
+    wait_idle(page)
+    return page
+
+
+def wait_idle(page, timeout_s: float = 90) -> None:
+    """Wait until Streamlit has finished the script run (no 'running' status widget)."""
+    deadline = time.monotonic() + timeout_s
+    time.sleep(0.5)
+    while time.monotonic() < deadline:
+        if page.locator("[data-testid='stStatusWidget']").count() == 0:
+            return
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize(("name", "path"), PAGES)
+def test_page_in_chromium(server, browser, name, path):
+    page = open_page(browser, f"{server}/{path}")
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        assert page.locator("[data-testid='stException']").count() == 0
+        if name == "measure":
+            page.get_by_text("No GPU here").first.wait_for(timeout=30_000)
+        else:
+            image = page.locator("[data-testid='stImage'] img").first
+            image.wait_for(timeout=60_000)
+            assert image.evaluate("img => img.complete && img.naturalWidth > 100")
+        assert page.title()
+    finally:
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        page.close()
+
+
+def test_malformed_upload_is_refused_in_place(server, browser, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[processor]\nid = = 3\n")
+    page = open_page(browser, server)
+    try:
+        page.locator("[data-testid='stSelectbox']").first.click()
+        page.keyboard.type("uploaded hardware")
+        page.keyboard.press("Enter")
+        page.locator("input[type='file']").first.wait_for(state="attached", timeout=30_000)
+        wait_idle(page)
+        page.locator("input[type='file']").first.set_input_files(str(bad))
+        page.get_by_text("malformed TOML").first.wait_for(timeout=30_000)
+        assert page.get_by_text("keeping the previous hardware").count() >= 1
+        assert page.locator("[data-testid='stException']").count() == 0
+    finally:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "upload-refused.png"), full_page=True)
+        page.close()
