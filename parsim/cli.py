@@ -237,8 +237,17 @@ def run_app(
 
     from parsim.app import ENTRY
 
-    sys.argv = ["streamlit", "run", str(ENTRY), "--server.port", str(port), "--browser.gatherUsageStats", "false",
-                "--server.headless", "true" if headless else "false"]
+    sys.argv = [
+        "streamlit",
+        "run",
+        str(ENTRY),
+        "--server.port",
+        str(port),
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.headless",
+        "true" if headless else "false",
+    ]
     sys.exit(streamlit_cli.main())
 
 

@@ -54,8 +54,12 @@ def render() -> None:
             st.error(str(exc))
             return
         system = registry.system(resolve(device), resolve(host), resolve(link)) if spec.is_gpu else None
-        show(p, spec, system.link if system else None,
-             (workload, tuple(sorted(params.items())), device, host, link, mode, method))
+        show(
+            p,
+            spec,
+            system.link if system else None,
+            (workload, tuple(sorted(params.items())), device, host, link, mode, method),
+        )
     with st.expander("Hardware editor: start from a preset, change figures, download the TOML"):
         editor.render()
 
