@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime
 import json
 import platform
+import random
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,8 +97,13 @@ def validate(
     backends: list[str] | None = None,
     budget_s: float = 0.1,
     progress: Callable[[int, int, str], None] | None = None,
+    rounds: int = 3,
 ) -> dict:
     """Measure and predict every grid point; return the report (see ``summarise``).
+
+    The grid is measured in ``rounds`` passes, each in a different (seeded) order, and each point
+    keeps the median of its passes: a machine whose speed drifts over seconds then spreads the
+    drift over every workload class instead of shifting one class against another.
 
     Args:
         cpu_spec: calibrated spec of this machine's CPU (predicts the numpy points).
@@ -105,19 +112,35 @@ def validate(
         backends: restrict to these backends (default: every one present).
         budget_s: measurement time per point.
         progress: ``progress(done, total, label)``.
+        rounds: passes over the grid (``budget_s`` is shared among them).
     """
     points = grid(quick, backends)
     if any(b == "cupy" for _, _, b, _ in points) and not gpu_specs:
         raise ParsimError(
             "validating the GPU needs its calibrated specs (run parsim calibrate on this machine)"
         )
+    samples: dict[int, list] = {index: [] for index in range(len(points))}
+    order = list(range(len(points)))
+    shuffler = random.Random(2026)
+    total, done = len(points) * rounds, 0
+    for _ in range(rounds):
+        for index in order:
+            workload, params, backend, mode = points[index]
+            if progress is not None:
+                shown = " ".join(
+                    f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
+                )
+                progress(done, total, f"{workload} {shown} {mode}")
+            samples[index].append(
+                measure(workload, params, backend=backend, mode=mode, budget_s=budget_s / rounds)
+            )
+            done += 1
+        shuffler.shuffle(order)
     rows = []
-    for index, (workload, params, backend, mode) in enumerate(points):
-        shown = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-        label = f"{workload} {shown} {mode}"
-        if progress is not None:
-            progress(index, len(points), label)
-        measured = measure(workload, params, backend=backend, mode=mode, budget_s=budget_s)
+    for index, (workload, _params, backend, mode) in enumerate(points):
+        runs = samples[index]
+        measured = runs[0]
+        median_s = statistics.median(run.median_s for run in runs)
         if backend == "numpy":
             predicted = predict(workload, measured.params, device=cpu_spec, mode=mode)
         else:
@@ -134,14 +157,14 @@ def validate(
                 measured.params,
                 backend,
                 mode,
-                measured.median_s,
-                measured.p25_s,
-                measured.p75_s,
+                median_s,
+                min(r.p25_s for r in runs),
+                max(r.p75_s for r in runs),
                 predicted.latency_s,
             )
         )
     if progress is not None:
-        progress(len(points), len(points), "done")
+        progress(total, total, "done")
     return report(rows, cpu_spec)
 
 

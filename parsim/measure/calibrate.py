@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,15 +85,23 @@ def clock_Hz() -> float:
     return 3.0e9
 
 
-def calibrate(quick: bool = True, progress: Progress | None = None) -> tuple[ProcessorSpec, dict]:
+def calibrate(
+    quick: bool = True, progress: Progress | None = None, rounds: int | None = None
+) -> tuple[ProcessorSpec, dict]:
     """Measure this machine's CPU and return its spec and the raw measurements.
+
+    Every step runs in ``rounds`` passes over the whole list (2 quick, 3 thorough) and each figure
+    keeps the median of its passes, so a machine whose speed drifts over seconds does not leave
+    one figure measured in a slow moment and the next in a fast one.
 
     Args:
         quick: small budgets and sizes (<= 30 s on a 2-core machine); False measures longer.
         progress: called as ``progress(step, steps, label)`` before each step.
+        rounds: passes over the steps (default 2 quick, 3 thorough).
     """
     backend = NumpyBackend()
-    budget = 0.15 if quick else 0.6
+    rounds = rounds or (2 if quick else 3)
+    budget = (0.15 if quick else 0.6) / rounds
     cores = os.cpu_count() or 1
     levels = cache_levels()
     steps: list[tuple[str, Callable[[], object]]] = []
@@ -183,14 +192,23 @@ def calibrate(quick: bool = True, progress: Progress | None = None) -> tuple[Pro
     add("GEMM FLOP/s (float32, float64, float16)", gemm)
     add("exp throughput", special)
     add("NumPy operation rates (add, multiply, maximum, negative, exp, reciprocal, sum)", op_rates)
+    passes = []
     with measurement_lock():
-        for index, (label, step) in enumerate(steps):
-            if progress is not None:
-                progress(index, len(steps), label)
-            step()
+        for round_index in range(rounds):
+            raw.clear()
+            for index, (label, step) in enumerate(steps):
+                if progress is not None:
+                    progress(round_index * len(steps) + index, rounds * len(steps), label)
+                step()
+            passes.append(dict(raw))
         if progress is not None:
-            progress(len(steps), len(steps), "done")
-    return _spec(raw, levels, cores), raw
+            progress(rounds * len(steps), rounds * len(steps), "done")
+    merged = {key: statistics.median(p[key] for p in passes) for key in passes[0] if key != "curve"}
+    merged["curve"] = [
+        (points[0][0], statistics.median(p[1] for p in points), statistics.median(p[2] for p in points))
+        for points in zip(*(p["curve"] for p in passes), strict=True)
+    ]
+    return _spec(merged, levels, cores), merged
 
 
 def _stream_rate(backend, n: int, mode: str, raw: dict, timed) -> float:
