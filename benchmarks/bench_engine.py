@@ -16,8 +16,7 @@ import statistics
 import time
 
 import parsim
-from parsim.engine import processor
-from parsim.predict import _predict, _timing
+from parsim.predict import clear_caches
 
 CASES = [
     ("vector_add n=1e3", "vector_add", {"n": 1e3}, {"device": "h100-sxm"}),
@@ -43,18 +42,6 @@ CASES = [
         {"device": "v100-sxm2", "link": "nvlink3"},
     ),
 ]
-
-
-def clear_caches() -> None:
-    for cache in (
-        _predict,
-        _timing,
-        processor.shape,
-        processor._plan,
-        processor.phase_times,
-        processor.kernel_s,
-    ):
-        cache.cache_clear()
 
 
 def median_ms(function, repeats: int) -> tuple[float, object]:

@@ -12,8 +12,7 @@ import subprocess
 import sys
 import time
 
-from parsim.engine import processor
-from parsim.predict import _predict, _timing
+from parsim.predict import clear_caches
 from parsim.sweep import dask_map, sweep
 
 GRID = {
@@ -21,19 +20,6 @@ GRID = {
     "workload.n": "logspace:1e3:1e9:250",
     "device": ["t4", "h100-sxm"],
 }
-
-
-def clear_caches() -> None:
-    for cache in (
-        _predict,
-        _timing,
-        processor.shape,
-        processor._plan,
-        processor.phase_times,
-        processor.kernel_s,
-        processor._layout,
-    ):
-        cache.cache_clear()
 
 
 def points_per_minute(label: str, **options) -> tuple[str, float, int]:

@@ -81,6 +81,15 @@ def _draw_timeline(ax, prediction: Prediction, scale: float) -> None:
     ax.grid(axis="x", alpha=0.3)
 
 
+def _finish(ax, x_label: str, y_label: str, title: str) -> None:
+    """Labels, title, legend and a light grid: the same finish for every line chart."""
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(title)
+    ax.legend(fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+
+
 def _legend_handles() -> list[Patch]:
     return [Patch(color=c, label=k) for k, c in COLORS.items()]
 
@@ -193,11 +202,7 @@ def sweep_lines(
             va="top",
             bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
         )
-    ax.set_xlabel(x_label)
-    ax.set_ylabel(y_label)
-    ax.set_title(title)
-    ax.legend(fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
+    _finish(ax, x_label, y_label, title)
     return fig
 
 
@@ -242,11 +247,7 @@ def scaling(
             fontsize=10,
             color=color,
         )
-    ax.set_xlabel("GPUs (G)")
-    ax.set_ylabel("speed-up vs one GPU")
-    ax.set_title(title)
-    ax.legend(fontsize=10)
-    ax.grid(True, alpha=0.3)
+    _finish(ax, "GPUs (G)", "speed-up vs one GPU", title)
     return fig
 
 
@@ -267,11 +268,7 @@ def tradeoff(
             ax.annotate(f"{tag}", (x, y * 1e3), textcoords="offset points", xytext=(4, 4), fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("throughput (samples/s)")
-    ax.set_ylabel("latency of one batch (ms)")
-    ax.set_title(title + "  (labels: batch size)")
-    ax.legend(fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
+    _finish(ax, "throughput (samples/s)", "latency of one batch (ms)", title + "  (labels: batch size)")
     return fig
 
 

@@ -198,6 +198,22 @@ def _with_scaling(
     return attrs.evolve(prediction, metrics=metrics, notes=notes)
 
 
+def clear_caches() -> None:
+    """Forget every cached prediction and kernel plan (benchmarks measure cold predictions)."""
+    from parsim.engine import processor
+
+    for cache in (
+        _predict,
+        _timing,
+        processor.shape,
+        processor._plan,
+        processor.phase_times,
+        processor.kernel_s,
+        processor._layout,
+    ):
+        cache.cache_clear()
+
+
 def check_fits(workload: Workload, system: SystemSpec) -> None:
     """Refuse a workload whose data does not fit in the executing processor's memory."""
     if workload.needs_device and system.device is None:
