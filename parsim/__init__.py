@@ -1,14 +1,29 @@
 """parsim: predict, explain and measure how fast work runs on parallel hardware.
 
->>> import parsim
->>> p = parsim.predict("vector_add", {"n": 1e8}, device="h100-sxm")
->>> p.bottleneck
-'memory'
+    >>> import parsim
+    >>> p = parsim.predict("vector_add", {"n": 1e8}, device="h100-sxm")
+    >>> p.bottleneck
+    'memory'
+
+``parsim.sweep`` (parameter sweeps) and ``parsim.plots`` load on first use, so that
+``import parsim`` and the CLI stay quick.
 """
 
 from parsim.errors import ParsimError
 from parsim.predict import predict
 from parsim.prediction import Prediction
 
-__all__ = ["ParsimError", "Prediction", "predict"]
+__all__ = ["ParsimError", "Prediction", "plots", "predict", "sweep"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name == "sweep":
+        from parsim.sweeps.api import sweep
+
+        return sweep
+    if name == "plots":
+        import parsim.plots as plots
+
+        return plots
+    raise AttributeError(f"module 'parsim' has no attribute {name!r}")

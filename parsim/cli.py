@@ -24,7 +24,7 @@ app = typer.Typer(
 hardware_app = typer.Typer(no_args_is_help=True, help="Hardware presets and files.")
 app.add_typer(hardware_app, name="hardware")
 
-Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def _fail(message: str) -> None:

@@ -50,8 +50,8 @@ def sweep(
 ):
     """Predict every combination of the grid; rows to a table, a file and a plot."""
     from parsim import plots
-    from parsim.sweep import dask_map
-    from parsim.sweep import sweep as run_sweep
+    from parsim.sweeps.api import dask_map
+    from parsim.sweeps.api import sweep as run_sweep
     from parsim.sweeps.grid import parse_grid_options
     from parsim.sweeps.store import check_output
     from parsim.units import parse_assignments

@@ -12,11 +12,15 @@ from hypothesis import strategies as st
 import parsim
 from parsim import plots
 from parsim.errors import ParsimError
-from parsim.sweep import dask_map, sweep
+from parsim.sweeps.api import dask_map, sweep
 from parsim.sweeps.grid import make_grid, parse_grid_options
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"workload": "vector_add", "device": "h100-sxm"}
+
+
+def test_top_level_api():
+    assert parsim.sweep is sweep and parsim.plots is plots
 
 
 def test_grid_values_and_combinations():
@@ -67,9 +71,17 @@ def test_tidy_rows_with_exact_grid_columns_and_prediction_fields():
         "error",
     ):
         assert column in frame.columns
-    row = frame[(frame["workload.n"] == 1e6) & (frame["device"] == "h100-pcie")].iloc[0]
-    expected = parsim.predict("relu", {"n": 1e6}, device="h100-pcie")
-    assert row["latency_s"] == pytest.approx(expected.latency_s)
+    at = frame[(frame["workload.n"] == 1e6) & (frame["device"] == "h100-pcie")].set_index("case")
+    resident = at.loc["GPU: data already resident (V100 PCIe)"]
+    assert resident["latency_s"] == pytest.approx(
+        parsim.predict("relu", {"n": 1e6}, device="h100-pcie").latency_s
+    )
+    # the CPU baseline keeps its CPU when the grid sweeps GPUs
+    baseline = at.loc["CPU: relu, all cores (Xeon E5-2630 v3)"]
+    assert baseline["device_used"] == "xeon-e5-2630v3"
+    assert baseline["latency_s"] == pytest.approx(
+        parsim.predict("relu", {"n": 1e6}, device="xeon-e5-2630v3").latency_s
+    )
 
 
 def test_invalid_points_become_error_rows():

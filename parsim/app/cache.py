@@ -13,7 +13,7 @@ from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.hardware.tomlio import loads_hardware
 from parsim.predict import predict
 from parsim.scenarios import load_scenario, run_scenario
-from parsim.sweep import sweep
+from parsim.sweeps.api import sweep
 
 
 def resolve(source: str | None) -> str | ProcessorSpec | LinkSpec | None:

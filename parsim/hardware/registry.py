@@ -25,8 +25,9 @@ def _presets():
 
 
 def _suggest(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    close += [k for k in known if name and name in k and k not in close]
+    """The ids that contain what was typed, then the closest spellings."""
+    close = sorted(k for k in known if name and name in k)
+    close += [k for k in difflib.get_close_matches(name, known, n=3, cutoff=0.5) if k not in close]
     return f"; closest: {', '.join(close[:4])}" if close else f"; known: {', '.join(sorted(known))}"
 
 

@@ -80,7 +80,17 @@ def _group(case: str, base: dict, points: list[dict]) -> pandas.DataFrame | None
     else:
         quantities = _gemm(op, sizes) if name == "matmul" else _affine(probe, twice, sizes["n"])
         times = _kernel(system, mode, op, quantities)
-    return _rows(case, points, call, system, mode, quantities, times, point_id)
+    defaults = {k: v for k, v in probe.params if k not in sizes}
+    return _rows(
+        case,
+        points,
+        {**call, "params": {**defaults, **call["params"]}},
+        system,
+        mode,
+        quantities,
+        times,
+        point_id,
+    )
 
 
 def _affine(one, two, n):
@@ -204,6 +214,7 @@ def _rows(case, points, call, system, mode, q, t, point_id) -> pandas.DataFrame:
     columns.update(
         {
             "device": system.compute.id,
+            "device_used": system.compute.id,
             "host": system.host.id,
             "link": system.link.id if system.link is not None else None,
             "mode": mode,

@@ -26,6 +26,8 @@ def build_call(base: dict, point: dict) -> dict:
             call["params"][rest] = value
         elif head in SPEC_FIELDS and rest:
             nested.append((head, rest, value))
+        elif field in ("device", "host") and value is not None and call.get(field) is not None:
+            call[field] = _same_kind(field, call[field], value)
         else:
             call[field] = value
     for required in ("workload", "device"):
@@ -34,6 +36,19 @@ def build_call(base: dict, point: dict) -> dict:
     for head, path, value in nested:
         call[head] = set_field(_resolve(head, call), path, value)
     return call
+
+
+def _same_kind(field: str, own, value):
+    """A grid's device replaces a case's own only when both are GPUs or both CPUs.
+
+    Sweeping ``device`` over GPUs in a scenario that also has a CPU baseline keeps the baseline
+    on its CPU (the row's ``device_used`` column tells which device ran it).
+    """
+    try:
+        mine, theirs = registry.processor(own, field), registry.processor(value, field)
+    except ParsimError:
+        return value  # an unknown name: let the prediction report it
+    return value if mine.kind == theirs.kind else own
 
 
 def _resolve(head: str, call: dict) -> ProcessorSpec | LinkSpec:
@@ -65,6 +80,7 @@ def prediction_row(prediction: Prediction) -> dict:
     """Every scalar field of a prediction, breakdown and metrics as their own columns."""
     row = {
         "device": prediction.device,
+        "device_used": prediction.device,
         "host": prediction.host,
         "link": prediction.link,
         "mode": prediction.mode,
