@@ -85,5 +85,5 @@ class Prediction:
         data["notes"] = list(self.notes)
         data["layers"] = list(self.layers)
         if trace:
-            data["trace"] = [attrs.asdict(event) for event in self.trace]
+            data["trace"] = [event._asdict() for event in self.trace]
         return data
