@@ -75,7 +75,7 @@ def main() -> list[dict]:
                 "analytic_ms": analytic_ms,
             }
         )
-    print("median wall time per cold prediction (latency run + 3-instance throughput run)")
+    print("median wall time per cold prediction (latency run + throughput run of 2-3 instances)")
     print(f"{'case':<30}{'device':<12}{'engine ms':>11}{'events':>8}{'analytic ms':>13}")
     for row in rows:
         print(
