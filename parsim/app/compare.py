@@ -17,10 +17,13 @@ def render() -> None:
     st.title("Compare")
     kind = st.segmented_control("comparison", COMPARISONS, default=COMPARISONS[0], key="compare_kind")
     kind = kind or COMPARISONS[0]
-    cpu = processor_picker("CPU", "compare_cpu", kind="cpu", default="laptop-4c-avx2")
-    gpu = processor_picker("GPU", "compare_gpu", kind="gpu", default="v100-pcie")
-    n = int(st.number_input("elements (n)", min_value=1, max_value=10**10, value=10**7, key="compare_n"))
-    op = st.selectbox("operation", ["vector_add", "relu", "saxpy", "sigmoid"], key="compare_op")
+    columns = st.columns(4)
+    with columns[0]:
+        cpu = processor_picker("CPU", "compare_cpu", kind="cpu", default="laptop-4c-avx2")
+    with columns[1]:
+        gpu = processor_picker("GPU", "compare_gpu", kind="gpu", default="v100-pcie")
+    n = int(columns[2].number_input("elements (n)", min_value=1, max_value=10**10, value=10**7, key="compare_n"))
+    op = columns[3].selectbox("operation", ["vector_add", "relu", "saxpy", "sigmoid"], key="compare_op")
     try:
         cases = _cases(kind, op, n, cpu, gpu)
         predictions = [cached_predict(*case) for _, case in cases]
