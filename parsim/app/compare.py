@@ -22,7 +22,9 @@ def render() -> None:
         cpu = processor_picker("CPU", "compare_cpu", kind="cpu", default="laptop-4c-avx2")
     with columns[1]:
         gpu = processor_picker("GPU", "compare_gpu", kind="gpu", default="v100-pcie")
-    n = int(columns[2].number_input("elements (n)", min_value=1, max_value=10**10, value=10**7, key="compare_n"))
+    n = int(
+        columns[2].number_input("elements (n)", min_value=1, max_value=10**10, value=10**7, key="compare_n")
+    )
     op = columns[3].selectbox("operation", ["vector_add", "relu", "saxpy", "sigmoid"], key="compare_op")
     try:
         cases = _cases(kind, op, n, cpu, gpu)
@@ -114,7 +116,7 @@ def _crossover_sweep(op: str, cpu: str, gpu: str) -> None:
         label: (part["workload.n"].tolist(), part["latency_s"].tolist())
         for label, part in data.sort_values("workload.n").groupby("series")
     }
-    crossing = plots._crossovers(dict(sorted(series.items())))
+    crossing = plots.crossovers(dict(sorted(series.items())))
     if crossing:
         st.success(f"the GPU wins above {units.si(float(crossing[0][0]))} elements, PCIe included")
     else:

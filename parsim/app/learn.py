@@ -14,9 +14,18 @@ from parsim.scenarios import load_scenario, resolve, scenario_paths
 
 MEASURABLE = {"vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul"}
 # A course order: Flynn's taxonomy first, then data movement, then deep learning.
-ORDER = ["flynn_vector_add", "conv3x3", "matmul_roofline", "gpu_offload_crossover", "pcie_pinned_vs_pageable",
-         "streams_overlap", "mlp_training", "cpu_vs_gpu_training", "data_parallel_scaling",
-         "batching_latency_vs_throughput"]
+ORDER = [
+    "flynn_vector_add",
+    "conv3x3",
+    "matmul_roofline",
+    "gpu_offload_crossover",
+    "pcie_pinned_vs_pageable",
+    "streams_overlap",
+    "mlp_training",
+    "cpu_vs_gpu_training",
+    "data_parallel_scaling",
+    "batching_latency_vs_throughput",
+]
 
 
 def scenario_folder():
@@ -28,8 +37,10 @@ def scenario_folder():
 
 def render() -> None:
     st.title("Learn")
-    paths = sorted(scenario_paths(scenario_folder()),
-                   key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem))
+    paths = sorted(
+        scenario_paths(scenario_folder()),
+        key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem),
+    )
     if not paths:
         st.error("no scenarios/ folder found next to the app")
         return

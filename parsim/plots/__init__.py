@@ -1,0 +1,73 @@
+"""Figures (matplotlib only): timelines, rooflines, comparisons and sweeps.
+
+Every function returns a ``matplotlib.figure.Figure`` and never calls ``plt.show``, so the same
+figure serves the CLI (``--plot FILE.png``), the app (``st.pyplot``) and notebooks. Sizes and
+fonts are chosen to stay readable on a projector.
+"""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from parsim.plots.lines import crossovers, scaling, sweep, sweep_lines, tradeoff, validation
+from parsim.plots.style import COLORS, styled
+from parsim.plots.timelines import bars, roofline, timeline, timelines
+
+__all__ = [
+    "COLORS",
+    "bars",
+    "crossovers",
+    "roofline",
+    "scaling",
+    "scenario",
+    "sweep",
+    "sweep_lines",
+    "timeline",
+    "timelines",
+    "tradeoff",
+    "validation",
+]
+
+
+@styled
+def scenario(result) -> Figure:
+    """The figure a scenario asks for (``plot = bars | timeline | sweep | scaling | tradeoff``)."""
+    spec = result.scenario
+    if spec.plot in ("scaling", "tradeoff"):
+        series = [result.series(label) for label in result.labels]
+        if spec.plot == "scaling":
+            return scaling(
+                result.labels,
+                [[r.value for r in s] for s in series],
+                [[r.prediction.metrics["speedup"] for r in s] for s in series],
+                [s[-1].prediction.metrics["serial_fraction"] for s in series],
+                spec.title,
+            )
+        return tradeoff(
+            result.labels,
+            [[r.prediction.latency_s for r in s] for s in series],
+            [[r.prediction.metrics["samples_per_s"] for r in s] for s in series],
+            [[r.value for r in s] for s in series],
+            spec.title,
+        )
+    if spec.sweep is not None or spec.plot == "sweep":
+        series = {
+            label: (
+                [r.value for r in result.series(label)],
+                [r.prediction.latency_s for r in result.series(label)],
+            )
+            for label in result.labels
+        }
+        numeric = all(isinstance(r.value, (int, float)) for r in result.results)
+        return sweep_lines(
+            series,
+            spec.sweep.label if spec.sweep else "value",
+            crossovers=result.crossovers(),
+            title=spec.title,
+            log_x=numeric,
+        )
+    if spec.plot == "timeline":
+        return timelines(
+            [r.label for r in result.results], [r.prediction for r in result.results], spec.title
+        )
+    return bars([r.label for r in result.results], [r.prediction for r in result.results], spec.title)

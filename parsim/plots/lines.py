@@ -1,0 +1,191 @@
+"""Line charts: sweeps with crossovers, scaling with Amdahl's law, batching trade-offs, validation."""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from parsim.plots.style import _figure, _finish, styled
+from parsim.units import si
+
+
+def sweep_lines(
+    series: dict[str, tuple[list, list]],
+    x_label: str,
+    y_label: str = "latency (s)",
+    crossovers: list[tuple] = (),
+    title: str = "",
+    log_x: bool = True,
+    log_y: bool = True,
+) -> Figure:
+    """One line per series; crossover points marked with a vertical line and a label."""
+    fig = _figure(10, 6)
+    ax = fig.add_subplot()
+    for label, (xs, ys) in series.items():
+        ax.plot(xs, ys, marker="o", markersize=4, label=label)
+    if log_x:
+        ax.set_xscale("log")
+    if log_y:
+        ax.set_yscale("log")
+    for value, winner, _loser in crossovers:
+        ax.axvline(float(value), color="black", linestyle="--", alpha=0.6)
+        ax.annotate(
+            f"{winner} wins from {si(float(value))}",
+            (float(value), 0.92),
+            xycoords=("data", "axes fraction"),
+            fontsize=10,
+            rotation=90,
+            ha="right",
+            va="top",
+            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
+        )
+    _finish(ax, x_label, y_label, title)
+    return fig
+
+
+@styled
+def scaling(
+    labels: list[str],
+    gpus: list[list[int]],
+    speedups: list[list[float]],
+    serial: list[float],
+    title: str = "",
+) -> Figure:
+    """Speed-up against GPU count per case, with the ideal line and Amdahl's law for each case.
+
+    Args:
+        labels: one per case.
+        gpus: GPU counts of each case's points.
+        speedups: predicted speed-up at each point.
+        serial: the serial fraction Amdahl's law is drawn with, per case (fitted at the largest G).
+    """
+    fig = _figure(10, 6)
+    ax = fig.add_subplot()
+    top = max(max(g) for g in gpus)
+    ax.plot([1, top], [1, top], color="grey", linestyle=":", label="ideal (speed-up = G)")
+    for index, (label, xs, ys, fraction) in enumerate(zip(labels, gpus, speedups, serial, strict=True)):
+        color = f"C{index}"
+        ax.plot(xs, ys, marker="o", color=color, label=f"{label}")
+        curve = [1 + i * (top - 1) / 100 for i in range(101)]
+        ax.plot(
+            curve,
+            [1 / (fraction + (1 - fraction) / g) for g in curve],
+            color=color,
+            linestyle="--",
+            alpha=0.7,
+            label=f"Amdahl, serial part {fraction:.1%}",
+        )
+        ax.annotate(
+            f"{ys[-1] / xs[-1]:.0%} efficient",
+            (xs[-1], ys[-1]),
+            textcoords="offset points",
+            xytext=(-10, 8),
+            ha="right",
+            fontsize=10,
+            color=color,
+        )
+    _finish(ax, "GPUs (G)", "speed-up vs one GPU", title)
+    return fig
+
+
+@styled
+def tradeoff(
+    labels: list[str],
+    latencies: list[list[float]],
+    rates: list[list[float]],
+    batches: list[list],
+    title: str = "",
+) -> Figure:
+    """Latency of one batch against samples per second: what batching buys and what it costs."""
+    fig = _figure(10, 6)
+    ax = fig.add_subplot()
+    for index, (label, ys, xs, tags) in enumerate(zip(labels, latencies, rates, batches, strict=True)):
+        ax.plot(xs, [y * 1e3 for y in ys], marker="o", color=f"C{index}", label=label)
+        for x, y, tag in zip(xs, ys, tags, strict=True):
+            ax.annotate(f"{tag}", (x, y * 1e3), textcoords="offset points", xytext=(4, 4), fontsize=9)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _finish(ax, "throughput (samples/s)", "latency of one batch (ms)", title + "  (labels: batch size)")
+    return fig
+
+
+@styled
+@styled
+def sweep(frame, x: str, y: str = "latency_s", hue: str | list[str] | None = None, title: str = "") -> Figure:
+    """A sweep DataFrame as lines: ``y`` against ``x``, one line per series, crossovers marked.
+
+    Args:
+        frame: rows from ``parsim.sweep`` (rows with an error are left out).
+        x: the numeric column along the x axis (a grid field).
+        y: the column plotted.
+        hue: column(s) telling the series apart; default: the case and every other grid field.
+    """
+    data = frame[frame["error"].fillna("") == ""] if "error" in frame else frame
+    if x not in data or y not in data:
+        raise ValueError(f"columns {x!r} and {y!r} must be in the sweep")
+    if hue is None:
+        hue = [
+            c
+            for c in ["case", *frame.attrs.get("grid", [])]
+            if c != x and c in data and data[c].nunique() > 1
+        ]
+    hue = [hue] if isinstance(hue, str) else list(hue)
+    series = {}
+    for key, part in data.groupby(hue, sort=False) if hue else [((), data)]:
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(str(k) for k in key if str(k)) or y
+        part = part.sort_values(x)
+        series[label] = (part[x].astype(float).tolist(), part[y].astype(float).tolist())
+    xs = data[x].astype(float)
+    log_x = x in frame.attrs.get("log", []) or (xs.min() > 0 and xs.max() / xs.min() > 100)
+    ys = data[y].astype(float)
+    log_y = bool(ys.min() > 0 and ys.max() / ys.min() > 100)
+    return sweep_lines(series, x, y, crossovers=crossovers(series), title=title, log_x=log_x, log_y=log_y)
+
+
+def crossovers(series: dict) -> list[tuple]:
+    """Where each series overtakes the first one (for latencies: becomes lower)."""
+    if len(series) < 2:
+        return []
+    (_, (base_x, base_y)), *others = series.items()
+    reference = dict(zip(base_x, base_y, strict=True))
+    found = []
+    for label, (xs, ys) in others:
+        ahead = None
+        for value, other in zip(xs, ys, strict=True):
+            if value not in reference:
+                continue
+            now = other < reference[value]
+            if ahead is not None and now and not ahead:
+                found.append((value, label, "first"))
+            ahead = now
+    return found
+
+
+@styled
+def validation(rows: list[dict], title: str = "Predicted vs measured") -> Figure:
+    """Measured against predicted times (log-log), the y = x line, and +-30 % bands."""
+    fig = _figure(8, 7)
+    ax = fig.add_subplot()
+    classes = sorted({row.get("class", row.get("workload", "")) for row in rows})
+    for index, name in enumerate(classes):
+        part = [row for row in rows if row.get("class", row.get("workload", "")) == name]
+        ax.loglog(
+            [r["measured_s"] for r in part],
+            [r["predicted_s"] for r in part],
+            "o",
+            color=f"C{index % 10}",
+            label=name,
+            markersize=6,
+        )
+    values = [v for row in rows for v in (row["measured_s"], row["predicted_s"]) if v > 0]
+    lo, hi = min(values) / 2, max(values) * 2
+    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="predicted = measured")
+    ax.fill_between(
+        [lo, hi], [lo * 0.7, hi * 0.7], [lo * 1.3, hi * 1.3], color="grey", alpha=0.15, label="+-30 %"
+    )
+    ax.set_xlabel("measured (s)")
+    ax.set_ylabel("predicted (s)")
+    ax.set_title(title)
+    ax.legend(fontsize=9, loc="upper left")
+    ax.grid(True, which="both", alpha=0.25)
+    return fig
