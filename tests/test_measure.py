@@ -80,6 +80,25 @@ def test_numpy_conv2d_and_dtypes():
     assert measure("vector_add", {"n": 1000, "dtype": "float64"}, mode="simd", budget_s=0.005).median_s > 0
 
 
+@pytest.mark.parametrize("mode", ["simd", "mimd+simd"])
+def test_numpy_mlp_train_step(mode):
+    result = measure(
+        "mlp_train_step", {"batch": 16, "d_in": 64, "hidden": 32, "d_out": 64}, mode=mode, budget_s=0.005
+    )
+    assert result.median_s > 0 and "backward" in result.implementation
+
+
+def test_mlp_train_step_learns():
+    from parsim.measure import kernels
+
+    step = kernels.mlp_train_step(
+        backends_module.NumpyBackend(),
+        {"batch": 8, "d_in": 16, "hidden": 8, "d_out": 4, "dtype": "float64", "weights": "resident"},
+    )
+    losses = [step() for _ in range(50)]
+    assert losses[-1] < losses[0]  # the SGD update really updates the weights
+
+
 def test_the_implementations_compute_the_right_thing():
     from parsim.measure import kernels
 
@@ -98,6 +117,7 @@ def test_the_implementations_compute_the_right_thing():
         (("copy", {"n": 10}), "needs the cupy backend"),
         (("offload", {"n": 10}), "needs the cupy backend"),
         (("network", {"model": "resnet18"}), "predicted but not measured"),
+        (("mlp_train_step", {}, "numpy", "sisd"), "simd or mimd+simd"),
         (("vector_add", {"n": 1e7}, "numpy", "sisd"), "Python loop"),
         (("vector_add", {"n": 10}, "numpy", "simt"), "'mode' on the numpy backend"),
         (("vector_add", {"n": 10}, "tpu"), "'backend' must be numpy or cupy"),
@@ -230,6 +250,9 @@ def test_gpu_kernels_copies_and_offload():
     assert pinned.median_s > 0 and pageable.median_s > 0
     offload = measure("offload", {"op": "relu", "n": 1e7, "streams": 4}, backend="cupy", budget_s=0.1)
     assert set(offload.stages) == {"h2d", "kernel", "d2h"}
+    resident = measure("mlp_train_step", {"weights": "resident"}, backend="cupy", budget_s=0.1)
+    copied = measure("mlp_train_step", {"weights": "copied"}, backend="cupy", budget_s=0.1)
+    assert copied.median_s > resident.median_s
 
 
 @pytest.mark.gpu

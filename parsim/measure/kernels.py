@@ -80,3 +80,55 @@ def conv2d(
         return out
 
     return run
+
+
+def mlp_train_step(backend, params: dict, host=None) -> Operation:
+    """One SGD step of the 2-layer MLP of the articles, written once for NumPy and CuPy.
+
+    ``weights=resident``: x and y are copied in (on a GPU), everything else stays on the device.
+    ``weights=copied`` (GPU only): the weights are copied in every step and the gradients copied
+    back for the update on the host, as with ``tf.placeholder`` + ``feed_dict``. ``host`` is the
+    host-side array module (NumPy) for those copies.
+    """
+    xp = backend.xp
+    n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
+    dtype, rate = params["dtype"], 1e-6
+    host = host or xp
+    data = {"x": backend.random((n, d_in), dtype), "y": backend.random((n, d_out), dtype)}
+    weights = {
+        "w1": backend.random((d_in, hidden), dtype) * 0.01,
+        "w2": backend.random((hidden, d_out), dtype) * 0.01,
+    }
+    on_host = {
+        key: host.asarray(value.get() if hasattr(value, "get") else value)
+        for key, value in {**data, **weights}.items()
+    }
+    copied = params["weights"] == "copied" and host is not xp
+
+    def step():
+        x, y = (
+            (xp.asarray(on_host["x"]), xp.asarray(on_host["y"])) if host is not xp else (data["x"], data["y"])
+        )
+        w1, w2 = (
+            (xp.asarray(on_host["w1"]), xp.asarray(on_host["w2"]))
+            if copied
+            else (weights["w1"], weights["w2"])
+        )
+        h = x @ w1
+        h_relu = xp.maximum(h, 0)
+        diff = h_relu @ w2 - y
+        loss = (diff * diff).sum()
+        grad_y = 2.0 * diff
+        grad_w2 = h_relu.T @ grad_y
+        grad_h = grad_y @ w2.T
+        grad_h[h < 0] = 0
+        grad_w1 = x.T @ grad_h
+        if copied:
+            on_host["w1"] -= rate * grad_w1.get()
+            on_host["w2"] -= rate * grad_w2.get()
+            return float(loss)
+        w1 -= rate * grad_w1
+        w2 -= rate * grad_w2
+        return float(loss)
+
+    return step

@@ -23,7 +23,7 @@ from parsim.workloads.registry import make_workload, validate_params
 
 SCHEMA = "parsim.measurement/1"
 GPU_ONLY = ("copy", "offload")
-NOT_MEASURED = ("mlp_train_step", "network", "serve", "data_parallel")
+NOT_MEASURED = ("network", "serve", "data_parallel")
 
 
 @attrs.frozen
@@ -96,8 +96,8 @@ def measure(
     """
     if workload in NOT_MEASURED:
         raise ParsimError(
-            f"{workload} is predicted but not measured (it needs a deep-learning framework); "
-            "measure its kernels, e.g. matmul"
+            f"{workload} is predicted but not measured: it needs a deep-learning framework "
+            "(data_parallel also several GPUs); measure its kernels, e.g. matmul or conv2d, or mlp_train_step"
         )
     params = validate_params(workload, dict(params or {}))
     if backend == "numpy" and params.get("dtype") == "bfloat16":
@@ -161,6 +161,19 @@ IMPLEMENTATIONS = {
 
 
 def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: float):
+    if workload == "mlp_train_step":
+        if mode in ("sisd", "mimd"):
+            raise ParsimError("mlp_train_step is measured with NumPy and its BLAS: mode simd or mimd+simd")
+        limit = cpu._blas_one_thread() if mode == "simd" else None
+        try:
+            return (
+                time_callable(kernels.mlp_train_step(backend, params), budget_s=budget_s),
+                {},
+                ("NumPy forward, backward and SGD update (the weights stay in memory: no copies on a CPU)"),
+            )
+        finally:
+            if limit is not None:
+                limit.close()
     operation, resource = cpu.cpu_operation(backend, workload, params, mode)
     try:
         timing = time_callable(operation, budget_s=budget_s)
@@ -196,6 +209,12 @@ def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
         }
         timing = time_callable(parts["end_to_end"], sync=backend.sync, budget_s=budget_s)
         return timing, stages, f"H2D, fused kernel, D2H per chunk on {params['streams']} stream(s)"
+    if workload == "mlp_train_step":
+        import numpy
+
+        operation = kernels.mlp_train_step(backend, params, host=numpy)
+        timing = time_callable(operation, sync=backend.sync, budget_s=budget_s)
+        return timing, {}, f"CuPy forward, backward and SGD update, weights {params['weights']}"
     operation = _device_operation(backend, cupy, workload, params)
     return backend.time(operation, budget_s=budget_s), {}, "CuPy kernels timed with CUDA events"
 
