@@ -96,7 +96,12 @@ def hardware_show(
     from parsim.hardware.presets import LINKS
     from parsim.hardware.tomlio import dumps_hardware
 
-    spec = registry.link(spec_id) if spec_id in LINKS else registry.processor(spec_id, "ID")
+    if spec_id.endswith(".toml"):
+        from parsim.hardware.tomlio import load_hardware
+
+        spec = load_hardware(spec_id)
+    else:
+        spec = registry.link(spec_id) if spec_id in LINKS else registry.processor(spec_id, "ID")
     if toml:
         typer.echo(dumps_hardware(spec), nl=False)
         return

@@ -99,7 +99,7 @@ def calibrate(
             "calibrating the GPU", lambda progress: calibrate_gpu(quick, progress)
         )
         device_path, link_path = out.with_name(f"{out.stem}-gpu.toml"), out.with_name(f"{out.stem}-link.toml")
-        meta = describe(raw_gpu | {}, quick)
+        meta = describe(raw_gpu, quick, kind="gpu")
         save_hardware(device, device_path, meta)
         save_hardware(link, link_path, meta)
         typer.echo(

@@ -103,7 +103,7 @@ def predict(
     return prediction
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _timing(
     workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
 ) -> tuple[float, float]:
@@ -121,7 +121,17 @@ def _timing(
     return ends[0], (ends[-1] - ends[0]) / (len(ends) - 1)
 
 
-@lru_cache(maxsize=4096)
+def samples_per_step(workload: Workload) -> int | None:
+    """Samples one instance processes: the batch, or for data parallelism every GPU's shard."""
+    batch = workload.param("batch")
+    if batch is None or workload.name != "data_parallel":
+        return batch
+    gpus = workload.param("gpus")
+    shard = batch if workload.param("scaling") == "weak" else batch // gpus
+    return shard * gpus
+
+
+@lru_cache(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
 def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str) -> Prediction:
     if method == "engine":
         from parsim.engine import simulate
@@ -135,8 +145,8 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
     period = _timing(workload, system, mode, method, overlap)[1]
     throughput = 1.0 / period if period > 0 else math.inf
     parts = timeline.breakdown(list(once.trace), latency)
-    batch = workload.param("batch")
-    metrics = {"samples_per_s": batch * throughput} if batch is not None else {}
+    samples = samples_per_step(workload)
+    metrics = {"samples_per_s": samples * throughput} if samples is not None else {}
     return Prediction(
         workload=workload.name,
         params=dict(workload.params),
@@ -195,7 +205,7 @@ def _with_scaling(
         single, attrs.evolve(system, gpus=1, gpus_per_switch=1), mode, method, overlap
     )
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
-    speedup = prediction.metrics["samples_per_s"] * one_period / single.param("batch")
+    speedup = prediction.metrics["samples_per_s"] * one_period / samples_per_step(single)
     metrics = {
         **prediction.metrics,
         "speedup": speedup,

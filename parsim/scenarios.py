@@ -217,21 +217,22 @@ class ScenarioResult:
         ]
 
 
-def case_label(case: Case, index: int) -> str:
-    return (
-        case.label
-        or f"{case.workload} on {case.device}" + (f" ({case.mode})" if case.mode else "")
-        or f"case {index}"
-    )
+def case_labels(scenario: Scenario) -> list[str]:
+    """A label per case: its own, or one made from its workload, device and mode; never twice."""
+    labels = []
+    for index, raw in enumerate(scenario.cases):
+        case = resolve(scenario, raw)
+        label = case.label or f"{case.workload} on {case.device}" + (f" ({case.mode})" if case.mode else "")
+        labels.append(label if label not in labels else f"{label} #{index + 1}")
+    return labels
 
 
 def run_scenario(scenario: Scenario) -> ScenarioResult:
     """Predict every case (at every sweep value)."""
     results = []
     values = parse_values(scenario.sweep.values) if scenario.sweep else [None]
-    for index, raw in enumerate(scenario.cases):
+    for label, raw in zip(case_labels(scenario), scenario.cases, strict=True):
         case = resolve(scenario, raw)
-        label = case_label(case, index)
         for value in values:
             params = dict(case.params)
             if value is not None:

@@ -168,3 +168,12 @@ def test_python_dash_m_entry_point():
         timeout=120,
     )
     assert done.returncode == 0 and json.loads(done.stdout)["workload"] == "relu"
+
+
+def test_hardware_show_reads_a_link_file(cli, tmp_path):
+    code, out, _ = cli("hardware", "show", "pcie4-x16", "--toml")
+    path = tmp_path / "link.toml"
+    path.write_text(out)
+    code, out, err = cli("hardware", "show", str(path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["id"] == "pcie4-x16"

@@ -280,3 +280,36 @@ def test_journal_rows_survive_a_kill(tmp_path):
     seen = []
     frame = sweep(BASE, {"workload.n": [1000, 2000]}, out=out, progress=lambda d, t: seen.append(t))
     assert seen[0] == 1 and len(frame) == 2
+
+
+def test_resume_with_other_fixed_inputs_recomputes(tmp_path):
+    out = tmp_path / "s.csv"
+    t4 = sweep({"workload": "vector_add", "device": "t4"}, {"workload.n": [1e6]}, out=out)
+    h100 = sweep({"workload": "vector_add", "device": "h100-sxm"}, {"workload.n": [1e6]}, out=out)
+    assert set(h100["device"]) == {"t4", "h100-sxm"} and len(t4) == 1 and len(h100) == 2
+
+
+def test_unlabelled_look_alike_cases_stay_apart():
+    from parsim.scenarios import loads_scenario
+
+    scenario = loads_scenario(
+        'title = "t"\nlesson = "l"\n[defaults]\nworkload = "relu"\ndevice = "t4"\n'
+        '[[cases]]\n[[cases]]\nparams = { dtype = "float64" }\n'
+    )
+    assert len(sweep(scenario, {"workload.n": [1e3, 1e6]})) == 4
+
+
+def test_bad_values_inside_hardware_fields_are_error_rows_or_refused():
+    frame = sweep(BASE, {"workload.n": [10], "device.kind": ["tpu"]})
+    assert "'kind' must be one of cpu, gpu: 'tpu'" in frame["error"][0]
+    with pytest.raises(ParsimError, match="inside a plain value"):
+        sweep(BASE, {"device.clock_Hz.x": [1]})
+
+
+def test_fast_path_keeps_parameter_bounds():
+    frame = sweep(
+        {"workload": "matmul", "device": "a100-80gb", "method": "analytic"},
+        {"workload.m": [64, 2 * 10**7], "workload.n": [64], "workload.k": [64]},
+    )
+    errors = frame.set_index("workload.m")["error"]
+    assert errors[64] == "" and "'m'" in errors[2 * 10**7]

@@ -75,3 +75,20 @@ def test_huge_and_missing_files(tmp_path):
     huge.write_text("# " + "x" * 1_000_001)
     with pytest.raises(ParsimError, match="larger than"):
         load_hardware(huge)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('kind = "cpu"', 'kind = "tpu"', "'kind' must be one of cpu, gpu: 'tpu'"),
+        ("fma = true", 'fma = "no"', "'fma' must be true or false: 'no'"),
+        ("cores = 2", "cores = [1, 2]", "'cores' must be an integer >= 1"),
+        (
+            "[processor.matrix_flops_per_s]",
+            'op_rates_per_core = "abc"\n[processor.matrix_flops_per_s]',
+            "op_rates_per_core",
+        ),
+    ],
+)
+def test_wrong_types_are_one_line_errors(old, new, expected):
+    assert expected in _bad(dumps_hardware(TINY_CPU).replace(old, new))

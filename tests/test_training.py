@@ -311,3 +311,27 @@ def test_cli_gpu_count_errors_exit_2(cli):
     assert code == 2 and "'gpus' must be <= 8" in err
     code, _, err = cli("predict", "relu", "n=1e6", "--gpus", "0", "--device", "t4")
     assert code == 2
+
+
+def test_weak_scaling_counts_every_gpus_batch():
+    one = parsim.predict(
+        "data_parallel",
+        {"model": "resnet18", "batch": 32, "gpus": 1, "sync": "ring", "scaling": "weak"},
+        device="v100-sxm2",
+        link="nvlink3",
+    )
+    four = parsim.predict(
+        "data_parallel",
+        {"model": "resnet18", "batch": 32, "gpus": 4, "sync": "ring", "scaling": "weak"},
+        device="v100-sxm2",
+        link="nvlink3",
+    )
+    assert 3.0 < four.metrics["speedup"] <= 4.0
+    assert four.metrics["samples_per_s"] == pytest.approx(4 * 32 * four.throughput_per_s)
+    assert 0 <= four.metrics["serial_fraction"] < 1
+    assert one.metrics["speedup"] == pytest.approx(1.0)
+
+
+def test_strong_scaling_counts_only_whole_shards():
+    p = parsim.predict("data_parallel", {"model": "resnet56", "batch": 10, "gpus": 4}, device="t4")
+    assert p.metrics["samples_per_s"] == pytest.approx(8 * p.throughput_per_s)  # 4 GPUs x 2 samples

@@ -47,7 +47,8 @@ def cached_predict(
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def cached_scenario(path: str):
+def cached_scenario(path: str, stamp: float = 0.0):
+    """A scenario run, cached by path and modification time (``stamp``)."""
     return run_scenario(load_scenario(path))
 
 

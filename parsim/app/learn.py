@@ -44,17 +44,25 @@ def render() -> None:
     if not paths:
         st.error("no scenarios/ folder found next to the app")
         return
-    titles = {load_scenario(path).title: path for path in paths}
+    titles = {}
+    for path in paths:
+        try:
+            titles[load_scenario(path).title] = path
+        except ParsimError as exc:  # one broken lesson file must not hide the others
+            st.warning(f"skipped {exc}")
+    if not titles:
+        return
     title = st.selectbox("lesson", list(titles), key="learn_lesson")
     path = titles[title]
+    stamp = path.stat().st_mtime  # an edited lesson file is read again
     try:
-        result = cached_scenario(str(path))
+        result = cached_scenario(str(path), stamp)
     except ParsimError as exc:
         st.error(str(exc))
         return
     st.markdown(f"## {result.scenario.title}")
     st.markdown(result.scenario.lesson)
-    show_png(cached_png(_lesson_figure, str(path)), path.stem, key="learn_png")
+    show_png(cached_png(_lesson_figure, str(path), stamp), path.stem, key="learn_png")
     table = pandas.DataFrame(
         [
             {
@@ -72,8 +80,8 @@ def render() -> None:
     _measure_here(result)
 
 
-def _lesson_figure(path: str):
-    return plots.scenario(cached_scenario(path))
+def _lesson_figure(path: str, stamp: float):
+    return plots.scenario(cached_scenario(path, stamp))
 
 
 def _measure_here(result) -> None:

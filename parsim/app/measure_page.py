@@ -59,8 +59,13 @@ def _calibration() -> None:
         if st.button("Quick calibration (about 5 s)", key="measure_calibrate"):
             from parsim.measure.calibrate import calibrate, describe
 
-            bar = st.progress(0.0, text="calibrating")
-            spec, raw = calibrate(quick=True, progress=lambda i, n, label: bar.progress(i / n, text=label))
+            bar = st.progress(0.0, text="calibrating (waits if someone else is measuring this machine)")
+            try:
+                spec, raw = calibrate(quick=True, progress=lambda i, n, what: bar.progress(i / n, text=what))
+            except ParsimError as exc:
+                bar.empty()
+                st.error(str(exc))
+                return
             st.session_state["calibrated_toml"] = dumps_hardware(spec, describe(raw, quick=True))
             bar.empty()
             st.rerun()

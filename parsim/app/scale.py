@@ -26,10 +26,15 @@ def _training() -> None:
     left, right = st.columns([1, 2], gap="large")
     with left:
         model = st.selectbox("model", MODELS, key="scale_model")
-        batch = int(
-            st.number_input("global batch", min_value=8, max_value=4096, value=256, key="scale_batch")
+        scaling = st.radio(
+            "scaling",
+            ["strong", "weak"],
+            horizontal=True,
+            key="scale_scaling",
+            help="strong: one global batch split over the GPUs; weak: this batch on every GPU",
         )
-        scaling = st.radio("scaling", ["strong", "weak"], horizontal=True, key="scale_scaling")
+        label = "global batch" if scaling == "strong" else "batch per GPU"
+        batch = int(st.number_input(label, min_value=8, max_value=4096, value=256, key="scale_batch"))
         device = processor_picker("GPU", "scale_gpu", kind="gpu", default="a100-80gb")
         host = processor_picker("host", "scale_host", kind="cpu", default="xeon-8480")
         most = st.select_slider("up to G GPUs", [1, 2, 4, 8], value=8, key="scale_gpus")

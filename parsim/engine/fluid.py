@@ -45,10 +45,6 @@ class FluidServer:
         self._last = env.now
         self._version = 0
 
-    @property
-    def active(self) -> int:
-        return len(self._flows)
-
     def transfer(self, nbytes: float, cap_Bps: float = math.inf) -> simpy.Event:
         """Move ``nbytes`` at no more than ``cap_Bps``; the returned event fires when done."""
         done = self.env.event()

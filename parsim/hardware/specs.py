@@ -68,6 +68,16 @@ def _rate_table(instance, attribute, value):
             raise field_error(f"{attribute.name}.{dtype}", "> 0", rate)
 
 
+def _one_of(field: str, options: tuple, value) -> None:
+    if value not in options:
+        raise field_error(field, f"one of {', '.join(options)}", value)
+
+
+def _boolean(attribute, value) -> None:
+    if not isinstance(value, bool):
+        raise field_error(attribute.name, "true or false", value)
+
+
 def _op_table(instance, attribute, value):
     for op, rate in value:
         if (
@@ -194,12 +204,12 @@ class ProcessorSpec:
 
     id: str
     name: str
-    kind: Literal["cpu", "gpu"] = attrs.field(validator=attrs.validators.in_(("cpu", "gpu")))
+    kind: Literal["cpu", "gpu"] = attrs.field(validator=lambda _s, _a, v: _one_of("kind", ("cpu", "gpu"), v))
     cores: int = attrs.field(validator=_positive_int)
     lanes_per_core: int = attrs.field(validator=_positive_int)
     clock_Hz: float = attrs.field(validator=_positive)
     memory: MemorySpec
-    fma: bool = True
+    fma: bool = attrs.field(default=True, validator=lambda _s, a, v: _boolean(a, v))
     fp64_ratio: float = attrs.field(default=0.5, validator=_positive)
     fp16_ratio: float = attrs.field(default=1.0, validator=_positive)
     matrix_flops_per_s: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_rate_table)
@@ -265,7 +275,7 @@ class LinkSpec:
     peak_bandwidth_Bps: float = attrs.field(validator=_positive)
     pageable_bandwidth_Bps: float = attrs.field(validator=_positive)
     latency_s: float = attrs.field(validator=_non_negative)
-    duplex: bool = True
+    duplex: bool = attrs.field(default=True, validator=lambda _s, a, v: _boolean(a, v))
 
     def __attrs_post_init__(self):
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:

@@ -87,7 +87,12 @@ def _build(cls, table: Any, where: str):
     missing = [name for name, f in fields.items() if f.default is attrs.NOTHING and name not in table]
     if missing:
         raise ParsimError(f"missing key '{where}.{missing[0]}'")
-    return cls(**table)
+    try:
+        return cls(**table)
+    except (TypeError, ValueError) as exc:  # a wrong type deep inside a table (a list for a number...)
+        if isinstance(exc, ParsimError):
+            raise
+        raise ParsimError(f"[{where}]: {exc}") from None
 
 
 def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict | None = None) -> str:

@@ -294,8 +294,20 @@ def _total_memory_B() -> float:
     return 16 * 2**30
 
 
-def describe(raw: dict, quick: bool) -> dict:
-    """The ``[meta]`` table of a calibrated hardware file."""
+def describe(raw: dict, quick: bool, kind: str = "cpu") -> dict:
+    """The ``[meta]`` table of a calibrated hardware file (``kind``: which processor was measured)."""
+    if kind == "gpu":
+        return {
+            "source": "parsim calibrate (GPU)" + (" --quick" if quick else ""),
+            "measured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "host": platform.node(),
+            "assumed": {
+                "latency_s": 500e-9,
+                "per_core_bandwidth_Bps": "3 x bandwidth / SMs",
+                "l2_bandwidth": "3x",
+            },
+            "measurements": {key: float(value) for key, value in raw.items()},
+        }
     return {
         "source": "parsim calibrate" + (" --quick" if quick else ""),
         "measured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

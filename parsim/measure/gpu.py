@@ -69,6 +69,7 @@ def offload_operations(
             "b": cupy.empty(size, dtype=dtype),
             "out": cupy.empty(size, dtype=dtype),
             "tmp": cupy.empty(size, dtype=dtype),
+            "zeros": cupy.full(size, -0.0, dtype=dtype),
         }
         stage = kernels.elementwise_passes(cupy, name, arrays)
         fused_op = fused_operation(cupy, name, arrays) if fused else None

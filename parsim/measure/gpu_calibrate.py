@@ -16,6 +16,7 @@ import numpy
 from parsim.hardware.specs import CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
 from parsim.measure import gpu, kernels
 from parsim.measure.backends import CupyBackend
+from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import time_callable
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic instruction throughput)
@@ -42,7 +43,14 @@ def fit_latency_bandwidth(sizes_B: list[float], seconds: list[float]) -> tuple[f
 def calibrate_gpu(
     quick: bool = True, progress: Callable[[int, int, str], None] | None = None
 ) -> tuple[ProcessorSpec, LinkSpec, dict]:
-    """Measure the current CUDA device and its host link."""
+    """Measure the current CUDA device and its host link (holding the machine's measurement lock)."""
+    with measurement_lock():
+        return _calibrate_gpu(quick, progress)
+
+
+def _calibrate_gpu(
+    quick: bool = True, progress: Callable[[int, int, str], None] | None = None
+) -> tuple[ProcessorSpec, LinkSpec, dict]:
     backend = CupyBackend()
     cupy = backend.xp
     properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)

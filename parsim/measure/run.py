@@ -17,7 +17,7 @@ from parsim.hardware.execution import MODES
 from parsim.measure import cpu, gpu, kernels
 from parsim.measure.backends import backend as get_backend
 from parsim.measure.lock import measurement_lock
-from parsim.measure.timing import Timing, time_callable
+from parsim.measure.timing import time_callable
 from parsim.units import gib
 from parsim.workloads.registry import make_workload, validate_params
 
@@ -232,7 +232,3 @@ def _device_operation(backend, cupy, workload: str, params: dict) -> kernels.Ope
         return kernels.matmul(backend, params["m"], params["n"], params["k"], dtype)
     keys = ("batch", "channels", "height", "width", "filters", "kernel", "dtype")
     return kernels.conv2d(backend, *(params[key] for key in keys))
-
-
-def timing_of(measurement: Measurement) -> Timing:
-    return Timing(measurement.median_s, measurement.p25_s, measurement.p75_s, measurement.repeats)

@@ -79,7 +79,7 @@ def time_callable(
     function()
     sync()
     first = time.perf_counter() - start
-    inner = max(1, min(10_000, int(MIN_SAMPLE_S / first) + 1)) if first < MIN_SAMPLE_S else 1
+    inner = max(1, min(10_000, int(MIN_SAMPLE_S / max(first, 1e-9)) + 1)) if first < MIN_SAMPLE_S else 1
     samples: list[float] = []
     spent = 0.0
     while len(samples) < max_repeats and (len(samples) < min_repeats or spent < budget_s):

@@ -9,10 +9,8 @@ from __future__ import annotations
 import functools
 
 import matplotlib
-
-matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.figure import Figure  # figures are drawn without pyplot: no backend is switched
+from matplotlib.patches import Patch
 
 COLORS = {
     "compute": "#d95f02",

@@ -121,7 +121,6 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
 
 
 @styled
-@styled
 def timelines(labels: list[str], predictions: list[Prediction], title: str = "") -> Figure:
     """Several timelines stacked on one shared time axis, so their lengths compare at a glance."""
     heights = [max(len(_rows(p)), 2) for p in predictions]

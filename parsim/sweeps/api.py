@@ -69,7 +69,7 @@ def sweep(
         (label, point, base)
         for label, base in cases
         for point in points
-        if point_id(label, point) not in done
+        if point_id(label, point, base) not in done
     ]
     total, count = len(tasks), 0
     finished = False
@@ -97,20 +97,18 @@ def sweep(
 
 def _cases(source, method: str | None) -> list[tuple[str, dict]]:
     if source is None:
-        base = {}
-        return [("", {**base, **({"method": method} if method else {})})]
+        source = {}
     if isinstance(source, dict):
         return [("", {**source, **({"method": method} if method else {})})]
     scenario = source if isinstance(source, Scenario) else load_scenario(source)
-    from parsim.scenarios import case_label
+    from parsim.scenarios import case_labels
 
     cases = []
-    for index, raw in enumerate(scenario.cases):
-        case = resolve(scenario, raw)
-        base = case.model_dump(exclude={"label"})
+    for label, raw in zip(case_labels(scenario), scenario.cases, strict=True):
+        base = resolve(scenario, raw).model_dump(exclude={"label"})
         if method:
             base["method"] = method
-        cases.append((case_label(case, index), base))
+        cases.append((label, base))
     return cases
 
 
@@ -188,10 +186,10 @@ def _measure_rows(store: Store) -> None:
     from parsim.measure.backends import available_backends
 
     present = available_backends()
-    for frame in store.frames:  # vectorised rows become plain rows to gain measured columns
+    frames, store.frames = store.frames, []
+    for frame in frames:  # vectorised rows become plain rows to gain measured columns
         for row in frame.to_dict("records"):
             store.add(row)
-    store.frames.clear()
     for row in list(store.rows):
         if row.get("error") or "measured_s" in row and row["measured_s"] == row["measured_s"]:
             continue

@@ -54,18 +54,22 @@ def _group(case: str, base: dict, points: list[dict]) -> pandas.DataFrame | None
     name = call["workload"]
     if name not in FAST or call.get("gpus") not in (None, 1) or call.get("overlap") not in (None, "roofline"):
         return None
-    sizes = {
-        key: numpy.array(
-            [float(p.get(f"workload.{key}", call["params"].get(key, numpy.nan))) for p in points]
-        )
-        for key in (("m", "n", "k") if name == "matmul" else ("n",))
-    }
+    try:
+        sizes = {
+            key: numpy.array(
+                [float(p.get(f"workload.{key}", call["params"].get(key, numpy.nan))) for p in points]
+            )
+            for key in (("m", "n", "k") if name == "matmul" else ("n",))
+        }
+    except (TypeError, ValueError):
+        return None  # a size that is no number: the per-point path reports it
     if any(numpy.isnan(v).any() or (v <= 0).any() or (v != numpy.round(v)).any() for v in sizes.values()):
         return None  # invalid sizes: the per-point path reports each one
     try:
         system = registry.system(call["device"], call.get("host"), call.get("link"))
         mode = check_mode(system.compute, call.get("mode"))
         probe = make_workload(name, {**call["params"], **{k: 1 for k in sizes}})
+        make_workload(name, {**call["params"], **{k: int(v.max()) for k, v in sizes.items()}})  # the bounds
         twice = make_workload(name, {**call["params"], **{k: 2 for k in sizes}}) if name in LINEAR else None
     except ParsimError:
         return None
@@ -89,7 +93,7 @@ def _group(case: str, base: dict, points: list[dict]) -> pandas.DataFrame | None
         mode,
         quantities,
         times,
-        point_id,
+        lambda case_label, point: point_id(case_label, point, base),
     )
 
 

@@ -50,6 +50,8 @@ def check_field(field: str) -> None:
     if head in SPEC_FIELDS and rest:
         cls = SPEC_FIELDS[head]
         for part in rest.split("."):
+            if not attrs.has(cls):
+                raise ParsimError(f"unknown field {field!r}: {part!r} is inside a plain value")
             names = {f.name: f for f in attrs.fields(cls)}
             if part not in names:
                 raise ParsimError(
@@ -67,7 +69,11 @@ def check_field(field: str) -> None:
 def _nested_type(field):
     from parsim.hardware.specs import MemorySpec
 
-    return MemorySpec if field.name == "memory" else object
+    return MemorySpec if field.name == "memory" else _Leaf
+
+
+class _Leaf:
+    """A plain value: nothing can be named inside it."""
 
 
 def make_grid(grid: dict, zipped: bool = False) -> Grid:
@@ -107,7 +113,12 @@ def parse_grid_options(options: list[str]) -> dict:
     return grid
 
 
-def point_id(case: str, point: dict) -> str:
-    """A stable identifier of a point, to resume a sweep without recomputing finished rows."""
-    text = json.dumps([case, sorted((k, repr(v)) for k, v in point.items())])
+def point_id(case: str, point: dict, base: dict | None = None) -> str:
+    """A stable identifier of a point of one sweep (its case, base call and grid values).
+
+    Resuming a sweep skips points whose identifier is already in the output; the base call is
+    part of it, so rerunning with other fixed inputs into the same file recomputes everything.
+    """
+    fixed = json.dumps(base or {}, sort_keys=True, default=repr)
+    text = json.dumps([case, fixed, sorted((k, repr(v)) for k, v in point.items())])
     return hashlib.sha1(text.encode()).hexdigest()[:16]

@@ -106,7 +106,7 @@ def evaluate(task: tuple[str, dict, dict]) -> dict:
 
     case, point, base = task
     row = {
-        "point_id": point_id(case, point),
+        "point_id": point_id(case, point, base),
         "case": case,
         **{field: _plain(v) for field, v in point.items()},
     }
@@ -135,6 +135,12 @@ def evaluate(task: tuple[str, dict, dict]) -> dict:
         row["error"] = ""
     except ParsimError as exc:
         row["error"] = str(exc)
+    except (
+        TypeError,
+        ValueError,
+        AttributeError,
+    ) as exc:  # e.g. a grid value of the wrong type for a spec field
+        row["error"] = f"{type(exc).__name__}: {exc}"
     return row
 
 

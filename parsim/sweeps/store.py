@@ -45,41 +45,40 @@ def read_table(path: Path) -> pandas.DataFrame:
 
 
 class Store:
-    """Rows of one sweep: those finished before (resumed) and those added now."""
+    """Rows of one sweep, one per point id: those finished before (resumed) and those added now."""
 
     def __init__(self, path: Path | None, flush_every_s: float = 2.0):
         self.path = path
-        self.rows: list[dict] = []
+        self.by_id: dict[str, dict] = {}
+        self.frames: list[pandas.DataFrame] = []
         self.flush_every_s = flush_every_s
         self._last_flush = time.monotonic()
         self._journal = None
-        self._positions: dict[str, int] = {}
-        self.frames: list[pandas.DataFrame] = []
         if path is None:
             return
         if path.exists():
             try:
-                self.rows = read_table(path).to_dict("records")
+                self._keep(read_table(path).to_dict("records"))
             except Exception as exc:  # a damaged file must not be overwritten silently
                 raise ParsimError(
                     f"{path}: cannot resume from it ({exc}); move it away to start afresh"
                 ) from None
         journal = self.journal_path
         if journal.exists():
-            known = {row.get("point_id") for row in self.rows}
             for line in journal.read_text().splitlines():
                 try:
-                    row = json.loads(line)
+                    self._keep([json.loads(line)])
                 except json.JSONDecodeError:
                     continue  # the line being written when the process died
-                if row.get("point_id") not in known:
-                    self.rows.append(row)
         self._journal = open(journal, "a")  # noqa: SIM115 - held open for the whole sweep
 
-    def _index(self) -> dict[str, int]:
-        if len(self._positions) != len(self.rows):
-            self._positions = {row.get("point_id"): i for i, row in enumerate(self.rows)}
-        return self._positions
+    def _keep(self, rows: list[dict]) -> None:
+        for row in rows:
+            self.by_id[row["point_id"]] = row  # a later row of the same point replaces the earlier one
+
+    @property
+    def rows(self) -> list[dict]:
+        return list(self.by_id.values())
 
     @property
     def journal_path(self) -> Path:
@@ -88,7 +87,7 @@ class Store:
     @property
     def done(self) -> set[str]:
         """Points finished earlier (error rows are retried)."""
-        done = {row["point_id"] for row in self.rows if not _text(row.get("error"))}
+        done = {pid for pid, row in self.by_id.items() if not _text(row.get("error"))}
         for frame in self.frames:
             done.update(frame.loc[frame["error"].fillna("") == "", "point_id"])
         return done
@@ -100,34 +99,23 @@ class Store:
             frame.to_json(self._journal, orient="records", lines=True)
             self._journal.write("\n")
             self._journal.flush()
-            os.fsync(self._journal.fileno())
 
     def add(self, row: dict) -> None:
-        position = self._index().get(row["point_id"])
-        if position is None:
-            self._positions[row["point_id"]] = len(self.rows)
-            self.rows.append(row)
-        else:
-            self.rows[position] = row
+        """One finished row: kept, and appended to the journal (flushed, so a killed process keeps it)."""
+        self.by_id[row["point_id"]] = row
         if self._journal is not None:
             self._journal.write(json.dumps(row, default=_json_default) + "\n")
             self._journal.flush()
-            os.fsync(self._journal.fileno())
             if time.monotonic() - self._last_flush > self.flush_every_s:
                 self.write()
 
     def frame(self) -> pandas.DataFrame:
-        """Every finished row; a point computed twice (resumed) keeps its newest row."""
-        parts = [pandas.DataFrame(self.rows)] if self.rows else []
-        parts += self.frames
+        """Every finished row; a point computed twice keeps its newest row."""
+        parts = ([pandas.DataFrame(self.rows)] if self.by_id else []) + self.frames
         if not parts:
             return pandas.DataFrame()
         frame = pandas.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
-        return (
-            frame.drop_duplicates("point_id", keep="last", ignore_index=True)
-            if self.frames and self.rows
-            else frame
-        )
+        return frame.drop_duplicates("point_id", keep="last", ignore_index=True)
 
     def write(self) -> None:
         """Rewrite the output file from every finished row (atomically, through a temporary file)."""
@@ -143,6 +131,8 @@ class Store:
         else:
             frame.to_json(temporary, orient="records", lines=True)
         os.replace(temporary, self.path)
+        if self._journal is not None:
+            os.fsync(self._journal.fileno())  # the journal reaches the disk with each rewrite
         self._last_flush = time.monotonic()
 
     def close(self, finished: bool) -> None:

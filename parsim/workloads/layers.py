@@ -229,7 +229,8 @@ def layer_kernels(
     elif layer.kind in ("maxpool", "avgpool"):
         kernels.append(kernel("fwd", n_out * layer.window**2, n_in * size, n_out * size, n_out))
         if train:
-            kernels.append(kernel("bwd", n_in, n_out * size, (n_in + n_out) * size, n_in))
+            # reads the output gradient and the input (to find the maxima), writes the input gradient
+            kernels.append(kernel("bwd", n_in, (n_in + n_out) * size, n_in * size, n_in))
     else:
         fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
         special = n_out if layer.kind == "softmax" else 0

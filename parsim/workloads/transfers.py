@@ -27,7 +27,6 @@ def offload(params: dict) -> Workload:
     size = itemsize(dtype)
     inputs = ELEMENTWISE[op].inputs
     ops = []
-    start = 0
     for s in range(streams):
         chunk = n // streams + (1 if s < n % streams else 0)
         if chunk == 0:
@@ -38,7 +37,6 @@ def offload(params: dict) -> Workload:
         )
         ops.append(elementwise_kernel(op, chunk, dtype, stream=s, label=f"{op}{tag}"))
         ops.append(Transfer(name=f"d2h{tag}", nbytes=chunk * size, direction="d2h", pinned=pinned, stream=s))
-        start += chunk
     return Workload(
         name="offload", params=_items(params), ops=tuple(ops), footprint_B=(inputs + 1) * n * size
     )
