@@ -14,9 +14,11 @@ import numpy
 from parsim.measure import kernels
 
 FUSED = {
-    # name: (input parameters, output, body) of a cupy.ElementwiseKernel
-    "saxpy": ("T x, T y", "T z", "z = (T)2 * x + y"),
-    "sigmoid": ("T x", "T z", "z = (T)1 / ((T)1 + exp(-x))"),
+    # name: (input parameters, output, body) of a cupy.ElementwiseKernel; arithmetic in float so
+    # that float16 and bfloat16 compile as well as float32 (float64 keeps double precision)
+    "saxpy": ("T x, T y", "T z", "z = (T)(2.0 * (double)x + (double)y)"),
+    "sigmoid": ("T x", "T z", "z = (T)(1.0 / (1.0 + exp(-(double)x)))"),
+    "relu": ("T x", "T z", "z = x > (T)0 ? x : (T)0"),
 }
 
 
@@ -71,7 +73,7 @@ def offload_operations(
             "tmp": cupy.empty(size, dtype=dtype),
             "zeros": cupy.full(size, -0.0, dtype=dtype),
         }
-        stage = kernels.elementwise_passes(cupy, name, arrays)
+        passes = kernels.elementwise_passes(cupy, name, arrays)
         fused_op = fused_operation(cupy, name, arrays) if fused else None
         chunks.append(
             (
@@ -80,7 +82,7 @@ def offload_operations(
                 host_b,
                 host_out,
                 arrays,
-                [fused_op] if fused_op else stage,
+                [fused_op] if fused_op else passes,
             )
         )
     two_inputs = name in ("vector_add", "saxpy")
