@@ -155,3 +155,28 @@ def test_cli_calibrate_quick_writes_a_usable_file(cli, tmp_path):
     assert "wrote" in out and load_hardware(target).id == "this-machine"
     code, out, err = cli("predict", "vector_add", "n=1e7", "--device", str(target), "--mode", "simd")
     assert code == 0 and "latency" in out
+
+
+def test_cache_detection_with_smt_siblings(tmp_path):
+    from parsim.measure.calibrate import cache_levels
+
+    cpu = tmp_path / "cpu0"
+    (cpu / "topology").mkdir(parents=True)
+    (cpu / "topology" / "thread_siblings_list").write_text("0,64\n")
+    for index, (level, kind, size, shared) in enumerate(
+        [
+            (1, "Data", "48K", "0,64"),
+            (1, "Instruction", "32K", "0,64"),
+            (2, "Unified", "2048K", "0,64"),
+            (3, "Unified", "32768K", "0-127"),
+        ]
+    ):
+        folder = cpu / "cache" / f"index{index}"
+        folder.mkdir(parents=True)
+        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (folder / name).write_text(f"{value}\n")
+    assert cache_levels(cpu) == [
+        ("L1", 48 * 1024, True),
+        ("L2", 2048 * 1024, True),
+        ("L3", 32 * 2**20, False),
+    ]

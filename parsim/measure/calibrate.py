@@ -40,24 +40,43 @@ Progress = Callable[[int, int, str], None]
 ASSUMED_LATENCY_S = 90e-9  # DRAM load-to-use latency is not measured from Python; a typical server figure
 
 
-def cache_levels() -> list[tuple[str, float, bool]]:
-    """Data/unified caches of CPU 0 as (name, size in bytes, private to one core)."""
+def cache_levels(cpu: Path = Path("/sys/devices/system/cpu/cpu0")) -> list[tuple[str, float, bool]]:
+    """Data/unified caches of one CPU as (name, size in bytes, private to one core).
+
+    A cache is private when only this core's hardware threads share it (with SMT its
+    ``shared_cpu_list`` names the sibling threads too, e.g. ``0,64``).
+    """
+    try:
+        siblings = _cpus((cpu / "topology" / "thread_siblings_list").read_text())
+    except OSError:
+        siblings = {int(cpu.name[3:])} if cpu.name[3:].isdigit() else {0}
     levels = []
-    root = Path("/sys/devices/system/cpu/cpu0/cache")
-    for index in sorted(root.glob("index*")):
+    for index in sorted((cpu / "cache").glob("index*")):
         try:
             kind = (index / "type").read_text().strip()
             if kind == "Instruction":
                 continue
             level = int((index / "level").read_text())
             size = _bytes((index / "size").read_text().strip())
-            shared = (index / "shared_cpu_list").read_text().strip()
+            shared = _cpus((index / "shared_cpu_list").read_text())
         except (OSError, ValueError):
             continue
-        levels.append((f"L{level}", size, shared in ("0", "")))
+        levels.append((f"L{level}", size, shared <= siblings))
     if not levels:  # no sysfs (not Linux): a generic hierarchy
         levels = [("L1", 32 * 1024, True), ("L2", 1024 * 1024, True), ("L3", 16 * 2**20, False)]
     return levels
+
+
+def _cpus(text: str) -> set[int]:
+    """``"0-3,8"`` -> {0, 1, 2, 3, 8}."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if "-" in part:
+            low, high = part.split("-")
+            cpus.update(range(int(low), int(high) + 1))
+        elif part:
+            cpus.add(int(part))
+    return cpus
 
 
 def _bytes(text: str) -> float:
