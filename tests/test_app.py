@@ -104,3 +104,19 @@ def test_scale_out_tabs():
     at.selectbox(key="scale_model").set_value("resnet18").run()
     assert not at.exception
     assert len(at.dataframe) >= 2
+
+
+def test_explore_offers_this_machine_from_the_working_directory(tmp_path, monkeypatch):
+    import attrs
+
+    from parsim.hardware.presets import PROCESSORS
+    from parsim.hardware.tomlio import save_hardware
+
+    save_hardware(
+        attrs.evolve(PROCESSORS["laptop-4c-avx2"], id="this-machine"), tmp_path / "this-machine.toml"
+    )
+    monkeypatch.chdir(tmp_path)
+    at = app()
+    assert "this machine (calibrated)" in at.selectbox(key="explore_device").options
+    at.selectbox(key="explore_device").set_value("this machine (calibrated)").run()
+    assert not at.exception and "DRAM" in at.info[0].value

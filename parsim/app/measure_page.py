@@ -13,7 +13,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
-from parsim.app.widgets import csv_download, figure
+from parsim.app.widgets import csv_download, figure, load_calibrated
 from parsim.errors import ParsimError
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
 from parsim.measure.backends import gpu_available
@@ -34,6 +34,7 @@ def render() -> None:
             "GPU machine.",
             icon=":material/info:",
         )
+    load_calibrated()
     history = st.session_state.setdefault("measurements", [])
     _calibration()
     _measure_form(history, available)

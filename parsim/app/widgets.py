@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import typing
+from pathlib import Path
 
 import streamlit as st
 
@@ -20,7 +21,23 @@ UPLOADED = "uploaded hardware file"
 THIS_MACHINE = "this machine (calibrated)"
 
 
+def load_calibrated() -> None:
+    """Offer ``this-machine.toml`` from the working directory (written by ``parsim calibrate``)."""
+    if st.session_state.get("calibrated_toml") is not None:
+        return
+    path = Path("this-machine.toml")
+    text = None
+    if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
+        text = path.read_text(errors="replace")
+        try:
+            loads_hardware(text, source=str(path))
+        except ParsimError:
+            text = None
+    st.session_state["calibrated_toml"] = text or ""
+
+
 def _choices(kind: str | None) -> list[str]:
+    load_calibrated()
     ids = [k for k, spec in PROCESSORS.items() if kind is None or spec.kind == kind]
     extra = [UPLOADED] + ([THIS_MACHINE] if st.session_state.get("calibrated_toml") else [])
     return extra + ids if kind != "gpu" else ids + [UPLOADED]
