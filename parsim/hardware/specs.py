@@ -25,29 +25,24 @@ DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 
 """Supported element types and their size in bytes."""
 
 
-def _positive(instance, attribute, value):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise field_error(attribute.name, "> 0", value)
+def _is_number(value) -> bool:
+    """A finite int or float (a bool is not a number here, whatever Python says)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def _non_negative(instance, attribute, value):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise field_error(attribute.name, ">= 0", value)
+def _bounded(bound: str, accept):
+    """An attrs validator refusing anything but a number that ``accept`` allows; ``bound`` names it."""
+
+    def validate(instance, attribute, value):
+        if not _is_number(value) or not accept(value):
+            raise field_error(attribute.name, bound, value)
+
+    return validate
 
 
-def _fraction(instance, attribute, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1):
-        raise field_error(attribute.name, "in (0, 1]", value)
+_positive = _bounded("> 0", lambda v: v > 0)
+_non_negative = _bounded(">= 0", lambda v: v >= 0)
+_fraction = _bounded("in (0, 1]", lambda v: 0 < v <= 1)
 
 
 def _positive_int(instance, attribute, value):
@@ -55,17 +50,21 @@ def _positive_int(instance, attribute, value):
         raise field_error(attribute.name, "an integer >= 1", value)
 
 
+def _positive_rates(attribute, pairs) -> None:
+    for key, rate in pairs:
+        if not _is_number(rate) or rate <= 0:
+            raise field_error(f"{attribute.name}.{key}", "> 0", rate)
+
+
 def _rate_table(instance, attribute, value):
-    for dtype, rate in value:
+    for dtype, _rate in value:
         if dtype not in DTYPES:
             raise field_error(f"{attribute.name}.{dtype}", f"one of {sorted(DTYPES)}", dtype)
-        if (
-            isinstance(rate, bool)
-            or not isinstance(rate, (int, float))
-            or not math.isfinite(rate)
-            or rate <= 0
-        ):
-            raise field_error(f"{attribute.name}.{dtype}", "> 0", rate)
+    _positive_rates(attribute, value)
+
+
+def _op_table(instance, attribute, value):
+    _positive_rates(attribute, value)
 
 
 def _one_of(field: str, options: tuple, value) -> None:
@@ -76,17 +75,6 @@ def _one_of(field: str, options: tuple, value) -> None:
 def _boolean(attribute, value) -> None:
     if not isinstance(value, bool):
         raise field_error(attribute.name, "true or false", value)
-
-
-def _op_table(instance, attribute, value):
-    for op, rate in value:
-        if (
-            isinstance(rate, bool)
-            or not isinstance(rate, (int, float))
-            or not math.isfinite(rate)
-            or rate <= 0
-        ):
-            raise field_error(f"{attribute.name}.{op}", "> 0", rate)
 
 
 def _rate_items(value) -> tuple[tuple[str, float], ...]:
