@@ -3,7 +3,7 @@
 This is the engine's oracle. Each op gets one closed-form duration:
 
 - kernel: ``max(flops / peak, latency + bytes / bandwidth)`` (roofline; ``serial`` adds the
-  two) with the same rates the engine uses (``hardware.execution``), but no tiles, no waves
+  two) with the closed forms of the model core (``parsim.model``), but no tiles, no waves
   and no bandwidth sharing;
 - transfer: ``link latency + bytes / bandwidth`` (pinned or pageable), with no sharing of
   a switch uplink between GPUs;
@@ -20,46 +20,12 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.hardware.execution import default_mode, execution
-from parsim.hardware.specs import ProcessorSpec, SystemSpec
+from parsim.hardware.specs import SystemSpec
+from parsim.model import transfer
+from parsim.model.kernel import kernel_time_s
+from parsim.model.modes import default_mode
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload, stream_predecessors, thread_of
-
-
-def kernel_time_s(
-    kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str = "roofline"
-) -> tuple[float, str]:
-    """Roofline time of one kernel on ``spec``, and which leg (compute or memory) bounds it."""
-    ex = execution(spec, mode, kernel)
-    if ex.interpreted:
-        compute = kernel.work_items * kernel.python_ops_per_item * ex.interpreted_element_s
-    else:
-        compute = kernel.flops / (ex.cores * ex.core_flops_per_s)
-        compute += kernel.special_ops / (ex.cores * ex.core_special_per_s)
-        if ex.core_op_rate:
-            compute = kernel.work_items / (ex.cores * ex.core_op_rate)
-    memory = 0.0
-    if kernel.bytes > 0:
-        memory = spec.memory.latency_s + ex.memory_s(kernel.bytes, kernel.cold_bytes / kernel.bytes, ex.cores)
-    kind = "compute" if compute >= memory else "memory"
-    total = compute + memory if overlap == "serial" else max(compute, memory)
-    if not spec.is_gpu and kernel.gemm_mn is None and ex.cores > 1 and kernel.work_items > ex.tile_items:
-        total += spec.parallel_dispatch_s  # fork/join of the cores the work is spread over
-    return total, kind
-
-
-def transfer_time_s(transfer: Transfer, system: SystemSpec) -> float:
-    """Latency plus bytes over the pinned or pageable bandwidth of the link."""
-    return system.link.transfer_s(transfer.nbytes, pinned=transfer.pinned)
-
-
-def all_reduce_time_s(nbytes: float, system: SystemSpec) -> float:
-    """Ring all-reduce: 2(G-1) steps of (latency + nbytes/G / bandwidth)."""
-    gpus = system.gpus
-    if gpus == 1:
-        return 0.0
-    link = system.ring_link
-    return 2 * (gpus - 1) * (link.latency_s + nbytes / gpus / link.bandwidth_Bps)
 
 
 @attrs.frozen
@@ -89,11 +55,23 @@ def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str,
         return seconds, kind, prefix + row, f"kernel {op.device}", weight
     if isinstance(op, AllReduce):
         ring = "NVLink" if system.ring_link.id.startswith("nvlink") else "PCIe"
-        return all_reduce_time_s(op.nbytes, system), "transfer", f"GPU0 {ring} ring", "ring", 1.0
+        return (
+            transfer.ring_all_reduce_s(system.ring_link, op.nbytes, system.gpus),
+            "transfer",
+            f"GPU0 {ring} ring",
+            "ring",
+            1.0,
+        )
     shared = system.device.copy_engines < 2 or not system.link.duplex
     direction = "h2d" if shared else op.direction
     row = f"{prefix}{family} {op.direction}"
-    return transfer_time_s(op, system), "transfer", row, f"{direction} {op.device}", 1.0
+    return (
+        transfer.transfer_s(system.link, op.nbytes, op.pinned),
+        "transfer",
+        row,
+        f"{direction} {op.device}",
+        1.0,
+    )
 
 
 def schedule(

@@ -18,8 +18,9 @@ import attrs
 from parsim import analytic, timeline
 from parsim.errors import ParsimError
 from parsim.hardware import registry
-from parsim.hardware.execution import check_mode
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
+from parsim.model import capacity, outcome
+from parsim.model.modes import check_mode
 from parsim.prediction import Prediction
 from parsim.units import gib
 from parsim.workloads.base import HOST, Kernel, Workload
@@ -160,7 +161,7 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         flops=workload.flops,
         bytes=workload.bytes,
         transfer_bytes=workload.transfer_bytes,
-        bottleneck=timeline.bottleneck(parts),
+        bottleneck=outcome.bottleneck(parts),
         breakdown=parts,
         utilization=timeline.utilization(list(once.trace), latency),
         trace=once.trace,
@@ -216,8 +217,8 @@ def _with_scaling(
     }
     notes = prediction.notes
     if single.footprint_B > system.device.memory.capacity_B:
-        need, capacity = gib(single.footprint_B), gib(system.device.memory.capacity_B)
-        notes += (f"the 1-GPU baseline would need {need} on a {capacity} GPU: a hypothetical reference",)
+        need, has = gib(single.footprint_B), gib(system.device.memory.capacity_B)
+        notes += (f"the 1-GPU baseline would need {need} on a {has} GPU: a hypothetical reference",)
     return attrs.evolve(prediction, metrics=metrics, notes=notes)
 
 
@@ -238,21 +239,13 @@ def clear_caches() -> None:
 
 
 def check_fits(workload: Workload, system: SystemSpec) -> None:
-    """Refuse a workload whose data does not fit in the executing processor's memory."""
+    """Refuse a workload that needs a device it lacks, or whose data does not fit in memory."""
     if workload.needs_device and system.device is None:
         raise ParsimError(
             f"{workload.name} moves data over a link and needs a GPU device; "
             f"{system.host.id} is a CPU (try --device v100-pcie)"
         )
-    spec = system.compute
-    if workload.footprint_B > spec.memory.capacity_B:
-        raise ParsimError(
-            f"{workload.name} needs {gib(workload.footprint_B)}, {spec.id} has {gib(spec.memory.capacity_B)}"
-        )
-    if system.device is not None and workload.transfers:
-        host_need = workload.footprint_B * system.gpus
-        if host_need > system.host.memory.capacity_B:
-            raise ParsimError(
-                f"{workload.name} needs {gib(host_need)} of host memory, "
-                f"{system.host.id} has {gib(system.host.memory.capacity_B)}"
-            )
+    for spec, factor, what in capacity.memory_limits(system, crosses_link=bool(workload.transfers)):
+        need = workload.footprint_B * factor
+        if need > spec.memory.capacity_B:
+            raise ParsimError(capacity.too_big_message(workload.name, need, spec, what))

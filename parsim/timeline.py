@@ -17,9 +17,7 @@ import re
 from collections import defaultdict
 from typing import NamedTuple
 
-CATEGORIES = ("compute", "memory", "transfer", "overhead")
-WORK = ("compute", "memory", "transfer")
-"""Device-side kinds; a trace may also hold ``overhead`` (dispatch) and ``wait`` (a blocked host thread)."""
+from parsim.model.outcome import CATEGORIES, WORK
 
 _CORE_RANGE = re.compile(r"^(.*\b(?:SM|core)) \d+(?:-\d+)?$")
 
@@ -81,11 +79,6 @@ def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
         if kind is not None:
             active[kind] += change
     return result
-
-
-def bottleneck(parts: dict[str, float]) -> str:
-    """The category holding the most time."""
-    return max(CATEGORIES, key=lambda kind: parts[kind])
 
 
 @functools.lru_cache(maxsize=4096)

@@ -44,14 +44,14 @@ def test_calibrated_file_works_as_a_device(calibrated, tmp_path):
 
 
 def test_bandwidth_curve_is_interpolated_between_points(calibrated):
-    from parsim.hardware.execution import _interpolate
+    from parsim.model.memory import interpolate
 
     curve = calibrated[0].memory.curve
     low, high = curve[2], curve[3]
     middle = math.sqrt(low.working_set_B * high.working_set_B)
-    every, one = _interpolate(curve, middle)
+    every, one = interpolate(curve, middle)
     assert one == pytest.approx(math.sqrt(low.one_core_Bps * high.one_core_Bps))
-    assert _interpolate(curve, 1.0) == (curve[0].all_cores_Bps, curve[0].one_core_Bps)
+    assert interpolate(curve, 1.0) == (curve[0].all_cores_Bps, curve[0].one_core_Bps)
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 import parsim
 from parsim.errors import ParsimError
-from parsim.hardware.execution import execution
 from parsim.hardware.presets import PROCESSORS
+from parsim.model.rates import execution
 from parsim.workloads import make_workload
 
 GPUS = sorted(k for k, v in PROCESSORS.items() if v.is_gpu)

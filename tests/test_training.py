@@ -10,6 +10,7 @@ import parsim
 from parsim.engine import simulate
 from parsim.errors import ParsimError
 from parsim.hardware.specs import SystemSpec
+from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads import make_workload
 from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload
 from parsim.workloads.layers import sgd_kernel
@@ -58,7 +59,7 @@ def test_ring_all_reduce_hand_computed():
     system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK, gpus=4)
     work = Workload("ring", (), (AllReduce("all-reduce", 8000),), gpus=4)
     assert simulate(work, system, "simt").instance_ends_s[0] == pytest.approx(19e-6)
-    assert parsim.analytic.all_reduce_time_s(8000, system) == pytest.approx(18e-6)
+    assert ring_all_reduce_s(system.ring_link, 8000, system.gpus) == pytest.approx(18e-6)
 
 
 def test_host_average_step_hand_computed():

@@ -18,7 +18,7 @@ from parsim.app.widgets import (
 )
 from parsim.errors import ParsimError
 from parsim.hardware import registry
-from parsim.hardware.execution import MODES, default_mode
+from parsim.model.modes import MODES, default_mode
 from parsim.report import bottleneck_sentence
 
 DEFAULTS = {"n": 10**8, "m": 4096, "k": 4096}

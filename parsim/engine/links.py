@@ -17,6 +17,7 @@ import simpy
 
 from parsim.engine.fluid import FluidServer
 from parsim.hardware.specs import SystemSpec
+from parsim.model.transfer import copy_bandwidth_Bps, ring_chunk_B, ring_steps
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Transfer
 
@@ -64,7 +65,7 @@ class Links:
     def copy(self, transfer: Transfer):
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
         link = self.link
-        bandwidth = link.bandwidth_Bps if transfer.pinned else link.pageable_bandwidth_Bps
+        bandwidth = copy_bandwidth_Bps(link, transfer.pinned)
         server = self._uplinks[transfer.device // self._per_switch][transfer.direction]
         with self._engines[transfer.device][transfer.direction].request() as request:
             yield request
@@ -87,9 +88,9 @@ class Links:
         gpus = self.gpus
         if gpus == 1:
             return
-        chunk = op.nbytes / gpus
+        chunk = ring_chunk_B(op.nbytes, gpus)
         start = self.env.now
-        for _ in range(2 * (gpus - 1)):
+        for _ in range(ring_steps(gpus)):
             yield self.env.all_of([self.env.process(self._send(g, chunk)) for g in range(gpus)])
         for g in range(gpus):
             self.trace.append(

@@ -15,8 +15,8 @@ import simpy
 from parsim.engine.links import Links
 from parsim.engine.notes import Notes
 from parsim.engine.processor import Processor
-from parsim.hardware.execution import default_mode
 from parsim.hardware.specs import SystemSpec
+from parsim.model.modes import default_mode
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op
 

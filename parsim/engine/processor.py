@@ -24,12 +24,12 @@ import simpy
 
 from parsim.engine.notes import Notes
 from parsim.engine.waves import Decomposition, decompose
-from parsim.hardware.execution import Execution, execution
 from parsim.hardware.specs import ProcessorSpec
+from parsim.model.kernel import combine, fork_join_s, leg
+from parsim.model.memory import MAIN_MEMORY
+from parsim.model.rates import Execution, execution
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import Kernel
-
-MAIN_MEMORY = ("DRAM", "device memory")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -73,7 +73,7 @@ def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[f
     for phase in decomposition.phases:
         memory_s = 0.0
         if phase.bytes > 0:
-            memory_s = ex.memory_s(phase.bytes, kernel.cold_bytes / kernel.bytes, phase.active_cores)
+            memory_s = ex.memory.transfer_s(phase.bytes, kernel.cold_bytes / kernel.bytes, phase.active_cores)
             if not latency_paid:
                 memory_s += spec.memory.latency_s
                 latency_paid = True
@@ -81,25 +81,19 @@ def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[f
     return tuple(times)
 
 
-def fork_join_s(spec: ProcessorSpec, kernel: Kernel, decomposition: Decomposition) -> float:
-    """Cost of spreading a CPU op over several cores (0 on GPUs and for one-core work).
-
-    GEMMs are threaded inside the BLAS library, whose own fork/join is far cheaper and is
-    part of its measured efficiency, so they do not pay it.
-    """
-    if spec.is_gpu or kernel.gemm_mn is not None or not decomposition.phases:
-        return 0.0
-    if max(p.active_cores for p in decomposition.phases) == 1:
-        return 0.0
-    return spec.parallel_dispatch_s
+def kernel_fork_join_s(spec: ProcessorSpec, mode: str, kernel: Kernel) -> float:
+    """The model's fork/join cost of spreading this kernel over the cores."""
+    ex = plan(spec, mode, kernel)[0]
+    return fork_join_s(spec, ex, kernel.gemm_mn is not None, kernel.work_items)
 
 
 @functools.lru_cache(maxsize=16384)
 def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """Duration of the whole kernel (fork/join and all phases)."""
-    combine = (lambda c, m: c + m) if overlap == "serial" else max
-    phases = sum(combine(compute_s, memory_s) for compute_s, memory_s in phase_times(spec, mode, kernel))
-    return fork_join_s(spec, kernel, plan(spec, mode, kernel)[1]) + phases
+    phases = sum(
+        combine(compute_s, memory_s, overlap) for compute_s, memory_s in phase_times(spec, mode, kernel)
+    )
+    return kernel_fork_join_s(spec, mode, kernel) + phases
 
 
 class Processor:
@@ -224,15 +218,15 @@ class _Layout:
 def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
     ex, decomposition = plan(spec, mode, kernel)
     unit = "SM" if spec.is_gpu else "core"
-    clock, phases, quantised = fork_join_s(spec, kernel, decomposition), [], None
+    clock, phases, quantised = kernel_fork_join_s(spec, mode, kernel), [], None
     if clock:
         busy = max(p.active_cores for p in decomposition.phases)
         phases.append((f"{unit} 0-{busy - 1}", "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
     for index, (phase, (compute_s, memory_s)) in enumerate(
         zip(decomposition.phases, phase_times(spec, mode, kernel), strict=True)
     ):
-        duration = compute_s + memory_s if overlap == "serial" else max(compute_s, memory_s)
-        kind = "compute" if compute_s >= memory_s else "memory"
+        duration = combine(compute_s, memory_s, overlap)
+        kind = leg(compute_s, memory_s)
         tail = decomposition.tiles % decomposition.slots
         if kind == "compute" and index == 0 and tail and decomposition.waves > 1:
             quantised = (decomposition.waves, decomposition.slots, tail)
@@ -245,4 +239,4 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
             (cores, phase.label, kind, clock, clock + duration, phase.active_cores / spec.cores, memory)
         )
         clock += duration
-    return _Layout(ex.level, clock, tuple(phases), quantised)
+    return _Layout(ex.memory.name, clock, tuple(phases), quantised)

@@ -17,7 +17,8 @@ import math
 
 import attrs
 
-from parsim.hardware.execution import Execution
+from parsim.model.kernel import compute_s
+from parsim.model.rates import Execution
 from parsim.workloads.base import Kernel
 
 
@@ -81,22 +82,19 @@ def gemm_tiles(kernel: Kernel, ex: Execution) -> tuple[int, int]:
 
 
 def tile_compute_s(kernel: Kernel, ex: Execution, tiles: int) -> float:
-    """Seconds one core spends computing one tile.
+    """Seconds one core spends computing one tile (the model's compute rule for a tile's share).
 
     A GEMM edge tile is padded: its warps run the full tile's multiply-adds (tile
     quantisation). Elementwise tiles share the work evenly.
     """
-    if ex.interpreted:
-        return kernel.work_items * kernel.python_ops_per_item * ex.interpreted_element_s / tiles
     if kernel.gemm_mn is not None:
         m, n = kernel.gemm_mn
         flops = kernel.flops / (m * n) * ex.tile_items / gemm_tiles(kernel, ex)[1]
     else:
         flops = kernel.flops / tiles
-    if ex.core_op_rate:  # a measured rate for this elementary operation
-        return kernel.work_items / tiles / ex.core_op_rate
-    special = kernel.special_ops / tiles
-    return flops / ex.core_flops_per_s + special / ex.core_special_per_s
+    return compute_s(
+        ex, flops, kernel.special_ops / tiles, kernel.work_items / tiles, kernel.python_ops_per_item, 1
+    )
 
 
 def decompose(kernel: Kernel, ex: Execution) -> Decomposition:

@@ -19,10 +19,8 @@ from typing import Literal
 
 import attrs
 
+from parsim.dtypes import DTYPES
 from parsim.errors import field_error
-
-DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
-"""Supported element types and their size in bytes."""
 
 
 def _is_number(value) -> bool:
@@ -276,11 +274,6 @@ class LinkSpec:
                 f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
                 self.pageable_bandwidth_Bps,
             )
-
-    def transfer_s(self, nbytes: float, pinned: bool = True) -> float:
-        """Uncontended time of one copy: latency + bytes / bandwidth."""
-        bandwidth = self.bandwidth_Bps if pinned else self.pageable_bandwidth_Bps
-        return self.latency_s + nbytes / bandwidth
 
 
 @attrs.frozen(cache_hash=True)

@@ -298,9 +298,9 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
 
 
 def _at(memory: MemorySpec, working_set_B: float) -> tuple[float, float]:
-    from parsim.hardware.execution import _interpolate
+    from parsim.model.memory import interpolate
 
-    return _interpolate(memory.curve, working_set_B)
+    return interpolate(memory.curve, working_set_B)
 
 
 def _total_memory_B() -> float:

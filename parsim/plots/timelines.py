@@ -6,9 +6,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from parsim.hardware.specs import ProcessorSpec
+from parsim.model.outcome import CATEGORIES
 from parsim.plots.style import COLORS, _figure, _legend_handles, _time_scale, styled
 from parsim.prediction import Prediction
-from parsim.timeline import CATEGORIES, resource_group
+from parsim.timeline import resource_group
 from parsim.units import seconds, si
 
 

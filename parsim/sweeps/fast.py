@@ -1,11 +1,11 @@
 """The vectorised analytic fast path: a whole sweep of single-op workloads in a few NumPy passes.
 
-For ``method=analytic`` and a workload of one kernel or one copy, every point of a group that
-shares everything but its sizes differs only in numbers, so the closed forms of
-``parsim.analytic`` are evaluated on arrays: FLOPs, bytes and items (affine in ``n`` for
-elementwise ops, reductions and copies, the GEMM formulas for ``matmul``), the memory bandwidth
-at each working set, the roofline, the dispatch cost and the back-to-back period. The tests
-check it against the scalar analytic model point by point.
+For ``method=analytic`` and a workload of one kernel or one copy, the points of a group that
+shares everything but its sizes differ only in numbers. The workload definition gives its
+quantities over arrays of sizes (``WorkloadDef.vectorised``) and the model core's closed forms
+(``parsim.model``) take those arrays as they take numbers: the rates, the memory level at each
+working set, the roofline, the copy time, the period, the breakdown, the bottleneck and the
+memory limits are the very rules of a scalar prediction. The tests check the two point by point.
 """
 
 from __future__ import annotations
@@ -15,26 +15,30 @@ import pandas
 
 from parsim.errors import ParsimError
 from parsim.hardware import registry
-from parsim.hardware.execution import check_mode, execution
-from parsim.workloads.base import Kernel, Transfer
-from parsim.workloads.registry import make_workload
+from parsim.hardware.specs import SystemSpec
+from parsim.model import capacity, outcome, transfer
+from parsim.model.kernel import kernel_time
+from parsim.model.modes import check_mode
+from parsim.model.rates import execution
+from parsim.workloads.base import Kernel, Vectorised
+from parsim.workloads.registry import lookup, make_workload, validate_params
 
-LINEAR = ("vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "copy")
-FAST = (*LINEAR, "matmul")
+PLAIN_FIELDS = ("device", "host", "link", "mode", "overlap")
 
 
 def fast_rows(case: str, base: dict, points: list[dict]) -> list[pandas.DataFrame] | None:
     """Rows of ``points`` (one case) as a DataFrame per group; None where the fast path does not apply."""
     if (base.get("method") or "engine") != "analytic" or any(
-        not k.startswith("workload.") and k not in ("device", "host", "link", "mode")
-        for p in points
-        for k in p
+        not k.startswith("workload.") and k not in (*PLAIN_FIELDS, "workload") for p in points for k in p
     ):
         return None
     groups: dict[tuple, list[int]] = {}
     for index, point in enumerate(points):
+        sizes = _sizes_of(point.get("workload", base.get("workload")))
+        if sizes is None:
+            return None
         key = tuple(
-            sorted((k, v) for k, v in point.items() if k not in ("workload.n", "workload.m", "workload.k"))
+            sorted((k, repr(v)) for k, v in point.items() if k.removeprefix("workload.") not in sizes)
         )
         groups.setdefault(key, []).append(index)
     frames = []
@@ -46,175 +50,115 @@ def fast_rows(case: str, base: dict, points: list[dict]) -> list[pandas.DataFram
     return frames
 
 
+def _sizes_of(name) -> tuple[str, ...] | None:
+    try:
+        definition = lookup(str(name))
+    except ParsimError:
+        return None
+    return definition.sizes if definition.vectorised is not None else None
+
+
 def _group(case: str, base: dict, points: list[dict]) -> pandas.DataFrame | None:
     from parsim.sweeps.grid import point_id
     from parsim.sweeps.points import build_call
 
     call = build_call(base, points[0])
     name = call["workload"]
-    if name not in FAST or call.get("gpus") not in (None, 1) or call.get("overlap") not in (None, "roofline"):
+    definition = lookup(name)
+    if call.get("gpus") not in (None, 1):
         return None
     try:
         sizes = {
             key: numpy.array(
                 [float(p.get(f"workload.{key}", call["params"].get(key, numpy.nan))) for p in points]
             )
-            for key in (("m", "n", "k") if name == "matmul" else ("n",))
+            for key in definition.sizes
         }
     except (TypeError, ValueError):
         return None  # a size that is no number: the per-point path reports it
     if any(numpy.isnan(v).any() or (v <= 0).any() or (v != numpy.round(v)).any() for v in sizes.values()):
         return None  # invalid sizes: the per-point path reports each one
+    from parsim.predict import check_fits
+
+    overlap = call.get("overlap") or "roofline"
     try:
         system = registry.system(call["device"], call.get("host"), call.get("link"))
         mode = check_mode(system.compute, call.get("mode"))
-        probe = make_workload(name, {**call["params"], **{k: 1 for k in sizes}})
+        probe = make_workload(name, {**call["params"], **dict.fromkeys(sizes, 1)})
         make_workload(name, {**call["params"], **{k: int(v.max()) for k, v in sizes.items()}})  # the bounds
-        twice = make_workload(name, {**call["params"], **{k: 2 for k in sizes}}) if name in LINEAR else None
+        check_fits(probe, system)  # a CPU asked to copy: the per-point path reports it
+        params = validate_params(name, {**call["params"], **dict.fromkeys(sizes, 1)})
     except ParsimError:
         return None
-    if len(probe.ops) != 1:
-        return None  # unfused passes: several kernels, per-point path
-    op = probe.ops[0]
-    if isinstance(op, Transfer):
-        if system.device is None:
-            return None
-        quantities = _affine(probe, twice, sizes["n"])
-        times = _transfer(system, op, quantities)
-    else:
-        quantities = _gemm(op, sizes) if name == "matmul" else _affine(probe, twice, sizes["n"])
-        times = _kernel(system, mode, op, quantities)
-    defaults = {k: v for k, v in probe.params if k not in sizes}
+    if overlap not in ("roofline", "serial") or len(probe.ops) != 1:
+        return None
+    quantities = definition.vectorised({**params, **sizes})
+    if quantities is None:
+        return None  # NumPy-style passes: several kernels, per-point path
+    times = _times(system, mode, probe.ops[0], quantities, overlap)
     return _rows(
         case,
         points,
-        {**call, "params": {**defaults, **call["params"]}},
+        {**call, "params": {**params, **call["params"]}},
         system,
         mode,
         quantities,
         times,
+        probe.transfers != [],
         lambda case_label, point: point_id(case_label, point, base),
     )
 
 
-def _affine(one, two, n):
-    """Quantities that are affine in n, read off the workload built at n = 1 and n = 2."""
-
-    def line(getter):
-        a, b = getter(one), getter(two)
-        return a + (b - a) * (n - 1)
-
-    kernel = lambda w: w.ops[0]  # noqa: E731
-    is_kernel = isinstance(one.ops[0], Kernel)
-    return {
-        "flops": line(lambda w: w.flops),
-        "bytes": line(lambda w: w.bytes),
-        "transfer_bytes": line(lambda w: w.transfer_bytes),
-        "items": line(lambda w: kernel(w).work_items) if is_kernel else n,
-        "special": line(lambda w: kernel(w).special_ops) if is_kernel else 0 * n,
-        "footprint": line(lambda w: w.footprint_B),
-    }
-
-
-def _gemm(op: Kernel, sizes: dict):
-    m, n, k = sizes["m"], sizes["n"], sizes["k"]
-    size = op.bytes_written  # a 1x1x1 product writes one element
-    total = size * (m * k + k * n + m * n)
-    return {
-        "flops": 2.0 * m * n * k,
-        "bytes": total,
-        "transfer_bytes": 0 * m,
-        "items": m * n,
-        "special": 0 * m,
-        "footprint": total,
-        "k": k,
-    }
-
-
-def _bandwidth(spec, cores: int, working_set):
-    """Vectorised ``execution._memory_level``: bandwidth with ``cores`` busy at each working set."""
-    memory = spec.memory
-    if memory.curve:
-        xs = numpy.log([p.working_set_B for p in memory.curve])
-        every = numpy.exp(
-            numpy.interp(numpy.log(working_set), xs, numpy.log([p.all_cores_Bps for p in memory.curve]))
+def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> dict:
+    """Duration, dispatch, latency, period, breakdown and bottleneck of every point."""
+    if isinstance(op, Kernel):
+        spec = system.compute
+        k = q.kernel
+        nbytes = k["bytes_read"] + k["bytes_written"]
+        ex = execution(spec, mode, op, working_set_B=nbytes)
+        duration, kind = kernel_time(
+            spec,
+            ex,
+            flops=k["flops"],
+            nbytes=nbytes,
+            cold_bytes=0.0,
+            items=k["work_items"],
+            special=k.get("special_ops", 0.0),
+            python_ops=k["python_ops_per_item"],
+            gemm=op.gemm_mn is not None,
+            overlap=overlap,
         )
-        one = numpy.exp(
-            numpy.interp(numpy.log(working_set), xs, numpy.log([p.one_core_Bps for p in memory.curve]))
-        )
-        return numpy.minimum(every, cores * one)
-    level_bw = numpy.full(working_set.shape, memory.bandwidth_Bps)
-    core_bw = numpy.full(working_set.shape, memory.per_core_bandwidth_Bps)
-    unset = numpy.ones(working_set.shape, dtype=bool)
-    for cache in memory.caches:
-        if spec.is_gpu and cache.per_core:
-            continue
-        fits = unset & (working_set <= cache.size_B * (cores if cache.per_core else 1))
-        level_bw[fits] = cache.bandwidth_Bps
-        core_bw[fits] = cache.per_core_bandwidth_Bps or cache.bandwidth_Bps / spec.cores
-        unset &= ~fits
-    return numpy.minimum(level_bw, cores * core_bw)
-
-
-def _kernel(system, mode: str, op: Kernel, q: dict) -> dict:
-    spec = system.compute
-    ex = execution(spec, mode, op)
-    if ex.interpreted:
-        per_item = op.python_ops_per_item if op.gemm_mn is None else None
-        python_ops = per_item if per_item is not None else _gemm_python_ops(op, q["k"])
-        compute = q["items"] * python_ops * ex.interpreted_element_s
-    elif ex.core_op_rate:
-        compute = q["items"] / (ex.cores * ex.core_op_rate)
+        dispatch, host_waits = spec.dispatch_s, system.device is None
+        flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
     else:
-        compute = q["flops"] / (ex.cores * ex.core_flops_per_s) + q["special"] / (
-            ex.cores * ex.core_special_per_s
-        )
-    memory = spec.memory.latency_s + q["bytes"] / _bandwidth(spec, ex.cores, q["bytes"])
-    duration = numpy.maximum(compute, memory)
-    if not spec.is_gpu and op.gemm_mn is None and ex.cores > 1:
-        duration = duration + numpy.where(q["items"] > ex.tile_items, spec.parallel_dispatch_s, 0.0)
-    dispatch = spec.dispatch_s
-    period = numpy.maximum(dispatch, duration) if system.device is not None else dispatch + duration
-    kind = numpy.where(compute >= memory, "compute", "memory")
-    return {"duration": duration, "dispatch": dispatch, "period": period, "kind": kind}
-
-
-def _gemm_python_ops(op: Kernel, k):
-    from parsim.workloads.ops import GEMM_PYTHON_OPS, GEMM_PYTHON_SETUP
-
-    return GEMM_PYTHON_OPS * k + GEMM_PYTHON_SETUP
-
-
-def _transfer(system, op: Transfer, q: dict) -> dict:
-    link = system.link
-    bandwidth = link.bandwidth_Bps if op.pinned else link.pageable_bandwidth_Bps
-    duration = link.latency_s + q["transfer_bytes"] / bandwidth
-    dispatch = system.device.dispatch_s
-    period = numpy.maximum(dispatch, duration) if op.pinned else dispatch + duration
+        duration = transfer.transfer_s(system.link, q.transfer_B, op.pinned)
+        kind = numpy.full(duration.shape, "transfer")
+        dispatch, host_waits = system.device.dispatch_s, not op.pinned
+        flops, moved, crossing = 0.0 * q.transfer_B, 0.0 * q.transfer_B, q.transfer_B
+    breakdown = outcome.single_op_breakdown(kind, duration, dispatch)
     return {
-        "duration": duration,
-        "dispatch": dispatch,
-        "period": period,
-        "kind": numpy.full(duration.shape, "transfer"),
+        "latency_s": outcome.single_op_latency(dispatch, duration),
+        "period_s": outcome.single_op_period(dispatch, duration, host_waits),
+        "breakdown": breakdown,
+        "bottleneck": outcome.bottleneck(breakdown),
+        "flops": flops,
+        "bytes": moved,
+        "transfer_bytes": crossing,
     }
 
 
-def _rows(case, points, call, system, mode, q, t, point_id) -> pandas.DataFrame:
+def _rows(case, points, call, system, mode, q, t, crosses_link, point_id) -> pandas.DataFrame:
     """The group's rows as one DataFrame, built column by column (no per-row dicts)."""
-    latency = t["dispatch"] + t["duration"]
-    work = numpy.where(t["duration"] > 0, t["duration"], 0.0)
-    capacity = system.compute.memory.capacity_B
-    too_big = q["footprint"] > capacity
-    kind = t["kind"].astype(object)
+    latency = t["latency_s"]
     columns = {"point_id": [point_id(case, point) for point in points], "case": case}
     for field in points[0]:
         columns[field] = [point[field] for point in points]
     columns["workload"] = call["workload"]
     for key, value in call["params"].items():
         columns.setdefault(f"workload.{key}", value)
-    for key in ("workload.n", "workload.m", "workload.k"):
-        if key in columns and not isinstance(columns[key], list):
-            columns[key] = int(columns[key])
+    for key in lookup(call["workload"]).sizes:
+        if not isinstance(columns[f"workload.{key}"], list):
+            columns[f"workload.{key}"] = int(columns[f"workload.{key}"])
     columns.update(
         {
             "device": system.compute.id,
@@ -224,41 +168,39 @@ def _rows(case, points, call, system, mode, q, t, point_id) -> pandas.DataFrame:
             "mode": mode,
             "method": "analytic",
             "latency_s": latency,
-            "throughput_per_s": 1.0 / t["period"],
-            "flops": q["flops"],
-            "bytes": q["bytes"],
-            "transfer_bytes": q["transfer_bytes"],
-            "flops_per_s": q["flops"] / latency,
-            "bytes_per_s": q["bytes"] / latency,
-            "bottleneck": numpy.where(work >= t["dispatch"], kind, "overhead"),
+            "throughput_per_s": 1.0 / t["period_s"],
+            "flops": t["flops"],
+            "bytes": t["bytes"],
+            "transfer_bytes": t["transfer_bytes"],
+            "flops_per_s": t["flops"] / latency,
+            "bytes_per_s": t["bytes"] / latency,
+            "bottleneck": t["bottleneck"],
             "events": 0,
-            "compute_s": numpy.where(kind == "compute", work, 0.0),
-            "memory_s": numpy.where(kind == "memory", work, 0.0),
-            "transfer_s": numpy.where(kind == "transfer", work, 0.0),
-            "overhead_s": t["dispatch"],
+            **{f"{kind}_s": seconds for kind, seconds in t["breakdown"].items()},
             "error": "",
         }
     )
     frame = pandas.DataFrame(columns, index=range(len(points)))
-    if too_big.any():
-        gib = q["footprint"][too_big] / 2**30
-        frame.loc[too_big, "error"] = [
-            f"{call['workload']} needs {need:.1f} GiB, {system.compute.id} has {capacity / 2**30:.1f} GiB"
-            for need in gib
-        ]
-        numeric = [
-            "latency_s",
-            "throughput_per_s",
-            "flops",
-            "bytes",
-            "transfer_bytes",
-            "flops_per_s",
-            "bytes_per_s",
-            "compute_s",
-            "memory_s",
-            "transfer_s",
-            "overhead_s",
-        ]
-        frame.loc[too_big, numeric] = numpy.nan
-        frame.loc[too_big, ["device", "host", "link", "mode", "method", "bottleneck"]] = None
+    numeric = [
+        "latency_s",
+        "throughput_per_s",
+        "flops",
+        "bytes",
+        "transfer_bytes",
+        "flops_per_s",
+        "bytes_per_s",
+    ]
+    numeric += [f"{kind}_s" for kind in outcome.CATEGORIES]
+    refused = numpy.zeros(len(points), dtype=bool)
+    for spec, factor, what in capacity.memory_limits(system, crosses_link):
+        need = q.footprint_B * factor
+        too_big = (need > spec.memory.capacity_B) & ~refused
+        if too_big.any():
+            frame.loc[too_big, "error"] = [
+                capacity.too_big_message(call["workload"], value, spec, what) for value in need[too_big]
+            ]
+            refused |= too_big
+    if refused.any():
+        frame.loc[refused, numeric] = numpy.nan
+        frame.loc[refused, ["device", "host", "link", "mode", "method", "bottleneck"]] = None
     return frame

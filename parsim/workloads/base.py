@@ -10,11 +10,9 @@ streams may overlap (the CUDA stream semantics), and ``deps`` adds cross-stream 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
-
-from parsim.hardware.specs import DTYPES
 
 
 @attrs.frozen(cache_hash=True)
@@ -115,6 +113,22 @@ class AllReduce:
     layer: str = ""
 
 
+@attrs.frozen(eq=False)
+class Vectorised:
+    """A single-op workload's quantities over arrays of sizes, for the vectorised analytic sweep.
+
+    Attributes:
+        footprint_B: memory the data occupies, per point.
+        kernel: the kernel's size-dependent ``Kernel`` fields (``flops``, ``bytes_read``,
+            ``bytes_written``, ``work_items``, ``special_ops``, ``python_ops_per_item``), for a kernel.
+        transfer_B: bytes copied per point, for a copy.
+    """
+
+    footprint_B: Any
+    kernel: dict | None = None
+    transfer_B: Any = None
+
+
 HOST = -1
 """``device`` of an op the host CPU runs itself."""
 
@@ -201,8 +215,3 @@ def stream_predecessors(ops: list[Op]) -> list[int | None]:
         previous.append(last.get(key))
         last[key] = index
     return previous
-
-
-def itemsize(dtype: str) -> int:
-    """Bytes per element of ``dtype``."""
-    return DTYPES[dtype]

@@ -19,7 +19,8 @@ import math
 
 import attrs
 
-from parsim.workloads.base import Kernel, itemsize
+from parsim.dtypes import itemsize
+from parsim.workloads.base import Kernel
 
 Shape = tuple[int, ...]
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.workloads.base import Kernel, Workload, itemsize
+from parsim.dtypes import itemsize
+from parsim.workloads.base import Kernel, Vectorised, Workload
 
 
 @attrs.frozen
@@ -73,86 +74,102 @@ GEMM_PYTHON_OPS = 1.75  # one term of sum(x * y for x, y in zip(row, col)), per 
 GEMM_PYTHON_SETUP = 22.0  # per output element: building the generator and calling sum()
 
 
-def elementwise_kernel(op: str, n: int, dtype: str, stream: int = 0, label: str | None = None) -> Kernel:
-    """One elementwise kernel over ``n`` elements, reading its inputs and writing one output."""
+def elementwise_parts(op: str, n, dtype: str, fused: bool = True) -> list[dict]:
+    """Keyword arguments of the op's kernels over ``n`` elements (a number, or an array of sizes).
+
+    Fused: one kernel reading its inputs and writing one output. Unfused: one kernel per NumPy
+    operation, each a full pass over memory, the interpreter cost shared among the passes.
+    """
     spec = ELEMENTWISE[op]
     size = itemsize(dtype)
-    return Kernel(
-        name=label or op,
-        flops=spec.flops * n,
-        bytes_read=spec.inputs * n * size,
-        bytes_written=n * size,
-        work_items=n,
-        dtype=dtype,
-        special_ops=spec.special * n,
-        python_ops_per_item=spec.python_ops,
-        stream=stream,
-    )
-
-
-def unfused_kernels(op: str, n: int, dtype: str) -> list[Kernel]:
-    """The op as NumPy runs it: one kernel per operation, each a full pass over memory."""
-    spec = ELEMENTWISE[op]
-    size = itemsize(dtype)
-    share = spec.python_ops / len(spec.passes)
+    passes = ((op, spec.flops, spec.inputs, spec.special),) if fused else spec.passes
     return [
-        Kernel(
-            name=f"{op}: {name}",
-            flops=flops * n,
-            bytes_read=inputs * n * size,
-            bytes_written=n * size,
-            work_items=n,
-            dtype=dtype,
-            special_ops=special * n,
-            python_ops_per_item=share,
-            op=name,
-        )
-        for name, flops, inputs, special in spec.passes
+        {
+            "name": op if fused else f"{op}: {name}",
+            "flops": flops * n,
+            "bytes_read": inputs * n * size,
+            "bytes_written": n * size,
+            "work_items": n,
+            "special_ops": special * n,
+            "python_ops_per_item": spec.python_ops / len(passes),
+            "op": "" if fused else name,
+        }
+        for name, flops, inputs, special in passes
     ]
+
+
+def elementwise_footprint_B(op: str, n, dtype: str, fused: bool):
+    """Inputs and output, plus a temporary when NumPy runs several passes."""
+    spec = ELEMENTWISE[op]
+    return (spec.inputs + 1 + (0 if fused or len(spec.passes) == 1 else 1)) * n * itemsize(dtype)
+
+
+def elementwise_kernel(op: str, n: int, dtype: str, stream: int = 0, label: str | None = None) -> Kernel:
+    """One fused elementwise kernel over ``n`` elements, reading its inputs and writing one output."""
+    part = elementwise_parts(op, n, dtype)[0]
+    return Kernel(**{**part, "name": label or op}, dtype=dtype, stream=stream)
 
 
 def elementwise(op: str, params: dict) -> Workload:
     """Workload of one elementwise op (``vector_add``, ``saxpy``, ``relu``, ``sigmoid``)."""
-    n, dtype = params["n"], params["dtype"]
-    ops = (elementwise_kernel(op, n, dtype),) if params["fused"] else tuple(unfused_kernels(op, n, dtype))
-    spec = ELEMENTWISE[op]
-    footprint = (
-        (spec.inputs + 1 + (0 if params["fused"] or len(spec.passes) == 1 else 1)) * n * itemsize(dtype)
+    n, dtype, fused = params["n"], params["dtype"], params["fused"]
+    ops = tuple(Kernel(**part, dtype=dtype) for part in elementwise_parts(op, n, dtype, fused))
+    return Workload(
+        name=op, params=_items(params), ops=ops, footprint_B=elementwise_footprint_B(op, n, dtype, fused)
     )
-    return Workload(name=op, params=_items(params), ops=ops, footprint_B=footprint)
+
+
+def vectorised_elementwise(op: str, params: dict) -> Vectorised | None:
+    """The op's one kernel over arrays of sizes; None when NumPy-style passes make several."""
+    parts = elementwise_parts(op, params["n"], params["dtype"], params["fused"])
+    if len(parts) != 1:
+        return None
+    footprint = elementwise_footprint_B(op, params["n"], params["dtype"], params["fused"])
+    return Vectorised(footprint_B=footprint, kernel=parts[0])
+
+
+def reduce_parts(n, dtype: str) -> dict:
+    """``sum(x)``: one add per element, every element read once, one value written."""
+    size = itemsize(dtype)
+    return {
+        "name": "reduce_sum",
+        "flops": n,
+        "bytes_read": n * size,
+        "bytes_written": size + 0 * n,
+        "work_items": n,
+        "python_ops_per_item": REDUCE_PYTHON_OPS,
+        "op": "sum",
+    }
 
 
 def reduce_sum(params: dict) -> Workload:
-    """Sum of ``n`` elements: one add per element, every element read once, one value written."""
+    """Sum of ``n`` elements."""
     n, dtype = params["n"], params["dtype"]
+    kernel = Kernel(**reduce_parts(n, dtype), dtype=dtype)
+    return Workload(name="reduce_sum", params=_items(params), ops=(kernel,), footprint_B=n * itemsize(dtype))
+
+
+def vectorised_reduce_sum(params: dict) -> Vectorised:
+    n, dtype = params["n"], params["dtype"]
+    return Vectorised(footprint_B=n * itemsize(dtype), kernel=reduce_parts(n, dtype))
+
+
+def gemm_parts(m, n, k, dtype: str) -> dict:
+    """C[m,n] = A[m,k] @ B[k,n]: 2mnk FLOPs; A and B read once, C written once (compulsory)."""
     size = itemsize(dtype)
-    kernel = Kernel(
-        name="reduce_sum",
-        flops=n,
-        bytes_read=n * size,
-        bytes_written=size,
-        work_items=n,
-        dtype=dtype,
-        python_ops_per_item=REDUCE_PYTHON_OPS,
-        op="sum",
-    )
-    return Workload(name="reduce_sum", params=_items(params), ops=(kernel,), footprint_B=n * size)
+    return {
+        "flops": 2.0 * m * n * k,
+        "bytes_read": (m * k + k * n) * size,
+        "bytes_written": m * n * size,
+        "work_items": m * n,
+        "python_ops_per_item": GEMM_PYTHON_OPS * k + GEMM_PYTHON_SETUP,  # k multiply-adds per output
+    }
 
 
 def gemm_kernel(m: int, n: int, k: int, dtype: str, name: str, stream: int = 0) -> Kernel:
-    """C[m,n] = A[m,k] @ B[k,n]: 2mnk FLOPs; A and B read once, C written once (compulsory)."""
-    size = itemsize(dtype)
+    """One GEMM kernel, tiled over its (m, n) output."""
     return Kernel(
-        name=name,
-        flops=2.0 * m * n * k,
-        bytes_read=(m * k + k * n) * size,
-        bytes_written=m * n * size,
-        work_items=m * n,
-        dtype=dtype,
-        matrix=True,
-        python_ops_per_item=GEMM_PYTHON_OPS * k + GEMM_PYTHON_SETUP,  # k multiply-adds per output
-        gemm_mn=(m, n),
-        stream=stream,
+        name=name, **gemm_parts(m, n, k, dtype), dtype=dtype, matrix=True, gemm_mn=(m, n), stream=stream
     )
 
 
@@ -161,6 +178,11 @@ def matmul(params: dict) -> Workload:
     m, n, k, dtype = params["m"], params["n"], params["k"], params["dtype"]
     kernel = gemm_kernel(m, n, k, dtype, name=f"matmul {m}x{n}x{k}")
     return Workload(name="matmul", params=_items(params), ops=(kernel,), footprint_B=kernel.bytes)
+
+
+def vectorised_matmul(params: dict) -> Vectorised:
+    part = gemm_parts(params["m"], params["n"], params["k"], params["dtype"])
+    return Vectorised(footprint_B=part["bytes_read"] + part["bytes_written"], kernel=part)
 
 
 def conv2d(params: dict) -> Workload:

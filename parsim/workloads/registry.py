@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from parsim.errors import ParsimError
 from parsim.workloads import ops, training, transfers
-from parsim.workloads.base import Workload
+from parsim.workloads.base import Vectorised, Workload
 
 Dtype = Literal["float16", "bfloat16", "float32", "float64"]
 ElementwiseOp = Literal["vector_add", "saxpy", "relu", "sigmoid"]
@@ -103,25 +103,50 @@ class DataParallelParams(_Params):
 
 @attrs.frozen
 class WorkloadDef:
-    """A registered workload: its parameter model, its builder and a one-line summary."""
+    """A registered workload: its parameters, its builder, and what it can do.
+
+    Attributes:
+        name: the id users type.
+        params: the pydantic model of its parameters (bounds included).
+        build: validated parameters -> ``Workload``.
+        summary: one line for help texts.
+        sizes: parameters a vectorised sweep may vary as arrays (``("n",)``, ``("m", "n", "k")``).
+        vectorised: validated parameters (sizes as arrays) -> the quantities of its single op,
+            for the vectorised analytic sweep; None where the workload is not one op.
+    """
 
     name: str
     params: type[_Params]
     build: Callable[[dict], Workload]
     summary: str
+    sizes: tuple[str, ...] = ()
+    vectorised: Callable[[dict], Vectorised | None] | None = None
 
 
 def _elementwise(op: str) -> WorkloadDef:
     formula = ops.ELEMENTWISE[op].formula
-    return WorkloadDef(op, ElementwiseParams, lambda p: ops.elementwise(op, p), f"elementwise {formula}")
+    return WorkloadDef(
+        op,
+        ElementwiseParams,
+        lambda p: ops.elementwise(op, p),
+        f"elementwise {formula}",
+        sizes=("n",),
+        vectorised=lambda p: ops.vectorised_elementwise(op, p),
+    )
 
 
 WORKLOADS: dict[str, WorkloadDef] = {
     **{op: _elementwise(op) for op in ops.ELEMENTWISE},
-    "reduce_sum": WorkloadDef("reduce_sum", VectorParams, ops.reduce_sum, "s = sum(x)"),
-    "matmul": WorkloadDef("matmul", MatmulParams, ops.matmul, "C = A @ B (dense GEMM)"),
+    "reduce_sum": WorkloadDef(
+        "reduce_sum", VectorParams, ops.reduce_sum, "s = sum(x)", ("n",), ops.vectorised_reduce_sum
+    ),
+    "matmul": WorkloadDef(
+        "matmul", MatmulParams, ops.matmul, "C = A @ B (dense GEMM)", ("m", "n", "k"), ops.vectorised_matmul
+    ),
     "conv2d": WorkloadDef("conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding"),
-    "copy": WorkloadDef("copy", CopyParams, transfers.copy, "one host<->device copy"),
+    "copy": WorkloadDef(
+        "copy", CopyParams, transfers.copy, "one host<->device copy", ("n",), transfers.vectorised_copy
+    ),
     "mlp_train_step": WorkloadDef(
         "mlp_train_step", MlpTrainParams, training.mlp_train_step, "one SGD step of the 2-layer MLP"
     ),

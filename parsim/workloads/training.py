@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import attrs
 
+from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
-from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload, itemsize
+from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload
 from parsim.workloads.layers import layer_kernels, network_footprint_B, sgd_kernel
 from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items, gemm_kernel

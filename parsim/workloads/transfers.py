@@ -7,7 +7,8 @@ kernel runs while chunk i+1 is still crossing the link. With one stream nothing 
 
 from __future__ import annotations
 
-from parsim.workloads.base import Transfer, Workload, itemsize
+from parsim.dtypes import itemsize
+from parsim.workloads.base import Transfer, Vectorised, Workload
 from parsim.workloads.ops import ELEMENTWISE, _items, elementwise_kernel
 
 
@@ -18,6 +19,12 @@ def copy(params: dict) -> Workload:
     kind = "pinned" if pinned else "pageable"
     op = Transfer(name=f"{direction} {kind}", nbytes=nbytes, direction=direction, pinned=pinned)
     return Workload(name="copy", params=_items(params), ops=(op,), footprint_B=nbytes)
+
+
+def vectorised_copy(params: dict) -> Vectorised:
+    """The copy's bytes over an array of sizes."""
+    nbytes = params["n"] * itemsize(params["dtype"])
+    return Vectorised(footprint_B=nbytes, transfer_B=nbytes)
 
 
 def offload(params: dict) -> Workload:

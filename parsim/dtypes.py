@@ -1,0 +1,15 @@
+"""Element types: the one vocabulary that hardware (rates per dtype) and workloads (bytes per element) share.
+
+It sits below both, so that neither has to import the other to know that a ``float16`` is two
+bytes wide.
+"""
+
+from __future__ import annotations
+
+DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+"""Supported element types and their size in bytes."""
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of ``dtype``."""
+    return DTYPES[dtype]

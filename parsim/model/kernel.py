@@ -1,0 +1,96 @@
+"""A kernel's time in closed form: compute, memory, their roofline, and the fork/join of a CPU op.
+
+- compute = FLOPs / (cores x a core's FLOP rate) + transcendentals / (cores x the special rate);
+  a measured per-item rate for the kernel's elementary operation replaces both; on an
+  interpreted CPU core, items x Python operations per item x the interpreter's cost per element;
+- memory = the level's latency + bytes at what the busy cores can draw (``memory.Level``);
+- ``roofline`` overlap takes the max of the two, ``serial`` their sum;
+- a CPU op spread over several cores pays the fork/join cost of waking and joining the worker
+  threads (GEMMs thread inside the BLAS library, whose own cost is part of its efficiency).
+
+The engine uses the same ``compute_s`` per tile and ``memory.Level`` per phase; it differs only in
+cutting the kernel into waves. Inputs may be numbers or NumPy arrays (a vectorised sweep).
+"""
+
+from __future__ import annotations
+
+from parsim.hardware.specs import ProcessorSpec
+from parsim.model.numeric import Number, maximum, where
+from parsim.model.rates import Execution, execution
+from parsim.workloads.base import Kernel
+
+OVERLAPS = ("roofline", "serial")
+
+
+def compute_s(
+    ex: Execution, flops: Number, special: Number, items: Number, python_ops: Number, cores: Number
+) -> Number:
+    """Seconds ``cores`` busy cores need for this much work, shared evenly among them."""
+    if ex.interpreted:
+        return items * python_ops * ex.interpreted_element_s / cores
+    if ex.core_op_rate:  # a measured rate for this elementary operation
+        return items / (cores * ex.core_op_rate)
+    return flops / (cores * ex.core_flops_per_s) + special / (cores * ex.core_special_per_s)
+
+
+def memory_s(spec: ProcessorSpec, ex: Execution, nbytes: Number, cold_bytes: Number, cores: Number) -> Number:
+    """The level's latency plus ``nbytes`` (``cold_bytes`` of them from main memory); 0 without bytes."""
+    moved = spec.memory.latency_s + ex.memory.transfer_s(
+        nbytes, cold_bytes / where(nbytes > 0, nbytes, 1), cores
+    )
+    return where(nbytes > 0, moved, 0.0)
+
+
+def combine(compute: Number, memory: Number, overlap: str) -> Number:
+    """``roofline``: compute and memory overlap (the max); ``serial``: one after the other (the sum)."""
+    return compute + memory if overlap == "serial" else maximum(compute, memory)
+
+
+def leg(compute: Number, memory: Number) -> Number:
+    """Which leg bounds the time: ``"compute"`` (ties included) or ``"memory"``."""
+    return where(compute >= memory, "compute", "memory")
+
+
+def fork_join_s(spec: ProcessorSpec, ex: Execution, gemm: bool, items: Number) -> Number:
+    """Fork/join cost when a CPU op spreads over more than one core (0 on GPUs, for GEMMs, one tile)."""
+    if spec.is_gpu or gemm or ex.cores == 1:
+        return 0.0
+    return where(items > ex.tile_items, spec.parallel_dispatch_s, 0.0)
+
+
+def kernel_time(
+    spec: ProcessorSpec,
+    ex: Execution,
+    *,
+    flops: Number,
+    nbytes: Number,
+    cold_bytes: Number,
+    items: Number,
+    special: Number,
+    python_ops: Number,
+    gemm: bool,
+    overlap: str = "roofline",
+) -> tuple[Number, Number]:
+    """Closed-form duration of a kernel (no tiles, no waves) and the leg that bounds it."""
+    compute = compute_s(ex, flops, special, items, python_ops, ex.cores)
+    memory = memory_s(spec, ex, nbytes, cold_bytes, ex.cores)
+    total = combine(compute, memory, overlap) + fork_join_s(spec, ex, gemm, items)
+    return total, leg(compute, memory)
+
+
+def kernel_time_s(
+    kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str = "roofline"
+) -> tuple[float, str]:
+    """Roofline time of one kernel on ``spec`` in ``mode``, and which leg (compute or memory) bounds it."""
+    return kernel_time(
+        spec,
+        execution(spec, mode, kernel),
+        flops=kernel.flops,
+        nbytes=kernel.bytes,
+        cold_bytes=kernel.cold_bytes,
+        items=kernel.work_items,
+        special=kernel.special_ops,
+        python_ops=kernel.python_ops_per_item,
+        gemm=kernel.gemm_mn is not None,
+        overlap=overlap,
+    )

@@ -1,0 +1,99 @@
+"""Which memory level serves a working set, and how fast a group of cores can draw from it.
+
+A cache-aware roofline: the smallest level holding the working set serves it (data warm, as in a
+repeated measurement). Cache bandwidth grows with the cores using it (each core brings its own
+L1/L2 ports and L3 slice), so a mode with fewer cores gets what that many cores draw (the level's
+measured per-core figure, or an equal share). Main memory is a socket-wide ceiling, and one core
+is limited by its own bytes in flight (Little's law): ``min(level bandwidth, active cores x
+per-core ceiling)``. A GPU's per-SM L1 never counts, because it is invalidated at every kernel
+launch. A calibrated machine carries a measured bandwidth curve instead, interpolated log-log at
+the working set.
+
+Working sets may be one number or a NumPy array of them: the same rule serves both.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy
+
+from parsim.hardware.specs import BandwidthPoint, ProcessorSpec
+from parsim.model.numeric import Number, minimum, where
+
+MAIN_MEMORY = ("DRAM", "device memory")
+"""Names of main memory on a CPU and on a GPU."""
+
+
+def main_memory_name(spec: ProcessorSpec) -> str:
+    return "device memory" if spec.is_gpu else "DRAM"
+
+
+@attrs.frozen(eq=False)
+class Level:
+    """The memory level serving a kernel and the bandwidths it offers (numbers or arrays).
+
+    Attributes:
+        name: ``"DRAM"``, ``"device memory"`` or a cache name (None for arrays of working sets).
+        bandwidth_Bps: bandwidth of the level with every core busy.
+        core_bandwidth_Bps: what one busy core draws from it.
+        main_bandwidth_Bps: main-memory bandwidth (for the kernel's cold bytes).
+        main_core_bandwidth_Bps: what one busy core draws from main memory.
+    """
+
+    name: str | None
+    bandwidth_Bps: Number
+    core_bandwidth_Bps: Number
+    main_bandwidth_Bps: float
+    main_core_bandwidth_Bps: float
+
+    def reachable_Bps(self, active_cores: Number) -> Number:
+        """Bandwidth ``active_cores`` busy cores reach at this level (the per-core ceiling included)."""
+        return minimum(self.bandwidth_Bps, active_cores * self.core_bandwidth_Bps)
+
+    def transfer_s(self, nbytes: Number, cold_fraction: Number, active_cores: Number) -> Number:
+        """Time to move ``nbytes``: the warm part from this level, the cold part from main memory."""
+        cold = nbytes * cold_fraction
+        main = minimum(self.main_bandwidth_Bps, active_cores * self.main_core_bandwidth_Bps)
+        return (nbytes - cold) / self.reachable_Bps(active_cores) + cold / main
+
+
+def level(spec: ProcessorSpec, cores: int, working_set_B: Number) -> Level:
+    """The level serving ``working_set_B`` with ``cores`` cores busy (see the module docstring)."""
+    memory = spec.memory
+    index: Number = -1
+    bandwidth: Number = memory.bandwidth_Bps
+    core_bandwidth: Number = memory.per_core_bandwidth_Bps
+    usable = [cache for cache in memory.caches if not (spec.is_gpu and cache.per_core)]
+    # Walk from the largest level down: the smallest level that holds the working set is written last.
+    for position in reversed(range(len(usable))):
+        cache = usable[position]
+        fits = working_set_B <= cache.size_B * (cores if cache.per_core else 1)
+        index = where(fits, position, index)
+        bandwidth = where(fits, cache.bandwidth_Bps, bandwidth)
+        core_bandwidth = where(
+            fits, cache.per_core_bandwidth_Bps or cache.bandwidth_Bps / spec.cores, core_bandwidth
+        )
+    if memory.curve:
+        bandwidth, core_bandwidth = interpolate(memory.curve, working_set_B)
+    name = None
+    if not isinstance(index, numpy.ndarray):
+        name = usable[index].name if index >= 0 else main_memory_name(spec)
+    return Level(name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps)
+
+
+def interpolate(curve: tuple[BandwidthPoint, ...], working_set_B: Number) -> tuple[Number, Number]:
+    """(all cores, one core) bandwidth at ``working_set_B``, log-log between the measured points.
+
+    Outside the measured range the nearest end point holds, exactly.
+    """
+    first, last = curve[0], curve[-1]
+    sizes = numpy.log([point.working_set_B for point in curve])
+    at = numpy.log(working_set_B)
+    results = []
+    for values in ([p.all_cores_Bps for p in curve], [p.one_core_Bps for p in curve]):
+        inside = numpy.exp(numpy.interp(at, sizes, numpy.log(values)))
+        if not isinstance(at, numpy.ndarray):
+            inside = float(inside)
+        clamped = where(working_set_B <= first.working_set_B, values[0], inside)
+        results.append(where(working_set_B >= last.working_set_B, values[-1], clamped))
+    return results[0], results[1]

@@ -1,0 +1,53 @@
+"""Flynn's taxonomy as ways of driving one chip.
+
+- ``sisd``: one core, one lane. On a CPU this is the one-element-at-a-time interpreter loop of
+  the classroom demo, so each element pays ``interpreted_element_s`` per Python operation.
+- ``simd``: one core, all of its vector lanes (NumPy on one thread).
+- ``mimd``: every core, one lane each (scalar threads).
+- ``mimd+simd``: every core with all its lanes (a real multicore CPU; the CPU default).
+- ``simt``: a GPU's SMs running warps of 32 lanes in lockstep (the GPU default).
+"""
+
+from __future__ import annotations
+
+from parsim.errors import ParsimError
+from parsim.hardware.specs import ProcessorSpec
+
+MODES = ("sisd", "simd", "mimd", "mimd+simd", "simt")
+
+
+def default_mode(spec: ProcessorSpec) -> str:
+    """``simt`` on a GPU, ``mimd+simd`` on a CPU."""
+    return "simt" if spec.is_gpu else "mimd+simd"
+
+
+def modes_for(spec: ProcessorSpec) -> list[str]:
+    """The modes ``spec`` can run, its default first."""
+    usable = [mode for mode in MODES if spec.is_gpu or mode != "simt"]
+    first = default_mode(spec)
+    return [first, *(mode for mode in usable if mode != first)]
+
+
+def check_mode(spec: ProcessorSpec, mode: str | None) -> str:
+    """Return the mode to use on ``spec``; ``None`` picks the default.
+
+    Raises:
+        ParsimError: an unknown mode, or ``simt`` on a CPU.
+    """
+    if mode is None:
+        return default_mode(spec)
+    if mode not in MODES:
+        raise ParsimError(f"'mode' must be one of {', '.join(MODES)}: {mode!r}")
+    if mode == "simt" and not spec.is_gpu:
+        raise ParsimError(f"'mode' simt needs a GPU; {spec.id} is a CPU (use sisd, simd, mimd or mimd+simd)")
+    return mode
+
+
+def busy_cores(spec: ProcessorSpec, mode: str) -> int:
+    """Cores a mode keeps busy: one for ``sisd`` and ``simd``, all of them otherwise."""
+    return 1 if mode in ("sisd", "simd") else spec.cores
+
+
+def lanes(spec: ProcessorSpec, mode: str) -> int:
+    """Lanes used on each busy core: one for ``sisd`` and ``mimd``, all of them otherwise."""
+    return 1 if mode in ("sisd", "mimd") else spec.lanes_per_core

@@ -1,0 +1,84 @@
+"""What one kernel gets from a processor in one Flynn mode: busy cores, lanes and rates.
+
+The rate of one busy core is its lanes x 2 (FMA) x clock x the dtype's ratio to float32, or the
+matrix units' share of the chip for a matrix product in a dtype they support (only when the mode
+uses all lanes: tensor cores and AMX are fed by the vector units). GEMM-shaped kernels reach the
+library's measured ``matmul_efficiency`` of that. Transcendentals (``exp``) go through the
+special-function rate. A processor calibrated with a measured rate for an elementary operation
+(``add``, ``maximum``...) uses it instead of its FLOP/s. A CPU in ``sisd`` runs the interpreter
+loop: ``interpreted_element_s`` per element and Python operation.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from parsim.hardware.specs import ProcessorSpec
+from parsim.model.memory import Level, level
+from parsim.model.modes import busy_cores, lanes
+from parsim.workloads.base import Kernel
+
+
+@attrs.frozen
+class Execution:
+    """What one kernel gets from a processor in one mode.
+
+    Attributes:
+        cores: cores (SMs) the mode keeps busy.
+        lanes: lanes used on each core.
+        core_flops_per_s: FLOP rate of one busy core for this kernel (matrix units and GEMM
+            efficiency included).
+        core_special_per_s: transcendental results per second of one busy core.
+        core_op_rate: measured items per second of one busy core for the kernel's ``op``, or None.
+        interpreted_element_s: interpreter cost per element and Python operation (CPU sisd
+            only; 0 when the code is compiled).
+        tile_items: work items per tile.
+        tiles_per_core: tiles resident on one core at once.
+        memory: the memory level serving the kernel's working set.
+    """
+
+    cores: int
+    lanes: int
+    core_flops_per_s: float
+    core_special_per_s: float
+    core_op_rate: float | None
+    interpreted_element_s: float
+    tile_items: int
+    tiles_per_core: int
+    memory: Level
+
+    @property
+    def interpreted(self) -> bool:
+        return self.interpreted_element_s > 0
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.cores * self.core_flops_per_s
+
+
+def execution(spec: ProcessorSpec, mode: str, kernel: Kernel, working_set_B=None) -> Execution:
+    """Resolve the rates ``kernel`` sees on ``spec`` in ``mode`` (a mode already checked).
+
+    ``working_set_B`` defaults to the kernel's own; a vectorised sweep passes an array of them.
+    """
+    cores, used = busy_cores(spec, mode), lanes(spec, mode)
+    per_lane = 2.0 if spec.fma else 1.0
+    core_flops = used * per_lane * spec.clock_Hz * spec.dtype_ratio(kernel.dtype)
+    matrix_rates = dict(spec.matrix_flops_per_s)
+    if kernel.matrix and used == spec.lanes_per_core and kernel.dtype in matrix_rates:
+        core_flops = max(core_flops, matrix_rates[kernel.dtype] / spec.cores)
+    gemm = kernel.gemm_mn is not None
+    if gemm:
+        core_flops *= spec.matmul_efficiency
+    return Execution(
+        cores=cores,
+        lanes=used,
+        core_flops_per_s=core_flops,
+        core_special_per_s=spec.special_per_core_per_cycle * spec.clock_Hz * (used / spec.lanes_per_core),
+        core_op_rate=dict(spec.op_rates_per_core).get(kernel.op) if kernel.op and used > 1 else None,
+        interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_gpu else 0.0,
+        tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
+        # A GEMM tile fills an SM's registers and shared memory: one per core at a time.
+        tiles_per_core=1 if gemm or used == 1 else spec.tiles_per_core,
+        memory=level(spec, cores, kernel.working_set_B if working_set_B is None else working_set_B),
+    )
