@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import attrs
 
+from parsim import resources
 from parsim.hardware.specs import SystemSpec
 from parsim.model import transfer
 from parsim.model.kernel import kernel_time_s
-from parsim.model.modes import default_mode
+from parsim.model.modes import busy_cores, default_mode
+from parsim.resources import Resource
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload, stream_predecessors, thread_of
 
@@ -36,42 +38,23 @@ class Schedule:
     trace: tuple[TraceEvent, ...]
 
 
-def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str, str, str, float]:
+def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str, Resource, tuple, float]:
     """(seconds, kind, timeline row, exclusive resource, share of cores busy) of one op."""
-    gpus = system.gpus
-    prefix = f"GPU{max(op.device, 0)} " if gpus > 1 else ""
-    family = "NVLink" if system.link is not None and system.link.id.startswith("nvlink") else "PCIe"
     if isinstance(op, Kernel):
         on_host = system.device is None or op.device == HOST
         spec = system.host if on_host else system.device
         kernel_mode = mode if system.device is None or not on_host else default_mode(system.host)
         seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
-        unit = "SM" if spec.is_gpu else "core"
-        cores = 1 if kernel_mode in ("sisd", "simd") else spec.cores
-        row = f"{unit} 0" if cores == 1 else f"{unit} 0-{cores - 1}"
-        weight = cores / spec.cores
-        if on_host:
-            return seconds, kind, ("host " if system.device is not None else "") + row, "host", weight
-        return seconds, kind, prefix + row, f"kernel {op.device}", weight
+        cores = busy_cores(spec, kernel_mode)
+        row = resources.cores(system, HOST if on_host else op.device, cores)
+        return seconds, kind, row, ("kernel", row.device), cores / spec.cores
     if isinstance(op, AllReduce):
-        ring = "NVLink" if system.ring_link.id.startswith("nvlink") else "PCIe"
-        return (
-            transfer.ring_all_reduce_s(system.ring_link, op.nbytes, system.gpus),
-            "transfer",
-            f"GPU0 {ring} ring",
-            "ring",
-            1.0,
-        )
+        seconds = transfer.ring_all_reduce_s(system.ring_link, op.nbytes, system.gpus)
+        return seconds, "transfer", resources.ring(system, 0), ("ring",), 1.0
     shared = system.device.copy_engines < 2 or not system.link.duplex
-    direction = "h2d" if shared else op.direction
-    row = f"{prefix}{family} {op.direction}"
-    return (
-        transfer.transfer_s(system.link, op.nbytes, op.pinned),
-        "transfer",
-        row,
-        f"{direction} {op.device}",
-        1.0,
-    )
+    engine = ("copy", "h2d" if shared else op.direction, op.device)
+    seconds = transfer.transfer_s(system.link, op.nbytes, op.pinned)
+    return seconds, "transfer", resources.link(system, op.device, op.direction), engine, 1.0
 
 
 def schedule(
@@ -87,7 +70,7 @@ def schedule(
     ops = list(workload.ops) * repeats
     per_instance = len(workload.ops)
     previous = stream_predecessors(ops)
-    free: dict[str, float] = {}
+    free: dict[tuple, float] = {}
     host_clock: dict[int, float] = {}
     ends_at: list[float] = []
     trace: list[TraceEvent] = []
@@ -95,7 +78,7 @@ def schedule(
         seconds, kind, row, resource, weight = timed[index % per_instance]
         deps = [d + index // per_instance * per_instance for d in workload.deps[index % per_instance]]
         thread = thread_of(op)
-        thread_row = "host" if thread == 0 else f"host #{thread}"
+        thread_row = resources.thread(thread)
         on_host = cpu_only or (isinstance(op, Kernel) and op.device == HOST)
         ready = max(
             [ends_at[d] for d in deps] + ([ends_at[previous[index]]] if previous[index] is not None else []),

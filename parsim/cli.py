@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from parsim import cli_measure, cli_sweep, report, units
-from parsim.errors import ParsimError
+from parsim.errors import ParsimError, ParsimNote
 
+_show_warning = warnings.showwarning
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -260,8 +262,17 @@ cli_measure.register(app)
 cli_sweep.register(app)
 
 
+def _note(message, category, *_args, **_kwargs) -> None:
+    """Show a ``ParsimNote`` as one ``note:`` line on stderr (other warnings as Python would)."""
+    if issubclass(category, ParsimNote):
+        typer.echo(f"note: {message}", err=True)
+    else:
+        _show_warning(message, category, *_args, **_kwargs)
+
+
 def main() -> None:
     """Console entry point: click reports usage errors (exit 2); ours get the same treatment."""
+    warnings.showwarning = _note
     try:
         app()
     except ParsimError as exc:

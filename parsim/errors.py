@@ -16,3 +16,10 @@ class ParsimError(ValueError):
 def field_error(field: str, bound: str, value: object) -> ParsimError:
     """Build the canonical message ``'<field>' must be <bound>: <value>``."""
     return ParsimError(f"'{field}' must be {bound}: {value!r}")
+
+
+class ParsimNote(UserWarning):
+    """A remark about the input that is not an error (a hardware file read by an older rule, say).
+
+    Raised with ``warnings.warn``; the CLI prints it as one ``note:`` line on stderr.
+    """

@@ -11,11 +11,11 @@ GPU to report speed-up, scaling efficiency and the serial fraction Amdahl's law 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import attrs
 
-from parsim import analytic, timeline
+from parsim import analytic, caching, timeline
+from parsim.caching import cached
 from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
@@ -104,7 +104,7 @@ def predict(
     return prediction
 
 
-@lru_cache(maxsize=1024)
+@cached(maxsize=1024)
 def _timing(
     workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
 ) -> tuple[float, float]:
@@ -132,7 +132,7 @@ def samples_per_step(workload: Workload) -> int | None:
     return shard * gpus
 
 
-@lru_cache(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
+@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
 def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str) -> Prediction:
     if method == "engine":
         from parsim.engine import simulate
@@ -163,7 +163,7 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         transfer_bytes=workload.transfer_bytes,
         bottleneck=outcome.bottleneck(parts),
         breakdown=parts,
-        utilization=timeline.utilization(list(once.trace), latency),
+        busy=timeline.utilization(list(once.trace), latency),
         trace=once.trace,
         events=events,
         notes=notes,
@@ -180,8 +180,7 @@ def _layer_rows(workload: Workload, trace) -> tuple[dict, ...]:
         return ()
     seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
     for event in trace:
-        first_gpu = not event.resource.startswith("GPU") or event.resource.startswith("GPU0 ")
-        if event.layer in seconds and not event.detail and first_gpu:
+        if event.layer in seconds and not event.detail and event.resource.device in (0, HOST):
             seconds[event.layer] += event.duration_s
     flops = dict.fromkeys(seconds, 0.0)
     moved = dict.fromkeys(seconds, 0.0)
@@ -224,18 +223,7 @@ def _with_scaling(
 
 def clear_caches() -> None:
     """Forget every cached prediction and kernel plan (benchmarks measure cold predictions)."""
-    from parsim.engine import processor
-
-    for cache in (
-        _predict,
-        _timing,
-        processor.shape,
-        processor._plan,
-        processor.phase_times,
-        processor.kernel_s,
-        processor._layout,
-    ):
-        cache.cache_clear()
+    caching.clear_caches()
 
 
 def check_fits(workload: Workload, system: SystemSpec) -> None:

@@ -2,15 +2,20 @@
 
 It is the one value every front end consumes (CLI ``--json``, the app, sweeps, validation),
 so it is plain data: numbers with units in their names, a breakdown that adds up to the
-latency, per-resource utilisation and the full trace the timeline plot draws.
+latency, per-resource utilisation and the full trace the timeline plot draws. It is immutable
+all the way down (mappings are ``FrozenMap``, sequences tuples): predictions are cached and
+shared, so no caller may change what the next one gets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from parsim.frozen import FrozenMap, freeze, plain
+from parsim.resources import Resource
 from parsim.timeline import TraceEvent
 
 
@@ -34,7 +39,7 @@ class Prediction:
         transfer_bytes: bytes crossing the link.
         bottleneck: ``compute``, ``memory``, ``transfer`` or ``overhead``.
         breakdown: seconds per category, adding up to ``latency_s``.
-        utilization: fraction of the latency each resource row was busy.
+        busy: fraction of the latency each resource was busy (``utilization`` names them).
         trace: every busy interval, for the timeline.
         events: simulation events processed (0 for analytic).
         notes: plain-language remarks (wave quantisation, cache level, interpreter...).
@@ -45,7 +50,7 @@ class Prediction:
     """
 
     workload: str
-    params: dict
+    params: Mapping[str, Any] = attrs.field(converter=freeze)
     device: str
     host: str
     link: str | None
@@ -57,15 +62,20 @@ class Prediction:
     bytes: float
     transfer_bytes: float
     bottleneck: str
-    breakdown: dict
-    utilization: dict
-    trace: tuple[TraceEvent, ...] = ()
+    breakdown: Mapping[str, float] = attrs.field(converter=freeze)
+    busy: Mapping[Resource, float] = attrs.field(converter=freeze)
+    trace: tuple[TraceEvent, ...] = attrs.field(default=(), converter=tuple)
     events: int = 0
-    notes: tuple[str, ...] = ()
-    layers: tuple[dict, ...] = ()
+    notes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    layers: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=freeze)
     gpus: int = 1
-    metrics: dict = attrs.field(factory=dict)
+    metrics: Mapping[str, float] = attrs.field(factory=FrozenMap, converter=freeze)
     peer_link: str | None = None
+
+    @property
+    def utilization(self) -> Mapping[str, float]:
+        """Fraction of the latency each resource row was busy, by row label (``"SM"``, ``"host"``)."""
+        return FrozenMap({resource.label: share for resource, share in self.busy.items()})
 
     @property
     def flops_per_s(self) -> float:
@@ -79,11 +89,14 @@ class Prediction:
 
     def to_dict(self, trace: bool = False) -> dict[str, Any]:
         """Plain JSON-ready dict; the trace only when asked (it can be long)."""
-        data = attrs.asdict(self, recurse=True, filter=lambda a, v: a.name != "trace")
+        data: dict[str, Any] = {}
+        for field in attrs.fields(Prediction):
+            if field.name == "busy":
+                data["utilization"] = dict(self.utilization)
+            elif field.name != "trace":
+                data[field.name] = plain(getattr(self, field.name))
         data["flops_per_s"] = self.flops_per_s
         data["bytes_per_s"] = self.bytes_per_s
-        data["notes"] = list(self.notes)
-        data["layers"] = list(self.layers)
         if trace:
-            data["trace"] = [event._asdict() for event in self.trace]
+            data["trace"] = [event.to_dict() for event in self.trace]
         return data

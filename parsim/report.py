@@ -7,10 +7,11 @@ slowest layers first).
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 
 from parsim import units
 from parsim.prediction import Prediction
+from parsim.resources import Resource
 from parsim.scenarios import ScenarioResult
 
 
@@ -30,7 +31,7 @@ def prediction_text(p: Prediction) -> str:
         f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory",
         f"  bottleneck   {p.bottleneck} ({share:.0%} of the time)",
         "  breakdown    " + ", ".join(f"{k} {units.seconds(v)}" for k, v in p.breakdown.items() if v > 0),
-        "  utilization  " + _format_utilization(p.utilization),
+        "  utilization  " + _format_utilization(p.busy),
     ]
     if p.method == "engine":
         lines.append(f"  events       {p.events}")
@@ -41,26 +42,26 @@ def prediction_text(p: Prediction) -> str:
     return "\n".join(lines)
 
 
-def _format_utilization(utilization: dict) -> str:
-    """Resources in order; GPUs (or host threads) that are all equally busy are shown once."""
-    groups: dict[str, list[tuple[int, float]]] = {}
-    for resource, value in utilization.items():
-        gpu = re.match(r"^GPU(\d+) (.*)$", resource)
-        thread = re.match(r"^host #(\d+)$", resource)
-        if gpu:
-            groups.setdefault("GPU{} " + gpu.group(2), []).append((int(gpu.group(1)), value))
-        elif thread:
-            groups.setdefault("host #{}", []).append((int(thread.group(1)), value))
+def _format_utilization(busy: Mapping[Resource, float]) -> str:
+    """Resources in order; GPUs (or extra host threads) that are all equally busy are shown once."""
+    groups: dict[Resource, list[tuple[int, float]]] = {}
+    for resource, value in busy.items():
+        if resource.kind == "thread" and resource.first > 0:
+            groups.setdefault(resource._replace(first=1), []).append((resource.first, value))
+        elif resource.on_gpu and resource.tagged:
+            groups.setdefault(resource._replace(device=0), []).append((resource.device, value))
         else:
-            groups.setdefault(resource, []).append((0, value))
+            groups.setdefault(resource, []).append((-1, value))
     parts = []
-    for label, members in groups.items():
+    for template, members in groups.items():
         values = [value for _, value in members]
         if len(members) > 1 and max(values) - min(values) < 0.01:
-            span = f"{members[0][0]}-{members[-1][0]}"
-            parts.append(f"{label.format(span)} {values[0]:.0%} each")
+            parts.append(f"{template.label_for(f'{members[0][0]}-{members[-1][0]}')} {values[0]:.0%} each")
         else:
-            parts += [f"{label.format(index)} {value:.0%}" for index, value in members]
+            parts += [
+                f"{template.label if number < 0 else template.label_for(str(number))} {value:.0%}"
+                for number, value in members
+            ]
     return ", ".join(parts)
 
 

@@ -12,21 +12,18 @@ costs nothing. The categories therefore add up to the latency exactly.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections import defaultdict
 from typing import NamedTuple
 
 from parsim.model.outcome import CATEGORIES, WORK
-
-_CORE_RANGE = re.compile(r"^(.*\b(?:SM|core)) \d+(?:-\d+)?$")
+from parsim.resources import Resource
 
 
 class TraceEvent(NamedTuple):
     """One busy interval of one resource (a named tuple: a traced step makes tens of thousands).
 
     Attributes:
-        resource: timeline row (``"host"``, ``"SM 0-131"``, ``"memory"``, ``"PCIe h2d"``).
+        resource: the busy resource (a host thread, cores, a memory level, a link direction).
         label: what ran (``"relu[2]"``).
         kind: ``compute``, ``memory``, ``transfer`` or ``overhead``.
         start_s: start time in seconds.
@@ -36,7 +33,7 @@ class TraceEvent(NamedTuple):
         weight: share of the processor's cores the interval keeps busy (core rows).
     """
 
-    resource: str
+    resource: Resource
     label: str
     kind: str
     start_s: float
@@ -48,6 +45,10 @@ class TraceEvent(NamedTuple):
     @property
     def duration_s(self) -> float:
         return self.end_s - self.start_s
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON: the resource as its row label."""
+        return {**self._asdict(), "resource": self.resource.label}
 
 
 def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
@@ -81,24 +82,17 @@ def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     return result
 
 
-@functools.lru_cache(maxsize=4096)
-def resource_group(resource: str) -> str:
-    """The processor a core-group row belongs to: ``"GPU0 SM 0-31"`` -> ``"GPU0 SM"``."""
-    match = _CORE_RANGE.match(resource)
-    return match.group(1) if match else resource
-
-
-def utilization(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
+def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, float]:
     """Fraction of the latency each resource was busy; core groups count by the share of cores.
 
-    A processor runs one kernel at a time and a copy engine one copy, so the intervals of a
-    resource never overlap and their weighted durations simply add up. Blocked host threads
-    (``wait``) are idle, not busy.
+    Rows of one processor's cores are reported together (``Resource.group``). A processor runs one
+    kernel at a time and a copy engine one copy, so the intervals of a resource never overlap and
+    their weighted durations simply add up. Blocked host threads (``wait``) are idle, not busy.
     """
-    busy: dict[str, float] = defaultdict(float)
+    busy: dict[Resource, float] = defaultdict(float)
     for event in trace:
         if event.kind != "wait":
-            busy[resource_group(event.resource)] += event.weight * event.duration_s
+            busy[event.resource.group] += event.weight * event.duration_s
     return {
         resource: min(seconds / latency_s, 1.0) if latency_s > 0 else 0.0
         for resource, seconds in busy.items()

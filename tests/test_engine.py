@@ -11,7 +11,13 @@ from tests.conftest import TINY_CPU, TINY_LINK, compute_bound_system, evolve_gpu
 
 def rows(result, detail=False):
     return [
-        (e.resource, e.label, e.kind, pytest.approx(e.start_s, abs=1e-15), pytest.approx(e.end_s, abs=1e-15))
+        (
+            e.resource.label,
+            e.label,
+            e.kind,
+            pytest.approx(e.start_s, abs=1e-15),
+            pytest.approx(e.end_s, abs=1e-15),
+        )
         for e in result.trace
         if e.detail == detail
     ]
@@ -47,7 +53,7 @@ def test_cpu_sisd_pays_the_interpreter(cpu_system):
     # 100 elements x 1 Python op x 50 ns = 5 us, longer than 1 us + 1200 B / 1 GB/s.
     result = simulate(make_workload("vector_add", {"n": 100}), cpu_system, "sisd")
     assert result.instance_ends_s == (pytest.approx(6e-6),)
-    assert {e.kind for e in result.trace if e.resource.startswith("core")} == {"compute"}
+    assert {e.kind for e in result.trace if e.resource.label.startswith("core")} == {"compute"}
 
 
 def test_serial_overlap_adds_compute_and_memory(cpu_system):
@@ -60,8 +66,8 @@ def test_streams_overlap_copies_with_kernels(gpu_system):
     one = simulate(make_workload("offload", {"op": "relu", "n": 4000, "streams": 1}), gpu_system, "simt")
     four = simulate(make_workload("offload", {"op": "relu", "n": 4000, "streams": 4}), gpu_system, "simt")
     assert four.instance_ends_s[0] < 0.75 * one.instance_ends_s[0]
-    h2d = [e for e in four.trace if e.resource == "PCIe h2d"]
-    kernels = [e for e in four.trace if e.resource.startswith("SM")]
+    h2d = [e for e in four.trace if e.resource.label == "PCIe h2d"]
+    kernels = [e for e in four.trace if e.resource.label.startswith("SM")]
     # the second chunk crosses the link while the first chunk's kernel runs
     assert h2d[1].start_s < kernels[0].end_s and h2d[1].end_s > kernels[0].start_s
 
@@ -79,7 +85,7 @@ def test_one_copy_engine_serialises_directions():
     gpu = evolve_gpu(copy_engines=1)
     system = SystemSpec(host=TINY_CPU, device=gpu, link=TINY_LINK)
     result = simulate(make_workload("offload", {"op": "relu", "n": 4000, "streams": 4}), system, "simt")
-    copies = sorted((e.start_s, e.end_s) for e in result.trace if e.resource.startswith("PCIe"))
+    copies = sorted((e.start_s, e.end_s) for e in result.trace if e.resource.label.startswith("PCIe"))
     for (_, end), (start, _) in zip(copies, copies[1:], strict=False):
         assert start >= end - 1e-15
 
@@ -90,11 +96,11 @@ def test_wave_quantisation_of_a_compute_bound_gemm():
     system = compute_bound_system()
     k = 10**6
     result = simulate(make_workload("matmul", {"m": 10, "n": 10, "k": k}), system, "simt")
-    kernel = [e for e in result.trace if e.resource.startswith("SM") and not e.detail]
+    kernel = [e for e in result.trace if e.resource.label.startswith("SM") and not e.detail]
     assert [e.label for e in kernel] == [f"matmul 10x10x{k} waves 1-12", f"matmul 10x10x{k} tail wave"]
     assert kernel[0].duration_s == pytest.approx(12 * k * 1e-9, rel=1e-6)
     assert kernel[1].duration_s == pytest.approx(k * 1e-9, rel=1e-6)
-    assert kernel[1].resource == "SM 0"
+    assert kernel[1].resource.label == "SM 0"
     assert any("12.50 waves" in note for note in result.notes)
 
 

@@ -2,6 +2,7 @@
 
 import json
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 import parsim
 from parsim.engine import simulate
 from parsim.errors import ParsimError
+from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.specs import SystemSpec
 from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads import make_workload
@@ -81,7 +83,7 @@ def test_host_average_step_hand_computed():
     work = Workload("host sync", (), ops, deps=((), (), (0, 1), (2,), (3,), (3,)), gpus=2)
     system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK, gpus=2, gpus_per_switch=2)
     result = simulate(work, system, "simt")
-    spans = {(e.resource, e.label): (e.start_s, e.end_s) for e in result.trace}
+    spans = {(e.resource.label, e.label): (e.start_s, e.end_s) for e in result.trace}
     assert spans[("GPU0 PCIe d2h", "d2h grads")] == pytest.approx((1e-6, 10e-6))
     assert spans[("GPU1 PCIe d2h", "d2h grads")] == pytest.approx((1e-6, 10e-6))
     assert spans[("host", "wait for average inputs")] == pytest.approx((1e-6, 10e-6))
@@ -111,7 +113,7 @@ def test_copied_weights_show_in_the_timeline():
     assert copied.transfer_bytes == resident.transfer_bytes + 2 * 4 * (1000 * 100 + 100 * 1000)
     assert any(e.label == "h2d w1" for e in copied.trace)
     assert not any(e.label == "h2d w1" for e in resident.trace)
-    assert any(e.resource.startswith("host core") for e in copied.trace)  # NumPy update on the host
+    assert any(e.resource.label.startswith("host core") for e in copied.trace)  # NumPy update on the host
 
 
 @settings(max_examples=25, deadline=None)
@@ -150,12 +152,30 @@ def test_training_never_faster_than_forward(model, batch, device):
     device=st.sampled_from(["v100-pcie", "a100-80gb", "t4"]),
 )
 def test_scaling_properties(model, per_gpu, gpus, sync, scaling, device):
+    # Without caches nothing gets faster per sample on a smaller shard (wave quantisation cannot:
+    # ceil(w) <= G ceil(w / G)), so G GPUs never beat G times one GPU.
+    spec = PROCESSORS[device]
+    uncached = attrs.evolve(spec, memory=attrs.evolve(spec.memory, caches=()))
     batch = per_gpu * gpus if scaling == "strong" else per_gpu
     params = {"model": model, "batch": batch, "gpus": gpus, "sync": sync, "scaling": scaling}
-    p = parsim.predict("data_parallel", params, device=device)
+    p = parsim.predict("data_parallel", params, device=uncached)
     assert p.metrics["speedup"] <= gpus * (1 + 1e-9)
     assert 0 < p.metrics["efficiency"] <= 1 + 1e-9
     assert p.metrics["samples_per_s"] > 0
+
+
+def test_superlinear_speedup_comes_from_a_shard_that_fits_the_cache():
+    # ResNet-56 at 111 images on one V100 streams its activations from HBM; split over 3 GPUs,
+    # 37 images' activations (a 16x32x32 map is 2.4 MB) fit the 6 MB L2: more than 3x, as real
+    # clusters sometimes show. Remove the L2 and the speed-up drops back under 3.
+    params = {"model": "resnet56", "batch": 111, "gpus": 3, "sync": "ring"}
+    spec = PROCESSORS["v100-pcie"]
+    cached = parsim.predict("data_parallel", params, device=spec)
+    uncached = parsim.predict(
+        "data_parallel", params, device=attrs.evolve(spec, memory=attrs.evolve(spec.memory, caches=()))
+    )
+    assert cached.metrics["speedup"] > 3 > uncached.metrics["speedup"]
+    assert any("L2" in note for note in cached.notes)
 
 
 def test_contention_on_a_shared_switch_grows_with_gpus():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import simpy
 
+from parsim import resources
 from parsim.engine.fluid import FluidServer
 from parsim.hardware.specs import SystemSpec
 from parsim.model.transfer import copy_bandwidth_Bps, ring_chunk_B, ring_steps
@@ -36,7 +37,7 @@ class Links:
         self.link = system.link
         self.gpus = system.gpus
         self.trace = trace
-        self.family = "NVLink" if self.link.id.startswith("nvlink") else "PCIe"
+        self.system = system
         engines = system.device.copy_engines
         self._engines = []
         for _ in range(system.gpus):
@@ -55,12 +56,8 @@ class Links:
             self._uplinks.append({"h2d": h2d, "d2h": d2h})
         self._per_switch = system.gpus_per_switch
         self.ring_link = system.ring_link
-        self.ring_family = "NVLink" if self.ring_link.id.startswith("nvlink") else "PCIe"
         ring_bandwidth = self.ring_link.bandwidth_Bps
         self._ring = [FluidServer(env, f"GPU{g} ring", ring_bandwidth) for g in range(system.gpus)]
-
-    def _row(self, device: int, what: str) -> str:
-        return f"GPU{device} {self.family} {what}" if self.gpus > 1 else f"{self.family} {what}"
 
     def copy(self, transfer: Transfer):
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
@@ -74,7 +71,7 @@ class Links:
             yield server.transfer(transfer.nbytes, bandwidth)
             self.trace.append(
                 TraceEvent(
-                    self._row(transfer.device, transfer.direction),
+                    resources.link(self.system, transfer.device, transfer.direction),
                     transfer.name,
                     "transfer",
                     start,
@@ -95,7 +92,7 @@ class Links:
         for g in range(gpus):
             self.trace.append(
                 TraceEvent(
-                    f"GPU{g} {self.ring_family} ring",
+                    resources.ring(self.system, g),
                     op.name,
                     "transfer",
                     start,

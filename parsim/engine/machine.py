@@ -17,6 +17,7 @@ from parsim.engine.notes import Notes
 from parsim.engine.processor import Processor
 from parsim.hardware.specs import SystemSpec
 from parsim.model.modes import default_mode
+from parsim.resources import Resource
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op
 
@@ -47,8 +48,7 @@ class Machine:
         kernel_trace = trace if record else None
         cpu_only = system.device is None
         host_mode = mode if cpu_only else default_mode(system.host)
-        host_prefix = "" if cpu_only else "host "
-        self.host = Processor(env, system.host, host_mode, overlap, kernel_trace, host_prefix, self.notes)
+        self.host = Processor(env, system.host, host_mode, overlap, kernel_trace, system, HOST, self.notes)
         if cpu_only:
             self.devices = [self.host]
             self.links = None
@@ -60,7 +60,8 @@ class Machine:
                     mode,
                     overlap,
                     kernel_trace,
-                    f"GPU{g} " if system.gpus > 1 else "",
+                    system,
+                    g,
                     self.notes,
                 )
                 for g in range(system.gpus)
@@ -88,7 +89,7 @@ class Machine:
         waits: list[simpy.Event],
         finish: Callable[[], None],
         dispatch_s: float = 0.0,
-        host_row: str | None = None,
+        host_row: Resource | None = None,
     ):
         """Process: after ``waits``, run a chain of kernels of one stream, then call ``finish``."""
         yield from self._wait(waits)

@@ -17,41 +17,29 @@ then a handful of events per GPU, while the trace still shows every kernel and p
 
 from __future__ import annotations
 
-import functools
-
 import attrs
 import simpy
 
+from parsim import resources
+from parsim.caching import cached
 from parsim.engine.notes import Notes
 from parsim.engine.waves import Decomposition, decompose
-from parsim.hardware.specs import ProcessorSpec
+from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.model.kernel import combine, fork_join_s, leg
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
+from parsim.resources import Resource
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import Kernel
 
 
-@functools.lru_cache(maxsize=65536)
+@cached(maxsize=65536)
 def shape(kernel: Kernel) -> Kernel:
     """The kernel without name, stream, device and layer: what its timing depends on.
 
     Caches keyed by it serve every GPU of a data-parallel step and every repeated layer.
     """
-    return Kernel(
-        "",
-        kernel.flops,
-        kernel.bytes_read,
-        kernel.bytes_written,
-        kernel.work_items,
-        kernel.dtype,
-        kernel.matrix,
-        kernel.special_ops,
-        kernel.python_ops_per_item,
-        kernel.gemm_mn,
-        cold_bytes=kernel.cold_bytes,
-        op=kernel.op,
-    )
+    return attrs.evolve(kernel, name="", stream=0, device=0, layer="")
 
 
 def plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
@@ -59,13 +47,13 @@ def plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Dec
     return _plan(spec, mode, shape(kernel))
 
 
-@functools.lru_cache(maxsize=16384)
+@cached(maxsize=16384)
 def _plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
     ex = execution(spec, mode, kernel)
     return ex, decompose(kernel, ex)
 
 
-@functools.lru_cache(maxsize=16384)
+@cached(maxsize=16384)
 def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[float, float], ...]:
     """``(compute_s, memory_s)`` of each phase; the first phase that moves bytes pays the latency."""
     ex, decomposition = plan(spec, mode, kernel)
@@ -87,7 +75,7 @@ def kernel_fork_join_s(spec: ProcessorSpec, mode: str, kernel: Kernel) -> float:
     return fork_join_s(spec, ex, kernel.gemm_mn is not None, kernel.work_items)
 
 
-@functools.lru_cache(maxsize=16384)
+@cached(maxsize=16384)
 def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """Duration of the whole kernel (fork/join and all phases)."""
     phases = sum(
@@ -105,7 +93,8 @@ class Processor:
         mode: Flynn mode its kernels run in.
         overlap: ``roofline`` or ``serial``.
         trace: list to append busy intervals to, or None to record nothing (a throughput run).
-        prefix: row prefix that tells several GPUs apart (``"GPU3 "``), empty for one.
+        system: the system it belongs to (names its timeline rows).
+        device: the GPU index it is, or ``HOST`` for the host CPU.
         notes: collector of plain-language remarks.
     """
 
@@ -116,7 +105,8 @@ class Processor:
         mode: str,
         overlap: str,
         trace: list[TraceEvent] | None,
-        prefix: str,
+        system: SystemSpec,
+        device: int,
         notes: Notes,
     ):
         self.env = env
@@ -124,8 +114,10 @@ class Processor:
         self.mode = mode
         self.overlap = overlap
         self.trace = trace
-        self.prefix = prefix
+        self.system = system
+        self.device = device
         self.notes = notes
+        self._rows: dict[int, Resource] = {}  # busy-core count -> its row
         self.slot = simpy.Resource(env, capacity=1)
         self._durations: dict[int, float] = {}  # by id: the same kernel objects recur in every instance
 
@@ -134,7 +126,7 @@ class Processor:
         kernels: list[Kernel],
         issue_s: list[float],
         dispatch_s: float = 0.0,
-        host_row: str | None = None,
+        host_row: Resource | None = None,
     ):
         """Process: hold the processor and run ``kernels`` back to back.
 
@@ -177,11 +169,11 @@ class Processor:
             self.notes.cached(name, layout.level)
         if layout.quantised:
             self.notes.quantised(name, *layout.quantised)
-        prefix, append = self.prefix, self.trace.append
+        append = self.trace.append
         for cores, label, kind, begin, end, weight, memory in layout.phases:
             append(
                 TraceEvent(
-                    f"{prefix}{cores}",
+                    self._cores(cores),
                     f"{kernel.name} {label}",
                     kind,
                     start + begin,
@@ -193,7 +185,7 @@ class Processor:
             if memory is not None:
                 append(
                     TraceEvent(
-                        f"{prefix}memory ({layout.level})",
+                        resources.memory(self.system, self.device, layout.level),
                         kernel.name,
                         "memory",
                         start + memory[0],
@@ -203,10 +195,16 @@ class Processor:
                 )
         return start + layout.duration_s
 
+    def _cores(self, count: int) -> Resource:
+        row = self._rows.get(count)
+        if row is None:
+            row = self._rows[count] = resources.cores(self.system, self.device, count)
+        return row
+
 
 @attrs.frozen
 class _Layout:
-    """A kernel's phases relative to its start: rows, labels, kinds and times (cached by shape)."""
+    """A kernel's phases relative to its start: busy cores, labels, kinds and times (cached by shape)."""
 
     level: str
     duration_s: float
@@ -214,14 +212,13 @@ class _Layout:
     quantised: tuple | None
 
 
-@functools.lru_cache(maxsize=16384)
+@cached(maxsize=16384)
 def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
     ex, decomposition = plan(spec, mode, kernel)
-    unit = "SM" if spec.is_gpu else "core"
     clock, phases, quantised = kernel_fork_join_s(spec, mode, kernel), [], None
     if clock:
         busy = max(p.active_cores for p in decomposition.phases)
-        phases.append((f"{unit} 0-{busy - 1}", "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
+        phases.append((busy, "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
     for index, (phase, (compute_s, memory_s)) in enumerate(
         zip(decomposition.phases, phase_times(spec, mode, kernel), strict=True)
     ):
@@ -230,13 +227,20 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
         tail = decomposition.tiles % decomposition.slots
         if kind == "compute" and index == 0 and tail and decomposition.waves > 1:
             quantised = (decomposition.waves, decomposition.slots, tail)
-        cores = f"{unit} 0" if phase.active_cores == 1 else f"{unit} 0-{phase.active_cores - 1}"
         memory = None
         if phase.bytes > 0:
             memory_start = clock + compute_s if overlap == "serial" else clock
             memory = (memory_start, memory_start + memory_s)
         phases.append(
-            (cores, phase.label, kind, clock, clock + duration, phase.active_cores / spec.cores, memory)
+            (
+                phase.active_cores,
+                phase.label,
+                kind,
+                clock,
+                clock + duration,
+                phase.active_cores / spec.cores,
+                memory,
+            )
         )
         clock += duration
     return _Layout(ex.memory.name, clock, tuple(phases), quantised)

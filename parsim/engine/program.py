@@ -20,6 +20,7 @@ import math
 import attrs
 import simpy
 
+from parsim import resources
 from parsim.engine.machine import Machine
 from parsim.hardware.specs import SystemSpec
 from parsim.timeline import TraceEvent
@@ -181,7 +182,7 @@ def _thread(
     trace: list[TraceEvent],
 ):
     system = program.system
-    row = "host" if thread == 0 else f"host #{thread}"
+    row = resources.thread(thread)
     for segment in segments:
         first = segment[0]
         op = program.ops[first]

@@ -39,6 +39,7 @@ PCIE3_X16 = LinkSpec(
     # ~30 us but include cudaDeviceSynchronize and the host timer
     latency_s=10e-6,
     duplex=True,  # PCIe is full duplex: one stream per direction
+    kind="pcie",
 )
 
 PCIE4_X16 = LinkSpec(
@@ -49,6 +50,7 @@ PCIE4_X16 = LinkSpec(
     pageable_bandwidth_Bps=11.5e9,  # [GI] DGX-A100 host pageable 11.84 GiB/s = 12.7 GB/s
     latency_s=10e-6,  # estimate: as PCIe 3.0; the fixed cost is dominated by the driver, not the lanes
     duplex=True,  # PCIe is full duplex: one stream per direction
+    kind="pcie",
 )
 
 PCIE5_X16 = LinkSpec(
@@ -60,6 +62,7 @@ PCIE5_X16 = LinkSpec(
     pageable_bandwidth_Bps=24e9,
     latency_s=10e-6,  # estimate: as PCIe 3.0; the fixed cost is dominated by the driver, not the lanes
     duplex=True,  # PCIe is full duplex: one stream per direction
+    kind="pcie",
 )
 
 NVLINK3 = LinkSpec(
@@ -70,6 +73,7 @@ NVLINK3 = LinkSpec(
     pageable_bandwidth_Bps=108e9,  # estimate: 45 % of pinned as for PCIe (host<->device use only)
     latency_s=3e-6,  # estimate: ~2-3 us for a small P2P cudaMemcpy over NVLink (driver-dominated)
     duplex=True,  # NVLink sub-links are unidirectional pairs: both directions at full speed
+    kind="nvlink",
 )
 
 NVLINK4 = LinkSpec(
@@ -80,6 +84,7 @@ NVLINK4 = LinkSpec(
     pageable_bandwidth_Bps=170e9,  # estimate: 45 % of pinned as for PCIe (host<->device use only)
     latency_s=3e-6,  # estimate: ~2-3 us for a small P2P cudaMemcpy over NVLink (driver-dominated)
     duplex=True,  # NVLink sub-links are unidirectional pairs: both directions at full speed
+    kind="nvlink",
 )
 
 LINK_PRESETS: dict[str, LinkSpec] = {

@@ -93,7 +93,7 @@ def system(
             f"'gpus' must be <= {host_spec.max_gpus} (the most {host_spec.id} can host): {gpus}"
         )
     chosen = link(link_, "link") if link_ is not None else None
-    peer = chosen if chosen is not None and chosen.id.startswith("nvlink") else None
+    peer = chosen if chosen is not None and chosen.kind == "nvlink" else None
     host_link = chosen if chosen is not None and peer is None else None
     if host_link is None:
         if compute.default_link is None:

@@ -240,6 +240,10 @@ class ProcessorSpec:
         return vector
 
 
+LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink"}
+"""Link kinds and how timelines name them."""
+
+
 @attrs.frozen(cache_hash=True)
 class LinkSpec:
     """A host<->device or device<->device link, e.g. PCIe 3.0 x16 or NVLink.
@@ -247,6 +251,9 @@ class LinkSpec:
     Attributes:
         id: preset id (``"pcie3-x16"``).
         name: human-readable name.
+        kind: ``pcie`` (host<->GPU, and GPU peer-to-peer through the host's PCIe) or ``nvlink``
+            (GPU to GPU: given as ``--link`` it carries all-reduce traffic while copies to the
+            host keep the GPU's PCIe link).
         bandwidth_Bps: effective bandwidth per direction with pinned host memory.
         peak_bandwidth_Bps: theoretical bandwidth per direction.
         pageable_bandwidth_Bps: effective bandwidth from pageable memory (staged through a
@@ -262,6 +269,14 @@ class LinkSpec:
     pageable_bandwidth_Bps: float = attrs.field(validator=_positive)
     latency_s: float = attrs.field(validator=_non_negative)
     duplex: bool = attrs.field(default=True, validator=lambda _s, a, v: _boolean(a, v))
+    kind: Literal["pcie", "nvlink"] = attrs.field(
+        default="pcie", validator=lambda _s, _a, v: _one_of("kind", tuple(LINK_FAMILIES), v)
+    )
+
+    @property
+    def family(self) -> str:
+        """How timelines name the link's rows: ``PCIe`` or ``NVLink``."""
+        return LINK_FAMILIES[self.kind]
 
     def __attrs_post_init__(self):
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:

@@ -11,13 +11,14 @@ the key path, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any
 
 import attrs
 import tomli_w
 
-from parsim.errors import ParsimError
+from parsim.errors import ParsimError, ParsimNote
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
 
 MAX_FILE_BYTES = 1_000_000
@@ -53,7 +54,7 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
         raise ParsimError(f"{source}: expected exactly one [processor] or [link] table")
     try:
         if "link" in data:
-            return _build(LinkSpec, data["link"], "link")
+            return _build(LinkSpec, _with_link_kind(_table(data["link"], "link"), source), "link")
         table = dict(data["processor"])
         memory = dict(_table(table.pop("memory", None), "processor.memory"))
         caches = memory.pop("caches", [])
@@ -70,6 +71,25 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
         return _build(ProcessorSpec, table, "processor")
     except ParsimError as exc:
         raise ParsimError(f"{source}: {exc}") from None
+
+
+def _with_link_kind(table: dict, source: str) -> dict:
+    """A link table without ``kind`` (files written before it existed): NVLink if its id or name says so.
+
+    Files whose id starts with ``nvlink`` keep the meaning they had; a file named, say,
+    ``dgx-nvlink`` is now also taken for NVLink. A note says so and how to be explicit.
+    """
+    if "kind" in table:
+        return table
+    named = f"{table.get('id', '')} {table.get('name', '')}".lower()
+    kind = "nvlink" if "nvlink" in named else "pcie"
+    warnings.warn(
+        ParsimNote(
+            f"{source}: [link] has no 'kind'; taken as {kind} from its id and name (add kind = \"{kind}\")"
+        ),
+        stacklevel=3,
+    )
+    return {**table, "kind": kind}
 
 
 def _table(value: Any, where: str) -> dict:

@@ -9,27 +9,31 @@ from parsim.hardware.specs import ProcessorSpec
 from parsim.model.outcome import CATEGORIES
 from parsim.plots.style import COLORS, _figure, _legend_handles, _time_scale, styled
 from parsim.prediction import Prediction
-from parsim.timeline import resource_group
+from parsim.resources import Resource
 from parsim.units import seconds, si
+from parsim.workloads.base import HOST
+
+_ON_ONE_DEVICE = {"h2d": 1, "cores": 3, "memory": 5, "d2h": 6, "ring": 8}
 
 
-def _row_order(resource: str) -> tuple[int, str]:
-    order = ("host", "PCIe h2d", "NVLink h2d", "core", "SM", "memory", "PCIe d2h", "NVLink d2h")
-    for rank, prefix in enumerate(order):
-        if resource.startswith(prefix):
-            return rank, resource
-    return 99, resource
+def _row_order(resource: Resource) -> tuple:
+    """Host rows first; then each device's rows in the order work flows: copies in, cores, memory,
+    copies out, the all-reduce ring (PCIe before NVLink); several GPUs one after another."""
+    if resource.device == HOST and (resource.kind == "thread" or resource.tagged):
+        return (0, 0, 0, resource.label)
+    step = _ON_ONE_DEVICE[resource.direction or resource.kind]
+    return (1 if not resource.tagged else 2, resource.device, step, resource.unit != "PCIe", resource.label)
 
 
-def _rows(prediction: Prediction) -> list[str]:
-    return sorted({resource_group(e.resource) for e in prediction.trace}, key=_row_order)
+def _rows(prediction: Prediction) -> list[Resource]:
+    return sorted({e.resource.group for e in prediction.trace}, key=_row_order)
 
 
 def _draw_timeline(ax, prediction: Prediction, scale: float) -> None:
     """One row per resource; a core-group bar is as tall as the share of cores it keeps busy."""
     rows = _rows(prediction)
     for index, row in enumerate(rows):
-        events = [e for e in prediction.trace if resource_group(e.resource) == row]
+        events = [e for e in prediction.trace if e.resource.group == row]
         ax.barh(
             [index] * len(events),
             [max(e.duration_s * scale, 0.0) for e in events],
@@ -39,7 +43,7 @@ def _draw_timeline(ax, prediction: Prediction, scale: float) -> None:
             edgecolor="white",
             linewidth=0.3,
         )
-    ax.set_yticks(range(len(rows)), rows)
+    ax.set_yticks(range(len(rows)), [row.label for row in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.grid(axis="x", alpha=0.3)
 
