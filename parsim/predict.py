@@ -25,7 +25,7 @@ from parsim.prediction import Prediction
 from parsim.units import gib
 from parsim.workloads.base import HOST, Kernel, Workload
 from parsim.workloads.multi import on_cpu, split_over_gpus
-from parsim.workloads.registry import make_workload
+from parsim.workloads.registry import WorkloadDef, capabilities, make_workload
 
 METHODS = ("engine", "analytic")
 OVERLAPS = ("roofline", "serial")
@@ -87,20 +87,23 @@ def predict(
         workload = make_workload(workload, params)
     elif params:
         raise ParsimError("'params' only applies when the workload is given by name")
-    if workload.gpus > 1 or workload.name == "data_parallel":
+    definition = capabilities(workload)
+    if workload.gpus > 1 or (definition is not None and definition.owns_gpus):
         if gpus is not None and gpus != workload.gpus:
             raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={workload.gpus}")
         gpus = workload.gpus
     gpus = gpus or 1
     system = registry.system(device, host, link, gpus, gpus_per_switch)
-    workload = split_over_gpus(workload, gpus) if workload.gpus != gpus else workload
+    if workload.gpus != gpus:
+        how, instead = (definition.split, definition.instead) if definition is not None else (None, "")
+        workload = split_over_gpus(workload, gpus, how, instead)
     if system.device is None:
         workload = on_cpu(workload)
     mode = check_mode(system.compute, mode)
     check_fits(workload, system)
     prediction = _predict(workload, system, mode, method, overlap)
-    if workload.name == "data_parallel":
-        return _with_scaling(prediction, workload, system, mode, method, overlap)
+    if definition is not None and definition.baseline is not None:
+        return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     return prediction
 
 
@@ -123,13 +126,11 @@ def _timing(
 
 
 def samples_per_step(workload: Workload) -> int | None:
-    """Samples one instance processes: the batch, or for data parallelism every GPU's shard."""
-    batch = workload.param("batch")
-    if batch is None or workload.name != "data_parallel":
-        return batch
-    gpus = workload.param("gpus")
-    shard = batch if workload.param("scaling") == "weak" else batch // gpus
-    return shard * gpus
+    """Samples one instance processes, as its definition counts them (None where there are none)."""
+    definition = capabilities(workload)
+    if definition is None or definition.samples is None:
+        return None
+    return definition.samples(dict(workload.params))
 
 
 @cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
@@ -195,12 +196,17 @@ def _layer_rows(workload: Workload, trace) -> tuple[dict, ...]:
 
 
 def _with_scaling(
-    prediction: Prediction, workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+    prediction: Prediction,
+    workload: Workload,
+    definition: WorkloadDef,
+    system: SystemSpec,
+    mode: str,
+    method: str,
+    overlap: str,
 ) -> Prediction:
     """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU."""
     gpus = workload.gpus
-    params = dict(workload.params)
-    single = make_workload("data_parallel", {**params, "gpus": 1})
+    single = make_workload(workload.name, definition.baseline(dict(workload.params)))
     one_latency, one_period = _timing(
         single, attrs.evolve(system, gpus=1, gpus_per_switch=1), mode, method, overlap
     )

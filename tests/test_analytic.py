@@ -12,7 +12,7 @@ from parsim import analytic
 from parsim.engine import simulate
 from parsim.hardware.specs import SystemSpec
 from parsim.workloads import make_workload
-from tests.conftest import TINY_CPU, TINY_GPU, TINY_LINK, compute_bound_system, evolve_gpu
+from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK, compute_bound_system, evolve_gpu
 
 
 def both(workload, system, mode, overlap="roofline"):

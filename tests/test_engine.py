@@ -6,7 +6,7 @@ import pytest
 from parsim.engine import simulate
 from parsim.hardware.specs import SystemSpec
 from parsim.workloads import make_workload
-from tests.conftest import TINY_CPU, TINY_LINK, compute_bound_system, evolve_gpu
+from tests.systems import TINY_CPU, TINY_LINK, compute_bound_system, evolve_gpu
 
 
 def rows(result, detail=False):

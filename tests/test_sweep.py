@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pandas
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import parsim
 from parsim import plots
 from parsim.errors import ParsimError
 from parsim.sweeps.api import dask_map, sweep
+from parsim.sweeps.fast import fast_rows
 from parsim.sweeps.grid import make_grid, parse_grid_options
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,45 +160,59 @@ def test_dask_address_that_does_not_answer():
         dask_map("tcp://127.0.0.1:9", timeout_s=1)
 
 
-@settings(max_examples=40, deadline=None)
+FAST_COLUMNS = ("latency_s", "throughput_per_s", "flops", "bytes", "transfer_bytes", "compute_s", "memory_s")
+FAST_COLUMNS += ("transfer_s", "overhead_s")
+
+
+@settings(max_examples=60, deadline=None)
 @given(
-    workload=st.sampled_from(["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "copy"]),
+    workload=st.sampled_from(["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "copy", "matmul"]),
     sizes=st.lists(st.integers(1, 10**9), min_size=1, max_size=5),
     device=st.sampled_from(["h100-sxm", "t4", "laptop-4c-avx2", "xeon-8480"]),
-    mode=st.sampled_from([None, "simd", "sisd"]),
+    mode=st.sampled_from([None, "simd", "sisd", "mimd"]),
+    overlap=st.sampled_from(["roofline", "serial"]),
+    dtype=st.sampled_from(["float32", "float16"]),
+    pinned=st.booleans(),
 )
-def test_vectorised_analytic_equals_the_scalar_model(workload, sizes, device, mode):
+def test_vectorised_analytic_equals_the_scalar_model(workload, sizes, device, mode, overlap, dtype, pinned):
     cpu = device in ("laptop-4c-avx2", "xeon-8480")
-    if workload == "copy" and cpu or (mode and not cpu):
-        return
-    base = {"workload": workload, "device": device, "method": "analytic", "mode": mode}
-    frame = sweep(base, {"workload.n": sizes})
-    for _, row in frame.iterrows():
+    assume(not (workload == "copy" and cpu) and not (mode and not cpu))
+    params = {"dtype": dtype, **({"pinned": pinned} if workload == "copy" else {})}
+    base = {"workload": workload, "params": params, "device": device, "method": "analytic", "mode": mode}
+    base["overlap"] = overlap
+    if workload == "matmul":  # m varies; n and k from the sizes too, kept small enough to fit
+        points = [
+            {"workload.m": s % 20000 + 1, "workload.n": s % 3001 + 1, "workload.k": s % 513 + 1}
+            for s in sizes
+        ]
+    else:
+        points = [{"workload.n": s} for s in sizes]
+    frames = fast_rows("", base, points)
+    assert frames is not None  # the fast path applies to every one of these
+    frame = pandas.concat(frames)
+    for point, (_, row) in zip(points, frame.iterrows(), strict=True):
+        call = {**params, **{key.split(".")[1]: value for key, value in point.items()}}
         try:
             expected = parsim.predict(
-                workload, {"n": row["workload.n"]}, device=device, mode=mode, method="analytic"
+                workload, call, device=device, mode=mode, method="analytic", overlap=overlap
             )
         except ParsimError as exc:
-            assert row["error"] and str(exc).split(",")[0] in row["error"]
+            assert row["error"] == str(exc)
             continue
         assert row["error"] == ""
-        assert row["latency_s"] == pytest.approx(expected.latency_s, rel=1e-9)
-        assert row["throughput_per_s"] == pytest.approx(expected.throughput_per_s, rel=1e-9)
+        for column in FAST_COLUMNS:
+            wanted = getattr(expected, column, None)
+            wanted = expected.breakdown[column[:-2]] if wanted is None else wanted
+            assert row[column] == pytest.approx(wanted, rel=1e-9, abs=1e-300), column
         assert row["bottleneck"] == expected.bottleneck
 
 
-def test_vectorised_matmul_equals_the_scalar_model():
-    grid = {
-        "workload.m": [64, 1000],
-        "workload.n": [64, 3000],
-        "workload.k": [8, 4096],
-        "workload.dtype": ["float16"],
-    }
-    frame = sweep({"workload": "matmul", "device": "a100-80gb", "method": "analytic"}, grid)
-    for _, row in frame.iterrows():
-        params = {"m": row["workload.m"], "n": row["workload.n"], "k": row["workload.k"], "dtype": "float16"}
-        expected = parsim.predict("matmul", params, device="a100-80gb", method="analytic")
-        assert row["latency_s"] == pytest.approx(expected.latency_s, rel=1e-9)
+def test_fast_path_declines_what_is_not_one_op():
+    base = {"workload": "sigmoid", "params": {"fused": False}, "device": "t4", "method": "analytic"}
+    assert fast_rows("", base, [{"workload.n": 10}]) is None  # NumPy-style passes: four kernels
+    assert fast_rows("", {**base, "method": "engine"}, [{"workload.n": 10}]) is None
+    base = {"workload": "conv2d", "device": "t4", "method": "analytic"}
+    assert fast_rows("", base, [{"workload.batch": 2}]) is None  # no vectorised form
 
 
 def test_measured_columns():

@@ -4,7 +4,7 @@ import pytest
 
 from parsim.errors import ParsimError
 from parsim.hardware.tomlio import dumps_hardware, load_hardware, loads_hardware, save_hardware
-from tests.conftest import TINY_CPU, TINY_GPU, TINY_LINK
+from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
 
 
 @pytest.mark.parametrize("spec", [TINY_CPU, TINY_GPU, TINY_LINK])

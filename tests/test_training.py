@@ -17,7 +17,7 @@ from parsim.workloads import make_workload
 from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload
 from parsim.workloads.layers import sgd_kernel
 from parsim.workloads.models import MODELS
-from tests.conftest import TINY_CPU, TINY_GPU, TINY_LINK
+from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
 
 # Multiply-accumulates per image and parameters as published (see parsim/workloads/models.py):
 # torchvision's model documentation (its "GFLOPS" column counts multiply-accumulates) and, for

@@ -98,6 +98,11 @@ def simulate(
     while env.peek() < math.inf:
         env.step()
         events += 1
+    if completion.finished != len(ops):  # validated workloads cannot deadlock: this is a bug, say so
+        raise RuntimeError(
+            f"parsim engine: only {completion.finished} of {len(ops)} ops of {workload.name!r} ran; "
+            "a latency would be meaningless"
+        )
     return SimResult(tuple(completion.ends), tuple(trace), events, machine.notes.summary())
 
 
@@ -109,11 +114,13 @@ class _Completion:
         self.per_instance = per_instance
         self.ends = [0.0] * repeats
         self.events = {index: env.event() for index in awaited}
+        self.finished = 0
 
     def finisher(self, indices: list[int]):
         """A callback that marks ``indices`` done at the current time."""
 
         def finish() -> None:
+            self.finished += len(indices)
             for index in indices:
                 instance = index // self.per_instance
                 self.ends[instance] = max(self.ends[instance], self.env.now)

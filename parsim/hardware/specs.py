@@ -14,43 +14,18 @@ STREAM-like benchmark or a bandwidth test measures); datasheet peaks are kept be
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import attrs
 
+from parsim.checks import boolean, fraction, is_number, non_negative, one_of, positive, positive_int
 from parsim.dtypes import DTYPES
 from parsim.errors import field_error
 
 
-def _is_number(value) -> bool:
-    """A finite int or float (a bool is not a number here, whatever Python says)."""
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _bounded(bound: str, accept):
-    """An attrs validator refusing anything but a number that ``accept`` allows; ``bound`` names it."""
-
-    def validate(instance, attribute, value):
-        if not _is_number(value) or not accept(value):
-            raise field_error(attribute.name, bound, value)
-
-    return validate
-
-
-_positive = _bounded("> 0", lambda v: v > 0)
-_non_negative = _bounded(">= 0", lambda v: v >= 0)
-_fraction = _bounded("in (0, 1]", lambda v: 0 < v <= 1)
-
-
-def _positive_int(instance, attribute, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise field_error(attribute.name, "an integer >= 1", value)
-
-
 def _positive_rates(attribute, pairs) -> None:
     for key, rate in pairs:
-        if not _is_number(rate) or rate <= 0:
+        if not is_number(rate) or rate <= 0:
             raise field_error(f"{attribute.name}.{key}", "> 0", rate)
 
 
@@ -63,16 +38,6 @@ def _rate_table(instance, attribute, value):
 
 def _op_table(instance, attribute, value):
     _positive_rates(attribute, value)
-
-
-def _one_of(field: str, options: tuple, value) -> None:
-    if value not in options:
-        raise field_error(field, f"one of {', '.join(options)}", value)
-
-
-def _boolean(attribute, value) -> None:
-    if not isinstance(value, bool):
-        raise field_error(attribute.name, "true or false", value)
 
 
 def _rate_items(value) -> tuple[tuple[str, float], ...]:
@@ -94,11 +59,11 @@ class CacheLevel:
     """
 
     name: str
-    size_B: float = attrs.field(validator=_positive)
-    bandwidth_Bps: float = attrs.field(validator=_positive)
+    size_B: float = attrs.field(validator=positive)
+    bandwidth_Bps: float = attrs.field(validator=positive)
     per_core: bool = False
     per_core_bandwidth_Bps: float | None = attrs.field(
-        default=None, validator=attrs.validators.optional(_positive)
+        default=None, validator=attrs.validators.optional(positive)
     )
 
 
@@ -112,9 +77,9 @@ class BandwidthPoint:
         all_cores_Bps: bandwidth all cores reach together.
     """
 
-    working_set_B: float = attrs.field(validator=_positive)
-    one_core_Bps: float = attrs.field(validator=_positive)
-    all_cores_Bps: float = attrs.field(validator=_positive)
+    working_set_B: float = attrs.field(validator=positive)
+    one_core_Bps: float = attrs.field(validator=positive)
+    all_cores_Bps: float = attrs.field(validator=positive)
 
 
 @attrs.frozen(cache_hash=True)
@@ -134,11 +99,11 @@ class MemorySpec:
             measured points, which is what real caches do near their capacity.
     """
 
-    bandwidth_Bps: float = attrs.field(validator=_positive)
-    peak_bandwidth_Bps: float = attrs.field(validator=_positive)
-    latency_s: float = attrs.field(validator=_positive)
-    capacity_B: float = attrs.field(validator=_positive)
-    per_core_bandwidth_Bps: float = attrs.field(validator=_positive)
+    bandwidth_Bps: float = attrs.field(validator=positive)
+    peak_bandwidth_Bps: float = attrs.field(validator=positive)
+    latency_s: float = attrs.field(validator=positive)
+    capacity_B: float = attrs.field(validator=positive)
+    per_core_bandwidth_Bps: float = attrs.field(validator=positive)
     caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=tuple)
     curve: tuple[BandwidthPoint, ...] = attrs.field(
         default=(), converter=lambda points: tuple(sorted(points, key=lambda p: p.working_set_B))
@@ -190,27 +155,27 @@ class ProcessorSpec:
 
     id: str
     name: str
-    kind: Literal["cpu", "gpu"] = attrs.field(validator=lambda _s, _a, v: _one_of("kind", ("cpu", "gpu"), v))
-    cores: int = attrs.field(validator=_positive_int)
-    lanes_per_core: int = attrs.field(validator=_positive_int)
-    clock_Hz: float = attrs.field(validator=_positive)
+    kind: Literal["cpu", "gpu"] = attrs.field(validator=one_of(("cpu", "gpu")))
+    cores: int = attrs.field(validator=positive_int)
+    lanes_per_core: int = attrs.field(validator=positive_int)
+    clock_Hz: float = attrs.field(validator=positive)
     memory: MemorySpec
-    fma: bool = attrs.field(default=True, validator=lambda _s, a, v: _boolean(a, v))
-    fp64_ratio: float = attrs.field(default=0.5, validator=_positive)
-    fp16_ratio: float = attrs.field(default=1.0, validator=_positive)
+    fma: bool = attrs.field(default=True, validator=boolean)
+    fp64_ratio: float = attrs.field(default=0.5, validator=positive)
+    fp16_ratio: float = attrs.field(default=1.0, validator=positive)
     matrix_flops_per_s: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_rate_table)
-    matmul_efficiency: float = attrs.field(default=0.8, validator=_fraction)
-    special_per_core_per_cycle: float = attrs.field(default=1.0, validator=_positive)
+    matmul_efficiency: float = attrs.field(default=0.8, validator=fraction)
+    special_per_core_per_cycle: float = attrs.field(default=1.0, validator=positive)
     op_rates_per_core: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_op_table)
-    dispatch_s: float = attrs.field(default=1e-6, validator=_non_negative)
-    parallel_dispatch_s: float = attrs.field(default=0.0, validator=_non_negative)
-    interpreted_element_s: float = attrs.field(default=50e-9, validator=_positive)
-    warp_size: int = attrs.field(default=1, validator=_positive_int)
-    tile_items: int = attrs.field(default=16384, validator=_positive_int)
-    tiles_per_core: int = attrs.field(default=1, validator=_positive_int)
-    matmul_tile: int = attrs.field(default=128, validator=_positive_int)
-    copy_engines: int = attrs.field(default=1, validator=_positive_int)
-    max_gpus: int = attrs.field(default=8, validator=_positive_int)
+    dispatch_s: float = attrs.field(default=1e-6, validator=non_negative)
+    parallel_dispatch_s: float = attrs.field(default=0.0, validator=non_negative)
+    interpreted_element_s: float = attrs.field(default=50e-9, validator=positive)
+    warp_size: int = attrs.field(default=1, validator=positive_int)
+    tile_items: int = attrs.field(default=16384, validator=positive_int)
+    tiles_per_core: int = attrs.field(default=1, validator=positive_int)
+    matmul_tile: int = attrs.field(default=128, validator=positive_int)
+    copy_engines: int = attrs.field(default=1, validator=positive_int)
+    max_gpus: int = attrs.field(default=8, validator=positive_int)
     default_link: str | None = None
 
     @property
@@ -264,14 +229,12 @@ class LinkSpec:
 
     id: str
     name: str
-    bandwidth_Bps: float = attrs.field(validator=_positive)
-    peak_bandwidth_Bps: float = attrs.field(validator=_positive)
-    pageable_bandwidth_Bps: float = attrs.field(validator=_positive)
-    latency_s: float = attrs.field(validator=_non_negative)
-    duplex: bool = attrs.field(default=True, validator=lambda _s, a, v: _boolean(a, v))
-    kind: Literal["pcie", "nvlink"] = attrs.field(
-        default="pcie", validator=lambda _s, _a, v: _one_of("kind", tuple(LINK_FAMILIES), v)
-    )
+    bandwidth_Bps: float = attrs.field(validator=positive)
+    peak_bandwidth_Bps: float = attrs.field(validator=positive)
+    pageable_bandwidth_Bps: float = attrs.field(validator=positive)
+    latency_s: float = attrs.field(validator=non_negative)
+    duplex: bool = attrs.field(default=True, validator=boolean)
+    kind: Literal["pcie", "nvlink"] = attrs.field(default="pcie", validator=one_of(tuple(LINK_FAMILIES)))
 
     @property
     def family(self) -> str:
@@ -308,8 +271,8 @@ class SystemSpec:
     host: ProcessorSpec
     device: ProcessorSpec | None = None
     link: LinkSpec | None = None
-    gpus: int = attrs.field(default=1, validator=_positive_int)
-    gpus_per_switch: int = attrs.field(default=1, validator=_positive_int)
+    gpus: int = attrs.field(default=1, validator=positive_int)
+    gpus_per_switch: int = attrs.field(default=1, validator=positive_int)
     peer_link: LinkSpec | None = None
 
     def __attrs_post_init__(self):

@@ -6,6 +6,10 @@ and writes, how many independent work items it offers, and whether matrix units 
 ``Transfer`` is one copy across a link. A ``Workload`` is the host program: its ops in the order
 the host issues them, each on a stream; ops on one stream run in order, ops on different
 streams may overlap (the CUDA stream semantics), and ``deps`` adds cross-stream edges.
+
+All of them are validated values: sizes are finite and non-negative, a kernel has at least one
+work item, and a workload's dependencies point only to earlier ops (so no program can deadlock).
+A mistake is refused in one line naming the op and the field, as hardware specs are.
 """
 
 from __future__ import annotations
@@ -13,6 +17,70 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import attrs
+
+from parsim.checks import (
+    boolean,
+    explain,
+    is_integer,
+    non_negative,
+    non_negative_int,
+    one_of,
+    positive_int,
+    text,
+)
+from parsim.dtypes import DTYPES
+from parsim.errors import ParsimError, field_error
+
+HOST = -1
+"""``device`` of an op the host CPU runs itself."""
+_INF = float("inf")
+
+
+def _gemm_shape(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not (
+        isinstance(value, tuple) and len(value) == 2 and all(is_integer(v) and v >= 1 for v in value)
+    ):
+        raise field_error(attribute.name, "None or two integers >= 1", value)
+
+
+def _device(instance: Any, attribute: Any, value: Any) -> None:
+    non_negative_int(instance, attribute, value + 1 if isinstance(value, int) else value)
+
+
+def _cold_bytes(instance: Any, attribute: Any, value: Any) -> None:
+    non_negative(instance, attribute, value)
+    if value > instance.bytes_read + instance.bytes_written:
+        raise field_error(attribute.name, "<= bytes_read + bytes_written", value)
+
+
+def _whole_pair(value: Any) -> bool:
+    return (
+        type(value) is tuple
+        and len(value) == 2
+        and type(value[0]) is int
+        and type(value[1]) is int
+        and value[0] >= 1
+        and value[1] >= 1
+    )
+
+
+_KERNEL_RULES = {
+    "name": text,
+    "flops": non_negative,
+    "bytes_read": non_negative,
+    "bytes_written": non_negative,
+    "work_items": positive_int,
+    "dtype": one_of(tuple(DTYPES)),
+    "matrix": boolean,
+    "special_ops": non_negative,
+    "python_ops_per_item": non_negative,
+    "gemm_mn": _gemm_shape,
+    "stream": non_negative_int,
+    "device": _device,
+    "layer": text,
+    "cold_bytes": _cold_bytes,
+    "op": text,
+}
 
 
 @attrs.frozen(cache_hash=True)
@@ -57,6 +125,35 @@ class Kernel:
     cold_bytes: float = 0.0
     op: str = ""
 
+    def __attrs_post_init__(self) -> None:
+        # A training step builds thousands of kernels: one cheap test passes the good ones; only a
+        # failure runs the rules one by one to name the field.
+        try:
+            good = (
+                0 <= self.flops < _INF
+                and 0 <= self.bytes_read < _INF
+                and 0 <= self.bytes_written < _INF
+                and type(self.work_items) is int
+                and self.work_items >= 1
+                and 0 <= self.special_ops < _INF
+                and 0 <= self.python_ops_per_item < _INF
+                and 0 <= self.cold_bytes <= self.bytes_read + self.bytes_written
+                and self.dtype in DTYPES
+                and type(self.stream) is int
+                and self.stream >= 0
+                and type(self.device) is int
+                and self.device >= HOST
+                and (self.gemm_mn is None or _whole_pair(self.gemm_mn))
+                and type(self.matrix) is bool
+                and type(self.name) is str
+                and type(self.layer) is str
+                and type(self.op) is str
+            )
+        except TypeError:
+            good = False
+        if not good:
+            explain(self, _KERNEL_RULES, f"kernel {self.name!r}")
+
     @property
     def bytes(self) -> float:
         """Bytes moved to and from memory."""
@@ -88,13 +185,13 @@ class Transfer:
         layer: network layer it belongs to, or empty.
     """
 
-    name: str
-    nbytes: float
-    direction: Literal["h2d", "d2h"]
-    pinned: bool = True
-    stream: int = 0
-    device: int = 0
-    layer: str = ""
+    name: str = attrs.field(validator=text)
+    nbytes: float = attrs.field(validator=non_negative)
+    direction: Literal["h2d", "d2h"] = attrs.field(validator=one_of(("h2d", "d2h")))
+    pinned: bool = attrs.field(default=True, validator=boolean)
+    stream: int = attrs.field(default=0, validator=non_negative_int)
+    device: int = attrs.field(default=0, validator=non_negative_int)
+    layer: str = attrs.field(default="", validator=text)
 
 
 @attrs.frozen(cache_hash=True)
@@ -106,11 +203,11 @@ class AllReduce:
     2(G-1)/G x ``nbytes`` in all.
     """
 
-    name: str
-    nbytes: float
-    stream: int = 0
-    device: int = -1
-    layer: str = ""
+    name: str = attrs.field(validator=text)
+    nbytes: float = attrs.field(validator=non_negative)
+    stream: int = attrs.field(default=0, validator=non_negative_int)
+    device: int = attrs.field(default=-1, validator=_device)
+    layer: str = attrs.field(default="", validator=text)
 
 
 @attrs.frozen(eq=False)
@@ -128,9 +225,6 @@ class Vectorised:
     kernel: dict | None = None
     transfer_B: Any = None
 
-
-HOST = -1
-"""``device`` of an op the host CPU runs itself."""
 
 Op = Kernel | Transfer | AllReduce
 
@@ -151,18 +245,34 @@ class Workload:
             (where they are the same memory) they vanish rather than being refused.
     """
 
-    name: str
-    params: tuple[tuple[str, object], ...]
-    ops: tuple[Op, ...]
-    deps: tuple[tuple[int, ...], ...] = ()
-    footprint_B: float = 0.0
-    gpus: int = 1
-    layers: tuple[tuple[str, str], ...] = ()
-    staging: bool = False
+    name: str = attrs.field(validator=text)
+    params: tuple[tuple[str, object], ...] = attrs.field(converter=tuple)
+    ops: tuple[Op, ...] = attrs.field(converter=tuple)
+    deps: tuple[tuple[int, ...], ...] = attrs.field(default=(), converter=tuple)
+    footprint_B: float = attrs.field(default=0.0, validator=non_negative)
+    gpus: int = attrs.field(default=1, validator=positive_int)
+    layers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=tuple)
+    staging: bool = attrs.field(default=False, validator=boolean)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if not self.deps:
             object.__setattr__(self, "deps", tuple(() for _ in self.ops))
+        where = f"workload {self.name!r}"
+        if len(self.deps) != len(self.ops):
+            raise ParsimError(f"{where}: 'deps' has {len(self.deps)} entries for {len(self.ops)} ops")
+        for index, (op, waits) in enumerate(zip(self.ops, self.deps, strict=True)):
+            if not isinstance(op, (Kernel, Transfer, AllReduce)):
+                raise ParsimError(f"{where}: op {index} must be a Kernel, Transfer or AllReduce: {op!r}")
+            if op.device >= self.gpus:
+                raise ParsimError(
+                    f"{where}: op {index} ({op.name!r}) runs on GPU {op.device}, but 'gpus' is {self.gpus}"
+                )
+            for wait in waits:
+                if type(wait) is not int or not 0 <= wait < index:
+                    earlier = f"ops 0..{index - 1}" if index else "nothing (it is the first op)"
+                    raise ParsimError(
+                        f"{where}: op {index} ({op.name!r}) may wait only for {earlier}: {wait!r}"
+                    )
 
     @property
     def kernels(self) -> list[Kernel]:

@@ -4,8 +4,8 @@ Where the work is made of independent items, G GPUs each take a 1/G share, drive
 own host thread: an elementwise op or a reduction splits its elements, a matrix multiply its
 rows, a convolution its images, ``copy`` and ``offload`` their elements (so the GPUs' copies
 meet in the shared PCIe switch uplinks), ``serve`` its batch. Training a network on several
-GPUs needs gradient synchronisation, which is what ``data_parallel`` models; the other
-workloads are refused with a pointer to it.
+GPUs needs gradient synchronisation, which is what ``data_parallel`` models. Each workload's
+definition says which applies (``WorkloadDef.split``).
 
 On a CPU-only system the copies of a training or serving step only staged data between host
 and device memory; ``on_cpu`` drops them and lets the CPU run every kernel, so the same
@@ -21,31 +21,23 @@ import attrs
 from parsim.errors import ParsimError
 from parsim.workloads.base import Kernel, Transfer, Workload
 
-SPLITTABLE = (
-    "vector_add",
-    "saxpy",
-    "relu",
-    "sigmoid",
-    "reduce_sum",
-    "matmul",
-    "conv2d",
-    "copy",
-    "offload",
-    "serve",
-)
 
+def split_over_gpus(workload: Workload, gpus: int, how: str | None, instead: str = "") -> Workload:
+    """The same work shared by ``gpus`` GPUs (device g runs share g on its own stream).
 
-def split_over_gpus(workload: Workload, gpus: int) -> Workload:
-    """The same work shared by ``gpus`` GPUs (device g runs share g on its own stream)."""
+    Args:
+        workload: the work for one GPU.
+        gpus: how many share it.
+        how: ``items`` (independent items), ``batch`` (needs at least one sample per GPU), or None
+            when the workload cannot be split (``WorkloadDef.split``).
+        instead: what to use instead, shown when it cannot be split.
+    """
     if gpus == 1:
         return workload
-    if workload.name not in SPLITTABLE:
-        hint = (
-            " (use data_parallel model=... gpus=G)" if workload.name in ("network", "mlp_train_step") else ""
-        )
-        raise ParsimError(f"'gpus' > 1 does not apply to {workload.name}{hint}: {gpus}")
-    if workload.name == "serve" and workload.param("batch") < gpus:
-        raise ParsimError(f"serve: 'batch' {workload.param('batch')} is smaller than 'gpus' {gpus}")
+    if how is None:
+        raise ParsimError(f"'gpus' > 1 does not apply to {workload.name}{instead}: {gpus}")
+    if how == "batch" and workload.param("batch") < gpus:
+        raise ParsimError(f"{workload.name}: 'batch' {workload.param('batch')} is smaller than 'gpus' {gpus}")
     ops = tuple(_share(op, gpus, g) for g in range(gpus) for op in workload.ops)
     per = len(workload.ops)
     deps = tuple(tuple(d + g * per for d in op_deps) for g in range(gpus) for op_deps in workload.deps)

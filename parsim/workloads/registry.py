@@ -113,6 +113,12 @@ class WorkloadDef:
         sizes: parameters a vectorised sweep may vary as arrays (``("n",)``, ``("m", "n", "k")``).
         vectorised: validated parameters (sizes as arrays) -> the quantities of its single op,
             for the vectorised analytic sweep; None where the workload is not one op.
+        split: how ``--gpus G`` spreads it: ``items`` (independent items, 1/G each), ``batch``
+            (the batch, which needs at least G samples), or None (it cannot be split).
+        instead: what to use when it cannot be split (shown with the refusal).
+        samples: validated parameters -> samples one instance processes (for ``samples_per_s``).
+        baseline: validated parameters -> those of the one-GPU reference that speed-up,
+            efficiency and Amdahl's serial fraction are measured against (multi-GPU workloads).
     """
 
     name: str
@@ -121,6 +127,15 @@ class WorkloadDef:
     summary: str
     sizes: tuple[str, ...] = ()
     vectorised: Callable[[dict], Vectorised | None] | None = None
+    split: Literal["items", "batch"] | None = None
+    instead: str = ""
+    samples: Callable[[dict], int] | None = None
+    baseline: Callable[[dict], dict] | None = None
+
+    @property
+    def owns_gpus(self) -> bool:
+        """The GPU count is one of its own parameters (``data_parallel gpus=G``)."""
+        return "gpus" in self.params.model_fields
 
 
 def _elementwise(op: str) -> WorkloadDef:
@@ -132,40 +147,100 @@ def _elementwise(op: str) -> WorkloadDef:
         f"elementwise {formula}",
         sizes=("n",),
         vectorised=lambda p: ops.vectorised_elementwise(op, p),
+        split="items",
     )
+
+
+def _batch(params: dict) -> int:
+    return params["batch"]
+
+
+def _global_batch(params: dict) -> int:
+    """Samples of a data-parallel step: every GPU's shard (a strong-scaling batch may not divide evenly)."""
+    shard = params["batch"] if params["scaling"] == "weak" else params["batch"] // params["gpus"]
+    return shard * params["gpus"]
+
+
+_DATA_PARALLEL = " (use data_parallel model=... gpus=G)"
 
 
 WORKLOADS: dict[str, WorkloadDef] = {
     **{op: _elementwise(op) for op in ops.ELEMENTWISE},
     "reduce_sum": WorkloadDef(
-        "reduce_sum", VectorParams, ops.reduce_sum, "s = sum(x)", ("n",), ops.vectorised_reduce_sum
+        "reduce_sum",
+        VectorParams,
+        ops.reduce_sum,
+        "s = sum(x)",
+        ("n",),
+        ops.vectorised_reduce_sum,
+        split="items",
     ),
     "matmul": WorkloadDef(
-        "matmul", MatmulParams, ops.matmul, "C = A @ B (dense GEMM)", ("m", "n", "k"), ops.vectorised_matmul
+        "matmul",
+        MatmulParams,
+        ops.matmul,
+        "C = A @ B (dense GEMM)",
+        ("m", "n", "k"),
+        ops.vectorised_matmul,
+        split="items",
     ),
-    "conv2d": WorkloadDef("conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding"),
+    "conv2d": WorkloadDef(
+        "conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding", split="items", samples=_batch
+    ),
     "copy": WorkloadDef(
-        "copy", CopyParams, transfers.copy, "one host<->device copy", ("n",), transfers.vectorised_copy
+        "copy",
+        CopyParams,
+        transfers.copy,
+        "one host<->device copy",
+        ("n",),
+        transfers.vectorised_copy,
+        split="items",
     ),
     "mlp_train_step": WorkloadDef(
-        "mlp_train_step", MlpTrainParams, training.mlp_train_step, "one SGD step of the 2-layer MLP"
+        "mlp_train_step",
+        MlpTrainParams,
+        training.mlp_train_step,
+        "one SGD step of the 2-layer MLP",
+        instead=_DATA_PARALLEL,
+        samples=_batch,
     ),
     "network": WorkloadDef(
-        "network", NetworkParams, training.network, "a model's forward (+ backward + update)"
+        "network",
+        NetworkParams,
+        training.network,
+        "a model's forward (+ backward + update)",
+        instead=_DATA_PARALLEL,
+        samples=_batch,
     ),
     "serve": WorkloadDef(
-        "serve", ServeParams, training.serve, "inference on one batch: copy in, forward, copy out"
+        "serve",
+        ServeParams,
+        training.serve,
+        "inference on one batch: copy in, forward, copy out",
+        split="batch",
+        samples=_batch,
     ),
     "data_parallel": WorkloadDef(
         "data_parallel",
         DataParallelParams,
         training.data_parallel,
         "training split over GPUs, host or ring sync",
+        samples=_global_batch,
+        baseline=lambda params: {**params, "gpus": 1},
     ),
     "offload": WorkloadDef(
-        "offload", OffloadParams, transfers.offload, "H2D, elementwise op, D2H chunked over streams"
+        "offload",
+        OffloadParams,
+        transfers.offload,
+        "H2D, elementwise op, D2H chunked over streams",
+        split="items",
     ),
 }
+
+
+def capabilities(workload: Workload) -> WorkloadDef | None:
+    """The definition of a built workload (None for one built by hand under a name of its own)."""
+    return WORKLOADS.get(workload.name)
 
 
 def workload_names() -> list[str]:

@@ -1,0 +1,91 @@
+"""Validators shared by every value a user can build: hardware specs, kernels, copies, workloads.
+
+One rule for what counts as a number (finite, and a bool is not one, whatever Python says) and
+one message format, ``'<field>' must be <bound>: <value>`` (``errors.field_error``), so a bad
+bandwidth in a hardware file and a negative FLOP count in a hand-built kernel are refused alike.
+Each validator has the attrs signature ``(instance, attribute, value)``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+from parsim.errors import ParsimError, field_error
+
+Validator = Callable[[Any, Any, Any], None]
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (a bool is not a number here)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def is_integer(value: Any) -> bool:
+    """A Python or NumPy integer (a bool is not one here)."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral)
+
+
+def bounded(bound: str, accept: Callable[[float], bool]) -> Validator:
+    """A validator refusing anything but a number that ``accept`` allows; ``bound`` names the rule."""
+
+    def validate(instance: Any, attribute: Any, value: Any) -> None:
+        if not is_number(value) or not accept(value):
+            raise field_error(attribute.name, bound, value)
+
+    return validate
+
+
+def integer(bound: str, accept: Callable[[int], bool]) -> Validator:
+    """A validator refusing anything but an integer that ``accept`` allows."""
+
+    def validate(instance: Any, attribute: Any, value: Any) -> None:
+        if not is_integer(value) or not accept(value):
+            raise field_error(attribute.name, bound, value)
+
+    return validate
+
+
+positive = bounded("> 0", lambda v: v > 0)
+non_negative = bounded(">= 0", lambda v: v >= 0)
+fraction = bounded("in (0, 1]", lambda v: 0 < v <= 1)
+positive_int = integer("an integer >= 1", lambda v: v >= 1)
+non_negative_int = integer("an integer >= 0", lambda v: v >= 0)
+
+
+def one_of(options: tuple) -> Validator:
+    """A validator accepting only one of ``options``."""
+
+    def validate(instance: Any, attribute: Any, value: Any) -> None:
+        if value not in options:
+            raise field_error(attribute.name, f"one of {', '.join(map(str, options))}", value)
+
+    return validate
+
+
+def boolean(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise field_error(attribute.name, "true or false", value)
+
+
+def text(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, str):
+        raise field_error(attribute.name, "a string", value)
+
+
+def explain(instance: Any, rules: dict[str, Validator], what: str) -> None:
+    """Run ``rules`` (field -> validator) on ``instance`` and raise the first failure, prefixed by ``what``.
+
+    Values built by the thousand (a training step's kernels) check themselves with one cheap
+    expression and call this only when it fails, to name the field to blame.
+    """
+    import attrs
+
+    fields = attrs.fields_dict(type(instance))
+    try:
+        for name, validate in rules.items():
+            validate(instance, fields[name], getattr(instance, name))
+    except ParsimError as exc:
+        raise ParsimError(f"{what}: {exc}") from None

@@ -1,0 +1,68 @@
+"""Tiny hand-checkable systems shared by the tests.
+
+Round numbers everywhere so timelines can be computed on paper: a GPU of 2 SMs with 4 lanes
+at 1 GHz (16 GFLOP/s with FMA), 1 GB/s memory, 1 us memory latency, 4-item tiles, 2 tiles per
+SM; a link of 1 GB/s pinned, 0.5 GB/s pageable and 1 us latency; launches of 1 us.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from parsim.hardware.specs import LinkSpec, MemorySpec, ProcessorSpec, SystemSpec
+
+MEMORY = MemorySpec(
+    bandwidth_Bps=1e9, peak_bandwidth_Bps=2e9, latency_s=1e-6, capacity_B=1e12, per_core_bandwidth_Bps=1e9
+)
+TINY_GPU = ProcessorSpec(
+    id="tiny-gpu",
+    name="tiny GPU",
+    kind="gpu",
+    cores=2,
+    lanes_per_core=4,
+    clock_Hz=1e9,
+    memory=MEMORY,
+    tile_items=4,
+    tiles_per_core=2,
+    dispatch_s=1e-6,
+    copy_engines=2,
+    matmul_tile=2,
+    matmul_efficiency=1.0,
+)
+TINY_CPU = ProcessorSpec(
+    id="tiny-cpu",
+    name="tiny CPU",
+    kind="cpu",
+    cores=2,
+    lanes_per_core=4,
+    clock_Hz=1e9,
+    memory=MEMORY,
+    tile_items=4,
+    dispatch_s=1e-6,
+    interpreted_element_s=50e-9,
+    matmul_tile=2,
+    matmul_efficiency=1.0,
+)
+TINY_LINK = LinkSpec(
+    id="tiny-link",
+    name="tiny link",
+    bandwidth_Bps=1e9,
+    peak_bandwidth_Bps=1e9,
+    pageable_bandwidth_Bps=5e8,
+    latency_s=1e-6,
+)
+
+
+def evolve_gpu(**changes) -> ProcessorSpec:
+    return attrs.evolve(TINY_GPU, **changes)
+
+
+# Memory so fast that only compute matters: isolates compute effects such as wave quantisation.
+FAST_MEMORY = MemorySpec(
+    bandwidth_Bps=1e15, peak_bandwidth_Bps=1e15, latency_s=1e-9, capacity_B=1e12, per_core_bandwidth_Bps=1e15
+)
+
+
+def compute_bound_system(**gpu_changes) -> SystemSpec:
+    """The tiny system with FAST_MEMORY on the GPU (plus any other GPU changes)."""
+    return SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=FAST_MEMORY, **gpu_changes), link=TINY_LINK)
