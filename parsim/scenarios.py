@@ -22,11 +22,18 @@ A scenario is a small TOML file a teacher can read and edit::
 Each case is the defaults overridden by its own keys. Running a scenario predicts every case
 (at every sweep value) and reports latency, throughput, bottleneck and speed-up against the
 first case; for sweeps it finds where each case overtakes the first one (the crossover).
+
+A label may name its case's fields in braces, filled in when the scenario runs: ``{device}``,
+``{host}`` and ``{link}`` (the hardware's short name; ``{link}`` is the link the case really
+uses), ``{workload}`` and any parameter (``{op}``, ``{n}``). ``retarget`` moves a lesson to
+other hardware, sizes or operations (what the app's controls do), and such labels stay true.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -35,22 +42,25 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from parsim.errors import ParsimError
+from parsim.hardware import registry
+from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.predict import predict
 from parsim.prediction import Prediction
+from parsim.workloads.registry import lookup
 
 MAX_FILE_BYTES = 1_000_000
 
 
 class Case(BaseModel):
-    """One configuration: which workload on which hardware, run how."""
+    """One configuration: which workload on which hardware, run how (hardware by id, path or spec)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
     label: str | None = None
     workload: str | None = None
     params: dict = Field(default_factory=dict)
-    device: str | None = None
-    host: str | None = None
-    link: str | None = None
+    device: str | ProcessorSpec | None = None
+    host: str | ProcessorSpec | None = None
+    link: str | LinkSpec | None = None
     mode: str | None = None
     method: Literal["engine", "analytic"] | None = None
     overlap: Literal["roofline", "serial"] | None = None
@@ -186,25 +196,17 @@ class ScenarioResult:
         return [r for r in self.results if r.label == label]
 
     def crossovers(self) -> list[tuple[float | int | str, str, str]]:
-        """Where each case overtakes (or falls behind) the first case along the sweep.
-
-        Returns:
-            ``(value, case, baseline)`` when ``case`` becomes faster than ``baseline`` at
-            ``value``, and ``(value, baseline, case)`` when it falls behind again.
-        """
+        """Where each case overtakes (or falls behind) the first case along the sweep (see ``crossovers``)."""
         if self.scenario.sweep is None:
             return []
-        baseline, *others = self.labels
-        reference = {r.value: r.prediction.latency_s for r in self.series(baseline)}
-        changes = []
-        for label in others:
-            ahead = None
-            for r in self.series(label):
-                now = r.prediction.latency_s < reference[r.value]
-                if ahead is not None and now != ahead:
-                    changes.append((r.value, label, baseline) if now else (r.value, baseline, label))
-                ahead = now
-        return changes
+        series = {
+            label: (
+                [r.value for r in self.series(label)],
+                [r.prediction.latency_s for r in self.series(label)],
+            )
+            for label in self.labels
+        }
+        return crossovers(series)
 
     def never_faster(self) -> list[str]:
         """Cases that never beat the first case anywhere in the sweep."""
@@ -217,14 +219,132 @@ class ScenarioResult:
         ]
 
 
+def crossovers(series: Mapping[str, tuple[Sequence, Sequence]]) -> list[tuple[float | int | str, str, str]]:
+    """Where each series overtakes the first one (becomes lower) along x, or falls behind it again.
+
+    Args:
+        series: ``{label: (xs, ys)}``; the first is the baseline. Points are compared at equal x.
+
+    Returns:
+        ``(x, series, baseline)`` where a series becomes faster than the baseline, and
+        ``(x, baseline, series)`` where it falls behind again: always ``(x, winner, loser)``.
+    """
+    if len(series) < 2:
+        return []
+    (baseline, (base_x, base_y)), *others = series.items()
+    reference = dict(zip(base_x, base_y, strict=True))
+    changes = []
+    for label, (xs, ys) in others:
+        ahead = None
+        for x, y in zip(xs, ys, strict=True):
+            if x not in reference:
+                continue
+            now = y < reference[x]
+            if ahead is not None and now != ahead:
+                changes.append((x, label, baseline) if now else (x, baseline, label))
+            ahead = now
+    return changes
+
+
 def case_labels(scenario: Scenario) -> list[str]:
-    """A label per case: its own, or one made from its workload, device and mode; never twice."""
+    """A label per case: its own (fields in braces filled in) or one made from its workload, device
+    and mode; never twice."""
     labels = []
     for index, raw in enumerate(scenario.cases):
         case = resolve(scenario, raw)
-        label = case.label or f"{case.workload} on {case.device}" + (f" ({case.mode})" if case.mode else "")
+        label = case.label or f"{case.workload} on {_short(case.device)}" + (
+            f" ({case.mode})" if case.mode else ""
+        )
+        label = _fill(label, case)
         labels.append(label if label not in labels else f"{label} #{index + 1}")
     return labels
+
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def _fill(label: str, case: Case) -> str:
+    """``label`` with ``{device}``, ``{host}``, ``{link}``, ``{workload}`` and parameters filled in;
+    other names and stray braces stay as written."""
+    if "{" not in label:
+        return label
+    fields = {**case.params, "workload": case.workload, "device": _short(case.device)}
+    if registry.kind_of(case.device) == "gpu":
+        spec = registry.processor(case.device)
+        fields["host"] = _short(case.host or registry.DEFAULT_HOST)
+        fields["link"] = _short(case.link or spec.default_link)
+    return _FIELD.sub(lambda match: str(fields.get(match.group(1), match.group(0))), label)
+
+
+def _short(source) -> str:
+    """A hardware source as a person names it: the spec's name without vendor and parenthesised details."""
+    if source is None:
+        return ""
+    spec = source if isinstance(source, (ProcessorSpec, LinkSpec)) else None
+    for find in (registry.processor, registry.link):
+        if spec is None:
+            try:
+                spec = find(source)
+            except ParsimError:
+                continue
+    if spec is None:
+        return str(source)
+    short = spec.name.split(" (")[0].replace("PCI Express", "PCIe")
+    vendor, _, rest = short.partition(" ")
+    return rest if vendor in ("NVIDIA", "Intel", "AMD") and rest else short
+
+
+def retarget(
+    scenario: Scenario,
+    *,
+    cpu=None,
+    gpu=None,
+    host=None,
+    params: Mapping | None = None,
+    workloads: Mapping[str, str] | None = None,
+    values: Sequence | None = None,
+) -> Scenario:
+    """The same lesson on other hardware, sizes or operations (what the app's controls change).
+
+    Args:
+        cpu, gpu: replace every case's device of that kind (preset id, path or spec). A GPU case
+            whose link is an NVLink takes the new GPU's own NVLink, or none (peers over PCIe).
+        host: the host CPU of every GPU case.
+        params: set on every case whose workload takes them (``{"n": 1e7, "op": "relu"}``).
+        workloads: replace workloads by name (``{"vector_add": "sigmoid"}``).
+        values: the sweep's values instead of the file's.
+
+    Returns:
+        A scenario whose cases are complete (no defaults); cases that became identical are kept once.
+    """
+    cases: list[Case] = []
+    for raw in scenario.cases:
+        case = resolve(scenario, raw)
+        update: dict = {"workload": (workloads or {}).get(case.workload, case.workload)}
+        kind = registry.kind_of(case.device)
+        replacement = {"cpu": cpu, "gpu": gpu}.get(kind)
+        if replacement is not None:
+            update["device"] = replacement
+            if kind == "gpu" and case.link is not None and _is_nvlink(case.link):
+                update["link"] = registry.processor(replacement, "device").peer_link
+        if host is not None and kind == "gpu":
+            update["host"] = host
+        accepted = lookup(update["workload"]).params.model_fields
+        update["params"] = {**case.params, **{k: v for k, v in (params or {}).items() if k in accepted}}
+        moved = Case(**{**case.model_dump(), **update})
+        if all(moved.model_dump(exclude={"label"}) != other.model_dump(exclude={"label"}) for other in cases):
+            cases.append(moved)
+    sweep = scenario.sweep
+    if values is not None and sweep is not None:
+        sweep = sweep.model_copy(update={"values": list(values)})
+    return scenario.model_copy(update={"defaults": Case(), "cases": cases, "sweep": sweep})
+
+
+def _is_nvlink(link) -> bool:
+    try:
+        return registry.link(link).kind == "nvlink"
+    except ParsimError:
+        return False
 
 
 def run_scenario(scenario: Scenario) -> ScenarioResult:

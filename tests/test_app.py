@@ -120,3 +120,35 @@ def test_explore_offers_this_machine_from_the_working_directory(tmp_path, monkey
     assert "this machine (calibrated)" in at.selectbox(key="explore_device").options
     at.selectbox(key="explore_device").set_value("this machine (calibrated)").run()
     assert not at.exception and "DRAM" in at.info[0].value
+
+
+def test_compare_renders_the_shipped_lessons_on_the_chosen_hardware():
+    # Before: the page rebuilt the Flynn, pinned and streams lessons as its own tuples.
+    from parsim.scenarios import case_labels, load_scenario, retarget
+
+    at = app("compare")
+    at.selectbox(key="compare_op").set_value("relu").run()
+    flynn = retarget(
+        load_scenario(ROOT / "scenarios" / "flynn_vector_add.toml"),
+        cpu="laptop-4c-avx2",
+        gpu="v100-pcie",
+        workloads={"vector_add": "relu"},
+    )
+    assert at.dataframe[0].value["configuration"].tolist() == case_labels(flynn)
+    # the crossover lesson: resident data wins from some size; the offloaded relu never does
+    assert any("data already resident" in s.value and "beats" in s.value for s in at.success)
+    assert any("H2D + relu + D2H" in w.value and "never faster" in w.value for w in at.warning)
+
+
+def test_scale_out_takes_the_chosen_gpus_own_link_for_the_ring():
+    # Before: the ring all-reduce always ran over nvlink3, whatever the GPU.
+    at = app("scale")
+    at.number_input(key="scale_batch").set_value(32).run()
+    at.selectbox(key="scale_gpu").set_value("t4").run()
+    assert set(at.dataframe[0].value["case"]) == {
+        "host averaging over PCIe 3.0 x16",
+        "ring all-reduce over PCIe 3.0 x16",  # a T4 has no NVLink: peers talk over PCIe
+    }
+    at.selectbox(key="scale_gpu").set_value("h100-sxm").run()
+    assert "ring all-reduce over NVLink 4" in set(at.dataframe[0].value["case"])
+    assert not at.exception

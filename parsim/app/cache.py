@@ -7,13 +7,14 @@ editor, a calibration). Predictions, scenario runs and sweeps are cached with
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.hardware.tomlio import loads_hardware
 from parsim.predict import predict
-from parsim.scenarios import load_scenario, run_scenario
-from parsim.sweeps.api import sweep
+from parsim.scenarios import ScenarioResult, load_scenario, retarget, run_scenario
 
 
 def resolve(source: str | None) -> str | ProcessorSpec | LinkSpec | None:
@@ -46,31 +47,67 @@ def cached_predict(
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def cached_scenario(path: str, stamp: float = 0.0):
-    """A scenario run, cached by path and modification time (``stamp``)."""
-    return run_scenario(load_scenario(path))
+@st.cache_data(show_spinner=False, max_entries=128)
+def cached_scenario(path: str, stamp: float = 0.0, changes: tuple = ()):
+    """A scenario run, cached by path, modification time (``stamp``) and ``changes``.
 
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def cached_sweep(base: tuple, grid: tuple):
-    """A sweep of a predict call (``base``) over ``grid``; both as sorted items so they hash."""
-    source = {key: resolve(value) if key in ("device", "host", "link") else value for key, value in base}
-    source["params"] = dict(source.get("params") or ())
-    return sweep(source, {field: list(values) for field, values in grid})
-
-
-def sweep_with_progress(base: tuple, field: str, values: list, bar, parts: int = 5):
-    """The sweep in a few cached pieces, moving ``bar`` between them.
-
-    Streamlit cannot replay a progress bar drawn inside a cached function, so the bar moves
-    here, outside, and each piece is cached on its own.
+    ``changes`` are ``retarget`` arguments as sorted ``(name, value)`` pairs (hardware as sources,
+    mappings as sorted pairs, sequences as tuples), so that they hash.
     """
-    import pandas
+    scenario = load_scenario(path)
+    if changes:
+        options = dict(changes)
+        for key in ("cpu", "gpu", "host"):
+            if options.get(key) is not None:
+                options[key] = resolve(options[key])
+        for key in ("params", "workloads"):
+            if key in options:
+                options[key] = dict(options[key])
+        if "values" in options:
+            options["values"] = list(options["values"])
+        scenario = retarget(scenario, **options)
+    return run_scenario(scenario)
 
-    pieces = [values[i::parts] for i in range(parts) if values[i::parts]]
-    frames = []
+
+def scenario_in_pieces(path: str, changes: tuple, values: tuple, bar=None, parts: int = 5) -> ScenarioResult:
+    """A swept scenario run in a few cached pieces of its ``values``, moving ``bar`` between them.
+
+    Streamlit cannot replay a progress bar drawn inside a cached function, so the bar moves here
+    and each piece is cached on its own; a second call (to draw the figure) only hits the cache.
+    """
+    stamp = Path(path).stat().st_mtime
+    pieces = [list(values[i::parts]) for i in range(parts) if values[i::parts]]
+    runs = []
     for index, piece in enumerate(pieces):
-        frames.append(cached_sweep(base, ((field, tuple(piece)),)))
-        bar.progress((index + 1) / len(pieces))
-    return pandas.concat(frames, ignore_index=True)
+        runs.append(cached_scenario(path, stamp, as_changes({**dict(changes), "values": piece})))
+        if bar is not None:
+            bar.progress((index + 1) / len(pieces))
+    order = {value: position for position, value in enumerate(values)}
+    results = sorted(
+        (r for run in runs for r in run.results),
+        key=lambda r: (runs[0].labels.index(r.label), order[r.value]),
+    )
+    return ScenarioResult(runs[0].scenario, tuple(results))
+
+
+def as_changes(options: dict) -> tuple:
+    """``retarget`` arguments as hashable, sorted pairs (see ``cached_scenario``); idempotent."""
+    frozen = []
+    for key, value in sorted(options.items()):
+        if isinstance(value, dict):
+            value = tuple(sorted(value.items()))
+        elif isinstance(value, list):
+            value = tuple(value)
+        frozen.append((key, value))
+    return tuple(frozen)
+
+
+def scenario_folder() -> Path:
+    """The lessons: ``scenarios/`` in the working directory, else the one beside the package."""
+    here = Path.cwd() / "scenarios"
+    return here if here.is_dir() else Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def scenario_path(stem: str) -> Path:
+    """One shipped lesson by its file name without ``.toml``."""
+    return scenario_folder() / f"{stem}.toml"

@@ -1,4 +1,8 @@
-"""Compare: one workload on several configurations side by side, and a size sweep with the crossover."""
+"""Compare: the shipped lessons on the hardware, op and size you pick, and the size sweep with its crossover.
+
+Every comparison is a scenario file (``scenarios/``) moved to your choices with
+``scenarios.retarget``; this page only draws what the scenario run returns.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,26 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
-from parsim.app.cache import cached_predict, sweep_with_progress
+from parsim.app.cache import as_changes, cached_scenario, scenario_in_pieces, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
 from parsim.errors import ParsimError
+from parsim.workloads.registry import workload_names
 
-COMPARISONS = ["Flynn modes", "CPU vs GPU (PCIe paid)", "pinned vs pageable", "1 vs several streams"]
+# comparison -> (scenario file, figure)
+COMPARISONS = {
+    "Flynn modes": ("flynn_vector_add", "bars"),
+    "CPU vs GPU (PCIe paid)": ("gpu_offload_crossover", "bars"),
+    "pinned vs pageable": ("pcie_pinned_vs_pageable", "timelines"),
+    "1 vs several streams": ("streams_overlap", "timelines"),
+}
+CROSSOVER = "gpu_offload_crossover"
+SIZES = tuple(round(10 ** (k / 4)) for k in range(12, 37))  # 1e3 .. 1e9, four points a decade
 
 
 def render() -> None:
     st.title("Compare")
-    kind = st.segmented_control("comparison", COMPARISONS, default=COMPARISONS[0], key="compare_kind")
-    kind = kind or COMPARISONS[0]
+    kind = st.segmented_control("comparison", list(COMPARISONS), default="Flynn modes", key="compare_kind")
+    stem, figure = COMPARISONS[kind or "Flynn modes"]
     columns = st.columns(4)
     with columns[0]:
         cpu = processor_picker("CPU", "compare_cpu", kind="cpu", default="laptop-4c-avx2")
@@ -25,17 +38,21 @@ def render() -> None:
     n = int(
         columns[2].number_input("elements (n)", min_value=1, max_value=10**10, value=10**7, key="compare_n")
     )
-    op = columns[3].selectbox("operation", ["vector_add", "relu", "saxpy", "sigmoid"], key="compare_op")
+    ops = workload_names("elementwise")
+    op = columns[3].selectbox("operation", ops, key="compare_op")
+    # A swept lesson is compared at this n (a lesson without a sweep ignores 'values').
+    changes = as_changes({**_choices(cpu, gpu, op, ops), "params": {"n": n, "op": op}, "values": [n]})
     try:
-        cases = _cases(kind, op, n, cpu, gpu)
-        predictions = [cached_predict(*case) for _, case in cases]
-    except ParsimError as exc:
+        path = scenario_path(stem)
+        args = (str(path), path.stat().st_mtime, changes)
+        result = cached_scenario(*args)
+    except (OSError, ParsimError) as exc:
         st.error(str(exc))
         return
-    labels = [label for label, _ in cases]
+    predictions = [r.prediction for r in result.results]
     table = pandas.DataFrame(
         {
-            "configuration": labels,
+            "configuration": [r.label for r in result.results],
             "latency": [units.seconds(p.latency_s) for p in predictions],
             "latency_s": [p.latency_s for p in predictions],
             "speed-up vs first": [predictions[0].latency_s / p.latency_s for p in predictions],
@@ -44,90 +61,53 @@ def render() -> None:
     )
     st.dataframe(table, hide_index=True, key="compare_table")
     csv_download(table, "comparison", key="compare_csv")
-    show_png(cached_png(_comparison_figure, kind, op, n, cpu, gpu), "comparison", key="compare_png")
+    title = f"{result.scenario.title} ({op}, n = {units.si(n)})"
+    show_png(cached_png(_comparison_figure, *args, figure, title), "comparison", key="compare_png")
     st.subheader("Size sweep: where does the GPU win?")
-    _crossover_sweep(op, cpu, gpu)
+    _crossover_sweep(as_changes({**_choices(cpu, gpu, op, ops), "params": {"op": op}}))
 
 
-def _comparison_figure(kind: str, op: str, n: int, cpu: str, gpu: str):
-    cases = _cases(kind, op, n, cpu, gpu)
-    labels, predictions = [label for label, _ in cases], [cached_predict(*case) for _, case in cases]
-    if kind in ("1 vs several streams", "pinned vs pageable"):
-        return plots.timelines(labels, predictions, kind)
-    return plots.bars(labels, predictions, f"{op}, n = {units.si(n)}")
+def _choices(cpu: str, gpu: str, op: str, ops: list[str]) -> dict:
+    """The page's hardware and op as ``retarget`` arguments (the op replaces every elementwise case's)."""
+    return {"cpu": cpu, "gpu": gpu, "workloads": dict.fromkeys(ops, op)}
 
 
-def _sweep_figure(series: tuple, crossing: tuple, op: str):
-    lines = {label: (list(xs), list(ys)) for label, xs, ys in series}
-    return plots.sweep_lines(
-        lines,
-        "elements (n)",
-        crossovers=[(v, w, "") for v, w, _ in crossing],
-        title=f"{op}: CPU vs GPU with PCIe",
-    )
+def _comparison_figure(path: str, stamp: float, changes: tuple, figure: str, title: str):
+    result = cached_scenario(path, stamp, changes)
+    draw = plots.timelines if figure == "timelines" else plots.bars
+    return draw([r.label for r in result.results], [r.prediction for r in result.results], title)
 
 
-def _cases(kind: str, op: str, n: int, cpu: str, gpu: str) -> list[tuple[str, tuple]]:
-    params = (("n", n),)
-    if kind == "Flynn modes":
-        return [
-            (f"{mode} on the CPU", (op, params, cpu, None, None, mode))
-            for mode in ("sisd", "simd", "mimd", "mimd+simd")
-        ] + [("simt on the GPU", (op, params, gpu, None, None, "simt"))]
-    if kind == "CPU vs GPU (PCIe paid)":
-        return [
-            ("CPU, all cores", (op, params, cpu, None, None, None)),
-            ("GPU, data resident", (op, params, gpu, None, None, None)),
-            ("GPU, H2D + op + D2H", ("offload", (("n", n), ("op", op)), gpu, None, None, None)),
-        ]
-    if kind == "pinned vs pageable":
-        return [
-            (f"{label} H2D", ("copy", (("n", n), ("pinned", pinned)), gpu, None, None, None))
-            for label, pinned in (("pinned", True), ("pageable", False))
-        ]
-    return [
-        (
-            f"{s} stream{'s' if s > 1 else ''}",
-            ("offload", (("n", n), ("op", op), ("streams", s)), gpu, None, None, None),
-        )
-        for s in (1, 2, 4, 8)
-    ]
+def _sweep_figure(path: str, changes: tuple):
+    return plots.scenario(scenario_in_pieces(path, changes, SIZES))
 
 
-def _crossover_sweep(op: str, cpu: str, gpu: str) -> None:
+def _crossover_sweep(changes: tuple) -> None:
+    path = str(scenario_path(CROSSOVER))
     bar = st.progress(0.0, text="sweeping sizes")
     try:
-        frames = []
-        for label, base in (
-            ("CPU, all cores", (("device", cpu), ("workload", op))),
-            ("GPU with PCIe", (("device", gpu), ("params", (("op", op),)), ("workload", "offload"))),
-        ):
-            sizes = [round(10 ** (k / 4)) for k in range(12, 37)]
-            frame = sweep_with_progress(base, "workload.n", sizes, bar)
-            frames.append(frame.assign(series=label))
-    except ParsimError as exc:
+        result = scenario_in_pieces(path, changes, SIZES, bar)
+    except (OSError, ParsimError) as exc:
         st.error(str(exc))
         return
     finally:
         bar.empty()
-    data = pandas.concat(frames, ignore_index=True)
-    data = data[data["error"].fillna("") == ""]
-    series = {
-        label: (part["workload.n"].tolist(), part["latency_s"].tolist())
-        for label, part in data.sort_values("workload.n").groupby("series")
-    }
-    crossing = plots.crossovers(dict(sorted(series.items())))
-    if crossing:
-        st.success(f"the GPU wins above {units.si(float(crossing[0][0]))} elements, PCIe included")
-    else:
-        st.warning(
-            "the GPU never wins here once PCIe is paid: each byte crosses the link for a single operation"
-        )
-    show_png(
-        cached_png(
-            _sweep_figure, tuple((k, tuple(x), tuple(y)) for k, (x, y) in series.items()), tuple(crossing), op
-        ),
-        "crossover",
-        key="compare_sweep_png",
+    baseline = result.labels[0]
+    for value, winner, loser in result.crossovers():
+        notice = st.success if winner != baseline else st.warning
+        notice(f"{winner} beats {loser} from n = {units.si(float(value))} elements")
+    for label in result.never_faster():
+        st.warning(f"{label} is never faster than {baseline} at these sizes")
+    show_png(cached_png(_sweep_figure, path, changes), "crossover", key="compare_sweep_png")
+    rows = pandas.DataFrame(
+        [
+            {
+                "case": r.label,
+                "n": r.value,
+                "latency_s": r.prediction.latency_s,
+                "bottleneck": r.prediction.bottleneck,
+            }
+            for r in result.results
+        ]
     )
-    csv_download(data, "crossover", key="compare_sweep_csv")
+    csv_download(rows, "crossover", key="compare_sweep_csv")

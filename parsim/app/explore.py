@@ -18,7 +18,7 @@ from parsim.app.widgets import (
 )
 from parsim.errors import ParsimError
 from parsim.hardware import registry
-from parsim.model.modes import MODES, default_mode
+from parsim.model.modes import default_mode, modes_for
 from parsim.report import bottleneck_sentence
 
 DEFAULTS = {"n": 10**8, "m": 4096, "k": 4096}
@@ -39,11 +39,7 @@ def render() -> None:
         if spec.is_gpu:
             host = processor_picker("host CPU", "explore_host", kind="cpu", default="xeon-e5-2630v3")
             link = link_picker("link", "explore_link", spec.default_link)
-        modes = (
-            ["simt", "sisd", "simd", "mimd", "mimd+simd"]
-            if spec.is_gpu
-            else [m for m in MODES if m != "simt"]
-        )
+        modes = modes_for(spec)
         mode = st.selectbox("Flynn mode", modes, index=modes.index(default_mode(spec)), key="explore_mode")
         method = st.radio("method", ["engine", "analytic"], horizontal=True, key="explore_method")
         workload, params = workload_form("explore", default="vector_add", overrides=DEFAULTS)

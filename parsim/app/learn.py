@@ -6,13 +6,13 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
-from parsim.app.cache import cached_scenario
+from parsim.app.cache import cached_scenario, scenario_folder
 from parsim.app.widgets import cached_png, csv_download, show_png
 from parsim.errors import ParsimError
 from parsim.hardware import registry
-from parsim.scenarios import load_scenario, resolve, scenario_paths
+from parsim.measure.run import measurable
+from parsim.scenarios import case_labels, load_scenario, resolve, scenario_paths
 
-MEASURABLE = {"vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul"}
 # A course order: Flynn's taxonomy first, then data movement, then deep learning.
 ORDER = [
     "flynn_vector_add",
@@ -26,13 +26,6 @@ ORDER = [
     "data_parallel_scaling",
     "batching_latency_vs_throughput",
 ]
-
-
-def scenario_folder():
-    from pathlib import Path
-
-    here = Path.cwd() / "scenarios"
-    return here if here.is_dir() else Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def render() -> None:
@@ -87,14 +80,11 @@ def _lesson_figure(path: str, stamp: float):
 def _measure_here(result) -> None:
     """Measure the cases this machine can run (CPU cases of measurable workloads)."""
     runnable = []
-    for raw in result.scenario.cases:
+    for label, raw in zip(case_labels(result.scenario), result.scenario.cases, strict=True):
         case = resolve(result.scenario, raw)
-        try:
-            on_cpu = not registry.processor(case.device).is_gpu
-        except ParsimError:
-            on_cpu = False
-        if on_cpu and case.workload in MEASURABLE and result.scenario.sweep is None:
-            runnable.append(case)
+        on_cpu = registry.kind_of(case.device) == "cpu"
+        if on_cpu and measurable(case.workload) and result.scenario.sweep is None:
+            runnable.append((label, case))
     if not runnable:
         st.caption(
             "the cases of this lesson run on GPUs or are not single kernels: nothing to measure on this CPU"
@@ -102,25 +92,23 @@ def _measure_here(result) -> None:
         return
     if not st.button("Measure it here", key="learn_measure", type="primary"):
         return
-    from parsim.measure import measure
+    from parsim.measure import measure  # the measuring machinery loads only when asked
 
     rows = []
     bar = st.progress(0.0, text="measuring on this machine")
-    for index, case in enumerate(runnable):
+    for index, (label, case) in enumerate(runnable):
         try:
             measured = measure(case.workload, case.params, mode=case.mode, budget_s=0.2)
             rows.append(
                 {
-                    "case": case.label or case.workload,
+                    "case": label,
                     "mode": measured.mode,
                     "measured": units.seconds(measured.median_s),
                     "measured_s": measured.median_s,
                 }
             )
         except ParsimError as exc:
-            rows.append(
-                {"case": case.label or case.workload, "mode": case.mode, "measured": f"not measured: {exc}"}
-            )
+            rows.append({"case": label, "mode": case.mode, "measured": f"not measured: {exc}"})
         bar.progress((index + 1) / len(runnable))
     bar.empty()
     st.subheader(f"Measured here ({len(rows)} cases)")

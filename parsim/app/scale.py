@@ -1,4 +1,9 @@
-"""Scale out: data-parallel training over 1..8 GPUs, and the latency-throughput trade-off of batching."""
+"""Scale out: data-parallel training over 1..8 GPUs, and the latency-throughput trade-off of batching.
+
+Both tabs are lessons (``data_parallel_scaling`` and ``batching_latency_vs_throughput``) moved to
+the model, GPU and host you pick with ``scenarios.retarget``; a ring all-reduce case takes the
+chosen GPU's own NVLink when it has one (else peers talk over PCIe), and the case labels say which.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,13 @@ import pandas
 import streamlit as st
 
 from parsim import plots
-from parsim.app.cache import cached_predict
-from parsim.app.widgets import cached_png, csv_download, label_of, processor_picker, show_png
+from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
+from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
 from parsim.errors import ParsimError
+from parsim.workloads.registry import model_names
 
-MODELS = ["resnet50", "resnet18", "resnet56", "vgg16", "alexnet", "mlp"]
+GPU_COUNTS = (1, 2, 4, 8)
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 def render() -> None:
@@ -22,10 +29,15 @@ def render() -> None:
         _serving()
 
 
+def _model(key: str, default: str) -> str:
+    names = model_names()
+    return st.selectbox("model", names, index=names.index(default), key=key)
+
+
 def _training() -> None:
     left, right = st.columns([1, 2], gap="large")
     with left:
-        model = st.selectbox("model", MODELS, key="scale_model")
+        model = _model("scale_model", "resnet50")
         scaling = st.radio(
             "scaling",
             ["strong", "weak"],
@@ -35,109 +47,65 @@ def _training() -> None:
         )
         label = "global batch" if scaling == "strong" else "batch per GPU"
         batch = int(st.number_input(label, min_value=8, max_value=4096, value=256, key="scale_batch"))
-        device = processor_picker("GPU", "scale_gpu", kind="gpu", default="a100-80gb")
+        gpu = processor_picker("GPU", "scale_gpu", kind="gpu", default="a100-80gb")
         host = processor_picker("host", "scale_host", kind="cpu", default="xeon-8480")
-        most = st.select_slider("up to G GPUs", [1, 2, 4, 8], value=8, key="scale_gpus")
-    counts = [g for g in (1, 2, 4, 8) if g <= most]
-    rows, series = [], {}
-    bar = st.progress(0.0, text="predicting")
-    try:
-        for index, (sync, link) in enumerate((("host", None), ("ring", "nvlink3"))):
-            label = "host averaging (PCIe)" if sync == "host" else "ring all-reduce (NVLink)"
-            points = []
-            for g in counts:
-                params = (
-                    ("batch", batch),
-                    ("gpus", g),
-                    ("model", model),
-                    ("scaling", scaling),
-                    ("sync", sync),
-                )
-                p = cached_predict("data_parallel", params, device, host, link, None)
-                points.append(p)
-                rows.append({"sync": label, "gpus": g, "step_s": p.latency_s, **p.metrics})
-                bar.progress((index * len(counts) + len(points)) / (2 * len(counts)))
-            series[label] = points
-    except ParsimError as exc:
-        st.error(str(exc))
+        most = st.select_slider("up to G GPUs", list(GPU_COUNTS), value=8, key="scale_gpus")
+    counts = tuple(g for g in GPU_COUNTS if g <= most)
+    changes = as_changes(
+        {"gpu": gpu, "host": host, "params": {"model": model, "batch": batch, "scaling": scaling}}
+    )
+    result = _run("data_parallel_scaling", changes, counts)
+    if result is None:
         return
-    finally:
-        bar.empty()
-    table = pandas.DataFrame(rows)
+    rows = [
+        {"case": r.label, "gpus": r.value, "step_s": r.prediction.latency_s, **r.prediction.metrics}
+        for r in result.results
+    ]
     with right:
-        speedups = tuple(tuple(p.metrics["speedup"] for p in points) for points in series.values())
-        serial = tuple(points[-1].metrics["serial_fraction"] for points in series.values())
-        png = cached_png(
-            _scaling_figure,
-            tuple(series),
-            tuple(counts),
-            speedups,
-            serial,
-            f"{model}, batch {batch} ({scaling} scaling)",
-        )
+        png = cached_png(_figure, "data_parallel_scaling", changes, counts)
         show_png(png, "scaling", key="scale_png")
+    table = pandas.DataFrame(rows)
     st.dataframe(table, hide_index=True, key="scale_table")
     csv_download(table, "scaling", key="scale_csv")
 
 
-def _scaling_figure(labels, counts, speedups, serial, title):
-    return plots.scaling(
-        list(labels), [list(counts)] * len(labels), [list(s) for s in speedups], list(serial), title
-    )
-
-
-def _tradeoff_figure(labels, latencies, rates, batches, title):
-    return plots.tradeoff(
-        list(labels),
-        [list(x) for x in latencies],
-        [list(x) for x in rates],
-        [list(batches)] * len(labels),
-        title,
-    )
-
-
 def _serving() -> None:
-    model = st.selectbox("model", MODELS, key="serve_model")
-    device = processor_picker("GPU", "serve_gpu", kind="gpu", default="t4")
-    dtypes = st.multiselect(
-        "precision", ["float32", "float16"], default=["float32", "float16"], key="serve_dtypes"
-    )
-    batches = [1, 2, 4, 8, 16, 32, 64, 128]
-    latencies, rates, rows = [], [], []
-    try:
-        for dtype in dtypes:
-            points = [
-                cached_predict(
-                    "serve", (("batch", b), ("dtype", dtype), ("model", model)), device, None, None, None
-                )
-                for b in batches
-            ]
-            latencies.append([p.latency_s for p in points])
-            rates.append([p.metrics["samples_per_s"] for p in points])
-            rows += [
-                {
-                    "precision": dtype,
-                    "batch": b,
-                    "latency_s": p.latency_s,
-                    "samples_per_s": p.metrics["samples_per_s"],
-                }
-                for b, p in zip(batches, points, strict=True)
-            ]
-    except ParsimError as exc:
-        st.error(str(exc))
+    model = _model("serve_model", "resnet50")
+    gpu = processor_picker("GPU", "serve_gpu", kind="gpu", default="t4")
+    changes = as_changes({"gpu": gpu, "params": {"model": model}})
+    result = _run("batching_latency_vs_throughput", changes, BATCHES)
+    if result is None:
         return
-    if not dtypes:
-        st.info("choose at least one precision")
-        return
-    png = cached_png(
-        _tradeoff_figure,
-        tuple(dtypes),
-        tuple(map(tuple, latencies)),
-        tuple(map(tuple, rates)),
-        tuple(batches),
-        f"{model} on {label_of(device)}",
+    show_png(
+        cached_png(_figure, "batching_latency_vs_throughput", changes, BATCHES), "batching", key="serve_png"
     )
-    show_png(png, "batching", key="serve_png")
-    table = pandas.DataFrame(rows)
+    table = pandas.DataFrame(
+        [
+            {
+                "case": r.label,
+                "batch": r.value,
+                "latency_s": r.prediction.latency_s,
+                "samples_per_s": r.prediction.metrics["samples_per_s"],
+            }
+            for r in result.results
+        ]
+    )
     st.dataframe(table, hide_index=True, key="serve_table")
     csv_download(table, "batching", key="serve_csv")
+
+
+def _run(stem: str, changes: tuple, values: tuple):
+    """The lesson at ``values`` with a progress bar, or None after showing why it failed."""
+    bar = st.progress(0.0, text="predicting")
+    try:
+        return scenario_in_pieces(str(scenario_path(stem)), changes, values, bar, parts=len(values))
+    except (OSError, ParsimError) as exc:
+        st.error(str(exc))
+        return None
+    finally:
+        bar.empty()
+
+
+def _figure(stem: str, changes: tuple, values: tuple):
+    result = scenario_in_pieces(str(scenario_path(stem)), changes, values, parts=len(values))
+    return plots.scenario(result)

@@ -259,6 +259,7 @@ def _a100(id: str, name: str, **memory) -> ProcessorSpec:
         dispatch_s=5.7e-6,  # [CLP] NVIDIA_A100-SXM4-40GB.log: kernel launch latency 5.65-5.76 us
         tiles_per_core=8,  # [PG] cc 8.0: 2048 threads/SM = 8 blocks of 256
         default_link="pcie4-x16",  # [WP-A100] host interface PCIe Gen4 x16 (SXM4 too)
+        peer_link="nvlink3",  # [WP-A100] SXM4: 12 third-generation NVLinks, 600 GB/s
         memory=MemorySpec(
             latency_s=407e-9,  # [TK] cuda-latency a100_40: 574.6 cycles at 1410 MHz
             per_core_bandwidth_Bps=3 * memory["bandwidth_Bps"] / 108,  # estimate: 3 x bandwidth / SMs
@@ -340,6 +341,7 @@ def _gh100_sxm(id: str, name: str, **memory) -> ProcessorSpec:
         dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
         tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256
         default_link="pcie5-x16",  # [WP-H100] SXM5 boards reach the host over PCIe Gen5 x16
+        peer_link="nvlink4",  # [WP-H100] SXM5: 18 fourth-generation NVLinks, 900 GB/s
         memory=MemorySpec(
             latency_s=375e-9,  # estimate: same GH100 memory system as [TK] gpu-latency h100_pcie
             per_core_bandwidth_Bps=3 * memory["bandwidth_Bps"] / 132,  # estimate: 3 x bandwidth / SMs

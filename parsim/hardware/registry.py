@@ -107,6 +107,14 @@ def system(
     )
 
 
+def kind_of(source) -> str | None:
+    """``"cpu"`` or ``"gpu"`` for a processor source, None where it names no processor."""
+    try:
+        return processor(source).kind
+    except (ParsimError, TypeError):
+        return None
+
+
 def processor_ids(kind: str | None = None) -> list[str]:
     return sorted(k for k, v in _presets().PROCESSORS.items() if kind is None or v.kind == kind)
 

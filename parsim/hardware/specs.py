@@ -151,6 +151,8 @@ class ProcessorSpec:
         max_gpus: GPUs this CPU can host in one machine (PCIe lanes and slots; hosts only).
         memory: the processor's main memory and caches.
         default_link: id of the link preset this device usually sits on (GPUs).
+        peer_link: id of the GPU-to-GPU link preset the board has (an SXM board's NVLink), or
+            None where peers talk over PCIe. Predictions use it only when asked (``--link``).
     """
 
     id: str
@@ -177,6 +179,7 @@ class ProcessorSpec:
     copy_engines: int = attrs.field(default=1, validator=positive_int)
     max_gpus: int = attrs.field(default=8, validator=positive_int)
     default_link: str | None = None
+    peer_link: str | None = None
 
     @property
     def is_gpu(self) -> bool:

@@ -1,5 +1,5 @@
 """Measuring this machine: NumPy and CuPy backends, honest timing, calibration, files."""
 
-from parsim.measure.run import Measurement, measure
+from parsim.measure.run import Measurement, measurable, measure
 
-__all__ = ["Measurement", "measure"]
+__all__ = ["Measurement", "measurable", "measure"]

@@ -73,6 +73,11 @@ class Measurement:
         return cls(**{k: v for k, v in data.items() if k in fields})
 
 
+def measurable(workload: str, backend: str = "numpy") -> bool:
+    """Whether ``measure`` can time ``workload`` on ``backend`` (copies need a GPU; networks a framework)."""
+    return workload not in NOT_MEASURED and (backend == "cupy" or workload not in GPU_ONLY)
+
+
 def measure(
     workload: str,
     params: dict | None = None,

@@ -22,10 +22,10 @@ def default_mode(spec: ProcessorSpec) -> str:
 
 
 def modes_for(spec: ProcessorSpec) -> list[str]:
-    """The modes ``spec`` can run, its default first."""
-    usable = [mode for mode in MODES if spec.is_gpu or mode != "simt"]
-    first = default_mode(spec)
-    return [first, *(mode for mode in usable if mode != first)]
+    """The modes ``spec`` can run, in taxonomy order (``simt`` only on a GPU, where it comes first)."""
+    if spec.is_gpu:
+        return ["simt", *(mode for mode in MODES if mode != "simt")]
+    return [mode for mode in MODES if mode != "simt"]
 
 
 def check_mode(spec: ProcessorSpec, mode: str | None) -> str:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from parsim.plots.lines import crossovers, scaling, sweep, sweep_lines, tradeoff, validation
+from parsim.plots.lines import scaling, sweep, sweep_lines, tradeoff, validation
 from parsim.plots.style import COLORS, styled
 from parsim.plots.timelines import bars, roofline, timeline, timelines
 
 __all__ = [
     "COLORS",
     "bars",
-    "crossovers",
     "roofline",
     "scaling",
     "scenario",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from parsim.plots.style import _figure, _finish, styled
+from parsim.scenarios import crossovers
 from parsim.units import si
 
 
@@ -109,7 +110,6 @@ def tradeoff(
 
 
 @styled
-@styled
 def sweep(frame, x: str, y: str = "latency_s", hue: str | list[str] | None = None, title: str = "") -> Figure:
     """A sweep DataFrame as lines: ``y`` against ``x``, one line per series, crossovers marked.
 
@@ -140,25 +140,6 @@ def sweep(frame, x: str, y: str = "latency_s", hue: str | list[str] | None = Non
     ys = data[y].astype(float)
     log_y = bool(ys.min() > 0 and ys.max() / ys.min() > 100)
     return sweep_lines(series, x, y, crossovers=crossovers(series), title=title, log_x=log_x, log_y=log_y)
-
-
-def crossovers(series: dict) -> list[tuple]:
-    """Where each series overtakes the first one (for latencies: becomes lower)."""
-    if len(series) < 2:
-        return []
-    (_, (base_x, base_y)), *others = series.items()
-    reference = dict(zip(base_x, base_y, strict=True))
-    found = []
-    for label, (xs, ys) in others:
-        ahead = None
-        for value, other in zip(xs, ys, strict=True):
-            if value not in reference:
-                continue
-            now = other < reference[value]
-            if ahead is not None and now and not ahead:
-                found.append((value, label, "first"))
-            ahead = now
-    return found
 
 
 @styled

@@ -44,11 +44,10 @@ def _same_kind(field: str, own, value):
     Sweeping ``device`` over GPUs in a scenario that also has a CPU baseline keeps the baseline
     on its CPU (the row's ``device_used`` column tells which device ran it).
     """
-    try:
-        mine, theirs = registry.processor(own, field), registry.processor(value, field)
-    except ParsimError:
+    mine, theirs = registry.kind_of(own), registry.kind_of(value)
+    if mine is None or theirs is None:
         return value  # an unknown name: let the prediction report it
-    return value if mine.kind == theirs.kind else own
+    return value if mine == theirs else own
 
 
 def _resolve(head: str, call: dict) -> ProcessorSpec | LinkSpec:

@@ -119,6 +119,7 @@ class WorkloadDef:
         samples: validated parameters -> samples one instance processes (for ``samples_per_s``).
         baseline: validated parameters -> those of the one-GPU reference that speed-up,
             efficiency and Amdahl's serial fraction are measured against (multi-GPU workloads).
+        family: workloads that stand in for one another in a lesson (``elementwise``).
     """
 
     name: str
@@ -131,6 +132,7 @@ class WorkloadDef:
     instead: str = ""
     samples: Callable[[dict], int] | None = None
     baseline: Callable[[dict], dict] | None = None
+    family: str = ""
 
     @property
     def owns_gpus(self) -> bool:
@@ -148,6 +150,7 @@ def _elementwise(op: str) -> WorkloadDef:
         sizes=("n",),
         vectorised=lambda p: ops.vectorised_elementwise(op, p),
         split="items",
+        family="elementwise",
     )
 
 
@@ -243,8 +246,18 @@ def capabilities(workload: Workload) -> WorkloadDef | None:
     return WORKLOADS.get(workload.name)
 
 
-def workload_names() -> list[str]:
-    return sorted(WORKLOADS)
+def workload_names(family: str | None = None) -> list[str]:
+    """Every workload id, or those of one ``family``, in registration order for a family."""
+    if family is None:
+        return sorted(WORKLOADS)
+    return [name for name, definition in WORKLOADS.items() if definition.family == family]
+
+
+def model_names() -> list[str]:
+    """The networks ``network``, ``serve`` and ``data_parallel`` know."""
+    from parsim.workloads.models import MODELS
+
+    return list(MODELS)
 
 
 def lookup(name: str) -> WorkloadDef:
