@@ -9,12 +9,17 @@
 ``import parsim`` and the CLI stay quick.
 """
 
+from importlib import metadata
+
 from parsim.errors import ParsimError
 from parsim.predict import predict
 from parsim.prediction import Prediction
 
 __all__ = ["ParsimError", "Prediction", "plots", "predict", "sweep"]
-__version__ = "0.1.0"
+try:
+    __version__ = metadata.version("parsim")
+except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def __getattr__(name: str):

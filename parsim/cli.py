@@ -7,15 +7,19 @@ already exit 2); a traceback means a bug in parsim, never in the input.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError
 
 from parsim import cli_measure, cli_sweep, report, units
+from parsim.choices import HardwareKind, Method, Mode, Overlap
 from parsim.errors import ParsimError, ParsimNote
+from parsim.paths import output_path
 
 _show_warning = warnings.showwarning
 app = typer.Typer(
@@ -35,13 +39,11 @@ def _fail(message: str) -> None:
 
 @hardware_app.command("list")
 def hardware_list(
-    kind: Annotated[str | None, typer.Option(help="cpu, gpu or link")] = None, as_json: Json = False
+    kind: Annotated[HardwareKind | None, typer.Option(help="cpu, gpu or link")] = None, as_json: Json = False
 ):
     """Every preset with its headline figures."""
     from parsim.hardware.presets import LINKS, PROCESSORS
 
-    if kind not in (None, "cpu", "gpu", "link"):
-        _fail(f"'--kind' must be cpu, gpu or link: {kind!r}")
     rows = []
     for spec in PROCESSORS.values():
         if kind in (None, spec.kind):
@@ -70,7 +72,7 @@ def hardware_list(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    typer.echo(f"{'id':<22}{'kind':<6}{'name':<34}{'headline'}")
+    lines = []
     for row in rows:
         if row["kind"] == "link":
             headline = (
@@ -82,7 +84,9 @@ def hardware_list(
                 f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
                 f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}"
             )
-        typer.echo(f"{row['id']:<22}{row['kind']:<6}{row['name'][:33]:<34}{headline}")
+        lines.append([row["id"], row["kind"], row["name"], headline])
+    columns = [("id", "left"), ("kind", "left"), ("name", "left"), ("headline", "left")]
+    typer.echo(report.table(columns, lines))
 
 
 @hardware_app.command("show")
@@ -161,10 +165,12 @@ def predict(
     ] = "laptop-4c-avx2",
     host: Annotated[str | None, typer.Option(help="host CPU for a GPU device")] = None,
     link: Annotated[str | None, typer.Option(help="host<->device link")] = None,
-    mode: Annotated[str | None, typer.Option(help="sisd, simd, mimd, mimd+simd or simt")] = None,
-    method: Annotated[str, typer.Option(help="engine (SimPy) or analytic")] = "engine",
+    mode: Annotated[
+        Mode | None, typer.Option(help="Flynn mode (default: simt on a GPU, mimd+simd on a CPU)")
+    ] = None,
+    method: Annotated[Method, typer.Option(help="engine (SimPy) or analytic")] = "engine",
     overlap: Annotated[
-        str, typer.Option(help="roofline (max) or serial (sum) of compute and memory")
+        Overlap, typer.Option(help="roofline (max) or serial (sum) of compute and memory")
     ] = "roofline",
     gpus: Annotated[int | None, typer.Option(help="GPUs to spread the work over", min=1)] = None,
     gpus_per_switch: Annotated[int | None, typer.Option(help="GPUs behind one PCIe switch", min=1)] = None,
@@ -175,6 +181,8 @@ def predict(
     """Predict latency, throughput and the bottleneck of one workload."""
     from parsim.predict import predict as run_predict
 
+    if plot is not None:
+        output_path(plot, (".png",), "--plot")
     result = run_predict(
         workload,
         units.parse_assignments(params or []),
@@ -207,6 +215,8 @@ def run(
     """Run a scenario: predict every case and compare them."""
     from parsim.scenarios import load_scenario, run_scenario
 
+    if plot is not None:
+        output_path(plot, (".png",), "--plot")
     result = run_scenario(load_scenario(scenario))
     if plot is not None:
         from parsim import plots
@@ -226,10 +236,6 @@ def run(
 
 
 def _save(figure, path: Path) -> None:
-    if path.suffix.lower() != ".png":
-        raise ParsimError(f"'--plot' must end in .png: {str(path)!r}")
-    if not path.parent.exists():
-        raise ParsimError(f"'--plot': folder {str(path.parent)!r} does not exist")
     figure.savefig(path, dpi=120)
     typer.echo(f"saved {path}", err=True)
 
@@ -270,11 +276,29 @@ def _note(message, category, *_args, **_kwargs) -> None:
         _show_warning(message, category, *_args, **_kwargs)
 
 
+def _usage_line(exc: typer.TyperException) -> str:
+    """A command-line mistake in parsim's own words: ``'--mode' must be one of sisd, ...: 'vliw'``."""
+    message = re.sub(r"^Invalid value for '[^']+': ", "", exc.format_message()).removeprefix("Value error, ")
+    param = getattr(exc, "param", None)
+    name = f"'{param.opts[0]}'" if param is not None and param.opts else ""
+    choice = re.fullmatch(r"'(.*)' is not one of (.*)\.", message)
+    if choice and name:
+        return f"{name} must be one of {choice[2].replace(chr(39), '')}: {choice[1]!r}"
+    return f"{name} {message[:1].lower()}{message[1:]}" if name else message
+
+
 def main() -> None:
-    """Console entry point: click reports usage errors (exit 2); ours get the same treatment."""
+    """Console entry point: every user mistake is one line on stderr and exit code 2."""
     warnings.showwarning = _note
     try:
-        app()
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help())
+        code = 0
+    except typer.TyperException as exc:  # option and argument mistakes, as the parser found them
+        typer.echo(f"error: {_usage_line(exc)}", err=True)
+        code = 2
     except ParsimError as exc:
         typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        code = 2
+    sys.exit(code or 0)

@@ -14,7 +14,9 @@ from typing import Annotated
 import typer
 
 from parsim import units
+from parsim.choices import Backend, Mode
 from parsim.errors import ParsimError
+from parsim.paths import output_path
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 
@@ -26,12 +28,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _writable(path: Path | None, suffix: str, option: str) -> None:
-    if path is None:
-        return
-    if path.suffix.lower() != suffix:
-        raise ParsimError(f"'{option}' must end in {suffix}: {str(path)!r}")
-    if not path.parent.exists():
-        raise ParsimError(f"'{option}': folder {str(path.parent)!r} does not exist")
+    if path is not None:
+        output_path(path, (suffix,), option)
 
 
 def measure(
@@ -39,8 +37,8 @@ def measure(
     params: Annotated[
         list[str] | None, typer.Argument(metavar="[KEY=VALUE]...", help="n=1e7 dtype=float32")
     ] = None,
-    backend: Annotated[str, typer.Option(help="numpy (CPU) or cupy (GPU)")] = "numpy",
-    mode: Annotated[str | None, typer.Option(help="sisd, simd, mimd or mimd+simd on the CPU")] = None,
+    backend: Annotated[Backend, typer.Option(help="numpy (CPU) or cupy (GPU)")] = "numpy",
+    mode: Annotated[Mode | None, typer.Option(help="sisd, simd, mimd or mimd+simd on the CPU")] = None,
     budget: Annotated[float, typer.Option(help="seconds spent repeating the timing", min=0.01, max=60)] = 0.5,
     out: Annotated[Path | None, typer.Option(help="Save the measurement as JSON.")] = None,
     as_json: Json = False,

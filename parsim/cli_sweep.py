@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
+from parsim.choices import Method
 from parsim.errors import ParsimError
+from parsim.paths import output_path
 
 
 def register(app: typer.Typer) -> None:
@@ -30,7 +32,7 @@ def sweep(
     base: Annotated[
         list[str] | None, typer.Option("--set", help="FIELD=VALUE fixed for every point (no scenario)")
     ] = None,
-    method: Annotated[str | None, typer.Option(help="engine or analytic for every point")] = None,
+    method: Annotated[Method | None, typer.Option(help="engine or analytic for every point")] = None,
     workers: Annotated[int, typer.Option(help="worker processes", min=1)] = 1,
     dask: Annotated[
         str | None, typer.Option(help="'local' or a scheduler address such as tcp://host:8786")
@@ -58,8 +60,8 @@ def sweep(
 
     fields = parse_grid_options(grid or [])
     check_output(out)
-    if plot is not None and (plot.suffix.lower() != ".png" or not plot.parent.exists()):
-        raise ParsimError(f"'--plot' must be a .png in an existing folder: {str(plot)!r}")
+    if plot is not None:
+        output_path(plot, (".png",), "--plot")
     source = _base(scenario, parse_assignments(base or []))
     mapper, close = dask_map(dask, workers if workers > 1 else 2, dask_timeout) if dask else (None, None)
     try:

@@ -16,6 +16,7 @@ import attrs
 
 from parsim import analytic, caching, timeline
 from parsim.caching import cached
+from parsim.choices import METHODS, OVERLAPS
 from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
@@ -27,8 +28,6 @@ from parsim.workloads.base import HOST, Kernel, Workload
 from parsim.workloads.multi import on_cpu, split_over_gpus
 from parsim.workloads.registry import WorkloadDef, capabilities, make_workload
 
-METHODS = ("engine", "analytic")
-OVERLAPS = ("roofline", "serial")
 THROUGHPUT_REPEATS = 3
 LONG_PROGRAM_OPS = 500  # a program this long reaches its steady state within one instance
 

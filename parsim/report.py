@@ -88,6 +88,24 @@ def _format_layers(layers, top: int = 8) -> str:
     return "\n".join(lines)
 
 
+def table(columns: list[tuple[str, str]], rows: list[list[str]]) -> str:
+    """A plain-text table (``rich``): ``columns`` are ``(header, "left" | "right")``; never wrapped or cut."""
+    import io
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header, justify in columns:
+        grid.add_column(header, justify=justify, no_wrap=True)
+    for row in rows:
+        grid.add_row(*row)
+    console = Console(file=io.StringIO(), width=100_000, color_system=None, highlight=False)
+    console.print(grid)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines() if line.strip())
+
+
 def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
     """The comparison table of a scenario run, with speed-ups against the first case."""
     spec = result.scenario
@@ -95,42 +113,38 @@ def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
     if lesson:
         lines += [spec.lesson.strip(), ""]
     sweep = spec.sweep is not None
-    header = f"{'case':<40}" + (f"{spec.sweep.label:>12}" if sweep else "")
     samples = all("samples_per_s" in r.prediction.metrics for r in result.results)
     scaling = all("efficiency" in r.prediction.metrics for r in result.results)
-    header += f"{'latency':>12}{'throughput':>14}{'bottleneck':>12}{'speed-up':>10}"
-    header += f"{'samples/s':>12}" if samples else ""
-    header += f"{'vs 1 GPU':>10}{'efficiency':>11}" if scaling else ""
-    lines.append(header)
+    columns = [("case", "left"), *([(spec.sweep.label, "right")] if sweep else [])]
+    columns += [("latency", "right"), ("throughput", "right"), ("bottleneck", "right"), ("speed-up", "right")]
+    columns += [("samples/s", "right")] if samples else []
+    columns += [("vs 1 GPU", "right"), ("efficiency", "right")] if scaling else []
     baseline = {r.value: r.prediction.latency_s for r in result.series(result.labels[0])}
+    rows = []
     for r in result.results:
-        value = (
-            f"{units.si(float(r.value)) if isinstance(r.value, (int, float)) else r.value:>12}"
-            if sweep
-            else ""
-        )
-        speedup = baseline[r.value] / r.prediction.latency_s
-        metrics = r.prediction.metrics
-        line = (
-            f"{r.label[:39]:<40}{value}{units.seconds(r.prediction.latency_s):>12}"
-            f"{units.si(r.prediction.throughput_per_s, '/s'):>14}{r.prediction.bottleneck:>12}"
-            f"{speedup:>9.3g}x"
-        )
-        line += f"{units.si(metrics['samples_per_s']):>12}" if samples else ""
-        line += f"{metrics['speedup']:>9.2f}x{metrics['efficiency']:>11.0%}" if scaling else ""
-        lines.append(line)
+        p, metrics = r.prediction, r.prediction.metrics
+        row = [r.label, *([_value(r.value)] if sweep else [])]
+        row += [units.seconds(p.latency_s), units.si(p.throughput_per_s, "/s"), p.bottleneck]
+        row.append(f"{baseline[r.value] / p.latency_s:.3g}x")
+        row += [units.si(metrics["samples_per_s"])] if samples else []
+        row += [f"{metrics['speedup']:.2f}x", f"{metrics['efficiency']:.0%}"] if scaling else []
+        rows.append(row)
+    lines.append(table(columns, rows))
     for value, winner, loser in result.crossovers():
-        shown = units.si(float(value)) if isinstance(value, (int, float)) else value
-        lines.append(f"crossover: {winner} beats {loser} from {spec.sweep.label} = {shown}")
+        lines.append(f"crossover: {winner} beats {loser} from {spec.sweep.label} = {_value(value)}")
     if spec.sweep is not None:
         lines += [f"never faster than {result.labels[0]}: {label}" for label in result.never_faster()]
     return "\n".join(lines)
 
 
+def _value(value) -> str:
+    return units.si(float(value)) if isinstance(value, (int, float)) else str(value)
+
+
 def validation_text(data: dict) -> str:
     """Predicted against measured, point by point, then the error figures per workload class."""
     lines = [f"validation on {data['device']} ({data['host']}, {data['created_at']})", ""]
-    lines.append(f"{'workload':<34}{'size':>14}{'measured':>12}{'predicted':>12}{'error':>9}")
+    points = []
     for row in data["rows"]:
         params = row["params"]
         size = (
@@ -138,16 +152,36 @@ def validation_text(data: dict) -> str:
             if "m" in params
             else f"{params['n']:g}"
         )
-        lines.append(
-            f"{row['class']:<34}{size:>14}{units.seconds(row['measured_s']):>12}"
-            f"{units.seconds(row['predicted_s']):>12}{row['error']:>+9.0%}"
+        points.append(
+            [
+                row["class"],
+                size,
+                units.seconds(row["measured_s"]),
+                units.seconds(row["predicted_s"]),
+                f"{row['error']:+.0%}",
+            ]
         )
-    lines += ["", f"{'class':<34}{'MAPE >=100us':>13}{'max error':>11}{'small ok':>10}{'Spearman':>10}"]
-    for name, summary in [*data["classes"].items(), ("overall", data["overall"])]:
-        lines.append(
-            f"{name:<34}{_percent(summary['mape_large']):>13}{_percent(summary['max_error']):>11}"
-            f"{_percent(summary['small_within']):>10}{summary['spearman']:>10.3f}"
-        )
+    right = "right"
+    headers = [
+        ("workload", "left"),
+        ("size", right),
+        ("measured", right),
+        ("predicted", right),
+        ("error", right),
+    ]
+    lines += [table(headers, points), ""]
+    summaries = [
+        [
+            name,
+            _percent(summary["mape_large"]),
+            _percent(summary["max_error"]),
+            _percent(summary["small_within"]),
+            f"{summary['spearman']:.3f}",
+        ]
+        for name, summary in [*data["classes"].items(), ("overall", data["overall"])]
+    ]
+    headers = [("class", "left"), ("MAPE >=100us", right), ("max error", right), ("small ok", right)]
+    lines.append(table([*headers, ("Spearman", right)], summaries))
     targets = data["targets"]
     lines.append(
         f"targets: MAPE <= {targets['mape_large']:.0%} for points >= {units.seconds(targets['large_s'])}, "

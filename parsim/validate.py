@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import platform
 import random
 import statistics
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import attrs
 import numpy
+import pandas
 
 from parsim.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec
@@ -169,12 +171,13 @@ def validate(
 
 
 def spearman(a: list[float], b: list[float]) -> float:
-    """Spearman rank correlation (no ties expected between timings)."""
+    """Spearman rank correlation: Pearson's on ranks, tied values sharing their average rank."""
     if len(a) < 2:
         return 1.0
-    ranks_a = numpy.argsort(numpy.argsort(a))
-    ranks_b = numpy.argsort(numpy.argsort(b))
-    return float(numpy.corrcoef(ranks_a, ranks_b)[0, 1])
+    correlation = pandas.Series(a).rank().corr(pandas.Series(b).rank())
+    if math.isnan(correlation):  # a constant series has no order: agreement only if both are constant
+        return 1.0 if len(set(a)) == len(set(b)) == 1 else 0.0
+    return float(correlation)
 
 
 def summarise(points: list[Point]) -> dict:

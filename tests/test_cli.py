@@ -122,11 +122,16 @@ def test_run_scenario_with_plot(cli, tmp_path):
         (["predict", "vectr_add", "n=1"], "did you mean vector_add"),
         (["predict", "vector_add", "n=1", "size=3"], "unknown parameter 'size'"),
         (["predict", "vector_add", "n=1", "dtype=int4"], "'dtype'"),
-        (["predict", "vector_add", "n=1", "--mode", "vliw"], "'mode' must be one of"),
+        (["predict", "vector_add", "n=1", "--mode", "vliw"], "'--mode' must be one of sisd, simd, mimd"),
         (["predict", "vector_add", "n=1", "--mode", "simt"], "simt needs a GPU"),
         (["predict", "vector_add", "n=1", "--device", "h100"], "closest: "),
         (["predict", "vector_add", "n=1", "--device", "t4", "--link", "pcie9"], "unknown link 'pcie9'"),
-        (["predict", "vector_add", "n=1", "--method", "guess"], "'method'"),
+        (["predict", "vector_add", "n=1", "--method", "guess"], "'--method' must be one of engine, analytic"),
+        (
+            ["predict", "vector_add", "n=1", "--gpus", "0"],
+            "'--gpus' input should be greater than or equal to 1",
+        ),
+        (["predict", "vector_add", "--nope"], "No such option: --nope"),
         (
             ["predict", "vector_add", "n=1.2e10", "--device", "h100-pcie"],
             "needs 134.1 GiB, h100-pcie has 80.0 GiB",
@@ -137,7 +142,7 @@ def test_run_scenario_with_plot(cli, tmp_path):
         (["predict", "vector_add", "n=1", "--plot", "out.svg"], "must end in .png"),
         (["run", "nope.toml"], "no such scenario file"),
         (["hardware", "show", "h100"], "closest: "),
-        (["hardware", "list", "--kind", "tpu"], "'--kind'"),
+        (["hardware", "list", "--kind", "tpu"], "'--kind' must be one of cpu, gpu, link: 'tpu'"),
     ],
 )
 def test_user_mistakes_exit_2_with_one_line(cli, args, expected):

@@ -131,12 +131,7 @@ def cpu_model() -> str:
 
 
 def host_free_memory_B() -> float:
-    """Memory available to new allocations on the host (MemAvailable)."""
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    """Memory available to new allocations on the host (without swapping)."""
+    import psutil
+
+    return float(psutil.virtual_memory().available)

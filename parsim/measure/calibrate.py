@@ -94,14 +94,15 @@ def simd_lanes() -> int:
     return width * 2
 
 
-def clock_Hz() -> float:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("cpu MHz"):
-                return float(line.split(":")[1]) * 1e6
-    except (OSError, ValueError):
-        pass
-    return 3.0e9
+def clock_Hz() -> float | None:
+    """The clock the operating system reports for this CPU (its maximum, else the current one), or None."""
+    import psutil
+
+    frequency = psutil.cpu_freq()
+    if frequency is None:
+        return None
+    megahertz = frequency.max or frequency.current
+    return megahertz * 1e6 if megahertz > 0 else None
 
 
 def calibrate(
@@ -246,13 +247,18 @@ def _stream_rate(backend, n: int, mode: str, raw: dict, timed) -> float:
     return 12.0 * n / max(seconds - overhead, 1e-9)
 
 
+BLAS_EFFICIENCY = 0.9  # a single-thread SGEMM's usual share of the FMA peak, when the clock cannot tell
+
+
 def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> ProcessorSpec:
     lanes, clock = simd_lanes(), clock_Hz()
-    core_peak = lanes * 2.0 * clock
-    efficiency = raw["gemm_float32_flops_per_s"] / core_peak
-    if efficiency > 1.0:  # the flags or the reported clock undersell this core: trust the measurement
-        clock *= efficiency / 0.9
-        efficiency = 0.9
+    gemm = raw["gemm_float32_flops_per_s"]
+    efficiency = gemm / (lanes * 2.0 * clock) if clock else 0.0
+    if not 0 < efficiency <= 1.0:
+        # No reported clock, or the flags or the clock undersell this core: the measured GEMM rate
+        # decides, at the usual BLAS efficiency (the FLOP model only needs their product).
+        efficiency = BLAS_EFFICIENCY
+        clock = gemm / (lanes * 2.0 * efficiency)
     curve = tuple(BandwidthPoint(size, one, every) for size, one, every in raw["curve"])
     memory = MemorySpec(
         curve=curve,
@@ -304,13 +310,9 @@ def _at(memory: MemorySpec, working_set_B: float) -> tuple[float, float]:
 
 
 def _total_memory_B() -> float:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 16 * 2**30
+    import psutil
+
+    return float(psutil.virtual_memory().total)
 
 
 def describe(raw: dict, quick: bool, kind: str = "cpu") -> dict:

@@ -12,12 +12,12 @@ import platform
 
 import attrs
 
+from parsim.choices import MODES
 from parsim.errors import ParsimError
 from parsim.measure import cpu, gpu, kernels
 from parsim.measure.backends import backend as get_backend
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import time_callable
-from parsim.model.modes import MODES
 from parsim.units import gib
 from parsim.workloads.registry import make_workload, validate_params
 

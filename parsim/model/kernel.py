@@ -19,8 +19,6 @@ from parsim.model.numeric import Number, maximum, where
 from parsim.model.rates import Execution, execution
 from parsim.workloads.base import Kernel
 
-OVERLAPS = ("roofline", "serial")
-
 
 def compute_s(
     ex: Execution, flops: Number, special: Number, items: Number, python_ops: Number, cores: Number

@@ -10,10 +10,11 @@
 
 from __future__ import annotations
 
+from parsim.choices import MODES, Mode
 from parsim.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec
 
-MODES = ("sisd", "simd", "mimd", "mimd+simd", "simt")
+__all__ = ["MODES", "Mode", "busy_cores", "check_mode", "default_mode", "lanes", "modes_for"]
 
 
 def default_mode(spec: ProcessorSpec) -> str:

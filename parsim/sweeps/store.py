@@ -18,20 +18,14 @@ from pathlib import Path
 import pandas
 
 from parsim.errors import ParsimError
+from parsim.paths import output_path
 
 SUFFIXES = (".csv", ".parquet", ".jsonl")
 
 
 def check_output(path: str | Path | None) -> Path | None:
-    """Refuse an output path with an unknown suffix or in a missing folder."""
-    if path is None:
-        return None
-    path = Path(path)
-    if path.suffix.lower() not in SUFFIXES:
-        raise ParsimError(f"'out' must end in {', '.join(SUFFIXES)}: {str(path)!r}")
-    if not path.parent.exists():
-        raise ParsimError(f"'out': folder {str(path.parent)!r} does not exist")
-    return path
+    """Refuse an output path with an unknown suffix, in a missing or read-only folder, or a folder."""
+    return None if path is None else output_path(path, SUFFIXES, "out")
 
 
 def read_table(path: Path) -> pandas.DataFrame:
