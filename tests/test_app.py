@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+pytestmark = pytest.mark.slow  # every test starts the app in AppTest
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "parsim" / "app" / "pages"
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}

@@ -19,6 +19,7 @@ def calibrated():
     return spec, raw, steps
 
 
+@pytest.mark.slow  # measures this machine for seconds
 def test_calibration_figures_are_plausible(calibrated):
     spec, raw, steps = calibrated
     assert steps[0][0] == 0 and steps[-1] == (steps[-1][1], steps[-1][1], "done")
@@ -34,6 +35,7 @@ def test_calibration_figures_are_plausible(calibrated):
     assert sizes == sorted(sizes) and sizes[-1] > 32 * 2**20
 
 
+@pytest.mark.slow  # measures this machine for seconds
 def test_calibrated_file_works_as_a_device(calibrated, tmp_path):
     spec, raw, _ = calibrated
     path = save_hardware(spec, tmp_path / "me.toml", describe(raw, quick=True))
@@ -43,6 +45,7 @@ def test_calibrated_file_works_as_a_device(calibrated, tmp_path):
     assert p.bottleneck == "memory" and p.latency_s > 0
 
 
+@pytest.mark.slow  # measures this machine for seconds
 def test_bandwidth_curve_is_interpolated_between_points(calibrated):
     from parsim.model.memory import interpolate
 
@@ -72,6 +75,7 @@ def tiny_report(calibrated):
         validation.grid = original
 
 
+@pytest.mark.slow  # measures this machine for seconds
 def test_validation_report_has_finite_errors(tiny_report):
     assert tiny_report["schema"] == validation.SCHEMA and len(tiny_report["rows"]) == 6
     for row in tiny_report["rows"]:
@@ -82,6 +86,7 @@ def test_validation_report_has_finite_errors(tiny_report):
     assert "vector_add (numpy, simd)" in tiny_report["classes"]
 
 
+@pytest.mark.slow  # measures this machine for seconds
 def test_report_round_trip(tiny_report, tmp_path):
     path = validation.save_report(tiny_report, tmp_path / "r.json")
     assert validation.load_report(path) == json.loads(json.dumps(tiny_report))
@@ -107,6 +112,7 @@ def test_summary_by_hand():
     assert summary["spearman"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow  # measures this machine for seconds
 def test_cli_measure_calibrate_validate(cli, tmp_path, calibrated):
     code, out, err = cli(
         "measure",
@@ -148,6 +154,7 @@ def test_cli_measure_calibrate_validate(cli, tmp_path, calibrated):
         assert code == 2 and expected in err, (args, err)
 
 
+@pytest.mark.slow  # measures this machine for seconds
 def test_cli_calibrate_quick_writes_a_usable_file(cli, tmp_path):
     target = tmp_path / "this-machine.toml"
     code, out, err = cli("calibrate", "--quick", "--out", str(target))

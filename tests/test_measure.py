@@ -15,6 +15,7 @@ from parsim.measure import backends as backends_module
 from parsim.measure.gpu_calibrate import _gpu_spec, _link_spec, fit_latency_bandwidth
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import Timing, time_callable
+from parsim.workloads import make_workload
 
 
 def test_timing_quartiles():
@@ -46,13 +47,24 @@ def test_random_data_is_never_zero():
 BIG = cpu.CHUNK_ITEMS * 2 + 1  # enough items to be split over every core
 
 
+def plausible(result, flops: float = 0.0, nbytes: float = 0.0) -> float:
+    """The median, once it is a real timing: ordered quartiles, enough repeats, and rates that no CPU
+    exceeds (100 TFLOP/s, 2 TB/s): a measurement that timed nothing would break these."""
+    assert result.p25_s <= result.median_s <= result.p75_s and result.repeats >= 5
+    assert flops / result.median_s < 1e14 and nbytes / result.median_s < 2e12
+    return result.median_s
+
+
 @pytest.mark.parametrize("mode", ["simd", "mimd", "mimd+simd"])
 @pytest.mark.parametrize("op", ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum"])
 def test_numpy_vector_paths(op, mode):
+    times = {}
     for n in (1000, BIG):
         result = measure(op, {"n": n}, mode=mode, budget_s=0.005)
-        assert result.p25_s <= result.median_s <= result.p75_s and result.median_s > 0
+        work = make_workload(op, result.params)
+        times[n] = plausible(result, work.flops, work.bytes)
         assert result.backend == "numpy" and result.mode == mode
+    assert times[BIG] > 10 * times[1000]  # 524 times the elements: the work really scales
     if op in ("saxpy", "sigmoid"):
         assert result.params["fused"] is False  # NumPy runs one pass per operation
 
@@ -67,25 +79,27 @@ def test_numpy_sisd_loops(op):
 def test_numpy_matmul(mode):
     edge = 12 if mode == "sisd" else 96
     result = measure("matmul", {"m": edge, "n": edge, "k": edge}, mode=mode, budget_s=0.005)
-    assert result.median_s > 0
+    seconds = plausible(result, 2.0 * edge**3)
+    if mode == "sisd":  # the interpreter: tens of ns to microseconds per multiply-add
+        assert edge**3 * 10e-9 < seconds < edge**3 * 10e-6
+    else:  # BLAS: faster than any interpreter could be
+        assert seconds < edge**3 * 10e-9
 
 
 def test_numpy_conv2d_and_dtypes():
-    assert (
-        measure(
-            "conv2d", {"channels": 4, "height": 16, "width": 16, "filters": 8}, mode="simd", budget_s=0.005
-        ).median_s
-        > 0
-    )
-    assert measure("vector_add", {"n": 1000, "dtype": "float64"}, mode="simd", budget_s=0.005).median_s > 0
+    params = {"channels": 4, "height": 16, "width": 16, "filters": 8}
+    plausible(measure("conv2d", params, mode="simd", budget_s=0.005), make_workload("conv2d", params).flops)
+    wide = measure("vector_add", {"n": BIG, "dtype": "float64"}, mode="simd", budget_s=0.005)
+    narrow = measure("vector_add", {"n": BIG, "dtype": "float32"}, mode="simd", budget_s=0.005)
+    assert wide.params["dtype"] == "float64" and plausible(wide, nbytes=3 * 8 * BIG) > plausible(narrow) / 2
 
 
 @pytest.mark.parametrize("mode", ["simd", "mimd+simd"])
 def test_numpy_mlp_train_step(mode):
-    result = measure(
-        "mlp_train_step", {"batch": 16, "d_in": 64, "hidden": 32, "d_out": 64}, mode=mode, budget_s=0.005
-    )
-    assert result.median_s > 0 and "backward" in result.implementation
+    params = {"batch": 16, "d_in": 64, "hidden": 32, "d_out": 64}
+    result = measure("mlp_train_step", params, mode=mode, budget_s=0.005)
+    plausible(result, make_workload("mlp_train_step", params).flops)
+    assert "backward" in result.implementation
 
 
 def test_mlp_train_step_learns():

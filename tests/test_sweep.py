@@ -144,6 +144,7 @@ def test_process_pool_and_map_callables_give_the_serial_rows():
     pandas.testing.assert_series_equal(serial, mapped)
 
 
+@pytest.mark.slow  # starts a Dask cluster
 def test_dask_local_cluster_gives_the_serial_rows():
     grid = {"workload.n": "logspace:1e3:1e8:10", "device": ["t4", "h100-sxm"]}
     serial = _latencies(sweep({"workload": "relu"}, grid))
@@ -155,6 +156,7 @@ def test_dask_local_cluster_gives_the_serial_rows():
     pandas.testing.assert_series_equal(serial, distributed)
 
 
+@pytest.mark.slow  # starts a Dask cluster
 def test_dask_address_that_does_not_answer():
     with pytest.raises(ParsimError, match=r"no Dask scheduler answered at tcp://127.0.0.1:9 within 1 s"):
         dask_map("tcp://127.0.0.1:9", timeout_s=1)
