@@ -27,7 +27,16 @@ from parsim.model.kernel import kernel_time_s
 from parsim.model.modes import busy_cores, default_mode
 from parsim.resources import Resource
 from parsim.timeline import TraceEvent
-from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload, stream_predecessors, thread_of
+from parsim.workloads.base import (
+    HOST,
+    AllReduce,
+    Kernel,
+    Op,
+    Transfer,
+    Workload,
+    stream_predecessors,
+    thread_of,
+)
 
 
 @attrs.frozen
@@ -38,11 +47,13 @@ class Schedule:
     trace: tuple[TraceEvent, ...]
 
 
-def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str, Resource, tuple, float]:
+def _timed(
+    op: Op, system: SystemSpec, mode: str, overlap: str
+) -> tuple[float, str, Resource, tuple[object, ...], float]:
     """(seconds, kind, timeline row, exclusive resource, share of cores busy) of one op."""
     if isinstance(op, Kernel):
         on_host = system.device is None or op.device == HOST
-        spec = system.host if on_host else system.device
+        spec = system.host if on_host else system.gpu
         kernel_mode = mode if system.device is None or not on_host else default_mode(system.host)
         seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
         cores = busy_cores(spec, kernel_mode)
@@ -51,9 +62,9 @@ def _timed(op, system: SystemSpec, mode: str, overlap: str) -> tuple[float, str,
     if isinstance(op, AllReduce):
         seconds = transfer.ring_all_reduce_s(system.ring_link, op.nbytes, system.gpus)
         return seconds, "transfer", resources.ring(system, 0), ("ring",), 1.0
-    shared = system.device.copy_engines < 2 or not system.link.duplex
+    shared = system.gpu.copy_engines < 2 or not system.host_link.duplex
     engine = ("copy", "h2d" if shared else op.direction, op.device)
-    seconds = transfer.transfer_s(system.link, op.nbytes, op.pinned)
+    seconds = transfer.transfer_s(system.host_link, op.nbytes, op.pinned)
     return seconds, "transfer", resources.link(system, op.device, op.direction), engine, 1.0
 
 
@@ -70,7 +81,7 @@ def schedule(
     ops = list(workload.ops) * repeats
     per_instance = len(workload.ops)
     previous = stream_predecessors(ops)
-    free: dict[tuple, float] = {}
+    free: dict[tuple[object, ...], float] = {}
     host_clock: dict[int, float] = {}
     ends_at: list[float] = []
     trace: list[TraceEvent] = []
@@ -80,14 +91,14 @@ def schedule(
         thread = thread_of(op)
         thread_row = resources.thread(thread)
         on_host = cpu_only or (isinstance(op, Kernel) and op.device == HOST)
+        before = previous[index]
         ready = max(
-            [ends_at[d] for d in deps] + ([ends_at[previous[index]]] if previous[index] is not None else []),
-            default=0.0,
+            [ends_at[d] for d in deps] + ([ends_at[before]] if before is not None else []), default=0.0
         )
         clock = host_clock.get(thread, 0.0)
         if on_host and not cpu_only:
             clock = max(clock, ready)
-        dispatch_s = system.host.dispatch_s if on_host else system.device.dispatch_s
+        dispatch_s = system.host.dispatch_s if on_host else system.gpu.dispatch_s
         trace.append(TraceEvent(thread_row, f"issue {op.name}", "overhead", clock, clock + dispatch_s))
         clock += dispatch_s
         start = max(clock, ready, free.get(resource, 0.0))

@@ -55,7 +55,7 @@ positive_int = integer("an integer >= 1", lambda v: v >= 1)
 non_negative_int = integer("an integer >= 0", lambda v: v >= 0)
 
 
-def one_of(options: tuple) -> Validator:
+def one_of(options: tuple[Any, ...]) -> Validator:
     """A validator accepting only one of ``options``."""
 
     def validate(instance: Any, attribute: Any, value: Any) -> None:

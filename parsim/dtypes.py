@@ -6,8 +6,14 @@ bytes wide.
 
 from __future__ import annotations
 
+from typing import Any
+
 DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 """Supported element types and their size in bytes."""
+
+
+Number = Any
+"""A quantity: one number, or a NumPy array of them (a vectorised sweep runs the same formulas)."""
 
 
 def itemsize(dtype: str) -> int:

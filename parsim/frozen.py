@@ -10,21 +10,22 @@ with ``plain`` for JSON.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 
-class FrozenMap(Mapping):
+class FrozenMap(Mapping[Any, Any]):
     """A read-only dict."""
 
     __slots__ = ("_data",)
+    _data: dict[Any, Any]
 
-    def __init__(self, data: Mapping | Any = (), /):
+    def __init__(self, data: Mapping[Any, Any] | Any = (), /) -> None:
         object.__setattr__(self, "_data", dict(data))
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         return self._data[key]
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._data)
 
     def __len__(self) -> int:
@@ -36,10 +37,10 @@ class FrozenMap(Mapping):
     def __hash__(self) -> int:
         return hash(tuple(self._data.items()))
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError("FrozenMap is read-only")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[FrozenMap], tuple[dict[Any, Any]]]:
         return FrozenMap, (self._data,)
 
 

@@ -11,6 +11,7 @@ GPU to report speed-up, scaling efficiency and the serial fraction Amdahl's law 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 
@@ -23,6 +24,7 @@ from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.model import capacity, outcome
 from parsim.model.modes import check_mode
 from parsim.prediction import Prediction
+from parsim.timeline import TraceEvent
 from parsim.units import gib
 from parsim.workloads.base import HOST, Kernel, Workload
 from parsim.workloads.multi import on_cpu, split_over_gpus
@@ -44,7 +46,7 @@ def throughput_repeats(workload: Workload) -> int:
 
 def predict(
     workload: str | Workload,
-    params: dict | None = None,
+    params: dict[str, Any] | None = None,
     *,
     device: str | ProcessorSpec,
     host: str | ProcessorSpec | None = None,
@@ -137,15 +139,20 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
     if method == "engine":
         from parsim.engine import simulate
 
-        once = simulate(workload, system, mode, overlap)
-        events, notes = once.events, once.notes
+        simulated = simulate(workload, system, mode, overlap)
+        ends, trace, events, notes = (
+            simulated.instance_ends_s,
+            simulated.trace,
+            simulated.events,
+            simulated.notes,
+        )
     else:
-        once = analytic.schedule(workload, system, mode, overlap)
-        events, notes = 0, ()
-    latency = once.instance_ends_s[0]
+        scheduled = analytic.schedule(workload, system, mode, overlap)
+        ends, trace, events, notes = scheduled.instance_ends_s, scheduled.trace, 0, ()
+    latency = ends[0]
     period = _timing(workload, system, mode, method, overlap)[1]
     throughput = 1.0 / period if period > 0 else math.inf
-    parts = timeline.breakdown(list(once.trace), latency)
+    parts = timeline.breakdown(list(trace), latency)
     samples = samples_per_step(workload)
     metrics = {"samples_per_s": samples * throughput} if samples is not None else {}
     return Prediction(
@@ -163,18 +170,18 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         transfer_bytes=workload.transfer_bytes,
         bottleneck=outcome.bottleneck(parts),
         breakdown=parts,
-        busy=timeline.utilization(list(once.trace), latency),
-        trace=once.trace,
+        busy=timeline.utilization(list(trace), latency),
+        trace=trace,
         events=events,
         notes=notes,
-        layers=_layer_rows(workload, once.trace),
+        layers=_layer_rows(workload, trace),
         gpus=system.gpus,
         metrics=metrics,
         peer_link=system.peer_link.id if system.peer_link is not None else None,
     )
 
 
-def _layer_rows(workload: Workload, trace) -> tuple[dict, ...]:
+def _layer_rows(workload: Workload, trace: tuple[TraceEvent, ...]) -> tuple[dict[str, object], ...]:
     """Per-layer time (busy time of its ops on GPU 0 or the host), FLOPs and bytes."""
     if not workload.layers:
         return ()
@@ -205,12 +212,13 @@ def _with_scaling(
 ) -> Prediction:
     """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU."""
     gpus = workload.gpus
+    assert definition.baseline is not None and definition.samples is not None  # the caller checked
     single = make_workload(workload.name, definition.baseline(dict(workload.params)))
     one_latency, one_period = _timing(
         single, attrs.evolve(system, gpus=1, gpus_per_switch=1), mode, method, overlap
     )
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
-    speedup = prediction.metrics["samples_per_s"] * one_period / samples_per_step(single)
+    speedup = prediction.metrics["samples_per_s"] * one_period / definition.samples(dict(single.params))
     metrics = {
         **prediction.metrics,
         "speedup": speedup,
@@ -220,8 +228,8 @@ def _with_scaling(
         "single_gpu_latency_s": one_latency,
     }
     notes = prediction.notes
-    if single.footprint_B > system.device.memory.capacity_B:
-        need, has = gib(single.footprint_B), gib(system.device.memory.capacity_B)
+    if single.footprint_B > system.gpu.memory.capacity_B:
+        need, has = gib(single.footprint_B), gib(system.gpu.memory.capacity_B)
         notes += (f"the 1-GPU baseline would need {need} on a {has} GPU: a hypothetical reference",)
     return attrs.evolve(prediction, metrics=metrics, notes=notes)
 

@@ -9,7 +9,7 @@ shared, so no caller may change what the next one gets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -17,6 +17,14 @@ import attrs
 from parsim.frozen import FrozenMap, freeze, plain
 from parsim.resources import Resource
 from parsim.timeline import TraceEvent
+
+
+def _events(value: Iterable[TraceEvent]) -> tuple[TraceEvent, ...]:
+    return tuple(value)
+
+
+def _notes(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
 
 
 @attrs.frozen
@@ -64,9 +72,9 @@ class Prediction:
     bottleneck: str
     breakdown: Mapping[str, float] = attrs.field(converter=freeze)
     busy: Mapping[Resource, float] = attrs.field(converter=freeze)
-    trace: tuple[TraceEvent, ...] = attrs.field(default=(), converter=tuple)
+    trace: tuple[TraceEvent, ...] = attrs.field(default=(), converter=_events)
     events: int = 0
-    notes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
     layers: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=freeze)
     gpus: int = 1
     metrics: Mapping[str, float] = attrs.field(factory=FrozenMap, converter=freeze)

@@ -29,7 +29,7 @@ class Resource(NamedTuple):
         unit: ``SM`` or ``core`` (cores), the level's name (memory: ``L2``, ``device memory``), the
             link family (``PCIe``, ``NVLink``).
         first: the first busy core (cores), or the thread's index (thread).
-        count: how many cores are busy; 0 names the processor as a whole (its utilisation row).
+        busy: how many cores are busy; 0 names the processor as a whole (its utilisation row).
         direction: ``h2d`` or ``d2h`` (links).
         tagged: the label names the device (several GPUs, or the host CPU beside a GPU).
     """
@@ -38,7 +38,7 @@ class Resource(NamedTuple):
     device: int = HOST
     unit: str = ""
     first: int = 0
-    count: int = 0
+    busy: int = 0
     direction: str = ""
     tagged: bool = False
 
@@ -54,9 +54,9 @@ class Resource(NamedTuple):
         device = number
         prefix = ("host " if self.device == HOST else f"GPU{device} ") if self.tagged else ""
         if self.kind == "cores":
-            if self.count == 0:
+            if self.busy == 0:
                 return f"{prefix}{self.unit}"
-            cores = f"{self.first}" if self.count == 1 else f"{self.first}-{self.first + self.count - 1}"
+            cores = f"{self.first}" if self.busy == 1 else f"{self.first}-{self.first + self.busy - 1}"
             return f"{prefix}{self.unit} {cores}"
         if self.kind == "memory":
             return f"{prefix}memory ({self.unit})"
@@ -67,7 +67,7 @@ class Resource(NamedTuple):
     @property
     def group(self) -> Resource:
         """The processor a core-group row belongs to (the row utilisation is reported for)."""
-        return self._replace(first=0, count=0) if self.kind == "cores" else self
+        return self._replace(first=0, busy=0) if self.kind == "cores" else self
 
     @property
     def on_gpu(self) -> bool:
@@ -78,13 +78,13 @@ def _processor(system: SystemSpec, device: int) -> tuple[int, str, bool]:
     """(device index, core unit, tagged) of the processor running work placed on ``device``."""
     if system.device is None or device == HOST:  # a CPU-only system runs everything on the host
         return HOST, "core", system.device is not None
-    return device, "SM" if system.device.is_gpu else "core", system.gpus > 1
+    return device, "SM" if system.gpu.is_gpu else "core", system.gpus > 1
 
 
-def cores(system: SystemSpec, device: int, count: int, first: int = 0) -> Resource:
-    """``count`` busy cores of the processor that runs work placed on ``device``."""
+def cores(system: SystemSpec, device: int, busy: int, first: int = 0) -> Resource:
+    """``busy`` cores of the processor that runs work placed on ``device``."""
     index, unit, tagged = _processor(system, device)
-    return Resource("cores", index, unit, first, count, tagged=tagged)
+    return Resource("cores", index, unit, first, busy, tagged=tagged)
 
 
 def memory(system: SystemSpec, device: int, level: str) -> Resource:
@@ -94,13 +94,15 @@ def memory(system: SystemSpec, device: int, level: str) -> Resource:
 
 
 def link(system: SystemSpec, device: int, direction: str) -> Resource:
-    """One direction of GPU ``device``'s link to the host."""
-    return Resource("link", device, system.link.family, direction=direction, tagged=system.gpus > 1)
+    """One direction of GPU ``device``'s link to the host (the system has a GPU, so a link)."""
+    family = system.host_link.family
+    return Resource("link", device, family, direction=direction, tagged=system.gpus > 1)
 
 
 def ring(system: SystemSpec, device: int) -> Resource:
     """GPU ``device``'s port on the all-reduce ring."""
-    return Resource("ring", device, system.ring_link.family, tagged=True)
+    family = system.ring_link.family
+    return Resource("ring", device, family, tagged=True)
 
 
 def thread(index: int) -> Resource:

@@ -46,7 +46,7 @@ class TraceEvent(NamedTuple):
     def duration_s(self) -> float:
         return self.end_s - self.start_s
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """Plain data for JSON: the resource as its row label."""
         return {**self._asdict(), "resource": self.resource.label}
 

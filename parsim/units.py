@@ -33,7 +33,7 @@ def parse_value(text: str) -> int | float | bool | str:
     return value
 
 
-def parse_assignments(items: list[str]) -> dict:
+def parse_assignments(items: list[str]) -> dict[str, int | float | bool | str]:
     """Turn ``["n=1e8", "dtype=float16"]`` into ``{"n": 1e8, "dtype": "float16"}``."""
     params = {}
     for item in items:

@@ -12,8 +12,13 @@ wake-up (superseded by a later change) is recognised by a version number and ign
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
+from typing import Any
 
 import simpy
+
+Process = Generator[simpy.Event, Any, None]
+"""A SimPy process: a generator that yields events and returns nothing."""
 
 
 class _Flow:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import simpy
 
 from parsim import resources
-from parsim.engine.fluid import FluidServer
+from parsim.engine.fluid import FluidServer, Process
 from parsim.hardware.specs import SystemSpec
 from parsim.model.transfer import copy_bandwidth_Bps, ring_chunk_B, ring_steps
 from parsim.timeline import TraceEvent
@@ -34,18 +34,18 @@ class Links:
 
     def __init__(self, env: simpy.Environment, system: SystemSpec, trace: list[TraceEvent]):
         self.env = env
-        self.link = system.link
+        self.link = system.host_link
         self.gpus = system.gpus
         self.trace = trace
         self.system = system
-        engines = system.device.copy_engines
-        self._engines = []
+        engines = system.gpu.copy_engines
+        self._engines: list[dict[str, simpy.Resource]] = []
         for _ in range(system.gpus):
-            h2d = simpy.Resource(env, capacity=max(1, engines // 2))
-            d2h = h2d if engines < 2 else simpy.Resource(env, capacity=max(1, engines // 2))
-            self._engines.append({"h2d": h2d, "d2h": d2h})
+            to_gpu = simpy.Resource(env, capacity=max(1, engines // 2))
+            from_gpu = to_gpu if engines < 2 else simpy.Resource(env, capacity=max(1, engines // 2))
+            self._engines.append({"h2d": to_gpu, "d2h": from_gpu})
         switches = -(-system.gpus // system.gpus_per_switch)
-        self._uplinks = []
+        self._uplinks: list[dict[str, FluidServer]] = []
         for index in range(switches):
             h2d = FluidServer(env, f"switch {index} h2d", self.link.bandwidth_Bps)
             d2h = (
@@ -59,7 +59,7 @@ class Links:
         ring_bandwidth = self.ring_link.bandwidth_Bps
         self._ring = [FluidServer(env, f"GPU{g} ring", ring_bandwidth) for g in range(system.gpus)]
 
-    def copy(self, transfer: Transfer):
+    def copy(self, transfer: Transfer) -> Process:
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
         link = self.link
         bandwidth = copy_bandwidth_Bps(link, transfer.pinned)
@@ -80,7 +80,7 @@ class Links:
                 )
             )
 
-    def all_reduce(self, op: AllReduce):
+    def all_reduce(self, op: AllReduce) -> Process:
         """Process: 2(G-1) ring steps, every GPU sending one chunk of ``nbytes / G`` per step."""
         gpus = self.gpus
         if gpus == 1:
@@ -101,6 +101,6 @@ class Links:
                 )
             )
 
-    def _send(self, device: int, nbytes: float):
+    def _send(self, device: int, nbytes: float) -> Process:
         yield self.env.timeout(self.ring_link.latency_s)
         yield self._ring[device].transfer(nbytes, self.ring_link.bandwidth_Bps)

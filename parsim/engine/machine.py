@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import simpy
 
+from parsim.engine.fluid import Process
 from parsim.engine.links import Links
 from parsim.engine.notes import Notes
 from parsim.engine.processor import Processor
@@ -51,12 +52,12 @@ class Machine:
         self.host = Processor(env, system.host, host_mode, overlap, kernel_trace, system, HOST, self.notes)
         if cpu_only:
             self.devices = [self.host]
-            self.links = None
+            self.links: Links | None = None
         else:
             self.devices = [
                 Processor(
                     env,
-                    system.device,
+                    system.gpu,
                     mode,
                     overlap,
                     kernel_trace,
@@ -71,15 +72,15 @@ class Machine:
     def processor(self, kernel: Kernel) -> Processor:
         return self.host if kernel.device == HOST else self.devices[kernel.device]
 
-    def run(self, op: Op, waits: list[simpy.Event], finish: Callable[[], None]):
+    def run(self, op: Op, waits: list[simpy.Event], finish: Callable[[], None]) -> Process:
         """Process: wait for ``waits`` (stream order, dependencies), execute ``op``, call ``finish``."""
         yield from self._wait(waits)
         if isinstance(op, Kernel):
             yield from self.processor(op).run_chain([op], [self.env.now])
         elif isinstance(op, AllReduce):
-            yield from self.links.all_reduce(op)
+            yield from self._links().all_reduce(op)
         else:
-            yield from self.links.copy(op)
+            yield from self._links().copy(op)
         finish()
 
     def run_chain(
@@ -90,13 +91,18 @@ class Machine:
         finish: Callable[[], None],
         dispatch_s: float = 0.0,
         host_row: Resource | None = None,
-    ):
+    ) -> Process:
         """Process: after ``waits``, run a chain of kernels of one stream, then call ``finish``."""
         yield from self._wait(waits)
         yield from self.processor(kernels[0]).run_chain(kernels, issue_s, dispatch_s, host_row)
         finish()
 
-    def _wait(self, waits: list[simpy.Event]):
+    def _links(self) -> Links:
+        if self.links is None:  # only copies and all-reduces get here, and they need a GPU
+            raise RuntimeError("parsim engine: a copy was routed to a system without links")
+        return self.links
+
+    def _wait(self, waits: list[simpy.Event]) -> Process:
         pending = [event for event in waits if not event.processed]
         if pending:
             yield self.env.all_of(pending)

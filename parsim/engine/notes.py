@@ -13,7 +13,7 @@ LISTED = 3
 class Notes:
     """Collects per-kernel remarks by topic."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._quantised: dict[str, tuple[float, int, int]] = {}
         self._cached: dict[str, str] = {}
 

@@ -22,6 +22,7 @@ import simpy
 
 from parsim import resources
 from parsim.caching import cached
+from parsim.engine.fluid import Process
 from parsim.engine.notes import Notes
 from parsim.engine.waves import Decomposition, decompose
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
@@ -72,14 +73,15 @@ def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[f
 def kernel_fork_join_s(spec: ProcessorSpec, mode: str, kernel: Kernel) -> float:
     """The model's fork/join cost of spreading this kernel over the cores."""
     ex = plan(spec, mode, kernel)[0]
-    return fork_join_s(spec, ex, kernel.gemm_mn is not None, kernel.work_items)
+    return float(fork_join_s(spec, ex, kernel.gemm_mn is not None, kernel.work_items))
 
 
 @cached(maxsize=16384)
 def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """Duration of the whole kernel (fork/join and all phases)."""
     phases = sum(
-        combine(compute_s, memory_s, overlap) for compute_s, memory_s in phase_times(spec, mode, kernel)
+        float(combine(compute_s, memory_s, overlap))
+        for compute_s, memory_s in phase_times(spec, mode, kernel)
     )
     return kernel_fork_join_s(spec, mode, kernel) + phases
 
@@ -127,7 +129,7 @@ class Processor:
         issue_s: list[float],
         dispatch_s: float = 0.0,
         host_row: Resource | None = None,
-    ):
+    ) -> Process:
         """Process: hold the processor and run ``kernels`` back to back.
 
         Args:
@@ -144,7 +146,7 @@ class Processor:
                 if issue_s:
                     clock = max(clock, issue_s[index])
                 else:
-                    if self.trace is not None:
+                    if self.trace is not None and host_row is not None:
                         self.trace.append(
                             TraceEvent(
                                 host_row, f"issue {kernel.name}", "overhead", clock, clock + dispatch_s
@@ -202,20 +204,26 @@ class Processor:
         return row
 
 
+# busy cores, label, kind, start, end, share of cores busy, the memory leg's (start, end) or None
+_Phase = tuple[int, str, str, float, float, float, tuple[float, float] | None]
+
+
 @attrs.frozen
 class _Layout:
     """A kernel's phases relative to its start: busy cores, labels, kinds and times (cached by shape)."""
 
     level: str
     duration_s: float
-    phases: tuple
-    quantised: tuple | None
+    phases: tuple[_Phase, ...]
+    quantised: tuple[float, int, int] | None
 
 
 @cached(maxsize=16384)
 def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
     ex, decomposition = plan(spec, mode, kernel)
-    clock, phases, quantised = kernel_fork_join_s(spec, mode, kernel), [], None
+    clock = kernel_fork_join_s(spec, mode, kernel)
+    phases: list[_Phase] = []
+    quantised: tuple[float, int, int] | None = None
     if clock:
         busy = max(p.active_cores for p in decomposition.phases)
         phases.append((busy, "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
@@ -243,4 +251,4 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
             )
         )
         clock += duration
-    return _Layout(ex.memory.name, clock, tuple(phases), quantised)
+    return _Layout(ex.memory.name or "", clock, tuple(phases), quantised)

@@ -16,11 +16,13 @@ add edges across streams, devices and threads.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 import simpy
 
 from parsim import resources
+from parsim.engine.fluid import Process
 from parsim.engine.machine import Machine
 from parsim.hardware.specs import SystemSpec
 from parsim.timeline import TraceEvent
@@ -44,10 +46,10 @@ class SimResult:
     notes: tuple[str, ...]
 
 
-class _Discard(list):
+class _Discard(list[TraceEvent]):
     """A trace that keeps nothing: throughput runs only need the instance end times."""
 
-    def append(self, item) -> None:
+    def append(self, item: TraceEvent) -> None:
         pass
 
 
@@ -85,11 +87,11 @@ def simulate(
         threads.setdefault(thread_of(op), []).append(index)
     segments = {thread: program.segments(mine) for thread, mine in threads.items()}
     # Only ops that start a segment wait; only what they wait for needs an event.
-    needs = {
-        first: [*deps[first], *([previous[first]] if previous[first] is not None else [])]
-        for chains in segments.values()
-        for first, *_ in chains
-    }
+    needs: dict[int, list[int]] = {}
+    for chains in segments.values():
+        for first, *_ in chains:
+            before = previous[first]
+            needs[first] = [*deps[first], *([before] if before is not None else [])]
     completion = _Completion(env, per_instance, repeats, {d for wanted in needs.values() for d in wanted})
     waits = {first: [completion.events[d] for d in wanted] for first, wanted in needs.items()}
     for thread in sorted(segments):
@@ -116,7 +118,7 @@ class _Completion:
         self.events = {index: env.event() for index in awaited}
         self.finished = 0
 
-    def finisher(self, indices: list[int]):
+    def finisher(self, indices: list[int]) -> Callable[[], None]:
         """A callback that marks ``indices`` done at the current time."""
 
         def finish() -> None:
@@ -187,17 +189,17 @@ def _thread(
     waits: dict[int, list[simpy.Event]],
     completion: _Completion,
     trace: list[TraceEvent],
-):
+) -> Process:
     system = program.system
     row = resources.thread(thread)
     for segment in segments:
         first = segment[0]
         op = program.ops[first]
         on_host = program.on_host(op)
-        dispatch_s = system.host.dispatch_s if on_host else system.device.dispatch_s
+        dispatch_s = system.host.dispatch_s if on_host else system.gpu.dispatch_s
         finish = completion.finisher(segment)
         if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
-            kernels = [program.ops[i] for i in segment]
+            kernels = [k for i in segment if isinstance(k := program.ops[i], Kernel)]  # a chain is kernels
             if program.cpu_only:  # the host runs each kernel itself, issuing the next when it ends
                 yield env.process(machine.run_chain(kernels, [], waits[first], finish, dispatch_s, row))
                 continue

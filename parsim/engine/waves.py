@@ -72,6 +72,7 @@ def gemm_tiles(kernel: Kernel, ex: Execution) -> tuple[int, int]:
     over a million pixels, say) would leave most cores idle; cuBLAS and cuDNN then split K
     across cores and add the partial sums ("split-K"), which this reproduces.
     """
+    assert kernel.gemm_mn is not None  # only GEMM-shaped kernels are cut into output tiles
     edge = math.isqrt(ex.tile_items)
     m, n = kernel.gemm_mn
     outputs = math.ceil(m / edge) * math.ceil(n / edge)
@@ -92,8 +93,10 @@ def tile_compute_s(kernel: Kernel, ex: Execution, tiles: int) -> float:
         flops = kernel.flops / (m * n) * ex.tile_items / gemm_tiles(kernel, ex)[1]
     else:
         flops = kernel.flops / tiles
-    return compute_s(
-        ex, flops, kernel.special_ops / tiles, kernel.work_items / tiles, kernel.python_ops_per_item, 1
+    return float(
+        compute_s(
+            ex, flops, kernel.special_ops / tiles, kernel.work_items / tiles, kernel.python_ops_per_item, 1
+        )
     )
 
 

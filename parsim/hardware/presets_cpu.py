@@ -33,13 +33,15 @@ Sources, abbreviated in the comments:
 
 from __future__ import annotations
 
+from typing import Any
+
 from parsim.hardware.specs import CacheLevel, MemorySpec, ProcessorSpec
 
 KiB = 1024  # binary prefixes for cache and memory sizes
 MiB = 1024 * KiB  # binary prefix
 GiB = 1024 * MiB  # binary prefix
 
-_CPU_COMMON = dict(
+_CPU_COMMON: dict[str, Any] = dict(
     kind="cpu",
     warp_size=1,  # a CPU core has no lockstep warp
     tiles_per_core=1,  # one chunk in flight per core
@@ -50,7 +52,7 @@ _CPU_COMMON = dict(
 )
 
 
-def _cpu(**fields) -> ProcessorSpec:
+def _cpu(**fields: Any) -> ProcessorSpec:
     return ProcessorSpec(**_CPU_COMMON, **fields)
 
 

@@ -38,13 +38,15 @@ bandwidth ~3x effective DRAM (the ratio [TK] cuda-cache measures on a V100: 2.54
 
 from __future__ import annotations
 
+from typing import Any
+
 from parsim.hardware.specs import CacheLevel, MemorySpec, ProcessorSpec
 
 KiB = 1024  # binary prefixes for cache and memory sizes
 MiB = 1024 * KiB  # binary prefix
 GiB = 1024 * MiB  # binary prefix
 
-_GPU_COMMON = dict(
+_GPU_COMMON: dict[str, Any] = dict(
     kind="gpu",
     warp_size=32,  # [PG] warp size of every NVIDIA architecture
     tile_items=256,  # a 256-thread block, one element per thread (design choice)
@@ -55,7 +57,7 @@ _GPU_COMMON = dict(
 )
 
 
-def _gpu(**fields) -> ProcessorSpec:
+def _gpu(**fields: Any) -> ProcessorSpec:
     return ProcessorSpec(**_GPU_COMMON, **fields)
 
 
@@ -238,7 +240,9 @@ V100_SXM2 = _gpu(
 )
 
 
-def _a100(id: str, name: str, **memory) -> ProcessorSpec:
+def _a100(
+    id: str, name: str, *, bandwidth_Bps: float, peak_bandwidth_Bps: float, capacity_B: float
+) -> ProcessorSpec:
     return _gpu(
         id=id,
         name=name,
@@ -262,13 +266,15 @@ def _a100(id: str, name: str, **memory) -> ProcessorSpec:
         peer_link="nvlink3",  # [WP-A100] SXM4: 12 third-generation NVLinks, 600 GB/s
         memory=MemorySpec(
             latency_s=407e-9,  # [TK] cuda-latency a100_40: 574.6 cycles at 1410 MHz
-            per_core_bandwidth_Bps=3 * memory["bandwidth_Bps"] / 108,  # estimate: 3 x bandwidth / SMs
+            per_core_bandwidth_Bps=3 * bandwidth_Bps / 108,  # estimate: 3 x bandwidth / SMs
             caches=(
                 _l1(108, 1410e6, 192 * KiB),  # [WP-A100] 192 KB L1/shared per SM
                 # [WP-A100] 40 MB L2; [TK] gpu-l2-cache a100_80 (same die and clock): ~5.4 TB/s
                 CacheLevel(name="L2", size_B=40 * MiB, bandwidth_Bps=5.4e12),
             ),
-            **memory,
+            bandwidth_Bps=bandwidth_Bps,
+            peak_bandwidth_Bps=peak_bandwidth_Bps,
+            capacity_B=capacity_B,
         ),
     )
 
@@ -322,7 +328,9 @@ H100_PCIE = _gpu(
 )
 
 
-def _gh100_sxm(id: str, name: str, **memory) -> ProcessorSpec:
+def _gh100_sxm(
+    id: str, name: str, *, bandwidth_Bps: float, peak_bandwidth_Bps: float, capacity_B: float
+) -> ProcessorSpec:
     return _gpu(
         id=id,
         name=name,
@@ -344,13 +352,15 @@ def _gh100_sxm(id: str, name: str, **memory) -> ProcessorSpec:
         peer_link="nvlink4",  # [WP-H100] SXM5: 18 fourth-generation NVLinks, 900 GB/s
         memory=MemorySpec(
             latency_s=375e-9,  # estimate: same GH100 memory system as [TK] gpu-latency h100_pcie
-            per_core_bandwidth_Bps=3 * memory["bandwidth_Bps"] / 132,  # estimate: 3 x bandwidth / SMs
+            per_core_bandwidth_Bps=3 * bandwidth_Bps / 132,  # estimate: 3 x bandwidth / SMs
             caches=(
                 _l1(132, 1980e6, 256 * KiB),  # [WP-H100] 256 KB L1/shared per SM
                 # [WP-H100] 50 MB L2; [TK] gpu-l2-cache h200 (same die and clock): ~9.8 TB/s
                 CacheLevel(name="L2", size_B=50 * MiB, bandwidth_Bps=9.8e12),
             ),
-            **memory,
+            bandwidth_Bps=bandwidth_Bps,
+            peak_bandwidth_Bps=peak_bandwidth_Bps,
+            capacity_B=capacity_B,
         ),
     )
 

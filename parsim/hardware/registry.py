@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
+from typing import TypeVar
 
 from parsim.errors import ParsimError
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
@@ -17,11 +18,17 @@ from parsim.hardware.tomlio import load_hardware
 DEFAULT_HOST = "xeon-e5-2630v3"
 
 
-def _presets():
+def _processors() -> dict[str, ProcessorSpec]:
     # Imported on first use: the preset tables are the heaviest import of the package.
-    from parsim.hardware import presets
+    from parsim.hardware.presets import PROCESSORS
 
-    return presets
+    return PROCESSORS
+
+
+def _links() -> dict[str, LinkSpec]:
+    from parsim.hardware.presets import LINKS
+
+    return LINKS
 
 
 def _suggest(name: str, known: list[str]) -> str:
@@ -31,7 +38,12 @@ def _suggest(name: str, known: list[str]) -> str:
     return f"; closest: {', '.join(close[:4])}" if close else f"; known: {', '.join(sorted(known))}"
 
 
-def _resolve(value, cls: type, table: dict, field: str, noun: str, other: str):
+Spec = TypeVar("Spec", ProcessorSpec, LinkSpec)
+
+
+def _resolve(
+    value: object, cls: type[Spec], table: dict[str, Spec], field: str, noun: str, other: str
+) -> Spec:
     """A spec of ``cls`` from a spec, a TOML path or a preset id in ``table``."""
     if isinstance(value, cls):
         return value
@@ -48,12 +60,12 @@ def _resolve(value, cls: type, table: dict, field: str, noun: str, other: str):
 
 def processor(value: str | ProcessorSpec, field: str = "device") -> ProcessorSpec:
     """A processor from a spec, a preset id or a TOML path."""
-    return _resolve(value, ProcessorSpec, _presets().PROCESSORS, field, "processor", "link")
+    return _resolve(value, ProcessorSpec, _processors(), field, "processor", "link")
 
 
 def link(value: str | LinkSpec, field: str = "link") -> LinkSpec:
     """A link from a spec, a preset id or a TOML path."""
-    return _resolve(value, LinkSpec, _presets().LINKS, field, "link", "processor")
+    return _resolve(value, LinkSpec, _links(), field, "link", "processor")
 
 
 def system(
@@ -107,8 +119,10 @@ def system(
     )
 
 
-def kind_of(source) -> str | None:
+def kind_of(source: str | ProcessorSpec | None) -> str | None:
     """``"cpu"`` or ``"gpu"`` for a processor source, None where it names no processor."""
+    if source is None:
+        return None
     try:
         return processor(source).kind
     except (ParsimError, TypeError):
@@ -116,8 +130,8 @@ def kind_of(source) -> str | None:
 
 
 def processor_ids(kind: str | None = None) -> list[str]:
-    return sorted(k for k, v in _presets().PROCESSORS.items() if kind is None or v.kind == kind)
+    return sorted(k for k, v in _processors().items() if kind is None or v.kind == kind)
 
 
 def link_ids() -> list[str]:
-    return sorted(_presets().LINKS)
+    return sorted(_links())

@@ -14,35 +14,47 @@ STREAM-like benchmark or a bandwidth test measures); datasheet peaks are kept be
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 import attrs
 
 from parsim.checks import boolean, fraction, is_number, non_negative, one_of, positive, positive_int
 from parsim.dtypes import DTYPES
-from parsim.errors import field_error
+from parsim.errors import ParsimError, field_error
 
 
-def _positive_rates(attribute, pairs) -> None:
+def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> None:
     for key, rate in pairs:
         if not is_number(rate) or rate <= 0:
             raise field_error(f"{attribute.name}.{key}", "> 0", rate)
 
 
-def _rate_table(instance, attribute, value):
+def _rate_table(instance: Any, attribute: Any, value: tuple[tuple[str, float], ...]) -> None:
     for dtype, _rate in value:
         if dtype not in DTYPES:
             raise field_error(f"{attribute.name}.{dtype}", f"one of {sorted(DTYPES)}", dtype)
     _positive_rates(attribute, value)
 
 
-def _op_table(instance, attribute, value):
+def _op_table(instance: Any, attribute: Any, value: tuple[tuple[str, float], ...]) -> None:
     _positive_rates(attribute, value)
 
 
-def _rate_items(value) -> tuple[tuple[str, float], ...]:
+def _rate_items(
+    value: Mapping[str, float] | Iterable[tuple[str, float]] | None,
+) -> tuple[tuple[str, float], ...]:
     """Store a ``{dtype: rate}`` table as sorted pairs so the spec stays hashable."""
     return tuple(sorted(dict(value or {}).items()))
+
+
+def _levels(value: Iterable[CacheLevel]) -> tuple[CacheLevel, ...]:
+    return tuple(value)
+
+
+def _curve(points: Iterable[BandwidthPoint]) -> tuple[BandwidthPoint, ...]:
+    """Measured points, smallest working set first."""
+    return tuple(sorted(points, key=lambda point: point.working_set_B))
 
 
 @attrs.frozen(cache_hash=True)
@@ -104,12 +116,10 @@ class MemorySpec:
     latency_s: float = attrs.field(validator=positive)
     capacity_B: float = attrs.field(validator=positive)
     per_core_bandwidth_Bps: float = attrs.field(validator=positive)
-    caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=tuple)
-    curve: tuple[BandwidthPoint, ...] = attrs.field(
-        default=(), converter=lambda points: tuple(sorted(points, key=lambda p: p.working_set_B))
-    )
+    caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=_levels)
+    curve: tuple[BandwidthPoint, ...] = attrs.field(default=(), converter=_curve)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
             raise field_error(
                 "bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})", self.bandwidth_Bps
@@ -165,10 +175,14 @@ class ProcessorSpec:
     fma: bool = attrs.field(default=True, validator=boolean)
     fp64_ratio: float = attrs.field(default=0.5, validator=positive)
     fp16_ratio: float = attrs.field(default=1.0, validator=positive)
-    matrix_flops_per_s: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_rate_table)
+    matrix_flops_per_s: tuple[tuple[str, float], ...] = attrs.field(
+        factory=tuple, converter=_rate_items, validator=_rate_table
+    )
     matmul_efficiency: float = attrs.field(default=0.8, validator=fraction)
     special_per_core_per_cycle: float = attrs.field(default=1.0, validator=positive)
-    op_rates_per_core: tuple = attrs.field(factory=tuple, converter=_rate_items, validator=_op_table)
+    op_rates_per_core: tuple[tuple[str, float], ...] = attrs.field(
+        factory=tuple, converter=_rate_items, validator=_op_table
+    )
     dispatch_s: float = attrs.field(default=1e-6, validator=non_negative)
     parallel_dispatch_s: float = attrs.field(default=0.0, validator=non_negative)
     interpreted_element_s: float = attrs.field(default=50e-9, validator=positive)
@@ -185,11 +199,13 @@ class ProcessorSpec:
     def is_gpu(self) -> bool:
         return self.kind == "gpu"
 
+    def lane_flops_per_s(self, dtype: str = "float32") -> float:
+        """Peak FLOP/s of one vector lane for ``dtype``: an FMA counts two FLOPs per cycle."""
+        return (2.0 if self.fma else 1.0) * self.clock_Hz * self.dtype_ratio(dtype)
+
     def vector_flops_per_s(self, dtype: str = "float32") -> float:
         """Peak vector FLOP/s of the whole chip for ``dtype`` (no matrix units)."""
-        per_lane = 2.0 if self.fma else 1.0
-        base = self.cores * self.lanes_per_core * per_lane * self.clock_Hz
-        return base * self.dtype_ratio(dtype)
+        return self.cores * self.lanes_per_core * self.lane_flops_per_s(dtype)
 
     def dtype_ratio(self, dtype: str) -> float:
         """Vector throughput of ``dtype`` relative to float32."""
@@ -204,7 +220,7 @@ class ProcessorSpec:
         vector = self.vector_flops_per_s(dtype)
         rates = dict(self.matrix_flops_per_s)
         if matrix and dtype in rates:
-            return max(vector, rates[dtype])
+            return max(vector, float(rates[dtype]))
         return vector
 
 
@@ -244,7 +260,7 @@ class LinkSpec:
         """How timelines name the link's rows: ``PCIe`` or ``NVLink``."""
         return LINK_FAMILIES[self.kind]
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
             raise field_error(
                 "bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})", self.bandwidth_Bps
@@ -278,7 +294,7 @@ class SystemSpec:
     gpus_per_switch: int = attrs.field(default=1, validator=positive_int)
     peer_link: LinkSpec | None = None
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if self.host.kind != "cpu":
             raise field_error("host", "a CPU spec", self.host.id)
         if self.device is not None and self.link is None:
@@ -289,9 +305,23 @@ class SystemSpec:
             )
 
     @property
-    def ring_link(self) -> LinkSpec | None:
+    def gpu(self) -> ProcessorSpec:
+        """The accelerator, for code that only runs on a system with one (copies, launches)."""
+        if self.device is None:
+            raise ParsimError(f"this system has no GPU, only the CPU {self.host.id}")
+        return self.device
+
+    @property
+    def host_link(self) -> LinkSpec:
+        """The host<->GPU link, for code that only runs on a system with a GPU."""
+        if self.link is None:
+            raise ParsimError(f"this system has no link, only the CPU {self.host.id}")
+        return self.link
+
+    @property
+    def ring_link(self) -> LinkSpec:
         """The link all-reduce traffic takes: NVLink when present, else the host link."""
-        return self.peer_link if self.peer_link is not None else self.link
+        return self.peer_link if self.peer_link is not None else self.host_link
 
     @property
     def compute(self) -> ProcessorSpec:

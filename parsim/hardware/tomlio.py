@@ -13,7 +13,7 @@ from __future__ import annotations
 import tomllib
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import tomli_w
@@ -73,7 +73,7 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
         raise ParsimError(f"{source}: {exc}") from None
 
 
-def _with_link_kind(table: dict, source: str) -> dict:
+def _with_link_kind(table: dict[str, Any], source: str) -> dict[str, Any]:
     """A link table without ``kind`` (files written before it existed): NVLink if its id or name says so.
 
     Files whose id starts with ``nvlink`` keep the meaning they had; a file named, say,
@@ -92,13 +92,16 @@ def _with_link_kind(table: dict, source: str) -> dict:
     return {**table, "kind": kind}
 
 
-def _table(value: Any, where: str) -> dict:
+def _table(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ParsimError(f"missing table [{where}]")
     return value
 
 
-def _build(cls, table: Any, where: str):
+Built = TypeVar("Built", ProcessorSpec, LinkSpec, MemorySpec, CacheLevel, BandwidthPoint)
+
+
+def _build(cls: type[Built], table: Any, where: str) -> Built:
     table = _table(table, where)
     fields = {f.name: f for f in attrs.fields(cls)}
     for key in table:
@@ -115,9 +118,9 @@ def _build(cls, table: Any, where: str):
         raise ParsimError(f"[{where}]: {exc}") from None
 
 
-def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict | None = None) -> str:
+def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict[str, Any] | None = None) -> str:
     """TOML text for ``spec`` (round-trips through ``loads_hardware``)."""
-    data = _without_none(attrs.asdict(spec, recurse=True))
+    data: dict[str, Any] = _without_none(attrs.asdict(spec, recurse=True))
     if isinstance(spec, ProcessorSpec) and not spec.memory.curve:
         data["memory"].pop("curve", None)
     if isinstance(spec, ProcessorSpec):
@@ -131,7 +134,7 @@ def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict | None = None) -> 
     return tomli_w.dumps(document)
 
 
-def _without_none(value):
+def _without_none(value: Any) -> Any:
     """TOML has no null: optional fields that are unset are simply left out."""
     if isinstance(value, dict):
         return {k: _without_none(v) for k, v in value.items() if v is not None}
@@ -140,7 +143,9 @@ def _without_none(value):
     return value
 
 
-def save_hardware(spec: ProcessorSpec | LinkSpec, path: str | Path, meta: dict | None = None) -> Path:
+def save_hardware(
+    spec: ProcessorSpec | LinkSpec, path: str | Path, meta: dict[str, Any] | None = None
+) -> Path:
     """Write ``spec`` to ``path`` as TOML and return the path."""
     path = Path(path)
     path.write_text(dumps_hardware(spec, meta))

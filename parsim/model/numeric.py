@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy
 
-Number = Any  # a float, or a NumPy array of floats (the same code path serves both)
+from parsim.dtypes import Number
+
+__all__ = ["Number", "maximum", "minimum", "where"]
 
 
 def where(condition: Any, if_true: Number, if_false: Number) -> Number:

@@ -25,8 +25,9 @@ WORK = ("compute", "memory", "transfer")
 """Device-side kinds; a trace may also hold ``overhead`` (dispatch) and ``wait`` (a blocked host thread)."""
 
 
-def bottleneck(parts: Mapping[str, Number]) -> str | numpy.ndarray:
-    """The category holding the most time (the earlier one in ``CATEGORIES`` on a tie)."""
+def bottleneck(parts: Mapping[str, Number]) -> Number:
+    """The category holding the most time (the earlier one in ``CATEGORIES`` on a tie): a str, or
+    an array of them for arrays of seconds."""
     values = [parts[kind] for kind in CATEGORIES]
     if not any(isinstance(value, numpy.ndarray) for value in values):
         return max(CATEGORIES, key=lambda kind: parts[kind])

@@ -16,6 +16,7 @@ import attrs
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.memory import Level, level
 from parsim.model.modes import busy_cores, lanes
+from parsim.model.numeric import Number
 from parsim.workloads.base import Kernel
 
 
@@ -56,14 +57,15 @@ class Execution:
         return self.cores * self.core_flops_per_s
 
 
-def execution(spec: ProcessorSpec, mode: str, kernel: Kernel, working_set_B=None) -> Execution:
+def execution(
+    spec: ProcessorSpec, mode: str, kernel: Kernel, working_set_B: Number | None = None
+) -> Execution:
     """Resolve the rates ``kernel`` sees on ``spec`` in ``mode`` (a mode already checked).
 
     ``working_set_B`` defaults to the kernel's own; a vectorised sweep passes an array of them.
     """
     cores, used = busy_cores(spec, mode), lanes(spec, mode)
-    per_lane = 2.0 if spec.fma else 1.0
-    core_flops = used * per_lane * spec.clock_Hz * spec.dtype_ratio(kernel.dtype)
+    core_flops = used * spec.lane_flops_per_s(kernel.dtype)
     matrix_rates = dict(spec.matrix_flops_per_s)
     if kernel.matrix and used == spec.lanes_per_core and kernel.dtype in matrix_rates:
         core_flops = max(core_flops, matrix_rates[kernel.dtype] / spec.cores)

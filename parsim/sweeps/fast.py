@@ -131,9 +131,9 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
         dispatch, host_waits = spec.dispatch_s, system.device is None
         flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
     else:
-        duration = transfer.transfer_s(system.link, q.transfer_B, op.pinned)
+        duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned)
         kind = numpy.full(duration.shape, "transfer")
-        dispatch, host_waits = system.device.dispatch_s, not op.pinned
+        dispatch, host_waits = system.gpu.dispatch_s, not op.pinned
         flops, moved, crossing = 0.0 * q.transfer_B, 0.0 * q.transfer_B, q.transfer_B
     breakdown = outcome.single_op_breakdown(kind, duration, dispatch)
     return {

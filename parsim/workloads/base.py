@@ -14,6 +14,7 @@ A mistake is refused in one line naming the op and the field, as hardware specs 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import attrs
@@ -33,6 +34,8 @@ from parsim.errors import ParsimError, field_error
 
 HOST = -1
 """``device`` of an op the host CPU runs itself."""
+Params = dict[str, Any]
+"""A workload's validated parameters, as its builder receives them."""
 _INF = float("inf")
 
 
@@ -222,11 +225,27 @@ class Vectorised:
     """
 
     footprint_B: Any
-    kernel: dict | None = None
+    kernel: Params | None = None
     transfer_B: Any = None
 
 
 Op = Kernel | Transfer | AllReduce
+
+
+def _param_pairs(value: Iterable[tuple[str, object]]) -> tuple[tuple[str, object], ...]:
+    return tuple(value)
+
+
+def _ops(value: Iterable[Op]) -> tuple[Op, ...]:
+    return tuple(value)
+
+
+def _deps(value: Iterable[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(value)
+
+
+def _layer_kinds(value: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(value)
 
 
 @attrs.frozen(cache_hash=True)
@@ -246,12 +265,12 @@ class Workload:
     """
 
     name: str = attrs.field(validator=text)
-    params: tuple[tuple[str, object], ...] = attrs.field(converter=tuple)
-    ops: tuple[Op, ...] = attrs.field(converter=tuple)
-    deps: tuple[tuple[int, ...], ...] = attrs.field(default=(), converter=tuple)
+    params: tuple[tuple[str, object], ...] = attrs.field(converter=_param_pairs)
+    ops: tuple[Op, ...] = attrs.field(converter=_ops)
+    deps: tuple[tuple[int, ...], ...] = attrs.field(default=(), converter=_deps)
     footprint_B: float = attrs.field(default=0.0, validator=non_negative)
     gpus: int = attrs.field(default=1, validator=positive_int)
-    layers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=tuple)
+    layers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_layer_kinds)
     staging: bool = attrs.field(default=False, validator=boolean)
 
     def __attrs_post_init__(self) -> None:
@@ -307,7 +326,7 @@ class Workload:
         )
         return sum(t.nbytes for t in self.transfers) + ring
 
-    def param(self, key: str, default=None):
+    def param(self, key: str, default: Any = None) -> Any:
         return dict(self.params).get(key, default)
 
 

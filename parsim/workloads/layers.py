@@ -16,6 +16,7 @@ inference step:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 
@@ -168,7 +169,7 @@ def layer_kernels(
     n_in, n_out = batch * layer.in_size, batch * layer.out_size
 
     def kernel(
-        step: str, flops: float, read: float, written: float, items: int, cold_read: float = 0.0, **extra
+        step: str, flops: float, read: float, written: float, items: int, cold_read: float = 0.0, **extra: Any
     ) -> Kernel:
         # What a layer writes leaves the cache for main memory sooner or later, and a network's
         # weights are streamed from main memory once per step: both are cold traffic. Only the

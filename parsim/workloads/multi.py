@@ -19,7 +19,7 @@ import math
 import attrs
 
 from parsim.errors import ParsimError
-from parsim.workloads.base import Kernel, Transfer, Workload
+from parsim.workloads.base import AllReduce, Kernel, Op, Transfer, Workload
 
 
 def split_over_gpus(workload: Workload, gpus: int, how: str | None, instead: str = "") -> Workload:
@@ -44,7 +44,9 @@ def split_over_gpus(workload: Workload, gpus: int, how: str | None, instead: str
     return attrs.evolve(workload, ops=ops, deps=deps, footprint_B=workload.footprint_B / gpus, gpus=gpus)
 
 
-def _share(op: Kernel | Transfer, gpus: int, device: int) -> Kernel | Transfer:
+def _share(op: Op, gpus: int, device: int) -> Op:
+    if isinstance(op, AllReduce):
+        return op  # already spans every GPU
     if isinstance(op, Transfer):
         return attrs.evolve(op, nbytes=op.nbytes / gpus, device=device)
     items = max(1, math.ceil(op.work_items / gpus))

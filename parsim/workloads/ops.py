@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.dtypes import itemsize
-from parsim.workloads.base import Kernel, Vectorised, Workload
+from parsim.dtypes import Number, itemsize
+from parsim.workloads.base import Kernel, Params, Vectorised, Workload
 
 
 @attrs.frozen
@@ -74,7 +74,7 @@ GEMM_PYTHON_OPS = 1.75  # one term of sum(x * y for x, y in zip(row, col)), per 
 GEMM_PYTHON_SETUP = 22.0  # per output element: building the generator and calling sum()
 
 
-def elementwise_parts(op: str, n, dtype: str, fused: bool = True) -> list[dict]:
+def elementwise_parts(op: str, n: Number, dtype: str, fused: bool = True) -> list[Params]:
     """Keyword arguments of the op's kernels over ``n`` elements (a number, or an array of sizes).
 
     Fused: one kernel reading its inputs and writing one output. Unfused: one kernel per NumPy
@@ -98,7 +98,7 @@ def elementwise_parts(op: str, n, dtype: str, fused: bool = True) -> list[dict]:
     ]
 
 
-def elementwise_footprint_B(op: str, n, dtype: str, fused: bool):
+def elementwise_footprint_B(op: str, n: Number, dtype: str, fused: bool) -> Number:
     """Inputs and output, plus a temporary when NumPy runs several passes."""
     spec = ELEMENTWISE[op]
     return (spec.inputs + 1 + (0 if fused or len(spec.passes) == 1 else 1)) * n * itemsize(dtype)
@@ -110,7 +110,7 @@ def elementwise_kernel(op: str, n: int, dtype: str, stream: int = 0, label: str 
     return Kernel(**{**part, "name": label or op}, dtype=dtype, stream=stream)
 
 
-def elementwise(op: str, params: dict) -> Workload:
+def elementwise(op: str, params: Params) -> Workload:
     """Workload of one elementwise op (``vector_add``, ``saxpy``, ``relu``, ``sigmoid``)."""
     n, dtype, fused = params["n"], params["dtype"], params["fused"]
     ops = tuple(Kernel(**part, dtype=dtype) for part in elementwise_parts(op, n, dtype, fused))
@@ -119,7 +119,7 @@ def elementwise(op: str, params: dict) -> Workload:
     )
 
 
-def vectorised_elementwise(op: str, params: dict) -> Vectorised | None:
+def vectorised_elementwise(op: str, params: Params) -> Vectorised | None:
     """The op's one kernel over arrays of sizes; None when NumPy-style passes make several."""
     parts = elementwise_parts(op, params["n"], params["dtype"], params["fused"])
     if len(parts) != 1:
@@ -128,7 +128,7 @@ def vectorised_elementwise(op: str, params: dict) -> Vectorised | None:
     return Vectorised(footprint_B=footprint, kernel=parts[0])
 
 
-def reduce_parts(n, dtype: str) -> dict:
+def reduce_parts(n: Number, dtype: str) -> Params:
     """``sum(x)``: one add per element, every element read once, one value written."""
     size = itemsize(dtype)
     return {
@@ -142,19 +142,19 @@ def reduce_parts(n, dtype: str) -> dict:
     }
 
 
-def reduce_sum(params: dict) -> Workload:
+def reduce_sum(params: Params) -> Workload:
     """Sum of ``n`` elements."""
     n, dtype = params["n"], params["dtype"]
     kernel = Kernel(**reduce_parts(n, dtype), dtype=dtype)
     return Workload(name="reduce_sum", params=_items(params), ops=(kernel,), footprint_B=n * itemsize(dtype))
 
 
-def vectorised_reduce_sum(params: dict) -> Vectorised:
+def vectorised_reduce_sum(params: Params) -> Vectorised:
     n, dtype = params["n"], params["dtype"]
     return Vectorised(footprint_B=n * itemsize(dtype), kernel=reduce_parts(n, dtype))
 
 
-def gemm_parts(m, n, k, dtype: str) -> dict:
+def gemm_parts(m: Number, n: Number, k: Number, dtype: str) -> Params:
     """C[m,n] = A[m,k] @ B[k,n]: 2mnk FLOPs; A and B read once, C written once (compulsory)."""
     size = itemsize(dtype)
     return {
@@ -173,19 +173,19 @@ def gemm_kernel(m: int, n: int, k: int, dtype: str, name: str, stream: int = 0) 
     )
 
 
-def matmul(params: dict) -> Workload:
+def matmul(params: Params) -> Workload:
     """Dense matrix multiply ``m x k`` by ``k x n``."""
     m, n, k, dtype = params["m"], params["n"], params["k"], params["dtype"]
     kernel = gemm_kernel(m, n, k, dtype, name=f"matmul {m}x{n}x{k}")
     return Workload(name="matmul", params=_items(params), ops=(kernel,), footprint_B=kernel.bytes)
 
 
-def vectorised_matmul(params: dict) -> Vectorised:
+def vectorised_matmul(params: Params) -> Vectorised:
     part = gemm_parts(params["m"], params["n"], params["k"], params["dtype"])
     return Vectorised(footprint_B=part["bytes_read"] + part["bytes_written"], kernel=part)
 
 
-def conv2d(params: dict) -> Workload:
+def conv2d(params: Params) -> Workload:
     """Same-padded stride-1 convolution, computed as an implicit GEMM.
 
     Every output pixel of every filter is independent ("embarrassingly parallel"): M = batch x
@@ -209,5 +209,5 @@ def conv2d(params: dict) -> Workload:
     return Workload(name="conv2d", params=_items(params), ops=(kernel,), footprint_B=kernel.bytes)
 
 
-def _items(params: dict) -> tuple[tuple[str, object], ...]:
+def _items(params: Params) -> tuple[tuple[str, object], ...]:
     return tuple(sorted(params.items()))

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from parsim.errors import ParsimError
 from parsim.workloads import ops, training, transfers
-from parsim.workloads.base import Vectorised, Workload
+from parsim.workloads.base import Params, Vectorised, Workload
 
 Dtype = Literal["float16", "bfloat16", "float32", "float64"]
 ElementwiseOp = Literal["vector_add", "saxpy", "relu", "sigmoid"]
@@ -30,7 +30,7 @@ class _Params(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _whole_floats(cls, value):
+    def _whole_floats(cls, value: Any) -> Any:
         # "1e8" arrives as the float 1e8; integer fields accept it when it is whole.
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
             return int(value)
@@ -124,14 +124,14 @@ class WorkloadDef:
 
     name: str
     params: type[_Params]
-    build: Callable[[dict], Workload]
+    build: Callable[[Params], Workload]
     summary: str
     sizes: tuple[str, ...] = ()
-    vectorised: Callable[[dict], Vectorised | None] | None = None
+    vectorised: Callable[[Params], Vectorised | None] | None = None
     split: Literal["items", "batch"] | None = None
     instead: str = ""
-    samples: Callable[[dict], int] | None = None
-    baseline: Callable[[dict], dict] | None = None
+    samples: Callable[[Params], int] | None = None
+    baseline: Callable[[Params], Params] | None = None
     family: str = ""
 
     @property
@@ -154,14 +154,14 @@ def _elementwise(op: str) -> WorkloadDef:
     )
 
 
-def _batch(params: dict) -> int:
-    return params["batch"]
+def _batch(params: Params) -> int:
+    return int(params["batch"])
 
 
-def _global_batch(params: dict) -> int:
+def _global_batch(params: Params) -> int:
     """Samples of a data-parallel step: every GPU's shard (a strong-scaling batch may not divide evenly)."""
     shard = params["batch"] if params["scaling"] == "weak" else params["batch"] // params["gpus"]
-    return shard * params["gpus"]
+    return int(shard * params["gpus"])
 
 
 _DATA_PARALLEL = " (use data_parallel model=... gpus=G)"
@@ -269,7 +269,7 @@ def lookup(name: str) -> WorkloadDef:
     return WORKLOADS[name]
 
 
-def validate_params(name: str, params: dict) -> dict:
+def validate_params(name: str, params: Params) -> Params:
     """Validate ``params`` for workload ``name``; return them with defaults filled in."""
     definition = lookup(name)
     try:
@@ -278,7 +278,7 @@ def validate_params(name: str, params: dict) -> dict:
         raise ParsimError(_one_line(name, definition.params, exc)) from None
 
 
-def make_workload(name: str, params: dict | None = None) -> Workload:
+def make_workload(name: str, params: Params | None = None) -> Workload:
     """Build workload ``name`` from user parameters (strings, numbers or booleans)."""
     return lookup(name).build(validate_params(name, dict(params or {})))
 

@@ -21,8 +21,8 @@ import attrs
 
 from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
-from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload
-from parsim.workloads.layers import layer_kernels, network_footprint_B, sgd_kernel
+from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads.layers import Layer, layer_kernels, network_footprint_B, sgd_kernel
 from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items, gemm_kernel
 
@@ -36,13 +36,13 @@ def _streaming(
     )
 
 
-def mlp_train_step(params: dict) -> Workload:
+def mlp_train_step(params: Params) -> Workload:
     """One SGD step of the 2-layer MLP, each kernel launched separately as a framework would."""
     n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
     dtype, copied = params["dtype"], params["weights"] == "copied"
     size = itemsize(dtype)
     w1, w2 = d_in * hidden, hidden * d_out
-    ops: list = [
+    ops: list[Op] = [
         Transfer("h2d x", n * d_in * size, "h2d", layer="data"),
         Transfer("h2d y", n * d_out * size, "h2d", layer="data"),
     ]
@@ -98,10 +98,10 @@ def _layer(kernel: Kernel, layer: str) -> Kernel:
     return attrs.evolve(kernel, layer=layer)
 
 
-def _after_all_copies_back(ops: list) -> tuple[tuple[int, ...], ...]:
+def _after_all_copies_back(ops: list[Op]) -> tuple[tuple[int, ...], ...]:
     """Host-side kernels wait for every device-to-host copy before them."""
-    copies_back = []
-    deps = []
+    copies_back: list[int] = []
+    deps: list[tuple[int, ...]] = []
     for index, op in enumerate(ops):
         if isinstance(op, Kernel) and op.device == HOST:
             deps.append(tuple(copies_back))
@@ -112,12 +112,12 @@ def _after_all_copies_back(ops: list) -> tuple[tuple[int, ...], ...]:
     return tuple(deps)
 
 
-def network(params: dict) -> Workload:
+def network(params: Params) -> Workload:
     """One step of a model: input copied in, layers (forward, backward, update), loss copied back."""
     layers = MODELS[params["model"]]()
     batch, dtype, train = params["batch"], params["dtype"], params["train"]
     size = itemsize(dtype)
-    ops: list = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
+    ops: list[Op] = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
     forward = [k for i, layer in enumerate(layers) for k in layer_kernels(layer, batch, dtype, False, i == 0)]
     ops += forward
     if train:
@@ -135,17 +135,17 @@ def network(params: dict) -> Workload:
     )
 
 
-def _kinds(layers) -> tuple[tuple[str, str], ...]:
+def _kinds(layers: list[Layer]) -> tuple[tuple[str, str], ...]:
     return (("data", "copy"), *((layer.name, layer.kind) for layer in layers))
 
 
-def serve(params: dict) -> Workload:
+def serve(params: Params) -> Workload:
     """Inference on one batch: the ``network`` step with ``train=false``."""
     step = network({**params, "train": False})
     return attrs.evolve(step, name="serve", params=_items(params))
 
 
-def data_parallel(params: dict) -> Workload:
+def data_parallel(params: Params) -> Workload:
     """One data-parallel training step over ``gpus`` GPUs with host or ring gradient sync."""
     layers = MODELS[params["model"]]()
     gpus, dtype, sync = params["gpus"], params["dtype"], params["sync"]
@@ -157,7 +157,7 @@ def data_parallel(params: dict) -> Workload:
             "each GPU needs at least one sample"
         )
     weights = sum(layer.params for layer in layers)
-    ops: list = []
+    ops: list[Op] = []
     deps: list[tuple[int, ...]] = []
     last_of_device = {}
     for g in range(gpus):

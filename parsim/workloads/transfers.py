@@ -8,11 +8,11 @@ kernel runs while chunk i+1 is still crossing the link. With one stream nothing 
 from __future__ import annotations
 
 from parsim.dtypes import itemsize
-from parsim.workloads.base import Transfer, Vectorised, Workload
+from parsim.workloads.base import Op, Params, Transfer, Vectorised, Workload
 from parsim.workloads.ops import ELEMENTWISE, _items, elementwise_kernel
 
 
-def copy(params: dict) -> Workload:
+def copy(params: Params) -> Workload:
     """One host<->device copy of ``n`` elements."""
     n, dtype, direction, pinned = params["n"], params["dtype"], params["direction"], params["pinned"]
     nbytes = n * itemsize(dtype)
@@ -21,19 +21,19 @@ def copy(params: dict) -> Workload:
     return Workload(name="copy", params=_items(params), ops=(op,), footprint_B=nbytes)
 
 
-def vectorised_copy(params: dict) -> Vectorised:
+def vectorised_copy(params: Params) -> Vectorised:
     """The copy's bytes over an array of sizes."""
     nbytes = params["n"] * itemsize(params["dtype"])
     return Vectorised(footprint_B=nbytes, transfer_B=nbytes)
 
 
-def offload(params: dict) -> Workload:
+def offload(params: Params) -> Workload:
     """Inputs to the device, the op, the output back: chunked over ``streams`` streams."""
     op, n, dtype = params["op"], params["n"], params["dtype"]
     streams, pinned = params["streams"], params["pinned"]
     size = itemsize(dtype)
     inputs = ELEMENTWISE[op].inputs
-    ops = []
+    ops: list[Op] = []
     for s in range(streams):
         chunk = n // streams + (1 if s < n % streams else 0)
         if chunk == 0:
