@@ -21,6 +21,7 @@ from __future__ import annotations
 import attrs
 
 from parsim import resources
+from parsim.caching import cached
 from parsim.hardware.specs import SystemSpec
 from parsim.model import transfer
 from parsim.model.kernel import kernel_time_s
@@ -47,6 +48,7 @@ class Schedule:
     trace: tuple[TraceEvent, ...]
 
 
+@cached(maxsize=65536)  # the latency and the throughput schedules time the same ops
 def _timed(
     op: Op, system: SystemSpec, mode: str, overlap: str
 ) -> tuple[float, str, Resource, tuple[object, ...], float]:
@@ -85,11 +87,12 @@ def schedule(
     host_clock: dict[int, float] = {}
     ends_at: list[float] = []
     trace: list[TraceEvent] = []
+    thread_rows: dict[int, Resource] = {}
     for index, op in enumerate(ops):
         seconds, kind, row, resource, weight = timed[index % per_instance]
         deps = [d + index // per_instance * per_instance for d in workload.deps[index % per_instance]]
         thread = thread_of(op)
-        thread_row = resources.thread(thread)
+        thread_row = thread_rows.get(thread) or thread_rows.setdefault(thread, resources.thread(thread))
         on_host = cpu_only or (isinstance(op, Kernel) and op.device == HOST)
         before = previous[index]
         ready = max(

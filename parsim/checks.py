@@ -20,11 +20,16 @@ Validator = Callable[[Any, Any, Any], None]
 
 def is_number(value: Any) -> bool:
     """A finite int or float (a bool is not a number here)."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return math.isfinite(value)
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def is_integer(value: Any) -> bool:
     """A Python or NumPy integer (a bool is not one here)."""
+    if type(value) is int:  # the common case, without the cost of an abstract-class check
+        return True
     return not isinstance(value, bool) and isinstance(value, numbers.Integral)
 
 

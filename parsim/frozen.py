@@ -22,6 +22,13 @@ class FrozenMap(Mapping[Any, Any]):
     def __init__(self, data: Mapping[Any, Any] | Any = (), /) -> None:
         object.__setattr__(self, "_data", dict(data))
 
+    @classmethod
+    def _owning(cls, data: dict[Any, Any]) -> FrozenMap:
+        """A FrozenMap around a dict nobody else holds (no copy)."""
+        frozen = cls.__new__(cls)
+        object.__setattr__(frozen, "_data", data)
+        return frozen
+
     def __getitem__(self, key: Any) -> Any:
         return self._data[key]
 
@@ -44,12 +51,20 @@ class FrozenMap(Mapping[Any, Any]):
         return FrozenMap, (self._data,)
 
 
+_ATOMS = (str, int, float, bool, type(None), FrozenMap)
+
+
 def freeze(value: Any) -> Any:
     """Mappings become ``FrozenMap`` and lists tuples, all the way down."""
-    if isinstance(value, Mapping):
-        return FrozenMap({key: freeze(item) for key, item in value.items()})
+    kind = type(value)
+    if kind in _ATOMS:  # the common case, without the cost of abstract-class checks
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        return FrozenMap._owning(
+            {key: item if type(item) in _ATOMS else freeze(item) for key, item in value.items()}
+        )
     if isinstance(value, (list, tuple)):
-        return tuple(freeze(item) for item in value)
+        return tuple(item if type(item) in _ATOMS else freeze(item) for item in value)
     return value
 
 

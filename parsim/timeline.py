@@ -90,9 +90,14 @@ def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, flo
     their weighted durations simply add up. Blocked host threads (``wait``) are idle, not busy.
     """
     busy: dict[Resource, float] = defaultdict(float)
+    groups: dict[Resource, Resource] = {}  # a row's processor, looked up once per row
     for event in trace:
         if event.kind != "wait":
-            busy[event.resource.group] += event.weight * event.duration_s
+            row = event.resource
+            group = groups.get(row)
+            if group is None:
+                group = groups[row] = row.group
+            busy[group] += event.weight * (event.end_s - event.start_s)
     return {
         resource: min(seconds / latency_s, 1.0) if latency_s > 0 else 0.0
         for resource, seconds in busy.items()

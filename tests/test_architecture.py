@@ -25,14 +25,14 @@ BELOW = {
     "units": {"errors"},
     "frozen": set(),
     "caching": set(),
-    "hardware": {"checks", "dtypes", "errors", "units"},
+    "hardware": {"caching", "checks", "dtypes", "errors", "units"},
     "workloads": {"checks", "dtypes", "errors"},
-    "model": {"choices", "errors", "dtypes", "checks", "hardware", "units", "workloads"},
+    "model": {"caching", "choices", "errors", "dtypes", "checks", "hardware", "units", "workloads"},
     "resources": {"hardware", "workloads"},
     "timeline": {"model", "resources"},
     "prediction": {"frozen", "resources", "timeline"},
     "engine": {"caching", "errors", "hardware", "model", "resources", "timeline", "workloads"},
-    "analytic": {"hardware", "model", "resources", "timeline", "workloads"},
+    "analytic": {"caching", "hardware", "model", "resources", "timeline", "workloads"},
 }
 
 

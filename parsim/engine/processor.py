@@ -26,21 +26,12 @@ from parsim.engine.fluid import Process
 from parsim.engine.notes import Notes
 from parsim.engine.waves import Decomposition, decompose
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
-from parsim.model.kernel import combine, fork_join_s, leg
+from parsim.model.kernel import combine, fork_join_s, leg, shape
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
 from parsim.resources import Resource
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import Kernel
-
-
-@cached(maxsize=65536)
-def shape(kernel: Kernel) -> Kernel:
-    """The kernel without name, stream, device and layer: what its timing depends on.
-
-    Caches keyed by it serve every GPU of a data-parallel step and every repeated layer.
-    """
-    return attrs.evolve(kernel, name="", stream=0, device=0, layer="")
 
 
 def plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
@@ -119,7 +110,7 @@ class Processor:
         self.system = system
         self.device = device
         self.notes = notes
-        self._rows: dict[int, Resource] = {}  # busy-core count -> its row
+        self._rows: dict[int | str, Resource] = {}  # busy-core count or memory level -> its row
         self.slot = simpy.Resource(env, capacity=1)
         self._durations: dict[int, float] = {}  # by id: the same kernel objects recur in every instance
 
@@ -171,11 +162,11 @@ class Processor:
             self.notes.cached(name, layout.level)
         if layout.quantised:
             self.notes.quantised(name, *layout.quantised)
-        append = self.trace.append
+        append, rows = self.trace.append, self._rows
         for cores, label, kind, begin, end, weight, memory in layout.phases:
             append(
                 TraceEvent(
-                    self._cores(cores),
+                    rows.get(cores) or self._row(cores),
                     f"{kernel.name} {label}",
                     kind,
                     start + begin,
@@ -187,7 +178,7 @@ class Processor:
             if memory is not None:
                 append(
                     TraceEvent(
-                        resources.memory(self.system, self.device, layout.level),
+                        rows.get(layout.level) or self._row(layout.level),
                         kernel.name,
                         "memory",
                         start + memory[0],
@@ -197,10 +188,13 @@ class Processor:
                 )
         return start + layout.duration_s
 
-    def _cores(self, count: int) -> Resource:
-        row = self._rows.get(count)
-        if row is None:
-            row = self._rows[count] = resources.cores(self.system, self.device, count)
+    def _row(self, what: int | str) -> Resource:
+        """The row of ``what`` busy cores, or of a memory level, made once per processor."""
+        if isinstance(what, int):
+            row = resources.cores(self.system, self.device, what)
+        else:
+            row = resources.memory(self.system, self.device, what)
+        self._rows[what] = row
         return row
 
 

@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 from typing import TypeVar
 
+from parsim.caching import cached
 from parsim.errors import ParsimError
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.hardware.tomlio import load_hardware
@@ -18,6 +18,7 @@ from parsim.hardware.tomlio import load_hardware
 DEFAULT_HOST = "xeon-e5-2630v3"
 
 
+@cached(maxsize=1)
 def _processors() -> dict[str, ProcessorSpec]:
     # Imported on first use: the preset tables are the heaviest import of the package.
     from parsim.hardware.presets import PROCESSORS
@@ -25,6 +26,7 @@ def _processors() -> dict[str, ProcessorSpec]:
     return PROCESSORS
 
 
+@cached(maxsize=1)
 def _links() -> dict[str, LinkSpec]:
     from parsim.hardware.presets import LINKS
 
@@ -48,7 +50,7 @@ def _resolve(
     if isinstance(value, cls):
         return value
     value = str(value)
-    if Path(value).suffix == ".toml":
+    if value.endswith(".toml"):  # a path (cheaper than pathlib: this runs on every prediction)
         loaded = load_hardware(value)
         if not isinstance(loaded, cls):
             raise ParsimError(f"'{field}': {value} describes a {other}, not a {noun}")

@@ -14,6 +14,9 @@ cutting the kernel into waves. Inputs may be numbers or NumPy arrays (a vectoris
 
 from __future__ import annotations
 
+from typing import Any
+
+from parsim.caching import cached
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.numeric import Number, maximum, where
 from parsim.model.rates import Execution, execution
@@ -79,8 +82,18 @@ def kernel_time(
 def kernel_time_s(
     kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str = "roofline"
 ) -> tuple[float, str]:
-    """Roofline time of one kernel on ``spec`` in ``mode``, and which leg (compute or memory) bounds it."""
-    return kernel_time(
+    """Roofline time of one kernel on ``spec`` in ``mode``, and which leg (compute or memory) bounds it.
+
+    Computed once per distinct cost (``shape``): the GPUs of a data-parallel step share it.
+    """
+    return _anonymous_kernel_time_s(shape(kernel), spec, mode, overlap)
+
+
+@cached(maxsize=65536)
+def _anonymous_kernel_time_s(
+    kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str
+) -> tuple[float, str]:
+    seconds, bound = kernel_time(
         spec,
         execution(spec, mode, kernel),
         flops=kernel.flops,
@@ -92,3 +105,15 @@ def kernel_time_s(
         gemm=kernel.gemm_mn is not None,
         overlap=overlap,
     )
+    return float(seconds), str(bound)
+
+
+def shape(kernel: Kernel) -> Kernel:
+    """The kernel's anonymous twin, one per distinct cost (every GPU of a data-parallel step and
+    every repeated layer share it): the key of every timing cache below."""
+    return _shape_of(kernel.cost_key())
+
+
+@cached(maxsize=65536)
+def _shape_of(cost_key: tuple[Any, ...]) -> Kernel:
+    return Kernel.anonymous(cost_key)

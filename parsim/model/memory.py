@@ -14,9 +14,11 @@ Working sets may be one number or a NumPy array of them: the same rule serves bo
 
 from __future__ import annotations
 
-import attrs
+from typing import NamedTuple
+
 import numpy
 
+from parsim.caching import cached
 from parsim.hardware.specs import BandwidthPoint, ProcessorSpec
 from parsim.model.numeric import Number, minimum, where
 
@@ -28,8 +30,7 @@ def main_memory_name(spec: ProcessorSpec) -> str:
     return "device memory" if spec.is_gpu else "DRAM"
 
 
-@attrs.frozen(eq=False)
-class Level:
+class Level(NamedTuple):
     """The memory level serving a kernel and the bandwidths it offers (numbers or arrays).
 
     Attributes:
@@ -57,26 +58,39 @@ class Level:
         return (nbytes - cold) / self.reachable_Bps(active_cores) + cold / main
 
 
+@cached(maxsize=4096)
+def _caches(spec: ProcessorSpec, cores: int) -> tuple[tuple[float, float, float], ...]:
+    """``(capacity, bandwidth, per-core bandwidth)`` of the cache levels ``cores`` busy cores use."""
+    return tuple(
+        (
+            cache.size_B * (cores if cache.per_core else 1),
+            cache.bandwidth_Bps,
+            cache.per_core_bandwidth_Bps or cache.bandwidth_Bps / spec.cores,
+        )
+        for cache in spec.memory.caches
+        if not (spec.is_gpu and cache.per_core)  # a GPU's L1 is invalidated at every launch
+    )
+
+
 def level(spec: ProcessorSpec, cores: int, working_set_B: Number) -> Level:
     """The level serving ``working_set_B`` with ``cores`` cores busy (see the module docstring)."""
     memory = spec.memory
+    caches = _caches(spec, cores)
     index: Number = -1
     bandwidth: Number = memory.bandwidth_Bps
     core_bandwidth: Number = memory.per_core_bandwidth_Bps
-    usable = [cache for cache in memory.caches if not (spec.is_gpu and cache.per_core)]
     # Walk from the largest level down: the smallest level that holds the working set is written last.
-    for position in reversed(range(len(usable))):
-        cache = usable[position]
-        fits = working_set_B <= cache.size_B * (cores if cache.per_core else 1)
+    for position in range(len(caches) - 1, -1, -1):
+        capacity, level_bandwidth, level_core_bandwidth = caches[position]
+        fits = working_set_B <= capacity
         index = where(fits, position, index)
-        bandwidth = where(fits, cache.bandwidth_Bps, bandwidth)
-        core_bandwidth = where(
-            fits, cache.per_core_bandwidth_Bps or cache.bandwidth_Bps / spec.cores, core_bandwidth
-        )
+        bandwidth = where(fits, level_bandwidth, bandwidth)
+        core_bandwidth = where(fits, level_core_bandwidth, core_bandwidth)
     if memory.curve:
         bandwidth, core_bandwidth = interpolate(memory.curve, working_set_B)
     name = None
     if not isinstance(index, numpy.ndarray):
+        usable = [cache for cache in memory.caches if not (spec.is_gpu and cache.per_core)]
         name = usable[index].name if index >= 0 else main_memory_name(spec)
     return Level(name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps)
 

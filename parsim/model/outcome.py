@@ -29,8 +29,8 @@ def bottleneck(parts: Mapping[str, Number]) -> Number:
     """The category holding the most time (the earlier one in ``CATEGORIES`` on a tie): a str, or
     an array of them for arrays of seconds."""
     values = [parts[kind] for kind in CATEGORIES]
-    if not any(isinstance(value, numpy.ndarray) for value in values):
-        return max(CATEGORIES, key=lambda kind: parts[kind])
+    if numpy.ndarray not in map(type, values):
+        return max(CATEGORIES, key=parts.__getitem__)
     return numpy.asarray(CATEGORIES, dtype=object)[
         numpy.argmax(numpy.stack(numpy.broadcast_arrays(*values)), axis=0)
     ]

@@ -11,7 +11,7 @@ loop: ``interpreted_element_s`` per element and Python operation.
 
 from __future__ import annotations
 
-import attrs
+from typing import NamedTuple
 
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.memory import Level, level
@@ -20,8 +20,7 @@ from parsim.model.numeric import Number
 from parsim.workloads.base import Kernel
 
 
-@attrs.frozen
-class Execution:
+class Execution(NamedTuple):
     """What one kernel gets from a processor in one mode.
 
     Attributes:

@@ -14,7 +14,7 @@ A mistake is refused in one line naming the op and the field, as hardware specs 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
 from typing import Any, Literal
 
 import attrs
@@ -157,6 +157,18 @@ class Kernel:
         if not good:
             explain(self, _KERNEL_RULES, f"kernel {self.name!r}")
 
+    def cost_key(self) -> tuple[Any, ...]:
+        """Every field but the name, stream, device and layer: all that the kernel's timing depends on.
+
+        Fields are taken by name from the class (one added later is included, never dropped).
+        """
+        return tuple(_cost_fields_of(self))
+
+    @staticmethod
+    def anonymous(cost_key: tuple[Any, ...]) -> Kernel:
+        """A kernel with these costs and no name, stream, device or layer (a timing cache key)."""
+        return Kernel(name="", **dict(zip(_COST_FIELDS, cost_key, strict=True)))
+
     @property
     def bytes(self) -> float:
         """Bytes moved to and from memory."""
@@ -171,6 +183,12 @@ class Kernel:
     def intensity(self) -> float:
         """Arithmetic intensity in FLOP per byte (the roofline's x axis)."""
         return self.flops / self.bytes if self.bytes else float("inf")
+
+
+_COST_FIELDS = tuple(
+    f.name for f in attrs.fields(Kernel) if f.name not in ("name", "stream", "device", "layer")
+)
+_cost_fields_of = operator.attrgetter(*_COST_FIELDS)
 
 
 @attrs.frozen(cache_hash=True)
@@ -232,20 +250,7 @@ class Vectorised:
 Op = Kernel | Transfer | AllReduce
 
 
-def _param_pairs(value: Iterable[tuple[str, object]]) -> tuple[tuple[str, object], ...]:
-    return tuple(value)
-
-
-def _ops(value: Iterable[Op]) -> tuple[Op, ...]:
-    return tuple(value)
-
-
-def _deps(value: Iterable[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
-    return tuple(value)
-
-
-def _layer_kinds(value: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    return tuple(value)
+_WORKLOAD_RULES = {"name": text, "footprint_B": non_negative, "gpus": positive_int, "staging": boolean}
 
 
 @attrs.frozen(cache_hash=True)
@@ -264,25 +269,51 @@ class Workload:
             (where they are the same memory) they vanish rather than being refused.
     """
 
-    name: str = attrs.field(validator=text)
-    params: tuple[tuple[str, object], ...] = attrs.field(converter=_param_pairs)
-    ops: tuple[Op, ...] = attrs.field(converter=_ops)
-    deps: tuple[tuple[int, ...], ...] = attrs.field(default=(), converter=_deps)
-    footprint_B: float = attrs.field(default=0.0, validator=non_negative)
-    gpus: int = attrs.field(default=1, validator=positive_int)
-    layers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_layer_kinds)
-    staging: bool = attrs.field(default=False, validator=boolean)
+    name: str
+    params: tuple[tuple[str, object], ...]
+    ops: tuple[Op, ...]
+    deps: tuple[tuple[int, ...], ...] = ()
+    footprint_B: float = 0.0
+    gpus: int = 1
+    layers: tuple[tuple[str, str], ...] = ()
+    staging: bool = False
 
     def __attrs_post_init__(self) -> None:
+        # Sequences given as lists become tuples (the workload is hashed as a cache key).
+        if type(self.params) is not tuple:
+            object.__setattr__(self, "params", tuple(self.params))
+        if type(self.ops) is not tuple:
+            object.__setattr__(self, "ops", tuple(self.ops))
+        if type(self.layers) is not tuple:
+            object.__setattr__(self, "layers", tuple(self.layers))
         if not self.deps:
-            object.__setattr__(self, "deps", tuple(() for _ in self.ops))
+            object.__setattr__(self, "deps", ((),) * len(self.ops))
+        elif type(self.deps) is not tuple:
+            object.__setattr__(self, "deps", tuple(self.deps))
+        try:  # one cheap test; only a failure runs the rules one by one to name the field
+            good = (
+                type(self.name) is str
+                and 0 <= self.footprint_B < _INF
+                and type(self.gpus) is int
+                and self.gpus >= 1
+                and type(self.staging) is bool
+            )
+        except TypeError:
+            good = False
+        if not good:
+            explain(self, _WORKLOAD_RULES, f"workload {self.name!r}")
+        self._check_order()
+
+    def _check_order(self) -> None:
+        """Every op is an op on an existing GPU, and waits only for earlier ops."""
         where = f"workload {self.name!r}"
         if len(self.deps) != len(self.ops):
             raise ParsimError(f"{where}: 'deps' has {len(self.deps)} entries for {len(self.ops)} ops")
+        gpus, kinds = self.gpus, (Kernel, Transfer, AllReduce)
         for index, (op, waits) in enumerate(zip(self.ops, self.deps, strict=True)):
-            if not isinstance(op, (Kernel, Transfer, AllReduce)):
+            if not isinstance(op, kinds):
                 raise ParsimError(f"{where}: op {index} must be a Kernel, Transfer or AllReduce: {op!r}")
-            if op.device >= self.gpus:
+            if op.device >= gpus:
                 raise ParsimError(
                     f"{where}: op {index} ({op.name!r}) runs on GPU {op.device}, but 'gpus' is {self.gpus}"
                 )
