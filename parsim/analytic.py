@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import attrs
 
-from parsim import resources
+from parsim import resources, stack
 from parsim.caching import cached
 from parsim.hardware.specs import SystemSpec
 from parsim.model import transfer
+from parsim.model.issue import issue_s
 from parsim.model.kernel import kernel_time_s
 from parsim.model.modes import busy_cores, default_mode
 from parsim.resources import Resource
@@ -79,6 +80,7 @@ def schedule(
     ops in issue order; host threads pay dispatch costs as in the engine.
     """
     cpu_only = system.device is None
+    framework = stack.framework(workload.framework) if workload.framework else None
     timed = [_timed(op, system, mode, overlap) for op in workload.ops]
     ops = list(workload.ops) * repeats
     per_instance = len(workload.ops)
@@ -101,7 +103,7 @@ def schedule(
         clock = host_clock.get(thread, 0.0)
         if on_host and not cpu_only:
             clock = max(clock, ready)
-        dispatch_s = system.host.dispatch_s if on_host else system.gpu.dispatch_s
+        dispatch_s = issue_s(system, framework, on_host)
         trace.append(TraceEvent(thread_row, f"issue {op.name}", "overhead", clock, clock + dispatch_s))
         clock += dispatch_s
         start = max(clock, ready, free.get(resource, 0.0))

@@ -11,6 +11,10 @@ from typing import Any
 DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 """Supported element types and their size in bytes."""
 
+MATRIX_FORMATS: tuple[str, ...] = (*DTYPES, "tf32")
+"""What matrix units can be rated for: the element types, and TF32 (float32 data, 10-bit mantissa
+products on tensor cores, what frameworks use for float32 convolutions on Ampere and later)."""
+
 
 Number = Any
 """A quantity: one number, or a NumPy array of them (a vectorised sweep runs the same formulas)."""

@@ -246,7 +246,8 @@ def check_fits(workload: Workload, system: SystemSpec) -> None:
             f"{workload.name} moves data over a link and needs a GPU device; "
             f"{system.host.id} is a CPU (try --device v100-pcie)"
         )
-    for spec, factor, what in capacity.memory_limits(system, crosses_link=bool(workload.transfers)):
-        need = workload.footprint_B * factor
+    for spec, need, what in capacity.needs(
+        system, workload.footprint_B, workload.host_buffer_B, bool(workload.framework)
+    ):
         if need > spec.memory.capacity_B:
             raise ParsimError(capacity.too_big_message(workload.name, need, spec, what))

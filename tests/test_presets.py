@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from parsim.dtypes import MATRIX_FORMATS as DTYPES
 from parsim.hardware import presets_cpu, presets_gpu, presets_links
 from parsim.hardware.presets import LINKS, PROCESSORS
-from parsim.hardware.specs import DTYPES
 
 DATA = Path(presets_cpu.__file__).parent / "data" / "measurements.csv"
 TOLERANCE = 0.15

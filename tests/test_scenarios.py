@@ -56,10 +56,17 @@ def claims_batching():
         assert latencies == sorted(latencies)
         assert max(rates) > 1.1 * rates[0]
         assert rates[-1] < 1.1 * rates[-2] and latencies[-1] > 1.8 * latencies[-2]  # past the knee
-    t4 = list(by_label("batching_latency_vs_throughput").values())
+    fp32, fp16, a100 = by_label("batching_latency_vs_throughput").values()
+    # once the batch fills the GPU, tensor cores more than double the rate ...
     assert all(
-        h.metrics["samples_per_s"] > 2 * f.metrics["samples_per_s"] for f, h in zip(t4[0], t4[1], strict=True)
+        h.metrics["samples_per_s"] > 2 * f.metrics["samples_per_s"]
+        for f, h in zip(fp32[-3:], fp16[-3:], strict=False)
     )
+    # ... but at batch 1 the framework's host time sets the pace: the same rate everywhere, and
+    # mixed precision pays its cast kernels
+    assert all(series[0].bottleneck == "overhead" for series in (fp32, fp16, a100))
+    assert fp16[0].latency_s > fp32[0].latency_s
+    assert a100[0].latency_s == pytest.approx(fp16[0].latency_s, rel=0.05)
 
 
 def claims_conv3x3():
@@ -77,7 +84,8 @@ def claims_cpu_vs_gpu_training():
         0.1e12 < cpu.flops_per_s < 5e12 for cpu in (old_cpu, new_cpu)
     )  # hundreds of GFLOP/s to a few TFLOP/s
     assert all(gpu.latency_s < old_cpu.latency_s for gpu in gpus)
-    assert gpus[-1].latency_s * 20 < min(old_cpu.latency_s, new_cpu.latency_s)  # tensor cores
+    assert gpus[-1].latency_s * 10 < min(old_cpu.latency_s, new_cpu.latency_s)  # tensor cores
+    assert gpus[-1].bottleneck == "overhead"  # the A100 waits on the framework's host time
     for gpu in gpus:  # the batch crosses PCIe, a small cost next to the arithmetic it saves
         assert gpu.breakdown["transfer"] < 0.1 * (old_cpu.latency_s - gpu.latency_s)
 
@@ -91,7 +99,7 @@ def claims_data_parallel_scaling():
     assert (
         host[-1].metrics["serial_fraction"] > 3 * ring[-1].metrics["serial_fraction"]
     )  # the CPU does not shrink
-    assert ring[-1].metrics["efficiency"] > 0.9
+    assert 0.85 < ring[-1].metrics["efficiency"] < 0.98  # the host's per-operator cost does not shrink
 
 
 def claims_flynn():

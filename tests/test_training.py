@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parsim
+from parsim import stack
 from parsim.engine import simulate
 from parsim.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
@@ -95,11 +96,15 @@ def test_host_average_step_hand_computed():
     assert result.instance_ends_s[0] == pytest.approx(47e-6)
 
 
-def test_two_layer_forward_hand_computed(cpu_system):
-    # CPU only (the staging copies vanish). batch 2; each op: 1 us dispatch, then memory-bound:
+@pytest.mark.parametrize("framework", ["eager", "graph", "cuda-graph"])
+def test_two_layer_forward_hand_computed(cpu_system, framework):
+    # CPU only (the staging copies vanish). batch 2; each op: the framework's cycles at the 1 GHz
+    # host, 1 us dispatch, then memory-bound:
     # fc1 1 us + 409200 B / 1 GB/s, relu 1 + 1.6 us, fc2 1 + 412.8 us, L2 loss 1 + 24 us.
-    p = parsim.predict("network", {"model": "mlp", "batch": 2, "train": False}, device=TINY_CPU)
-    assert p.latency_s == pytest.approx((4 + 410.2 + 2.6 + 413.8 + 25) * 1e-6)
+    params = {"model": "mlp", "batch": 2, "train": False, "framework": framework}
+    p = parsim.predict("network", params, device=TINY_CPU)
+    per_op = stack.framework(framework).op_cycles / TINY_CPU.clock_Hz
+    assert p.latency_s == pytest.approx((4 + 410.2 + 2.6 + 413.8 + 25) * 1e-6 + 4 * per_op)
     assert [layer["name"] for layer in p.layers] == ["data", "fc1", "relu", "fc2", "loss"]
     assert p.layers[1]["latency_s"] == pytest.approx(410.2e-6)
     assert p.layers[1]["flops"] == 400_000
@@ -164,18 +169,29 @@ def test_scaling_properties(model, per_gpu, gpus, sync, scaling, device):
     assert p.metrics["samples_per_s"] > 0
 
 
-def test_superlinear_speedup_comes_from_a_shard_that_fits_the_cache():
+def test_a_shard_that_fits_the_cache_scales_better():
     # ResNet-56 at 111 images on one V100 streams its activations from HBM; split over 3 GPUs,
-    # 37 images' activations (a 16x32x32 map is 2.4 MB) fit the 6 MB L2: more than 3x, as real
-    # clusters sometimes show. Remove the L2 and the speed-up drops back under 3.
-    params = {"model": "resnet56", "batch": 111, "gpus": 3, "sync": "ring"}
+    # 37 images' activations (a 16x32x32 map is 2.4 MB) fit the 6 MB L2. Run as a CUDA graph (no
+    # Python per operator, so the kernels set the pace) the cached shard scales >10 % better than
+    # the same GPU without an L2; before launch costs were modelled this showed as a super-linear
+    # speed-up, which the remaining launch cost now hides.
+    params = {"model": "resnet56", "batch": 111, "gpus": 3, "sync": "ring", "framework": "cuda-graph"}
     spec = PROCESSORS["v100-pcie"]
     cached = parsim.predict("data_parallel", params, device=spec)
     uncached = parsim.predict(
         "data_parallel", params, device=attrs.evolve(spec, memory=attrs.evolve(spec.memory, caches=()))
     )
-    assert cached.metrics["speedup"] > 3 > uncached.metrics["speedup"]
+    assert cached.metrics["speedup"] > 1.1 * uncached.metrics["speedup"]
     assert any("L2" in note for note in cached.notes)
+
+
+def test_an_eager_framework_does_not_scale_a_tiny_model():
+    # The same step in eager PyTorch: every GPU's host thread pays the framework per operator, and a
+    # ResNet-56 shard of 37 images is shorter than that, so splitting the batch gains nothing.
+    params = {"model": "resnet56", "batch": 111, "gpus": 3, "sync": "ring", "framework": "eager"}
+    eager = parsim.predict("data_parallel", params, device="v100-pcie")
+    assert eager.metrics["speedup"] == pytest.approx(1.0, abs=0.05)
+    assert eager.bottleneck == "overhead"
 
 
 def test_contention_on_a_shared_switch_grows_with_gpus():
@@ -205,8 +221,11 @@ def test_serve_batching_trades_latency_for_throughput():
     runs = [parsim.predict("serve", {"model": "resnet50", "batch": b}, device="t4") for b in (1, 4, 16, 64)]
     latencies = [p.latency_s for p in runs]
     rates = [p.metrics["samples_per_s"] for p in runs]
-    assert latencies == sorted(latencies) and rates == sorted(rates)
-    assert rates[-1] > 1.2 * rates[0]
+    assert latencies == sorted(latencies)
+    # batch 1 is host-bound (the framework per operator); from batch 4 the GPU is busy and the
+    # rate plateaus (within 1 %)
+    assert runs[0].bottleneck == "overhead" and rates[1] > 1.5 * rates[0]
+    assert all(later > 0.99 * earlier for earlier, later in zip(rates, rates[1:], strict=False))
 
 
 def test_gpus_splits_single_kernel_work():

@@ -27,6 +27,7 @@ from parsim.engine.notes import Notes
 from parsim.engine.waves import Decomposition, decompose
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.model.kernel import combine, fork_join_s, leg, shape
+from parsim.model.library import choose
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
 from parsim.resources import Resource
@@ -34,26 +35,40 @@ from parsim.timeline import TraceEvent
 from parsim.workloads.base import Kernel
 
 
-def plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
-    """Rates and phases of ``kernel`` (cached by shape: training steps repeat the same kernels)."""
-    return _plan(spec, mode, shape(kernel))
+@attrs.frozen
+class Plan:
+    """How a kernel runs: the library's algorithm, the kernel it then is, its rates and its phases."""
+
+    algorithm: str
+    kernel: Kernel
+    ex: Execution
+    decomposition: Decomposition
+
+
+def plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
+    """How ``kernel`` runs (cached by shape: training steps repeat the same kernels)."""
+    return _plan(spec, mode, overlap, shape(kernel))
 
 
 @cached(maxsize=16384)
-def _plan(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[Execution, Decomposition]:
-    ex = execution(spec, mode, kernel)
-    return ex, decompose(kernel, ex)
+def _plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
+    algorithm, runs = choose(spec, mode, overlap, kernel)
+    ex = execution(spec, mode, runs)
+    return Plan(algorithm, runs, ex, decompose(runs, ex, spec))
 
 
 @cached(maxsize=16384)
-def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[float, float], ...]:
+def phase_times(
+    spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel
+) -> tuple[tuple[float, float], ...]:
     """``(compute_s, memory_s)`` of each phase; the first phase that moves bytes pays the latency."""
-    ex, decomposition = plan(spec, mode, kernel)
+    how = plan(spec, mode, overlap, kernel)
+    runs, ex = how.kernel, how.ex
     times, latency_paid = [], False
-    for phase in decomposition.phases:
+    for phase in how.decomposition.phases:
         memory_s = 0.0
         if phase.bytes > 0:
-            memory_s = ex.memory.transfer_s(phase.bytes, kernel.cold_bytes / kernel.bytes, phase.active_cores)
+            memory_s = ex.memory.transfer_s(phase.bytes, runs.cold_bytes / runs.bytes, phase.active_cores)
             if not latency_paid:
                 memory_s += spec.memory.latency_s
                 latency_paid = True
@@ -61,10 +76,10 @@ def phase_times(spec: ProcessorSpec, mode: str, kernel: Kernel) -> tuple[tuple[f
     return tuple(times)
 
 
-def kernel_fork_join_s(spec: ProcessorSpec, mode: str, kernel: Kernel) -> float:
+def kernel_fork_join_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """The model's fork/join cost of spreading this kernel over the cores."""
-    ex = plan(spec, mode, kernel)[0]
-    return float(fork_join_s(spec, ex, kernel.gemm_mn is not None, kernel.work_items))
+    how = plan(spec, mode, overlap, kernel)
+    return float(fork_join_s(spec, how.ex, how.kernel.gemm_mn is not None, how.kernel.work_items))
 
 
 @cached(maxsize=16384)
@@ -72,9 +87,9 @@ def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> fl
     """Duration of the whole kernel (fork/join and all phases)."""
     phases = sum(
         float(combine(compute_s, memory_s, overlap))
-        for compute_s, memory_s in phase_times(spec, mode, kernel)
+        for compute_s, memory_s in phase_times(spec, mode, overlap, kernel)
     )
-    return kernel_fork_join_s(spec, mode, kernel) + phases
+    return kernel_fork_join_s(spec, mode, overlap, kernel) + phases
 
 
 class Processor:
@@ -214,15 +229,16 @@ class _Layout:
 
 @cached(maxsize=16384)
 def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
-    ex, decomposition = plan(spec, mode, kernel)
-    clock = kernel_fork_join_s(spec, mode, kernel)
+    how = plan(spec, mode, overlap, kernel)
+    ex, decomposition = how.ex, how.decomposition
+    clock = kernel_fork_join_s(spec, mode, overlap, kernel)
     phases: list[_Phase] = []
     quantised: tuple[float, int, int] | None = None
     if clock:
         busy = max(p.active_cores for p in decomposition.phases)
         phases.append((busy, "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
     for index, (phase, (compute_s, memory_s)) in enumerate(
-        zip(decomposition.phases, phase_times(spec, mode, kernel), strict=True)
+        zip(decomposition.phases, phase_times(spec, mode, overlap, kernel), strict=True)
     ):
         duration = combine(compute_s, memory_s, overlap)
         kind = leg(compute_s, memory_s)

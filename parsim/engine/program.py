@@ -21,10 +21,12 @@ from collections.abc import Callable
 import attrs
 import simpy
 
-from parsim import resources
+from parsim import resources, stack
 from parsim.engine.fluid import Process
 from parsim.engine.machine import Machine
 from parsim.hardware.specs import SystemSpec
+from parsim.model.issue import issue_s
+from parsim.stack import FrameworkSpec
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import HOST, Kernel, Op, Transfer, Workload, stream_predecessors, thread_of
 
@@ -81,7 +83,8 @@ def simulate(
     ops = list(workload.ops) * repeats
     deps = [tuple(d + r * per_instance for d in op_deps) for r in range(repeats) for op_deps in workload.deps]
     previous = stream_predecessors(ops)
-    program = _Program(ops, deps, system, per_instance)
+    framework = stack.framework(workload.framework) if workload.framework else None
+    program = _Program(ops, deps, system, per_instance, framework)
     threads: dict[int, list[int]] = {}
     for index, op in enumerate(ops):
         threads.setdefault(thread_of(op), []).append(index)
@@ -136,8 +139,16 @@ class _Completion:
 class _Program:
     """Which ops may run as one chain: kernels of a device's only stream that nothing else awaits."""
 
-    def __init__(self, ops: list[Op], deps: list[tuple[int, ...]], system: SystemSpec, per_instance: int):
+    def __init__(
+        self,
+        ops: list[Op],
+        deps: list[tuple[int, ...]],
+        system: SystemSpec,
+        per_instance: int,
+        framework: FrameworkSpec | None,
+    ):
         self.ops = ops
+        self.framework = framework
         self.per_instance = per_instance
         self.deps = deps
         self.system = system
@@ -196,7 +207,7 @@ def _thread(
         first = segment[0]
         op = program.ops[first]
         on_host = program.on_host(op)
-        dispatch_s = system.host.dispatch_s if on_host else system.gpu.dispatch_s
+        dispatch_s = issue_s(system, program.framework, on_host)
         finish = completion.finisher(segment)
         if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
             kernels = [k for i in segment if isinstance(k := program.ops[i], Kernel)]  # a chain is kernels
@@ -204,9 +215,9 @@ def _thread(
                 yield env.process(machine.run_chain(kernels, [], waits[first], finish, dispatch_s, row))
                 continue
             start = env.now
-            issue_s = [start + (k + 1) * dispatch_s for k in range(len(kernels))]
-            env.process(machine.run_chain(kernels, issue_s, waits[first], finish))
-            for kernel, end in zip(kernels, issue_s, strict=True):
+            issued_at = [start + (k + 1) * dispatch_s for k in range(len(kernels))]
+            env.process(machine.run_chain(kernels, issued_at, waits[first], finish))
+            for kernel, end in zip(kernels, issued_at, strict=True):
                 trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - dispatch_s, end))
             yield env.timeout(len(kernels) * dispatch_s)
             continue

@@ -17,7 +17,10 @@ import math
 
 import attrs
 
+from parsim.hardware.specs import ProcessorSpec
+from parsim.model import library
 from parsim.model.kernel import compute_s
+from parsim.model.library import gemm_tiling
 from parsim.model.rates import Execution
 from parsim.workloads.base import Kernel
 
@@ -57,54 +60,39 @@ class Decomposition:
         return self.tiles / self.slots
 
 
-def tile_count(kernel: Kernel, ex: Execution) -> int:
-    """Tiles of the kernel: a 2-D grid of output tiles for a GEMM (times its split-K), else chunks."""
+def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec) -> tuple[int, float]:
+    """The tile count and one core's seconds per tile.
+
+    A GEMM is cut as the library chooses (``model.library.gemm_tiling``): edge tiles are padded,
+    their warps run the full tile's multiply-adds (tile quantisation), and a tile may wait on its
+    operands from the shared cache. Other kernels share their work evenly among ``tiles`` chunks.
+    """
+    if kernel.gemm_mn is not None and not ex.interpreted:
+        tiling = gemm_tiling(spec, ex, kernel)
+        return tiling.tiles, library.tile_seconds(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
+    seconds = compute_s(
+        ex,
+        kernel.flops / tiles,
+        kernel.special_ops / tiles,
+        kernel.work_items / tiles,
+        kernel.python_ops_per_item,
+        1,
+    )
+    return tiles, float(seconds)
+
+
+def _chunks(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> int:
+    """Tiles of a kernel that is not tiled as a GEMM: chunks of ``tile_items`` (or the GEMM's own
+    output tiles when it runs in the interpreter)."""
     if kernel.gemm_mn is not None:
-        outputs, split = gemm_tiles(kernel, ex)
-        return outputs * split
+        return gemm_tiling(spec, ex, kernel).tiles
     return math.ceil(kernel.work_items / ex.tile_items)
 
 
-def gemm_tiles(kernel: Kernel, ex: Execution) -> tuple[int, int]:
-    """Output tiles of a GEMM and how many ways its reduction (K) is split.
-
-    A GEMM with fewer output tiles than cores (a weight gradient of shape 64 x 147 reduced
-    over a million pixels, say) would leave most cores idle; cuBLAS and cuDNN then split K
-    across cores and add the partial sums ("split-K"), which this reproduces.
-    """
-    assert kernel.gemm_mn is not None  # only GEMM-shaped kernels are cut into output tiles
-    edge = math.isqrt(ex.tile_items)
-    m, n = kernel.gemm_mn
-    outputs = math.ceil(m / edge) * math.ceil(n / edge)
-    slots = ex.cores * ex.tiles_per_core
-    k = kernel.flops / (2.0 * m * n)
-    split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
-    return outputs, split
-
-
-def tile_compute_s(kernel: Kernel, ex: Execution, tiles: int) -> float:
-    """Seconds one core spends computing one tile (the model's compute rule for a tile's share).
-
-    A GEMM edge tile is padded: its warps run the full tile's multiply-adds (tile
-    quantisation). Elementwise tiles share the work evenly.
-    """
-    if kernel.gemm_mn is not None:
-        m, n = kernel.gemm_mn
-        flops = kernel.flops / (m * n) * ex.tile_items / gemm_tiles(kernel, ex)[1]
-    else:
-        flops = kernel.flops / tiles
-    return float(
-        compute_s(
-            ex, flops, kernel.special_ops / tiles, kernel.work_items / tiles, kernel.python_ops_per_item, 1
-        )
-    )
-
-
-def decompose(kernel: Kernel, ex: Execution) -> Decomposition:
+def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decomposition:
     """Split ``kernel`` into at most two phases: the full waves and the tail wave."""
-    tiles = tile_count(kernel, ex)
+    tiles, per_tile_s = tile_seconds(kernel, ex, _chunks(kernel, ex, spec), spec)
     slots = ex.cores * ex.tiles_per_core
-    per_tile_s = tile_compute_s(kernel, ex, tiles)
     per_tile_B = kernel.bytes / tiles
     full_waves, tail_tiles = divmod(tiles, slots)
     phases = []

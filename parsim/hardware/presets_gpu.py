@@ -34,6 +34,7 @@ enough bytes in flight that about a third of the SMs saturate DRAM, consistent w
 where bandwidth still grows up to ~40 % occupancy); L1 bandwidth 128 B/cycle/SM x SMs x clock ([TK]
 gpu-cache README: "close to 128B/cycle/SM" on V100, A100, H100); without an L2 measurement, L2
 bandwidth ~3x effective DRAM (the ratio [TK] cuda-cache measures on a V100: 2.54 vs 0.83 TB/s).
+- [CUTLASS] NVIDIA CUTLASS, media/docs/efficient_gemm.md: threadblock tiles up to 256x128.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ _GPU_COMMON: dict[str, Any] = dict(
     kind="gpu",
     warp_size=32,  # [PG] warp size of every NVIDIA architecture
     tile_items=256,  # a 256-thread block, one element per thread (design choice)
-    matmul_tile=128,  # 128x128 output tile per thread block, the usual cuBLAS/CUTLASS CTA tile
+    matmul_tile=256,  # [CUTLASS] the largest threadblock tile edge (256x128, 128x256)
     # one H2D and one D2H copy overlap: deviceQuery reports 2 copy engines on GeForce ([DQ] GTX 1080,
     # RTX 4090) and more on Tesla ([GI] V100: 6, A100: 3); assumed alike for GTX 980, K80, T4, H100/H200
     copy_engines=2,
@@ -159,9 +160,11 @@ T4 = _gpu(
     matrix_flops_per_s={
         "float16": 65e12,  # [WP-T4] mixed precision (FP16/FP32) tensor cores 65 TFLOP/s
     },
-    # estimate: the 70 W T4 throttles under GEMM (Jia et al. 2019, "Dissecting the NVidia Turing T4 GPU
-    # via Microbenchmarking"); [CS] measures 4 TFLOP/s FP32 matmul of the 8.1 peak
-    matmul_efficiency=0.6,
+    # estimate: the 70 W T4 cannot hold its 1590 MHz boost under long GEMMs (Jia et al. 2019, "Dissecting
+    # the NVidia Turing T4 GPU via Microbenchmarking", power-capped clocks); ~20 % below boost
+    sustained_clock_Hz=1.27e9,
+    # [CS] measures 4 TFLOP/s FP32 matmul of the 8.1 peak: 0.6 of boost = 0.75 at the sustained clock
+    matmul_efficiency=0.75,
     special_per_core_per_cycle=16,  # [PG] cc 7.5: 16 SFU results/clock/SM
     dispatch_s=6e-6,  # estimate: between the 5.7 us (A100) and 7.9 us (V100) CUDA launches of [CLP]
     tiles_per_core=4,  # [PG] cc 7.5: 1024 threads/SM = 4 blocks of 256
@@ -257,6 +260,7 @@ def _a100(
             "float16": 312e12,  # [WP-A100] dense FP16 tensor 312 TFLOP/s
             "bfloat16": 312e12,  # [WP-A100] dense BF16 tensor 312 TFLOP/s
             "float64": 19.5e12,  # [WP-A100] FP64 tensor 19.5 TFLOP/s
+            "tf32": 156e12,  # [WP-A100] TF32 tensor 156 TFLOP/s dense (312 with sparsity)
         },
         matmul_efficiency=0.85,  # estimate: cuBLAS HGEMM/DGEMM on A100 reach ~85 % of peak
         special_per_core_per_cycle=16,  # [PG] cc 8.0: 16 SFU results/clock/SM
@@ -307,6 +311,7 @@ H100_PCIE = _gpu(
         "float16": 756e12,  # [WP-H100] datasheet PCIe: FP16 tensor 1513 TFLOP/s with sparsity, 756 dense
         "bfloat16": 756e12,  # [WP-H100] datasheet PCIe: BF16 tensor 756 TFLOP/s dense
         "float64": 51e12,  # [WP-H100] datasheet PCIe: FP64 tensor core 51 TFLOP/s
+        "tf32": 378e12,  # [WP-H100] datasheet PCIe: TF32 tensor 756 TFLOP/s with sparsity, 378 dense
     },
     matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
@@ -343,6 +348,7 @@ def _gh100_sxm(
             "float16": 989.4e12,  # [WP-H100] SXM5 FP16 tensor 1979 TFLOP/s with sparsity, 989.4 dense
             "bfloat16": 989.4e12,  # [WP-H100] SXM5 BF16 tensor 989.4 TFLOP/s dense
             "float64": 66.9e12,  # [WP-H100] SXM5 FP64 tensor core 66.9 TFLOP/s
+            "tf32": 494.7e12,  # [WP-H100] SXM5 TF32 tensor 989.4 TFLOP/s with sparsity, 494.7 dense
         },
         matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
         special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
@@ -392,6 +398,7 @@ RTX_4090 = _gpu(
     matrix_flops_per_s={
         "float16": 165.2e12,  # [WP-Ada] FP16 tensor with FP32 accumulate, dense: 165.2 TFLOP/s
         "bfloat16": 165.2e12,  # [WP-Ada] BF16 tensor with FP32 accumulate, dense: 165.2 TFLOP/s
+        "tf32": 82.6e12,  # [WP-Ada] TF32 tensor, dense: 82.6 TFLOP/s (165.2 with sparsity)
     },
     # [CS] PyTorch bf16 matmul 168 TFLOP/s, [MLI] fp16 167 TFLOP/s: at or above the datasheet peak because
     # GeForce cards boost beyond 2520 MHz; 0.9 keeps the prediction within 15 % of both

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import attrs
 
 from parsim.checks import boolean, fraction, is_number, non_negative, one_of, positive, positive_int
-from parsim.dtypes import DTYPES
+from parsim.dtypes import MATRIX_FORMATS
 from parsim.errors import ParsimError, field_error
 
 
@@ -32,8 +32,8 @@ def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> Non
 
 def _rate_table(instance: Any, attribute: Any, value: tuple[tuple[str, float], ...]) -> None:
     for dtype, _rate in value:
-        if dtype not in DTYPES:
-            raise field_error(f"{attribute.name}.{dtype}", f"one of {sorted(DTYPES)}", dtype)
+        if dtype not in MATRIX_FORMATS:
+            raise field_error(f"{attribute.name}.{dtype}", f"one of {sorted(MATRIX_FORMATS)}", dtype)
     _positive_rates(attribute, value)
 
 
@@ -137,7 +137,9 @@ class ProcessorSpec:
         cores: CPU cores, or GPU streaming multiprocessors (SMs).
         lanes_per_core: float32 SIMD lanes per core (AVX2 with two FMA ports: 16; an Ampere
             SM: 64 or 128 FP32 CUDA cores).
-        clock_Hz: sustained clock under load (all-core turbo / boost).
+        clock_Hz: clock under load (all-core turbo / boost), what datasheet peaks are quoted at.
+        sustained_clock_Hz: the clock a power-capped chip holds through long compute-bound work,
+            where it is lower than ``clock_Hz`` (a 70 W T4); None when it holds ``clock_Hz``.
         fma: one fused multiply-add counts two FLOPs per lane per cycle.
         fp64_ratio: float64 vector rate relative to float32 (1/2 on V100, 1/32 on GTX 1080).
         fp16_ratio: float16/bfloat16 vector rate relative to float32 (2 on V100+, 1 on CPUs).
@@ -155,7 +157,9 @@ class ProcessorSpec:
         warp_size: lanes in lockstep (32 on NVIDIA GPUs, 1 on CPUs).
         tile_items: work items per tile (a GPU thread block; a CPU chunk).
         tiles_per_core: tiles resident on one core at once (GPU blocks per SM; 1 on CPUs).
-        matmul_tile: edge of the square output tile one core computes in a GEMM.
+        matmul_tile: largest output-tile edge one core holds in a GEMM (registers and shared
+            memory); a GPU's library chooses among its tiles up to this edge, a CPU's BLAS uses
+            this square tile.
         copy_engines: DMA copy engines in total (GPUs); with two or more, a host-to-device and a
             device-to-host copy run at once, with one they take turns.
         max_gpus: GPUs this CPU can host in one machine (PCIe lanes and slots; hosts only).
@@ -194,6 +198,16 @@ class ProcessorSpec:
     max_gpus: int = attrs.field(default=8, validator=positive_int)
     default_link: str | None = None
     peer_link: str | None = None
+    sustained_clock_Hz: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(positive)
+    )
+
+    @property
+    def sustained_share(self) -> float:
+        """The share of its datasheet rates a chip sustains through long compute (clock ratio)."""
+        if self.sustained_clock_Hz is None:
+            return 1.0
+        return min(1.0, self.sustained_clock_Hz / self.clock_Hz)
 
     @property
     def is_gpu(self) -> bool:

@@ -1,22 +1,32 @@
 """Does the data fit? A workload whose footprint exceeds a processor's memory is refused, not predicted.
 
 Real programs fail with an out-of-memory error there, so a prediction would be a fiction. The
-executing processor holds the footprint; when data crosses a link, the host holds its side of
-every copy too. Messages name the need and what the processor has, in GiB. Footprints may be one
-number or an array of them (a vectorised sweep).
+executing processor holds the footprint (a framework process on a GPU also holds its runtime: the
+CUDA context and the libraries' workspaces); the host holds one buffer per copy that crosses the
+link, never the GPU's own data. Messages name the need and what the processor has, in GiB.
+Footprints may be one number or an array of them (a vectorised sweep).
 """
 
 from __future__ import annotations
 
+from parsim.dtypes import Number
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
+from parsim.stack import library_for
 from parsim.units import gib
 
 
-def memory_limits(system: SystemSpec, crosses_link: bool) -> list[tuple[ProcessorSpec, int, str]]:
-    """``(processor, multiple of the footprint it holds, how the message names its memory)``."""
-    limits = [(system.compute, 1, "")]
-    if system.device is not None and crosses_link:
-        limits.append((system.host, system.gpus, "of host memory"))
+def runtime_B(system: SystemSpec, in_framework: bool) -> float:
+    """Device memory a framework process holds before any tensor (0 on a CPU, or for raw kernels)."""
+    return library_for(system.device is not None).runtime_B if in_framework else 0.0
+
+
+def needs(
+    system: SystemSpec, footprint_B: Number, host_buffer_B: Number, in_framework: bool
+) -> list[tuple[ProcessorSpec, Number, str]]:
+    """``(processor, bytes it must hold, how the message names its memory)`` for each memory to check."""
+    limits = [(system.compute, footprint_B + runtime_B(system, in_framework), "")]
+    if system.device is not None:
+        limits.append((system.host, host_buffer_B, "of host memory"))
     return limits
 
 

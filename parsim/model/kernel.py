@@ -18,6 +18,7 @@ from typing import Any
 
 from parsim.caching import cached
 from parsim.hardware.specs import ProcessorSpec
+from parsim.model.library import choose
 from parsim.model.numeric import Number, maximum, where
 from parsim.model.rates import Execution, execution
 from parsim.workloads.base import Kernel
@@ -82,7 +83,8 @@ def kernel_time(
 def kernel_time_s(
     kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str = "roofline"
 ) -> tuple[float, str]:
-    """Roofline time of one kernel on ``spec`` in ``mode``, and which leg (compute or memory) bounds it.
+    """Roofline time of one kernel on ``spec`` in ``mode`` as the library runs it (its algorithm),
+    and which leg (compute or memory) bounds it.
 
     Computed once per distinct cost (``shape``): the GPUs of a data-parallel step share it.
     """
@@ -93,6 +95,16 @@ def kernel_time_s(
 def _anonymous_kernel_time_s(
     kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str
 ) -> tuple[float, str]:
+    return closed_form(choose(spec, mode, overlap, kernel)[1], spec, mode, overlap)
+
+
+def closed_form_s(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) -> float:
+    """The closed-form seconds of ``kernel`` exactly as given (no algorithm choice)."""
+    return closed_form(kernel, spec, mode, overlap)[0]
+
+
+def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) -> tuple[float, str]:
+    """The roofline of ``kernel`` exactly as given, and its bounding leg."""
     seconds, bound = kernel_time(
         spec,
         execution(spec, mode, kernel),

@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from parsim.hardware.specs import ProcessorSpec
+from parsim.model.library import matrix_format
 from parsim.model.memory import Level, level
 from parsim.model.modes import busy_cores, lanes
 from parsim.model.numeric import Number
+from parsim.stack import library_for
 from parsim.workloads.base import Kernel
 
 
@@ -66,16 +68,23 @@ def execution(
     cores, used = busy_cores(spec, mode), lanes(spec, mode)
     core_flops = used * spec.lane_flops_per_s(kernel.dtype)
     matrix_rates = dict(spec.matrix_flops_per_s)
-    if kernel.matrix and used == spec.lanes_per_core and kernel.dtype in matrix_rates:
-        core_flops = max(core_flops, matrix_rates[kernel.dtype] / spec.cores)
+    rated = matrix_format(kernel)
+    if kernel.matrix and used == spec.lanes_per_core and rated in matrix_rates:
+        core_flops = max(core_flops, matrix_rates[rated] / spec.cores)
     gemm = kernel.gemm_mn is not None
     if gemm:
         core_flops *= spec.matmul_efficiency
+    if kernel.conv is not None:  # a framework convolution, through the device's kernel library
+        core_flops *= library_for(spec.is_gpu).conv_efficiency
+    core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
     return Execution(
         cores=cores,
         lanes=used,
         core_flops_per_s=core_flops,
-        core_special_per_s=spec.special_per_core_per_cycle * spec.clock_Hz * (used / spec.lanes_per_core),
+        core_special_per_s=spec.special_per_core_per_cycle
+        * spec.clock_Hz
+        * spec.sustained_share
+        * (used / spec.lanes_per_core),
         core_op_rate=dict(spec.op_rates_per_core).get(kernel.op) if kernel.op and used > 1 else None,
         interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_gpu else 0.0,
         tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,

@@ -17,6 +17,7 @@ from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
 from parsim.model import capacity, outcome, transfer
+from parsim.model.issue import issue_s
 from parsim.model.kernel import kernel_time
 from parsim.model.modes import check_mode
 from parsim.model.rates import execution
@@ -128,12 +129,12 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
             gemm=op.gemm_mn is not None,
             overlap=overlap,
         )
-        dispatch, host_waits = spec.dispatch_s, system.device is None
+        dispatch, host_waits = issue_s(system, None, system.device is None), system.device is None
         flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
     else:
         duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned)
         kind = numpy.full(duration.shape, "transfer")
-        dispatch, host_waits = system.gpu.dispatch_s, not op.pinned
+        dispatch, host_waits = issue_s(system, None, False), not op.pinned
         flops, moved, crossing = 0.0 * q.transfer_B, 0.0 * q.transfer_B, q.transfer_B
     breakdown = outcome.single_op_breakdown(kind, duration, dispatch)
     return {
@@ -192,8 +193,8 @@ def _rows(case, points, call, system, mode, q, t, crosses_link, point_id) -> pan
     ]
     numeric += [f"{kind}_s" for kind in outcome.CATEGORIES]
     refused = numpy.zeros(len(points), dtype=bool)
-    for spec, factor, what in capacity.memory_limits(system, crosses_link):
-        need = q.footprint_B * factor
+    host_buffers = q.transfer_B if crosses_link else 0.0 * q.footprint_B
+    for spec, need, what in capacity.needs(system, q.footprint_B, host_buffers, in_framework=False):
         too_big = (need > spec.memory.capacity_B) & ~refused
         if too_big.any():
             frame.loc[too_big, "error"] = [

@@ -31,6 +31,7 @@ from parsim.checks import (
 )
 from parsim.dtypes import DTYPES
 from parsim.errors import ParsimError, field_error
+from parsim.workloads.conv import ConvShape
 
 HOST = -1
 """``device`` of an op the host CPU runs itself."""
@@ -54,6 +55,11 @@ def _cold_bytes(instance: Any, attribute: Any, value: Any) -> None:
     non_negative(instance, attribute, value)
     if value > instance.bytes_read + instance.bytes_written:
         raise field_error(attribute.name, "<= bytes_read + bytes_written", value)
+
+
+def _conv_shape(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, ConvShape):
+        raise field_error(attribute.name, "None or a ConvShape", value)
 
 
 def _whole_pair(value: Any) -> bool:
@@ -83,6 +89,8 @@ _KERNEL_RULES = {
     "layer": text,
     "cold_bytes": _cold_bytes,
     "op": text,
+    "math": one_of(("", "tf32")),
+    "conv": _conv_shape,
 }
 
 
@@ -110,6 +118,10 @@ class Kernel:
         cold_bytes: part of the traffic that always comes from main memory whatever the
             caches hold (a network's weights, streamed once per step); the rest is warm data
             that a cache level serves when it fits.
+        math: ``tf32`` lets a float32 matrix product run on TF32 tensor cores (what frameworks
+            do for convolutions on Ampere and later); empty means IEEE float32 arithmetic.
+        conv: the convolution this kernel computes, when it is one: the kernel library chooses
+            its algorithm (implicit GEMM, Winograd, FFT) for the shape and the device.
     """
 
     name: str
@@ -127,6 +139,8 @@ class Kernel:
     layer: str = ""
     cold_bytes: float = 0.0
     op: str = ""
+    math: str = ""
+    conv: ConvShape | None = None
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -151,6 +165,8 @@ class Kernel:
                 and type(self.name) is str
                 and type(self.layer) is str
                 and type(self.op) is str
+                and (self.math == "" or self.math == "tf32")
+                and (self.conv is None or type(self.conv) is ConvShape)
             )
         except TypeError:
             good = False
@@ -250,7 +266,13 @@ class Vectorised:
 Op = Kernel | Transfer | AllReduce
 
 
-_WORKLOAD_RULES = {"name": text, "footprint_B": non_negative, "gpus": positive_int, "staging": boolean}
+_WORKLOAD_RULES = {
+    "name": text,
+    "footprint_B": non_negative,
+    "gpus": positive_int,
+    "staging": boolean,
+    "framework": text,
+}
 
 
 @attrs.frozen(cache_hash=True)
@@ -267,6 +289,8 @@ class Workload:
         layers: ``(name, kind)`` of each network layer, in model order (layered workloads).
         staging: its copies only stage data between host and device memory, so on a CPU
             (where they are the same memory) they vanish rather than being refused.
+        framework: id of the framework the program runs in (``eager``, ``graph``,
+            ``cuda-graph``): every op then pays its host cost; empty for raw library calls.
     """
 
     name: str
@@ -277,6 +301,7 @@ class Workload:
     gpus: int = 1
     layers: tuple[tuple[str, str], ...] = ()
     staging: bool = False
+    framework: str = ""
 
     def __attrs_post_init__(self) -> None:
         # Sequences given as lists become tuples (the workload is hashed as a cache key).
@@ -297,6 +322,7 @@ class Workload:
                 and type(self.gpus) is int
                 and self.gpus >= 1
                 and type(self.staging) is bool
+                and type(self.framework) is str
             )
         except TypeError:
             good = False
@@ -346,6 +372,11 @@ class Workload:
     @property
     def bytes(self) -> float:
         return sum(k.bytes for k in self.kernels)
+
+    @property
+    def host_buffer_B(self) -> float:
+        """Host memory the program's copies need: one buffer per copy to or from a GPU."""
+        return sum(t.nbytes for t in self.transfers)
 
     @property
     def transfer_bytes(self) -> float:

@@ -22,6 +22,7 @@ import attrs
 
 from parsim.dtypes import itemsize
 from parsim.workloads.base import Kernel
+from parsim.workloads.conv import ConvShape, Pass
 
 Shape = tuple[int, ...]
 
@@ -39,6 +40,8 @@ class Layer:
         params: learnable parameters (weights and biases).
         macs: multiply-accumulates per sample (convolutions and linear layers).
         window: kernel edge for convolutions and pooling.
+        stride: step between windows (convolutions).
+        padding: zeros added on each side (convolutions).
     """
 
     name: str
@@ -48,6 +51,8 @@ class Layer:
     params: int = 0
     macs: int = 0
     window: int = 1
+    stride: int = 1
+    padding: int = 0
 
     @property
     def in_size(self) -> int:
@@ -86,6 +91,8 @@ class NetBuilder:
                 params=weights + (out_channels if bias else 0),
                 macs=out_h * out_w * weights,
                 window=kernel,
+                stride=stride,
+                padding=padding,
             )
         )
 
@@ -145,26 +152,51 @@ _STREAMING = {
 }
 
 
+@attrs.frozen
+class Numerics:
+    """How a framework does the arithmetic of a network.
+
+    Attributes:
+        dtype: element type of activations and of the weights the kernels read.
+        mixed: mixed precision (autocast): float32 master weights, gradients and optimizer, a
+            cast kernel before every matrix layer (weights to ``dtype``) and after its weight
+            gradient (back to float32).
+        conv_math: ``tf32`` when float32 convolutions may use TF32 tensor cores, else empty.
+        linear_math: the same for linear layers (matrix products).
+    """
+
+    dtype: str = "float32"
+    mixed: bool = False
+    conv_math: str = ""
+    linear_math: str = ""
+
+    @property
+    def master_dtype(self) -> str:
+        """The element type of the weights the optimizer updates."""
+        return "float32" if self.mixed else self.dtype
+
+
 def layer_kernels(
     layer: Layer,
     batch: int,
-    dtype: str,
+    numerics: Numerics,
     train: bool,
     first: bool = False,
     device: int = 0,
     update: bool = True,
-) -> list[Kernel]:
-    """The kernels of ``layer`` for one step over ``batch`` samples.
+) -> tuple[list[Kernel], list[Kernel]]:
+    """The kernels of ``layer`` for one step over ``batch`` samples: the forward ones, the backward ones.
 
     Args:
         layer: the layer.
         batch: samples in the step.
-        dtype: element type of activations and weights.
-        train: add the backward kernels (and the update when ``update``).
+        numerics: element types, mixed precision and TF32 (``Numerics``).
+        train: build the backward kernels (and the update when ``update``); else none.
         first: the first layer needs no gradient w.r.t. its input (the data).
         device: GPU index the kernels run on.
         update: include the SGD update (data parallel with host averaging updates elsewhere).
     """
+    dtype = numerics.dtype
     size = itemsize(dtype)
     n_in, n_out = batch * layer.in_size, batch * layer.out_size
 
@@ -187,21 +219,44 @@ def layer_kernels(
             **extra,
         )
 
-    kernels = []
+    forward: list[Kernel] = []
+    kernels: list[Kernel] = []  # the backward pass
     if layer.kind in ("conv", "linear"):
+        conv = None
         if layer.kind == "conv":
             out_c, out_h, out_w = layer.out_shape
             in_c, in_h, in_w = layer.in_shape
             m, n, k = batch * out_h * out_w, out_c, in_c * layer.window**2
             dgrad_mn, wgrad_mn = (batch * in_h * in_w, in_c), (out_c, k)
+            conv = ConvShape(batch, in_c, in_h, in_w, out_c, layer.window, layer.stride, layer.padding)
         else:
             m, n, k = batch, layer.out_shape[0], layer.in_shape[0]
             dgrad_mn, wgrad_mn = (batch, k), (k, n)
         flops = 2.0 * batch * layer.macs
         weights = layer.params * size
-        gemm = {"matrix": True, "python_ops_per_item": k}
-        kernels.append(
-            kernel("fwd", flops, n_in * size + weights, n_out * size, m * n, weights, gemm_mn=(m, n), **gemm)
+        gemm: dict[str, Any] = {
+            "matrix": True,
+            "python_ops_per_item": k,
+            "math": numerics.conv_math if conv else numerics.linear_math,
+        }
+
+        def pass_of(step: Pass) -> dict[str, Any]:
+            return {"conv": attrs.evolve(conv, pass_=step)} if conv else {}
+
+        if numerics.mixed:
+            forward.append(_cast(layer, "cast weights", layer.params, "float32", dtype, device))
+        forward.append(
+            kernel(
+                "fwd",
+                flops,
+                n_in * size + weights,
+                n_out * size,
+                m * n,
+                weights,
+                gemm_mn=(m, n),
+                **gemm,
+                **pass_of("fwd"),
+            )
         )
         if train:
             if not first:
@@ -215,6 +270,7 @@ def layer_kernels(
                         weights,
                         gemm_mn=dgrad_mn,
                         **gemm,
+                        **pass_of("dgrad"),
                     )
                 )
             kernels.append(
@@ -226,17 +282,20 @@ def layer_kernels(
                     math.prod(wgrad_mn),
                     gemm_mn=wgrad_mn,
                     **gemm,
+                    **pass_of("wgrad"),
                 )
             )
+            if numerics.mixed:
+                kernels.append(_cast(layer, "cast gradient", layer.params, dtype, "float32", device))
     elif layer.kind in ("maxpool", "avgpool"):
-        kernels.append(kernel("fwd", n_out * layer.window**2, n_in * size, n_out * size, n_out))
+        forward.append(kernel("fwd", n_out * layer.window**2, n_in * size, n_out * size, n_out))
         if train:
             # reads the output gradient and the input (to find the maxima), writes the input gradient
             kernels.append(kernel("bwd", n_in, (n_in + n_out) * size, n_in * size, n_in))
     else:
         fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
         special = n_out if layer.kind == "softmax" else 0
-        kernels.append(
+        forward.append(
             kernel(
                 "fwd",
                 fwd_flops * n_out,
@@ -251,12 +310,29 @@ def layer_kernels(
                 kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out)
             )
     if train and update and layer.params:
+        master = numerics.master_dtype
         kernels.append(
             sgd_kernel(
-                f"{layer.name} update", layer.params, dtype, device=device, layer=layer.name, cold=True
+                f"{layer.name} update", layer.params, master, device=device, layer=layer.name, cold=True
             )
         )
-    return kernels
+    return forward, kernels if train else []
+
+
+def _cast(layer: Layer, what: str, items: int, source: str, target: str, device: int) -> Kernel:
+    """A mixed-precision cast of ``items`` values from ``source`` to ``target`` (autocast's copy)."""
+    moved = items * (itemsize(source) + itemsize(target))
+    return Kernel(
+        f"{layer.name} {what}",
+        float(items),
+        items * itemsize(source),
+        items * itemsize(target),
+        items,
+        dtype=target,
+        device=device,
+        layer=layer.name,
+        cold_bytes=float(moved),
+    )
 
 
 def sgd_kernel(
@@ -281,16 +357,23 @@ def sgd_kernel(
     )
 
 
-def network_footprint_B(layers: list[Layer], batch: int, dtype: str, train: bool) -> float:
-    """Device memory of one step: weights (and gradients), plus activations.
+def network_footprint_B(layers: list[Layer], batch: int, numerics: Numerics, train: bool) -> float:
+    """Device memory of one step as a framework allocates it (PyTorch's autograd and caching allocator).
 
-    Training keeps every layer's output for the backward pass (plus the gradient of the
-    largest layer in flight); inference only needs the largest input/output pair at once.
+    Weights are kept in the master precision, plus the low-precision copies autocast caches under
+    mixed precision. Training also keeps a gradient per weight and every tensor the backward pass
+    needs: a convolution or linear layer saves its input and a batch norm its input, so each
+    layer's output is stored once, except that an in-place ReLU shares the storage of the tensor
+    it overwrites; max pooling also keeps int64 indices. At the start of the backward pass all of
+    that is held at once, with the gradients of the largest layer in flight; activations are freed
+    as the backward pass goes. Inference holds only the largest input/output pair at a time.
     """
-    size = itemsize(dtype)
+    size, master = itemsize(numerics.dtype), itemsize(numerics.master_dtype)
     params = sum(layer.params for layer in layers)
-    peak = max(batch * (layer.in_size + layer.out_size) for layer in layers)
-    if train:
-        saved = batch * (layers[0].in_size + sum(layer.out_size for layer in layers))
-        return (2 * params + saved + peak) * size  # weights, gradients, saved activations, one in flight
-    return (params + peak) * size
+    weights = params * master + (params * size if numerics.mixed else 0)
+    peak = max(batch * (layer.in_size + layer.out_size) for layer in layers) * size
+    if not train:
+        return weights + peak
+    stored = layers[0].in_size + sum(layer.out_size for layer in layers if layer.kind != "relu")
+    indices = sum(layer.out_size for layer in layers if layer.kind == "maxpool") * itemsize("float64")
+    return weights + params * master + batch * (stored * size + indices) + peak

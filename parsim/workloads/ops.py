@@ -16,6 +16,7 @@ import attrs
 
 from parsim.dtypes import Number, itemsize
 from parsim.workloads.base import Kernel, Params, Vectorised, Workload
+from parsim.workloads.conv import ConvShape
 
 
 @attrs.frozen
@@ -166,17 +167,23 @@ def gemm_parts(m: Number, n: Number, k: Number, dtype: str) -> Params:
     }
 
 
-def gemm_kernel(m: int, n: int, k: int, dtype: str, name: str, stream: int = 0) -> Kernel:
-    """One GEMM kernel, tiled over its (m, n) output."""
+def gemm_kernel(m: int, n: int, k: int, dtype: str, name: str, stream: int = 0, math: str = "") -> Kernel:
+    """One GEMM kernel, tiled over its (m, n) output (``math="tf32"``: on TF32 tensor cores)."""
     return Kernel(
-        name=name, **gemm_parts(m, n, k, dtype), dtype=dtype, matrix=True, gemm_mn=(m, n), stream=stream
+        name=name,
+        **gemm_parts(m, n, k, dtype),
+        dtype=dtype,
+        matrix=True,
+        gemm_mn=(m, n),
+        stream=stream,
+        math=math,
     )
 
 
 def matmul(params: Params) -> Workload:
     """Dense matrix multiply ``m x k`` by ``k x n``."""
     m, n, k, dtype = params["m"], params["n"], params["k"], params["dtype"]
-    kernel = gemm_kernel(m, n, k, dtype, name=f"matmul {m}x{n}x{k}")
+    kernel = gemm_kernel(m, n, k, dtype, name=f"matmul {m}x{n}x{k}", math=_math(params))
     return Workload(name="matmul", params=_items(params), ops=(kernel,), footprint_B=kernel.bytes)
 
 
@@ -186,7 +193,8 @@ def vectorised_matmul(params: Params) -> Vectorised:
 
 
 def conv2d(params: Params) -> Workload:
-    """Same-padded stride-1 convolution, computed as an implicit GEMM.
+    """Same-padded stride-1 convolution: as an implicit GEMM, or Winograd or FFT where the library
+    finds them faster for the shape and device.
 
     Every output pixel of every filter is independent ("embarrassingly parallel"): M = batch x
     height x width output pixels, N = filters, K = channels x kernel x kernel.
@@ -205,8 +213,15 @@ def conv2d(params: Params) -> Workload:
         matrix=True,
         python_ops_per_item=k,
         gemm_mn=(m, n),
+        math=_math(params),
+        conv=ConvShape(b, c, h, w, f, r, 1, (r - 1) // 2),
     )
     return Workload(name="conv2d", params=_items(params), ops=(kernel,), footprint_B=kernel.bytes)
+
+
+def _math(params: Params) -> str:
+    """A kernel's ``math`` from a workload's ``math`` parameter (``tf32`` or IEEE)."""
+    return "tf32" if params.get("math") == "tf32" else ""
 
 
 def _items(params: Params) -> tuple[tuple[str, object], ...]:

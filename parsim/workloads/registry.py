@@ -49,6 +49,7 @@ class MatmulParams(_Params):
     m: int = Field(gt=0, le=10**7, description="rows of A and C")
     n: int = Field(gt=0, le=10**7, description="columns of B and C")
     k: int = Field(gt=0, le=10**7, description="columns of A, rows of B")
+    math: Literal["ieee", "tf32"] = Field("ieee", description="float32 on TF32 tensor cores (tf32) or not")
 
 
 class Conv2dParams(_Params):
@@ -58,6 +59,7 @@ class Conv2dParams(_Params):
     width: int = Field(224, gt=0, le=10**5, description="image width (pixels)")
     filters: int = Field(64, gt=0, le=10**5, description="output channels")
     kernel: int = Field(3, gt=0, le=99, description="kernel edge (same padding, stride 1)")
+    math: Literal["ieee", "tf32"] = Field("ieee", description="float32 on TF32 tensor cores (tf32) or not")
 
 
 class CopyParams(VectorParams):
@@ -74,7 +76,19 @@ class OffloadParams(VectorParams):
 Model = Literal["mlp", "alexnet", "vgg16", "resnet18", "resnet50", "resnet56"]
 
 
-class MlpTrainParams(_Params):
+class _FrameworkParams(_Params):
+    """What every deep-learning workload shares: the framework and its float32 arithmetic."""
+
+    framework: Literal["eager", "graph", "cuda-graph"] = Field(
+        "eager", description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript) or cuda-graph"
+    )
+    math: Literal["default", "tf32", "ieee"] = Field(
+        "default",
+        description="default: PyTorch's (TF32 convolutions, IEEE matrix products); tf32: both; ieee: neither",
+    )
+
+
+class MlpTrainParams(_FrameworkParams):
     batch: int = Field(64, gt=0, le=10**6, description="samples per step (N)")
     d_in: int = Field(1000, gt=0, le=10**6, description="input features (D)")
     hidden: int = Field(100, gt=0, le=10**6, description="hidden units (H)")
@@ -82,18 +96,18 @@ class MlpTrainParams(_Params):
     weights: Literal["resident", "copied"] = "resident"
 
 
-class NetworkParams(_Params):
+class NetworkParams(_FrameworkParams):
     model: Model = "resnet18"
     batch: int = Field(1, gt=0, le=10**5, description="samples per step")
     train: bool = True
 
 
-class ServeParams(_Params):
+class ServeParams(_FrameworkParams):
     model: Model = "resnet50"
     batch: int = Field(1, gt=0, le=10**5, description="samples per request batch")
 
 
-class DataParallelParams(_Params):
+class DataParallelParams(_FrameworkParams):
     model: Model = "resnet50"
     batch: int = Field(256, gt=0, le=10**6, description="global batch (strong) or per GPU (weak)")
     gpus: int = Field(1, gt=0, le=64, description="GPUs the batch is split over")

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import attrs
 
+from parsim import stack
 from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
-from parsim.workloads.layers import Layer, layer_kernels, network_footprint_B, sgd_kernel
+from parsim.workloads.layers import Layer, Numerics, layer_kernels, network_footprint_B, sgd_kernel
 from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items, gemm_kernel
 
@@ -36,10 +37,30 @@ def _streaming(
     )
 
 
+def numerics_of(params: Params) -> Numerics:
+    """The arithmetic a framework does for these parameters.
+
+    float16/bfloat16 under a framework means mixed precision (autocast), as training recipes run
+    it. ``math=default`` follows PyTorch's defaults on Ampere and later: convolutions on TF32
+    tensor cores (``torch.backends.cudnn.allow_tf32 = True``), matrix products in IEEE float32
+    (``torch.backends.cuda.matmul.allow_tf32 = False`` since PyTorch 1.12); ``tf32`` uses TF32
+    for both (TensorFlow's default), ``ieee`` for neither.
+    """
+    dtype, chosen = params["dtype"], params["math"]
+    mixed = dtype in ("float16", "bfloat16") and stack.framework(params["framework"]).autocast
+    return Numerics(
+        dtype=dtype,
+        mixed=mixed,
+        conv_math="tf32" if chosen in ("default", "tf32") else "",
+        linear_math="tf32" if chosen == "tf32" else "",
+    )
+
+
 def mlp_train_step(params: Params) -> Workload:
     """One SGD step of the 2-layer MLP, each kernel launched separately as a framework would."""
     n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
     dtype, copied = params["dtype"], params["weights"] == "copied"
+    linear = numerics_of(params).linear_math
     size = itemsize(dtype)
     w1, w2 = d_in * hidden, hidden * d_out
     ops: list[Op] = [
@@ -52,9 +73,9 @@ def mlp_train_step(params: Params) -> Workload:
             Transfer("h2d w2", w2 * size, "h2d", layer="fc2"),
         ]
     ops += [
-        _layer(gemm_kernel(n, hidden, d_in, dtype, "h = x @ w1"), "fc1"),
+        _layer(gemm_kernel(n, hidden, d_in, dtype, "h = x @ w1", math=linear), "fc1"),
         _streaming("h_relu = max(h, 0)", n * hidden, 1, 1, dtype, layer="relu"),
-        _layer(gemm_kernel(n, d_out, hidden, dtype, "y_pred = h_relu @ w2"), "fc2"),
+        _layer(gemm_kernel(n, d_out, hidden, dtype, "y_pred = h_relu @ w2", math=linear), "fc2"),
         _streaming("diff = y_pred - y", n * d_out, 1, 2, dtype, layer="loss"),
         Kernel(
             "loss = sum(diff ** 2)",
@@ -66,10 +87,10 @@ def mlp_train_step(params: Params) -> Workload:
             layer="loss",
         ),
         _streaming("grad_y = 2 * diff", n * d_out, 1, 1, dtype, layer="loss"),
-        _layer(gemm_kernel(hidden, d_out, n, dtype, "grad_w2 = h_relu.T @ grad_y"), "fc2"),
-        _layer(gemm_kernel(n, hidden, d_out, dtype, "grad_h = grad_y @ w2.T"), "fc2"),
+        _layer(gemm_kernel(hidden, d_out, n, dtype, "grad_w2 = h_relu.T @ grad_y", math=linear), "fc2"),
+        _layer(gemm_kernel(n, hidden, d_out, dtype, "grad_h = grad_y @ w2.T", math=linear), "fc2"),
         _streaming("grad_h[h < 0] = 0", n * hidden, 1, 2, dtype, layer="relu"),
-        _layer(gemm_kernel(d_in, hidden, n, dtype, "grad_w1 = x.T @ grad_h"), "fc1"),
+        _layer(gemm_kernel(d_in, hidden, n, dtype, "grad_w1 = x.T @ grad_h", math=linear), "fc1"),
     ]
     if copied:
         ops += [
@@ -90,7 +111,14 @@ def mlp_train_step(params: Params) -> Workload:
     footprint = (2 * (w1 + w2) + n * (2 * d_in + 3 * hidden + 4 * d_out)) * size
     kinds = (("data", "copy"), ("fc1", "linear"), ("relu", "relu"), ("fc2", "linear"), ("loss", "mse"))
     return Workload(
-        "mlp_train_step", _items(params), tuple(ops), deps, footprint_B=footprint, layers=kinds, staging=True
+        "mlp_train_step",
+        _items(params),
+        tuple(ops),
+        deps,
+        footprint_B=footprint,
+        layers=kinds,
+        staging=True,
+        framework=params["framework"],
     )
 
 
@@ -116,22 +144,25 @@ def network(params: Params) -> Workload:
     """One step of a model: input copied in, layers (forward, backward, update), loss copied back."""
     layers = MODELS[params["model"]]()
     batch, dtype, train = params["batch"], params["dtype"], params["train"]
+    numerics = numerics_of(params)
     size = itemsize(dtype)
+    passes = [layer_kernels(layer, batch, numerics, train, i == 0) for i, layer in enumerate(layers)]
     ops: list[Op] = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
-    forward = [k for i, layer in enumerate(layers) for k in layer_kernels(layer, batch, dtype, False, i == 0)]
-    ops += forward
+    ops += [k for forward, _ in passes for k in forward]
     if train:
-        ops += [
-            k
-            for i, layer in reversed(list(enumerate(layers)))
-            for k in layer_kernels(layer, batch, dtype, True, i == 0)[1:]
-        ]
+        ops += [k for _, backward in reversed(passes) for k in backward]
         ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
     else:
         ops.append(Transfer("d2h output", batch * layers[-1].out_size * size, "d2h", layer="data"))
-    footprint = network_footprint_B(layers, batch, dtype, train)
+    footprint = network_footprint_B(layers, batch, numerics, train)
     return Workload(
-        "network", _items(params), tuple(ops), footprint_B=footprint, layers=_kinds(layers), staging=True
+        "network",
+        _items(params),
+        tuple(ops),
+        footprint_B=footprint,
+        layers=_kinds(layers),
+        staging=True,
+        framework=params["framework"],
     )
 
 
@@ -149,7 +180,9 @@ def data_parallel(params: Params) -> Workload:
     """One data-parallel training step over ``gpus`` GPUs with host or ring gradient sync."""
     layers = MODELS[params["model"]]()
     gpus, dtype, sync = params["gpus"], params["dtype"], params["sync"]
+    numerics = numerics_of(params)
     size = itemsize(dtype)
+    master = itemsize(numerics.master_dtype)  # gradients, their sums and the update (float32 when mixed)
     shard = params["batch"] // gpus if params["scaling"] == "strong" else params["batch"]
     if shard < 1:
         raise ParsimError(
@@ -163,13 +196,15 @@ def data_parallel(params: Params) -> Workload:
     for g in range(gpus):
         ops.append(Transfer("h2d input", shard * layers[0].in_size * size, "h2d", device=g, layer="data"))
         deps.append(())
-        for i, layer in enumerate(layers):
-            ops += layer_kernels(layer, shard, dtype, False, i == 0, device=g)
-        for i, layer in reversed(list(enumerate(layers))):
-            ops += layer_kernels(layer, shard, dtype, True, i == 0, device=g, update=False)[1:]
+        passes = [
+            layer_kernels(layer, shard, numerics, True, i == 0, device=g, update=False)
+            for i, layer in enumerate(layers)
+        ]
+        ops += [k for forward, _ in passes for k in forward]
+        ops += [k for _, backward in reversed(passes) for k in backward]
         deps += [()] * (len(ops) - len(deps))
         if sync == "host":
-            ops.append(Transfer("d2h gradients", weights * size, "d2h", device=g, layer="sync"))
+            ops.append(Transfer("d2h gradients", weights * master, "d2h", device=g, layer="sync"))
             deps.append(())
         last_of_device[g] = len(ops) - 1
     if sync == "host":
@@ -178,30 +213,32 @@ def data_parallel(params: Params) -> Workload:
             Kernel(
                 "average gradients (host)",
                 float(gpus * weights),
-                gpus * weights * size,
-                weights * size,
+                gpus * weights * master,
+                weights * master,
                 weights,
-                dtype=dtype,
+                dtype=numerics.master_dtype,
                 device=HOST,
                 python_ops_per_item=gpus,
                 layer="sync",
             )
         )
         deps.append(everything_back)
-        ops.append(sgd_kernel("w -= lr * g (host)", weights, dtype, device=HOST, layer="sync"))
+        ops.append(
+            sgd_kernel("w -= lr * g (host)", weights, numerics.master_dtype, device=HOST, layer="sync")
+        )
         deps.append((len(ops) - 2,))
         update = len(ops) - 1
         for g in range(gpus):
-            ops.append(Transfer("h2d weights", weights * size, "h2d", device=g, layer="sync"))
+            ops.append(Transfer("h2d weights", weights * master, "h2d", device=g, layer="sync"))
             deps.append((update,))
     else:
-        ops.append(AllReduce("all-reduce gradients", weights * size, layer="sync"))
+        ops.append(AllReduce("all-reduce gradients", weights * master, layer="sync"))
         deps.append(tuple(last_of_device.values()))
         reduced = len(ops) - 1
         for g in range(gpus):
-            ops.append(sgd_kernel("w -= lr * g", weights, dtype, device=g, layer="sync"))
+            ops.append(sgd_kernel("w -= lr * g", weights, numerics.master_dtype, device=g, layer="sync"))
             deps.append((reduced,))
-    footprint = network_footprint_B(layers, shard, dtype, train=True)
+    footprint = network_footprint_B(layers, shard, numerics, train=True)
     return Workload(
         "data_parallel",
         _items(params),
@@ -210,4 +247,5 @@ def data_parallel(params: Params) -> Workload:
         footprint_B=footprint,
         gpus=gpus,
         layers=_kinds(layers) + (("sync", "sync"),),
+        framework=params["framework"],
     )

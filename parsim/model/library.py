@@ -1,0 +1,159 @@
+"""What the kernel library decides: the algorithm of a convolution and the tiling of a GEMM.
+
+cuDNN times every algorithm a convolution shape allows and keeps the fastest (``cudnnFind``):
+
+- **implicit GEMM**: the convolution as one matrix product, ``2 M N K`` FLOPs, on tensor cores
+  where the format has them (called ``gemm`` for a 1x1 stride-1 layer, which is a plain GEMM);
+- **Winograd** (3x3, stride 1): minimal filtering needs fewer multiplies (2.25x fewer for
+  F(2x2, 3x3)); its transformed products run on the vector units, so it wins in float32 on
+  CUDA cores and loses to tensor cores;
+- **FFT** (filters of 5 or more at stride 1): products in the frequency domain, paid for with
+  transforms and complex buffers moved through memory.
+
+Here every candidate is timed by the model's own closed form and the fastest is kept, so the
+choice follows the device: the same float32 3x3 layer runs Winograd on a V100 and TF32 implicit
+GEMM on an A100.
+
+cuBLAS picks an output tile and a split of the reduction (split-K) so that small and skinny
+products still fill the SMs: ``gemm_tiling`` tries each tile of the library and each split and
+keeps the one with the least time, where a tile's time is its multiply-adds at the core's rate or
+its operands streamed from the shared cache at the core's share, whichever is longer (small tiles
+fill more SMs but move more bytes per FLOP). Ties go to fewer tiles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import attrs
+
+from parsim.caching import cached
+from parsim.dtypes import itemsize
+from parsim.hardware.specs import ProcessorSpec
+from parsim.stack import library_for
+from parsim.workloads.base import Kernel
+from parsim.workloads.conv import ConvShape
+
+if TYPE_CHECKING:  # rates depend on this module, not the other way round
+    from parsim.model.rates import Execution
+
+IMPLICIT_GEMM = "implicit-gemm"
+GEMM = "gemm"
+WINOGRAD = "winograd"
+FFT = "fft"
+
+
+def matrix_format(kernel: Kernel) -> str:
+    """The format the matrix units are rated for: ``tf32`` for a float32 TF32 kernel, else its dtype."""
+    return "tf32" if kernel.math == "tf32" and kernel.dtype == "float32" else kernel.dtype
+
+
+def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
+    """The algorithms the library offers for ``kernel`` on ``spec``: ``(name, kernel as it runs)``."""
+    shape = kernel.conv
+    if shape is None:
+        return [("", kernel)]
+    library = library_for(spec.is_gpu)
+    plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
+    offered = [(GEMM if plain else IMPLICIT_GEMM, kernel)]
+    if shape.winograd_shape and library.winograd_reduction > 1:
+        # the transformed products run on the vector units, with the compulsory traffic
+        offered.append(
+            (WINOGRAD, attrs.evolve(kernel, flops=kernel.flops / library.winograd_reduction, matrix=False))
+        )
+    if library.fft_min_filter and shape.stride == 1 and shape.kernel >= library.fft_min_filter:
+        offered.append((FFT, _fft(kernel, shape)))
+    return offered
+
+
+def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:
+    """The convolution in the frequency domain: transforms of every input, filter and output plane,
+    complex products per frequency, and complex (twice as large) planes written and read back."""
+    side = 2 ** math.ceil(math.log2(shape.height + shape.kernel - 1))
+    plane = side * side
+    planes = shape.batch * shape.channels + shape.filters * shape.channels + shape.batch * shape.filters
+    transforms = 5.0 * planes * plane * math.log2(plane)  # radix-2 FFT: 5 n log2 n real FLOPs
+    products = 8.0 * shape.batch * shape.filters * shape.channels * plane / 2  # complex MACs, real input
+    complex_bytes = 2 * 2 * planes * plane / 2 * itemsize(kernel.dtype)  # written once, read once
+    return attrs.evolve(
+        kernel,
+        flops=transforms + products,
+        bytes_read=kernel.bytes_read + complex_bytes / 2,
+        bytes_written=kernel.bytes_written + complex_bytes / 2,
+        cold_bytes=min(kernel.cold_bytes + complex_bytes, kernel.bytes + complex_bytes),
+        matrix=False,
+        gemm_mn=None,
+        work_items=max(1, shape.batch * shape.filters * plane),
+    )
+
+
+@cached(maxsize=65536)
+def choose(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> tuple[str, Kernel]:
+    """The fastest algorithm for ``kernel`` (an anonymous kernel shape) by the model's closed form."""
+    from parsim.model.kernel import closed_form_s  # the closed form times each candidate
+
+    offered = candidates(spec, kernel)
+    if len(offered) == 1:
+        return offered[0]
+    return min(offered, key=lambda item: closed_form_s(item[1], spec, mode, overlap))
+
+
+def stream_Bps_per_core(spec: ProcessorSpec) -> float | None:
+    """What one core draws from the last shared cache (a GPU's L2) when every core streams GEMM
+    operands; None without a shared cache (then operands are the kernel's compulsory traffic)."""
+    shared = [cache for cache in spec.memory.caches if not cache.per_core]
+    return shared[-1].bandwidth_Bps / spec.cores if shared else None
+
+
+@attrs.frozen
+class Tiling:
+    """A GEMM cut into output tiles: ``rows x columns`` each, the reduction split ``split`` ways."""
+
+    rows: int
+    columns: int
+    split: int
+    outputs: int
+
+    @property
+    def tiles(self) -> int:
+        return self.outputs * self.split
+
+
+def tile_seconds(
+    kernel: Kernel, ex: Execution, rows: int, columns: int, split: int, spec: ProcessorSpec
+) -> float:
+    """One core's time for one tile: its padded multiply-adds, or its operands from the shared cache."""
+    assert kernel.gemm_mn is not None  # only GEMM-shaped kernels are tiled
+    m, n = kernel.gemm_mn
+    depth = kernel.flops / (2.0 * m * n) / split  # the reduction each tile does
+    compute = 2.0 * rows * columns * depth / ex.core_flops_per_s
+    share = stream_Bps_per_core(spec) if spec.is_gpu else None  # a BLAS micro-kernel keeps them in L1
+    if share is None:
+        return compute
+    operands = (rows + columns) * depth * itemsize(kernel.dtype)
+    return max(compute, operands / share)
+
+
+@cached(maxsize=65536)
+def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
+    """The tile and split-K the library chooses for ``kernel`` (see the module docstring)."""
+    assert kernel.gemm_mn is not None  # only GEMM-shaped kernels are tiled
+    m, n = kernel.gemm_mn
+    k = kernel.flops / (2.0 * m * n)
+    slots = ex.cores * ex.tiles_per_core
+    library = library_for(spec.is_gpu)
+    fitting = [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_gpu else []
+    shapes = fitting or [(spec.matmul_tile, spec.matmul_tile)]  # a BLAS micro-kernel's own blocking
+    best: tuple[float, int, Tiling] | None = None
+    for rows, columns in shapes:
+        outputs = math.ceil(m / rows) * math.ceil(n / columns)
+        edge = min(rows, columns)
+        split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
+        waves = math.ceil(outputs * split / slots)
+        seconds = waves * tile_seconds(kernel, ex, rows, columns, split, spec)
+        key = (seconds, outputs * split, Tiling(rows, columns, split, outputs))
+        if best is None or key[:2] < best[:2]:
+            best = key
+    assert best is not None
+    return best[2]

@@ -1,0 +1,84 @@
+"""Framework and kernel-library presets, each number with its source or the rows it is fitted to.
+
+Sources, abbreviated in the comments:
+
+- [LG16] A. Lavin, S. Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016, section 4:
+  Winograd F(2x2, 3x3) computes a 2x2 output tile of a 3x3 filter with 16 multiplies instead of 36.
+- [CUDNN] NVIDIA cuDNN API reference, ``cudnnConvolutionFwdAlgo_t``: IMPLICIT_GEMM,
+  IMPLICIT_PRECOMP_GEMM, GEMM, FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED; ``cudnnFindConvolution*``
+  times each and returns the fastest.
+- [CUTLASS] NVIDIA CUTLASS, media/docs/efficient_gemm.md and the profiler's default kernels:
+  threadblock tiles from 256x128 down to 64x64 (and 32x32 for small problems), with split-K.
+- [PTDISC] dev-discuss.pytorch.org "Overhead in nn.Module causing massive slowdowns compared to raw
+  CuBLAS or Torchscript": 158-218 Python opcodes per ``nn.Linear`` call; TorchScript 74 % faster on
+  the same 64-layer model. The cost per operator is therefore thousands of interpreter steps, plus
+  the dispatcher (~3 us per operator in PyTorch's own operator micro-benchmarks).
+"""
+
+from __future__ import annotations
+
+from parsim.errors import ParsimError
+from parsim.stack.specs import FrameworkSpec, LibrarySpec
+
+EAGER = FrameworkSpec(
+    id="eager",
+    name="eager framework (PyTorch: Python, dispatcher, autograd, caching allocator per operator)",
+    # fitted once against batch-1 inference rows of the published set (see validation/published.csv)
+    op_cycles=60_000.0,
+    launch_share=1.0,  # every kernel is launched on its own
+    autocast=True,  # torch.autocast: a cast kernel before every matrix layer under float16/bfloat16
+)
+
+GRAPH = FrameworkSpec(
+    id="graph",
+    name="graph executor (TensorFlow graphs, XLA, TorchScript: no Python per operator)",
+    # [PTDISC] TorchScript removes most of the per-operator Python work; fitted with EAGER
+    op_cycles=15_000.0,
+    launch_share=1.0,
+    autocast=True,
+)
+
+CUDA_GRAPH = FrameworkSpec(
+    id="cuda-graph",
+    name="captured CUDA graph (one launch replays the whole step)",
+    op_cycles=0.0,  # nothing runs on the host per operator once the graph is captured
+    # estimate: the driver replays graph nodes back to back; a fifth of a separate launch each
+    launch_share=0.2,
+    autocast=True,
+)
+
+FRAMEWORKS: dict[str, FrameworkSpec] = {spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH)}
+
+CUDNN = LibrarySpec(
+    id="cudnn",
+    name="cuDNN and cuBLAS (NVIDIA GPUs)",
+    winograd_reduction=36 / 16,  # [LG16] F(2x2, 3x3): 16 multiplies instead of 36
+    fft_min_filter=5,  # [CUDNN] FFT and FFT_TILING pay off for large filters at stride 1
+    # [CUTLASS] threadblock tiles, largest first
+    gemm_tiles=((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (64, 32), (32, 32)),
+    conv_efficiency=1.0,  # implicit GEMM reaches cuBLAS's rate: the processor's matmul_efficiency
+    # estimate: a PyTorch process's CUDA context with cuDNN/cuBLAS loaded takes 0.3-0.8 GB as nvidia-smi
+    # reports it before any tensor; plus cuDNN's convolution workspace
+    runtime_B=1.0 * 2**30,
+)
+
+ONEDNN = LibrarySpec(
+    id="onednn",
+    name="oneDNN / MKL (CPUs)",
+    # fitted once against the CPU training and inference rows of the published set
+    conv_efficiency=0.45,
+)
+
+LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN)}
+
+
+def framework(name: str) -> FrameworkSpec:
+    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``)."""
+    if name not in FRAMEWORKS:
+        raise ParsimError(f"'framework' must be one of {', '.join(FRAMEWORKS)}: {name!r}")
+    return FRAMEWORKS[name]
+
+
+def library_for(is_gpu: bool) -> LibrarySpec:
+    """The kernel library a framework uses on a GPU (cuDNN) or a CPU (oneDNN)."""
+    return CUDNN if is_gpu else ONEDNN

@@ -1,0 +1,77 @@
+"""The software stack is part of the hardware: frameworks and kernel libraries as cited specs.
+
+What users run goes through a framework and a kernel library, and both change the time as much as
+a faster chip would. A **framework** (``FrameworkSpec``) spends host time on every operator before
+the launch: Python, the dispatcher, autograd bookkeeping, the caching allocator. An eager framework
+(PyTorch) pays it per operator, a graph executor (TensorFlow graphs, XLA, TorchScript) much less, a
+captured CUDA graph almost nothing, because the whole step is replayed by one launch. Under mixed
+precision, autocast inserts cast kernels in front of every matrix layer. At small batches this host
+time, not the GPU, sets the pace.
+
+A **kernel library** (``LibrarySpec``) decides how a convolution or a GEMM actually runs. cuDNN
+picks per layer the fastest of implicit GEMM, Winograd and FFT (``cudnnFind``); cuBLAS picks an
+output tile and a split of the reduction so that small and skinny products still fill the SMs.
+oneDNN/MKL on CPUs reach a share of the BLAS GEMM rate on framework convolutions.
+
+Every number is either cited or, where no publication gives it, fitted once per framework or library
+against the published measurements of ``parsim validate --published`` (the comment names the
+rows); never per workload or per model.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from parsim.checks import boolean, fraction, non_negative, positive, text
+
+
+@attrs.frozen(cache_hash=True)
+class FrameworkSpec:
+    """How a deep-learning framework issues work.
+
+    Attributes:
+        id: ``eager``, ``graph`` or ``cuda-graph``.
+        name: what it stands for.
+        op_cycles: host CPU cycles spent per operator before its launch (Python, dispatcher,
+            autograd, allocator); divided by the host's clock, so a faster host issues faster.
+        launch_share: share of the device's kernel-launch cost (``dispatch_s``) paid per kernel;
+            1 for frameworks that launch each kernel, small for a replayed CUDA graph.
+        autocast: under float16/bfloat16 the framework runs mixed precision: float32 master
+            weights and optimizer, and a cast kernel in front of every matrix layer.
+    """
+
+    id: str = attrs.field(validator=text)
+    name: str = attrs.field(validator=text)
+    op_cycles: float = attrs.field(validator=non_negative)
+    launch_share: float = attrs.field(validator=fraction)
+    autocast: bool = attrs.field(default=True, validator=boolean)
+
+    def op_host_s(self, host_clock_Hz: float) -> float:
+        """Host seconds per operator on a CPU clocked at ``host_clock_Hz``."""
+        return self.op_cycles / host_clock_Hz
+
+
+@attrs.frozen(cache_hash=True)
+class LibrarySpec:
+    """How a kernel library runs convolutions and matrix products.
+
+    Attributes:
+        id: ``cudnn`` (cuDNN + cuBLAS on NVIDIA GPUs) or ``onednn`` (oneDNN/MKL on CPUs).
+        name: what it stands for.
+        winograd_reduction: multiplies saved by Winograd on 3x3 stride-1 convolutions.
+        fft_min_filter: smallest filter edge for which FFT convolution is a candidate.
+        gemm_tiles: output tiles (rows, columns) the GEMM heuristic chooses from; empty keeps the
+            processor's own ``matmul_tile``.
+        conv_efficiency: share of the processor's GEMM rate (``matmul_efficiency``) that
+            framework convolutions reach through this library.
+        runtime_B: device memory a framework process holds before its tensors (the CUDA context,
+            cuDNN and cuBLAS handles and their workspaces); 0 on a CPU.
+    """
+
+    id: str = attrs.field(validator=text)
+    name: str = attrs.field(validator=text)
+    winograd_reduction: float = attrs.field(default=1.0, validator=positive)
+    fft_min_filter: int = attrs.field(default=0)
+    gemm_tiles: tuple[tuple[int, int], ...] = attrs.field(default=())
+    conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
+    runtime_B: float = attrs.field(default=0.0, validator=non_negative)

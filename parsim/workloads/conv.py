@@ -1,0 +1,68 @@
+"""A convolution's geometry: what a kernel library needs to choose how to run it.
+
+A framework hands cuDNN (or oneDNN) a convolution, not a matrix product: the library then picks an
+algorithm for the shape. ``ConvShape`` keeps the shape and which pass of training the kernel is:
+``fwd`` (the output), ``dgrad`` (the gradient with respect to the input) or ``wgrad`` (with respect
+to the weights). Every pass is, as an implicit GEMM, ``2 M N K`` FLOPs with the dimensions
+``gemm_dims`` gives; other algorithms (Winograd, FFT) exist only for some shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from parsim.checks import non_negative_int, one_of, positive_int
+
+Pass = Literal["fwd", "dgrad", "wgrad"]
+
+
+@attrs.frozen(cache_hash=True)
+class ConvShape:
+    """One convolution pass over a batch.
+
+    Attributes:
+        batch: images.
+        channels: input channels.
+        height: input height.
+        width: input width.
+        filters: output channels.
+        kernel: filter edge (square filters).
+        stride: step between windows.
+        padding: zeros added on each side.
+        pass_: ``fwd``, ``dgrad`` or ``wgrad``.
+    """
+
+    batch: int = attrs.field(validator=positive_int)
+    channels: int = attrs.field(validator=positive_int)
+    height: int = attrs.field(validator=positive_int)
+    width: int = attrs.field(validator=positive_int)
+    filters: int = attrs.field(validator=positive_int)
+    kernel: int = attrs.field(validator=positive_int)
+    stride: int = attrs.field(default=1, validator=positive_int)
+    padding: int = attrs.field(default=0, validator=non_negative_int)
+    pass_: Pass = attrs.field(default="fwd", validator=one_of(("fwd", "dgrad", "wgrad")))
+
+    @property
+    def out_height(self) -> int:
+        return (self.height + 2 * self.padding - self.kernel) // self.stride + 1
+
+    @property
+    def out_width(self) -> int:
+        return (self.width + 2 * self.padding - self.kernel) // self.stride + 1
+
+    def gemm_dims(self) -> tuple[int, int, int]:
+        """(M, N, K) of this pass as an implicit GEMM; the output is M x N."""
+        pixels_out = self.batch * self.out_height * self.out_width
+        window = self.channels * self.kernel * self.kernel
+        if self.pass_ == "fwd":
+            return pixels_out, self.filters, window
+        if self.pass_ == "dgrad":
+            return self.batch * self.height * self.width, self.channels, self.filters * self.kernel**2
+        return self.filters, window, pixels_out  # wgrad: a filters x window product reduced over pixels
+
+    @property
+    def winograd_shape(self) -> bool:
+        """3x3 at stride 1: the shape Winograd's minimal filtering applies to."""
+        return self.kernel == 3 and self.stride == 1
