@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from parsim import analytic, caching, timeline
+from parsim import algorithms, analytic, caching, timeline
 from parsim.caching import cached
 from parsim.choices import METHODS, OVERLAPS
 from parsim.errors import ParsimError
@@ -173,16 +173,19 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         busy=timeline.utilization(list(trace), latency),
         trace=trace,
         events=events,
-        notes=notes,
-        layers=_layer_rows(workload, trace),
+        notes=tuple(notes) + algorithms.notes(workload, system, mode, overlap),
+        layers=_layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
         gpus=system.gpus,
         metrics=metrics,
         peer_link=system.peer_link.id if system.peer_link is not None else None,
     )
 
 
-def _layer_rows(workload: Workload, trace: tuple[TraceEvent, ...]) -> tuple[dict[str, object], ...]:
-    """Per-layer time (busy time of its ops on GPU 0 or the host), FLOPs and bytes."""
+def _layer_rows(
+    workload: Workload, trace: tuple[TraceEvent, ...], chosen: dict[str, dict[str, str]]
+) -> tuple[dict[str, object], ...]:
+    """Per-layer time (busy time of its ops on GPU 0 or the host), FLOPs, bytes and, for
+    convolutions, the library's algorithm per pass (``{"fwd": "winograd", ...}``)."""
     if not workload.layers:
         return ()
     seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
@@ -196,7 +199,14 @@ def _layer_rows(workload: Workload, trace: tuple[TraceEvent, ...]) -> tuple[dict
             flops[op.layer] += op.flops
             moved[op.layer] += op.bytes
     return tuple(
-        {"name": name, "kind": kind, "latency_s": seconds[name], "flops": flops[name], "bytes": moved[name]}
+        {
+            "name": name,
+            "kind": kind,
+            "latency_s": seconds[name],
+            "flops": flops[name],
+            "bytes": moved[name],
+            **({"algorithms": chosen[name]} if name in chosen else {}),
+        }
         for name, kind in workload.layers
     )
 

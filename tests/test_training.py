@@ -343,7 +343,7 @@ def test_json_lists_layers_and_scaling(cli):
     data = json.loads(out)
     assert code == 0 and data["gpus"] == 4
     assert {"speedup", "efficiency", "serial_fraction", "samples_per_s"} <= set(data["metrics"])
-    assert {"name", "kind", "latency_s", "flops", "bytes"} == set(data["layers"][1])
+    assert {"name", "kind", "latency_s", "flops", "bytes"} <= set(data["layers"][1])
 
 
 def test_cli_gpu_count_errors_exit_2(cli):

@@ -1,0 +1,66 @@
+"""What the kernel library chose, in words: each convolution's algorithm and each GEMM's tiling.
+
+A prediction is only trusted when it says *how* the work ran. cuDNN picks an algorithm per
+convolution (``cudnnFind``) and cuBLAS a tile and a split of the reduction per GEMM; the model
+makes the same choices (``parsim.model.library``). This module asks the model for them, once per
+kernel shape, and phrases them for ``--json`` (per layer) and the notes. It decides nothing itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from parsim.hardware.specs import SystemSpec
+from parsim.model.library import choose, gemm_tiling
+from parsim.model.rates import execution
+from parsim.workloads.base import HOST, Kernel, Workload
+
+LISTED = 3
+
+
+def _spec(system: SystemSpec, kernel: Kernel):
+    return system.host if kernel.device == HOST or system.device is None else system.compute
+
+
+def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> str:
+    """The library's algorithm for a convolution kernel (``""`` for any other kernel)."""
+    if kernel.conv is None:
+        return ""
+    return choose(_spec(system, kernel), mode, overlap, kernel)[0]
+
+
+def layer_algorithms(
+    workload: Workload, system: SystemSpec, mode: str, overlap: str
+) -> dict[str, dict[str, str]]:
+    """``{layer: {pass: algorithm}}`` for the convolutions of GPU 0 (or the host)."""
+    chosen: dict[str, dict[str, str]] = {}
+    for op in workload.kernels:
+        if op.conv is not None and op.device in (0, HOST):
+            chosen.setdefault(op.layer, {})[op.conv.pass_] = algorithm(system, mode, overlap, op)
+    return chosen
+
+
+def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tuple[str, ...]:
+    """One line on the convolution algorithms, and one per GEMM tiling of a small program."""
+    kernels = [k for k in workload.kernels if k.device in (0, HOST)]
+    convs = [k for k in kernels if k.conv is not None]
+    lines = []
+    if len(convs) == 1:
+        lines.append(f"{convs[0].name}: {algorithm(system, mode, overlap, convs[0])} (the library's fastest)")
+    elif convs:
+        counts = Counter(algorithm(system, mode, overlap, k) for k in convs)
+        parts = ", ".join(f"{name} for {count}" for name, count in counts.most_common())
+        lines.append(
+            f"convolution algorithms (fastest per shape, as cudnnFind): {parts} of {len(convs)} kernels"
+        )
+    gemms = [k for k in kernels if k.gemm_mn is not None and k.conv is None]
+    if 0 < len(gemms) <= LISTED and system.compute.is_gpu and gemms[0].device != HOST:
+        for kernel in gemms:
+            spec = _spec(system, kernel)
+            tiling = gemm_tiling(spec, execution(spec, mode, kernel), kernel)
+            split = f", reduction split {tiling.split} ways (split-K)" if tiling.split > 1 else ""
+            lines.append(
+                f"{kernel.name}: {tiling.outputs} output tiles of {tiling.rows}x{tiling.columns}{split} "
+                "(the library's tile choice)"
+            )
+    return tuple(lines)

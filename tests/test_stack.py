@@ -1,0 +1,243 @@
+"""The software stack: framework host cost, the library's convolution algorithm and GEMM tiling,
+TF32, mixed precision, framework memory footprints and sustained clocks."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import parsim
+from parsim import stack
+from parsim.errors import ParsimError
+from parsim.hardware.presets import PROCESSORS
+from parsim.hardware.specs import SystemSpec
+from parsim.model.issue import issue_s
+from parsim.model.kernel import closed_form_s
+from parsim.model.library import GEMM, IMPLICIT_GEMM, WINOGRAD, candidates, choose, gemm_tiling
+from parsim.model.rates import execution
+from parsim.workloads.base import Kernel
+from parsim.workloads.conv import ConvShape
+from parsim.workloads.ops import gemm_kernel
+from parsim.workloads.registry import make_workload
+from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
+
+
+def conv_kernel(shape: ConvShape, dtype: str = "float32", math: str = "") -> Kernel:
+    m, n, k = shape.gemm_dims()
+    size = 2 if dtype == "float16" else 4
+    return Kernel(
+        "conv",
+        2.0 * m * n * k,
+        (m * k // (shape.kernel**2) + n * k) * size,
+        m * n * size,
+        m * n,
+        dtype=dtype,
+        matrix=True,
+        gemm_mn=(m, n),
+        math=math,
+        conv=shape,
+    )
+
+
+LAYER = ConvShape(32, 64, 56, 56, 64, 3, 1, 1)  # a ResNet conv3x3 at batch 32
+
+
+# --- issuing ops -------------------------------------------------------------------------------
+
+
+def test_issue_cost_per_framework_hand_computed():
+    system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK)  # host at 1 GHz, launches of 1 us
+    assert issue_s(system, None, on_host=False) == pytest.approx(1e-6)
+    eager, graph, replay = (stack.framework(name) for name in ("eager", "graph", "cuda-graph"))
+    assert issue_s(system, eager, on_host=False) == pytest.approx(eager.op_cycles / 1e9 + 1e-6)
+    assert issue_s(system, graph, on_host=False) == pytest.approx(graph.op_cycles / 1e9 + 1e-6)
+    assert issue_s(system, replay, on_host=False) == pytest.approx(0.2e-6)
+    # host work beside GPUs (averaging gradients) is a plain NumPy call
+    assert issue_s(system, eager, on_host=True) == pytest.approx(1e-6)
+
+
+def test_a_faster_host_issues_faster():
+    eager = stack.framework("eager")
+    slow = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK)
+    fast = SystemSpec(host=attrs.evolve(TINY_CPU, clock_Hz=2e9), device=TINY_GPU, link=TINY_LINK)
+    assert issue_s(fast, eager, False) - 1e-6 == pytest.approx((issue_s(slow, eager, False) - 1e-6) / 2)
+
+
+def test_unknown_framework_is_one_line():
+    with pytest.raises(ParsimError, match="'framework' must be one of eager, graph, cuda-graph: 'jax'"):
+        stack.framework("jax")
+    with pytest.raises(ParsimError, match="framework"):
+        parsim.predict("network", {"model": "resnet50", "framework": "jax"}, device="t4")
+
+
+def test_batch_one_inference_waits_on_the_host():
+    # ResNet-50 at batch 1 in eager PyTorch: the GPU idles behind the host, so the A100, V100 and
+    # T4 are within 15 % of each other and a CUDA graph is several times faster.
+    rates = {
+        device: parsim.predict("network", {"model": "resnet50", "batch": 1, "train": False}, device=device)
+        for device in ("t4", "v100-sxm2", "a100-80gb")
+    }
+    assert all(p.bottleneck == "overhead" for p in rates.values())
+    latencies = [p.latency_s for p in rates.values()]
+    assert max(latencies) < 1.15 * min(latencies)
+    sm = [e for e in rates["a100-80gb"].trace if e.resource.kind == "cores" and e.resource.on_gpu]
+    assert sum(e.duration_s for e in sm) < 0.5 * rates["a100-80gb"].latency_s  # the gaps
+    graph = parsim.predict(
+        "network",
+        {"model": "resnet50", "batch": 1, "train": False, "framework": "cuda-graph"},
+        device="a100-80gb",
+    )
+    assert graph.latency_s < rates["a100-80gb"].latency_s / 3
+
+
+def test_mixed_precision_is_slower_at_batch_one_and_faster_at_256():
+    def latency(batch, dtype):
+        return parsim.predict(
+            "network",
+            {"model": "resnet50", "batch": batch, "train": False, "dtype": dtype},
+            device="v100-sxm2",
+        ).latency_s
+
+    assert latency(1, "float16") > latency(1, "float32")  # autocast's cast kernels, nothing to gain
+    assert latency(256, "float16") < latency(256, "float32") / 2  # tensor cores
+
+
+def test_autocast_adds_casts_and_float32_master_weights():
+    mixed = make_workload("network", {"model": "resnet18", "batch": 2, "dtype": "float16"})
+    casts = [k for k in mixed.kernels if "cast" in k.name]
+    convs_and_linears = 21  # 20 convolutions + the classifier
+    assert len(casts) == 2 * convs_and_linears  # weights down before the forward, gradients up after
+    updates = [k for k in mixed.kernels if k.name.endswith("update")]
+    assert all(k.dtype == "float32" for k in updates)
+
+
+# --- convolution algorithms ----------------------------------------------------------------------
+
+
+def test_winograd_for_float32_3x3_on_cuda_cores():
+    v100 = PROCESSORS["v100-sxm2"]
+    name, runs = choose(v100, "simt", "roofline", conv_kernel(LAYER))
+    assert name == WINOGRAD
+    assert runs.flops == pytest.approx(conv_kernel(LAYER).flops / 2.25)  # [LG16] 36 -> 16 multiplies
+    offered = dict(candidates(v100, conv_kernel(LAYER)))
+    assert closed_form_s(runs, v100, "simt", "roofline") < closed_form_s(
+        offered[IMPLICIT_GEMM], v100, "simt", "roofline"
+    )
+
+
+def test_tensor_cores_beat_winograd():
+    # float16 on a V100 and TF32 on an A100: the implicit GEMM on tensor cores is fastest
+    assert (
+        choose(PROCESSORS["v100-sxm2"], "simt", "roofline", conv_kernel(LAYER, "float16"))[0] == IMPLICIT_GEMM
+    )
+    a100 = PROCESSORS["a100-80gb"]
+    assert choose(a100, "simt", "roofline", conv_kernel(LAYER, math="tf32"))[0] == IMPLICIT_GEMM
+    assert choose(a100, "simt", "roofline", conv_kernel(LAYER))[0] == WINOGRAD  # IEEE float32
+
+
+def test_which_shapes_offer_which_algorithms():
+    v100 = PROCESSORS["v100-sxm2"]
+    one_by_one = ConvShape(32, 256, 56, 56, 64, 1)
+    assert [n for n, _ in candidates(v100, conv_kernel(one_by_one))] == [GEMM]
+    strided = ConvShape(32, 3, 224, 224, 64, 7, 2, 3)
+    assert [n for n, _ in candidates(v100, conv_kernel(strided))] == [IMPLICIT_GEMM]
+    five = ConvShape(32, 64, 28, 28, 64, 5, 1, 2)
+    assert [n for n, _ in candidates(v100, conv_kernel(five))] == [IMPLICIT_GEMM, "fft"]
+    # CPUs: oneDNN offers no Winograd here
+    assert [n for n, _ in candidates(PROCESSORS["xeon-8480"], conv_kernel(LAYER))] == [IMPLICIT_GEMM]
+
+
+def test_json_names_each_layers_algorithm(cli):
+    import json
+
+    code, out, _ = cli("predict", "network", "model=vgg16", "batch=8", "--device", "v100-sxm2", "--json")
+    data = json.loads(out)
+    assert code == 0
+    convs = [row for row in data["layers"] if row["kind"] == "conv"]
+    # every 3x3 layer but the first (3 input channels: too little work per tile to pay the transforms)
+    assert convs[0]["algorithms"] == {"fwd": IMPLICIT_GEMM, "wgrad": IMPLICIT_GEMM}
+    assert all(row["algorithms"] == dict.fromkeys(("fwd", "dgrad", "wgrad"), WINOGRAD) for row in convs[1:])
+    assert any("winograd" in note for note in data["notes"])
+
+
+# --- GEMM tiling ----------------------------------------------------------------------------------
+
+
+def tiling(device: str, m: int, n: int, k: int, dtype: str = "float32"):
+    spec = PROCESSORS[device]
+    kernel = gemm_kernel(m, n, k, dtype, "g")
+    return gemm_tiling(spec, execution(spec, "simt", kernel), kernel)
+
+
+def test_large_gemms_take_the_largest_tile():
+    chosen = tiling("a100-80gb", 8192, 8192, 8192)
+    assert max(chosen.rows, chosen.columns) == 256 and chosen.split == 1
+
+
+def test_small_gemms_take_small_tiles_or_split_k():
+    small = tiling("a100-80gb", 256, 256, 256)
+    assert small.rows * small.columns <= 64 * 64  # enough tiles to reach many of the 108 SMs
+    skinny = tiling("a100-80gb", 64, 147, 1_000_000)  # a weight gradient reduced over many pixels
+    assert skinny.split > 1
+
+
+def test_small_fp32_gemm_on_an_a100_takes_microseconds():
+    # 128^3 and 256^3 float32: single-digit microseconds of kernel time on an A100 (no plateau of
+    # padded 128x128 tiles); 512^3 within 1.5x of the FP32 datasheet peak (19.5 TFLOP/s)
+    def kernel_s(edge):
+        p = parsim.predict("matmul", {"m": edge, "n": edge, "k": edge}, device="a100-80gb")
+        return p.latency_s - p.breakdown["overhead"]
+
+    assert kernel_s(128) < kernel_s(256) < 10e-6
+    assert kernel_s(512) < 1.5 * 2 * 512**3 / 19.5e12
+
+
+# --- TF32 ------------------------------------------------------------------------------------------
+
+
+def test_tf32_speeds_up_float32_training_on_ampere_only():
+    def step(device, math):
+        params = {"model": "resnet50", "batch": 64, "math": math}
+        return parsim.predict("network", params, device=device).latency_s
+
+    assert step("a100-80gb", "default") < 0.75 * step("a100-80gb", "ieee")
+    assert step("v100-sxm2", "default") == pytest.approx(step("v100-sxm2", "ieee"))  # no TF32 on Volta
+
+
+def test_plain_matmul_keeps_ieee_float32_unless_asked():
+    params = {"m": 4096, "n": 4096, "k": 4096}
+    ieee = parsim.predict("matmul", params, device="a100-80gb")
+    tf32 = parsim.predict("matmul", {**params, "math": "tf32"}, device="a100-80gb")
+    assert ieee.flops_per_s < 19.5e12  # the FP32 datasheet peak
+    assert tf32.flops_per_s > 5 * ieee.flops_per_s / 2  # 156 TFLOP/s TF32 tensor cores
+
+
+# --- memory as frameworks allocate it --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("device", "batch", "dtype"),
+    [("v100-sxm2", 256, "float16"), ("a100-80gb", 640, "float32"), ("a100-80gb", 1280, "float16")],
+)
+def test_published_large_batches_fit(device, batch, dtype):
+    # ResNet-50 training runs people published: AMP 256 on a 16 GB V100, TF32 640 / AMP 1280 on 80 GB
+    p = parsim.predict("network", {"model": "resnet50", "batch": batch, "dtype": dtype}, device=device)
+    assert p.latency_s > 0
+
+
+def test_host_memory_holds_what_crosses_the_link_not_every_gpus_footprint():
+    params = {"model": "resnet50", "batch": 256, "gpus": 8, "sync": "ring", "scaling": "weak"}
+    p = parsim.predict("data_parallel", params, device="a100-80gb", host="xeon-8480")
+    assert p.gpus == 8
+
+
+# --- sustained clocks ------------------------------------------------------------------------------
+
+
+def test_a_power_capped_t4_runs_long_gemms_below_boost():
+    t4 = PROCESSORS["t4"]
+    assert t4.sustained_clock_Hz is not None and t4.sustained_clock_Hz < t4.clock_Hz
+    p = parsim.predict("matmul", {"m": 4096, "n": 4096, "k": 4096}, device="t4")
+    peak = t4.cores * t4.lanes_per_core * 2 * t4.clock_Hz
+    expected = peak * t4.matmul_efficiency * t4.sustained_clock_Hz / t4.clock_Hz
+    assert p.flops_per_s == pytest.approx(expected, rel=0.05)
