@@ -228,6 +228,7 @@ V100_SXM2 = _gpu(
     },
     dispatch_s=7.4e-6,  # [CLP] README sample, Tesla V100-SXM2-16GB: kernel launch latency 7.22 us
     default_link="pcie3-x16",  # [WP-V100] SXM2 boards reach the host over PCIe Gen3 x16
+    peer_link="nvlink2",  # [WP-V100] SXM2: 6 second-generation NVLinks, 300 GB/s
     memory=MemorySpec(
         bandwidth_Bps=800e9,  # [GI] memcpy 776 GB/s, saxpy 810 GB/s; [CLP] 843 GB/s; [BWT] 740 GB/s
         peak_bandwidth_Bps=900e9,  # [WP-V100] 900 GB/s HBM2

@@ -21,6 +21,8 @@ Sources, abbreviated in the comments:
 - [VP] github.com/aigatech/vpbenchmarking README, 8x H100 SXM5 node: host-to-device 54.8 GB/s.
 - [NCCL] github.com/NVIDIA/nccl issue #1264, p2pBandwidthLatencyTest on HGX H100 SXM: 380 GB/s
   unidirectional P2P.
+- [WP-V100] NVIDIA Tesla V100 GPU architecture whitepaper (2017): six NVLink 2.0 links of 25 GB/s per
+  direction, 300 GB/s total, on SXM2 boards (DGX-1's hybrid cube mesh, DGX-2's NVSwitch).
 - [WP-A100] / [WP-H100] NVIDIA Ampere and Hopper whitepapers (NVLink3: 12 links, 600 GB/s total;
   NVLink4: 18 links, 900 GB/s total).
 """
@@ -65,6 +67,18 @@ PCIE5_X16 = LinkSpec(
     kind="pcie",
 )
 
+NVLINK2 = LinkSpec(
+    id="nvlink2",
+    name="NVLink 2 (V100 SXM2, 6 links)",
+    # estimate: 82 % of the 150 GB/s peak, the share [GI] measures for NVLink 3 (246.6 of 300 GB/s)
+    bandwidth_Bps=123e9,
+    peak_bandwidth_Bps=150e9,  # [WP-V100] 6 links x 25 GB/s per direction (300 GB/s both ways)
+    pageable_bandwidth_Bps=55e9,  # estimate: 45 % of pinned as for PCIe (host<->device use only)
+    latency_s=3e-6,  # estimate: as NVLink 3; a small P2P copy is driver-dominated
+    duplex=True,  # NVLink sub-links are unidirectional pairs: both directions at full speed
+    kind="nvlink",
+)
+
 NVLINK3 = LinkSpec(
     id="nvlink3",
     name="NVLink 3 (A100 SXM4, 12 links)",
@@ -88,6 +102,6 @@ NVLINK4 = LinkSpec(
 )
 
 LINK_PRESETS: dict[str, LinkSpec] = {
-    link.id: link for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK3, NVLINK4)
+    link.id: link for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK2, NVLINK3, NVLINK4)
 }
 """Link presets by id."""

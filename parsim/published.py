@@ -1,0 +1,247 @@
+"""Published measurements: parsim's predictions against what people really measured on real GPUs.
+
+A machine without a GPU cannot measure one, but others have: NVIDIA's DeepLearningExamples
+tables, DeepBench, bandwidthTest logs, framework benchmarks. ``parsim/data/published.csv`` keeps
+such measurements, one row each, with where it was published (repository + path + commit, or
+paper + table) and the quoted figures. Each row says how parsim runs it (workload, parameters,
+device, link) and which figure it compares:
+
+- ``samples_per_s``: the prediction's steady-state samples per second;
+- ``latency_s``: its latency;
+- ``efficiency``: data-parallel scaling efficiency against one GPU;
+- ``seconds``: the device time of one kernel (the latency less the host's launch, as CUDA events
+  time it);
+- ``bytes_per_s``: a copy's bytes over its device time (as bandwidthTest reports it).
+
+The comparison reports per class (single-GPU training, inference, kernels, copies, multi-GPU
+scaling, CPU) the mean absolute percentage error, the worst row and the Spearman rank correlation,
+against the targets of issue 10. A row that parsim refuses (out of memory, say) is a failure: it
+was really run. Nothing here is fitted per row; see ``parsim.stack`` and the hardware presets for
+every parameter and its source.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import attrs
+import numpy
+
+from parsim.errors import ParsimError
+from parsim.predict import predict
+from parsim.units import parse_assignments
+
+SCHEMA = "parsim.published/1"
+
+CLASSES: dict[str, tuple[str, float]] = {
+    "training": ("single-GPU training throughput", 0.15),
+    "inference": ("inference throughput, batch 1 to 256", 0.20),
+    "kernel": ("GEMM / convolution kernels", 0.15),
+    "copy": ("host<->device and device copies", 0.10),
+    "scaling": ("multi-GPU scaling efficiency", 0.05),
+    "cpu": ("CPU training/inference", 0.30),
+}
+"""Each class: what it holds and its MAPE target."""
+
+METRICS = ("samples_per_s", "latency_s", "efficiency", "seconds", "bytes_per_s")
+COLUMNS = ("id", "class", "workload", "params", "device", "host", "link", "gpus", "metric", "value", "source")
+
+
+@attrs.frozen
+class Row:
+    """One published measurement and how parsim runs it."""
+
+    id: str
+    klass: str
+    workload: str
+    params: dict
+    device: str
+    host: str | None
+    link: str | None
+    metric: str
+    value: float
+    source: str
+    detail: str = ""
+
+
+def default_path() -> Path:
+    """The measurement set shipped in the package."""
+    return Path(str(resources.files("parsim") / "data" / "published.csv"))
+
+
+def load_rows(path: str | Path | None = None) -> tuple[Row, ...]:
+    """Read and check a published-measurement CSV; a bad row names its line, field and value.
+
+    Raises:
+        ParsimError: unreadable file, missing column, unknown class or metric, a value that is not a
+            positive number, a row without a source, a duplicate id.
+    """
+    path = Path(path) if path is not None else default_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParsimError(f"{path}: cannot read the published measurements ({exc})") from None
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ParsimError(f"{path}: missing column(s) {', '.join(missing)}")
+    rows, seen = [], set()
+    for line, record in enumerate(reader, start=2):
+        rows.append(_row(record, f"{path.name} line {line}"))
+        if rows[-1].id in seen:
+            raise ParsimError(f"{path.name} line {line}: duplicate id {rows[-1].id!r}")
+        seen.add(rows[-1].id)
+    return tuple(rows)
+
+
+def _row(record: dict, where: str) -> Row:
+    def field(name: str) -> str:
+        return (record.get(name) or "").strip()
+
+    if field("class") not in CLASSES:
+        raise ParsimError(f"{where}: 'class' must be one of {', '.join(CLASSES)}: {field('class')!r}")
+    if field("metric") not in METRICS:
+        raise ParsimError(f"{where}: 'metric' must be one of {', '.join(METRICS)}: {field('metric')!r}")
+    try:
+        value = float(field("value"))
+    except ValueError:
+        raise ParsimError(f"{where}: 'value' must be a number: {field('value')!r}") from None
+    if not value > 0:
+        raise ParsimError(f"{where}: 'value' must be > 0: {value}")
+    for name in ("id", "workload", "device", "source"):
+        if not field(name):
+            raise ParsimError(f"{where}: '{name}' is empty")
+    try:
+        params = parse_assignments(field("params").split())
+    except ParsimError as exc:
+        raise ParsimError(f"{where}: 'params': {exc}") from None
+    return Row(
+        id=field("id"),
+        klass=field("class"),
+        workload=field("workload"),
+        params=params,
+        device=field("device"),
+        host=field("host") or None,
+        link=field("link") or None,
+        metric=field("metric"),
+        value=value,
+        source=field("source"),
+        detail=field("detail"),
+    )
+
+
+def predicted(row: Row) -> float:
+    """The figure parsim predicts for ``row``'s metric.
+
+    Raises:
+        ParsimError: parsim refuses the configuration (which, for a published row, is a failure).
+    """
+    p = predict(row.workload, row.params, device=row.device, host=row.host, link=row.link)
+    device_s = p.latency_s - p.breakdown["overhead"]  # what CUDA events around the op measure
+    if row.metric == "samples_per_s":
+        return float(p.metrics["samples_per_s"])
+    if row.metric == "efficiency":
+        return float(p.metrics["efficiency"])
+    if row.metric == "seconds":
+        return device_s
+    if row.metric == "bytes_per_s":
+        return p.transfer_bytes / device_s
+    return p.latency_s
+
+
+@attrs.frozen
+class Compared:
+    """A row with parsim's figure and the relative error, or why parsim refused it."""
+
+    row: Row
+    predicted: float | None
+    refused: str = ""
+
+    @property
+    def error(self) -> float | None:
+        """(predicted - published) / published."""
+        return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
+
+
+def compare(
+    rows: tuple[Row, ...] | None = None, progress: Callable[[int, int, str], None] | None = None
+) -> list[Compared]:
+    """Predict every row (``progress(done, total, row id)`` as they go)."""
+    rows = load_rows() if rows is None else rows
+    compared = []
+    for done, row in enumerate(rows):
+        if progress is not None:
+            progress(done, len(rows), row.id)
+        try:
+            compared.append(Compared(row, predicted(row)))
+        except ParsimError as exc:
+            compared.append(Compared(row, None, str(exc)))
+    return compared
+
+
+def _spearman(a: list[float], b: list[float]) -> float | None:
+    from parsim.validate import spearman  # one rank correlation for every report
+
+    return spearman(a, b) if len(a) >= 3 else None
+
+
+def summary(compared: list[Compared]) -> dict:
+    """Per class: rows, MAPE, its target and whether it is met, the worst row, Spearman, refusals."""
+    classes = {}
+    for name, (what, target) in CLASSES.items():
+        members = [c for c in compared if c.row.klass == name]
+        if not members:
+            continue
+        scored = [c for c in members if c.error is not None]
+        errors = [abs(c.error) for c in scored if c.error is not None]
+        worst = max(scored, key=lambda c: abs(c.error or 0.0), default=None)
+        mape = float(numpy.mean(errors)) if errors else None
+        classes[name] = {
+            "what": what,
+            "rows": len(members),
+            "mape": mape,
+            "target": target,
+            "met": mape is not None and mape <= target and len(scored) == len(members),
+            "worst": None if worst is None else {"id": worst.row.id, "error": worst.error},
+            "spearman": _spearman([c.row.value for c in scored], [c.predicted or 0.0 for c in scored]),
+            "refused": [{"id": c.row.id, "why": c.refused} for c in members if c.refused],
+        }
+    return classes
+
+
+def report(compared: list[Compared]) -> dict:
+    """The JSON report: every row with both figures, and the per-class summary."""
+    return {
+        "schema": SCHEMA,
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "rows": [
+            {
+                "id": c.row.id,
+                "class": c.row.klass,
+                "workload": c.row.workload,
+                "params": c.row.params,
+                "device": c.row.device,
+                "link": c.row.link,
+                "metric": c.row.metric,
+                "published": c.row.value,
+                "predicted": c.predicted,
+                "error": c.error,
+                "refused": c.refused,
+                "source": c.row.source,
+            }
+            for c in compared
+        ],
+        "classes": summary(compared),
+    }
+
+
+def save(data: dict, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(json.dumps(data, indent=2))
+    return path
