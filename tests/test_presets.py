@@ -35,7 +35,7 @@ GPU_IDS = [
     "h200",
     "rtx-4090",
 ]
-LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink3", "nvlink4"]
+LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4"]
 PROCESSOR_QUANTITIES = {"memory_bandwidth_Bps", "dispatch_s", "matmul_flops_per_s"}
 LINK_QUANTITIES = {"link_bandwidth_Bps", "link_pageable_bandwidth_Bps"}
 HEADER = ["preset_id", "quantity", "value", "unit", "source", "dtype"]
@@ -180,7 +180,7 @@ def test_sanity_orderings():
         return LINKS[lid].bandwidth_Bps
 
     assert link_bw("pcie5-x16") > link_bw("pcie4-x16") > link_bw("pcie3-x16")
-    assert link_bw("nvlink4") > link_bw("nvlink3") > link_bw("pcie5-x16")
+    assert link_bw("nvlink4") > link_bw("nvlink3") > link_bw("nvlink2") > link_bw("pcie5-x16")
     assert bw("dual-xeon-e5-2630v3") == pytest.approx(2 * bw("xeon-e5-2630v3"))
 
 

@@ -84,7 +84,7 @@ def claims_cpu_vs_gpu_training():
         0.1e12 < cpu.flops_per_s < 5e12 for cpu in (old_cpu, new_cpu)
     )  # hundreds of GFLOP/s to a few TFLOP/s
     assert all(gpu.latency_s < old_cpu.latency_s for gpu in gpus)
-    assert gpus[-1].latency_s * 10 < min(old_cpu.latency_s, new_cpu.latency_s)  # tensor cores
+    assert gpus[-1].latency_s * 5 < min(old_cpu.latency_s, new_cpu.latency_s)  # tensor cores
     assert gpus[-1].bottleneck == "overhead"  # the A100 waits on the framework's host time
     for gpu in gpus:  # the batch crosses PCIe, a small cost next to the arithmetic it saves
         assert gpu.breakdown["transfer"] < 0.1 * (old_cpu.latency_s - gpu.latency_s)
@@ -143,7 +143,7 @@ def test_matmul_lesson_shows_a_memory_bound_stretch():
 
 def claims_mlp_training():
     (copied,), (resident,) = by_label("mlp_training").values()
-    assert copied.latency_s > 2 * resident.latency_s
+    assert copied.latency_s > 1.25 * resident.latency_s  # (the framework's host time is common to both)
     # two 100,000-float matrices cross PCIe twice per step: the weights there, the gradients back
     assert copied.transfer_bytes - resident.transfer_bytes == 2 * 2 * 100_000 * 4
     assert any(

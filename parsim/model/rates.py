@@ -69,13 +69,14 @@ def execution(
     core_flops = used * spec.lane_flops_per_s(kernel.dtype)
     matrix_rates = dict(spec.matrix_flops_per_s)
     rated = matrix_format(kernel)
-    if kernel.matrix and used == spec.lanes_per_core and rated in matrix_rates:
+    on_matrix_units = kernel.matrix and used == spec.lanes_per_core and rated in matrix_rates
+    if on_matrix_units:
         core_flops = max(core_flops, matrix_rates[rated] / spec.cores)
     gemm = kernel.gemm_mn is not None
     if gemm:
         core_flops *= spec.matmul_efficiency
     if kernel.conv is not None:  # a framework convolution, through the device's kernel library
-        core_flops *= library_for(spec.is_gpu).conv_efficiency
+        core_flops *= library_for(spec.is_gpu).conv_share(rated if on_matrix_units else None)
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
     return Execution(
         cores=cores,

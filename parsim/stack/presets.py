@@ -23,8 +23,10 @@ from parsim.stack.specs import FrameworkSpec, LibrarySpec
 EAGER = FrameworkSpec(
     id="eager",
     name="eager framework (PyTorch: Python, dispatcher, autograd, caching allocator per operator)",
-    # fitted once against batch-1 inference rows of the published set (see validation/published.csv)
-    op_cycles=60_000.0,
+    # fitted once (benchmarks/fit_stack.py) against the published batch-1 inference rows run in
+    # eager PyTorch (DeepLearningExamples ResNet-50, V100 and T4, FP32 and AMP: 78-98 img/s, flat up
+    # to batch 4): 133k cycles = 51 us per operator on the default 2.6 GHz host, [PTDISC]'s order
+    op_cycles=133_000.0,
     launch_share=1.0,  # every kernel is launched on its own
     autocast=True,  # torch.autocast: a cast kernel before every matrix layer under float16/bfloat16
 )
@@ -32,10 +34,12 @@ EAGER = FrameworkSpec(
 GRAPH = FrameworkSpec(
     id="graph",
     name="graph executor (TensorFlow graphs, XLA, TorchScript: no Python per operator)",
-    # [PTDISC] TorchScript removes most of the per-operator Python work; fitted with EAGER
-    op_cycles=15_000.0,
+    # fitted once (benchmarks/fit_stack.py) against the published batch-1 inference rows run in
+    # TensorFlow 1 and MXNet graphs (DeepLearningExamples ResNet-50 on A100, V100, T4): 62k cycles =
+    # 24 us per operator, half of eager PyTorch's ([PTDISC]: no Python per operator)
+    op_cycles=62_000.0,
     launch_share=1.0,
-    autocast=True,
+    autocast=False,  # TF AMP rewrites the graph; weight casts run ahead of the activations
 )
 
 CUDA_GRAPH = FrameworkSpec(
@@ -57,6 +61,12 @@ CUDNN = LibrarySpec(
     # [CUTLASS] threadblock tiles, largest first
     gemm_tiles=((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (64, 32), (32, 32)),
     conv_efficiency=1.0,  # implicit GEMM reaches cuBLAS's rate: the processor's matmul_efficiency
+    # fitted once (benchmarks/fit_stack.py) against the published float32 (TF32) ResNet-50 training
+    # rows on A100s (DeepLearningExamples: PyTorch, TensorFlow, MXNet, PaddlePaddle, 909-1056 img/s):
+    # TF32 convolutions reach 0.32 of the TF32 tensor rate (~42 TFLOP/s on an A100), while cuBLAS's
+    # TF32 GEMM reaches 0.69 (published torch.mm 4096^3: 108 TFLOP/s) and float16 convolutions the full
+    # matmul_efficiency: ResNet-50's convolutions are too small and too channel-poor for TF32 tiles
+    matrix_conv_efficiency=(("tf32", 0.32),),
     # estimate: a PyTorch process's CUDA context with cuDNN/cuBLAS loaded takes 0.3-0.8 GB as nvidia-smi
     # reports it before any tensor; plus cuDNN's convolution workspace
     runtime_B=1.0 * 2**30,

@@ -36,8 +36,11 @@ class FrameworkSpec:
             autograd, allocator); divided by the host's clock, so a faster host issues faster.
         launch_share: share of the device's kernel-launch cost (``dispatch_s``) paid per kernel;
             1 for frameworks that launch each kernel, small for a replayed CUDA graph.
-        autocast: under float16/bfloat16 the framework runs mixed precision: float32 master
-            weights and optimizer, and a cast kernel in front of every matrix layer.
+        autocast: under float16/bfloat16 (mixed precision: float32 master weights and optimizer)
+            the host issues a cast kernel in front of every matrix layer, on the critical path
+            (PyTorch's autocast). False for a graph rewrite (TensorFlow's AMP pass): its weight
+            casts depend only on the weights, so the executor runs them ahead of the activations
+            and they are left out.
     """
 
     id: str = attrs.field(validator=text)
@@ -64,6 +67,9 @@ class LibrarySpec:
             processor's own ``matmul_tile``.
         conv_efficiency: share of the processor's GEMM rate (``matmul_efficiency``) that
             framework convolutions reach through this library.
+        matrix_conv_efficiency: ``(format, share)`` pairs that replace ``conv_efficiency`` for
+            convolutions on the matrix units in that format (cuDNN's TF32 kernels reach far less of
+            the TF32 peak than its float16 ones).
         runtime_B: device memory a framework process holds before its tensors (the CUDA context,
             cuDNN and cuBLAS handles and their workspaces); 0 on a CPU.
     """
@@ -74,4 +80,9 @@ class LibrarySpec:
     fft_min_filter: int = attrs.field(default=0)
     gemm_tiles: tuple[tuple[int, int], ...] = attrs.field(default=())
     conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
+    matrix_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
     runtime_B: float = attrs.field(default=0.0, validator=non_negative)
+
+    def conv_share(self, matrix_format: str | None) -> float:
+        """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)."""
+        return dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)

@@ -158,15 +158,16 @@ class Numerics:
 
     Attributes:
         dtype: element type of activations and of the weights the kernels read.
-        mixed: mixed precision (autocast): float32 master weights, gradients and optimizer, a
-            cast kernel before every matrix layer (weights to ``dtype``) and after its weight
-            gradient (back to float32).
+        mixed: mixed precision: float32 master weights, gradients and optimizer.
+        casts: the host issues a cast kernel before every matrix layer (weights to ``dtype``) and
+            after its weight gradient (back to float32), as PyTorch's autocast does.
         conv_math: ``tf32`` when float32 convolutions may use TF32 tensor cores, else empty.
         linear_math: the same for linear layers (matrix products).
     """
 
     dtype: str = "float32"
     mixed: bool = False
+    casts: bool = False
     conv_math: str = ""
     linear_math: str = ""
 
@@ -243,7 +244,7 @@ def layer_kernels(
         def pass_of(step: Pass) -> dict[str, Any]:
             return {"conv": attrs.evolve(conv, pass_=step)} if conv else {}
 
-        if numerics.mixed:
+        if numerics.casts:
             forward.append(_cast(layer, "cast weights", layer.params, "float32", dtype, device))
         forward.append(
             kernel(
@@ -285,7 +286,7 @@ def layer_kernels(
                     **pass_of("wgrad"),
                 )
             )
-            if numerics.mixed:
+            if numerics.casts:
                 kernels.append(_cast(layer, "cast gradient", layer.params, dtype, "float32", device))
     elif layer.kind in ("maxpool", "avgpool"):
         forward.append(kernel("fwd", n_out * layer.window**2, n_in * size, n_out * size, n_out))
@@ -357,6 +358,20 @@ def sgd_kernel(
     )
 
 
+def _saved(layer: Layer, after: Layer | None) -> bool:
+    """Is ``layer``'s output kept for the backward pass (in storage of its own)?
+
+    A ReLU runs in place: its output is the storage of the tensor it overwrites, counted there. A
+    batch norm's output is kept only when an in-place ReLU follows (the next layer saves that
+    tensor); one that feeds a residual add is dropped, since an add saves nothing.
+    """
+    if layer.kind == "relu":
+        return False
+    if layer.kind == "bn":
+        return after is not None and after.kind == "relu"
+    return True
+
+
 def network_footprint_B(layers: list[Layer], batch: int, numerics: Numerics, train: bool) -> float:
     """Device memory of one step as a framework allocates it (PyTorch's autograd and caching allocator).
 
@@ -364,7 +379,8 @@ def network_footprint_B(layers: list[Layer], batch: int, numerics: Numerics, tra
     mixed precision. Training also keeps a gradient per weight and every tensor the backward pass
     needs: a convolution or linear layer saves its input and a batch norm its input, so each
     layer's output is stored once, except that an in-place ReLU shares the storage of the tensor
-    it overwrites; max pooling also keeps int64 indices. At the start of the backward pass all of
+    it overwrites and a batch norm feeding a residual add is not kept (``_saved``); max pooling
+    also keeps int64 indices. At the start of the backward pass all of
     that is held at once, with the gradients of the largest layer in flight; activations are freed
     as the backward pass goes. Inference holds only the largest input/output pair at a time.
     """
@@ -374,6 +390,10 @@ def network_footprint_B(layers: list[Layer], batch: int, numerics: Numerics, tra
     peak = max(batch * (layer.in_size + layer.out_size) for layer in layers) * size
     if not train:
         return weights + peak
-    stored = layers[0].in_size + sum(layer.out_size for layer in layers if layer.kind != "relu")
+    stored = layers[0].in_size + sum(
+        layer.out_size
+        for layer, after in zip(layers, [*layers[1:], None], strict=True)
+        if _saved(layer, after)
+    )
     indices = sum(layer.out_size for layer in layers if layer.kind == "maxpool") * itemsize("float64")
     return weights + params * master + batch * (stored * size + indices) + peak

@@ -47,10 +47,11 @@ def numerics_of(params: Params) -> Numerics:
     for both (TensorFlow's default), ``ieee`` for neither.
     """
     dtype, chosen = params["dtype"], params["math"]
-    mixed = dtype in ("float16", "bfloat16") and stack.framework(params["framework"]).autocast
+    mixed = dtype in ("float16", "bfloat16")
     return Numerics(
         dtype=dtype,
         mixed=mixed,
+        casts=mixed and stack.framework(params["framework"]).autocast,
         conv_math="tf32" if chosen in ("default", "tf32") else "",
         linear_math="tf32" if chosen == "tf32" else "",
     )

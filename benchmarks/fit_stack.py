@@ -1,0 +1,88 @@
+"""Fit the software stack's free parameters, each once, against the published measurements.
+
+Two kinds of parameters no datasheet gives:
+
+- each framework's host cycles per operator (``FrameworkSpec.op_cycles``), from the batch-1
+  inference rows it ran: there the GPU idles behind the host (ResNet-50 runs ~160 operators
+  per image), so these rows measure the framework's per-operator cost and little else;
+- cuDNN's share of the TF32 tensor-core rate on convolutions
+  (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere.
+
+For each it scans the value, prints the MAPE of the rows it governs, and the best value, which
+the presets in ``parsim/stack/presets.py`` take (rounded).
+
+    python benchmarks/fit_stack.py
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import numpy
+
+from parsim import caching, published
+from parsim.stack import presets
+
+
+def mape(rows: list[published.Row], install: Callable[[], Callable[[], None]]) -> float:
+    """MAPE of ``rows`` with a patched preset (``install`` patches and returns the undo)."""
+    undo = install()
+    try:
+        caching.clear_caches()
+        return float(numpy.mean([abs(published.predicted(r) - r.value) / r.value for r in rows]))
+    finally:
+        undo()
+        caching.clear_caches()
+
+
+def framework_patch(name: str, op_cycles: float) -> Callable[[], Callable[[], None]]:
+    def install() -> Callable[[], None]:
+        original = presets.FRAMEWORKS[name]
+        presets.FRAMEWORKS[name] = attrs.evolve(original, op_cycles=float(op_cycles))
+        return lambda: presets.FRAMEWORKS.__setitem__(name, original)
+
+    return install
+
+
+def tf32_patch(share: float) -> Callable[[], Callable[[], None]]:
+    def install() -> Callable[[], None]:
+        original = presets.CUDNN
+        presets.CUDNN = attrs.evolve(original, matrix_conv_efficiency=(("tf32", float(share)),))
+        return lambda: setattr(presets, "CUDNN", original)
+
+    return install
+
+
+def best(values, rows, patch) -> tuple[float, float]:
+    scores = {float(v): mape(rows, patch(v)) for v in values}
+    value = min(scores, key=scores.__getitem__)
+    return value, scores[value]
+
+
+def main() -> None:
+    rows = published.load_rows()
+    for name in ("eager", "graph"):
+
+        def patch(value: float, name: str = name) -> Callable[[], Callable[[], None]]:
+            return framework_patch(name, value)
+
+        governed = [
+            r
+            for r in rows
+            if r.klass == "inference" and r.params.get("batch") == 1 and r.params.get("framework") == name
+        ]
+        coarse, _ = best(numpy.arange(10_000, 260_001, 10_000), governed, patch)
+        value, score = best(numpy.arange(coarse - 9_000, coarse + 9_001, 1_000), governed, patch)
+        print(f"{name}: op_cycles {value:,.0f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = [
+        r
+        for r in rows
+        if r.klass == "training" and r.params.get("math") == "tf32" and r.workload == "network"
+    ]
+    value, score = best(numpy.arange(0.10, 1.001, 0.02), governed, tf32_patch)
+    print(f"cudnn tf32 conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+
+
+if __name__ == "__main__":
+    main()
