@@ -8,6 +8,7 @@ hardware as TOML).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -108,7 +109,7 @@ def calibrate(
 
 
 def _with_progress(label: str, work):
-    with typer.progressbar(length=100, label=label) as bar:
+    with typer.progressbar(length=100, label=label, file=sys.stderr) as bar:  # stdout stays clean for --json
         state = {"done": 0}
 
         def progress(step: int, steps: int, _what: str) -> None:
@@ -129,13 +130,37 @@ def validate(
     budget: Annotated[float, typer.Option(help="seconds of timing per point", min=0.01, max=10)] = 0.2,
     out: Annotated[Path | None, typer.Option(help="Save the report as JSON.")] = None,
     load: Annotated[Path | None, typer.Option(help="Show a saved report instead of measuring.")] = None,
+    published: Annotated[
+        bool,
+        typer.Option(
+            "--published",
+            help="Compare predictions with the published GPU/CPU measurements shipped with parsim "
+            "(no measuring; works without a GPU).",
+        ),
+    ] = False,
+    summary_only: Annotated[
+        bool, typer.Option("--summary", help="With --published: only the per-class table.")
+    ] = False,
     as_json: Json = False,
 ):
-    """Measure a grid of workloads, predict them with the calibrated spec, report the errors."""
+    """Measure a grid of workloads, predict them with the calibrated spec, report the errors.
+
+    With --published, predict every published measurement instead and report the error per class.
+    """
     from parsim import validate as validation
     from parsim.hardware.registry import link, processor
 
     _writable(out, ".json", "--out")
+    if published:
+        if device is not None or gpu_device is not None or gpu_link is not None or load is not None:
+            raise ParsimError(
+                "'--published' compares with shipped measurements; it takes no --device, --gpu-device, "
+                "--gpu-link or --load"
+            )
+        _published(out, summary_only, as_json)
+        return
+    if summary_only:
+        raise ParsimError("'--summary' goes with --published")
     if load is not None:
         data = validation.load_report(load)
     else:
@@ -171,3 +196,19 @@ def validate(
     from parsim.report import validation_text
 
     typer.echo(validation_text(data))
+
+
+def _published(out: Path | None, summary_only: bool, as_json: bool) -> None:
+    from parsim import published
+    from parsim.report import published_text
+
+    data = published.report(
+        _with_progress("predicting", lambda progress: published.compare(progress=progress))
+    )
+    if out is not None:
+        published.save(data, out)
+        typer.echo(f"saved {out}", err=True)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    typer.echo(published_text(data, rows=not summary_only))

@@ -222,3 +222,54 @@ def bottleneck_sentence(p: Prediction, device=None, link=None) -> str:
         over = f" over {link.name} ({units.si(link.bandwidth_Bps, 'B/s')} per direction)" if link else ""
         return f"transfer-bound: {share:.0%} of the time moving data{over}"
     return f"overhead-bound: {share:.0%} of the time launching work or waiting on the host, not computing"
+
+
+def _figure(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if metric in ("latency_s", "seconds"):
+        return units.seconds(value)
+    if metric == "efficiency":
+        return f"{value:.1%}"
+    if metric == "bytes_per_s":
+        return units.si(value, "B/s")
+    return units.si(value, "/s")
+
+
+def published_text(data: dict, rows: bool = True) -> str:
+    """Predicted against published, row by row, then MAPE, worst row and Spearman per class."""
+    right = "right"
+    lines = []
+    if rows:
+        body = [
+            [
+                row["class"],
+                row["id"],
+                _figure(row["metric"], row["published"]),
+                _figure(row["metric"], row["predicted"]),
+                "refused" if row["refused"] else f"{row['error']:+.0%}",
+            ]
+            for row in data["rows"]
+        ]
+        headers = [("class", "left"), ("row", "left"), ("published", right), ("predicted", right)]
+        lines += [table([*headers, ("error", right)], body), ""]
+    summaries = []
+    for s in data["classes"].values():
+        worst = "-" if s["worst"] is None else f"{s['worst']['id']} ({s['worst']['error']:+.0%})"
+        spearman = "-" if s["spearman"] is None else f"{s['spearman']:.2f}"
+        status = "met" if s["met"] else "NOT met"
+        summaries.append(
+            [
+                s["what"],
+                str(s["rows"]),
+                _percent(s["mape"]),
+                f"<= {s['target']:.0%} {status}",
+                spearman,
+                worst,
+            ]
+        )
+    headers = [("class", "left"), ("rows", right), ("MAPE", right), ("target", right), ("Spearman", right)]
+    lines.append(table([*headers, ("worst row", "left")], summaries))
+    for s in data["classes"].values():
+        lines += [f"refused: {r['id']}: {r['why']}" for r in s["refused"]]
+    return "\n".join(lines)
