@@ -77,6 +77,15 @@ def test_measure_page_without_gpu_says_so_plainly():
     assert any("No GPU here" in w.value and "pip install" in w.value for w in at.warning)
 
 
+def test_measure_page_shows_predicted_vs_published_without_a_gpu():
+    at = app("measure")
+    summary = at.dataframe(key="published_summary").value
+    assert set(summary["class"]) >= {"single-GPU training throughput", "multi-GPU scaling efficiency"}
+    rows = at.dataframe(key="published_rows").value
+    assert len(rows) >= 80 and rows["source"].str.len().min() > 10
+    assert len(at.get("image")) >= 1  # the predicted-vs-published figure
+
+
 def test_measure_page_measures_the_cpu():
     at = app("measure")
     at.number_input(key="measure_size").set_value(10**5)

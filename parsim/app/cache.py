@@ -111,3 +111,11 @@ def scenario_folder() -> Path:
 def scenario_path(stem: str) -> Path:
     """One shipped lesson by its file name without ``.toml``."""
     return scenario_folder() / f"{stem}.toml"
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def cached_published() -> dict:
+    """The shipped published measurements, each predicted (``parsim.published.report``)."""
+    from parsim import published
+
+    return published.report(published.compare())

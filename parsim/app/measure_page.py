@@ -13,7 +13,8 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
-from parsim.app.widgets import csv_download, figure, load_calibrated
+from parsim.app.cache import cached_published
+from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated, show_png
 from parsim.errors import ParsimError
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
 from parsim.measure.backends import gpu_available
@@ -36,6 +37,7 @@ def render() -> None:
         )
     load_calibrated()
     history = st.session_state.setdefault("measurements", [])
+    _published()
     _calibration()
     _measure_form(history, available)
     _files(history)
@@ -191,3 +193,48 @@ def _comparison(history: list) -> None:
     columns[1].metric("largest error", f"{summary['max_error']:.0%}")
     columns[2].metric("rank correlation", f"{summary['spearman']:.2f}")
     figure(plots.validation(paired), "predicted-vs-measured", key="measure_png")
+
+
+def _published() -> None:
+    with st.container(border=True):
+        st.subheader("Predicted vs published")
+        st.write(
+            "What people really measured on GPUs and CPUs (NVIDIA DeepLearningExamples, DeepBench, "
+            "bandwidthTest logs, framework benchmarks; each row with its source), against parsim's "
+            "prediction of the same run — no GPU needed here. Each point is one measurement: inside "
+            "the grey band the prediction meets the class's target."
+        )
+        with st.spinner("predicting the published runs ..."):
+            data = cached_published()
+        summary = pandas.DataFrame(
+            [
+                {
+                    "class": s["what"],
+                    "rows": s["rows"],
+                    "MAPE": s["mape"],
+                    "target": s["target"],
+                    "met": "yes" if s["met"] else "no",
+                    "Spearman": s["spearman"],
+                    "worst row": None
+                    if s["worst"] is None
+                    else f"{s['worst']['id']} ({s['worst']['error']:+.0%})",
+                }
+                for s in data["classes"].values()
+            ]
+        )
+        st.dataframe(
+            summary,
+            hide_index=True,
+            key="published_summary",
+            column_config={
+                "MAPE": st.column_config.NumberColumn(format="percent"),
+                "target": st.column_config.NumberColumn(format="percent"),
+                "Spearman": st.column_config.NumberColumn(format="%.2f"),
+            },
+        )
+        show_png(cached_png(plots.published, data), "predicted-vs-published", key="published_png")
+        rows = pandas.DataFrame(data["rows"])
+        rows["params"] = rows["params"].map(lambda p: " ".join(f"{k}={v}" for k, v in p.items()))
+        shown = ["class", "id", "workload", "params", "device", "metric", "published", "predicted", "error"]
+        st.dataframe(rows[[*shown, "source"]], hide_index=True, key="published_rows")
+        csv_download(rows[[*shown, "refused", "source"]], "published-vs-predicted", key="published_csv")

@@ -10,12 +10,14 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from parsim.plots.lines import scaling, sweep, sweep_lines, tradeoff, validation
+from parsim.plots.published import published
 from parsim.plots.style import COLORS, styled
 from parsim.plots.timelines import bars, roofline, timeline, timelines
 
 __all__ = [
     "COLORS",
     "bars",
+    "published",
     "roofline",
     "scaling",
     "scenario",

@@ -1,0 +1,70 @@
+"""Predicted against published: one panel per class of published measurements.
+
+Each panel plots predicted / published for every row of a class on a log axis, with the line of
+perfect agreement and a band as wide as the class's MAPE target, so a point outside the band is a
+miss one can read off the projector. Ratios rather than raw figures, because a class mixes units
+(images/s and seconds per step, say).
+"""
+
+from __future__ import annotations
+
+import math
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from parsim.plots.style import _figure, styled
+
+UNITS = {
+    "samples_per_s": "samples/s",
+    "latency_s": "time per step",
+    "seconds": "kernel time",
+    "efficiency": "scaling efficiency",
+    "bytes_per_s": "bandwidth",
+}
+
+
+@styled
+def published(data: dict, title: str = "Predicted vs published measurements") -> Figure:
+    """A ``parsim.published.report`` as a grid of panels, one per class.
+
+    Each panel shows predicted / published for every row (log scale; 1 is perfect), rows ordered
+    by their published figure, one colour per metric, and the class's MAPE target as a band.
+    """
+    classes = list(data["classes"])
+    columns = min(3, max(1, len(classes)))
+    rows = math.ceil(len(classes) / columns)
+    fig = _figure(5 * columns, 4.2 * rows)
+    for index, name in enumerate(classes):
+        ax = fig.add_subplot(rows, columns, index + 1)
+        summary = data["classes"][name]
+        part = [r for r in data["rows"] if r["class"] == name and r["predicted"] is not None]
+        start = 0
+        for number, metric in enumerate(sorted({r["metric"] for r in part})):
+            points = sorted((r for r in part if r["metric"] == metric), key=lambda r: r["published"])
+            ax.plot(
+                range(start, start + len(points)),
+                [r["predicted"] / r["published"] for r in points],
+                "o",
+                color=f"C{number}",
+                markersize=6,
+                label=UNITS[metric],
+            )
+            start += len(points)
+        band = summary["target"]
+        ax.axhline(1.0, color="black", linewidth=1)
+        ax.axhspan(1 - band, 1 + band, color="grey", alpha=0.2, label=f"+-{band:.0%} target")
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda value, _position: f"{value:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ratios = [r["predicted"] / r["published"] for r in part] or [1.0]
+        ax.set_ylim(min(0.5, min(ratios) / 1.2), max(2.0, max(ratios) * 1.2))
+        mape = "-" if summary["mape"] is None else f"{summary['mape']:.1%}"
+        ax.set_title(f"{summary['what']}\n{summary['rows']} rows, MAPE {mape}", fontsize=11)
+        ax.set_xlabel("rows, smallest published figure first")
+        ax.set_ylabel("predicted / published")
+        ax.legend(fontsize=8, loc="upper left")
+        ax.grid(True, which="both", alpha=0.25)
+    fig.suptitle(title)
+    return fig

@@ -1,0 +1,138 @@
+"""The published-measurement set and ``parsim validate --published``: every row sourced and runnable,
+each class within its target, bad files refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parsim import published
+from parsim.published import CLASSES, Compared, Row, compare, load_rows, summary
+
+ROWS = load_rows()
+
+
+@pytest.fixture(scope="module")
+def compared() -> list[Compared]:
+    return compare(ROWS)
+
+
+def test_the_set_is_large_sourced_and_covers_every_class():
+    assert len(ROWS) >= 80
+    assert {row.klass for row in ROWS} == set(CLASSES)
+    for row in ROWS:
+        # a repository with a path (and commit) or a paper/page: never an unnamed estimate
+        assert len(row.source) > 20 and ("/" in row.source or "http" in row.source), row.id
+        assert row.detail, f"{row.id}: quote the published figure in 'detail'"
+
+
+def test_the_set_spans_devices_batches_and_precisions():
+    devices = {row.device for row in ROWS}
+    assert {"v100-sxm2", "t4", "a100-80gb", "rtx-4090"} <= devices  # and a consumer card
+    assert devices & {"h100-sxm", "h100-pcie"}
+    inference = [row for row in ROWS if row.klass == "inference"]
+    batches = {row.params.get("batch") for row in inference}
+    assert 1 in batches and max(batches) >= 256
+    dtypes = {row.params.get("dtype") for row in ROWS if row.klass == "training"}
+    assert {"float32", "float16"} <= dtypes
+    assert any(row.params.get("math") == "tf32" for row in ROWS)
+
+
+def test_no_published_run_is_refused(compared):
+    refused = [(c.row.id, c.refused) for c in compared if c.refused]
+    assert not refused
+
+
+@pytest.mark.parametrize("klass", list(CLASSES))
+def test_each_class_meets_its_target(compared, klass):
+    result = summary(compared)[klass]
+    assert result["mape"] <= result["target"], (klass, result["mape"], result["worst"])
+
+
+def test_predictions_order_the_rows_like_the_measurements(compared):
+    for klass, result in summary(compared).items():
+        if result["spearman"] is not None and klass != "scaling":  # efficiencies cluster near 1
+            assert result["spearman"] > 0.8, klass
+
+
+def test_summary_hand_computed():
+    def row(identifier, klass, value):
+        return Row(identifier, klass, "copy", {}, "t4", None, None, "bytes_per_s", value, "a/b", "")
+
+    rows = [
+        Compared(row("a", "copy", 10.0), 11.0),  # +10 %
+        Compared(row("b", "copy", 10.0), 7.0),  # -30 %
+        Compared(row("c", "copy", 10.0), None, "network needs 99 GiB"),
+    ]
+    result = summary(rows)["copy"]
+    assert result["mape"] == pytest.approx(0.2)
+    assert result["worst"] == {"id": "b", "error": pytest.approx(-0.3)}
+    assert result["refused"] == [{"id": "c", "why": "network needs 99 GiB"}]
+    assert not result["met"]  # a refusal fails the class whatever the MAPE
+
+
+def test_each_metric_is_read_from_the_prediction():
+    copy = next(row for row in ROWS if row.metric == "bytes_per_s")
+    p = published.predict(copy.workload, copy.params, device=copy.device, host=copy.host, link=copy.link)
+    assert published.predicted(copy) == pytest.approx(
+        p.transfer_bytes / (p.latency_s - p.breakdown["overhead"])
+    )
+    kernel = next(row for row in ROWS if row.metric == "seconds")
+    p = published.predict(kernel.workload, kernel.params, device=kernel.device)
+    assert published.predicted(kernel) == pytest.approx(p.latency_s - p.breakdown["overhead"])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id,class\n", "missing column"),
+        (
+            "id,class,workload,params,device,host,link,gpus,metric,value,source\n"
+            "x,gpu,copy,n=1,t4,,,1,bytes_per_s,1e9,a/b\n",
+            "line 2: 'class' must be one of training",
+        ),
+        (
+            "id,class,workload,params,device,host,link,gpus,metric,value,source\n"
+            "x,copy,copy,n=1,t4,,,1,bytes_per_s,-1,a/b\n",
+            "line 2: 'value' must be > 0: -1.0",
+        ),
+        (
+            "id,class,workload,params,device,host,link,gpus,metric,value,source\n"
+            "x,copy,copy,n=1,t4,,,1,bytes_per_s,1e9,\n",
+            "line 2: 'source' is empty",
+        ),
+        (
+            "id,class,workload,params,device,host,link,gpus,metric,value,source\n"
+            "x,copy,copy,n=1,t4,,,1,bytes_per_s,1e9,a/b\nx,copy,copy,n=1,t4,,,1,bytes_per_s,1e9,a/b\n",
+            "line 3: duplicate id 'x'",
+        ),
+        (
+            "id,class,workload,params,device,host,link,gpus,metric,value,source\n"
+            "x,copy,copy,n,t4,,,1,bytes_per_s,1e9,a/b\n",
+            "line 2: 'params': parameters are key=value",
+        ),
+    ],
+)
+def test_bad_files_are_refused_in_one_line(tmp_path, text, message):
+    path = tmp_path / "rows.csv"
+    path.write_text(text)
+    with pytest.raises(published.ParsimError, match=message):
+        load_rows(path)
+
+
+def test_cli_summary_and_json(cli, tmp_path):
+    code, out, _ = cli("validate", "--published", "--summary")
+    assert code == 0 and "single-GPU training throughput" in out and "MAPE" in out
+    report = tmp_path / "published.json"
+    code, out, _ = cli("validate", "--published", "--json", "--out", str(report))
+    data = json.loads(out)
+    assert code == 0 and data["schema"] == published.SCHEMA and len(data["rows"]) == len(ROWS)
+    assert json.loads(report.read_text())["classes"].keys() == data["classes"].keys()
+
+
+def test_cli_published_refuses_measuring_options(cli):
+    code, _, err = cli("validate", "--published", "--device", "me.toml")
+    assert code == 2 and "'--published'" in err
+    code, _, err = cli("validate", "--summary")
+    assert code == 2 and "'--summary' goes with --published" in err
