@@ -39,9 +39,11 @@ def test_timer_measures_a_known_sleep():
     assert 0.0019 < timing.median_s < 0.02 and timing.inner == 1
 
 
-def test_random_data_is_never_zero():
-    data = backends_module.NumpyBackend().random(10_000, "float32")
-    assert data.min() >= 0.5 and data.dtype == numpy.float32
+def test_random_data_is_signed_normal_and_never_zero():
+    data = backends_module.NumpyBackend().random(100_000, "float32")
+    assert data.dtype == numpy.float32 and numpy.count_nonzero(data) == data.size
+    assert 0.48 < (data > 0).mean() < 0.52  # ReLU sees both signs, as on real activations
+    assert abs(data.mean()) < 0.02 and 0.98 < data.std() < 1.02
 
 
 BIG = cpu.CHUNK_ITEMS * 2 + 1  # enough items to be split over every core

@@ -166,6 +166,8 @@ DUAL_XEON_E5_2630V3 = _cpu(
         # estimate: 64/32/14 B/cycle/core
         caches=_caches(16, 2.6e9, 32 * KiB, 256 * KiB, 40 * MiB, 64, 32, 14),
     ),
+    # [ARK] 2 x 40 PCIe 3.0 lanes; behind PCIe switches two sockets host 16 GPUs, as in a DGX-2
+    max_gpus=16,
     **_E5_2630V3,
 )
 

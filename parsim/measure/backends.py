@@ -21,6 +21,14 @@ CUPY_HINT = (
 )
 
 
+REALISTIC = "standard normal"
+"""The values every measurement and calibration times: standard normal, as activations, weights and
+gradients roughly are. Both signs matter: ReLU's ``maximum`` and any branchy loop see a sign change
+half the time (all-positive data would let a branch predictor flatter them), and zeros would let
+some hardware skip work. A float32 standard normal is never exactly zero nor subnormal in practice.
+"""
+
+
 class NumpyBackend:
     """The CPU through NumPy (and its BLAS)."""
 
@@ -45,9 +53,9 @@ class NumpyBackend:
         return host_free_memory_B()
 
     def random(self, shape, dtype: str):
-        """Non-zero random data (timing on zeros can flatter some hardware)."""
+        """Data as real inputs have it (``REALISTIC``): standard normal, both signs, never zero."""
         rng = self.xp.random.default_rng(12345)
-        return (rng.random(shape, dtype="float64") + 0.5).astype(dtype)
+        return rng.standard_normal(shape, dtype="float64").astype(dtype)
 
 
 class CupyBackend:
@@ -81,7 +89,8 @@ class CupyBackend:
         return float(free)
 
     def random(self, shape, dtype: str):
-        return (self.xp.random.random(shape, dtype="float64") + 0.5).astype(dtype)
+        """Data as real inputs have it (``REALISTIC``): standard normal, both signs, never zero."""
+        return self.xp.random.standard_normal(shape, dtype="float64").astype(dtype)
 
 
 def import_cupy():

@@ -73,12 +73,12 @@ def sisd_operation(name: str, params: dict) -> kernels.Operation:
         )
     rng = random.Random(7)
     if name == "matmul":
-        a = [[rng.random() + 0.5 for _ in range(params["k"])] for _ in range(params["m"])]
-        bt = [[rng.random() + 0.5 for _ in range(params["k"])] for _ in range(params["n"])]
+        a = [[rng.gauss(0.0, 1.0) for _ in range(params["k"])] for _ in range(params["m"])]
+        bt = [[rng.gauss(0.0, 1.0) for _ in range(params["k"])] for _ in range(params["n"])]
         return lambda: [[sum(x * y for x, y in zip(row, col, strict=True)) for col in bt] for row in a]
     n = params["n"]
-    a = [rng.random() + 0.5 for _ in range(n)]
-    b = [rng.random() + 0.5 for _ in range(n)]
+    a = [rng.gauss(0.0, 1.0) for _ in range(n)]
+    b = [rng.gauss(0.0, 1.0) for _ in range(n)]
     exp = m.exp
     loops = {
         "vector_add": lambda: [x + y for x, y in zip(a, b, strict=True)],
