@@ -3,8 +3,9 @@
 Plain NumPy as a user writes it — ``np.add(a, b, out=c)``, ``np.maximum(x, 0, out=y)`` on signed
 data, ``x.sum()``, ``a @ b`` — timed with ``time.perf_counter`` (warm-up, then the median of
 repeats), and each point predicted from a quick calibration of this machine: elementwise ops and
-reductions run on one thread (NumPy's ufuncs do), matrix products on every core (the BLAS does). Prints each point and
-the MAPE per operation over points of at least 100 us (issue 10's target: <= 15 %).
+reductions run on one thread (NumPy's ufuncs do), matrix products on every core (the BLAS
+does). Prints each point and the MAPE per operation over points of at least 100 us (issue 10's
+target: <= 15 %).
 
     python benchmarks/bench_this_machine.py                    # calibrates first (~7 s)
     python benchmarks/bench_this_machine.py --device me.toml   # or uses a calibrated file
