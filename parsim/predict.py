@@ -22,6 +22,7 @@ from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.model import capacity, outcome
+from parsim.model.library import lower
 from parsim.model.modes import check_mode
 from parsim.prediction import Prediction
 from parsim.timeline import TraceEvent
@@ -100,6 +101,7 @@ def predict(
         workload = split_over_gpus(workload, gpus, how, instead)
     if system.device is None:
         workload = on_cpu(workload)
+    workload = lower(workload, system)
     mode = check_mode(system.compute, mode)
     check_fits(workload, system)
     prediction = _predict(workload, system, mode, method, overlap)

@@ -13,6 +13,9 @@ device, link) and which figure it compares:
   time it);
 - ``bytes_per_s``: a copy's bytes over its device time (as bandwidthTest reports it).
 
+A CPU row published in throughput mode names ``instances`` processes of ``cores`` cores each:
+each instance is predicted on that slice of the CPU (``hardware.slices``) and the rates combined.
+
 The comparison reports per class (single-GPU training, inference, kernels, copies, multi-GPU
 scaling, CPU) the mean absolute percentage error, the worst row and the Spearman rank correlation,
 against the targets of issue 10. A row that parsim refuses (out of memory, say) is a failure: it
@@ -34,6 +37,9 @@ import attrs
 import numpy
 
 from parsim.errors import ParsimError
+from parsim.hardware import registry
+from parsim.hardware.slices import slice_of, throughput_mode
+from parsim.hardware.specs import ProcessorSpec
 from parsim.predict import predict
 from parsim.units import parse_assignments
 
@@ -68,6 +74,8 @@ class Row:
     value: float
     source: str
     detail: str = ""
+    instances: int = 1
+    cores: int | None = None
 
 
 def default_path() -> Path:
@@ -121,7 +129,12 @@ def _row(record: dict, where: str) -> Row:
         params = parse_assignments(field("params").split())
     except ParsimError as exc:
         raise ParsimError(f"{where}: 'params': {exc}") from None
+    instances, cores = _whole(field("instances") or "1", "instances", where), None
+    if field("cores"):
+        cores = _whole(field("cores"), "cores", where)
     return Row(
+        instances=instances,
+        cores=cores,
         id=field("id"),
         klass=field("class"),
         workload=field("workload"),
@@ -136,16 +149,34 @@ def _row(record: dict, where: str) -> Row:
     )
 
 
+def _whole(text: str, name: str, where: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ParsimError(f"{where}: '{name}' must be a whole number: {text!r}") from None
+    if value < 1:
+        raise ParsimError(f"{where}: '{name}' must be >= 1: {value}")
+    return value
+
+
 def predicted(row: Row) -> float:
     """The figure parsim predicts for ``row``'s metric.
 
     Raises:
         ParsimError: parsim refuses the configuration (which, for a published row, is a failure).
     """
-    p = predict(row.workload, row.params, device=row.device, host=row.host, link=row.link)
+    device: str | ProcessorSpec = row.device
+    if row.cores is not None:
+        device = slice_of(registry.processor(row.device), row.cores)
+    p = predict(row.workload, row.params, device=device, host=row.host, link=row.link)
     device_s = p.latency_s - p.breakdown["overhead"]  # what CUDA events around the op measure
     if row.metric == "samples_per_s":
-        return float(p.metrics["samples_per_s"])
+        per_instance = float(p.metrics["samples_per_s"])
+        if row.instances == 1:
+            return per_instance
+        samples = per_instance / p.throughput_per_s
+        socket = registry.processor(row.device).memory.bandwidth_Bps
+        return throughput_mode(per_instance, row.instances, p.bytes / samples, socket)
     if row.metric == "efficiency":
         return float(p.metrics["efficiency"])
     if row.metric == "seconds":
@@ -227,6 +258,8 @@ def report(compared: list[Compared]) -> dict:
                 "workload": c.row.workload,
                 "params": c.row.params,
                 "device": c.row.device,
+                "instances": c.row.instances,
+                "cores": c.row.cores,
                 "link": c.row.link,
                 "metric": c.row.metric,
                 "published": c.row.value,

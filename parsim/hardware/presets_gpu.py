@@ -404,6 +404,10 @@ RTX_4090 = _gpu(
     # [CS] PyTorch bf16 matmul 168 TFLOP/s, [MLI] fp16 167 TFLOP/s: at or above the datasheet peak because
     # GeForce cards boost beyond 2520 MHz; 0.9 keeps the prediction within 15 % of both
     matmul_efficiency=0.9,
+    # [MLI] PyTorch float32 matmul 2048^3 / 8192^3: 51.6 / 50.2 TFLOP/s, and cuBLAS SGEMM 4096^3 at
+    # 47.6 TFLOP/s (annanyapr/Fast-CUDA-Kernels README): ~60 % of the 82.6 TFLOP/s FP32 peak,
+    # since half of an Ada SM's FP32 lanes share their issue slots with the GEMM's integer work
+    vector_matmul_efficiency=0.6,
     special_per_core_per_cycle=16,  # [PG] cc 8.9: 16 SFU results/clock/SM
     dispatch_s=4.5e-6,  # estimate: GeForce CUDA launch ~4-5 us, cf. 4.35 us measured on GTX 1080 [CLP]
     tiles_per_core=6,  # [PG] cc 8.9 and [DQ]: 1536 threads/SM = 6 blocks of 256

@@ -146,6 +146,10 @@ class ProcessorSpec:
         matrix_flops_per_s: dense matrix-unit (tensor core, AMX) peak per dtype, whole chip;
             given as a ``{dtype: FLOP/s}`` mapping, stored as sorted pairs.
         matmul_efficiency: fraction of the peak a large GEMM reaches (cuBLAS, MKL/OpenBLAS).
+        vector_matmul_efficiency: the same for a GEMM on the vector lanes (CUDA cores) of a chip
+            whose matrix units reach a different share; None when ``matmul_efficiency`` holds
+            for both (an Ada GeForce reaches ~60 % of its FP32 peak in SGEMM: half its FP32
+            lanes share their issue slots with the integer work a GEMM also needs).
         special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
         op_rates_per_core: measured items per second of one core for elementary operations run
             as single passes (``{"add": 6.5e9, "maximum": 2.2e9, "exp": 1.2e9, ...}``); where an
@@ -200,6 +204,9 @@ class ProcessorSpec:
     peer_link: str | None = None
     sustained_clock_Hz: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(positive)
+    )
+    vector_matmul_efficiency: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(fraction)
     )
 
     @property

@@ -32,9 +32,10 @@ import attrs
 
 from parsim.caching import cached
 from parsim.dtypes import itemsize
-from parsim.hardware.specs import ProcessorSpec
+from parsim.errors import ParsimError
+from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.stack import library_for
-from parsim.workloads.base import Kernel
+from parsim.workloads.base import HOST, Kernel, Op, Workload
 from parsim.workloads.conv import ConvShape
 
 if TYPE_CHECKING:  # rates depend on this module, not the other way round
@@ -161,3 +162,37 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
             best = (seconds, Tiling(rows, columns, split, outputs))
     assert best is not None
     return best[1]
+
+
+def lower(workload: Workload, system: SystemSpec) -> Workload:
+    """The program as the library runs it on ``system``'s kernel processor.
+
+    A library that folds drops the foldable ops of a compiled inference graph (a batch norm into
+    the convolution before it, a ReLU as its post-op); one that computes on blocked weights reads
+    and writes every eager call's plain weights once more (``Kernel.reorder_B``) before using them.
+    Host-side kernels are left alone.
+    """
+    library = library_for(system.compute.is_gpu)
+    kernels = workload.kernels
+    folds = library.folds and any(k.foldable for k in kernels)
+    reorders = library.blocked_weights and any(k.reorder_B for k in kernels)
+    if not (folds or reorders):
+        return workload
+    if workload.deps and any(workload.deps):
+        raise ParsimError(f"{workload.name}: folding ops out of a program with dependencies is not modelled")
+    ops: list[Op] = []
+    for op in workload.ops:
+        if isinstance(op, Kernel) and op.device != HOST:
+            if folds and op.foldable:
+                continue
+            if reorders and op.reorder_B:
+                extra = op.reorder_B
+                op = attrs.evolve(
+                    op,
+                    bytes_read=op.bytes_read + extra,
+                    bytes_written=op.bytes_written + extra,
+                    cold_bytes=op.cold_bytes + 2 * extra,
+                    reorder_B=0.0,
+                )
+        ops.append(op)
+    return attrs.evolve(workload, ops=tuple(ops), deps=tuple(() for _ in ops) if workload.deps else ())

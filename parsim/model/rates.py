@@ -74,7 +74,8 @@ def execution(
         core_flops = max(core_flops, matrix_rates[rated] / spec.cores)
     gemm = kernel.gemm_mn is not None
     if gemm:
-        core_flops *= spec.matmul_efficiency
+        vector = spec.vector_matmul_efficiency
+        core_flops *= spec.matmul_efficiency if on_matrix_units or vector is None else vector
     if kernel.conv is not None:  # a framework convolution, through the device's kernel library
         core_flops *= library_for(spec.is_gpu).conv_share(rated if on_matrix_units else None)
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock

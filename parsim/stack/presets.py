@@ -9,6 +9,10 @@ Sources, abbreviated in the comments:
   times each and returns the fastest.
 - [CUTLASS] NVIDIA CUTLASS, media/docs/efficient_gemm.md and the profiler's default kernels:
   threadblock tiles from 256x128 down to 64x64 (and 32x32 for small problems), with split-K.
+- [ONEDNN] oneDNN developer guide, "Memory Format Propagation" (convolutions choose blocked formats
+  such as nChw16c / OIhw16i16o; tensors in the plain layout are reordered before the primitive) and
+  "Primitive Attributes: Post-ops" (eltwise/sum fused into the convolution); TensorFlow's grappler
+  remapper folds batch norm and fuses ReLU into _FusedConv2D on CPUs.
 - [PTDISC] dev-discuss.pytorch.org "Overhead in nn.Module causing massive slowdowns compared to raw
   CuBLAS or Torchscript": 158-218 Python opcodes per ``nn.Linear`` call; TorchScript 74 % faster on
   the same 64-layer model. The cost per operator is therefore thousands of interpreter steps, plus
@@ -40,6 +44,7 @@ GRAPH = FrameworkSpec(
     op_cycles=62_000.0,
     launch_share=1.0,
     autocast=False,  # TF AMP rewrites the graph; weight casts run ahead of the activations
+    compiles=True,  # the whole graph is known before it runs
 )
 
 CUDA_GRAPH = FrameworkSpec(
@@ -77,6 +82,8 @@ ONEDNN = LibrarySpec(
     name="oneDNN / MKL (CPUs)",
     # fitted once against the CPU training and inference rows of the published set
     conv_efficiency=0.45,
+    folds=True,  # [ONEDNN] post-ops and batch-norm folding in compiled (frozen) inference graphs
+    blocked_weights=True,  # [ONEDNN] convolutions run on blocked weights (OIhw16i16o); plain ones reorder
 )
 
 LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN)}

@@ -41,6 +41,9 @@ class FrameworkSpec:
             (PyTorch's autocast). False for a graph rewrite (TensorFlow's AMP pass): its weight
             casts depend only on the weights, so the executor runs them ahead of the activations
             and they are left out.
+        compiles: the framework compiles the whole graph before running it, so the library can
+            fold inference ops (``Kernel.foldable``) and keep weights in its own layout; an eager
+            framework hands every call plain tensors (``Kernel.reorder_B``).
     """
 
     id: str = attrs.field(validator=text)
@@ -48,6 +51,7 @@ class FrameworkSpec:
     op_cycles: float = attrs.field(validator=non_negative)
     launch_share: float = attrs.field(validator=fraction)
     autocast: bool = attrs.field(default=True, validator=boolean)
+    compiles: bool = attrs.field(default=False, validator=boolean)
 
     def op_host_s(self, host_clock_Hz: float) -> float:
         """Host seconds per operator on a CPU clocked at ``host_clock_Hz``."""
@@ -72,6 +76,10 @@ class LibrarySpec:
             the TF32 peak than its float16 ones).
         runtime_B: device memory a framework process holds before its tensors (the CUDA context,
             cuDNN and cuBLAS handles and their workspaces); 0 on a CPU.
+        folds: a compiled inference graph's foldable ops (batch norm, ReLU) vanish into the
+            convolutions (``Kernel.foldable``).
+        blocked_weights: convolutions compute on weights in a blocked layout, so the plain weights
+            of an eager call are re-laid out every time: read and written once more.
     """
 
     id: str = attrs.field(validator=text)
@@ -82,6 +90,8 @@ class LibrarySpec:
     conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
     matrix_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
     runtime_B: float = attrs.field(default=0.0, validator=non_negative)
+    folds: bool = attrs.field(default=False, validator=boolean)
+    blocked_weights: bool = attrs.field(default=False, validator=boolean)
 
     def conv_share(self, matrix_format: str | None) -> float:
         """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)."""

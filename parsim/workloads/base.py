@@ -91,6 +91,8 @@ _KERNEL_RULES = {
     "op": text,
     "math": one_of(("", "tf32")),
     "conv": _conv_shape,
+    "foldable": boolean,
+    "reorder_B": non_negative,
 }
 
 
@@ -122,6 +124,10 @@ class Kernel:
             do for convolutions on Ampere and later); empty means IEEE float32 arithmetic.
         conv: the convolution this kernel computes, when it is one: the kernel library chooses
             its algorithm (implicit GEMM, Winograd, FFT) for the shape and the device.
+        foldable: an inference op a compiled graph may fold into the op before it (a batch norm
+            into the convolution's weights, a ReLU as its post-op); a library that folds drops it.
+        reorder_B: weight bytes an eager call hands over in the framework's plain layout; a
+            library that computes in a blocked layout (oneDNN) re-lays them out on every call.
     """
 
     name: str
@@ -141,6 +147,8 @@ class Kernel:
     op: str = ""
     math: str = ""
     conv: ConvShape | None = None
+    foldable: bool = False
+    reorder_B: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -167,6 +175,8 @@ class Kernel:
                 and type(self.op) is str
                 and (self.math == "" or self.math == "tf32")
                 and (self.conv is None or type(self.conv) is ConvShape)
+                and type(self.foldable) is bool
+                and 0 <= self.reorder_B < _INF
             )
         except TypeError:
             good = False

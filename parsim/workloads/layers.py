@@ -163,6 +163,8 @@ class Numerics:
             after its weight gradient (back to float32), as PyTorch's autocast does.
         conv_math: ``tf32`` when float32 convolutions may use TF32 tensor cores, else empty.
         linear_math: the same for linear layers (matrix products).
+        plain_weights: an eager framework hands every call its weights in the plain layout (a
+            blocked-layout library re-lays them out each time: ``Kernel.reorder_B``).
     """
 
     dtype: str = "float32"
@@ -170,6 +172,7 @@ class Numerics:
     casts: bool = False
     conv_math: str = ""
     linear_math: str = ""
+    plain_weights: bool = False
 
     @property
     def master_dtype(self) -> str:
@@ -240,6 +243,7 @@ def layer_kernels(
             "python_ops_per_item": k,
             "math": numerics.conv_math if conv else numerics.linear_math,
         }
+        reorder = {"reorder_B": float(weights)} if numerics.plain_weights else {}
 
         def pass_of(step: Pass) -> dict[str, Any]:
             return {"conv": attrs.evolve(conv, pass_=step)} if conv else {}
@@ -257,6 +261,7 @@ def layer_kernels(
                 gemm_mn=(m, n),
                 **gemm,
                 **pass_of("fwd"),
+                **reorder,
             )
         )
         if train:
@@ -272,6 +277,7 @@ def layer_kernels(
                         gemm_mn=dgrad_mn,
                         **gemm,
                         **pass_of("dgrad"),
+                        **reorder,
                     )
                 )
             kernels.append(
@@ -356,6 +362,22 @@ def sgd_kernel(
         layer=layer,
         cold_bytes=3.0 * params * size if cold else 0.0,
     )
+
+
+FOLDED_AFTER = {"bn": ("conv",), "relu": ("conv", "bn", "linear", "add")}
+"""For inference a compiled graph folds a batch norm into the convolution before it (scaled
+weights and a bias) and fuses a ReLU into the op before it as a post-op (oneDNN's fused
+convolutions, TensorFlow's remapper, TorchScript's freeze): ``Kernel.foldable``."""
+
+
+def folded_layers(layers: list[Layer]) -> set[int]:
+    """Indices of the layers a compiled inference graph folds into the op before them."""
+    return {
+        index
+        for index in range(1, len(layers))
+        if layers[index - 1].kind in FOLDED_AFTER.get(layers[index].kind, ())
+        and layers[index - 1].out_shape == layers[index].in_shape
+    }
 
 
 def _saved(layer: Layer, after: Layer | None) -> bool:

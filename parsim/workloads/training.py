@@ -23,7 +23,14 @@ from parsim import stack
 from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
-from parsim.workloads.layers import Layer, Numerics, layer_kernels, network_footprint_B, sgd_kernel
+from parsim.workloads.layers import (
+    Layer,
+    Numerics,
+    folded_layers,
+    layer_kernels,
+    network_footprint_B,
+    sgd_kernel,
+)
 from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items, gemm_kernel
 
@@ -52,6 +59,7 @@ def numerics_of(params: Params) -> Numerics:
         dtype=dtype,
         mixed=mixed,
         casts=mixed and stack.framework(params["framework"]).autocast,
+        plain_weights=not stack.framework(params["framework"]).compiles,
         conv_math="tf32" if chosen in ("default", "tf32") else "",
         linear_math="tf32" if chosen == "tf32" else "",
     )
@@ -148,6 +156,9 @@ def network(params: Params) -> Workload:
     numerics = numerics_of(params)
     size = itemsize(dtype)
     passes = [layer_kernels(layer, batch, numerics, train, i == 0) for i, layer in enumerate(layers)]
+    if not train and stack.framework(params["framework"]).compiles:
+        for index in folded_layers(layers):
+            passes[index] = ([attrs.evolve(k, foldable=True) for k in passes[index][0]], [])
     ops: list[Op] = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
     ops += [k for forward, _ in passes for k in forward]
     if train:
