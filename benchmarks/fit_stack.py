@@ -6,7 +6,9 @@ Two kinds of parameters no datasheet gives:
   inference rows it ran: there the GPU idles behind the host (ResNet-50 runs ~160 operators
   per image), so these rows measure the framework's per-operator cost and little else;
 - cuDNN's share of the TF32 tensor-core rate on convolutions
-  (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere.
+  (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere;
+- oneDNN's share of the CPU's GEMM rate on convolutions (``LibrarySpec.conv_efficiency``), from
+  the modern-CPU inference rows; and Torch7's own CPU backend (THNN) from its CPU rows.
 
 For each it scans the value, prints the MAPE of the rows it governs, and the best value, which
 the presets in ``parsim/stack/presets.py`` take (rounded).
@@ -54,6 +56,24 @@ def tf32_patch(share: float) -> Callable[[], Callable[[], None]]:
     return install
 
 
+def onednn_patch(share: float) -> Callable[[], Callable[[], None]]:
+    def install() -> Callable[[], None]:
+        original = presets.ONEDNN
+        presets.ONEDNN = attrs.evolve(original, conv_efficiency=min(1.0, float(share)))
+        return lambda: setattr(presets, "ONEDNN", original)
+
+    return install
+
+
+def thnn_patch(share: float) -> Callable[[], Callable[[], None]]:
+    def install() -> Callable[[], None]:
+        original = presets.THNN
+        presets.THNN = attrs.evolve(original, conv_efficiency=min(1.0, float(share)))
+        return lambda: setattr(presets, "THNN", original)
+
+    return install
+
+
 def best(values, rows, patch) -> tuple[float, float]:
     scores = {float(v): mape(rows, patch(v)) for v in values}
     value = min(scores, key=scores.__getitem__)
@@ -82,6 +102,12 @@ def main() -> None:
     ]
     value, score = best(numpy.arange(0.10, 1.001, 0.02), governed, tf32_patch)
     print(f"cudnn tf32 conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = [r for r in rows if r.klass == "cpu" and r.device in ("xeon-8480", "epyc-9654")]
+    value, score = best(numpy.linspace(0.10, 1.0, 19), governed, onednn_patch)
+    print(f"onednn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = [r for r in rows if r.klass == "cpu" and r.params.get("framework") == "torch7"]
+    value, score = best(numpy.linspace(0.02, 0.5, 25), governed, thnn_patch)
+    print(f"thnn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
 
 
 if __name__ == "__main__":

@@ -79,12 +79,12 @@ def claims_conv3x3():
 
 def claims_cpu_vs_gpu_training():
     old_cpu, new_cpu, *gpus = (p[0] for p in by_label("cpu_vs_gpu_training").values())
-    assert old_cpu.flops == pytest.approx(175e9, rel=0.03)
+    assert old_cpu.flops == pytest.approx(700e9, rel=0.03)
     assert all(
         0.1e12 < cpu.flops_per_s < 5e12 for cpu in (old_cpu, new_cpu)
     )  # hundreds of GFLOP/s to a few TFLOP/s
     assert all(gpu.latency_s < old_cpu.latency_s for gpu in gpus)
-    assert gpus[-1].latency_s * 5 < min(old_cpu.latency_s, new_cpu.latency_s)  # tensor cores
+    assert gpus[-1].latency_s * 10 < min(old_cpu.latency_s, new_cpu.latency_s)  # tensor cores
     assert gpus[-1].bottleneck == "overhead"  # the A100 waits on the framework's host time
     for gpu in gpus:  # the batch crosses PCIe, a small cost next to the arithmetic it saves
         assert gpu.breakdown["transfer"] < 0.1 * (old_cpu.latency_s - gpu.latency_s)

@@ -64,7 +64,9 @@ def test_a_faster_host_issues_faster():
 
 
 def test_unknown_framework_is_one_line():
-    with pytest.raises(ParsimError, match="'framework' must be one of eager, graph, cuda-graph: 'jax'"):
+    with pytest.raises(
+        ParsimError, match="'framework' must be one of eager, graph, cuda-graph, torch7: 'jax'"
+    ):
         stack.framework("jax")
     with pytest.raises(ParsimError, match="framework"):
         parsim.predict("network", {"model": "resnet50", "framework": "jax"}, device="t4")

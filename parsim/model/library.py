@@ -60,7 +60,7 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     shape = kernel.conv
     if shape is None:
         return [("", kernel)]
-    library = library_for(spec.is_gpu)
+    library = library_for(spec.is_gpu, kernel.cpu_library)
     plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
     offered = [(GEMM if plain else IMPLICIT_GEMM, kernel)]
     if shape.winograd_shape and library.winograd_reduction > 1:
@@ -148,9 +148,11 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     m, n = kernel.gemm_mn
     k = kernel.flops / (2.0 * m * n)
     slots = ex.cores * ex.tiles_per_core
-    library = library_for(spec.is_gpu)
+    library = library_for(spec.is_gpu, kernel.cpu_library)
     fitting = [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_gpu else []
-    shapes = fitting or [(spec.matmul_tile, spec.matmul_tile)]  # a BLAS micro-kernel's own blocking
+    # a CPU BLAS blocks to the matrix's edge (its register micro-tile is a few rows): a matrix-vector
+    # product is not padded to a square block
+    shapes = fitting or [(min(spec.matmul_tile, m), min(spec.matmul_tile, n))]
     best: tuple[float, Tiling] | None = None
     for rows, columns in shapes:  # largest first
         outputs = math.ceil(m / rows) * math.ceil(n / columns)
@@ -171,21 +173,19 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     the convolution before it, a ReLU as its post-op); one that computes on blocked weights reads
     and writes every eager call's plain weights once more (``Kernel.reorder_B``) before using them.
     Host-side kernels are left alone.
+
+    Raises:
+        ParsimError: ops would be folded out of a program whose ops wait on each other.
     """
-    library = library_for(system.compute.is_gpu)
-    kernels = workload.kernels
-    folds = library.folds and any(k.foldable for k in kernels)
-    reorders = library.blocked_weights and any(k.reorder_B for k in kernels)
-    if not (folds or reorders):
+    if not any(k.foldable or k.reorder_B for k in workload.kernels):
         return workload
-    if workload.deps and any(workload.deps):
-        raise ParsimError(f"{workload.name}: folding ops out of a program with dependencies is not modelled")
     ops: list[Op] = []
     for op in workload.ops:
         if isinstance(op, Kernel) and op.device != HOST:
-            if folds and op.foldable:
+            library = library_for(system.compute.is_gpu, op.cpu_library)
+            if library.folds and op.foldable:
                 continue
-            if reorders and op.reorder_B:
+            if library.blocked_weights and op.reorder_B:
                 extra = op.reorder_B
                 op = attrs.evolve(
                     op,
@@ -195,4 +195,8 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
                     reorder_B=0.0,
                 )
         ops.append(op)
+    if len(ops) == len(workload.ops):
+        return attrs.evolve(workload, ops=tuple(ops))
+    if any(workload.deps):
+        raise ParsimError(f"{workload.name}: folding ops out of a program with dependencies is not modelled")
     return attrs.evolve(workload, ops=tuple(ops), deps=tuple(() for _ in ops) if workload.deps else ())

@@ -77,7 +77,9 @@ def execution(
         vector = spec.vector_matmul_efficiency
         core_flops *= spec.matmul_efficiency if on_matrix_units or vector is None else vector
     if kernel.conv is not None:  # a framework convolution, through the device's kernel library
-        core_flops *= library_for(spec.is_gpu).conv_share(rated if on_matrix_units else None)
+        core_flops *= library_for(spec.is_gpu, kernel.cpu_library).conv_share(
+            rated if on_matrix_units else None
+        )
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
     return Execution(
         cores=cores,

@@ -13,6 +13,8 @@ Sources, abbreviated in the comments:
   such as nChw16c / OIhw16i16o; tensors in the plain layout are reordered before the primitive) and
   "Primitive Attributes: Post-ops" (eltwise/sum fused into the convolution); TensorFlow's grappler
   remapper folds batch norm and fuses ReLU into _FusedConv2D on CPUs.
+- [JCJ] jcjohnson/cnn-benchmarks README and issue #20: Torch7 CPU timings on 2x Xeon E5-2630 v3 with
+  the plain `nn` backend and a vanilla Torch install.
 - [PTDISC] dev-discuss.pytorch.org "Overhead in nn.Module causing massive slowdowns compared to raw
   CuBLAS or Torchscript": 158-218 Python opcodes per ``nn.Linear`` call; TorchScript 74 % faster on
   the same 64-layer model. The cost per operator is therefore thousands of interpreter steps, plus
@@ -56,7 +58,17 @@ CUDA_GRAPH = FrameworkSpec(
     autocast=True,
 )
 
-FRAMEWORKS: dict[str, FrameworkSpec] = {spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH)}
+TORCH7 = FrameworkSpec(
+    id="torch7",
+    name="Lua Torch 7 (nn / cudnn.torch modules called from LuaJIT, no autograd tape)",
+    # estimate: a LuaJIT call into a C module per operator, a few microseconds
+    op_cycles=15_000.0,
+    launch_share=1.0,
+    autocast=False,  # no mixed-precision machinery
+    cpu_library="thnn",  # [JCJ] CPU runs use Torch's own nn backend, not MKL-DNN
+)
+
+FRAMEWORKS: dict[str, FrameworkSpec] = {spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7)}
 
 CUDNN = LibrarySpec(
     id="cudnn",
@@ -80,22 +92,35 @@ CUDNN = LibrarySpec(
 ONEDNN = LibrarySpec(
     id="onednn",
     name="oneDNN / MKL (CPUs)",
-    # fitted once against the CPU training and inference rows of the published set
-    conv_efficiency=0.45,
+    # fitted once (benchmarks/fit_stack.py) against the published Xeon 8480+ inference rows (Intel
+    # Neural Compressor's FP32 baselines: TensorFlow, PyTorch and IPEX; ResNet-18/50, VGG-16): oneDNN's
+    # convolutions reach the BLAS GEMM rate (matmul_efficiency), 80 % of the AVX-512 peak at base clock;
+    # what separates the frameworks is the weight reorders and op folding below, not the kernels
+    conv_efficiency=1.0,
     folds=True,  # [ONEDNN] post-ops and batch-norm folding in compiled (frozen) inference graphs
     blocked_weights=True,  # [ONEDNN] convolutions run on blocked weights (OIhw16i16o); plain ones reorder
 )
 
-LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN)}
+THNN = LibrarySpec(
+    id="thnn",
+    name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image)",
+    # fitted once (benchmarks/fit_stack.py) against the published Torch7 CPU rows ([JCJ]: VGG-16,
+    # ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far from optimal ... a vanilla Torch installation")
+    conv_efficiency=0.14,
+)
+
+LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN, THNN)}
 
 
 def framework(name: str) -> FrameworkSpec:
-    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``)."""
+    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``, ``torch7``)."""
     if name not in FRAMEWORKS:
         raise ParsimError(f"'framework' must be one of {', '.join(FRAMEWORKS)}: {name!r}")
     return FRAMEWORKS[name]
 
 
-def library_for(is_gpu: bool) -> LibrarySpec:
-    """The kernel library a framework uses on a GPU (cuDNN) or a CPU (oneDNN)."""
-    return CUDNN if is_gpu else ONEDNN
+def library_for(is_gpu: bool, cpu_library: str = "") -> LibrarySpec:
+    """The kernel library a framework uses on a GPU (cuDNN) or a CPU (``cpu_library``, or oneDNN)."""
+    if is_gpu:
+        return CUDNN
+    return THNN if cpu_library == "thnn" else ONEDNN

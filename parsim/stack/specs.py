@@ -44,6 +44,7 @@ class FrameworkSpec:
         compiles: the framework compiles the whole graph before running it, so the library can
             fold inference ops (``Kernel.foldable``) and keep weights in its own layout; an eager
             framework hands every call plain tensors (``Kernel.reorder_B``).
+        cpu_library: id of the kernel library the framework calls on a CPU.
     """
 
     id: str = attrs.field(validator=text)
@@ -52,6 +53,7 @@ class FrameworkSpec:
     launch_share: float = attrs.field(validator=fraction)
     autocast: bool = attrs.field(default=True, validator=boolean)
     compiles: bool = attrs.field(default=False, validator=boolean)
+    cpu_library: str = attrs.field(default="onednn", validator=text)
 
     def op_host_s(self, host_clock_Hz: float) -> float:
         """Host seconds per operator on a CPU clocked at ``host_clock_Hz``."""

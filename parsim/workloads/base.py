@@ -93,6 +93,7 @@ _KERNEL_RULES = {
     "conv": _conv_shape,
     "foldable": boolean,
     "reorder_B": non_negative,
+    "cpu_library": text,
 }
 
 
@@ -128,6 +129,8 @@ class Kernel:
             into the convolution's weights, a ReLU as its post-op); a library that folds drops it.
         reorder_B: weight bytes an eager call hands over in the framework's plain layout; a
             library that computes in a blocked layout (oneDNN) re-lays them out on every call.
+        cpu_library: the kernel library the framework uses on a CPU (``onednn``, ``thnn``);
+            empty: the CPU's usual one. GPUs use cuDNN/cuBLAS whatever the framework.
     """
 
     name: str
@@ -149,6 +152,7 @@ class Kernel:
     conv: ConvShape | None = None
     foldable: bool = False
     reorder_B: float = 0.0
+    cpu_library: str = ""
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -177,6 +181,7 @@ class Kernel:
                 and (self.conv is None or type(self.conv) is ConvShape)
                 and type(self.foldable) is bool
                 and 0 <= self.reorder_B < _INF
+                and type(self.cpu_library) is str
             )
         except TypeError:
             good = False

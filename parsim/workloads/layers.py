@@ -165,6 +165,7 @@ class Numerics:
         linear_math: the same for linear layers (matrix products).
         plain_weights: an eager framework hands every call its weights in the plain layout (a
             blocked-layout library re-lays them out each time: ``Kernel.reorder_B``).
+        cpu_library: the framework's kernel library on a CPU (``Kernel.cpu_library``).
     """
 
     dtype: str = "float32"
@@ -173,6 +174,7 @@ class Numerics:
     conv_math: str = ""
     linear_math: str = ""
     plain_weights: bool = False
+    cpu_library: str = ""
 
     @property
     def master_dtype(self) -> str:
@@ -220,6 +222,7 @@ def layer_kernels(
             device=device,
             layer=layer.name,
             cold_bytes=cold_read + written,
+            cpu_library=numerics.cpu_library,
             **extra,
         )
 

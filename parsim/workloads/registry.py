@@ -79,7 +79,7 @@ Model = Literal["mlp", "alexnet", "vgg16", "resnet18", "resnet50", "resnet56"]
 class _FrameworkParams(_Params):
     """What every deep-learning workload shares: the framework and its float32 arithmetic."""
 
-    framework: Literal["eager", "graph", "cuda-graph"] = Field(
+    framework: Literal["eager", "graph", "cuda-graph", "torch7"] = Field(
         "eager", description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript) or cuda-graph"
     )
     math: Literal["default", "tf32", "ieee"] = Field(

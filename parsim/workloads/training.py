@@ -60,6 +60,7 @@ def numerics_of(params: Params) -> Numerics:
         mixed=mixed,
         casts=mixed and stack.framework(params["framework"]).autocast,
         plain_weights=not stack.framework(params["framework"]).compiles,
+        cpu_library=stack.framework(params["framework"]).cpu_library,
         conv_math="tf32" if chosen in ("default", "tf32") else "",
         linear_math="tf32" if chosen == "tf32" else "",
     )
