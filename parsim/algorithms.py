@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from parsim.hardware.specs import SystemSpec
+from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.model.library import choose, gemm_tiling
 from parsim.model.rates import execution
 from parsim.workloads.base import HOST, Kernel, Workload
@@ -18,7 +18,7 @@ from parsim.workloads.base import HOST, Kernel, Workload
 LISTED = 3
 
 
-def _spec(system: SystemSpec, kernel: Kernel):
+def _spec(system: SystemSpec, kernel: Kernel) -> ProcessorSpec:
     return system.host if kernel.device == HOST or system.device is None else system.compute
 
 
