@@ -136,3 +136,37 @@ def test_cli_published_refuses_measuring_options(cli):
     assert code == 2 and "'--published'" in err
     code, _, err = cli("validate", "--summary")
     assert code == 2 and "'--summary' goes with --published" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("patch", "value", "rows"),
+    [
+        ("framework_patch:eager", 133_000.0, "eager-batch-1"),
+        ("tf32_patch", 0.32, "tf32-training"),
+        ("onednn_patch", 1.0, "modern-cpu"),
+        ("thnn_patch", 0.14, "torch7-cpu"),
+    ],
+)
+def test_stack_presets_sit_at_their_fitted_optimum(patch, value, rows):
+    # "fitted once": the preset is where the published rows it governs are best predicted; a model
+    # change that moves the optimum fails here (re-run benchmarks/fit_stack.py and update the preset)
+    from benchmarks import fit_stack
+
+    governed = {
+        "eager-batch-1": lambda r: (
+            r.klass == "inference" and r.params.get("batch") == 1 and r.params.get("framework") == "eager"
+        ),
+        "tf32-training": lambda r: r.klass == "training" and r.params.get("math") == "tf32",
+        "modern-cpu": lambda r: r.klass == "cpu" and r.device == "xeon-8480",
+        "torch7-cpu": lambda r: r.klass == "cpu" and r.params.get("framework") == "torch7",
+    }[rows]
+    chosen = [row for row in ROWS if governed(row)]
+    name, _, argument = patch.partition(":")
+    make = getattr(fit_stack, name)
+
+    def score(v: float) -> float:
+        return fit_stack.mape(chosen, make(argument, v) if argument else make(v))
+
+    at = score(value)
+    assert at <= score(value * 0.9) and at <= score(min(value * 1.1, 1.0 if value <= 1 else value * 1.1))
