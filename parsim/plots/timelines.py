@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -146,4 +148,5 @@ def timelines(labels: list[str], predictions: list[Prediction], title: str = "")
 def _describe(prediction: Prediction) -> str:
     params = " ".join(f"{k}={v}" for k, v in prediction.params.items())
     where = f"{prediction.device} ({prediction.mode})"
-    return f"{prediction.workload} {params} on {where}: {seconds(prediction.latency_s)}"
+    text = f"{prediction.workload} {params} on {where}: {seconds(prediction.latency_s)}"
+    return "\n".join(textwrap.wrap(text, 72))  # many parameters wrap instead of running off the figure
