@@ -53,6 +53,13 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
         lines.append(
             f"convolution algorithms (fastest per shape, as cudnnFind): {parts} of {len(convs)} kernels"
         )
+    asked = dict(workload.params).get("math") == "tf32"  # not PyTorch's default, which is silent on Volta
+    tf32 = [k for k in kernels if k.math == "tf32" and k.dtype == "float32" and k.device != HOST]
+    if asked and tf32 and system.compute.is_gpu and "tf32" not in dict(system.compute.matrix_flops_per_s):
+        lines.append(
+            f"{system.compute.id} has no TF32 tensor cores (before Ampere): its float32 products run "
+            "in IEEE float32 on the CUDA cores"
+        )
     gemms = [k for k in kernels if k.gemm_mn is not None and k.conv is None]
     if 0 < len(gemms) <= LISTED and system.compute.is_gpu and gemms[0].device != HOST:
         for kernel in gemms:

@@ -243,3 +243,23 @@ def test_a_power_capped_t4_runs_long_gemms_below_boost():
     peak = t4.cores * t4.lanes_per_core * 2 * t4.clock_Hz
     expected = peak * t4.matmul_efficiency * t4.sustained_clock_Hz / t4.clock_Hz
     assert p.flops_per_s == pytest.approx(expected, rel=0.05)
+
+
+def test_tf32_on_a_gpu_without_it_says_so():
+    p = parsim.predict("matmul", {"m": 1024, "n": 1024, "k": 1024, "math": "tf32"}, device="v100-sxm2")
+    ieee = parsim.predict("matmul", {"m": 1024, "n": 1024, "k": 1024}, device="v100-sxm2")
+    assert p.latency_s == pytest.approx(ieee.latency_s)
+    assert any("no TF32 tensor cores" in note for note in p.notes)
+    assert not any("TF32" in note for note in ieee.notes)
+
+
+def test_bad_framework_and_math_are_usage_errors(cli):
+    code, _, err = cli("predict", "network", "model=resnet50", "framework=jax", "--device", "t4")
+    assert code == 2 and "framework" in err and "jax" in err
+    code, _, err = cli("predict", "matmul", "m=8", "n=8", "k=8", "math=default", "--device", "t4")
+    assert code == 2 and "'math'" in err and "'ieee' or 'tf32'" in err
+
+
+def test_pytorchs_default_math_on_volta_adds_no_tf32_note():
+    p = parsim.predict("network", {"model": "resnet18", "batch": 8}, device="v100-sxm2")
+    assert not any("TF32" in note for note in p.notes)

@@ -117,7 +117,11 @@ def _field_input(field: str, info, default, key: str):
     options = typing.get_args(annotation)
     if typing.get_origin(annotation) is typing.Literal:
         return st.selectbox(
-            field, options, index=options.index(default) if default in options else 0, key=key
+            field,
+            options,
+            index=options.index(default) if default in options else 0,
+            key=key,
+            help=info.description,
         )
     if annotation is bool:
         return st.checkbox(field, value=bool(default), key=key)
