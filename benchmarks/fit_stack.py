@@ -47,31 +47,27 @@ def framework_patch(name: str, op_cycles: float) -> Callable[[], Callable[[], No
     return install
 
 
-def tf32_patch(share: float) -> Callable[[], Callable[[], None]]:
+def preset_patch(attribute: str, **changes: object) -> Callable[[], Callable[[], None]]:
+    """Patch the library preset ``presets.<attribute>`` with ``changes`` (returns the undo)."""
+
     def install() -> Callable[[], None]:
-        original = presets.CUDNN
-        presets.CUDNN = attrs.evolve(original, matrix_conv_efficiency=(("tf32", float(share)),))
-        return lambda: setattr(presets, "CUDNN", original)
+        original = getattr(presets, attribute)
+        setattr(presets, attribute, attrs.evolve(original, **changes))
+        return lambda: setattr(presets, attribute, original)
 
     return install
+
+
+def tf32_patch(share: float) -> Callable[[], Callable[[], None]]:
+    return preset_patch("CUDNN", matrix_conv_efficiency=(("tf32", float(share)),))
 
 
 def onednn_patch(share: float) -> Callable[[], Callable[[], None]]:
-    def install() -> Callable[[], None]:
-        original = presets.ONEDNN
-        presets.ONEDNN = attrs.evolve(original, conv_efficiency=min(1.0, float(share)))
-        return lambda: setattr(presets, "ONEDNN", original)
-
-    return install
+    return preset_patch("ONEDNN", conv_efficiency=min(1.0, float(share)))
 
 
 def thnn_patch(share: float) -> Callable[[], Callable[[], None]]:
-    def install() -> Callable[[], None]:
-        original = presets.THNN
-        presets.THNN = attrs.evolve(original, conv_efficiency=min(1.0, float(share)))
-        return lambda: setattr(presets, "THNN", original)
-
-    return install
+    return preset_patch("THNN", conv_efficiency=min(1.0, float(share)))
 
 
 def best(values, rows, patch) -> tuple[float, float]:

@@ -187,15 +187,9 @@ def validate(
                 cpu_spec, gpu_specs, quick=quick, backends=backends, budget_s=budget, progress=progress
             ),
         )
-    if out is not None:
-        validation.save_report(data, out)
-        typer.echo(f"saved {out}", err=True)
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-        return
     from parsim.report import validation_text
 
-    typer.echo(validation_text(data))
+    _emit(data, out, as_json, validation.save_report, validation_text)
 
 
 def _published(out: Path | None, summary_only: bool, as_json: bool) -> None:
@@ -205,10 +199,12 @@ def _published(out: Path | None, summary_only: bool, as_json: bool) -> None:
     data = published.report(
         _with_progress("predicting", lambda progress: published.compare(progress=progress))
     )
+    _emit(data, out, as_json, published.save, lambda d: published_text(d, rows=not summary_only))
+
+
+def _emit(data: dict, out: Path | None, as_json: bool, save, text) -> None:
+    """A report saved to ``out`` (when given), then printed as JSON or as ``text(data)``."""
     if out is not None:
-        published.save(data, out)
+        save(data, out)
         typer.echo(f"saved {out}", err=True)
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-        return
-    typer.echo(published_text(data, rows=not summary_only))
+    typer.echo(json.dumps(data, indent=2) if as_json else text(data))
