@@ -9,6 +9,7 @@ kernel shape, and phrases them for ``--json`` (per layer) and the notes. It deci
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.model.library import choose, gemm_tiling
@@ -71,3 +72,12 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
                 "(the library's tile choice)"
             )
     return tuple(lines)
+
+
+def describe(chosen: Mapping[str, str]) -> str:
+    """A layer's algorithms in a few words: ``"winograd"`` when every pass agrees, else
+    ``"fwd implicit-gemm, wgrad winograd"``."""
+    names = set(chosen.values())
+    if len(names) == 1:
+        return names.pop()
+    return ", ".join(f"{step} {name}" for step, name in chosen.items())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from parsim import units
+from parsim.algorithms import describe
 from parsim.prediction import Prediction
 from parsim.resources import Resource
 from parsim.scenarios import ScenarioResult
@@ -81,9 +82,10 @@ def _format_layers(layers, top: int = 8) -> str:
     heaviest = sorted(layers, key=lambda layer: layer["latency_s"], reverse=True)[:top]
     lines = [f"  slowest layers ({len(layers)} in all; --json lists every one):"]
     for layer in heaviest:
+        chosen = f"  {describe(layer['algorithms'])}" if "algorithms" in layer else ""
         lines.append(
             f"    {layer['name']:<24}{layer['kind']:<9}{units.seconds(layer['latency_s']):>10}"
-            f"{layer['latency_s'] / total:>6.0%}{units.si(layer['flops'], 'FLOP'):>14}"
+            f"{layer['latency_s'] / total:>6.0%}{units.si(layer['flops'], 'FLOP'):>14}{chosen}"
         )
     return "\n".join(lines)
 

@@ -51,6 +51,20 @@ def test_explore_changing_device_and_mode():
     assert not at.exception and "compute-bound" in at.info[0].value
 
 
+def test_explore_framework_choice_moves_a_host_bound_network():
+    at = app()
+    at.selectbox(key="explore_workload").set_value("network").run()
+    at.checkbox(key="explore_network_train").uncheck().run()
+    layers = next(frame.value for frame in at.dataframe if "kind" in frame.value.columns)
+    assert "algorithms" in layers.columns  # each convolution's algorithm, in words
+    assert set(layers["algorithms"].dropna()) <= {"implicit-gemm", "gemm", "winograd", "fft"}
+    eager = seconds(at.metric[0].value)
+    assert "overhead" in at.info[0].value or "host" in at.info[0].value
+    at.selectbox(key="explore_network_framework").set_value("cuda-graph").run()
+    assert not at.exception
+    assert seconds(at.metric[0].value) < eager / 2  # no framework on the host per operator
+
+
 def test_explore_reports_a_size_that_does_not_fit():
     at = app()
     at.number_input(key="explore_vector_add_n").set_value(10**13).run()

@@ -6,6 +6,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
+from parsim.algorithms import describe
 from parsim.app import editor
 from parsim.app.cache import cached_predict, resolve
 from parsim.app.widgets import (
@@ -98,6 +99,11 @@ def show(p, spec, link, call: tuple) -> None:
         st.dataframe(breakdown, hide_index=True, key="explore_breakdown")
         csv_download(breakdown, "breakdown", key="explore_breakdown_csv")
         if p.layers:
-            layers = pandas.DataFrame(p.layers)
+            layers = pandas.DataFrame(
+                [
+                    {**row, "algorithms": describe(row["algorithms"])} if "algorithms" in row else dict(row)
+                    for row in p.layers
+                ]
+            )
             st.dataframe(layers, hide_index=True, key="explore_layers")
             csv_download(layers, "layers", key="explore_layers_csv")
