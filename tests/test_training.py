@@ -388,3 +388,13 @@ def test_weak_scaling_counts_every_gpus_batch():
 def test_strong_scaling_counts_only_whole_shards():
     p = parsim.predict("data_parallel", {"model": "resnet56", "batch": 10, "gpus": 4}, device="t4")
     assert p.metrics["samples_per_s"] == pytest.approx(8 * p.throughput_per_s)  # 4 GPUs x 2 samples
+
+
+def test_sxm_boards_ring_over_their_own_nvlink():
+    params = {"model": "resnet50", "batch": 256, "gpus": 8, "sync": "ring"}
+    board = parsim.predict("data_parallel", params, device="a100-80gb")
+    named = parsim.predict("data_parallel", params, device="a100-80gb", link="nvlink3")
+    pcie = parsim.predict("data_parallel", params, device="a100-40gb", link="pcie4-x16")
+    assert board.peer_link == "nvlink3" and board.latency_s == pytest.approx(named.latency_s)
+    assert pcie.peer_link == "nvlink3"  # a named PCIe link is the host link; the board keeps its NVLink
+    assert parsim.predict("data_parallel", params, device="v100-pcie").peer_link is None

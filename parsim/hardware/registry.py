@@ -83,7 +83,8 @@ def system(
         device: the processor that runs the kernels.
         host: the host CPU (GPU systems only; defaults to ``xeon-e5-2630v3``).
         link_: a PCIe link between host and GPUs, or an NVLink between the GPUs (the host
-            link then stays the GPU's usual PCIe link). Defaults to the GPU's usual link.
+            link then stays the GPU's usual PCIe link). Defaults to the GPU's usual link; several
+            GPUs of a board with NVLink (``peer_link``: SXM boards) use it between them.
         gpus: number of identical GPUs.
         gpus_per_switch: GPUs sharing one PCIe switch uplink (default: up to 4, the common
             PCIe-switch topology of 8-GPU servers).
@@ -109,6 +110,8 @@ def system(
     chosen = link(link_, "link") if link_ is not None else None
     peer = chosen if chosen is not None and chosen.kind == "nvlink" else None
     host_link = chosen if chosen is not None and peer is None else None
+    if peer is None and gpus > 1 and compute.peer_link is not None:
+        peer = link(compute.peer_link, "link")  # an SXM board's GPUs talk over its own NVLink
     if host_link is None:
         if compute.default_link is None:
             raise ParsimError(f"'link' is required: {compute.id} names no default link")
