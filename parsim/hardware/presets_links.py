@@ -19,6 +19,8 @@ Sources, abbreviated in the comments:
 - [DELLA] github.com/jdh4/della-gpu-A100 README, bandwidthTest on an A100-PCIE-40GB: pinned
   host-to-device 25.8-26.2 GB/s.
 - [VP] github.com/aigatech/vpbenchmarking README, 8x H100 SXM5 node: host-to-device 54.8 GB/s.
+- [OXIDE] cuda-oxide pull request #976 (bandwidth benchmark on an RTX 4090, PCIe 4.0 x16): pinned
+  copies of 1, 4, 16 MiB at 22.5 / 23.6 / 23.9 GB/s host-to-device, 25.4 / 26.6 / 26.6 device-to-host.
 - [NCCL] github.com/NVIDIA/nccl issue #1264, p2pBandwidthLatencyTest on HGX H100 SXM: 380 GB/s
   unidirectional P2P.
 - [WP-V100] NVIDIA Tesla V100 GPU architecture whitepaper (2017): six NVLink 2.0 links of 25 GB/s per
@@ -37,9 +39,9 @@ PCIE3_X16 = LinkSpec(
     bandwidth_Bps=12.3e9,  # [TK] V100 PCIe cudaMemcpy 12.35 GB/s; [GI] V100-SXM2 pinned 13.0 GB/s
     peak_bandwidth_Bps=15.75e9,  # [PCIE] 8 GT/s x 16 lanes x 128/130 / 8 bit = 15.75 GB/s
     pageable_bandwidth_Bps=5.0e9,  # [GI] V100-SXM2 host pageable 4.46 GiB/s = 4.8 GB/s (~40 % of pinned)
-    # estimate: ~10 us per small pinned copy (driver call + DMA setup + round trip); [TK]'s 1 kB copies take
-    # ~30 us but include cudaDeviceSynchronize and the host timer
-    latency_s=10e-6,
+    # as PCIe 4.0 ([OXIDE]): the copy engine's fixed cost per copy, device side (the host's call is
+    # the GPU's dispatch_s, paid on top); [TK]'s 1 kB copies take ~30 us with a sync and a host timer
+    latency_s=2.5e-6,
     duplex=True,  # PCIe is full duplex: one stream per direction
     kind="pcie",
 )
@@ -50,7 +52,9 @@ PCIE4_X16 = LinkSpec(
     bandwidth_Bps=25e9,  # [DELLA] A100-PCIE-40GB pinned 25.8-26.2 GB/s; [GI] DGX-A100 pinned 26.1 GB/s
     peak_bandwidth_Bps=31.5e9,  # [PCIE] 16 GT/s x 16 lanes x 128/130 / 8 bit = 31.5 GB/s
     pageable_bandwidth_Bps=11.5e9,  # [GI] DGX-A100 host pageable 11.84 GiB/s = 12.7 GB/s
-    latency_s=10e-6,  # estimate: as PCIe 3.0; the fixed cost is dominated by the driver, not the lanes
+    # [OXIDE] RTX 4090 pinned copies of 1, 4 and 16 MiB timed with CUDA events: time = latency +
+    # bytes / bandwidth fits with a 2.8 us (host-to-device) and 1.9 us (device-to-host) intercept
+    latency_s=2.5e-6,
     duplex=True,  # PCIe is full duplex: one stream per direction
     kind="pcie",
 )
@@ -62,7 +66,7 @@ PCIE5_X16 = LinkSpec(
     peak_bandwidth_Bps=63.0e9,  # [PCIE] 32 GT/s x 16 lanes x 128/130 / 8 bit = 63.0 GB/s
     # estimate: 45 % of pinned, between the measured Gen3 (37 %) and Gen4 (49 %) ratios of [GI]
     pageable_bandwidth_Bps=24e9,
-    latency_s=10e-6,  # estimate: as PCIe 3.0; the fixed cost is dominated by the driver, not the lanes
+    latency_s=2.5e-6,  # as PCIe 4.0 ([OXIDE]): the fixed cost is the copy engine's, not the lanes
     duplex=True,  # PCIe is full duplex: one stream per direction
     kind="pcie",
 )
