@@ -143,7 +143,7 @@ def test_cli_published_refuses_measuring_options(cli):
     ("patch", "value", "rows"),
     [
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
-        ("tf32_patch", 0.32, "tf32-training"),
+        ("tf32_patch", 0.34, "tf32-training"),
         ("onednn_patch", 1.0, "modern-cpu"),
         ("thnn_patch", 0.14, "torch7-cpu"),
     ],

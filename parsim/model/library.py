@@ -62,7 +62,7 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
         return [("", kernel)]
     library = library_for(spec.is_gpu, kernel.cpu_library)
     plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
-    offered = [(GEMM if plain else IMPLICIT_GEMM, kernel)]
+    offered = [(GEMM if plain else IMPLICIT_GEMM, _on_tensor_cores(spec, kernel))]
     if shape.winograd_shape and library.winograd_reduction > 1:
         # the transformed products run on the vector units, with the compulsory traffic
         offered.append(
@@ -71,6 +71,25 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     if library.fft_min_filter and shape.stride == 1 and shape.kernel >= library.fft_min_filter:
         offered.append((FFT, _fft(kernel, shape)))
     return offered
+
+
+def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
+    """The GEMM-based pass as it runs: on a GPU's tensor cores, NCHW activations are transposed to
+    NHWC and back first (``Kernel.nchw_B`` read and written once more); elsewhere as given."""
+    if not (
+        kernel.nchw_B
+        and spec.is_gpu
+        and kernel.matrix
+        and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
+    ):
+        return kernel
+    extra = kernel.nchw_B
+    return attrs.evolve(
+        kernel,
+        bytes_read=kernel.bytes_read + extra,
+        bytes_written=kernel.bytes_written + extra,
+        cold_bytes=kernel.cold_bytes + 2 * extra,
+    )
 
 
 def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.checks import boolean, fraction, non_negative, positive, text
+from parsim.checks import boolean, fraction, non_negative, one_of, positive, text
 
 
 @attrs.frozen(cache_hash=True)
@@ -45,6 +45,8 @@ class FrameworkSpec:
             fold inference ops (``Kernel.foldable``) and keep weights in its own layout; an eager
             framework hands every call plain tensors (``Kernel.reorder_B``).
         cpu_library: id of the kernel library the framework calls on a CPU.
+        layout: the activations' default memory layout: ``nchw`` (PyTorch's contiguous format) or
+            ``nhwc`` (TensorFlow's).
     """
 
     id: str = attrs.field(validator=text)
@@ -54,6 +56,7 @@ class FrameworkSpec:
     autocast: bool = attrs.field(default=True, validator=boolean)
     compiles: bool = attrs.field(default=False, validator=boolean)
     cpu_library: str = attrs.field(default="onednn", validator=text)
+    layout: str = attrs.field(default="nchw", validator=one_of(("nchw", "nhwc")))
 
     def op_host_s(self, host_clock_Hz: float) -> float:
         """Host seconds per operator on a CPU clocked at ``host_clock_Hz``."""

@@ -94,6 +94,7 @@ _KERNEL_RULES = {
     "foldable": boolean,
     "reorder_B": non_negative,
     "cpu_library": text,
+    "nchw_B": non_negative,
 }
 
 
@@ -131,6 +132,9 @@ class Kernel:
             library that computes in a blocked layout (oneDNN) re-lays them out on every call.
         cpu_library: the kernel library the framework uses on a CPU (``onednn``, ``thnn``);
             empty: the CPU's usual one. GPUs use cuDNN/cuBLAS whatever the framework.
+        nchw_B: activation bytes (input and output) of a convolution pass whose tensors are in
+            the NCHW layout; tensor-core kernels compute in NHWC, so the library transposes them
+            (read and written once more) when it runs the pass on tensor cores.
     """
 
     name: str
@@ -153,6 +157,7 @@ class Kernel:
     foldable: bool = False
     reorder_B: float = 0.0
     cpu_library: str = ""
+    nchw_B: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -182,6 +187,7 @@ class Kernel:
                 and type(self.foldable) is bool
                 and 0 <= self.reorder_B < _INF
                 and type(self.cpu_library) is str
+                and 0 <= self.nchw_B < _INF
             )
         except TypeError:
             good = False

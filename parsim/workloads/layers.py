@@ -166,6 +166,8 @@ class Numerics:
         plain_weights: an eager framework hands every call its weights in the plain layout (a
             blocked-layout library re-lays them out each time: ``Kernel.reorder_B``).
         cpu_library: the framework's kernel library on a CPU (``Kernel.cpu_library``).
+        layout: ``nchw`` (PyTorch's default memory format) or ``nhwc`` (channels-last, what
+            tensor cores compute in): ``Kernel.nchw_B``.
     """
 
     dtype: str = "float32"
@@ -175,6 +177,7 @@ class Numerics:
     linear_math: str = ""
     plain_weights: bool = False
     cpu_library: str = ""
+    layout: str = "nhwc"
 
     @property
     def master_dtype(self) -> str:
@@ -249,7 +252,10 @@ def layer_kernels(
         reorder = {"reorder_B": float(weights)} if numerics.plain_weights else {}
 
         def pass_of(step: Pass) -> dict[str, Any]:
-            return {"conv": attrs.evolve(conv, pass_=step)} if conv else {}
+            if conv is None:
+                return {}
+            nchw = {"nchw_B": float((n_in + n_out) * size)} if numerics.layout == "nchw" else {}
+            return {"conv": attrs.evolve(conv, pass_=step), **nchw}
 
         if numerics.casts:
             forward.append(_cast(layer, "cast weights", layer.params, "float32", dtype, device))

@@ -86,6 +86,11 @@ class _FrameworkParams(_Params):
         "default",
         description="default: PyTorch's (TF32 convolutions, IEEE matrix products); tf32: both; ieee: neither",
     )
+    layout: Literal["default", "nchw", "nhwc"] = Field(
+        "default",
+        description="activation layout: default: the framework's (PyTorch NCHW, TensorFlow NHWC); "
+        "nhwc: channels-last, what tensor cores compute in",
+    )
 
 
 class MlpTrainParams(_FrameworkParams):

@@ -61,6 +61,9 @@ def numerics_of(params: Params) -> Numerics:
         casts=mixed and stack.framework(params["framework"]).autocast,
         plain_weights=not stack.framework(params["framework"]).compiles,
         cpu_library=stack.framework(params["framework"]).cpu_library,
+        layout=stack.framework(params["framework"]).layout
+        if params["layout"] == "default"
+        else params["layout"],
         conv_math="tf32" if chosen in ("default", "tf32") else "",
         linear_math="tf32" if chosen == "tf32" else "",
     )
