@@ -174,6 +174,13 @@ def validate(
                 raise ParsimError(
                     "'--gpu-device' and '--gpu-link' go together (both written by parsim calibrate)"
                 )
+            from parsim.measure.backends import gpu_available
+
+            available, why = gpu_available()
+            if not available:
+                raise ParsimError(
+                    f"'--gpu-device': validating the GPU needs one here, and {why[0].lower()}{why[1:]}"
+                )
             gpu_specs = {
                 "device": processor(str(gpu_device)),
                 "host": processor(str(device)),

@@ -8,9 +8,10 @@ missing CuPy or GPU is reported in one sentence that says what to install.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from parsim.errors import ParsimError
 from parsim.measure.timing import Timing, time_callable
@@ -52,10 +53,13 @@ class NumpyBackend:
     def free_memory_B(self) -> float:
         return host_free_memory_B()
 
-    def random(self, shape, dtype: str):
-        """Data as real inputs have it (``REALISTIC``): standard normal, both signs, never zero."""
+    def random(self, shape, dtype):
+        """Data as real inputs have it (``REALISTIC``): standard normal, both signs, never zero;
+        drawn as float32 unless the array is float64 (no float64 temporary)."""
         rng = self.xp.random.default_rng(12345)
-        return rng.standard_normal(shape, dtype="float64").astype(dtype)
+        drawn = "float64" if str(dtype) == "float64" else "float32"
+        values = rng.standard_normal(shape, dtype=drawn)
+        return values if str(dtype) == drawn else values.astype(dtype)
 
 
 class CupyBackend:
@@ -66,7 +70,10 @@ class CupyBackend:
     def __init__(self):
         self.xp = import_cupy()
         if not self.xp.cuda.is_available():
-            raise ParsimError(f"CuPy is installed but no CUDA GPU is available; {CUPY_HINT}")
+            raise ParsimError(
+                "CuPy is installed but finds no CUDA GPU (no NVIDIA driver or no device visible to this "
+                "process): GPU measurements need a machine with one"
+            )
 
     @property
     def device_name(self) -> str:
@@ -85,12 +92,20 @@ class CupyBackend:
         return Timing.from_samples([float(t) for t in result.gpu_times[0]])
 
     def free_memory_B(self) -> float:
+        """Free device memory, counting what CuPy's memory pool holds cached but unused."""
         free, _total = self.xp.cuda.runtime.memGetInfo()
-        return float(free)
+        return float(free) + float(self.xp.get_default_memory_pool().free_bytes())
 
-    def random(self, shape, dtype: str):
-        """Data as real inputs have it (``REALISTIC``): standard normal, both signs, never zero."""
-        return self.xp.random.standard_normal(shape, dtype="float64").astype(dtype)
+    def random(self, shape, dtype):
+        """Data as real inputs have it (``REALISTIC``): standard normal, both signs, never zero;
+        drawn as float32 unless the array is float64 (no float64 temporary)."""
+        drawn = "float64" if str(dtype) == "float64" else "float32"
+        values = self.xp.random.standard_normal(shape, dtype=drawn)
+        return values if str(dtype) == drawn else values.astype(dtype)
+
+    def dtype(self, name: str):
+        """The element type ``name`` as CuPy takes it (bfloat16 comes from ml_dtypes)."""
+        return array_dtype(self.xp, name)
 
 
 def import_cupy():
@@ -102,14 +117,104 @@ def import_cupy():
     return cupy
 
 
-def gpu_available() -> tuple[bool, str]:
-    """Whether the CuPy backend can run here, and a sentence saying why not."""
+CTK_HINT = (
+    "install the CUDA libraries CuPy loads: pip install 'parsim[gpu]' (cupy-cuda12x[ctk]) or a CUDA toolkit"
+)
+
+
+def array_dtype(xp, name: str):
+    """The element type ``name`` as the array module ``xp`` takes it: bfloat16 needs ml_dtypes and,
+    on the GPU, CuPy >= 14; other names pass through.
+
+    Raises:
+        ParsimError: bfloat16 where it cannot work, in one line.
+    """
+    if name != "bfloat16":
+        return name
     try:
-        CupyBackend()
+        import ml_dtypes
+    except ImportError:
+        raise ParsimError("bfloat16 needs the ml_dtypes package: pip install 'parsim[gpu]'") from None
+    version = str(getattr(xp, "__version__", "0"))
+    if xp.__name__ == "cupy" and int(version.split(".")[0]) < 14:
+        raise ParsimError(
+            f"bfloat16 on the GPU needs CuPy >= 14 (this is {version}): pip install 'parsim[gpu]'"
+        )
+    return ml_dtypes.bfloat16
+
+
+def smoke_test(backend: CupyBackend) -> None:
+    """Run what measurements need once: random numbers (cuRAND), an elementwise kernel (NVRTC) and
+    a matrix product (cuBLAS); a missing library is named in one line.
+
+    Raises:
+        ParsimError: a step failed; the message says which library to install.
+    """
+    xp = backend.xp
+    steps = (
+        ("random numbers (cuRAND)", lambda: backend.random(16, "float32")),
+        (
+            "an elementwise kernel (NVRTC)",
+            lambda: xp.ElementwiseKernel("T x", "T z", "z = x", "parsim_smoke")(xp.zeros(4, dtype="float32")),
+        ),
+        (
+            "a matrix product (cuBLAS)",
+            lambda: xp.ones((8, 8), dtype="float32") @ xp.ones((8, 8), dtype="float32"),
+        ),
+    )
+    for what, step in steps:
+        try:
+            step()
+            backend.sync()
+        except ParsimError:
+            raise
+        except Exception as exc:  # a missing shared library surfaces as ImportError, OSError or a CUDA error
+            raise ParsimError(
+                f"CuPy finds the GPU but cannot run {what}: {one_line(exc)}; {CTK_HINT}"
+            ) from None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _gpu_error(exc: BaseException) -> bool:
+    """Errors the GPU path raises that a user should read as one line (not a bug in parsim)."""
+    module = type(exc).__module__ or ""
+    return isinstance(exc, (ImportError, OSError, MemoryError)) or module.startswith(
+        ("cupy", "cupyx", "cupy_backends", "cuda")
+    )
+
+
+@contextlib.contextmanager
+def gpu_errors(what: str) -> Iterator[None]:
+    """Turn CUDA runtime and driver errors, out-of-memory, kernel compile errors and missing libraries
+    raised inside the block into one-line ``ParsimError`` s naming ``what`` was being done."""
+    try:
+        yield
+    except ParsimError:
+        raise
+    except Exception as exc:
+        if not _gpu_error(exc):
+            raise
+        if "OutOfMemory" in type(exc).__name__ or isinstance(exc, MemoryError):
+            raise ParsimError(
+                f"{what}: out of memory on the GPU ({one_line(exc)}); choose a smaller size"
+            ) from None
+        hint = f"; {CTK_HINT}" if isinstance(exc, (ImportError, OSError)) else ""
+        raise ParsimError(f"{what} failed on the GPU: {one_line(exc)}{hint}") from None
+
+
+def gpu_available() -> tuple[bool, str]:
+    """Whether the CuPy backend can run here (its libraries included), and a sentence saying why not."""
+    try:
+        smoke_test(CupyBackend())
     except ParsimError as exc:
         return False, str(exc)
     except Exception as exc:  # a broken CUDA install raises many kinds of errors
-        return False, f"CuPy could not reach a GPU ({type(exc).__name__}: {exc}); {CUPY_HINT}"
+        return False, f"CuPy could not reach a GPU ({one_line(exc)}); {CUPY_HINT}"
     return True, "CuPy and a CUDA GPU are available"
 
 

@@ -1,17 +1,25 @@
-"""The GPU-only parts of measuring: fused kernels, host buffers, copies and streams (CuPy).
+"""The GPU-only parts of measuring: fused kernels, host buffers, copies, streams and memory (CuPy).
 
 Kept small and separate: everything else runs the same code on NumPy and CuPy. Host buffers
 are allocated explicitly — pinned with ``cupyx.empty_pinned`` (page-locked, so the DMA engine
 reads them directly) or as a plain NumPy array (pageable, staged by the driver). Copies use
-``ndarray.set`` / ``ndarray.get`` on an explicit stream. Each stage of an offload (H2D, kernel,
-D2H) can be run on its own as well as end to end, so all four are timed.
+``ndarray.set`` / ``ndarray.get`` on an explicit stream; ``get`` blocks the host by default since
+CuPy 13, so every copy back passes ``blocking=False`` and the host synchronises each stream once,
+after it has issued all of them: that is what lets streams overlap. Each stage of an offload
+(H2D, kernel, D2H) can be run on its own as well as end to end, so all four are timed.
+
+``device_bytes`` and ``host_bytes`` count what these functions allocate, temporaries included,
+so the memory check before a measurement refuses exactly what would not fit.
 """
 
 from __future__ import annotations
 
 import numpy
 
+from parsim.dtypes import itemsize
 from parsim.measure import kernels
+from parsim.workloads.ops import ELEMENTWISE
+from parsim.workloads.transfers import chunk_sizes
 
 FUSED = {
     # name: (input parameters, output, body) of a cupy.ElementwiseKernel; the arithmetic is done
@@ -22,6 +30,10 @@ FUSED = {
     "relu": ("T x", "T z", "z = x > (T)0 ? x : (T)0"),
 }
 
+GENERATED_AS = 4
+"""Bytes per item of the float32 values that random data of a half-precision type is drawn as
+(then converted): the only temporary data generation makes (float64 data is drawn as float64)."""
+
 
 def fused_operation(cupy, name: str, arrays: dict) -> kernels.Operation | None:
     """One-kernel form of ``name`` (None where the NumPy-style single pass already is one kernel)."""
@@ -29,11 +41,23 @@ def fused_operation(cupy, name: str, arrays: dict) -> kernels.Operation | None:
         return None
     inputs, output, body = FUSED[name]
     kernel = cupy.ElementwiseKernel(inputs, output, body, f"parsim_{name}")
-    a, b, out = arrays["a"], arrays["b"], arrays["out"]
-    return (lambda: kernel(a, b, out)) if name == "saxpy" else (lambda: kernel(a, out))
+    a, out = arrays["a"], arrays["out"]
+    return (lambda: kernel(a, arrays["b"], out)) if name == "saxpy" else (lambda: kernel(a, out))
 
 
-def host_buffer(n: int, dtype: str, pinned: bool):
+def arrays_for(op: str, fused: bool) -> tuple[str, ...]:
+    """The arrays an elementwise op needs: its inputs, the output, a temporary between passes."""
+    spec = ELEMENTWISE[op]
+    names = ("a", "b")[: spec.inputs] + ("out",)
+    return names + (("tmp",) if not fused and len(spec.passes) > 1 else ())
+
+
+def _generation_B(items: int, dtype: str) -> float:
+    size = itemsize(dtype)
+    return items * GENERATED_AS if size < GENERATED_AS else 0.0
+
+
+def host_buffer(n: int, dtype, pinned: bool):
     """A host array of ``n`` items of realistic data: page-locked or ordinary (pageable)."""
     if pinned:
         import cupyx
@@ -41,67 +65,57 @@ def host_buffer(n: int, dtype: str, pinned: bool):
         buffer = cupyx.empty_pinned((n,), dtype=dtype)
     else:
         buffer = numpy.empty((n,), dtype=dtype)
-    buffer[...] = numpy.random.default_rng(3).standard_normal(n)
+    # drawn as float32 (no float64 temporary), written into the buffer's own type
+    buffer[...] = numpy.random.default_rng(3).standard_normal(n, dtype=numpy.float32)
     return buffer
 
 
-def copy_operation(backend, n: int, dtype: str, direction: str, pinned: bool) -> kernels.Operation:
-    """One host<->device copy of ``n`` items on a dedicated stream."""
+def copy_operation(backend, n: int, dtype, direction: str, pinned: bool) -> kernels.Operation:
+    """One host<->device copy of ``n`` items on a dedicated stream, waited for once."""
     cupy = backend.xp
     host = host_buffer(n, dtype, pinned)
     device = cupy.empty((n,), dtype=dtype)
     stream = cupy.cuda.Stream(non_blocking=True)
     if direction == "h2d":
         return lambda: (device.set(host, stream=stream), stream.synchronize())
-    return lambda: (device.get(stream=stream, out=host), stream.synchronize())
+    return lambda: (device.get(stream=stream, out=host, blocking=False), stream.synchronize())
 
 
 def offload_operations(
-    backend, name: str, n: int, dtype: str, streams: int, pinned: bool, fused: bool
+    backend, name: str, n: int, dtype, streams: int, pinned: bool, fused: bool
 ) -> dict[str, kernels.Operation]:
-    """``end_to_end``, ``h2d``, ``kernel`` and ``d2h`` operations of a chunked, streamed offload."""
+    """``end_to_end``, ``h2d``, ``kernel`` and ``d2h`` operations of a chunked, streamed offload.
+
+    The chunks are cut as the model cuts them (``chunk_sizes``); every chunk's copies and kernels
+    are issued before the host waits on any stream.
+    """
     cupy = backend.xp
-    edges = [round(i * n / streams) for i in range(streams + 1)]
+    needed = arrays_for(name, fused=fused and name in FUSED)
     chunks = []
-    for s in range(streams):
-        size = edges[s + 1] - edges[s]
-        host_in, host_b = host_buffer(size, dtype, pinned), host_buffer(size, dtype, pinned)
-        host_out = host_buffer(size, dtype, pinned)
-        arrays = {
-            "a": cupy.empty(size, dtype=dtype),
-            "b": cupy.empty(size, dtype=dtype),
-            "out": cupy.empty(size, dtype=dtype),
-            "tmp": cupy.empty(size, dtype=dtype),
-        }
-        passes = kernels.elementwise_passes(cupy, name, arrays)
+    for size in chunk_sizes(n, streams):
+        arrays = {key: cupy.empty(size, dtype=dtype) for key in needed}
+        host = {"a": host_buffer(size, dtype, pinned), "out": host_buffer(size, dtype, pinned)}
+        if "b" in arrays:
+            host["b"] = host_buffer(size, dtype, pinned)
         fused_op = fused_operation(cupy, name, arrays) if fused else None
-        chunks.append(
-            (
-                cupy.cuda.Stream(non_blocking=True),
-                host_in,
-                host_b,
-                host_out,
-                arrays,
-                [fused_op] if fused_op else passes,
-            )
-        )
-    two_inputs = name in ("vector_add", "saxpy")
+        passes = [fused_op] if fused_op else kernels.elementwise_passes(cupy, name, arrays)
+        chunks.append((cupy.cuda.Stream(non_blocking=True), host, arrays, passes))
 
     def h2d(chunk):
-        stream, host_in, host_b, _, arrays, _ = chunk
-        arrays["a"].set(host_in, stream=stream)
-        if two_inputs:
-            arrays["b"].set(host_b, stream=stream)
+        stream, host, arrays, _ = chunk
+        for key in ("a", "b"):
+            if key in arrays:
+                arrays[key].set(host[key], stream=stream)
 
     def run_kernel(chunk):
-        stream, *_, passes = chunk
+        stream, _, _, passes = chunk
         with stream:
             for step in passes:
                 step()
 
     def d2h(chunk):
-        stream, _, _, host_out, arrays, _ = chunk
-        arrays["out"].get(stream=stream, out=host_out)
+        stream, host, arrays, _ = chunk
+        arrays["out"].get(stream=stream, out=host["out"], blocking=False)
 
     def everything():
         for chunk in chunks:  # depth-first issue, as the model's offload workload does
@@ -121,3 +135,60 @@ def offload_operations(
         return run
 
     return {"end_to_end": everything, "h2d": stage(h2d), "kernel": stage(run_kernel), "d2h": stage(d2h)}
+
+
+def device_bytes(workload: str, params: dict) -> float:
+    """GPU memory the measurement of ``workload`` allocates at its peak, temporaries included."""
+    dtype = params["dtype"]
+    size = itemsize(dtype)
+    if workload in ELEMENTWISE:
+        n = int(params["n"])
+        return len(arrays_for(workload, params.get("fused", True) and workload in FUSED)) * n * size + (
+            _generation_B(n, dtype)
+        )
+    if workload == "reduce_sum":
+        n = int(params["n"])
+        return n * size + _generation_B(n, dtype)
+    if workload == "matmul":
+        m, n, k = params["m"], params["n"], params["k"]
+        return (m * k + k * n + m * n) * size + _generation_B(max(m * k, k * n), dtype)
+    if workload == "conv2d":
+        b, c, h, w = params["batch"], params["channels"], params["height"], params["width"]
+        f, r = params["filters"], params["kernel"]
+        pad = r // 2
+        images = b * c * (h + 2 * pad) * (w + 2 * pad)
+        outputs = f * b * h * w  # the output, and tensordot's result before it is added in
+        return (images + f * c * r * r + 2 * outputs + b * c * h * w) * size + _generation_B(
+            b * c * h * w, dtype
+        )
+    if workload == "copy":
+        return int(params["n"]) * size
+    if workload == "offload":
+        needed = arrays_for(params["op"], fused=params["op"] in FUSED)
+        return len(needed) * int(params["n"]) * size
+    if workload == "mlp_train_step":
+        n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
+        weights = d_in * hidden + hidden * d_out
+        # data, weights (twice when copied in), activations, gradients and their temporaries
+        activations = n * (d_in + d_out) + 4 * n * hidden + 4 * n * d_out
+        return (3 * weights + activations) * size + _generation_B(max(n * d_in, weights), dtype)
+    raise KeyError(workload)
+
+
+def host_bytes(workload: str, params: dict) -> float:
+    """Host memory the measurement allocates for copies (pinned or pageable buffers and the
+    float32 values drawn to fill them); 0 for workloads that stay on the device."""
+    if workload not in ("copy", "offload", "mlp_train_step"):
+        return 0.0
+    dtype = params["dtype"]
+    size = itemsize(dtype)
+    if workload == "copy":
+        n = int(params["n"])
+        return n * size + n * GENERATED_AS
+    if workload == "offload":
+        n = int(params["n"])
+        buffers = ELEMENTWISE[params["op"]].inputs + 1
+        largest = max(chunk_sizes(n, params["streams"]))
+        return buffers * n * size + largest * GENERATED_AS
+    n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
+    return 2 * (n * (d_in + d_out) + d_in * hidden + hidden * d_out) * size

@@ -3,8 +3,15 @@
 The device properties (``cupy.cuda.runtime.getDeviceProperties``) give SM count, clock, memory
 and L2 size; microbenchmarks give what the model needs beyond them: the host-side cost of one
 launch, the bandwidth of a streaming kernel, GEMM FLOP/s per dtype (the float16 rate becomes
-the tensor-core figure), and for pinned and pageable host memory, in both directions, a least
-squares fit ``T = latency + bytes / bandwidth`` over copies of 1 KiB to 256 MiB.
+the tensor-core figure), and for pinned and pageable host memory, in both directions, a fit of
+``T = latency + bytes / bandwidth`` over copies of 1 KiB to 256 MiB.
+
+The fit weighs each copy by 1/T (least squares on relative errors): timing noise is proportional
+to the time, and an unweighted fit would let the 256 MiB copies' noise decide the microseconds of
+the intercept. Who owns the fixed cost: a measured copy is wall-clock time, so its intercept holds
+the host's call (about one kernel launch, which the model charges as the GPU's ``dispatch_s`` before
+every transfer) and the link's own latency; the link keeps only ``intercept - dispatch_s``, so a
+prediction of the same copy (dispatch + latency + bytes / bandwidth) returns the measured time.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import numpy
 
 from parsim.hardware.specs import CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
 from parsim.measure import gpu, kernels
-from parsim.measure.backends import CupyBackend
+from parsim.measure.backends import CupyBackend, gpu_errors
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import time_callable
 
@@ -35,8 +42,10 @@ LANES_BY_CC = {
 
 
 def fit_latency_bandwidth(sizes_B: list[float], seconds: list[float]) -> tuple[float, float]:
-    """Least squares ``T = latency + bytes / bandwidth``; returns (latency_s, bandwidth_Bps)."""
-    slope, intercept = numpy.polyfit(numpy.asarray(sizes_B, float), numpy.asarray(seconds, float), 1)
+    """``T = latency + bytes / bandwidth`` by least squares on relative errors (weights 1/T);
+    returns (latency_s, bandwidth_Bps)."""
+    times = numpy.asarray(seconds, float)
+    slope, intercept = numpy.polyfit(numpy.asarray(sizes_B, float), times, 1, w=1.0 / times)
     return max(float(intercept), 0.0), 1.0 / max(float(slope), 1e-15)
 
 
@@ -44,7 +53,7 @@ def calibrate_gpu(
     quick: bool = True, progress: Callable[[int, int, str], None] | None = None
 ) -> tuple[ProcessorSpec, LinkSpec, dict]:
     """Measure the current CUDA device and its host link (holding the machine's measurement lock)."""
-    with measurement_lock():
+    with measurement_lock(), gpu_errors("calibrating the GPU"):
         return _calibrate_gpu(quick, progress)
 
 
@@ -142,7 +151,9 @@ def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
 def _link_spec(raw: dict) -> LinkSpec:
     pinned = (raw["h2d_pinned_bandwidth_Bps"] + raw["d2h_pinned_bandwidth_Bps"]) / 2
     pageable = min(pinned, (raw["h2d_pageable_bandwidth_Bps"] + raw["d2h_pageable_bandwidth_Bps"]) / 2)
-    latency = (raw["h2d_pinned_latency_s"] + raw["d2h_pinned_latency_s"]) / 2
+    intercept = (raw["h2d_pinned_latency_s"] + raw["d2h_pinned_latency_s"]) / 2
+    # the host's call is the GPU's dispatch_s, charged by the model before every transfer (docstring)
+    latency = max(intercept - raw["launch_s"], 1e-9)
     return LinkSpec(
         id="this-machine-link",
         name="host link (calibrated)",

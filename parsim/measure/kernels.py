@@ -18,7 +18,7 @@ Operation = Callable[[], object]
 
 def elementwise_passes(xp, op: str, arrays: dict) -> list[Operation]:
     """The passes of an unfused elementwise op, each one ufunc call over whole arrays."""
-    a, b, out, tmp = arrays["a"], arrays["b"], arrays["out"], arrays["tmp"]
+    a, b, out, tmp = (arrays.get(name) for name in ("a", "b", "out", "tmp"))
     if op == "vector_add":
         return [lambda: xp.add(a, b, out=out)]
     if op == "relu":
@@ -37,13 +37,11 @@ def elementwise_passes(xp, op: str, arrays: dict) -> list[Operation]:
     raise ParsimError(f"no elementwise implementation for {op!r}")
 
 
-def elementwise_arrays(backend, n: int, dtype: str) -> dict:
+def elementwise_arrays(backend, n: int, dtype, names: tuple[str, ...] = ("a", "b", "out", "tmp")) -> dict:
+    """The arrays ``names`` of an elementwise op: inputs ``a``/``b`` with data, ``out``/``tmp`` empty."""
     xp = backend.xp
     return {
-        "a": backend.random(n, dtype),
-        "b": backend.random(n, dtype),
-        "out": xp.empty(n, dtype=dtype),
-        "tmp": xp.empty(n, dtype=dtype),
+        name: backend.random(n, dtype) if name in ("a", "b") else xp.empty(n, dtype=dtype) for name in names
     }
 
 

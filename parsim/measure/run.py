@@ -16,6 +16,7 @@ from parsim.choices import MODES
 from parsim.errors import ParsimError
 from parsim.measure import cpu, gpu, kernels
 from parsim.measure.backends import backend as get_backend
+from parsim.measure.backends import gpu_errors, host_free_memory_B
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import time_callable
 from parsim.units import gib
@@ -109,24 +110,30 @@ def measure(
         raise ParsimError(
             "NumPy has no bfloat16 type: measure float16 or float32 on the CPU, or bfloat16 with cupy"
         )
-    chosen = get_backend(backend)
-    mode = _check_mode(chosen.name, workload, mode)
-    if chosen.name == "numpy" and "fused" in params:
-        params["fused"] = False  # NumPy evaluates one operation at a time
-    need = make_workload(workload, params).footprint_B * (
-        2 if chosen.name == "cupy" and workload in GPU_ONLY else 1
-    )
-    free = chosen.free_memory_B()
-    if need > free / 2:
-        raise ParsimError(
-            f"{workload} needs {gib(need)}, more than half of the {gib(free)} free on "
-            f"{chosen.device_name}; choose a smaller size"
-        )
-    with measurement_lock(lock_timeout_s):
-        if chosen.name == "numpy":
-            timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
+    with gpu_errors(f"measuring {workload}"):
+        chosen = get_backend(backend)
+        mode = _check_mode(chosen.name, workload, mode)
+        if chosen.name == "numpy" and "fused" in params:
+            params["fused"] = False  # NumPy evaluates one operation at a time
+        if chosen.name == "cupy":
+            if "dtype" in params:
+                chosen.dtype(params["dtype"])  # refuses bfloat16 where it cannot work, in one line
+            _check_memory(
+                workload, gpu.device_bytes(workload, params), chosen.free_memory_B(), chosen.device_name
+            )
+            _check_memory(workload, gpu.host_bytes(workload, params), host_free_memory_B(), "the host")
         else:
-            timing, stages, how = _measure_gpu(chosen, workload, params, budget_s)
+            _check_memory(
+                workload,
+                make_workload(workload, params).footprint_B,
+                chosen.free_memory_B(),
+                chosen.device_name,
+            )
+        with measurement_lock(lock_timeout_s):
+            if chosen.name == "numpy":
+                timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
+            else:
+                timing, stages, how = _measure_gpu(chosen, workload, params, budget_s)
     return Measurement(
         workload=workload,
         params=params,
@@ -142,6 +149,15 @@ def measure(
         measured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         host=platform.node(),
     )
+
+
+def _check_memory(workload: str, need: float, free: float, where: str) -> None:
+    """Refuse a measurement that would take more than half of the free memory ``where``."""
+    if need > free / 2:
+        raise ParsimError(
+            f"{workload} needs {gib(need)}, more than half of the {gib(free)} free on {where}; "
+            "choose a smaller size"
+        )
 
 
 def _check_mode(backend: str, workload: str, mode: str | None) -> str:
@@ -190,6 +206,7 @@ def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: floa
 
 def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
     cupy = backend.xp
+    params = {**params, "dtype": backend.dtype(params["dtype"])} if "dtype" in params else params
     if workload == "copy":
         operation = gpu.copy_operation(
             backend, params["n"], params["dtype"], params["direction"], params["pinned"]
@@ -227,7 +244,8 @@ def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
 def _device_operation(backend, cupy, workload: str, params: dict) -> kernels.Operation:
     dtype = params["dtype"]
     if workload in ("vector_add", "saxpy", "relu", "sigmoid"):
-        arrays = kernels.elementwise_arrays(backend, params["n"], dtype)
+        names = gpu.arrays_for(workload, fused=params["fused"] and workload in gpu.FUSED)
+        arrays = kernels.elementwise_arrays(backend, params["n"], dtype, names)
         fused = gpu.fused_operation(cupy, workload, arrays) if params["fused"] else None
         passes = [fused] if fused else kernels.elementwise_passes(cupy, workload, arrays)
         return passes[0] if len(passes) == 1 else (lambda: [step() for step in passes])

@@ -27,6 +27,12 @@ def vectorised_copy(params: Params) -> Vectorised:
     return Vectorised(footprint_B=nbytes, transfer_B=nbytes)
 
 
+def chunk_sizes(n: int, streams: int) -> list[int]:
+    """How ``n`` items are cut over ``streams`` streams: as evenly as whole items allow, the first
+    chunks one larger, and no empty chunk (fewer items than streams use fewer streams)."""
+    return [n // streams + (1 if s < n % streams else 0) for s in range(min(streams, n))]
+
+
 def offload(params: Params) -> Workload:
     """Inputs to the device, the op, the output back: chunked over ``streams`` streams."""
     op, n, dtype = params["op"], params["n"], params["dtype"]
@@ -34,10 +40,7 @@ def offload(params: Params) -> Workload:
     size = itemsize(dtype)
     inputs = ELEMENTWISE[op].inputs
     ops: list[Op] = []
-    for s in range(streams):
-        chunk = n // streams + (1 if s < n % streams else 0)
-        if chunk == 0:
-            continue
+    for s, chunk in enumerate(chunk_sizes(n, streams)):
         tag = f"[{s}]" if streams > 1 else ""
         ops.append(
             Transfer(name=f"h2d{tag}", nbytes=inputs * chunk * size, direction="h2d", pinned=pinned, stream=s)
