@@ -281,3 +281,25 @@ def test_gpu_calibration_is_plausible():
     device, link, _ = calibrate_gpu(quick=True)
     assert 50e9 < device.memory.bandwidth_Bps < 10e12
     assert 1e9 < link.bandwidth_Bps < 200e9 and 0 <= link.latency_s < 1e-3
+
+
+@pytest.mark.gpu
+def test_gpu_streams_overlap():
+    # 4 pinned streams hide copies behind kernels: at least 10 % faster than one stream
+    one = measure("offload", {"op": "relu", "n": 1e7, "streams": 1}, backend="cupy", budget_s=0.3)
+    four = measure("offload", {"op": "relu", "n": 1e7, "streams": 4}, backend="cupy", budget_s=0.3)
+    assert four.median_s < 0.9 * one.median_s
+
+
+@pytest.mark.gpu
+def test_gpu_calibration_latency_and_validation():
+    from parsim.measure.calibrate import calibrate
+    from parsim.measure.gpu_calibrate import calibrate_gpu
+    from parsim.validate import validate
+
+    device, link, raw = calibrate_gpu(quick=True)
+    assert 2e-6 <= raw["h2d_pinned_latency_s"] <= 50e-6  # a copy's fixed cost, host call included
+    assert 0 < link.latency_s <= 50e-6  # what remains once the device's dispatch takes the call
+    cpu_spec, _ = calibrate(quick=True)
+    report = validate(cpu_spec, {"device": device, "host": cpu_spec, "link": link}, backends=["cupy"])
+    assert report["overall"]["mape_large"] <= 0.15
