@@ -108,7 +108,8 @@ def measure(
     params = validate_params(workload, dict(params or {}))
     if backend == "numpy" and params.get("dtype") == "bfloat16":
         raise ParsimError(
-            "NumPy has no bfloat16 type: measure float16 or float32 on the CPU, or bfloat16 with cupy"
+            "NumPy has no bfloat16 type: measure float16 or float32 on the CPU, or bfloat16 on a GPU "
+            "(--backend cupy, with pip install 'parsim[gpu]')"
         )
     with gpu_errors(f"measuring {workload}"):
         chosen = get_backend(backend)
