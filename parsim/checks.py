@@ -60,6 +60,27 @@ positive_int = integer("an integer >= 1", lambda v: v >= 1)
 non_negative_int = integer("an integer >= 0", lambda v: v >= 0)
 
 
+def within(low: float, high: float, unit: str = "", low_open: bool = False) -> Validator:
+    """A number in a physically meaningful range: ``low <= value <= high`` (``low < value`` when
+    ``low_open``); hardware files with 1e-300 B/s or 1e300 Hz are refused, not simulated into 0 s
+    or infinite throughput."""
+    unit = f" {unit}" if unit else ""
+    bound = f"in {'(' if low_open else '['}{low:g}, {high:g}]{unit}"
+    return bounded(bound, (lambda v: low < v <= high) if low_open else (lambda v: low <= v <= high))
+
+
+def whole_within(low: int, high: int) -> Validator:
+    """An integer from ``low`` to ``high``."""
+    return integer(f"an integer from {low} to {high}", lambda v: low <= v <= high)
+
+
+BANDWIDTH = within(1e3, 1e15, "B/s")
+BYTES = within(1.0, 1e16, "B")
+SECONDS = within(0.0, 1.0, "s")
+CLOCK = within(1e6, 1e11, "Hz")
+RATE = within(1.0, 1e19, "/s")
+
+
 def one_of(options: tuple[Any, ...]) -> Validator:
     """A validator accepting only one of ``options``."""
 

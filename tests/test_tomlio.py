@@ -56,12 +56,12 @@ def test_missing_key_is_named():
 
 def test_bad_value_names_field_bound_and_value():
     text = dumps_hardware(TINY_CPU).replace("bandwidth_Bps = 1000000000.0", "bandwidth_Bps = -3.0", 1)
-    assert "'bandwidth_Bps' must be > 0: -3.0" in _bad(text)
+    assert "'bandwidth_Bps' must be in [1000, 1e+15] B/s: -3.0" in _bad(text)
 
 
 def test_wrong_type_is_refused():
     text = dumps_hardware(TINY_CPU).replace("cores = 2", 'cores = "many"')
-    assert "'cores' must be an integer >= 1: 'many'" in _bad(text)
+    assert "'cores' must be an integer from 1 to 1000000: 'many'" in _bad(text)
 
 
 def test_both_or_neither_table_is_refused():
@@ -82,7 +82,7 @@ def test_huge_and_missing_files(tmp_path):
     [
         ('kind = "cpu"', 'kind = "tpu"', "'kind' must be one of cpu, gpu: 'tpu'"),
         ("fma = true", 'fma = "no"', "'fma' must be true or false: 'no'"),
-        ("cores = 2", "cores = [1, 2]", "'cores' must be an integer >= 1"),
+        ("cores = 2", "cores = [1, 2]", "'cores' must be an integer from 1 to 1000000"),
         (
             "[processor.matrix_flops_per_s]",
             'op_rates_per_core = "abc"\n[processor.matrix_flops_per_s]',

@@ -65,6 +65,15 @@ def processor(value: str | ProcessorSpec, field: str = "device") -> ProcessorSpe
     return _resolve(value, ProcessorSpec, _processors(), field, "processor", "link")
 
 
+def preset_link(name: str, field: str) -> LinkSpec:
+    """A link a hardware spec names (``default_link``, ``peer_link``): a preset id only, never a
+    file, so a spec read from anywhere cannot make parsim open a path."""
+    table = _links()
+    if name not in table:
+        raise ParsimError(f"'{field}': unknown link preset{_suggest(name, list(table))}")
+    return table[name]
+
+
 def link(value: str | LinkSpec, field: str = "link") -> LinkSpec:
     """A link from a spec, a preset id or a TOML path."""
     return _resolve(value, LinkSpec, _links(), field, "link", "processor")
@@ -111,11 +120,11 @@ def system(
     peer = chosen if chosen is not None and chosen.kind == "nvlink" else None
     host_link = chosen if chosen is not None and peer is None else None
     if peer is None and gpus > 1 and compute.peer_link is not None:
-        peer = link(compute.peer_link, "link")  # an SXM board's GPUs talk over its own NVLink
+        peer = preset_link(compute.peer_link, "peer_link")  # an SXM board's GPUs talk over its own NVLink
     if host_link is None:
         if compute.default_link is None:
             raise ParsimError(f"'link' is required: {compute.id} names no default link")
-        host_link = link(compute.default_link, "link")
+        host_link = preset_link(compute.default_link, "default_link")
     per_switch = gpus_per_switch if gpus_per_switch is not None else min(gpus, 4)
     if per_switch < 1:
         raise ParsimError(f"'gpus_per_switch' must be >= 1: {per_switch}")

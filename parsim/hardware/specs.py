@@ -14,20 +14,45 @@ STREAM-like benchmark or a bandwidth test measures); datasheet peaks are kept be
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
 
-from parsim.checks import boolean, fraction, is_number, non_negative, one_of, positive, positive_int
+from parsim.checks import (
+    BANDWIDTH,
+    BYTES,
+    CLOCK,
+    SECONDS,
+    boolean,
+    fraction,
+    is_number,
+    one_of,
+    positive_int,
+    text,
+    whole_within,
+    within,
+)
 from parsim.dtypes import MATRIX_FORMATS
 from parsim.errors import ParsimError, field_error
 
 
 def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> None:
     for key, rate in pairs:
-        if not is_number(rate) or rate <= 0:
-            raise field_error(f"{attribute.name}.{key}", "> 0", rate)
+        if not is_number(rate) or not 1.0 <= rate <= 1e19:
+            raise field_error(f"{attribute.name}.{key}", "in [1, 1e+19] /s", rate)
+
+
+def _preset_id(instance: Any, attribute: Any, value: Any) -> None:
+    """A link named inside a hardware file is a preset id, never a path: a file read from anywhere
+    (an upload to the app) must not make parsim open another file."""
+    text(instance, attribute, value)
+    if not _PRESET_ID.fullmatch(value) or value.endswith(".toml"):
+        raise field_error(attribute.name, "a link preset id such as pcie4-x16 (not a path)", "<a path>")
+
+
+_PRESET_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 def _rate_table(instance: Any, attribute: Any, value: tuple[tuple[str, float], ...]) -> None:
@@ -71,11 +96,11 @@ class CacheLevel:
     """
 
     name: str
-    size_B: float = attrs.field(validator=positive)
-    bandwidth_Bps: float = attrs.field(validator=positive)
+    size_B: float = attrs.field(validator=BYTES)
+    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
     per_core: bool = False
     per_core_bandwidth_Bps: float | None = attrs.field(
-        default=None, validator=attrs.validators.optional(positive)
+        default=None, validator=attrs.validators.optional(BANDWIDTH)
     )
 
 
@@ -89,9 +114,9 @@ class BandwidthPoint:
         all_cores_Bps: bandwidth all cores reach together.
     """
 
-    working_set_B: float = attrs.field(validator=positive)
-    one_core_Bps: float = attrs.field(validator=positive)
-    all_cores_Bps: float = attrs.field(validator=positive)
+    working_set_B: float = attrs.field(validator=BYTES)
+    one_core_Bps: float = attrs.field(validator=BANDWIDTH)
+    all_cores_Bps: float = attrs.field(validator=BANDWIDTH)
 
 
 @attrs.frozen(cache_hash=True)
@@ -111,11 +136,11 @@ class MemorySpec:
             measured points, which is what real caches do near their capacity.
     """
 
-    bandwidth_Bps: float = attrs.field(validator=positive)
-    peak_bandwidth_Bps: float = attrs.field(validator=positive)
-    latency_s: float = attrs.field(validator=positive)
-    capacity_B: float = attrs.field(validator=positive)
-    per_core_bandwidth_Bps: float = attrs.field(validator=positive)
+    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
+    peak_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
+    latency_s: float = attrs.field(validator=within(1e-10, 1e-2, "s"))
+    capacity_B: float = attrs.field(validator=BYTES)
+    per_core_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
     caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=_levels)
     curve: tuple[BandwidthPoint, ...] = attrs.field(default=(), converter=_curve)
 
@@ -176,35 +201,33 @@ class ProcessorSpec:
     id: str
     name: str
     kind: Literal["cpu", "gpu"] = attrs.field(validator=one_of(("cpu", "gpu")))
-    cores: int = attrs.field(validator=positive_int)
-    lanes_per_core: int = attrs.field(validator=positive_int)
-    clock_Hz: float = attrs.field(validator=positive)
+    cores: int = attrs.field(validator=whole_within(1, 10**6))
+    lanes_per_core: int = attrs.field(validator=whole_within(1, 4096))
+    clock_Hz: float = attrs.field(validator=CLOCK)
     memory: MemorySpec
     fma: bool = attrs.field(default=True, validator=boolean)
-    fp64_ratio: float = attrs.field(default=0.5, validator=positive)
-    fp16_ratio: float = attrs.field(default=1.0, validator=positive)
+    fp64_ratio: float = attrs.field(default=0.5, validator=within(1e-3, 64.0))
+    fp16_ratio: float = attrs.field(default=1.0, validator=within(1e-3, 64.0))
     matrix_flops_per_s: tuple[tuple[str, float], ...] = attrs.field(
         factory=tuple, converter=_rate_items, validator=_rate_table
     )
     matmul_efficiency: float = attrs.field(default=0.8, validator=fraction)
-    special_per_core_per_cycle: float = attrs.field(default=1.0, validator=positive)
+    special_per_core_per_cycle: float = attrs.field(default=1.0, validator=within(1e-3, 1e4))
     op_rates_per_core: tuple[tuple[str, float], ...] = attrs.field(
         factory=tuple, converter=_rate_items, validator=_op_table
     )
-    dispatch_s: float = attrs.field(default=1e-6, validator=non_negative)
-    parallel_dispatch_s: float = attrs.field(default=0.0, validator=non_negative)
-    interpreted_element_s: float = attrs.field(default=50e-9, validator=positive)
-    warp_size: int = attrs.field(default=1, validator=positive_int)
-    tile_items: int = attrs.field(default=16384, validator=positive_int)
-    tiles_per_core: int = attrs.field(default=1, validator=positive_int)
-    matmul_tile: int = attrs.field(default=128, validator=positive_int)
-    copy_engines: int = attrs.field(default=1, validator=positive_int)
-    max_gpus: int = attrs.field(default=8, validator=positive_int)
-    default_link: str | None = None
-    peer_link: str | None = None
-    sustained_clock_Hz: float | None = attrs.field(
-        default=None, validator=attrs.validators.optional(positive)
-    )
+    dispatch_s: float = attrs.field(default=1e-6, validator=SECONDS)
+    parallel_dispatch_s: float = attrs.field(default=0.0, validator=SECONDS)
+    interpreted_element_s: float = attrs.field(default=50e-9, validator=within(1e-12, 1e-3, "s"))
+    warp_size: int = attrs.field(default=1, validator=whole_within(1, 1024))
+    tile_items: int = attrs.field(default=16384, validator=whole_within(1, 2**31))
+    tiles_per_core: int = attrs.field(default=1, validator=whole_within(1, 1024))
+    matmul_tile: int = attrs.field(default=128, validator=whole_within(1, 65536))
+    copy_engines: int = attrs.field(default=1, validator=whole_within(1, 64))
+    max_gpus: int = attrs.field(default=8, validator=whole_within(1, 1024))
+    default_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_preset_id))
+    peer_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_preset_id))
+    sustained_clock_Hz: float | None = attrs.field(default=None, validator=attrs.validators.optional(CLOCK))
     vector_matmul_efficiency: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(fraction)
     )
@@ -269,10 +292,10 @@ class LinkSpec:
 
     id: str
     name: str
-    bandwidth_Bps: float = attrs.field(validator=positive)
-    peak_bandwidth_Bps: float = attrs.field(validator=positive)
-    pageable_bandwidth_Bps: float = attrs.field(validator=positive)
-    latency_s: float = attrs.field(validator=non_negative)
+    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
+    peak_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
+    pageable_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
+    latency_s: float = attrs.field(validator=SECONDS)
     duplex: bool = attrs.field(default=True, validator=boolean)
     kind: Literal["pcie", "nvlink"] = attrs.field(default="pcie", validator=one_of(tuple(LINK_FAMILIES)))
 

@@ -22,6 +22,7 @@ from parsim.errors import ParsimError, ParsimNote
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
 
 MAX_FILE_BYTES = 1_000_000
+MAX_BRACKETS = 2_000
 _SECTIONS = {"processor", "link", "meta"}
 
 
@@ -32,6 +33,8 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec:
         ParsimError: missing/huge/malformed file (with line), unknown section or key, bad value.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ParsimError(f"{path}: is a directory, not a hardware file")
     if not path.is_file():
         raise ParsimError(f"{path}: no such hardware file")
     if path.stat().st_size > MAX_FILE_BYTES:
@@ -41,10 +44,16 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec:
 
 def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec:
     """Parse hardware TOML text; ``source`` names it in error messages."""
+    if len(text) > MAX_FILE_BYTES:
+        raise ParsimError(f"{source}: hardware file is larger than {MAX_FILE_BYTES} bytes")
+    if text.count("[") > MAX_BRACKETS:  # a real file has a few dozen; thousands only nest (slowly) to fail
+        raise ParsimError(f"{source}: more than {MAX_BRACKETS} brackets: not a hardware file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ParsimError(f"{source}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ParsimError(f"{source}: malformed TOML: arrays or tables nested too deeply") from None
     unknown = set(data) - _SECTIONS
     if unknown:
         raise ParsimError(
@@ -55,7 +64,7 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
     try:
         if "link" in data:
             return _build(LinkSpec, _with_link_kind(_table(data["link"], "link"), source), "link")
-        table = dict(data["processor"])
+        table = dict(_table(data["processor"], "processor"))
         memory = dict(_table(table.pop("memory", None), "processor.memory"))
         caches = memory.pop("caches", [])
         curve = memory.pop("curve", [])
@@ -63,6 +72,11 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
             raise ParsimError(
                 "'processor.memory.caches' and 'processor.memory.curve' must be arrays of tables"
             )
+        for key in ("matrix_flops_per_s", "op_rates_per_core"):
+            if key in table and not isinstance(table[key], dict):
+                raise ParsimError(
+                    f"'processor.{key}' must be a table of name = rate, not {_kind(table[key])}"
+                )
         levels = tuple(_build(CacheLevel, c, f"processor.memory.caches[{i}]") for i, c in enumerate(caches))
         points = tuple(_build(BandwidthPoint, p, f"processor.memory.curve[{i}]") for i, p in enumerate(curve))
         table["memory"] = _build(
@@ -93,9 +107,17 @@ def _with_link_kind(table: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
+    if value is None:
         raise ParsimError(f"missing table [{where}]")
+    if not isinstance(value, dict):
+        raise ParsimError(f"'{where}' must be a table, not {_kind(value)}")
     return value
+
+
+def _kind(value: Any) -> str:
+    """What a TOML value is, in words (the value itself is not echoed)."""
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array"}
+    return names.get(type(value), "a date or time")
 
 
 Built = TypeVar("Built", ProcessorSpec, LinkSpec, MemorySpec, CacheLevel, BandwidthPoint)
