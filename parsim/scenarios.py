@@ -49,6 +49,8 @@ from parsim.prediction import Prediction
 from parsim.workloads.registry import lookup
 
 MAX_FILE_BYTES = 1_000_000
+MAX_BRACKETS = 5_000
+HARDWARE_FIELDS = ("device", "host", "link")
 
 
 class Case(BaseModel):
@@ -106,15 +108,39 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ParsimError(f"{path}: no such scenario file")
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ParsimError(f"{path}: scenario file is larger than {MAX_FILE_BYTES} bytes")
-    return loads_scenario(path.read_text(encoding="utf-8", errors="replace"), source=str(path))
+    scenario = loads_scenario(path.read_text(encoding="utf-8", errors="replace"), source=str(path))
+    return _beside(scenario, path.parent)
+
+
+def _beside(scenario: Scenario, folder: Path) -> Scenario:
+    """Hardware files a scenario names by a relative path are found beside the scenario, wherever
+    parsim is run from."""
+
+    def moved(case: Case) -> Case:
+        changes = {
+            name: str(folder / value)
+            for name in HARDWARE_FIELDS
+            if isinstance(value := getattr(case, name), str)
+            and value.endswith(".toml")
+            and not Path(value).is_absolute()
+        }
+        return case.model_copy(update=changes) if changes else case
+
+    return scenario.model_copy(
+        update={"defaults": moved(scenario.defaults), "cases": [moved(case) for case in scenario.cases]}
+    )
 
 
 def loads_scenario(text: str, source: str = "<scenario>") -> Scenario:
     """Parse scenario TOML text; ``source`` names it in errors."""
+    if text.count("[") > MAX_BRACKETS:  # a lesson has a few dozen; thousands only nest (slowly) to fail
+        raise ParsimError(f"{source}: more than {MAX_BRACKETS} brackets: not a scenario file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ParsimError(f"{source}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ParsimError(f"{source}: malformed TOML: arrays or tables nested too deeply") from None
     try:
         scenario = Scenario(**data)
     except ValidationError as exc:
@@ -127,6 +153,13 @@ def loads_scenario(text: str, source: str = "<scenario>") -> Scenario:
             raise ParsimError(f"{source}: 'cases.{index}.workload' is not set (and no default)")
         if merged.device is None:
             raise ParsimError(f"{source}: 'cases.{index}.device' is not set (and no default)")
+    if scenario.sweep is not None:
+        try:
+            values = parse_values(scenario.sweep.values)
+        except ParsimError as exc:
+            raise ParsimError(f"{source}: 'sweep.values': {exc}") from None
+        if not values:
+            raise ParsimError(f"{source}: 'sweep.values' is empty: give at least one value")
     return scenario
 
 
@@ -136,6 +169,15 @@ def resolve(scenario: Scenario, case: Case) -> Case:
     own = case.model_dump(exclude_unset=True)
     params = {**base.get("params", {}), **own.pop("params", {})}
     return Case(**{**base, **own, "params": params})
+
+
+MAX_VALUES = 10_000_000
+"""The most values one sweep axis may hold (a ``range:`` or ``linspace:`` is counted before it is built)."""
+
+
+def _check_count(spec: str, count: int) -> None:
+    if count > MAX_VALUES:
+        raise ParsimError(f"values {spec!r} hold {count:,} points, more than the {MAX_VALUES:,} allowed")
 
 
 def parse_values(spec: list | str) -> list:
@@ -150,9 +192,10 @@ def parse_values(spec: list | str) -> list:
     parts = rest.split(":") if rest else []
     try:
         if kind in ("linspace", "logspace"):
-            lo, hi, count = float(parts[0]), float(parts[1]), int(parts[2])
+            lo, hi, count = float(parts[0]), float(parts[1]), int(float(parts[2]))
             if len(parts) != 3 or count < 1 or lo <= 0 and kind == "logspace":
                 raise ValueError
+            _check_count(spec, count)
             values = np.linspace(lo, hi, count) if kind == "linspace" else np.geomspace(lo, hi, count)
             # Whole-number endpoints mean a count (sizes, batches): keep the points whole too.
             if lo.is_integer() and hi.is_integer():
@@ -162,8 +205,11 @@ def parse_values(spec: list | str) -> list:
             numbers = [int(float(p)) for p in parts]
             if len(numbers) not in (2, 3) or (len(numbers) == 3 and numbers[2] == 0):
                 raise ValueError
+            _check_count(spec, len(range(*numbers)))  # counted, not built
             return list(range(*numbers))
-    except (ValueError, IndexError):
+    except ParsimError:
+        raise
+    except (ValueError, IndexError, OverflowError):
         raise ParsimError(
             f"malformed values {spec!r}: expected {kind}:START:STOP:COUNT"
             if kind != "range"

@@ -291,10 +291,25 @@ def lookup(name: str) -> WorkloadDef:
 def validate_params(name: str, params: Params) -> Params:
     """Validate ``params`` for workload ``name``; return them with defaults filled in."""
     definition = lookup(name)
+    _check_numbers(name, definition.params, params)
     try:
         return definition.params(**params).model_dump()
     except ValidationError as exc:
         raise ParsimError(_one_line(name, definition.params, exc)) from None
+
+
+def _check_numbers(name: str, model: type[_Params], params: Params) -> None:
+    """What pydantic's lax mode lets through or words poorly: ``n=true`` taken as 1, and a number
+    far out of range reported as unparseable instead of against its bound."""
+    for field, value in params.items():
+        info = model.model_fields.get(field)
+        if info is None or info.annotation not in (int, float):
+            continue
+        if isinstance(value, bool):
+            raise ParsimError(f"{name}: {field!r} must be a number, not {str(value).lower()}")
+        high = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
+        if isinstance(value, (int, float)) and high is not None and value > high:
+            raise ParsimError(f"{name}: {field!r} must be <= {high:g}: {value:g}")
 
 
 def make_workload(name: str, params: Params | None = None) -> Workload:
