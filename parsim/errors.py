@@ -10,7 +10,17 @@ from __future__ import annotations
 
 
 class ParsimError(ValueError):
-    """A user-facing error: bad spec, bad workload parameter, unknown preset, misfit size."""
+    """A user-facing error: bad spec, bad workload parameter, unknown preset, misfit size.
+
+    Always one line: a key or value taken from a user's file may hold line breaks or control
+    characters, which are shown escaped (``\\n``) rather than breaking the message.
+    """
+
+    def __init__(self, message: object = "") -> None:
+        text = str(message)
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        super().__init__(text)
 
 
 def field_error(field: str, bound: str, value: object) -> ParsimError:
