@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
-from parsim import cli_measure, cli_sweep, report, units
+from parsim import cli_measure, cli_sweep, units
 from parsim.choices import HardwareKind, Method, Mode, Overlap
 from parsim.errors import ParsimError, ParsimNote
 from parsim.paths import output_path
@@ -86,7 +86,9 @@ def hardware_list(
             )
         lines.append([row["id"], row["kind"], row["name"], headline])
     columns = [("id", "left"), ("kind", "left"), ("name", "left"), ("headline", "left")]
-    typer.echo(report.table(columns, lines))
+    from parsim.report import table
+
+    typer.echo(table(columns, lines))
 
 
 @hardware_app.command("show")
@@ -202,7 +204,9 @@ def predict(
     if as_json:
         typer.echo(json.dumps(result.to_dict(trace=trace), indent=2, default=str))
         return
-    typer.echo(report.prediction_text(result))
+    from parsim.report import prediction_text
+
+    typer.echo(prediction_text(result))
 
 
 @app.command()
@@ -232,7 +236,9 @@ def run(
             )
         )
         return
-    typer.echo(report.scenario_text(result, lesson))
+    from parsim.report import scenario_text
+
+    typer.echo(scenario_text(result, lesson))
 
 
 def _save(figure, path: Path) -> None:
@@ -244,8 +250,18 @@ def _save(figure, path: Path) -> None:
 def run_app(
     port: Annotated[int, typer.Option(help="port to serve on", min=1, max=65535)] = 8501,
     headless: Annotated[bool, typer.Option("--headless", help="Do not open a browser.")] = False,
+    address: Annotated[
+        str,
+        typer.Option(
+            help="address to serve on: 127.0.0.1 (this machine only) or 0.0.0.0 (a classroom network)"
+        ),
+    ] = "127.0.0.1",
 ):
-    """Start the Streamlit app (explore, compare, scale out, measure, learn)."""
+    """Start the Streamlit app (explore, compare, scale out, measure, learn).
+
+    It listens on this machine only unless --address says otherwise: the app measures this
+    machine and reads uploaded files, so serving it to a network is a choice.
+    """
     from streamlit.web import cli as streamlit_cli
 
     from parsim.app import ENTRY
@@ -256,6 +272,8 @@ def run_app(
         str(ENTRY),
         "--server.port",
         str(port),
+        "--server.address",
+        address,
         "--browser.gatherUsageStats",
         "false",
         "--server.headless",

@@ -182,3 +182,13 @@ def test_hardware_show_reads_a_link_file(cli, tmp_path):
     code, out, err = cli("hardware", "show", str(path), "--json")
     assert code == 0, err
     assert json.loads(out)["id"] == "pcie4-x16"
+
+
+def test_the_cli_starts_without_the_model():
+    # `parsim --help` stays quick because the CLI imports no NumPy, model or predictor until a
+    # command needs them (benchmarks/bench_startup.py times it)
+    import subprocess
+    import sys
+
+    code = "import sys, parsim.cli; sys.exit(sorted({'numpy', 'parsim.predict', 'simpy'} & set(sys.modules)) != [])"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
