@@ -6,7 +6,6 @@ already exit 2); a traceback means a bug in parsim, never in the input.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import warnings
@@ -16,7 +15,7 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
-from parsim import cli_measure, cli_sweep, units
+from parsim import cli_measure, cli_sweep, jsontext, units
 from parsim.choices import HardwareKind, Method, Mode, Overlap
 from parsim.errors import ParsimError, ParsimNote
 from parsim.paths import output_path
@@ -70,7 +69,7 @@ def hardware_list(
                 }
             )
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(jsontext.dumps(rows))
         return
     lines = []
     for row in rows:
@@ -121,7 +120,7 @@ def hardware_show(
             for dtype in ("float16", "bfloat16", "float32", "float64")
         }
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(jsontext.dumps(data))
         return
     _print_tree(data)
 
@@ -202,7 +201,7 @@ def predict(
 
         _save(plots.timeline(result), plot)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(trace=trace), indent=2, default=str))
+        typer.echo(jsontext.dumps(result.to_dict(trace=trace)))
         return
     from parsim.report import prediction_text
 
@@ -229,11 +228,7 @@ def run(
     if as_json:
         rows = [{"label": r.label, "value": r.value, **r.prediction.to_dict()} for r in result.results]
         typer.echo(
-            json.dumps(
-                {"title": result.scenario.title, "cases": rows, "crossovers": result.crossovers()},
-                indent=2,
-                default=str,
-            )
+            jsontext.dumps({"title": result.scenario.title, "cases": rows, "crossovers": result.crossovers()})
         )
         return
     from parsim.report import scenario_text
