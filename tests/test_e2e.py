@@ -163,3 +163,35 @@ def test_malformed_upload_is_refused_in_place(server, browser, tmp_path):
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "upload-refused.png"), full_page=True)
         page.close()
+
+
+def test_an_uploaded_file_cannot_make_the_app_read_the_server(server, browser, tmp_path):
+    # issue 12: a processor file whose default_link names a server path ("secrets") must be refused
+    # at upload, and nothing of that path's content may reach the page
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text('[api_key]\nbandwidth_Bps = "hunter2-in-value"\n')
+    from parsim.hardware.presets import PROCESSORS
+    from parsim.hardware.tomlio import dumps_hardware
+
+    text = dumps_hardware(PROCESSORS["t4"]).replace(
+        'default_link = "pcie3-x16"', f'default_link = "{secrets}"'
+    )
+    evil = tmp_path / "evil.toml"
+    evil.write_text(text)
+    page = open_page(browser, server)
+    try:
+        page.locator("[data-testid='stSelectbox']").first.click()
+        page.keyboard.type("uploaded hardware")
+        page.keyboard.press("Enter")
+        page.locator("input[type='file']").first.wait_for(state="attached", timeout=30_000)
+        wait_idle(page)
+        page.locator("input[type='file']").first.set_input_files(str(evil))
+        page.get_by_text("must be a link preset id").first.wait_for(timeout=30_000)
+        wait_idle(page)
+        body = page.locator("body").inner_text()
+        assert "hunter2" not in body and "api_key" not in body and str(secrets) not in body
+        assert page.locator("[data-testid='stException']").count() == 0
+    finally:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "upload-evil.png"), full_page=True)
+        page.close()

@@ -49,7 +49,7 @@ def _preset_id(instance: Any, attribute: Any, value: Any) -> None:
     (an upload to the app) must not make parsim open another file."""
     text(instance, attribute, value)
     if not _PRESET_ID.fullmatch(value) or value.endswith(".toml"):
-        raise field_error(attribute.name, "a link preset id such as pcie4-x16 (not a path)", "<a path>")
+        raise ParsimError(f"'{attribute.name}' must be a link preset id such as pcie4-x16, not a file path")
 
 
 _PRESET_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
