@@ -144,3 +144,42 @@ def test_the_fuzzers_reach_the_parsers():
     assert toml_text({"processor": {"cores": math.pi}}) is not None
     with pytest.raises(ParsimError, match="missing"):
         loads_hardware(toml_text({"processor": {"cores": 2}}))
+
+
+JSON_KEYS = [
+    "schema",
+    "rows",
+    "median_s",
+    "workload",
+    "backend",
+    "mode",
+    "measured_s",
+    "predicted_s",
+    "class",
+]
+json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        numbers,
+        st.text(max_size=10),
+        st.sampled_from(["parsim.validation/1", "parsim.measurement/1", "numpy", "simd"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(JSON_KEYS), st.text(max_size=5)), inner, max_size=8),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=10_000, deadline=None)
+@given(json_values)
+def test_measurement_json_in_the_app(data):
+    # the Measure page's loader: anything JSON is either rows the comparison can use, or refused
+    from parsim.app.measure_page import _rows_of
+
+    rows = _rows_of(data)
+    if rows is not None:
+        for row in rows:
+            assert row["measured_s"] > 0 and isinstance(row["class"], str)

@@ -139,8 +139,11 @@ def _files(history: list) -> None:
             return
         try:
             data = json.loads(file.getvalue())
-        except json.JSONDecodeError as exc:
-            st.error(f"{file.name} is not JSON ({exc}); nothing loaded")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            st.error(f"{file.name} is not JSON ({type(exc).__name__}); nothing loaded")
+            return
+        except RecursionError:
+            st.error(f"{file.name} is nested too deeply to be parsim's JSON; nothing loaded")
             return
         rows = _rows_of(data)
         if rows is None:
@@ -150,13 +153,35 @@ def _files(history: list) -> None:
         st.caption(f"loaded {len(rows)} rows from {file.name}")
 
 
+REPORT_ROW = {"measured_s": (int, float), "predicted_s": (int, float), "class": str}
+MEASUREMENT = {"median_s": (int, float), "workload": str, "backend": str, "mode": str}
+
+
+def _shaped(row: object, fields: dict) -> bool:
+    """A dict whose ``fields`` hold values of the given types (positive, finite numbers)."""
+    if not isinstance(row, dict):
+        return False
+    for name, kind in fields.items():
+        value = row.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return False
+        if isinstance(value, (int, float)) and not 0 < value < float("inf"):
+            return False
+    return True
+
+
 def _rows_of(data) -> list[dict] | None:
+    """The rows of a validation report or of measurement files, or None when ``data`` is neither
+    (a field missing, a number that is not one): the page then says so and keeps what it had."""
     if isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA:
-        return data["rows"]
+        rows = data.get("rows")
+        return rows if isinstance(rows, list) and all(_shaped(r, REPORT_ROW) for r in rows) else None
     if isinstance(data, dict):
         data = [data]
-    if isinstance(data, list) and all(
-        isinstance(r, dict) and r.get("schema") == "parsim.measurement/1" for r in data
+    if (
+        isinstance(data, list)
+        and data
+        and all(_shaped(r, MEASUREMENT) and r.get("schema") == "parsim.measurement/1" for r in data)
     ):
         return [
             {**r, "measured_s": r["median_s"], "class": f"{r['workload']} ({r['backend']}, {r['mode']})"}
