@@ -3,23 +3,37 @@
 They share the CLI's conventions: one-line errors with exit code 2, ``--json`` for scripts, and
 files that another machine can load (measurements and reports as versioned JSON, calibrated
 hardware as TOML).
+
+Measuring takes seconds to minutes and may first wait for another measurement on this machine,
+so everything that can be refused is refused first: the workload and its sizes, the files named
+(``validate`` takes only the files ``parsim calibrate`` wrote here) and every output path, before
+any lock is taken or any time is measured. A wait for the lock is announced once on stderr,
+naming the process that holds it; ``--lock-timeout`` bounds it.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from parsim import units
+from parsim import jsontext, units
 from parsim.choices import Backend, Mode
 from parsim.errors import ParsimError
 from parsim.paths import output_path
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+LockTimeout = Annotated[
+    float,
+    typer.Option(
+        "--lock-timeout",
+        min=0,
+        help="Seconds to wait for another measurement on this machine before giving up.",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -29,8 +43,35 @@ def register(app: typer.Typer) -> None:
 
 
 def _writable(path: Path | None, suffix: str, option: str) -> None:
-    if path is not None:
-        output_path(path, (suffix,), option)
+    """Refuse an output path before any work: ``output_path``'s checks, and an existing file that
+    this user may not overwrite."""
+    if path is None:
+        return
+    output_path(path, (suffix,), option)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ParsimError(f"'{option}': {str(path)!r} exists and is not writable")
+
+
+def _write(path: Path, write, option: str) -> None:
+    """``write(path)``, a failure (disk full, removed folder) in one line naming the option."""
+    try:
+        write(path)
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise ParsimError(f"'{option}': cannot write {str(path)!r} ({reason})") from None
+
+
+def _tell_once():
+    """A lock-wait callback printing each distinct message once on stderr (a validation measures
+    hundreds of points, and would otherwise repeat it for each one that waits)."""
+    told: set[str] = set()
+
+    def tell(message: str) -> None:
+        if message not in told:
+            told.add(message)
+            typer.echo(f"note: {message}", err=True)
+
+    return tell
 
 
 def measure(
@@ -42,6 +83,7 @@ def measure(
     mode: Annotated[Mode | None, typer.Option(help="sisd, simd, mimd or mimd+simd on the CPU")] = None,
     budget: Annotated[float, typer.Option(help="seconds spent repeating the timing", min=0.01, max=60)] = 0.5,
     out: Annotated[Path | None, typer.Option(help="Save the measurement as JSON.")] = None,
+    lock_timeout: LockTimeout = 600.0,
     as_json: Json = False,
 ):
     """Time a workload for real on this machine (median and quartiles)."""
@@ -49,13 +91,19 @@ def measure(
 
     _writable(out, ".json", "--out")
     result = run_measure(
-        workload, units.parse_assignments(params or []), backend=backend, mode=mode, budget_s=budget
+        workload,
+        units.parse_assignments(params or []),
+        backend=backend,
+        mode=mode,
+        budget_s=budget,
+        lock_timeout_s=lock_timeout,
+        on_wait=_tell_once(),
     )
     if out is not None:
-        out.write_text(json.dumps(result.to_dict(), indent=2))
+        _write(out, lambda path: path.write_text(jsontext.dumps(result.to_dict())), "--out")
         typer.echo(f"saved {out}", err=True)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(jsontext.dumps(result.to_dict()))
         return
     shown = " ".join(f"{k}={v}" for k, v in result.params.items())
     typer.echo(f"{result.workload} {shown}")
@@ -76,6 +124,7 @@ def calibrate(
     gpu: Annotated[
         bool, typer.Option("--gpu/--no-gpu", help="Also calibrate the GPU when CuPy finds one.")
     ] = True,
+    lock_timeout: LockTimeout = 600.0,
 ):
     """Measure this machine and write hardware TOML that --device/--host accept."""
     from parsim.hardware.tomlio import save_hardware
@@ -84,8 +133,16 @@ def calibrate(
     from parsim.measure.calibrate import describe
 
     _writable(out, ".toml", "--out")
-    spec, raw = _with_progress("calibrating the CPU", lambda progress: run_calibrate(quick, progress))
-    save_hardware(spec, out, describe(raw, quick))
+    device_path, link_path = out.with_name(f"{out.stem}-gpu.toml"), out.with_name(f"{out.stem}-link.toml")
+    if gpu:  # the GPU's files go beside the CPU's: refused now rather than after the CPU is measured
+        _writable(device_path, ".toml", "--out (its -gpu.toml)")
+        _writable(link_path, ".toml", "--out (its -link.toml)")
+    tell = _tell_once()
+    spec, raw = _with_progress(
+        "calibrating the CPU",
+        lambda progress: run_calibrate(quick, progress, lock_timeout_s=lock_timeout, on_wait=tell),
+    )
+    _write(out, lambda path: save_hardware(spec, path, describe(raw, quick)), "--out")
     typer.echo(
         f"wrote {out}: {spec.name}, {spec.cores} cores, "
         f"{units.si(spec.memory.bandwidth_Bps, 'B/s')} DRAM, dispatch {units.seconds(spec.dispatch_s)}"
@@ -97,10 +154,9 @@ def calibrate(
         device, link, raw_gpu = _with_progress(
             "calibrating the GPU", lambda progress: calibrate_gpu(quick, progress)
         )
-        device_path, link_path = out.with_name(f"{out.stem}-gpu.toml"), out.with_name(f"{out.stem}-link.toml")
         meta = describe(raw_gpu, quick, kind="gpu")
-        save_hardware(device, device_path, meta)
-        save_hardware(link, link_path, meta)
+        _write(device_path, lambda path: save_hardware(device, path, meta), "--out")
+        _write(link_path, lambda path: save_hardware(link, path, meta), "--out")
         typer.echo(
             f"wrote {device_path} and {link_path}: use --device {device_path} --host {out} --link {link_path}"
         )
@@ -141,6 +197,7 @@ def validate(
     summary_only: Annotated[
         bool, typer.Option("--summary", help="With --published: only the per-class table.")
     ] = False,
+    lock_timeout: LockTimeout = 600.0,
     as_json: Json = False,
 ):
     """Measure a grid of workloads, predict them with the calibrated spec, report the errors.
@@ -148,7 +205,6 @@ def validate(
     With --published, predict every published measurement instead and report the error per class.
     """
     from parsim import validate as validation
-    from parsim.hardware.registry import link, processor
 
     _writable(out, ".json", "--out")
     if published:
@@ -168,7 +224,6 @@ def validate(
             raise ParsimError(
                 "'--device' is required: the calibrated TOML of this machine (parsim calibrate)"
             )
-        gpu_specs = None
         if gpu_device is not None or gpu_link is not None:
             if gpu_device is None or gpu_link is None:
                 raise ParsimError(
@@ -181,17 +236,29 @@ def validate(
                 raise ParsimError(
                     f"'--gpu-device': validating the GPU needs one here, and {why[0].lower()}{why[1:]}"
                 )
+        # Validation compares this machine with its own calibrated files: anything else (a preset,
+        # a GPU, another machine's file) is refused here, before a minute of measuring.
+        cpu_spec = validation.calibrated_spec(device, "cpu", "--device")
+        gpu_specs = None
+        if gpu_device is not None and gpu_link is not None:
             gpu_specs = {
-                "device": processor(str(gpu_device)),
-                "host": processor(str(device)),
-                "link": link(str(gpu_link)),
+                "device": validation.calibrated_spec(gpu_device, "gpu", "--gpu-device"),
+                "host": cpu_spec,
+                "link": validation.calibrated_spec(gpu_link, "link", "--gpu-link"),
             }
         backends = None if gpu_specs else ["numpy"]
-        cpu_spec = processor(str(device), "device")
+        tell = _tell_once()
         data = _with_progress(
             "validating",
             lambda progress: validation.validate(
-                cpu_spec, gpu_specs, quick=quick, backends=backends, budget_s=budget, progress=progress
+                cpu_spec,
+                gpu_specs,
+                quick=quick,
+                backends=backends,
+                budget_s=budget,
+                progress=progress,
+                lock_timeout_s=lock_timeout,
+                on_wait=tell,
             ),
         )
     from parsim.report import validation_text
@@ -212,6 +279,6 @@ def _published(out: Path | None, summary_only: bool, as_json: bool) -> None:
 def _emit(data: dict, out: Path | None, as_json: bool, save, text) -> None:
     """A report saved to ``out`` (when given), then printed as JSON or as ``text(data)``."""
     if out is not None:
-        save(data, out)
+        _write(out, lambda path: save(data, path), "--out")
         typer.echo(f"saved {out}", err=True)
-    typer.echo(json.dumps(data, indent=2) if as_json else text(data))
+    typer.echo(jsontext.dumps(data) if as_json else text(data))

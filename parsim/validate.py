@@ -6,12 +6,18 @@ workload class gets its MAPE (over points whose measured time is at least 100 us
 error, the share of small points within 5 us or 30 %, and the Spearman rank correlation of
 predicted and measured times (does the model order the points right?). Reports are versioned
 JSON that the app and ``parsim.plots`` can draw on another machine.
+
+Validation compares this machine with the model of this machine, so its spec must be the file
+``parsim calibrate`` wrote here (``calibrated_spec``): a preset, a GPU, or another machine's file
+would be compared with NumPy on this CPU and yield a meaningless error, after minutes of
+measuring. A report read back (``load_report``, ``check_report``) is checked field by field, so
+a truncated, edited or foreign file is one line naming the file and the field, never a
+traceback in the middle of drawing it.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import platform
 import random
@@ -23,10 +29,13 @@ import attrs
 import numpy
 import pandas
 
+from parsim import jsontext
 from parsim.errors import ParsimError
-from parsim.hardware.specs import ProcessorSpec
+from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.measure import measure
-from parsim.measure.backends import available_backends
+from parsim.measure.backends import available_backends, cpu_model
+from parsim.measure.run import SCHEMA as MEASUREMENT_SCHEMA
+from parsim.measure.run import choice, field, json_kind, number, read_json, text
 from parsim.predict import predict
 
 SCHEMA = "parsim.validation/1"
@@ -100,6 +109,8 @@ def validate(
     budget_s: float = 0.1,
     progress: Callable[[int, int, str], None] | None = None,
     rounds: int = 3,
+    lock_timeout_s: float = 600.0,
+    on_wait: Callable[[str], None] | None = None,
 ) -> dict:
     """Measure and predict every grid point; return the report (see ``summarise``).
 
@@ -115,7 +126,12 @@ def validate(
         budget_s: measurement time per point.
         progress: ``progress(done, total, label)``.
         rounds: passes over the grid (``budget_s`` is shared among them).
+        lock_timeout_s: how long each point waits for another measurement on this machine.
+        on_wait: told in one line when it waits (see ``parsim.measure.measure``).
     """
+    if not isinstance(cpu_spec, ProcessorSpec) or cpu_spec.kind != "cpu":
+        shown = f"the {cpu_spec.kind} {cpu_spec.id!r}" if isinstance(cpu_spec, ProcessorSpec) else cpu_spec
+        raise ParsimError(f"'cpu_spec' must be the calibrated spec of this machine's CPU: {shown}")
     points = grid(quick, backends)
     if any(b == "cupy" for _, _, b, _ in points) and not gpu_specs:
         raise ParsimError(
@@ -134,7 +150,15 @@ def validate(
                 )
                 progress(done, total, f"{workload} {shown} {mode}")
             samples[index].append(
-                measure(workload, params, backend=backend, mode=mode, budget_s=budget_s / rounds)
+                measure(
+                    workload,
+                    params,
+                    backend=backend,
+                    mode=mode,
+                    budget_s=budget_s / rounds,
+                    lock_timeout_s=lock_timeout_s,
+                    on_wait=on_wait,
+                )
             )
             done += 1
         shuffler.shuffle(order)
@@ -219,17 +243,142 @@ def report(rows: list[Point], cpu_spec: ProcessorSpec) -> dict:
 
 def save_report(data: dict, path: str | Path) -> Path:
     path = Path(path)
-    path.write_text(json.dumps(data, indent=2))
+    try:
+        path.write_text(jsontext.dumps(data))
+    except OSError as exc:
+        raise ParsimError(
+            f"{path}: cannot write the report ({exc.strerror or exc.__class__.__name__})"
+        ) from None
     return path
 
 
 def load_report(path: str | Path) -> dict:
-    """Read a validation report (from this or another machine)."""
-    path = Path(path)
+    """Read a validation report (from this or another machine), checked by ``check_report``."""
+    return check_report(read_json(path, "validation report"), str(path))
+
+
+SUMMARY_KEYS = ("points", "mape_large", "max_error", "small_within", "spearman")
+TARGET_KEYS = ("mape_large", "large_s", "small_abs_s", "small_rel", "spearman")
+ROW_KEYS = ("workload", "params", "backend", "mode", "class", "measured_s", "predicted_s", "error")
+
+
+def check_report(data: object, source: str = "report") -> dict:
+    """``data`` once it is a whole validation report: everything the text report, the app and
+    ``parsim.plots`` read from it is there, of the right type and finite.
+
+    Raises:
+        ParsimError: ``<source>: not a parsim validation report (...)`` for another kind of
+            document, ``<source>: not a valid parsim validation report: <field> ...`` for the first
+            bad field.
+    """
+    if not isinstance(data, dict):
+        raise ParsimError(
+            f"{source}: not a parsim validation report (a JSON {json_kind(data)}, expected an object)"
+        )
+    if data.get("schema") != SCHEMA:
+        found = data.get("schema")
+        hint = "; it is a measurement: parsim measure wrote it" if found == MEASUREMENT_SCHEMA else ""
+        shown = repr(found) if len(repr(found)) <= 40 else repr(found)[:37] + "..."
+        raise ParsimError(
+            f"{source}: not a parsim validation report (schema {shown}, expected {SCHEMA!r}){hint}"
+        )
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ParsimError(f"{path}: cannot read a validation report ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ParsimError(f"{path}: not a parsim validation report (expected schema {SCHEMA!r})")
+        rows = field(data, "rows", list)
+        for index, row in enumerate(rows):
+            _check_row(row, f"rows[{index}]")
+        classes = field(data, "classes", dict)
+        for name, summary in classes.items():
+            _check_summary(summary, f"classes[{name[:40]!r}]")
+        _check_summary(field(data, "overall", dict), "overall")
+        targets = field(data, "targets", dict)
+        for key in TARGET_KEYS:
+            number(targets, key, "targets")
+        for key in ("device", "host", "created_at"):
+            text(data, key, empty=True)
+    except ParsimError as exc:
+        raise ParsimError(f"{source}: not a valid parsim validation report: {exc}") from None
     return data
+
+
+def _check_row(row: object, where: str) -> None:
+    if not isinstance(row, dict):
+        raise ParsimError(f"'{where}' must be an object: a JSON {json_kind(row)}")
+    for key in ("workload", "class"):
+        text(row, key, where)
+    choice(row, "backend", ("numpy", "cupy"), where)
+    text(row, "mode", where)
+    params = field(row, "params", dict, where)
+    sizes = [key for key in ("m", "n", "k") if key in params] if "m" in params else ["n"]
+    for key in sizes:  # what the text report prints as the size
+        number(params, key, f"{where}.params", positive=True)
+    number(row, "measured_s", where, positive=True)
+    number(row, "predicted_s", where, positive=True)
+    number(row, "error", where, low=-1.0)
+    for key in ("p25_s", "p75_s"):
+        if key in row:
+            number(row, key, where)
+
+
+def _check_summary(summary: object, where: str) -> None:
+    if not isinstance(summary, dict):
+        raise ParsimError(f"'{where}' must be an object: a JSON {json_kind(summary)}")
+    points = field(summary, "points", int, where)
+    if points < 0:
+        raise ParsimError(f"'{where}.points' must be >= 0: {points}")
+    for key in ("mape_large", "max_error"):
+        number(summary, key, where, optional=True)
+    number(summary, "small_within", where, high=1.0, optional=True)
+    number(summary, "spearman", where, low=-1.0, high=1.0)
+
+
+# --- the spec validated against: this machine's calibrated files ------------------------------
+
+
+def calibrated_spec(
+    path: str | Path, kind: str = "cpu", option: str = "--device"
+) -> ProcessorSpec | LinkSpec:
+    """The spec in ``path`` once it is a file ``parsim calibrate`` wrote on this machine.
+
+    ``kind`` is ``cpu`` (the CPU file), ``gpu`` (``*-gpu.toml``) or ``link`` (``*-link.toml``).
+    A CPU file counts as this machine's when its ``[meta]`` names this CPU model or this host (a
+    container's host name changes from run to run; its CPU does not); a GPU or link file when
+    calibrate wrote it (validating them needs a GPU here, which is checked apart).
+
+    Raises:
+        ParsimError: in one line naming ``option``: a preset id, another kind of processor, a
+            file calibrate did not write, or one calibrated on another machine.
+    """
+    import tomllib
+
+    from parsim.hardware.tomlio import load_hardware
+
+    value = str(path)
+    wanted = {"cpu": "CPU", "gpu": "GPU", "link": "host-device link"}[kind]
+    if not value.endswith(".toml"):
+        from parsim.hardware.presets import LINKS, PROCESSORS
+
+        preset = value in PROCESSORS or value in LINKS
+        what = " (a preset: it describes other hardware, not this machine)" if preset else ""
+        raise ParsimError(
+            f"'{option}' must be the {wanted} file parsim calibrate wrote on this machine (a .toml), "
+            f"not {value!r}{what}"
+        )
+    spec = load_hardware(value)  # a missing, unreadable or malformed file is refused here, in one line
+    actual = "link" if isinstance(spec, LinkSpec) else spec.kind
+    if actual != kind:
+        raise ParsimError(f"'{option}': {value} describes a {actual}, not this machine's {wanted}")
+    meta = tomllib.loads(Path(value).read_bytes().decode("utf-8", errors="replace")).get("meta")
+    source = meta.get("source") if isinstance(meta, dict) else None
+    expected = "parsim calibrate (GPU)" if kind != "cpu" else "parsim calibrate"
+    if not isinstance(source, str) or source.removesuffix(" --quick") != expected:
+        found = f"its [meta] source is {source!r}" if source is not None else "it has no [meta] source"
+        raise ParsimError(
+            f"'{option}': {value} was not written by parsim calibrate ({found}); run parsim calibrate here"
+        )
+    here = platform.node()
+    if kind == "cpu" and meta.get("cpu_model") != cpu_model() and meta.get("host") != here:
+        raise ParsimError(
+            f"'{option}': {value} was calibrated on {meta.get('host')!r} ({meta.get('cpu_model')}), "
+            f"not on this machine ({here!r}, {cpu_model()}); run parsim calibrate here"
+        )
+    return spec

@@ -15,7 +15,9 @@ Each step measures one figure the model needs, the way the model uses it:
 
 The result is an ordinary ``ProcessorSpec`` (saved as hardware TOML with a ``[meta]`` table of
 what was measured and when) that every ``--device``/``--host`` accepts. On a machine with a GPU
-the CuPy steps (``gpu_calibration``) add the GPU and its PCIe link.
+the CuPy steps (``gpu_calibration``) add the GPU and its PCIe link. The ``[meta]`` table
+(``describe``) is also how ``parsim validate`` recognises a file calibrated on this machine: its
+``source`` says calibrate wrote it, its ``host`` and ``cpu_model`` where.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from pathlib import Path
 import attrs
 import numpy
 
+from parsim.errors import ParsimError
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, MemorySpec, ProcessorSpec
 from parsim.measure import cpu, kernels
 from parsim.measure.backends import NumpyBackend, cpu_model, host_free_memory_B
-from parsim.measure.lock import measurement_lock
+from parsim.measure.lock import check_timeout, measurement_lock
 from parsim.measure.timing import time_callable
 
 Progress = Callable[[int, int, str], None]
@@ -106,7 +109,11 @@ def clock_Hz() -> float | None:
 
 
 def calibrate(
-    quick: bool = True, progress: Progress | None = None, rounds: int | None = None
+    quick: bool = True,
+    progress: Progress | None = None,
+    rounds: int | None = None,
+    lock_timeout_s: float = 600.0,
+    on_wait: Callable[[str], None] | None = None,
 ) -> tuple[ProcessorSpec, dict]:
     """Measure this machine's CPU and return its spec and the raw measurements.
 
@@ -118,7 +125,12 @@ def calibrate(
         quick: small budgets and sizes (<= 30 s on a 2-core machine); False measures longer.
         progress: called as ``progress(step, steps, label)`` before each step.
         rounds: passes over the steps (default 2 quick, 3 thorough).
+        lock_timeout_s: how long to wait for another measurement on this machine.
+        on_wait: told once, in one line, when it waits (default: a ``ParsimNote`` warning).
     """
+    check_timeout(lock_timeout_s)  # like every input, before the machine is measured or waited for
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+        raise ParsimError(f"'rounds' must be a whole number >= 1: {rounds!r}")
     backend = NumpyBackend()
     rounds = rounds or (2 if quick else 3)
     budget = (0.15 if quick else 0.6) / rounds
@@ -213,7 +225,7 @@ def calibrate(
     add("exp throughput", special)
     add("NumPy operation rates (add, multiply, maximum, negative, exp, reciprocal, sum)", op_rates)
     passes = []
-    with measurement_lock():
+    with measurement_lock(lock_timeout_s, on_wait=on_wait):
         for round_index in range(rounds):
             raw.clear()
             for index, (label, step) in enumerate(steps):

@@ -1,14 +1,26 @@
 """``measure``: time a workload for real on this machine, the way ``predict`` models it.
 
-The workload is validated exactly as for a prediction, its data must fit in half of the free
-memory, the machine-wide lock is taken, and the operation is timed (median and quartiles).
-Copies and offloads on the GPU are timed end to end and stage by stage (H2D, kernel, D2H).
+Everything that can refuse a measurement is checked first — the workload's parameters exactly
+as for a prediction, the backend and mode, the limits of the interpreted loop, and that the data
+fits in half of the free memory — and only then is the machine-wide lock taken: a mistake is
+answered at once, never after waiting minutes for someone else's measurement. The operation is
+then timed (median and quartiles); copies and offloads on the GPU end to end and stage by stage
+(H2D, kernel, D2H).
+
+A measurement saved as JSON may come back from anywhere (another machine, an upload, an edited
+file), so reading one is checked as strictly as any input: ``read_json``/``parse_json`` turn
+unreadable, non-UTF-8, malformed or absurdly nested files into one line naming the file, and
+``check_measurement`` names the first field that is missing or out of range.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
+import math
 import platform
+from collections.abc import Callable
+from pathlib import Path
 
 import attrs
 
@@ -17,7 +29,7 @@ from parsim.errors import ParsimError
 from parsim.measure import cpu, gpu, kernels
 from parsim.measure.backends import backend as get_backend
 from parsim.measure.backends import gpu_errors, host_free_memory_B
-from parsim.measure.lock import measurement_lock
+from parsim.measure.lock import check_timeout, measurement_lock
 from parsim.measure.timing import time_callable
 from parsim.units import gib
 from parsim.workloads.registry import make_workload, validate_params
@@ -25,6 +37,9 @@ from parsim.workloads.registry import make_workload, validate_params
 SCHEMA = "parsim.measurement/1"
 GPU_ONLY = ("copy", "offload")
 NOT_MEASURED = ("network", "serve", "data_parallel")
+SISD_WORKLOADS = ("vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul")  # cpu.sisd_operation's
+MAX_JSON_BYTES = 50_000_000  # a report of the full grid is a few hundred kB; the app's upload limit too
+MAX_JSON_DEPTH = 32  # real files nest 4 deep; deeper input only exhausts whatever walks it next
 
 
 @attrs.frozen
@@ -65,11 +80,9 @@ class Measurement:
         return {"schema": SCHEMA, **attrs.asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> Measurement:
-        if data.get("schema") != SCHEMA:
-            raise ParsimError(
-                f"not a parsim measurement (schema {data.get('schema')!r}, expected {SCHEMA!r})"
-            )
+    def from_dict(cls, data: object, source: str = "measurement") -> Measurement:
+        """A measurement from its JSON form, once ``check_measurement`` accepts it."""
+        data = check_measurement(data, source)
         fields = {f.name for f in attrs.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in fields})
 
@@ -86,8 +99,11 @@ def measure(
     mode: str | None = None,
     budget_s: float = 0.2,
     lock_timeout_s: float = 600.0,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Measurement:
     """Time ``workload`` on this machine.
+
+    Every input is checked before the machine's measurement lock is taken.
 
     Args:
         workload: a workload name known to ``predict``.
@@ -96,10 +112,16 @@ def measure(
         mode: Flynn mode on the CPU (default ``mimd+simd``); ``simt`` on the GPU.
         budget_s: time spent repeating the measurement (at least 5 repeats).
         lock_timeout_s: how long to wait for another measurement on this machine.
+        on_wait: told once, in one line, when another measurement holds the machine (default: a
+            ``ParsimNote`` warning, which the CLI prints on stderr).
 
     Raises:
-        ParsimError: unknown or unmeasurable workload, bad mode, no GPU, or data too large.
+        ParsimError: unknown or unmeasurable workload, bad mode, no GPU, data too large, or the
+            machine busy for longer than ``lock_timeout_s``.
     """
+    if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or not 0 < budget_s < math.inf:
+        raise ParsimError(f"'budget_s' must be a finite number of seconds > 0: {budget_s!r}")
+    check_timeout(lock_timeout_s)
     if workload in NOT_MEASURED:
         raise ParsimError(
             f"{workload} is predicted but not measured: it needs a deep-learning framework "
@@ -124,13 +146,14 @@ def measure(
             )
             _check_memory(workload, gpu.host_bytes(workload, params), host_free_memory_B(), "the host")
         else:
+            _check_cpu(workload, params, mode)
             _check_memory(
                 workload,
                 make_workload(workload, params).footprint_B,
                 chosen.free_memory_B(),
                 chosen.device_name,
             )
-        with measurement_lock(lock_timeout_s):
+        with measurement_lock(lock_timeout_s, on_wait=on_wait):
             if chosen.name == "numpy":
                 timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
             else:
@@ -174,6 +197,24 @@ def _check_mode(backend: str, workload: str, mode: str | None) -> str:
     return mode
 
 
+def _check_cpu(workload: str, params: dict, mode: str) -> None:
+    """What the CPU implementations would refuse, refused before the lock is taken."""
+    if workload == "mlp_train_step" and mode in ("sisd", "mimd"):
+        raise ParsimError("mlp_train_step is measured with NumPy and its BLAS: mode simd or mimd+simd")
+    if mode != "sisd":
+        return
+    if workload not in SISD_WORKLOADS:
+        raise ParsimError(
+            f"sisd (a Python loop) is implemented for {', '.join(SISD_WORKLOADS)}: not {workload}"
+        )
+    steps = params["m"] * params["n"] * params["k"] if workload == "matmul" else params["n"]
+    if steps > cpu.SISD_MAX_STEPS:
+        raise ParsimError(
+            f"sisd runs a Python loop: {workload} with {steps:.3g} steps takes too long to repeat; "
+            f"use at most {cpu.SISD_MAX_STEPS:.0e} (e.g. n=1e5)"
+        )
+
+
 IMPLEMENTATIONS = {
     "sisd": "a pure-Python loop over Python floats",
     "simd": "NumPy on one thread (BLAS limited to one thread)",
@@ -184,8 +225,6 @@ IMPLEMENTATIONS = {
 
 def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: float):
     if workload == "mlp_train_step":
-        if mode in ("sisd", "mimd"):
-            raise ParsimError("mlp_train_step is measured with NumPy and its BLAS: mode simd or mimd+simd")
         limit = cpu._blas_one_thread() if mode == "simd" else None
         try:
             return (
@@ -256,3 +295,202 @@ def _device_operation(backend, cupy, workload: str, params: dict) -> kernels.Ope
         return kernels.matmul(backend, params["m"], params["n"], params["k"], dtype)
     keys = ("batch", "channels", "height", "width", "filters", "kernel", "dtype")
     return kernels.conv2d(backend, *(params[key] for key in keys))
+
+
+# --- reading measurement files ----------------------------------------------------------------
+
+
+def read_json(path: str | Path, what: str) -> object:
+    """The JSON document in ``path``, or one line saying why it cannot be ``what`` (a noun).
+
+    Raises:
+        ParsimError: ``<path>: cannot read a <what>: <reason>`` — a folder, a missing or unreadable
+            file, more than ``MAX_JSON_BYTES``, not UTF-8, not JSON, or nested too deeply.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ParsimError(f"{path}: cannot read a {what}: it is a folder, not a file")
+    try:
+        if path.exists() and not path.is_file():  # a device or a pipe could be read forever
+            raise ParsimError(f"{path}: cannot read a {what}: not a regular file")
+        with path.open("rb") as file:
+            raw = file.read(MAX_JSON_BYTES + 1)
+    except FileNotFoundError:
+        raise ParsimError(f"{path}: cannot read a {what}: no such file") from None
+    except OSError as exc:
+        raise ParsimError(f"{path}: cannot read a {what}: {exc.strerror or exc.__class__.__name__}") from None
+    return parse_json(raw, str(path), what)
+
+
+def parse_json(raw: bytes | str, source: str, what: str) -> object:
+    """``raw`` (UTF-8 bytes or text) as a JSON document; ``source`` names it in the one-line error."""
+    if len(raw) > MAX_JSON_BYTES:
+        raise ParsimError(f"{source}: cannot read a {what}: more than {MAX_JSON_BYTES:,} bytes")
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig")  # a byte-order mark is harmless; other encodings are not JSON files
+        except UnicodeDecodeError as exc:
+            raise ParsimError(f"{source}: cannot read a {what}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        data = json.loads(raw)
+    except RecursionError:  # the C parser recurses once per bracket
+        raise ParsimError(f"{source}: cannot read a {what}: JSON nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise ParsimError(
+            f"{source}: cannot read a {what}: not JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+        ) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        reason = " ".join(str(exc).split())[:80]
+        raise ParsimError(f"{source}: cannot read a {what}: not JSON ({reason})") from None
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise ParsimError(f"{source}: cannot read a {what}: JSON nested more than {MAX_JSON_DEPTH} deep")
+    return data
+
+
+def _depth(data: object) -> int:
+    """How deeply lists and objects nest in ``data`` (walked without recursion)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            if depth > MAX_JSON_DEPTH:
+                break
+            stack.extend((item, depth + 1) for item in value if isinstance(item, list | dict))
+    return deepest
+
+
+def load_measurement(path: str | Path) -> Measurement:
+    """A measurement file written by ``parsim measure --out`` (on this or another machine)."""
+    return Measurement.from_dict(read_json(path, "measurement"), str(path))
+
+
+def check_measurement(data: object, source: str = "measurement") -> dict:
+    """``data`` once it is a whole parsim measurement (the JSON form of ``Measurement``).
+
+    Fields beyond a measurement's are left alone, except ``predicted_s`` (which the app adds),
+    which must then be a time or null.
+
+    Raises:
+        ParsimError: ``<source>: not a parsim measurement (...)`` for another kind of document,
+            ``<source>: not a valid parsim measurement: <field> ...`` for the first bad field.
+    """
+    if not isinstance(data, dict):
+        raise ParsimError(
+            f"{source}: not a parsim measurement (a JSON {json_kind(data)}, expected an object)"
+        )
+    if data.get("schema") != SCHEMA:
+        raise ParsimError(
+            f"{source}: not a parsim measurement (schema {_short(data.get('schema'))}, expected {SCHEMA!r})"
+        )
+    try:
+        text(data, "workload")
+        text(data, "device_name", empty=True)
+        params = field(data, "params", dict)
+        for key, value in params.items():
+            if not (value is None or isinstance(value, str | bool) or _finite(value)):
+                raise ParsimError(
+                    f"'params.{key}' must be a number, text, true/false or null: {_short(value)}"
+                )
+        choice(data, "backend", ("numpy", "cupy"))
+        choice(data, "mode", MODES)
+        number(data, "median_s", positive=True)
+        number(data, "p25_s")
+        number(data, "p75_s")
+        repeats = field(data, "repeats", int)
+        if isinstance(repeats, bool) or repeats < 1:
+            raise ParsimError(f"'repeats' must be a whole number >= 1: {_short(repeats)}")
+        for key in ("implementation", "measured_at", "host"):
+            if key in data:
+                text(data, key, empty=True)
+        stages = field(data, "stages", dict) if "stages" in data else {}
+        for key in stages:
+            number(stages, key, where="stages")
+        if data.get("predicted_s") is not None:
+            number(data, "predicted_s", positive=True)
+    except ParsimError as exc:
+        raise ParsimError(f"{source}: not a valid parsim measurement: {exc}") from None
+    return data
+
+
+# Small checks shared with the validation report (parsim.validate): each names the field, the
+# bound and the value, and never prints more than a few dozen characters of what it found.
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of ``value``'s type, as a user sees it in the file."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    kinds = ((dict, "object"), (list, "array"), (str, "string"), (int | float, "number"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
+
+
+def _short(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters: a message stays one readable line."""
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def _finite(value: object) -> bool:
+    """A JSON number that is finite (ints beyond float range are not: no time or size is that large)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return -1e300 < value < 1e300 if isinstance(value, int) else math.isfinite(value)
+
+
+def _name(key: str, where: str) -> str:
+    return f"'{where}.{key}'" if where else f"'{key}'"
+
+
+def field(data: dict, key: str, kind: type, where: str = "") -> object:
+    """``data[key]`` once it is there and of JSON type ``kind`` (dict, list, int, str)."""
+    if key not in data:
+        raise ParsimError(f"missing {_name(key, where)}")
+    value = data[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        expected = {dict: "an object", list: "an array", int: "a whole number", str: "text"}[kind]
+        raise ParsimError(f"{_name(key, where)} must be {expected}: {_short(value)}")
+    return value
+
+
+def text(data: dict, key: str, where: str = "", empty: bool = False) -> str:
+    value = field(data, key, str, where)
+    if not value and not empty:
+        raise ParsimError(f"{_name(key, where)} must not be empty")
+    return value
+
+
+def choice(data: dict, key: str, allowed: tuple[str, ...], where: str = "") -> str:
+    value = field(data, key, str, where)
+    if value not in allowed:
+        raise ParsimError(f"{_name(key, where)} must be one of {', '.join(allowed)}: {_short(value)}")
+    return value
+
+
+def number(
+    data: dict,
+    key: str,
+    where: str = "",
+    positive: bool = False,
+    low: float | None = 0.0,
+    high: float | None = None,
+    optional: bool = False,
+) -> float | None:
+    """``data[key]`` once it is a finite number in range (``positive``: > 0, else >= ``low``)."""
+    if key not in data:
+        raise ParsimError(f"missing {_name(key, where)}")
+    value = data[key]
+    if value is None and optional:
+        return None
+    if _finite(value):
+        above = low is None or (value > low if positive else value >= low)
+        if above and (high is None or value <= high):
+            return value
+    bounds = [f"{'>' if positive else '>='} {low:g}"] if low is not None else []
+    bounds += [f"<= {high:g}"] if high is not None else []
+    bound = " ".join(["a finite number", " and ".join(bounds)]).rstrip()
+    raise ParsimError(f"{_name(key, where)} must be {bound}{' or null' if optional else ''}: {_short(value)}")
