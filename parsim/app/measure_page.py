@@ -18,8 +18,9 @@ from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated
 from parsim.errors import ParsimError
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
 from parsim.measure.backends import gpu_available
+from parsim.measure.run import check_measurement, parse_json
 from parsim.validate import SCHEMA as REPORT_SCHEMA
-from parsim.validate import summarise
+from parsim.validate import check_report, summarise
 
 MEASURABLE = ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul"]
 
@@ -138,12 +139,10 @@ def _files(history: list) -> None:
             st.error(f"{file.name} is larger than 50 MB; nothing loaded")
             return
         try:
-            data = json.loads(file.getvalue())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            st.error(f"{file.name} is not JSON ({type(exc).__name__}); nothing loaded")
-            return
-        except RecursionError:
-            st.error(f"{file.name} is nested too deeply to be parsim's JSON; nothing loaded")
+            data = parse_json(file.getvalue(), file.name, "measurement file or validation report")
+            _check_document(data, file.name)
+        except ParsimError as exc:
+            st.error(f"{exc}; nothing loaded")
             return
         rows = _rows_of(data)
         if rows is None:
@@ -151,6 +150,16 @@ def _files(history: list) -> None:
             return
         st.session_state["loaded_rows"] = rows
         st.caption(f"loaded {len(rows)} rows from {file.name}")
+
+
+def _check_document(data: object, source: str) -> None:
+    """The field-by-field checks of ``parsim validate --load`` and the measurement files, so the page
+    names what is wrong in a file instead of only refusing it."""
+    if isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA:
+        check_report(data, source)
+    else:
+        for row in data if isinstance(data, list) else [data]:
+            check_measurement(row, source)
 
 
 REPORT_ROW = {"measured_s": (int, float), "predicted_s": (int, float), "class": str}
