@@ -39,17 +39,20 @@ def test_the_set_spans_devices_batches_and_precisions():
     assert any(row.params.get("math") == "tf32" for row in ROWS)
 
 
+@pytest.mark.slow  # predicts all 175 published runs (~10 s)
 def test_no_published_run_is_refused(compared):
     refused = [(c.row.id, c.refused) for c in compared if c.refused]
     assert not refused
 
 
+@pytest.mark.slow  # predicts all 175 published runs (~10 s)
 @pytest.mark.parametrize("klass", list(CLASSES))
 def test_each_class_meets_its_target(compared, klass):
     result = summary(compared)[klass]
     assert result["mape"] <= result["target"], (klass, result["mape"], result["worst"])
 
 
+@pytest.mark.slow  # predicts all 175 published runs (~10 s)
 def test_predictions_order_the_rows_like_the_measurements(compared):
     for klass, result in summary(compared).items():
         if result["spearman"] is not None and klass != "scaling":  # efficiencies cluster near 1
@@ -121,6 +124,7 @@ def test_bad_files_are_refused_in_one_line(tmp_path, text, message):
         load_rows(path)
 
 
+@pytest.mark.slow  # predicts all 175 published runs (~10 s)
 def test_cli_summary_and_json(cli, tmp_path):
     code, out, _ = cli("validate", "--published", "--summary")
     assert code == 0 and "single-GPU training throughput" in out and "MAPE" in out
