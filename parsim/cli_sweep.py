@@ -1,7 +1,14 @@
-"""``parsim sweep``: a parameter sweep from the command line, with a progress bar and a plot."""
+"""``parsim sweep``: a parameter sweep from the command line, with a progress bar and a plot.
+
+Mistakes are refused before any work, in one line: the grid, its values and size, the output,
+and the columns ``--x``/``--y``/``--hue`` name. With ``--out`` the rows stream to the file and
+are not kept in memory (a ten-million-point sweep stays small); a resumed sweep says what it kept.
+A sweep whose every measurement failed exits with code 2 after saving its rows.
+"""
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +17,8 @@ import typer
 from parsim.choices import Method
 from parsim.errors import ParsimError
 from parsim.paths import output_path
+
+USUAL = ("latency_s", "throughput_per_s", "flops_per_s", "bytes_per_s", "device", "case")  # hints first
 
 
 def register(app: typer.Typer) -> None:
@@ -48,22 +57,48 @@ def sweep(
         typer.Option(help="Output .csv, .parquet or .jsonl (written as rows finish; rerun to resume)."),
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Save a PNG of the sweep.")] = None,
-    y: Annotated[str, typer.Option(help="column plotted against the first grid field")] = "latency_s",
+    x: Annotated[
+        str | None, typer.Option(help="column along the plot's x axis (default: the first grid field)")
+    ] = None,
+    y: Annotated[str, typer.Option(help="column plotted against --x")] = "latency_s",
+    hue: Annotated[
+        str | None, typer.Option(help="column(s), comma-separated, telling the plotted lines apart")
+    ] = None,
 ):
     """Predict every combination of the grid; rows to a table, a file and a plot."""
-    from parsim import plots
-    from parsim.sweeps.api import dask_map
-    from parsim.sweeps.api import sweep as run_sweep
+    from parsim.sweeps.api import dask_map, execute_plan, measure_failure, open_store, plan
     from parsim.sweeps.grid import parse_grid_options
-    from parsim.sweeps.store import check_output
     from parsim.units import parse_assignments
 
+    # Everything that can be wrong is refused here, before a cluster starts or a point is computed.
     fields = parse_grid_options(grid or [])
-    check_output(out)
     if plot is not None:
         output_path(plot, (".png",), "--plot")
-    source = _base(scenario, parse_assignments(base or []))
-    mapper, close = dask_map(dask, workers if workers > 1 else 2, dask_timeout) if dask else (None, None)
+    checked = plan(
+        _base(scenario, parse_assignments(base or [])),
+        fields,
+        zip=zip_,
+        measure=measure,
+        out=out,
+        method=method,
+    )
+    hues = [h.strip() for h in hue.split(",") if h.strip()] if hue else None
+    if plot is not None or x is not None:
+        default = "" if x else " (the first grid field; choose another with --x)"
+        x = x or checked.grid.fields[0]
+        _check_column("--x", x, checked.numeric, default)
+    _check_column("--y", y, checked.numeric)
+    for name in hues or []:
+        _check_column("--hue", name, checked.columns)
+    store = open_store(checked, keep=out is None or measure)
+    if store.resumed:
+        retried = f" ({store.resumed_failed} with errors, computed again)" if store.resumed_failed else ""
+        typer.echo(f"resumed {out}: kept {store.resumed} rows from an earlier run{retried}", err=True)
+    try:
+        mapper, close = dask_map(dask, workers if workers > 1 else 2, dask_timeout) if dask else (None, None)
+    except BaseException:
+        store.close(False)
+        raise
     try:
         with typer.progressbar(length=1, label="sweeping") as bar:
             state = {"done": 0}
@@ -75,31 +110,57 @@ def sweep(
                 bar.update(done - state["done"])
                 state["done"] = done
 
-            frame = run_sweep(
-                source,
-                fields,
-                zip=zip_,
-                workers=mapper or workers,
-                measure=measure,
-                out=out,
-                progress=progress,
-                method=method,
-            )
+            execute_plan(checked, store, mapper or workers, progress)
     finally:
         if close is not None:
             close()
-    errors = int((frame["error"].fillna("") != "").sum()) if "error" in frame else 0
-    typer.echo(f"{len(frame)} points ({errors} with errors){f', saved {out}' if out else ''}")
+    rows, errors = store.counts()
+    typer.echo(f"{rows} points ({errors} with errors){f', saved {out}' if out else ''}")
+    frame = store.frame() if store.keep else None
     if out is None:
         shown = [
             c
-            for c in [*frame.attrs.get("grid", []), "case", "latency_s", "bottleneck", "error"]
+            for c in [*checked.grid.fields, "case", "latency_s", "bottleneck", "error"]
             if c in frame.columns
         ]
         typer.echo(frame[shown].to_string(max_rows=40))
     if plot is not None:
-        plots.sweep(frame, x=frame.attrs["grid"][0], y=y).savefig(plot, dpi=120)
+        from parsim import plots
+
+        data = frame if frame is not None else _plotted(out, checked, [x, y, *(hues or [])])
+        data.attrs.update({"grid": list(checked.grid.fields), "log": sorted(checked.grid.log_fields)})
+        errors = data["error"].fillna("").astype(str) if "error" in data else None
+        if errors is not None and (errors != "").all():
+            first = errors.iloc[0]
+            raise ParsimError(f"'--plot': nothing to draw, every point has an error (the first: {first})")
+        plots.sweep(data, x=x, y=y, hue=hues).savefig(plot, dpi=120)
         typer.echo(f"saved {plot}", err=True)
+    failure = measure_failure(store)
+    if failure:
+        raise ParsimError(failure)  # every row is saved; the exit code says the measuring failed
+
+
+def _check_column(option: str, name: str, known: frozenset[str], why: str = "") -> None:
+    """Refuse a plot column the sweep will not have (or that holds no numbers), before the sweep."""
+    if name in known:
+        return
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.5)
+    first = sorted(known, key=lambda c: (c not in USUAL, USUAL.index(c) if c in USUAL else 0, c))
+    hint = f"closest: {', '.join(close)}" if close else f"e.g. {', '.join(first[:5])}"
+    what = "a column of this sweep" if option == "--hue" else "a column of this sweep holding numbers"
+    raise ParsimError(f"'{option}' must be {what}: {name!r}{why}; {hint}")
+
+
+def _plotted(out: Path, checked, wanted: list[str]):
+    """The columns a plot needs, read back from the saved sweep (its rows were not kept in memory)."""
+    import pandas
+
+    from parsim.sweeps.tables import header, read_chunks
+
+    present = set(header(out))
+    columns = [c for c in dict.fromkeys([*wanted, "case", "error", *checked.grid.fields]) if c in present]
+    chunks = list(read_chunks(out, columns))
+    return pandas.concat(chunks, ignore_index=True) if chunks else pandas.DataFrame(columns=columns)
 
 
 def _base(scenario: Path | None, fixed: dict):

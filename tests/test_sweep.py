@@ -275,6 +275,8 @@ def test_cli_sweep(cli, tmp_path):
                 "sweep",
                 "--set",
                 "workload=relu",
+                "--set",
+                "device=t4",  # a complete sweep: its inputs are checked before Dask is reached
                 "--grid",
                 "workload.n=1",
                 "--dask",

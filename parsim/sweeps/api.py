@@ -7,25 +7,118 @@ per point, one column per grid field (named exactly as the field), the other inp
 prediction figure, and an ``error`` column for points that could not be predicted. With
 ``out`` the rows are saved as they finish and a rerun resumes; with ``method=analytic`` and
 single-op workloads the grid is evaluated vectorised with NumPy.
+
+A sweep runs in three steps, so that front ends can refuse mistakes before any work:
+``plan`` checks everything that needs no prediction (fields, values, sizes, limits, columns),
+``open_store`` opens the output (refusing another sweep's file, saying what it resumes), and
+``execute_plan`` streams the points chunk by chunk — never the whole grid in memory — into it.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-from collections.abc import Callable, Iterable, Iterator
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import attrs
+import numpy
 import pandas
 
 from parsim.errors import ParsimError
 from parsim.scenarios import Scenario, load_scenario, resolve
 from parsim.sweeps.fast import fast_rows
-from parsim.sweeps.grid import make_grid, point_id
-from parsim.sweeps.points import evaluate_many
-from parsim.sweeps.store import Store, check_output
+from parsim.sweeps.grid import Grid, among, check_size, id_numbers, make_grid, point_ids
+from parsim.sweeps.inputs import check_inputs, columns, device_kinds
+from parsim.sweeps.points import PER_SAMPLE, SCALING
+from parsim.sweeps.store import Shape, Store, check_output
+from parsim.sweeps.workers import dask_map, execute
+
+__all__ = ["MAX_MEASURED", "Plan", "dask_map", "execute_plan", "open_store", "plan", "sweep"]
 
 Progress = Callable[[int, int], None]
 BATCH = 64  # points per task handed to a worker
+MAX_MEASURED = 10_000
+"""The most points a sweep may measure: each is timed for ~0.2 s, one at a time (over half an hour)."""
+
+log = logging.getLogger("parsim.sweeps")
+
+
+@attrs.frozen
+class Plan:
+    """A checked sweep: its cases, grid, size, workloads and the columns its rows will have."""
+
+    cases: list
+    grid: Grid
+    total: int
+    measure: bool
+    out: Path | None
+    columns: frozenset[str]  # every column a row may have
+    numeric: frozenset[str]  # those holding numbers (what can be plotted)
+    shape: Shape
+
+
+def plan(
+    source: str | Path | Scenario | dict | None = None,
+    grid: dict | None = None,
+    *,
+    zip: bool = False,
+    measure: bool = False,
+    out: str | Path | None = None,
+    method: str | None = None,
+) -> Plan:
+    """Check a sweep without computing a point (arguments as for ``sweep``).
+
+    Raises:
+        ParsimError: unknown fields, malformed or invalid values, too many points, a bad output path.
+    """
+    path = check_output(out)
+    cases = _cases(source, method)
+    checked = make_grid(grid or {}, zip)
+    total = check_size(checked, len(cases))
+    if measure and total > MAX_MEASURED:
+        raise ParsimError(
+            f"measuring times each point for ~0.2 s, one at a time: {total:,} points is more than the "
+            f"{MAX_MEASURED:,} a measured sweep may have"
+        )
+    found = check_inputs(cases, checked)
+    every, numeric = columns(cases, checked, found, measure)
+    # an earlier run of the same sweep may have measured, or produced metrics this one lacks
+    allowed = columns(cases, checked, found, True)[0] | set(PER_SAMPLE) | set(SCALING)
+    shape = Shape(checked.fields, frozenset(allowed), frozenset(found))
+    return Plan(cases, checked, total, measure, path, frozenset(every), frozenset(numeric), shape)
+
+
+def open_store(checked: Plan, keep: bool = True) -> Store:
+    """The plan's output, its earlier rows read (``keep``: rows held for ``Store.frame``)."""
+    store = Store(checked.out, keep=keep or checked.measure, shape=checked.shape)
+    if store.resumed:
+        kept, failed = store.resumed, store.resumed_failed
+        log.info("resumed %s: kept %d rows (%d with errors, retried)", checked.out, kept, failed)
+    return store
+
+
+def execute_plan(checked: Plan, store: Store, workers=None, progress: Progress | None = None) -> Store:
+    """Compute the plan's missing points into ``store`` (closed at the end, even on Ctrl-C)."""
+    finished = False
+    try:
+        skip, missing = _skipped(checked, store)
+        if progress is not None:
+            progress(0, missing)
+        count = 0
+        for rows in execute(_work(checked, skip), workers):
+            if isinstance(rows, pandas.DataFrame):
+                store.add_frame(rows)
+            else:
+                store.add_rows(rows)
+            count += len(rows)
+            if progress is not None:
+                progress(count, missing)
+        if checked.measure:
+            _measure_rows(store, device_kinds(checked.cases, checked.grid))
+        finished = True
+    finally:
+        store.close(finished)
+    return store
 
 
 def sweep(
@@ -50,48 +143,28 @@ def sweep(
         workers: None or 1 (serial), an int (a process pool of that size), or a map-like callable
             ``f(function, iterable)`` such as ``Client(...).get_executor().map``.
         measure: also measure each point on this machine (sequentially) and add measured columns.
-        out: ``.csv``, ``.parquet`` or ``.jsonl`` written as rows finish; rerunning resumes.
+        out: ``.csv``, ``.parquet`` or ``.jsonl`` written as rows finish; rerunning resumes (and logs
+            ``resumed ...: kept N rows`` on the ``parsim.sweeps`` logger).
         progress: called as ``progress(done, total)``.
         method: ``engine`` or ``analytic`` for every case (a grid field ``method`` overrides it).
 
     Returns:
-        The tidy DataFrame of all points (resumed rows included).
+        The tidy DataFrame of all points (resumed rows included); ``attrs`` holds ``grid``, ``log``
+        and ``resumed`` (rows kept from an earlier run).
 
     Raises:
-        ParsimError: unknown fields, an empty or malformed grid, a bad output path.
+        ParsimError: unknown fields, an empty, malformed or too large grid (``MAX_POINTS``), an
+            invalid value, a bad output path, or an output that another sweep wrote or is writing.
     """
-    cases = _cases(source, method)
-    checked = make_grid(grid or {}, zip)
-    store = Store(check_output(out))
-    points = checked.points()
-    done = store.done
-    tasks = [
-        (label, point, base)
-        for label, base in cases
-        for point in points
-        if point_id(label, point, base) not in done
-    ]
-    total, count = len(tasks), 0
-    finished = False
-    try:
-        if progress is not None:
-            progress(0, total)
-        for row in _execute(tasks, workers):
-            if isinstance(row, pandas.DataFrame):
-                store.add_frame(row)
-                count += len(row)
-            else:
-                store.add(row)
-                count += 1
-            if progress is not None:
-                progress(count, total)
-        if measure:
-            _measure_rows(store)
-        finished = True
-    finally:
-        store.close(finished)
+    checked = plan(source, grid, zip=zip, measure=measure, out=out, method=method)
+    store = execute_plan(checked, open_store(checked), workers, progress)
+    failure = measure_failure(store)
+    if failure:
+        log.warning(failure)
     frame = store.frame()
-    frame.attrs.update({"grid": list(checked.fields), "log": sorted(checked.log_fields)})
+    frame.attrs.update(
+        {"grid": list(checked.grid.fields), "log": sorted(checked.grid.log_fields), "resumed": store.resumed}
+    )
     return frame
 
 
@@ -112,94 +185,57 @@ def _cases(source, method: str | None) -> list[tuple[str, dict]]:
     return cases
 
 
-def _execute(tasks: list, workers) -> Iterator[dict | pandas.DataFrame]:
-    """Rows of every task: the vectorised fast path where it applies, then the chosen executor."""
-    remaining = []
-    by_case: dict[tuple, list] = {}
-    for task in tasks:
-        by_case.setdefault((task[0], id(task[2])), []).append(task)
-    for group in by_case.values():
-        frames = fast_rows(group[0][0], group[0][2], [task[1] for task in group])
-        if frames is None:
-            remaining.extend(group)
-        else:
-            yield from frames
-    batches = [remaining[i : i + BATCH] for i in range(0, len(remaining), BATCH)]
-    if not batches:
-        return
-    if workers is None or workers == 1:
-        for batch in batches:
-            yield from evaluate_many(batch)
-    elif isinstance(workers, int):
-        if workers < 1:
-            raise ParsimError(f"'workers' must be >= 1: {workers}")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            for rows in pool.map(evaluate_many, batches):
-                yield from rows
-    elif callable(workers):
-        for rows in workers(evaluate_many, batches):
-            yield from rows
-    else:
-        raise ParsimError(f"'workers' must be an int or a map-like callable: {workers!r}")
+def _skipped(checked: Plan, store: Store) -> tuple[list | None, int]:
+    """Which points an earlier run finished (a mask per case and chunk) and how many are missing."""
+    if not len(store.done):
+        return None, checked.total
+    skip, missing = [], 0
+    for label, base in checked.cases:
+        masks = []
+        for points in checked.grid.chunks():
+            masks.append(among(id_numbers(point_ids(label, points, base)), store.done))
+            missing += int((~masks[-1]).sum())
+        skip.append(masks)
+    return skip, missing
 
 
-def dask_map(address: str, workers: int = 2, timeout_s: float = 10.0):
-    """A map-like callable on Dask ``distributed``: ``local`` starts a LocalCluster of processes.
-
-    Returns ``(map_function, close)``; results arrive as tasks finish.
-    """
-    try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ParsimError("Dask is not installed: pip install 'parsim[dask]'") from None
-    cluster = None
-    try:
-        if address == "local":
-            cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-            )
-            client = Client(cluster)
-        else:
-            client = Client(address, timeout=timeout_s)
-    except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
-        raise ParsimError(f"no Dask scheduler answered at {address} within {timeout_s:g} s ({exc})") from None
-
-    def map_function(function, iterable: Iterable):
-        futures = client.map(function, list(iterable), pure=False)
-        for _, result in as_completed(futures, with_results=True):
-            yield result
-
-    def close():
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-    return map_function, close
+def _work(checked: Plan, skip: list | None) -> Iterator[pandas.DataFrame | list]:
+    """Chunk by chunk: the vectorised path's rows, or batches of points for the executor."""
+    for index, (label, base) in enumerate(checked.cases):
+        for number, points in enumerate(checked.grid.chunks()):
+            ids = point_ids(label, points, base)
+            if skip is not None:
+                todo = numpy.flatnonzero(~skip[index][number])
+                points, ids = [points[i] for i in todo], [ids[i] for i in todo]
+            if not points:
+                continue
+            frames = fast_rows(label, base, points, ids)
+            if frames is not None:
+                yield from frames
+                continue
+            for start in range(0, len(points), BATCH):
+                yield [(label, point, base) for point in points[start : start + BATCH]]
 
 
-def _measure_rows(store: Store) -> None:
+def _measure_rows(store: Store, kinds: dict[str, str]) -> None:
     """Measure each predicted point here, one at a time, and add measured and error columns."""
     from parsim.hardware import registry
     from parsim.measure import measure as run_measure
     from parsim.measure.backends import available_backends
 
     present = available_backends()
-    frames, store.frames = store.frames, []
-    for frame in frames:  # vectorised rows become plain rows to gain measured columns
-        for row in frame.to_dict("records"):
-            store.add(row)
-    for row in list(store.rows):
-        if row.get("error") or "measured_s" in row and row["measured_s"] == row["measured_s"]:
-            continue
+    for row in store.frame().to_dict("records"):
+        if _text(row.get("error")) or _text(row.get("measured_s")):
+            continue  # not predicted, or measured by an earlier run
         params = {k.split(".", 1)[1]: v for k, v in row.items() if k.startswith("workload.") and v == v}
+        store.measured.append(row)
         try:
-            gpu = registry.processor(row["device"]).is_gpu
+            # the device that ran it, by the kind its source says (a file's id is no preset)
+            kind = _text(row.get("device.kind")) or kinds.get(str(row.get("device_used")))
+            gpu = (kind or registry.processor(row["device_used"]).kind) == "gpu"
             backend = "cupy" if gpu else "numpy"
             if backend not in present:
-                row["measure_note"] = f"no {backend} backend here"
-                continue
+                raise ParsimError(f"no {backend} backend here")
             result = run_measure(
                 row["workload"], params, backend=backend, mode=None if gpu else row["mode"], budget_s=0.2
             )
@@ -209,8 +245,21 @@ def _measure_rows(store: Store) -> None:
                     "measured_p25_s": result.p25_s,
                     "measured_p75_s": result.p75_s,
                     "relative_error": (row["latency_s"] - result.median_s) / result.median_s,
+                    "measure_note": "",
                 }
             )
         except ParsimError as exc:
             row["measure_note"] = str(exc)
         store.add(row)
+
+
+def measure_failure(store: Store) -> str | None:
+    """One line when every point this sweep tried to measure failed (None when any was measured)."""
+    tried = store.measured
+    if not tried or any(_text(row.get("measure_note")) == "" for row in tried):
+        return None
+    return f"none of the {len(tried)} points could be measured: {tried[0]['measure_note']}"
+
+
+def _text(value) -> str:
+    return "" if value is None or value != value else str(value)

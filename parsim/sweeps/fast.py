@@ -27,8 +27,13 @@ from parsim.workloads.registry import lookup, make_workload, validate_params
 PLAIN_FIELDS = ("device", "host", "link", "mode", "overlap")
 
 
-def fast_rows(case: str, base: dict, points: list[dict]) -> list[pandas.DataFrame] | None:
-    """Rows of ``points`` (one case) as a DataFrame per group; None where the fast path does not apply."""
+def fast_rows(
+    case: str, base: dict, points: list[dict], ids: list[str] | None = None
+) -> list[pandas.DataFrame] | None:
+    """Rows of ``points`` (one case) as a DataFrame per group; None where the fast path does not apply.
+
+    ``ids``: the points' ``point_id`` when the caller has them already (else they are computed).
+    """
     if (base.get("method") or "engine") != "analytic" or any(
         not k.startswith("workload.") and k not in (*PLAIN_FIELDS, "workload") for p in points for k in p
     ):
@@ -44,7 +49,7 @@ def fast_rows(case: str, base: dict, points: list[dict]) -> list[pandas.DataFram
         groups.setdefault(key, []).append(index)
     frames = []
     for indices in groups.values():
-        frame = _group(case, base, [points[i] for i in indices])
+        frame = _group(case, base, [points[i] for i in indices], ids and [ids[i] for i in indices])
         if frame is None:
             return None
         frames.append(frame)
@@ -59,8 +64,8 @@ def _sizes_of(name) -> tuple[str, ...] | None:
     return definition.sizes if definition.vectorised is not None else None
 
 
-def _group(case: str, base: dict, points: list[dict]) -> pandas.DataFrame | None:
-    from parsim.sweeps.grid import point_id
+def _group(case: str, base: dict, points: list[dict], ids: list[str] | None) -> pandas.DataFrame | None:
+    from parsim.sweeps.grid import point_ids
     from parsim.sweeps.points import build_call
 
     call = build_call(base, points[0])
@@ -106,7 +111,7 @@ def _group(case: str, base: dict, points: list[dict]) -> pandas.DataFrame | None
         quantities,
         times,
         probe.transfers != [],
-        lambda case_label, point: point_id(case_label, point, base),
+        ids or point_ids(case, points, base),
     )
 
 
@@ -148,10 +153,10 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
     }
 
 
-def _rows(case, points, call, system, mode, q, t, crosses_link, point_id) -> pandas.DataFrame:
+def _rows(case, points, call, system, mode, q, t, crosses_link, ids) -> pandas.DataFrame:
     """The group's rows as one DataFrame, built column by column (no per-row dicts)."""
     latency = t["latency_s"]
-    columns = {"point_id": [point_id(case, point) for point in points], "case": case}
+    columns = {"point_id": ids, "case": case}
     for field in points[0]:
         columns[field] = [point[field] for point in points]
     columns["workload"] = call["workload"]

@@ -12,8 +12,18 @@ import attrs
 from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
+from parsim.model.outcome import CATEGORIES
 from parsim.prediction import Prediction
 from parsim.sweeps.grid import SPEC_FIELDS, point_id
+
+# The columns of a row besides the grid fields and workload parameters (what --x/--y/--hue may name)
+INPUTS = ("point_id", "case", "workload", "device", "device_used", "host", "link", "mode", "method")
+INPUTS += ("bottleneck", "error")
+FIGURES = ("latency_s", "throughput_per_s", "flops", "bytes", "transfer_bytes", "flops_per_s", "bytes_per_s")
+FIGURES += ("events", *(f"{kind}_s" for kind in CATEGORIES))
+PER_SAMPLE = ("samples_per_s",)  # workloads that count samples
+SCALING = ("speedup", "efficiency", "serial_fraction", "single_gpu_latency_s")  # multi-GPU workloads
+MEASURED = ("measured_s", "measured_p25_s", "measured_p75_s", "relative_error")
 
 
 def build_call(base: dict, point: dict) -> dict:
