@@ -145,17 +145,22 @@ def test_page_in_chromium(server, browser, name, path):
         page.close()
 
 
+def upload_hardware(page, path) -> None:
+    """Choose "uploaded hardware" as Explore's device and upload ``path``."""
+    page.locator("[data-testid='stSelectbox']").first.click()
+    page.keyboard.type("uploaded hardware")
+    page.keyboard.press("Enter")
+    page.locator("input[type='file']").first.wait_for(state="attached", timeout=30_000)
+    wait_idle(page)
+    page.locator("input[type='file']").first.set_input_files(str(path))
+
+
 def test_malformed_upload_is_refused_in_place(server, browser, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[processor]\nid = = 3\n")
     page = open_page(browser, server)
     try:
-        page.locator("[data-testid='stSelectbox']").first.click()
-        page.keyboard.type("uploaded hardware")
-        page.keyboard.press("Enter")
-        page.locator("input[type='file']").first.wait_for(state="attached", timeout=30_000)
-        wait_idle(page)
-        page.locator("input[type='file']").first.set_input_files(str(bad))
+        upload_hardware(page, bad)
         page.get_by_text("malformed TOML").first.wait_for(timeout=30_000)
         assert page.get_by_text("keeping the previous hardware").count() >= 1
         assert page.locator("[data-testid='stException']").count() == 0
@@ -180,12 +185,7 @@ def test_an_uploaded_file_cannot_make_the_app_read_the_server(server, browser, t
     evil.write_text(text)
     page = open_page(browser, server)
     try:
-        page.locator("[data-testid='stSelectbox']").first.click()
-        page.keyboard.type("uploaded hardware")
-        page.keyboard.press("Enter")
-        page.locator("input[type='file']").first.wait_for(state="attached", timeout=30_000)
-        wait_idle(page)
-        page.locator("input[type='file']").first.set_input_files(str(evil))
+        upload_hardware(page, evil)
         page.get_by_text("must be a link preset id").first.wait_for(timeout=30_000)
         wait_idle(page)
         body = page.locator("body").inner_text()
