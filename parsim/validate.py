@@ -34,8 +34,8 @@ from parsim.errors import ParsimError
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.measure import measure
 from parsim.measure.backends import available_backends, cpu_model
+from parsim.measure.jsonfiles import choice, field, json_kind, number, read_json, text
 from parsim.measure.run import SCHEMA as MEASUREMENT_SCHEMA
-from parsim.measure.run import choice, field, json_kind, number, read_json, text
 from parsim.predict import predict
 
 SCHEMA = "parsim.validation/1"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from parsim import validate as validation
 from parsim.errors import ParsimError, ParsimNote
 from parsim.hardware.tomlio import save_hardware
-from parsim.measure import Measurement, lock, run
+from parsim.measure import Measurement, jsonfiles, lock, run
 from parsim.measure.calibrate import describe
 from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
 
@@ -537,9 +537,9 @@ def test_measurement_files_round_trip_and_other_documents_are_refused(tmp_path):
 
 
 def test_parse_json_for_uploads():
-    assert run.parse_json(b"\xef\xbb\xbf{}", "u.json", "report") == {}  # a byte-order mark is fine
+    assert jsonfiles.parse_json(b"\xef\xbb\xbf{}", "u.json", "report") == {}  # a byte-order mark is fine
     with pytest.raises(ParsimError, match=r"^u.json: cannot read a report: JSON nested too deeply$"):
-        run.parse_json("[" * 100_000, "u.json", "report")
+        jsonfiles.parse_json("[" * 100_000, "u.json", "report")
 
 
 # --- the loaders against arbitrary documents ----------------------------------------------------
@@ -623,7 +623,7 @@ def loads_or_refuses(document: object) -> None:
     from parsim.report import validation_text
 
     try:
-        data = run.parse_json(json.dumps(document), "fuzz.json", "report")
+        data = jsonfiles.parse_json(json.dumps(document), "fuzz.json", "report")
     except ParsimError as exc:
         assert "\n" not in str(exc)
         return

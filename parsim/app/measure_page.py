@@ -18,7 +18,8 @@ from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated
 from parsim.errors import ParsimError
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
 from parsim.measure.backends import gpu_available
-from parsim.measure.run import check_measurement, parse_json
+from parsim.measure.jsonfiles import parse_json
+from parsim.measure.run import check_measurement
 from parsim.validate import SCHEMA as REPORT_SCHEMA
 from parsim.validate import check_report, summarise
 
