@@ -183,3 +183,15 @@ def test_scale_out_takes_the_chosen_gpus_own_link_for_the_ring():
     at.selectbox(key="scale_gpu").set_value("h100-sxm").run()
     assert "ring all-reduce over NVLink 4" in set(at.dataframe[0].value["case"])
     assert not at.exception
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "laptop-4c-avx2"])
+def test_explore_takes_every_workload_without_an_exception(device):
+    # issue 13: choosing matmul crashed the page (its 'n' bound is below the page's default n)
+    from parsim.workloads.registry import WORKLOADS
+
+    at = app()
+    at.selectbox(key="explore_device").set_value(device).run()
+    for name in WORKLOADS:
+        at.selectbox(key="explore_workload").set_value(name).run()
+        assert not at.exception, (device, name, at.exception[0].value if at.exception else "")

@@ -133,7 +133,9 @@ def _field_input(field: str, info, default, key: str):
             field,
             min_value=int(low),
             max_value=int(high),
-            value=max(start, int(low)),
+            value=min(
+                max(start, int(low)), int(high)
+            ),  # a default shared across workloads may exceed this bound
             step=1,
             key=key,
             help=info.description,
