@@ -66,3 +66,13 @@ FAST_MEMORY = MemorySpec(
 def compute_bound_system(**gpu_changes) -> SystemSpec:
     """The tiny system with FAST_MEMORY on the GPU (plus any other GPU changes)."""
     return SystemSpec(host=TINY_CPU, device=evolve_gpu(memory=FAST_MEMORY, **gpu_changes), link=TINY_LINK)
+
+
+# What a GPU calibration measures, made up: a launch of 6 us and a V100-like device.
+GPU_RAW = {
+    "launch_s": 6e-6,
+    "device_bandwidth_Bps": 800e9,
+    "gemm_float32_flops_per_s": 12e12,
+    "gemm_float16_flops_per_s": 90e12,
+    "gemm_float64_flops_per_s": 6.5e12,
+}

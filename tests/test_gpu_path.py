@@ -18,6 +18,7 @@ from parsim.measure.run import measure
 from parsim.workloads.registry import make_workload, validate_params
 from parsim.workloads.transfers import chunk_sizes
 from tests import cupy_standin
+from tests.systems import GPU_RAW
 
 
 @pytest.fixture
@@ -219,11 +220,7 @@ def test_link_fit_recovers_the_latency_from_noisy_copies():
 def test_calibrated_copy_predicts_its_own_measurement_exactly():
     # synthetic calibration: a launch of 6 us, copies T = 18 us + bytes / 12 GB/s both ways
     raw = {
-        "launch_s": 6e-6,
-        "device_bandwidth_Bps": 800e9,
-        "gemm_float32_flops_per_s": 12e12,
-        "gemm_float16_flops_per_s": 90e12,
-        "gemm_float64_flops_per_s": 6.5e12,
+        **GPU_RAW,
         "h2d_pinned_latency_s": 18e-6,
         "d2h_pinned_latency_s": 18e-6,
         "h2d_pinned_bandwidth_Bps": 12e9,

@@ -16,6 +16,7 @@ from parsim.measure.gpu_calibrate import _gpu_spec, _link_spec, fit_latency_band
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import Timing, time_callable
 from parsim.workloads import make_workload
+from tests.systems import GPU_RAW
 
 
 def test_timing_quartiles():
@@ -224,14 +225,7 @@ def test_gpu_spec_from_device_properties_and_timings():
         "maxThreadsPerMultiProcessor": 2048,
         "asyncEngineCount": 2,
     }
-    raw = {
-        "launch_s": 6e-6,
-        "device_bandwidth_Bps": 800e9,
-        "gemm_float32_flops_per_s": 12e12,
-        "gemm_float16_flops_per_s": 90e12,
-        "gemm_float64_flops_per_s": 6.5e12,
-    }
-    spec = _gpu_spec(properties, raw)
+    spec = _gpu_spec(properties, GPU_RAW)
     assert (spec.cores, spec.lanes_per_core, spec.tiles_per_core, spec.copy_engines) == (80, 64, 8, 2)
     assert spec.peak_flops_per_s("float32") * spec.matmul_efficiency == pytest.approx(12e12)
     assert spec.peak_flops_per_s("float16", matrix=True) * spec.matmul_efficiency == pytest.approx(90e12)
