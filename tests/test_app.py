@@ -4,27 +4,12 @@ is reported in place."""
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+
+from tests.apptest import app, seconds
 
 pytestmark = pytest.mark.slow  # every test starts the app in AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ROOT / "parsim" / "app" / "pages"
-UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def app(page: str = "explore") -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    if page != "explore":
-        at.switch_page(str(PAGES / f"{page}.py")).run()
-    assert not at.exception, at.exception[0].value
-    return at
-
-
-def seconds(text: str) -> float:
-    value, unit = text.split()
-    return float(value) * UNIT[unit]
 
 
 @pytest.mark.parametrize("page", ["explore", "compare", "scale", "measure", "learn"])

@@ -1,27 +1,40 @@
-"""Entry of the app: page configuration and navigation between the five pages."""
+"""Entry of the app: page configuration, navigation between the pages, presentation mode.
+
+Every page has its own URL from a cold server (``/explore``, ``/learn`` ...); the home page at
+``/`` is the plan of a class with a link to each step. The pages' settings live in the URL
+(widgets bound to ``st.query_params``), so a step of a demo is a bookmark.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from parsim.app import PAGES
+from parsim.app import VIEWS, layout
 
-TITLES = {
-    "explore.py": ("Explore", ":material/search:"),
-    "compare.py": ("Compare", ":material/compare_arrows:"),
-    "scale.py": ("Scale out", ":material/hub:"),
-    "measure.py": ("Measure", ":material/speed:"),
-    "learn.py": ("Learn", ":material/school:"),
+# script in views/ -> (title, icon, URL path)
+PAGES = {
+    "home.py": ("Home", ":material/home:", "home"),
+    "explore.py": ("Explore", ":material/search:", "explore"),
+    "compare.py": ("Compare", ":material/compare_arrows:", "compare"),
+    "scale.py": ("Scale out", ":material/hub:", "scale"),
+    "measure.py": ("Measure", ":material/speed:", "measure"),
+    "learn.py": ("Learn", ":material/school:", "learn"),
 }
+
+
+def pages() -> dict[str, st.Page]:
+    """The app's pages by URL path (the home page is the default, served at ``/``)."""
+    return {
+        url: st.Page(VIEWS / name, title=title, icon=icon, url_path=url, default=name == "home.py")
+        for name, (title, icon, url) in PAGES.items()
+    }
 
 
 def main() -> None:
     st.set_page_config(page_title="parsim", page_icon=":material/memory:", layout="wide")
-    pages = [
-        st.Page(PAGES / name, title=title, icon=icon, default=name == "explore.py")
-        for name, (title, icon) in TITLES.items()
-    ]
-    st.navigation(pages).run()
+    page = st.navigation(list(pages().values()))
+    layout.presentation_switch()
+    page.run()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,57 @@
+"""Where controls go, and the presentation mode a teacher puts on the projector.
+
+Normally each page's controls sit in the sidebar, as in Streamlit's gallery apps, and the figures
+fill the page. In presentation mode (a toggle in the sidebar, kept in the URL as
+``?present=true``) the sidebar folds away, fonts grow, each figure takes one screen, and the
+controls wait in a closed "controls" box at the top of the page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import streamlit as st
+
+PRESENT = "present"
+
+# Larger type everywhere, one figure per screen, no sidebar: what a back row can read.
+PRESENTATION_CSS = """
+<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2rem; }
+[data-testid="stImage"] img { max-height: 88vh; width: auto !important; margin: 0 auto; display: block; }
+[data-testid="stMetricValue"] { font-size: 3rem; }
+h1 { font-size: 2.6rem !important; }
+</style>
+"""
+
+
+def presentation_switch() -> bool:
+    """The presentation-mode toggle (in the sidebar, or on top of the page while presenting)."""
+    presenting = bool(st.session_state.get(PRESENT, False))
+    where = st.container() if presenting else st.sidebar
+    presenting = where.toggle(
+        "presentation mode",
+        key=PRESENT,
+        bind="query-params",
+        help="large fonts, controls folded away, one figure per screen",
+    )
+    if presenting:
+        st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+    return presenting
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(PRESENT, False))
+
+
+@contextlib.contextmanager
+def controls():
+    """The container for a page's controls: the sidebar, or a closed box while presenting."""
+    if presenting():
+        with st.expander("controls", expanded=False, icon=":material/tune:"):
+            yield
+    else:
+        with st.sidebar:
+            yield
