@@ -200,30 +200,60 @@ def _percent(value) -> str:
 def bottleneck_sentence(p: Prediction, device=None, link=None) -> str:
     """One sentence a student reads first: what bounds the time, how much of it, and at what rate.
 
-    Example: ``memory-bound: 92% of the time waiting on 3.0 TB/s device memory``.
+    The rate is the one the prediction's Flynn mode gets (``parsim.model.rates.execution`` for
+    the workload's heaviest kernel): one lane of one core in ``sisd``, where a CPU runs the
+    interpreter loop, one core's lanes in ``simd``, and so on; never the chip's peak when the mode
+    uses a part of it. Example: ``memory-bound: 92% of the time waiting on 3.0 TB/s device memory``.
     """
     share = p.breakdown[p.bottleneck] / p.latency_s if p.latency_s else 0.0
+    ex = _execution(p, device) if device is not None and p.bottleneck in ("compute", "memory") else None
     if p.bottleneck == "memory":
-        where = ""
-        if device is not None:
-            name = (
-                "HBM"
-                if device.is_gpu and device.memory.peak_bandwidth_Bps >= 0.9e12
-                else ("device memory" if device.is_gpu else "DRAM")
-            )
-            where = f" {units.si(device.memory.bandwidth_Bps, 'B/s')} {name}"
-        return f"memory-bound: {share:.0%} of the time waiting on{where or ' memory'}"
-    if p.bottleneck == "compute":
-        rate = (
-            f" at up to {units.si(device.peak_flops_per_s('float32'), 'FLOP/s')} (float32 peak)"
-            if device
-            else ""
+        if ex is None:
+            return f"memory-bound: {share:.0%} of the time waiting on memory"
+        drawn = units.si(float(ex.memory.reachable_Bps(ex.cores)), "B/s")
+        return (
+            f"memory-bound: {share:.0%} of the time waiting on {ex.memory.name}, which"
+            f" {_who(device, ex, p.mode)} draw at up to {drawn}"
         )
-        return f"compute-bound: {share:.0%} of the time computing{rate}"
+    if p.bottleneck == "compute":
+        if ex is None:
+            return f"compute-bound: {share:.0%} of the time computing"
+        if ex.interpreted:
+            rate = units.si(1 / ex.interpreted_element_s, " operations/s")
+            return (
+                f"interpreter-bound: {share:.0%} of the time in the Python interpreter, one element at a"
+                f" time on one lane of one core: about {rate} ({units.seconds(ex.interpreted_element_s)}"
+                " per element and operation), whatever the chip's peak"
+            )
+        if ex.core_op_rate:
+            rate = units.si(ex.cores * ex.core_op_rate, " elements/s")
+            who = _who(device, ex, p.mode)
+            return f"compute-bound: {share:.0%} of the time computing at up to {rate} (measured) on {who}"
+        rate = units.si(ex.flops_per_s, "FLOP/s")
+        dtype, who = p.params.get("dtype", "float32"), _who(device, ex, p.mode)
+        return f"compute-bound: {share:.0%} of the time computing at up to {rate} {dtype} on {who}"
     if p.bottleneck == "transfer":
         over = f" over {link.name} ({units.si(link.bandwidth_Bps, 'B/s')} per direction)" if link else ""
         return f"transfer-bound: {share:.0%} of the time moving data{over}"
     return f"overhead-bound: {share:.0%} of the time launching work or waiting on the host, not computing"
+
+
+def _execution(p: Prediction, device):
+    """The model's rates for the heaviest kernel of ``p`` on ``device`` in ``p.mode`` (None: no kernel)."""
+    from parsim.model.rates import execution
+    from parsim.workloads.registry import make_workload
+
+    kernels = make_workload(p.workload, dict(p.params)).kernels
+    if not kernels:
+        return None
+    return execution(device, p.mode, max(kernels, key=lambda k: (k.flops, k.bytes)))
+
+
+def _who(device, ex, mode: str) -> str:
+    """``1 core x 16 lanes (simd)``: the part of the chip the mode keeps busy."""
+    cores = f"{ex.cores} {'SM' if device.is_gpu else 'core'}{'s' if ex.cores > 1 else ''}"
+    lanes = f"{ex.lanes} lanes" if ex.lanes > 1 else "one lane"
+    return f"{cores} x {lanes} ({mode})"
 
 
 def _figure(metric: str, value: float | None) -> str:
