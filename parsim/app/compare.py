@@ -10,6 +10,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
+from parsim.app import layout
 from parsim.app.cache import as_changes, cached_scenario, scenario_in_pieces, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
 from parsim.errors import ParsimError
@@ -18,28 +19,41 @@ from parsim.workloads.registry import workload_names
 # comparison -> (scenario file, figure)
 COMPARISONS = {
     "Flynn modes": ("flynn_vector_add", "bars"),
-    "CPU vs GPU (PCIe paid)": ("gpu_offload_crossover", "bars"),
+    "CPU vs GPU (PCIe paid)": ("gpu_offload_crossover", "timelines"),  # one shared time axis
     "pinned vs pageable": ("pcie_pinned_vs_pageable", "timelines"),
     "1 vs several streams": ("streams_overlap", "timelines"),
 }
 CROSSOVER = "gpu_offload_crossover"
+TABLE_COLUMNS = {
+    "latency_ms": st.column_config.NumberColumn("latency", format="%.4g ms"),
+    "speed-up vs first": st.column_config.NumberColumn(format="%.2fx"),
+}
 SIZES = tuple(round(10 ** (k / 4)) for k in range(12, 37))  # 1e3 .. 1e9, four points a decade
 
 
 def render() -> None:
     st.title("Compare")
-    kind = st.segmented_control("comparison", list(COMPARISONS), default="Flynn modes", key="compare_kind")
-    stem, figure = COMPARISONS[kind or "Flynn modes"]
-    columns = st.columns(4)
-    with columns[0]:
+    with layout.controls():
+        kind = st.segmented_control(
+            "comparison", list(COMPARISONS), default="Flynn modes", key="compare_kind", bind="query-params"
+        )
         cpu = processor_picker("CPU", "compare_cpu", kind="cpu", default="laptop-4c-avx2")
-    with columns[1]:
         gpu = processor_picker("GPU", "compare_gpu", kind="gpu", default="v100-pcie")
-    n = int(
-        columns[2].number_input("elements (n)", min_value=1, max_value=10**10, value=10**7, key="compare_n")
-    )
-    ops = workload_names("elementwise")
-    op = columns[3].selectbox("operation", ops, key="compare_op")
+        n = int(
+            st.number_input(
+                "elements (n)",
+                min_value=1,
+                max_value=10**10,
+                value=10**7,
+                key="compare_n",
+                bind="query-params",
+            )
+        )
+        ops = workload_names("elementwise")
+        op = st.selectbox("operation", ops, key="compare_op", bind="query-params")
+    if cpu is None or gpu is None:
+        return
+    stem, figure = COMPARISONS[kind or "Flynn modes"]
     # A swept lesson is compared at this n (a lesson without a sweep ignores 'values').
     changes = as_changes({**_choices(cpu, gpu, op, ops), "params": {"n": n, "op": op}, "values": [n]})
     try:
@@ -53,16 +67,15 @@ def render() -> None:
     table = pandas.DataFrame(
         {
             "configuration": [r.label for r in result.results],
-            "latency": [units.seconds(p.latency_s) for p in predictions],
-            "latency_s": [p.latency_s for p in predictions],
+            "latency_ms": [p.latency_s * 1e3 for p in predictions],
             "speed-up vs first": [predictions[0].latency_s / p.latency_s for p in predictions],
             "bottleneck": [p.bottleneck for p in predictions],
         }
     )
-    st.dataframe(table, hide_index=True, key="compare_table")
-    csv_download(table, "comparison", key="compare_csv")
     title = f"{result.scenario.title} ({op}, n = {units.si(n)})"
     show_png(cached_png(_comparison_figure, *args, figure, title), "comparison", key="compare_png")
+    st.dataframe(table, hide_index=True, key="compare_table", column_config=TABLE_COLUMNS)
+    csv_download(table, "comparison", key="compare_csv")
     st.subheader("Size sweep: where does the GPU win?")
     _crossover_sweep(as_changes({**_choices(cpu, gpu, op, ops), "params": {"op": op}}))
 

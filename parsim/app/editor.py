@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import attrs
+import numpy
 import streamlit as st
 
 from parsim.errors import ParsimError
@@ -41,7 +42,7 @@ def render() -> None:
     for index, (path, label) in enumerate(FIELDS):
         current = _get(base, path)
         with columns[index % 2]:
-            text = st.text_input(label, value=f"{current:g}", key=f"editor_{base_id}_{path}")
+            text = st.text_input(label, value=_shown(current), key=f"editor_{base_id}_{path}")
             value = parse_value(text)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 errors[path] = f"'{path.split('.')[-1]}' must be a number: {text!r}"
@@ -71,6 +72,21 @@ def render() -> None:
         st.success("choose 'uploaded hardware file' as the device to use it")
 
 
+def _shown(value: float) -> str:
+    """A field's value as text that reads back exactly (80 GiB stays 85899345920, not 8.58993e+10)."""
+    if isinstance(value, int):
+        return str(value)
+    if value != 0 and not 1e-3 <= abs(value) < 1e6:
+        return numpy.format_float_scientific(value, trim="-", exp_digits=1)  # shortest exact: 1.98e+9
+    return numpy.format_float_positional(value, trim="-")
+
+
+def _whole(value, like):
+    if isinstance(like, int) and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _get(spec, path: str):
     for part in path.split("."):
         spec = getattr(spec, part)
@@ -80,7 +96,9 @@ def _get(spec, path: str):
 def _build(base, values: dict):
     memory = {path.split(".", 1)[1]: v for path, v in values.items() if path.startswith("memory.")}
     top = {path: v for path, v in values.items() if not path.startswith("memory.")}
+    # whole numbers where the preset holds an int (cores, lanes, capacity), as the TOML should say
     for key in ("cores", "lanes_per_core"):
-        if isinstance(top[key], float) and top[key].is_integer():
-            top[key] = int(top[key])
+        top[key] = _whole(top[key], getattr(base, key))
+    for key in memory:
+        memory[key] = _whole(memory[key], getattr(base.memory, key))
     return attrs.evolve(base, memory=attrs.evolve(base.memory, **memory), **top)

@@ -7,13 +7,15 @@ import streamlit as st
 
 from parsim import plots, units
 from parsim.algorithms import describe
-from parsim.app import editor
+from parsim.app import editor, layout, urlstate
 from parsim.app.cache import cached_predict, resolve
 from parsim.app.widgets import (
     cached_png,
     csv_download,
+    label_of,
     link_picker,
     processor_picker,
+    runs_on_cpu,
     show_png,
     workload_form,
 )
@@ -21,6 +23,7 @@ from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.model.modes import default_mode, modes_for
 from parsim.report import bottleneck_sentence
+from parsim.workloads.registry import WORKLOADS
 
 DEFAULTS = {"n": 10**8, "m": 4096, "k": 4096}
 
@@ -28,37 +31,60 @@ DEFAULTS = {"n": 10**8, "m": 4096, "k": 4096}
 def render() -> None:
     st.title("Explore")
     st.caption("Pick hardware and a workload: parsim predicts how long it takes and shows why.")
-    left, right = st.columns([1, 2], gap="large")
-    with left:
-        device = processor_picker("device", "explore_device", default="h100-sxm")
-        try:
-            spec = registry.processor(resolve(device))
-        except ParsimError as exc:
-            st.error(str(exc))
-            return
-        host = link = None
-        if spec.is_gpu:
-            host = processor_picker("host CPU", "explore_host", kind="cpu", default="xeon-e5-2630v3")
-            link = link_picker("link", "explore_link", spec.default_link)
-        modes = modes_for(spec)
-        mode = st.selectbox("Flynn mode", modes, index=modes.index(default_mode(spec)), key="explore_mode")
-        method = st.radio("method", ["engine", "analytic"], horizontal=True, key="explore_method")
-        workload, params = workload_form("explore", default="vector_add", overrides=DEFAULTS)
-    with right:
-        try:
-            p = cached_predict(workload, tuple(sorted(params.items())), device, host, link, mode, method)
-        except ParsimError as exc:
-            st.error(str(exc))
-            return
-        system = registry.system(resolve(device), resolve(host), resolve(link)) if spec.is_gpu else None
-        show(
-            p,
-            spec,
-            system.link if system else None,
-            (workload, tuple(sorted(params.items())), device, host, link, mode, method),
-        )
+    with layout.controls():
+        choice = _controls()
+    if choice is None:
+        return
+    workload, params, device, host, link, mode, method, spec = choice
+    try:
+        p = cached_predict(workload, tuple(sorted(params.items())), device, host, link, mode, method)
+    except ParsimError as exc:
+        st.error(str(exc))
+        return
+    system = registry.system(resolve(device), resolve(host), resolve(link)) if spec.is_gpu else None
+    show(
+        p,
+        spec,
+        system.link if system else None,
+        (workload, tuple(sorted(params.items())), device, host, link, mode, method),
+    )
     with st.expander("Hardware editor: start from a preset, change figures, download the TOML"):
         editor.render()
+
+
+def _controls() -> tuple | None:
+    """The sidebar: device, host, link, Flynn mode, method, workload and its parameters.
+
+    The link and the mode are kept per device (their keys name it): a new device starts from its
+    usual link and default mode, and one chosen for a device comes back with that device.
+    """
+    device = processor_picker("device", "explore_device", default="h100-sxm")
+    if device is None:
+        return None
+    try:
+        spec = registry.processor(resolve(device))
+    except ParsimError as exc:
+        st.error(str(exc))
+        return None
+    name = label_of(device)
+    host = link = None
+    if spec.is_gpu:
+        host = processor_picker("host CPU", "explore_host", kind="cpu", default="xeon-e5-2630v3")
+        if host is None:
+            return None
+        link = link_picker("link", f"explore_link__{name}", spec.default_link)
+    modes = modes_for(spec)
+    mode = urlstate.choice(
+        "Flynn mode", modes, default_mode(spec), f"explore_mode__{name}", param="explore_mode"
+    )
+    method = st.radio(
+        "method", ["engine", "analytic"], horizontal=True, key="explore_method", bind="query-params"
+    )
+    names = [n for n in WORKLOADS if spec.is_gpu or runs_on_cpu(n)]
+    workload, params = workload_form("explore", names=names, default="vector_add", overrides=DEFAULTS)
+    if not spec.is_gpu:
+        st.caption("copies, offloads and multi-GPU training need a GPU: pick one as the device to see them")
+    return workload, params, device, host, link, mode, method, spec
 
 
 def _timeline(*call):

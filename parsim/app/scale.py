@@ -11,6 +11,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots
+from parsim.app import layout
 from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
 from parsim.errors import ParsimError
@@ -20,36 +21,54 @@ GPU_COUNTS = (1, 2, 4, 8)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
+TABS = ["Data-parallel training", "Batching: latency vs throughput"]
+
+
 def render() -> None:
     st.title("Scale out")
-    training, serving = st.tabs(["Data-parallel training", "Batching: latency vs throughput"])
+    training, serving = st.tabs(TABS, key="scale_tab", bind="query-params")
+    with layout.controls():
+        st.subheader("Data-parallel training")
+        choices = _training_controls()
+        st.subheader("Batching")
+        model = _model("serve_model", "resnet50")
+        gpu = processor_picker("GPU", "serve_gpu", kind="gpu", default="t4")
     with training:
-        _training()
+        if choices is not None:
+            _training(*choices)
     with serving:
-        _serving()
+        if gpu is not None:
+            _serving(model, gpu)
 
 
 def _model(key: str, default: str) -> str:
     names = model_names()
-    return st.selectbox("model", names, index=names.index(default), key=key)
+    return st.selectbox("model", names, index=names.index(default), key=key, bind="query-params")
 
 
-def _training() -> None:
-    left, right = st.columns([1, 2], gap="large")
-    with left:
-        model = _model("scale_model", "resnet50")
-        scaling = st.radio(
-            "scaling",
-            ["strong", "weak"],
-            horizontal=True,
-            key="scale_scaling",
-            help="strong: one global batch split over the GPUs; weak: this batch on every GPU",
-        )
-        label = "global batch" if scaling == "strong" else "batch per GPU"
-        batch = int(st.number_input(label, min_value=8, max_value=4096, value=256, key="scale_batch"))
-        gpu = processor_picker("GPU", "scale_gpu", kind="gpu", default="a100-80gb")
-        host = processor_picker("host", "scale_host", kind="cpu", default="xeon-8480")
-        most = st.select_slider("up to G GPUs", list(GPU_COUNTS), value=8, key="scale_gpus")
+def _training_controls() -> tuple | None:
+    model = _model("scale_model", "resnet50")
+    scaling = st.radio(
+        "scaling",
+        ["strong", "weak"],
+        horizontal=True,
+        key="scale_scaling",
+        help="strong: one global batch split over the GPUs; weak: this batch on every GPU",
+        bind="query-params",
+    )
+    label = "global batch" if scaling == "strong" else "batch per GPU"
+    batch = int(
+        st.number_input(label, min_value=8, max_value=4096, value=256, key="scale_batch", bind="query-params")
+    )
+    gpu = processor_picker("GPU", "scale_gpu", kind="gpu", default="a100-80gb")
+    host = processor_picker("host", "scale_host", kind="cpu", default="xeon-8480")
+    most = st.select_slider("up to G GPUs", list(GPU_COUNTS), value=8, key="scale_gpus", bind="query-params")
+    if gpu is None or host is None:
+        return None
+    return model, scaling, batch, gpu, host, most
+
+
+def _training(model: str, scaling: str, batch: int, gpu: str, host: str, most: int) -> None:
     counts = tuple(g for g in GPU_COUNTS if g <= most)
     changes = as_changes(
         {"gpu": gpu, "host": host, "params": {"model": model, "batch": batch, "scaling": scaling}}
@@ -57,21 +76,55 @@ def _training() -> None:
     result = _run("data_parallel_scaling", changes, counts)
     if result is None:
         return
-    rows = [
-        {"case": r.label, "gpus": r.value, "step_s": r.prediction.latency_s, **r.prediction.metrics}
-        for r in result.results
-    ]
-    with right:
-        png = cached_png(_figure, "data_parallel_scaling", changes, counts)
-        show_png(png, "scaling", key="scale_png")
-    table = pandas.DataFrame(rows)
-    st.dataframe(table, hide_index=True, key="scale_table")
+    png = cached_png(_figure, "data_parallel_scaling", changes, counts)
+    show_png(png, "scaling", key="scale_png")
+    table = pandas.DataFrame(
+        [
+            {
+                "case": r.label,
+                "gpus": r.value,
+                "step_ms": r.prediction.latency_s * 1e3,
+                "samples_per_s": r.prediction.metrics["samples_per_s"],
+                "speedup": r.prediction.metrics["speedup"],
+                "efficiency": r.prediction.metrics.get("efficiency"),
+            }
+            for r in result.results
+        ]
+    )
+    st.dataframe(table, hide_index=True, key="scale_table", column_config=STEP_COLUMNS)
     csv_download(table, "scaling", key="scale_csv")
+    st.subheader("One training step, GPU by GPU")
+    case = st.segmented_control(
+        "case", result.labels, default=result.labels[-1], key="scale_step_case", bind="query-params"
+    )
+    shown = st.select_slider("G", counts, value=counts[-1], key="scale_step_gpus", bind="query-params")
+    step = next(
+        (r for r in result.results if r.label == (case or result.labels[-1]) and r.value == shown), None
+    )
+    if step is not None:
+        title = f"{step.label}, G = {shown}: one step of {model}"
+        show_png(
+            cached_png(_step_figure, changes, counts, step.label, shown, title), "step", key="scale_step_png"
+        )
 
 
-def _serving() -> None:
-    model = _model("serve_model", "resnet50")
-    gpu = processor_picker("GPU", "serve_gpu", kind="gpu", default="t4")
+STEP_COLUMNS = {
+    "step_ms": st.column_config.NumberColumn("step time", format="%.4g ms"),
+    "samples_per_s": st.column_config.NumberColumn("samples/s", format="%.0f"),
+    "speedup": st.column_config.NumberColumn("speed-up", format="%.2fx"),
+    "efficiency": st.column_config.NumberColumn(format="percent"),
+}
+
+
+def _step_figure(changes: tuple, counts: tuple, label: str, gpus: int, title: str):
+    result = scenario_in_pieces(
+        str(scenario_path("data_parallel_scaling")), changes, counts, parts=len(counts)
+    )
+    step = next(r for r in result.results if r.label == label and r.value == gpus)
+    return plots.timeline(step.prediction, title)
+
+
+def _serving(model: str, gpu: str) -> None:
     changes = as_changes({"gpu": gpu, "params": {"model": model}})
     result = _run("batching_latency_vs_throughput", changes, BATCHES)
     if result is None:
@@ -84,13 +137,21 @@ def _serving() -> None:
             {
                 "case": r.label,
                 "batch": r.value,
-                "latency_s": r.prediction.latency_s,
+                "latency_ms": r.prediction.latency_s * 1e3,
                 "samples_per_s": r.prediction.metrics["samples_per_s"],
             }
             for r in result.results
         ]
     )
-    st.dataframe(table, hide_index=True, key="serve_table")
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="serve_table",
+        column_config={
+            "latency_ms": st.column_config.NumberColumn("latency", format="%.4g ms"),
+            "samples_per_s": st.column_config.NumberColumn("samples/s", format="%.0f"),
+        },
+    )
     csv_download(table, "batching", key="serve_csv")
 
 

@@ -6,16 +6,19 @@ kept; parameter inputs are bounded by the workload's own limits and validated ag
 
 from __future__ import annotations
 
+import functools
 import io
 import typing
 from pathlib import Path
 
 import streamlit as st
 
+from parsim.app import urlstate
 from parsim.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
-from parsim.workloads.registry import WORKLOADS
+from parsim.workloads.multi import on_cpu
+from parsim.workloads.registry import WORKLOADS, make_workload
 
 UPLOADED = "uploaded hardware file"
 THIS_MACHINE = "this machine (calibrated)"
@@ -36,28 +39,48 @@ def load_calibrated() -> None:
     st.session_state["calibrated_toml"] = text or ""
 
 
+def device_label(source: str) -> str:
+    """How a device choice reads in a picker: its group and full name ("GPU · NVIDIA Tesla T4 ...")."""
+    spec = PROCESSORS.get(source)
+    if spec is None:
+        return source
+    return f"{spec.kind.upper()} · {spec.name} ({source})"
+
+
 def _choices(kind: str | None) -> list[str]:
+    """Preset ids grouped CPUs first, then GPUs; then an upload, and this machine once calibrated."""
     load_calibrated()
-    ids = [k for k, spec in PROCESSORS.items() if kind is None or spec.kind == kind]
-    extra = [UPLOADED] + ([THIS_MACHINE] if st.session_state.get("calibrated_toml") else [])
-    return extra + ids if kind != "gpu" else ids + [UPLOADED]
+    ids = sorted(
+        (k for k, spec in PROCESSORS.items() if kind is None or spec.kind == kind),
+        key=lambda k: PROCESSORS[k].kind != "cpu",
+    )
+    extra = [THIS_MACHINE] if kind != "gpu" and st.session_state.get("calibrated_toml") else []
+    return [*extra, *ids, UPLOADED]
 
 
-def processor_picker(label: str, key: str, kind: str | None = None, default: str = "h100-sxm") -> str:
-    """A processor source: a preset id, or TOML text from an upload or the calibration."""
-    choices = _choices(kind)
-    choice = st.selectbox(label, choices, index=choices.index(default) if default in choices else 0, key=key)
+def processor_picker(label: str, key: str, kind: str | None = None, default: str = "h100-sxm") -> str | None:
+    """A processor source: a preset id, or TOML text from an upload or the calibration.
+
+    None while "uploaded hardware file" is chosen and nothing valid was uploaded yet (the picker
+    says so in place instead of quietly using another device).
+    """
+    choice = urlstate.choice(label, _choices(kind), default, key, format_func=device_label)
     if choice == THIS_MACHINE:
         return st.session_state["calibrated_toml"]
     if choice == UPLOADED:
-        return upload(f"{label}: hardware TOML", f"{key}_upload", fallback=default)
+        text = upload(f"{label}: hardware TOML", f"{key}_upload")
+        if text is None:
+            st.info(f"upload a hardware TOML file to use it as the {label}", icon=":material/upload_file:")
+        return text
     return choice
 
 
 def link_picker(label: str, key: str, default: str | None) -> str | None:
-    choices = ["the GPU's usual link", *LINKS]
-    choice = st.selectbox(label, choices, index=choices.index(default) if default in choices else 0, key=key)
-    return None if choice == choices[0] else choice
+    """A link choice; ``key`` should name the device, so a new device brings its own usual link."""
+    usual = "the GPU's usual link"
+    choices = [usual, *LINKS]
+    choice = urlstate.choice(label, choices, default or usual, key, param="explore_link")
+    return None if choice == usual else choice
 
 
 def label_of(source: str) -> str:
@@ -70,10 +93,12 @@ def label_of(source: str) -> str:
         return "uploaded hardware"
 
 
-def upload(label: str, key: str, fallback: str) -> str:
+def upload(label: str, key: str) -> str | None:
     """TOML text of an uploaded hardware file; on a bad file, say why and keep the last good one."""
     stored = f"{key}_good"
-    file = st.file_uploader(label, type=["toml"], key=key)
+    file = st.file_uploader(
+        label, type=["toml"], key=key, max_upload_size=max(1, MAX_FILE_BYTES // 1_000_000)
+    )
     if file is not None:
         data = file.getvalue()
         if len(data) > MAX_FILE_BYTES:
@@ -85,20 +110,28 @@ def upload(label: str, key: str, fallback: str) -> str:
                 st.session_state[stored] = text
             except ParsimError as exc:
                 st.error(f"{exc} — keeping the previous hardware")
-    return st.session_state.get(stored, fallback)
+    return st.session_state.get(stored)
+
+
+@functools.cache
+def runs_on_cpu(name: str) -> bool:
+    """Whether a workload makes sense without a GPU (copies and offloads do not), as the model says."""
+    definition = WORKLOADS[name]
+    required = {f: 1024 for f, info in definition.params.model_fields.items() if info.is_required()}
+    return not on_cpu(make_workload(name, required)).needs_device
 
 
 def workload_form(
     key: str, names: list[str] | None = None, default: str = "vector_add", overrides: dict | None = None
 ) -> tuple[str, dict]:
-    """A workload and its parameters, with the bounds of its parameter model."""
+    """A workload and its parameters, with the bounds of its parameter model, kept in the URL."""
     names = names or list(WORKLOADS)
-    name = st.selectbox(
+    name = urlstate.choice(
         "workload",
         names,
-        index=names.index(default) if default in names else 0,
-        key=f"{key}_workload",
-        help=WORKLOADS[default].summary if default in WORKLOADS else None,
+        default,
+        f"{key}_workload",
+        format_func=lambda n: f"{n} — {WORKLOADS[n].summary}",
     )
     model = WORKLOADS[name].params
     values = {}
@@ -122,9 +155,10 @@ def _field_input(field: str, info, default, key: str):
             index=options.index(default) if default in options else 0,
             key=key,
             help=info.description,
+            bind="query-params",
         )
     if annotation is bool:
-        return st.checkbox(field, value=bool(default), key=key)
+        return st.checkbox(field, value=bool(default), key=key, bind="query-params")
     low = next((m.gt + 1 for m in info.metadata if hasattr(m, "gt") and m.gt is not None), 1)
     high = next((m.le for m in info.metadata if hasattr(m, "le") and m.le is not None), 10**15)
     start = int(default) if isinstance(default, (int, float)) else low
@@ -139,6 +173,7 @@ def _field_input(field: str, info, default, key: str):
             step=1,
             key=key,
             help=info.description,
+            bind="query-params",
         )
     )
 
