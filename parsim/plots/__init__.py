@@ -1,8 +1,10 @@
 """Figures (matplotlib only): timelines, rooflines, comparisons and sweeps.
 
 Every function returns a ``matplotlib.figure.Figure`` and never calls ``plt.show``, so the same
-figure serves the CLI (``--plot FILE.png``), the app (``st.pyplot``) and notebooks. Sizes and
-fonts are chosen to stay readable on a projector.
+figure serves the CLI (``--plot FILE.png``), the app (PNG) and notebooks. Sizes and fonts are
+chosen to stay readable on a projector and, for timelines, on a phone; axes read in s/ms/us,
+GB/s and 1k/1M (``parsim.plots.axes``); ``with plots.presentation():`` draws one 16:9 figure
+per screen with larger type.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from matplotlib.figure import Figure
 
 from parsim.plots.lines import scaling, sweep, sweep_lines, tradeoff, validation
 from parsim.plots.published import published
-from parsim.plots.style import COLORS, styled
+from parsim.plots.style import COLORS, presentation, styled
 from parsim.plots.timelines import bars, roofline, timeline, timelines
 
 __all__ = [
     "COLORS",
     "bars",
+    "presentation",
     "published",
     "roofline",
     "scaling",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from parsim.plots.style import _figure, _finish, styled
+from parsim.plots.axes import column_axis, count_axis, plain_axis, time_axis
+from parsim.plots.style import _figure, _finish, legend, styled
+from parsim.plots.style import title as style_title
 from parsim.scenarios import crossovers
 from parsim.units import si
 
 
+@styled
 def sweep_lines(
     series: dict[str, tuple[list, list]],
     x_label: str,
@@ -18,7 +21,12 @@ def sweep_lines(
     log_x: bool = True,
     log_y: bool = True,
 ) -> Figure:
-    """One line per series; crossover points marked with a vertical line and a label."""
+    """One line per series; crossover points marked with a vertical line and a label.
+
+    The axes read by what they show: ``x_label`` and ``y_label`` are sweep columns or axis titles
+    (``latency_s``, ``latency (s)``, ``bytes_per_s``, ``workload.n``), and times come out in
+    s/ms/us, bandwidths in GB/s or TB/s, counts on a log axis as 1k, 1M.
+    """
     fig = _figure(10, 6)
     ax = fig.add_subplot()
     for label, (xs, ys) in series.items():
@@ -33,13 +41,15 @@ def sweep_lines(
             f"{winner} wins from {si(float(value))}",
             (float(value), 0.92),
             xycoords=("data", "axes fraction"),
-            fontsize=10,
+            fontsize="small",
             rotation=90,
             ha="right",
             va="top",
             bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
         )
     _finish(ax, x_label, y_label, title)
+    column_axis(ax.xaxis, x_label)
+    column_axis(ax.yaxis, y_label)
     return fig
 
 
@@ -81,10 +91,12 @@ def scaling(
             textcoords="offset points",
             xytext=(-10, 8),
             ha="right",
-            fontsize=10,
+            fontsize="small",
             color=color,
         )
     _finish(ax, "GPUs (G)", "speed-up vs one GPU", title)
+    plain_axis(ax.xaxis, "GPUs (G)")
+    plain_axis(ax.yaxis, "speed-up vs one GPU")
     return fig
 
 
@@ -100,12 +112,14 @@ def tradeoff(
     fig = _figure(10, 6)
     ax = fig.add_subplot()
     for index, (label, ys, xs, tags) in enumerate(zip(labels, latencies, rates, batches, strict=True)):
-        ax.plot(xs, [y * 1e3 for y in ys], marker="o", color=f"C{index}", label=label)
+        ax.plot(xs, ys, marker="o", color=f"C{index}", label=label)
         for x, y, tag in zip(xs, ys, tags, strict=True):
-            ax.annotate(f"{tag}", (x, y * 1e3), textcoords="offset points", xytext=(4, 4), fontsize=9)
+            ax.annotate(f"{tag}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize="x-small")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _finish(ax, "throughput (samples/s)", "latency of one batch (ms)", title + "  (labels: batch size)")
+    _finish(ax, "", "", title + "  (labels: batch size)")
+    count_axis(ax.xaxis, "throughput (samples/s)")
+    time_axis(ax.yaxis, "latency of one batch")
     return fig
 
 
@@ -159,14 +173,18 @@ def validation(rows: list[dict], title: str = "Predicted vs measured") -> Figure
             markersize=6,
         )
     values = [v for row in rows for v in (row["measured_s"], row["predicted_s"]) if v > 0]
+    if not values:
+        raise ValueError("nothing to plot: no row has a positive measured or predicted time")
     lo, hi = min(values) / 2, max(values) * 2
     ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="predicted = measured")
     ax.fill_between(
         [lo, hi], [lo * 0.7, hi * 0.7], [lo * 1.3, hi * 1.3], color="grey", alpha=0.15, label="+-30 %"
     )
-    ax.set_xlabel("measured (s)")
-    ax.set_ylabel("predicted (s)")
-    ax.set_title(title)
-    ax.legend(fontsize=9, loc="upper left")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    time_axis(ax.xaxis, "measured")
+    time_axis(ax.yaxis, "predicted")
+    style_title(ax, title)
+    legend(ax, loc="upper left")
     ax.grid(True, which="both", alpha=0.25)
     return fig

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
-from parsim.plots.style import _figure, styled
+from parsim.plots.axes import plain_axis
+from parsim.plots.style import _figure, legend, styled, suptitle
+from parsim.plots.style import title as style_title
 
 UNITS = {
     "samples_per_s": "samples/s",
@@ -55,16 +56,13 @@ def published(data: dict, title: str = "Predicted vs published measurements") ->
         ax.axhline(1.0, color="black", linewidth=1)
         ax.axhspan(1 - band, 1 + band, color="grey", alpha=0.2, label=f"+-{band:.0%} target")
         ax.set_yscale("log")
-        plain = FuncFormatter(lambda value, _position: f"{value:g}")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
         ratios = [r["predicted"] / r["published"] for r in part] or [1.0]
         ax.set_ylim(min(0.5, min(ratios) / 1.2), max(2.0, max(ratios) * 1.2))
+        plain_axis(ax.yaxis, "predicted / published")
+        plain_axis(ax.xaxis, "rows, smallest published first")
         mape = "-" if summary["mape"] is None else f"{summary['mape']:.1%}"
-        ax.set_title(f"{summary['what']}\n{summary['rows']} rows, MAPE {mape}", fontsize=11)
-        ax.set_xlabel("rows, smallest published figure first")
-        ax.set_ylabel("predicted / published")
-        ax.legend(fontsize=8, loc="upper left")
+        style_title(ax, f"{summary['what']}\n{summary['rows']} rows, MAPE {mape}", fontsize="medium")
+        legend(ax, fontsize="x-small", loc="upper left")
         ax.grid(True, which="both", alpha=0.25)
-    fig.suptitle(title)
+    suptitle(fig, title)
     return fig

@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import textwrap
 
+import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.outcome import CATEGORIES
-from parsim.plots.style import COLORS, _figure, _legend_handles, _time_scale, styled
+from parsim.plots.axes import count_axis, time_axis
+from parsim.plots.style import (
+    COLORS,
+    _figure,
+    _legend_handles,
+    legend,
+    legible_rc,
+    points,
+    styled,
+    suptitle,
+)
+from parsim.plots.style import title as style_title
 from parsim.prediction import Prediction
 from parsim.resources import Resource
 from parsim.units import seconds, si
 from parsim.workloads.base import HOST
 
+_WIDTH = 11  # inches; type is sized from it (legible_rc), so the figure reads when shrunk
 _ON_ONE_DEVICE = {"h2d": 1, "cores": 3, "memory": 5, "d2h": 6, "ring": 8}
 
 
@@ -31,36 +44,60 @@ def _rows(prediction: Prediction) -> list[Resource]:
     return sorted({e.resource.group for e in prediction.trace}, key=_row_order)
 
 
-def _draw_timeline(ax, prediction: Prediction, scale: float) -> None:
-    """One row per resource; a core-group bar is as tall as the share of cores it keeps busy."""
+def _row_label(resource: Resource) -> str:
+    """A row's name in at most two short lines: a long one wraps rather than running off the figure."""
+    return "\n".join(textwrap.wrap(resource.label, 16, break_long_words=False)[:2])
+
+
+def _draw_timeline(ax, prediction: Prediction) -> set[str]:
+    """One row per resource (times in seconds); a core-group bar is as tall as the share of cores it
+    keeps busy. Returns the kinds of work drawn, for the legend."""
     rows = _rows(prediction)
     for index, row in enumerate(rows):
         events = [e for e in prediction.trace if e.resource.group == row]
         ax.barh(
             [index] * len(events),
-            [max(e.duration_s * scale, 0.0) for e in events],
-            left=[e.start_s * scale for e in events],
+            [max(e.duration_s, 0.0) for e in events],
+            left=[e.start_s for e in events],
             height=[0.8 * min(max(e.weight, 0.08), 1.0) for e in events],
             color=[COLORS[e.kind] for e in events],
             edgecolor="white",
             linewidth=0.3,
         )
-    ax.set_yticks(range(len(rows)), [row.label for row in rows])
+    ax.set_yticks(range(len(rows)), [_row_label(row) for row in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.grid(axis="x", alpha=0.3)
+    return {e.kind for e in prediction.trace}
+
+
+def _kinds_legend(fig, kinds: set[str]) -> None:
+    """The colour key under the figure, listing only the kinds of work drawn."""
+    handles = _legend_handles(kinds)
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
+
+
+def _row_height() -> float:
+    """Inches per timeline row: room for a two-line label at the current tick size."""
+    return max(0.55, 2.6 * points(matplotlib.rcParams["ytick.labelsize"]) / 72)
 
 
 @styled
 def timeline(prediction: Prediction, title: str | None = None) -> Figure:
-    """Gantt chart: one row per resource, one bar per busy interval, coloured by kind."""
-    scale, unit = _time_scale(prediction.latency_s)
-    fig = _figure(11, 1.4 + 0.55 * max(len(_rows(prediction)), 2))
-    ax = fig.add_subplot()
-    _draw_timeline(ax, prediction, scale)
-    ax.set_xlim(0, prediction.latency_s * scale * 1.02 if prediction.latency_s > 0 else 1)
-    ax.set_xlabel(f"time ({unit})")
-    ax.set_title(title or _describe(prediction))
-    fig.legend(handles=_legend_handles(), loc="outside lower center", ncols=len(COLORS), fontsize=10)
+    """Gantt chart: one row per resource, one bar per busy interval, coloured by kind.
+
+    Type is at least ``legible(width)`` points, so row labels read on a 1400 px screen and a
+    420 px phone alike.
+    """
+    with matplotlib.rc_context(legible_rc(_WIDTH)):
+        fig = _figure(_WIDTH, 1.6 + _row_height() * max(len(_rows(prediction)), 2))
+        with matplotlib.rc_context(legible_rc(fig.get_figwidth())):
+            ax = fig.add_subplot()
+            kinds = _draw_timeline(ax, prediction)
+            ax.set_xlim(0, prediction.latency_s * 1.02 if prediction.latency_s > 0 else 1)
+            time_axis(ax.xaxis)
+            style_title(ax, title or _describe(prediction))
+            _kinds_legend(fig, kinds)
     return fig
 
 
@@ -88,10 +125,10 @@ def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32"
         label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}",
     )
     ax.axvline(peaks["vector"] / bandwidth, color="grey", linestyle=":", label="ridge point")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("FLOP/s")
-    ax.set_title(f"Roofline of {spec.name} ({si(bandwidth, 'B/s')} memory)")
-    ax.legend(fontsize=10)
+    count_axis(ax.xaxis, "arithmetic intensity (FLOP/byte)")
+    count_axis(ax.yaxis, "compute (FLOP/s)")
+    style_title(ax, f"Roofline of {spec.name} ({si(bandwidth, 'B/s')} memory)")
+    legend(ax)
     ax.grid(True, which="both", alpha=0.25)
     return fig
 
@@ -99,54 +136,62 @@ def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32"
 @styled
 def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> Figure:
     """Latency of each case, log axis when they span more than 100x, bottleneck annotated."""
-    fig = _figure(10, 1.5 + 0.7 * len(labels))
-    ax = fig.add_subplot()
-    latencies = [p.latency_s for p in predictions]
-    colors = [COLORS[p.bottleneck] for p in predictions]
-    ax.barh(range(len(labels)), latencies, color=colors)
-    ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()
-    if max(latencies) > 100 * min(latencies):
-        ax.set_xscale("log")
-    for index, prediction in enumerate(predictions):
-        ax.text(
-            prediction.latency_s,
-            index,
-            f"  {seconds(prediction.latency_s)} ({prediction.bottleneck})",
-            va="center",
-            fontsize=11,
-        )
-    ax.set_xlabel("latency (s)")
-    ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
-    ax.set_title(title)
-    ax.legend(
-        handles=[Patch(color=COLORS[k], label=f"{k}-bound") for k in CATEGORIES],
-        fontsize=10,
-        loc="lower right",
-    )
+    if not predictions or len(labels) != len(predictions):
+        raise ValueError(f"bars needs one label per prediction; got {len(labels)} and {len(predictions)}")
+    with matplotlib.rc_context(legible_rc(_WIDTH - 1)):
+        fig = _figure(_WIDTH - 1, 1.5 + 0.7 * len(labels))
+        with matplotlib.rc_context(legible_rc(fig.get_figwidth())):
+            ax = fig.add_subplot()
+            latencies = [p.latency_s for p in predictions]
+            ax.barh(range(len(labels)), latencies, color=[COLORS[p.bottleneck] for p in predictions])
+            ax.set_yticks(range(len(labels)), [textwrap.fill(label, 24) for label in labels])
+            ax.invert_yaxis()
+            if max(latencies) > 100 * min(latencies) > 0:
+                ax.set_xscale("log")
+            for index, prediction in enumerate(predictions):
+                ax.text(
+                    prediction.latency_s,
+                    index,
+                    f"  {seconds(prediction.latency_s)} ({prediction.bottleneck})",
+                    va="center",
+                    fontsize="small",
+                )
+            ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
+            time_axis(ax.xaxis, "latency")
+            style_title(ax, title)
+            drawn = {p.bottleneck for p in predictions}
+            ax.legend(
+                handles=[Patch(color=COLORS[k], label=f"{k}-bound") for k in CATEGORIES if k in drawn],
+                loc="lower right",
+            )
     return fig
 
 
 @styled
 def timelines(labels: list[str], predictions: list[Prediction], title: str = "") -> Figure:
-    """Several timelines stacked on one shared time axis, so their lengths compare at a glance."""
+    """Several timelines stacked on one shared time axis (same scale and limits), so a run ten
+    times longer than another is drawn ten times longer."""
+    if not predictions or len(labels) != len(predictions):
+        raise ValueError(f"timelines needs one label per prediction; got {len(labels)}, {len(predictions)}")
     heights = [max(len(_rows(p)), 2) for p in predictions]
-    fig = _figure(11, 1.2 + sum(0.5 * h + 0.6 for h in heights))
-    axes = fig.subplots(len(predictions), 1, sharex=True, height_ratios=heights, squeeze=False)[:, 0]
-    longest = max(p.latency_s for p in predictions)
-    scale, unit = _time_scale(longest)
-    for ax, label, prediction in zip(axes, labels, predictions, strict=True):
-        _draw_timeline(ax, prediction, scale)
-        ax.set_title(f"{label}: {seconds(prediction.latency_s)}", fontsize=12, loc="left")
-    axes[-1].set_xlim(0, longest * scale * 1.02)
-    axes[-1].set_xlabel(f"time ({unit})")
-    fig.suptitle(title)
-    fig.legend(handles=_legend_handles(), loc="outside lower center", ncols=len(COLORS))
+    with matplotlib.rc_context(legible_rc(_WIDTH)):
+        rows = _row_height()
+        fig = _figure(_WIDTH, 1.6 + sum(rows * h + 0.7 for h in heights))
+        with matplotlib.rc_context(legible_rc(fig.get_figwidth())):
+            axes = fig.subplots(len(predictions), 1, sharex=True, height_ratios=heights, squeeze=False)[:, 0]
+            kinds = set()
+            for ax, label, prediction in zip(axes, labels, predictions, strict=True):
+                kinds |= _draw_timeline(ax, prediction)
+                style_title(ax, f"{label}: {seconds(prediction.latency_s)}", fontsize="medium", loc="left")
+            longest = max(p.latency_s for p in predictions)
+            axes[-1].set_xlim(0, longest * 1.02 if longest > 0 else 1)
+            time_axis(axes[-1].xaxis)
+            suptitle(fig, title)
+            _kinds_legend(fig, kinds)
     return fig
 
 
 def _describe(prediction: Prediction) -> str:
     params = " ".join(f"{k}={v}" for k, v in prediction.params.items())
     where = f"{prediction.device} ({prediction.mode})"
-    text = f"{prediction.workload} {params} on {where}: {seconds(prediction.latency_s)}"
-    return "\n".join(textwrap.wrap(text, 72))  # many parameters wrap instead of running off the figure
+    return f"{prediction.workload} {params} on {where}: {seconds(prediction.latency_s)}"

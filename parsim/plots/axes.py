@@ -1,0 +1,124 @@
+"""Tick labels people read: one helper per kind of quantity, used by every figure.
+
+A time axis reads ``0  0.5  1  1.5`` with ``time (ms)`` under it, never ``0.0000 0.0005`` with
+``time (s)`` or an offset text (``1e-3``) in the corner; a bandwidth axis reads GB/s or TB/s the
+same way; a count on a log axis reads ``1k 1M 1G``. The data stay in SI base units (seconds,
+bytes/s); only the tick labels are scaled, so the figures share axes and annotations without
+converting anything twice. The unit is chosen from the axis's visible range, so each helper is
+called after the data are drawn and the limits set: the largest value on a linear axis, the
+middle decade on a log axis (0.001 .. 1000 ms rather than 0.000001 .. 1 s). The unit tables are
+``parsim.units``'s, the same that print ``357 us`` in the CLI and the app.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy
+from matplotlib.ticker import Formatter, LogLocator, NullFormatter
+
+from parsim.units import _PREFIXES, _SMALL, si
+
+
+def plain(value: float) -> str:
+    """A tick number without exponent or offset, at most 4 significant digits: ``0.0005``, ``1500``."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}".replace("-0", "0")
+    return numpy.format_float_positional(value, precision=4, unique=True, fractional=False, trim="-")
+
+
+class _Scaled(Formatter):
+    """Tick values divided by one unit's size and printed plainly (the unit is in the axis label)."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __call__(self, x, pos=None) -> str:
+        return plain(x / self.scale)
+
+
+class _Suffixed(Formatter):
+    """Counts with an SI suffix on each tick: ``100``, ``10k``, ``1M``, ``1G``."""
+
+    def __call__(self, x, pos=None) -> str:
+        return plain(x) if abs(x) < 1000 else si(x).replace(" ", "")
+
+
+def _reference(axis) -> float:
+    """The value a unit is chosen for: the largest on a linear axis, the middle on a log one."""
+    lo, hi = sorted(abs(v) for v in axis.get_view_interval())
+    if axis.get_scale() == "log" and lo > 0:
+        return math.sqrt(lo * hi)
+    return hi
+
+
+def _ticks(axis) -> None:
+    """Log axes: labels on decades (and 2, 5 when they span under two); no minor labels, which
+    matplotlib would write as ``3x10^-4``. Linear axes: never an offset or scientific notation."""
+    if axis.get_scale() == "log":
+        lo, hi = sorted(v for v in axis.get_view_interval())
+        narrow = lo > 0 and hi / lo < 100
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def time_axis(axis, name: str = "time") -> str:
+    """Seconds on ``axis`` shown in s, ms, us or ns; the label reads ``name (unit)``. Returns the unit."""
+    top = _reference(axis)
+    scale, unit = next(((s, u) for s, u in _SMALL if top >= s), (1e-9, "ns"))
+    _ticks(axis)
+    axis.set_major_formatter(_Scaled(scale))
+    axis.set_label_text(f"{name} ({unit})")
+    return unit
+
+
+def rate_axis(axis, name: str, unit: str = "B/s") -> str:
+    """A rate (bandwidth: bytes/s) with one SI prefix for the whole axis: ``bandwidth (TB/s)``."""
+    top = _reference(axis)
+    scale, prefix = next(((s, p) for s, p in _PREFIXES if top >= s), (1.0, ""))
+    _ticks(axis)
+    axis.set_major_formatter(_Scaled(scale))
+    axis.set_label_text(f"{name} ({prefix}{unit})")
+    return prefix + unit
+
+
+def count_axis(axis, name: str) -> None:
+    """Counts (elements, samples/s, FLOP/s) with SI suffixes on the ticks: ``1k 1M 1G``."""
+    _ticks(axis)
+    axis.set_major_formatter(_Suffixed())
+    axis.set_label_text(name)
+
+
+def plain_axis(axis, name: str) -> None:
+    """Ratios and small numbers (speed-up, GPUs): plain ticks, no offset."""
+    _ticks(axis)
+    axis.set_major_formatter(_Scaled(1.0))
+    axis.set_label_text(name)
+
+
+# Sweep columns by what they measure (``parsim.sweep`` names them ``<what>_s`` and ``<what>_per_s``).
+_RATES = {"bytes_per_s": ("bandwidth", "B/s"), "flops_per_s": ("compute", "FLOP/s")}
+
+
+def column_axis(axis, column: str) -> None:
+    """An axis for a sweep column or an axis title: times, bandwidths, rates and counts by name.
+
+    ``latency_s`` and ``latency (s)`` are times; ``bytes_per_s`` a bandwidth; ``flops_per_s``
+    and other ``*_per_s`` rates carry SI suffixes; ``workload.n`` and other numbers are counts
+    on a log axis, plain numbers on a linear one.
+    """
+    name = column.removeprefix("workload.")
+    if name in _RATES:
+        what, unit = _RATES[name]
+        if unit == "B/s":
+            rate_axis(axis, what, unit)
+        else:
+            count_axis(axis, f"{what} ({unit})")
+    elif name.endswith("_per_s"):
+        count_axis(axis, f"{name.removesuffix('_per_s').replace('_', ' ')} (/s)")
+    elif name.endswith("_s") or name.endswith("(s)"):
+        time_axis(axis, name.removesuffix("_s").removesuffix("(s)").strip().replace("_", " "))
+    elif axis.get_scale() == "log":
+        count_axis(axis, column)
+    else:
+        plain_axis(axis, column)
