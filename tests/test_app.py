@@ -20,6 +20,15 @@ def test_every_page_renders(page):
         assert len(at.get("image")) >= 1, "the page's main figure is missing"
 
 
+def test_home_links_every_step_of_the_class_to_its_page():
+    at = app("home")
+    links = at.get("page_link")
+    assert len(links) == 5
+    assert {link.proto.page.rsplit("/", 1)[-1] for link in links} == {"learn", "compare", "scale"}
+    for link in links:
+        assert link.proto.query_string, link.proto.label  # each step carries its settings
+
+
 def test_explore_doubling_n_doubles_a_memory_bound_latency():
     at = app()
     assert "memory-bound" in at.info[0].value
@@ -29,11 +38,91 @@ def test_explore_doubling_n_doubles_a_memory_bound_latency():
     assert after / before == pytest.approx(2, rel=0.05)
 
 
-def test_explore_changing_device_and_mode():
+def test_explore_a_new_device_brings_its_own_link_and_mode():
+    # issue 13 bug 3: h100-sxm -> t4 kept pcie5-x16; SISD on the laptop then t4 ran the GPU in SISD
     at = app()
+    assert at.selectbox(key="explore_link__h100-sxm").value == "pcie5-x16"
+    at.selectbox(key="explore_device").set_value("t4").run()
+    assert at.selectbox(key="explore_link__t4").value == "pcie3-x16"
     at.selectbox(key="explore_device").set_value("laptop-4c-avx2").run()
-    at.selectbox(key="explore_mode").set_value("sisd").run()
-    assert not at.exception and "compute-bound" in at.info[0].value
+    at.selectbox(key="explore_mode__laptop-4c-avx2").set_value("sisd").run()
+    sisd = seconds(at.metric[0].value)
+    at.selectbox(key="explore_device").set_value("t4").run()
+    assert at.selectbox(key="explore_mode__t4").value == "simt"
+    assert seconds(at.metric[0].value) < sisd / 100
+    at.selectbox(key="explore_device").set_value("laptop-4c-avx2").run()
+    assert at.selectbox(key="explore_mode__laptop-4c-avx2").value == "sisd"  # picked for this device
+    assert seconds(at.metric[0].value) == pytest.approx(sisd)
+    assert not at.exception
+
+
+def test_explore_opens_with_the_settings_of_its_url():
+    at = app(
+        "explore",
+        query={"explore_device": "t4", "explore_workload": "matmul", "explore_matmul_m": "512"},
+    )
+    assert at.selectbox(key="explore_device").value == "t4"
+    assert at.selectbox(key="explore_workload").value == "matmul"
+    assert at.number_input(key="explore_matmul_m").value == 512
+    assert "T4" in at.info[0].value or "SM" in at.info[0].value
+    bad = app("explore", query={"explore_device": "no-such-gpu", "explore_workload": "; rm -rf /"})
+    assert bad.selectbox(key="explore_device").value == "h100-sxm"  # unknown values are ignored
+    assert bad.selectbox(key="explore_workload").value == "vector_add"
+
+
+def test_explore_asks_for_an_upload_instead_of_showing_another_device():
+    at = app()
+    at.selectbox(key="explore_device").set_value("uploaded hardware file").run()
+    assert any("upload a hardware TOML" in i.value for i in at.info)
+    assert not at.metric and not at.exception  # nothing predicted for a device nobody gave
+
+
+def test_explore_offers_only_what_runs_without_a_gpu_on_a_cpu():
+    at = app()
+    assert {"copy", "offload", "data_parallel"} <= workloads_offered(at)
+    at.selectbox(key="explore_device").set_value("laptop-4c-avx2").run()
+    offered = workloads_offered(at)
+    assert not {"copy", "offload", "data_parallel"} & offered
+    assert {"vector_add", "matmul", "network"} <= offered
+
+
+def workloads_offered(at) -> set[str]:
+    return {label.split(" — ")[0] for label in at.selectbox(key="explore_workload").options}
+
+
+def test_devices_are_grouped_cpu_then_gpu_by_their_full_names():
+    at = app()
+    shown = at.selectbox(key="explore_device").options
+    kinds = [label.split(" · ")[0] for label in shown if " · " in label]
+    assert kinds == sorted(kinds, key=lambda k: k != "CPU") and {"CPU", "GPU"} == set(kinds)
+    assert "GPU · NVIDIA Tesla T4 (TU104, Turing) (t4)" in shown
+
+
+def test_hardware_editor_writes_every_preset_figure_back_exactly():
+    # issue 13: the editor wrote capacity rounded to 6 digits, as a float
+    import tomllib
+
+    from parsim.app.editor import FIELDS, _build, _get, _shown
+    from parsim.hardware.presets import PROCESSORS
+    from parsim.hardware.tomlio import dumps_hardware
+    from parsim.units import parse_value
+
+    for base in PROCESSORS.values():
+        values = {path: parse_value(_shown(_get(base, path))) for path, _ in FIELDS}
+        assert _build(base, values) == base, base.id
+    written = tomllib.loads(dumps_hardware(_build(PROCESSORS["h100-sxm"], values_of("h100-sxm"))))
+    assert tomllib.loads(dumps_hardware(PROCESSORS["h100-sxm"])) == written
+    at = app()
+    assert at.text_input(key="editor_h100-sxm_memory.capacity_B").value == "85899345920"
+    assert at.text_input(key="editor_h100-sxm_clock_Hz").value == "1.98e+9"
+
+
+def values_of(preset: str) -> dict:
+    from parsim.app.editor import FIELDS, _get, _shown
+    from parsim.hardware.presets import PROCESSORS
+    from parsim.units import parse_value
+
+    return {path: parse_value(_shown(_get(PROCESSORS[preset], path))) for path, _ in FIELDS}
 
 
 def test_explore_framework_choice_moves_a_host_bound_network():
@@ -173,10 +262,8 @@ def test_scale_out_takes_the_chosen_gpus_own_link_for_the_ring():
 @pytest.mark.parametrize("device", ["h100-sxm", "laptop-4c-avx2"])
 def test_explore_takes_every_workload_without_an_exception(device):
     # issue 13: choosing matmul crashed the page (its 'n' bound is below the page's default n)
-    from parsim.workloads.registry import WORKLOADS
-
     at = app()
     at.selectbox(key="explore_device").set_value(device).run()
-    for name in WORKLOADS:
+    for name in workloads_offered(at):
         at.selectbox(key="explore_workload").set_value(name).run()
         assert not at.exception, (device, name, at.exception[0].value if at.exception else "")

@@ -25,7 +25,8 @@ from parsim.model.modes import default_mode, modes_for
 from parsim.report import bottleneck_sentence
 from parsim.workloads.registry import WORKLOADS
 
-DEFAULTS = {"n": 10**8, "m": 4096, "k": 4096}
+# Starting sizes: 100 M elements fill a GPU's memory bandwidth; a 4096^3 GEMM its tensor cores.
+DEFAULTS = {"": {"n": 10**8}, "matmul": {"m": 4096, "n": 4096, "k": 4096}}
 
 
 def render() -> None:

@@ -124,7 +124,10 @@ def runs_on_cpu(name: str) -> bool:
 def workload_form(
     key: str, names: list[str] | None = None, default: str = "vector_add", overrides: dict | None = None
 ) -> tuple[str, dict]:
-    """A workload and its parameters, with the bounds of its parameter model, kept in the URL."""
+    """A workload and its parameters, with the bounds of its parameter model, kept in the URL.
+
+    ``overrides`` are starting values by workload name (``""``: for any workload).
+    """
     names = names or list(WORKLOADS)
     name = urlstate.choice(
         "workload",
@@ -139,7 +142,8 @@ def workload_form(
     for index, (field, info) in enumerate(model.model_fields.items()):
         if field == "gpus" and name != "data_parallel":
             continue
-        default_value = (overrides or {}).get(field, info.default)
+        start = {**(overrides or {}).get("", {}), **(overrides or {}).get(name, {})}
+        default_value = start.get(field, info.default)
         with columns[index % 2]:
             values[field] = _field_input(field, info, default_value, f"{key}_{name}_{field}")
     return name, values
