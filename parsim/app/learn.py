@@ -1,17 +1,23 @@
-"""Learn: every scenario as a lesson — its text, its figure, its table, and a live measurement."""
+"""Learn: every scenario as a lesson — its text, its figure, its table, and "Measure it here".
+
+The chosen lesson is in the URL (``?lesson=<stem>``), so a teacher's slide can link each lesson.
+The measurements run in a fragment (only that part of the page reruns while they are taken) and
+are kept per lesson in the session, beside their prediction for this machine (see
+``parsim.app.measure_here``).
+"""
 
 from __future__ import annotations
 
 import pandas
 import streamlit as st
 
-from parsim import plots, units
+from parsim import plots
+from parsim.app import layout, measure_here, teach
 from parsim.app.cache import cached_scenario, scenario_folder
-from parsim.app.widgets import cached_png, csv_download, show_png
+from parsim.app.widgets import cached_png, csv_download, figure, show_png
 from parsim.errors import ParsimError
-from parsim.hardware import registry
-from parsim.measure.run import measurable
-from parsim.scenarios import case_labels, load_scenario, resolve, scenario_paths
+from parsim.measure.backends import gpu_available
+from parsim.scenarios import load_scenario, scenario_paths
 
 # A course order: Flynn's taxonomy first, then data movement, then deep learning.
 ORDER = [
@@ -26,6 +32,8 @@ ORDER = [
     "data_parallel_scaling",
     "batching_latency_vs_throughput",
 ]
+KEY = "learn_lesson"
+MEASURED = "learn_measured"  # session state: {stem: [rows]}
 
 
 def render() -> None:
@@ -40,13 +48,18 @@ def render() -> None:
     titles = {}
     for path in paths:
         try:
-            titles[load_scenario(path).title] = path
+            titles[path.stem] = load_scenario(path).title
         except ParsimError as exc:  # one broken lesson file must not hide the others
             st.warning(f"skipped {exc}")
     if not titles:
         return
-    title = st.selectbox("lesson", list(titles), key="learn_lesson")
-    path = titles[title]
+    asked = st.query_params.get("lesson")
+    if KEY not in st.session_state and asked in titles:  # a bookmark opens its lesson
+        st.session_state[KEY] = asked
+    with layout.controls():
+        stem = st.selectbox("lesson", list(titles), format_func=titles.get, key=KEY)
+    st.query_params["lesson"] = stem
+    path = next(p for p in paths if p.stem == stem)
     stamp = path.stat().st_mtime  # an edited lesson file is read again
     try:
         result = cached_scenario(str(path), stamp)
@@ -55,61 +68,100 @@ def render() -> None:
         return
     st.markdown(f"## {result.scenario.title}")
     st.markdown(result.scenario.lesson)
-    show_png(cached_png(_lesson_figure, str(path), stamp), path.stem, key="learn_png")
+    show_png(cached_png(_lesson_figure, str(path), stamp), stem, key="learn_png")
+    teach.panel(stem)
+    sweep = result.scenario.sweep
     table = pandas.DataFrame(
         [
             {
                 "case": r.label,
-                "value": r.value,
-                "latency": units.seconds(r.prediction.latency_s),
-                "latency_s": r.prediction.latency_s,
+                **({sweep.label: r.value} if sweep else {}),
+                "latency": r.prediction.latency_s * 1e3,
                 "bottleneck": r.prediction.bottleneck,
+                "share": r.prediction.breakdown[r.prediction.bottleneck] / r.prediction.latency_s
+                if r.prediction.latency_s
+                else 0.0,
             }
             for r in result.results
         ]
     )
-    st.dataframe(table, hide_index=True, key="learn_table")
-    csv_download(table, path.stem, key="learn_csv")
-    _measure_here(result)
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="learn_table",
+        column_config={
+            "latency": st.column_config.NumberColumn("latency (ms)", format="%.4g"),
+            "share": st.column_config.NumberColumn("bottleneck's share", format="percent"),
+        },
+    )
+    csv_download(table.rename(columns={"latency": "latency_ms"}), stem, key="learn_csv")
+    _measure_here(stem, result.scenario)
 
 
 def _lesson_figure(path: str, stamp: float):
     return plots.scenario(cached_scenario(path, stamp))
 
 
-def _measure_here(result) -> None:
-    """Measure the cases this machine can run (CPU cases of measurable workloads)."""
-    runnable = []
-    for label, raw in zip(case_labels(result.scenario), result.scenario.cases, strict=True):
-        case = resolve(result.scenario, raw)
-        on_cpu = registry.kind_of(case.device) == "cpu"
-        if on_cpu and measurable(case.workload) and result.scenario.sweep is None:
-            runnable.append((label, case))
-    if not runnable:
-        st.caption(
-            "the cases of this lesson run on GPUs or are not single kernels: nothing to measure on this CPU"
+@st.fragment
+def _measure_here(stem: str, scenario) -> None:
+    """Measure the cases this machine can run, beside their prediction for this machine."""
+    st.subheader("Measure it here")
+    spec = measure_here.machine()
+    gpu, why = gpu_available()
+    if not gpu:
+        st.caption(f"No GPU here ({why}): GPU cases run on this CPU where NumPy can do their work.")
+    planned, skipped = measure_here.plan(scenario, spec, gpu)
+    store = st.session_state.setdefault(MEASURED, {})
+    if spec is None:
+        st.warning(
+            "This machine is not calibrated: measurements will have no prediction beside them. "
+            "Calibrate first (it is saved, and the Measure page shows it).",
+            icon=":material/info:",
         )
+        if measure_here.calibrate_button(key="learn_calibrate"):
+            spec = measure_here.machine()
+    else:
+        st.caption(
+            f"Predictions beside the measurements are for this machine ({spec.name}, from "
+            f"`{measure_here.CALIBRATION}`), whatever hardware the lesson's case names."
+        )
+    for line in skipped:
+        st.caption(f"not measured: {line}")
+    if not planned:
+        st.info("Nothing in this lesson can run on this machine: its cases need a GPU or a framework.")
         return
-    if not st.button("Measure it here", key="learn_measure", type="primary"):
-        return
-    from parsim.measure import measure  # the measuring machinery loads only when asked
+    if st.button(f"Measure it here ({len(planned)} runs)", key="learn_measure", type="primary"):
+        rows = []
+        bar = st.progress(0.0, text="measuring on this machine")
+        for index, item in enumerate(planned):
+            bar.progress(index / len(planned), text=f"measuring {item.label}")
+            rows.append(measure_here.measure_one(item, spec))
+        bar.empty()
+        store[stem] = rows
+    if stem in store:
+        _show_measured(stem, store[stem], scenario)
 
-    rows = []
-    bar = st.progress(0.0, text="measuring on this machine")
-    for index, (label, case) in enumerate(runnable):
-        try:
-            measured = measure(case.workload, case.params, mode=case.mode, budget_s=0.2)
-            rows.append(
-                {
-                    "case": label,
-                    "mode": measured.mode,
-                    "measured": units.seconds(measured.median_s),
-                    "measured_s": measured.median_s,
-                }
-            )
-        except ParsimError as exc:
-            rows.append({"case": label, "mode": case.mode, "measured": f"not measured: {exc}"})
-        bar.progress((index + 1) / len(runnable))
-    bar.empty()
-    st.subheader(f"Measured here ({len(rows)} cases)")
-    st.dataframe(pandas.DataFrame(rows), hide_index=True, key="learn_measured")
+
+def _show_measured(stem: str, rows: list[dict], scenario) -> None:
+    frame = pandas.DataFrame(rows)
+    for column in ("measured_s", "predicted_s", "error", "value", "note"):
+        if column not in frame:
+            frame[column] = None
+    sweep = scenario.sweep
+    shown = frame.rename(columns={"value": sweep.label}) if sweep else frame.drop(columns="value")
+    milliseconds = {c: shown[c].astype(float) * 1e3 for c in ("measured_s", "predicted_s")}
+    st.dataframe(
+        shown.assign(**milliseconds),
+        hide_index=True,
+        key="learn_measured_table",
+        column_config={
+            "measured_s": st.column_config.NumberColumn("measured (ms)", format="%.4g"),
+            "predicted_s": st.column_config.NumberColumn("predicted here (ms)", format="%.4g"),
+            "error": st.column_config.NumberColumn("error", format="percent"),
+        },
+    )
+    csv_download(shown, f"{stem}-measured", key="learn_measured_csv")
+    paired = frame.dropna(subset=["measured_s"])
+    if not paired.empty:
+        drawn = measure_here.paired_figure(paired, sweep.label if sweep else None)
+        figure(drawn, f"{stem}-measured", key="learn_measured_png")

@@ -8,21 +8,24 @@ without a GPU can show figures measured on a GPU server.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas
 import streamlit as st
 
 from parsim import plots, units
 from parsim.app.cache import cached_published
+from parsim.app.measure_here import CALIBRATION, calibrate_button
 from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated, show_png
 from parsim.errors import ParsimError
-from parsim.hardware.tomlio import dumps_hardware, loads_hardware
+from parsim.hardware.tomlio import loads_hardware
 from parsim.measure.backends import gpu_available
 from parsim.measure.jsonfiles import parse_json
 from parsim.measure.run import check_measurement
 from parsim.validate import SCHEMA as REPORT_SCHEMA
 from parsim.validate import check_report, summarise
 
+PUBLISHED_SHOWN = "published_shown"  # session state: the section was asked for once
 MEASURABLE = ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul"]
 
 
@@ -61,19 +64,10 @@ def _calibration() -> None:
                 file_name="this-machine.toml",
                 key="measure_calibration_download",
             )
-        if st.button("Quick calibration (about 5 s)", key="measure_calibrate"):
-            from parsim.measure.calibrate import calibrate, describe
-
-            bar = st.progress(0.0, text="calibrating (waits if someone else is measuring this machine)")
-            try:
-                spec, raw = calibrate(quick=True, progress=lambda i, n, what: bar.progress(i / n, text=what))
-            except ParsimError as exc:
-                bar.empty()
-                st.error(str(exc))
-                return
-            st.session_state["calibrated_toml"] = dumps_hardware(spec, describe(raw, quick=True))
-            bar.empty()
-            st.rerun()
+        else:
+            st.write(f"not calibrated yet: no `{CALIBRATION}` in {Path.cwd()}")
+        if calibrate_button(key="measure_calibrate"):
+            st.rerun()  # every page reads the new calibration
 
 
 def _measure_form(history: list, gpu: bool) -> None:
@@ -230,7 +224,10 @@ def _comparison(history: list) -> None:
     figure(plots.validation(paired), "predicted-vs-measured", key="measure_png")
 
 
+@st.fragment
 def _published() -> None:
+    """Predicted vs published, computed only when asked: predicting every published run takes
+    seconds, which the page's first open must not pay (the answer is then cached)."""
     with st.container(border=True):
         st.subheader("Predicted vs published")
         st.write(
@@ -239,6 +236,10 @@ def _published() -> None:
             "prediction of the same run — no GPU needed here. Each point is one measurement: inside "
             "the grey band the prediction meets the class's target."
         )
+        if not st.session_state.get(PUBLISHED_SHOWN):
+            if not st.button("Predict the published runs", key="published_show"):
+                return
+            st.session_state[PUBLISHED_SHOWN] = True
         with st.spinner("predicting the published runs ..."):
             data = cached_published()
         summary = pandas.DataFrame(

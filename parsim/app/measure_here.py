@@ -1,0 +1,246 @@
+"""Measure a lesson here: its cases timed on this machine beside their prediction for this machine.
+
+A lesson's cases name preset hardware (a 2014 Xeon, a V100); a class sits in front of another
+machine. So each case this machine can run is measured on it — CPU cases on this CPU whatever
+preset they name, GPU cases with CuPy when a GPU is here (or, for the work NumPy can do, on this CPU
+when none is) — and predicted for this machine's calibration (``this-machine.toml``), so the two
+numbers beside each other are about the same hardware. Sweeps are measured at the values this
+machine runs in a fraction of a second. Results live in ``st.session_state`` per lesson, so they
+survive reruns and page switches; the calibration is written next to the app, so it survives a
+restart.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+import streamlit as st
+
+from parsim.errors import ParsimError
+from parsim.hardware import registry
+from parsim.hardware.presets import PROCESSORS
+from parsim.hardware.tomlio import dumps_hardware, loads_hardware
+from parsim.measure.run import SISD_WORKLOADS, measurable
+from parsim.scenarios import case_labels, parse_values, resolve
+
+CALIBRATION = "this-machine.toml"
+ESTIMATE = "laptop-4c-avx2"  # sizes the sweep when the machine is not calibrated yet
+MOST_S = 0.05  # a sweep value is measured when this machine should run it in at most this long
+MOST_CASE_S = 1.0  # ... and a lesson without a sweep each case that runs in at most this long
+MOST_VALUES = 6  # ... and at most this many values per case, spread over the sweep
+BUDGET_S = 0.2  # repeats per point (measure() takes at least 5)
+CALIBRATION_STEPS = (
+    "DRAM and cache bandwidth per core count, the dispatch cost of a NumPy call, the fork/join of "
+    "the worker threads, each core's vector and matrix FLOP rates, and the Python interpreter's "
+    "cost per element"
+)
+
+
+class Planned(NamedTuple):
+    """One measurement to take: the lesson's case and sweep value, and how it runs here."""
+
+    label: str
+    value: object  # the sweep value, or None
+    workload: str
+    params: dict
+    backend: str  # numpy or cupy
+    mode: str | None
+    why: str  # why it is measured this way ("" for a CPU case on this CPU)
+    gpu: str | None = None  # the lesson's GPU, which a CuPy measurement is predicted for
+
+
+def machine():
+    """This machine's calibrated spec from ``this-machine.toml`` in the working directory, or None."""
+    text = st.session_state.get("calibrated_toml")
+    if text is None:
+        path = Path(CALIBRATION)
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        st.session_state["calibrated_toml"] = text
+    if not text:
+        return None
+    try:
+        return loads_hardware(text, source=CALIBRATION)
+    except ParsimError:
+        return None
+
+
+def save_calibration(spec, raw: dict, folder: Path = Path()) -> Path:
+    """Write ``this-machine.toml`` atomically (a temp file, then ``os.replace``) and return its path."""
+    from parsim.measure.calibrate import describe
+
+    text = dumps_hardware(spec, describe(raw, quick=True))
+    target = folder / CALIBRATION
+    handle, temp = tempfile.mkstemp(dir=folder, prefix=".this-machine-", suffix=".toml")
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(temp, target)
+    except OSError:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    st.session_state["calibrated_toml"] = text
+    return target
+
+
+def calibrate_button(key: str) -> bool:
+    """The quick calibration: a button that says what it measures, progress per step, saved to disk."""
+    st.caption(f"The quick calibration measures {CALIBRATION_STEPS}, then saves `{CALIBRATION}` here.")
+    if not st.button("Calibrate this machine", key=key):
+        return False
+    from parsim.measure.calibrate import calibrate
+
+    bar = st.progress(0.0, text="calibrating (waits if someone else is measuring this machine)")
+    try:
+        spec, raw = calibrate(
+            quick=True, progress=lambda done, steps, what: bar.progress(done / steps, text=f"{what}")
+        )
+        path = save_calibration(spec, raw)
+    except (ParsimError, OSError) as exc:
+        bar.empty()
+        st.error(f"calibration failed: {exc}")
+        return False
+    bar.empty()
+    st.success(f"calibrated and saved to {path.resolve()}")
+    return True
+
+
+def plan(scenario, spec, gpu: bool) -> tuple[list[Planned], list[str]]:
+    """What to measure for ``scenario`` here, and one line for each case left out (and why)."""
+    estimate = spec or PROCESSORS[ESTIMATE]
+    planned, skipped = [], []
+    values = parse_values(scenario.sweep.values) if scenario.sweep else [None]
+    for label, raw in zip(case_labels(scenario), scenario.cases, strict=True):
+        case = resolve(scenario, raw)
+        on_gpu = registry.kind_of(case.device) == "gpu"
+        backend, mode, why = "numpy", case.mode or "mimd+simd", ""
+        if on_gpu and gpu and measurable(case.workload, "cupy"):
+            backend, mode, why = "cupy", None, "on this machine's GPU (CuPy)"
+        elif on_gpu:
+            reason = _cpu_instead(case)
+            if reason:
+                skipped.append(f"{label}: {reason}")
+                continue
+            mode, why = "mimd+simd", "no GPU here: the same work on this CPU"
+        elif not measurable(case.workload):
+            skipped.append(f"{label}: {case.workload} needs a deep-learning framework to measure")
+            continue
+        chosen = [v for v in values if _fits(case, scenario.sweep, v, estimate, mode, backend)]
+        if not chosen:
+            longest = MOST_S if scenario.sweep else MOST_CASE_S
+            skipped.append(f"{label}: predicted longer than {longest:g} s here, too long to repeat")
+            continue
+        step = max(1, -(-len(chosen) // MOST_VALUES))
+        for value in chosen[::step]:
+            params = _with_value(case.params, scenario.sweep, value)
+            gpu_id = case.device if backend == "cupy" else None
+            planned.append(Planned(label, value, case.workload, params, backend, mode, why, gpu_id))
+    kept, same = _unique(planned)
+    return kept, skipped + same
+
+
+def _cpu_instead(case) -> str:
+    """Why a GPU case cannot run on this CPU instead ("" when it can)."""
+    if not measurable(case.workload):
+        return f"{case.workload} needs a GPU (no GPU here)"
+    if case.params.get("dtype", "float32") != "float32":
+        return f"no GPU here, and NumPy has no fast {case.params['dtype']} to stand in"
+    return ""
+
+
+def _fits(case, sweep, value, estimate, mode, backend) -> bool:
+    """Whether one run takes at most ``MOST_S`` here (by the calibration, or a laptop estimate)."""
+    from parsim.predict import predict
+
+    params = _with_value(case.params, sweep, value)
+    if backend == "numpy" and (mode or "mimd+simd") == "sisd" and case.workload not in SISD_WORKLOADS:
+        return False  # no Python loop for it: measure() would refuse
+    try:
+        device = estimate if backend == "numpy" else case.device
+        seconds = predict(case.workload, params, device=device, mode=mode, method="analytic").latency_s
+    except ParsimError:
+        return False
+    return seconds <= (MOST_S if sweep else MOST_CASE_S)
+
+
+def _with_value(params: dict, sweep, value) -> dict:
+    if sweep is None:
+        return dict(params)
+    return {**params, **dict.fromkeys(sweep.params, value)}
+
+
+def _unique(planned: list[Planned]) -> tuple[list[Planned], list[str]]:
+    """Cases that became the same measurement here (a GPU case run on this CPU) are measured once:
+    the CPU case keeps it, and the other is named as measured by it."""
+    first: dict = {}
+    for item in sorted(planned, key=lambda item: item.why != ""):  # stable: CPU cases claim first
+        first.setdefault(_key(item), item)
+    kept = [item for item in planned if item in first.values()]
+    same = sorted(
+        {
+            f"{item.label}: {item.why}, which is the row of {first[_key(item)].label}"
+            for item in planned
+            if first[_key(item)] is not item
+        }
+    )
+    return kept, same
+
+
+def _key(item: Planned) -> tuple:
+    return (item.workload, tuple(sorted(item.params.items())), item.backend, item.mode, item.value)
+
+
+def measure_one(item: Planned, spec) -> dict:
+    """Measure ``item`` here and predict it (for this machine's calibration; a GPU for the lesson's
+    GPU, as no GPU calibration is kept): one row of the paired table."""
+    from parsim.measure import measure
+    from parsim.predict import predict
+
+    row = {"case": item.label, "value": item.value, "how": item.why or "on this CPU"}
+    try:
+        measured = measure(
+            item.workload, item.params, backend=item.backend, mode=item.mode, budget_s=BUDGET_S
+        )
+    except ParsimError as exc:
+        return {**row, "mode": item.mode, "note": f"not measured: {exc}"}
+    row |= {"mode": measured.mode, "measured_s": measured.median_s}
+    device = spec if item.backend == "numpy" else item.gpu
+    if device is None:
+        return {**row, "note": "no calibration: calibrate to predict this machine"}
+    try:
+        predicted = predict(item.workload, measured.params, device=device, mode=measured.mode).latency_s
+    except ParsimError as exc:
+        return {**row, "note": f"not predicted: {exc}"}
+    return {**row, "predicted_s": predicted, "error": predicted / measured.median_s - 1, "note": ""}
+
+
+def paired_figure(frame, sweep_label: str | None):
+    """Measured beside predicted: paired bars per case, or points against the sweep's values."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 0.8 + 0.7 * len(frame)) if sweep_label is None else (10, 5.5))
+    ax = fig.add_subplot()
+    if sweep_label is None:
+        rows = range(len(frame))
+        ax.barh([r + 0.2 for r in rows], frame["measured_s"] * 1e3, height=0.4, label="measured here")
+        predicted = frame["predicted_s"].astype(float).fillna(0) * 1e3
+        ax.barh([r - 0.2 for r in rows], predicted, height=0.4, label="predicted for this machine")
+        ax.set_yticks(list(rows), list(frame["case"]))
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("time (ms, log scale)")
+    else:
+        for index, (case, group) in enumerate(frame.groupby("case", sort=False)):
+            colour = f"C{index}"
+            ax.loglog(group["value"], group["measured_s"] * 1e3, "o", color=colour, label=f"{case}: measured")
+            if group["predicted_s"].notna().any():
+                ax.loglog(group["value"], group["predicted_s"] * 1e3, "--", color=colour, label="predicted")
+        ax.set_xlabel(sweep_label)
+        ax.set_ylabel("time (ms)")
+    ax.set_title("Measured here, beside the prediction for this machine")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,174 @@
+"""Learn and Measure for a class (issue 13): the bottleneck sentence per Flynn mode, lessons by URL,
+"Measure it here" beside the prediction for this machine, a saved calibration, a fast Measure page."""
+
+import time
+
+import attrs
+import pytest
+
+from parsim.hardware import registry
+from parsim.hardware.presets import PROCESSORS
+from parsim.hardware.tomlio import load_hardware, save_hardware
+from parsim.predict import predict
+from parsim.report import bottleneck_sentence
+from tests.apptest import app
+
+LAPTOP = registry.processor("laptop-4c-avx2")  # 4 cores x 16 float32 lanes, 50 ns per interpreted op
+
+
+def sentence(workload, params, device, mode=None):
+    return bottleneck_sentence(predict(workload, params, device=device, mode=mode), device)
+
+
+def test_sisd_names_the_interpreter_and_its_rate_not_the_chip_peak():
+    # Before: "compute-bound ... at up to 346 GFLOP/s" for 20 MFLOP/s achieved.
+    text = sentence("vector_add", {"n": 10**6}, LAPTOP, "sisd")
+    assert text.startswith("interpreter-bound: 100%")
+    assert "one lane of one core" in text and "20 M operations/s" in text and "50 ns" in text
+    assert "GFLOP/s" not in text
+
+
+def test_each_mode_gets_its_own_cores_lanes_and_rate():
+    big = {"m": 1024, "n": 1024, "k": 1024}
+    simd, mimd, both = (sentence("matmul", big, LAPTOP, mode) for mode in ("simd", "mimd", "mimd+simd"))
+    # the model's rates (parsim.model.rates.execution): one core's 16 lanes, 4 cores' one lane, all
+    assert "on 1 core x 16 lanes (simd)" in simd and "60.5 GFLOP/s float32" in simd
+    assert "on 4 cores x one lane (mimd)" in mimd and "15.1 GFLOP/s float32" in mimd
+    assert "on 4 cores x 16 lanes (mimd+simd)" in both and "242 GFLOP/s float32" in both
+    # a memory-bound op: one core draws less of DRAM than four
+    one = sentence("vector_add", {"n": 10**6}, LAPTOP, "simd")
+    four = sentence("vector_add", {"n": 10**6}, LAPTOP, "mimd+simd")
+    assert one.startswith("memory-bound") and "1 core x 16 lanes (simd) draw at up to 15 GB/s" in one
+    assert "4 cores x 16 lanes (mimd+simd) draw at up to 28 GB/s" in four  # the laptop's DRAM
+
+
+def test_simt_on_a_gpu_names_its_sms_and_the_dtype_rate():
+    h100 = registry.processor("h100-sxm")
+    text = sentence("matmul", {"m": 4096, "n": 4096, "k": 4096, "dtype": "float16"}, h100)
+    assert text.startswith("compute-bound") and "on 132 SMs x 128 lanes (simt)" in text
+    assert "float16" in text and "TFLOP/s" in text
+    assert "device memory" in sentence("vector_add", {"n": 10**8}, h100)
+
+
+def frame(at, column: str):
+    """The page's one table with ``column``."""
+    (found,) = [f.value for f in at.dataframe if column in f.value.columns]
+    return found
+
+
+def calibrated(tmp_path, monkeypatch):
+    save_hardware(
+        attrs.evolve(PROCESSORS["laptop-4c-avx2"], id="this-machine"), tmp_path / "this-machine.toml"
+    )
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_bookmark_opens_its_lesson_and_the_choice_goes_to_the_url():
+    at = app("learn", query={"lesson": "conv3x3"})
+    assert at.selectbox(key="learn_lesson").value == "conv3x3"
+    assert "Every output pixel is independent" in " ".join(m.value for m in at.markdown)
+    at.selectbox(key="learn_lesson").set_value("matmul_roofline").run()
+    assert not at.exception and at.query_params["lesson"] == "matmul_roofline"
+
+
+@pytest.mark.slow
+def test_lesson_table_is_formatted_for_people():
+    at = app("learn", query={"lesson": "flynn_vector_add"})
+    table = frame(at, "bottleneck")
+    assert list(table.columns) == ["case", "latency", "bottleneck", "share"]  # no raw-second twin
+    sisd = table.iloc[0]
+    assert sisd["latency"] == pytest.approx(50, rel=0.05) and sisd["share"] == pytest.approx(1, abs=0.01)
+
+
+@pytest.mark.slow
+def test_measure_it_here_pairs_measured_and_predicted_with_the_error(tmp_path, monkeypatch):
+    calibrated(tmp_path, monkeypatch)
+    at = app("learn", query={"lesson": "flynn_vector_add"})
+    at.button(key="learn_measure").click().run()
+    assert not at.exception
+    rows = at.session_state["learn_measured"]["flynn_vector_add"]
+    assert [r["mode"] for r in rows] == ["sisd", "simd", "mimd", "mimd+simd"]
+    for row in rows:
+        assert row["measured_s"] > 0 and row["predicted_s"] > 0
+        assert row["error"] == pytest.approx(row["predicted_s"] / row["measured_s"] - 1)
+    # the prediction is the calibration's (the laptop preset here): 1e6 x 50 ns in sisd
+    assert rows[0]["predicted_s"] == pytest.approx(0.05, rel=0.05)
+    assert len(frame(at, "measured_s")) == 4
+    # kept in the session: a rerun (another lesson and back) still shows them
+    at.selectbox(key="learn_lesson").set_value("conv3x3").run()
+    at.selectbox(key="learn_lesson").set_value("flynn_vector_add").run()
+    assert len(frame(at, "measured_s")) == 4
+    # the SIMT case is the MIMD+SIMD measurement here, and the page says so
+    assert any("SIMT" in c.value and "no GPU here" in c.value for c in at.caption)
+
+
+@pytest.mark.slow
+def test_without_a_calibration_the_lesson_says_so_and_offers_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    at = app("learn", query={"lesson": "matmul_roofline"})
+    assert any("not calibrated" in w.value for w in at.warning)
+    assert at.button(key="learn_calibrate")
+
+
+@pytest.mark.slow
+def test_measure_page_calibration_is_saved_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = attrs.evolve(PROCESSORS["laptop-4c-avx2"], id="this-machine", name="test machine")
+    steps = []
+
+    def quick(quick=True, progress=None, **_):
+        for i in range(3):
+            progress(i + 1, 3, f"step {i}")
+            steps.append(i)
+        return spec, {}
+
+    monkeypatch.setattr("parsim.measure.calibrate.calibrate", quick)
+    monkeypatch.setattr("parsim.measure.calibrate.describe", lambda raw, quick: "# a test calibration")
+    at = app("measure")
+    assert "about 5 s" not in " ".join(b.label for b in at.button)
+    assert any("DRAM" in c.value and "dispatch" in c.value for c in at.caption)  # says what it measures
+    at.button(key="measure_calibrate").click().run()
+    assert not at.exception and steps == [0, 1, 2]
+    saved = load_hardware(tmp_path / "this-machine.toml")
+    assert saved.name == "test machine" and saved.cores == spec.cores
+    assert not list(tmp_path.glob(".this-machine-*"))  # the temp file was moved into place
+    assert app("measure").session_state["calibrated_toml"]  # a fresh session reads it back
+
+
+@pytest.mark.slow
+def test_a_real_quick_calibration_is_saved(tmp_path):
+    from parsim.app.measure_here import save_calibration
+    from parsim.measure.calibrate import calibrate
+
+    spec, raw = calibrate(quick=True)
+    path = save_calibration(spec, raw, folder=tmp_path)
+    assert load_hardware(path).memory.bandwidth_Bps == pytest.approx(spec.memory.bandwidth_Bps)
+
+
+@pytest.mark.slow
+def test_measure_page_opens_without_predicting_the_published_set(monkeypatch):
+    def refuse():
+        raise AssertionError("the published set was predicted on open")
+
+    monkeypatch.setattr("parsim.app.measure_page.cached_published", refuse)
+    started = time.perf_counter()
+    at = app("measure")
+    assert time.perf_counter() - started < 30  # (AppTest's own start dominates; bench_app times it)
+    assert not any("MAPE" in f.value.columns for f in at.dataframe)
+    assert at.button(key="published_show")
+
+
+@pytest.mark.slow
+def test_measure_page_shows_predicted_vs_published_when_asked():
+    # replaces tests/test_app.py::test_measure_page_shows_predicted_vs_published_without_a_gpu
+    at = app("measure")
+    at.button(key="published_show").click().run()
+    assert not at.exception
+    frames = [frame.value for frame in at.dataframe]
+    summary = next(f for f in frames if "MAPE" in f.columns)
+    assert set(summary["class"]) >= {"single-GPU training throughput", "multi-GPU scaling efficiency"}
+    assert (summary["met"] == "yes").all()
+    rows = next(f for f in frames if "source" in f.columns)
+    assert len(rows) >= 80 and rows["source"].str.len().min() > 10
+    assert len(at.get("image")) >= 1  # the predicted-vs-published figure
