@@ -6,33 +6,18 @@ hardware file to see it refused in place, and saves a screenshot per page under
 ``test-artifacts/``.
 """
 
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.browser import ARTIFACTS, CHROMIUM, FLAGS, ROOT, open_page, serving, wait_idle
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 PAGES = [
-    ("explore", ""),
+    ("home", ""),
+    ("explore", "explore"),
     ("compare", "compare"),
     ("scale", "scale"),
     ("measure", "measure"),
@@ -43,56 +28,27 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium", allow_module_level=True)
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (in the dev extra)")
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+STREAMLIT_RUN = [
+    sys.executable,
+    "-m",
+    "streamlit",
+    "run",
+    str(ROOT / "app.py"),
+    "--server.headless",
+    "true",
+    "--server.port",
+    "{port}",
+    "--server.address",
+    "127.0.0.1",
+    "--browser.gatherUsageStats",
+    "false",
+]
 
 
 @pytest.fixture(scope="module")
 def server():
-    port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(ROOT / "app.py"),
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.read().strip() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        process.kill()
-        pytest.fail(f"streamlit did not become healthy: {process.stdout.read().decode()[-2000:]}")
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    with serving(STREAMLIT_RUN, ROOT) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -103,32 +59,15 @@ def browser():
         chromium.close()
 
 
-def open_page(browser, url: str):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url, wait_until="domcontentloaded", timeout=60_000)
-    page.wait_for_selector("[data-testid='stAppViewContainer']", timeout=60_000)
-    page.wait_for_selector("h1", timeout=60_000)
-    wait_idle(page)
-    return page
-
-
-def wait_idle(page, timeout_s: float = 90) -> None:
-    """Wait until Streamlit has finished the script run (no 'running' status widget)."""
-    deadline = time.monotonic() + timeout_s
-    time.sleep(0.5)
-    while time.monotonic() < deadline:
-        if page.locator("[data-testid='stStatusWidget']").count() == 0:
-            return
-        time.sleep(0.3)
-
-
 @pytest.mark.parametrize(("name", "path"), PAGES)
 def test_page_in_chromium(server, browser, name, path):
     page = open_page(browser, f"{server}/{path}")
     ARTIFACTS.mkdir(exist_ok=True)
     try:
         assert page.locator("[data-testid='stException']").count() == 0
-        if name == "measure":
+        if name == "home":
+            assert page.get_by_text("A class in five steps").count() == 1
+        elif name == "measure":
             page.get_by_text("No GPU here").first.wait_for(timeout=30_000)
             # predicted vs published: real GPU measurements shown without a GPU
             page.get_by_text("Predicted vs published").first.wait_for(timeout=60_000)
@@ -158,7 +97,7 @@ def upload_hardware(page, path) -> None:
 def test_malformed_upload_is_refused_in_place(server, browser, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[processor]\nid = = 3\n")
-    page = open_page(browser, server)
+    page = open_page(browser, f"{server}/explore")
     try:
         upload_hardware(page, bad)
         page.get_by_text("malformed TOML").first.wait_for(timeout=30_000)
@@ -183,7 +122,7 @@ def test_an_uploaded_file_cannot_make_the_app_read_the_server(server, browser, t
     )
     evil = tmp_path / "evil.toml"
     evil.write_text(text)
-    page = open_page(browser, server)
+    page = open_page(browser, f"{server}/explore")
     try:
         upload_hardware(page, evil)
         page.get_by_text("must be a link preset id").first.wait_for(timeout=30_000)

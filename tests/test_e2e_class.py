@@ -1,0 +1,141 @@
+"""A scripted 45-minute class in a real headless Chromium, against a cold ``parsim app`` server.
+
+The server is started the way a teacher starts it (``python -m parsim app``, in an empty working
+folder), and every page is first opened by its URL. Then the five topics of the class, each from
+a link with its settings: Flynn's taxonomy (with a measurement taken beside its prediction), CPU
+vs GPU, latency vs throughput, the cost of PCIe copies, multi-GPU training; presentation mode on
+and off; a bookmark reopened with its state; a phone-sized view. Each step saves a screenshot in
+``test-artifacts/class-NN-*.png`` (the README shows three of them).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.browser import CHROMIUM, FLAGS, no_exception, open_page, serving, shot, wait_idle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium", allow_module_level=True)
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (in the dev extra)")
+
+NAV = ["Home", "Explore", "Compare", "Scale out", "Measure", "Learn"]
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory):
+    """A cold server started as ``parsim app`` does it, and a browser."""
+    folder = tmp_path_factory.mktemp("classroom")  # where the calibration file is written
+    command = [sys.executable, "-m", "parsim", "app", "--headless", "--port", "{port}"]
+    with serving(command, folder) as url, playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield url, chromium, folder
+        chromium.close()
+
+
+def step(browser, url: str, name: str, *, width: int = 1400, check=None):
+    page = open_page(browser, url, width=width)
+    try:
+        no_exception(page)
+        if check is not None:
+            check(page)
+        wait_idle(page)
+        no_exception(page)
+    finally:
+        shot(page, name)
+    return page
+
+
+def sidebar_pages(page) -> list[str]:
+    return [t.strip() for t in page.locator("[data-testid='stSidebarNav'] a").all_inner_texts()]
+
+
+def figure_drawn(page) -> None:
+    image = page.locator("[data-testid='stImage'] img").first
+    image.wait_for(timeout=90_000)
+    assert image.evaluate("img => img.complete && img.naturalWidth > 100")
+
+
+def test_a_45_minute_class(classroom):
+    url, browser, folder = classroom
+    # 1. every page by its URL, first thing on a cold server, with the app's own navigation
+    for path in ["learn", "explore", "compare", "scale", "measure", ""]:
+        page = step(browser, f"{url}/{path}", f"class-00-{path or 'home'}")
+        assert sidebar_pages(page) == NAV, path
+        assert page.get_by_text("Page not found").count() == 0
+        page.close()
+
+    # 2. Flynn's taxonomy, from the home page's first link; measured beside predicted
+    home = open_page(browser, url)
+    home.get_by_text("Flynn's taxonomy").first.click()
+    wait_idle(home)
+    assert "lesson=flynn_vector_add" in home.url
+    figure_drawn(home)
+    home.get_by_role("button", name="Measure it here").first.click()
+    home.get_by_text("measured").first.wait_for(timeout=120_000)
+    wait_idle(home, 180)
+    no_exception(home)
+    shot(home, "class-01-flynn-measured")
+    home.close()
+
+    # 3. CPU vs GPU: the crossover, PCIe paid
+    page = step(
+        browser,
+        f"{url}/compare?compare_kind=CPU+vs+GPU+%28PCIe+paid%29",
+        "class-02-cpu-vs-gpu",
+        check=lambda p: p.get_by_text("beats").first.wait_for(timeout=90_000),
+    )
+    page.close()
+
+    # 4. latency vs throughput: batching
+    page = step(
+        browser,
+        f"{url}/scale?scale_tab=Batching%3A+latency+vs+throughput",
+        "class-03-batching",
+        check=figure_drawn,
+    )
+    page.close()
+
+    # 5. the cost of PCIe copies
+    page = step(
+        browser, f"{url}/compare?compare_kind=pinned+vs+pageable", "class-04-pcie", check=figure_drawn
+    )
+    page.close()
+
+    # 6. multi-GPU training, with one step's timeline for G = 4
+    page = step(browser, f"{url}/scale?scale_step_gpus=4", "class-05-multi-gpu", check=figure_drawn)
+    assert page.get_by_text("G = 4").count() >= 1
+    page.close()
+
+    # 7. presentation mode: on from the URL (sidebar gone, big type), then off with its switch
+    page = step(browser, f"{url}/learn?lesson=matmul_roofline&present=true", "class-06-presenting")
+    assert page.locator("[data-testid='stSidebar']").is_hidden()
+    page.get_by_text("presentation mode").first.click()
+    wait_idle(page)
+    assert page.locator("[data-testid='stSidebar']").is_visible()
+    no_exception(page)
+    page.close()
+
+    # 8. a bookmark: change the device in the page, reopen the URL it shows, find the same state
+    page = open_page(browser, f"{url}/explore")
+    page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
+    page.keyboard.type("Tesla T4")
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    page.wait_for_url("**explore_device=t4**", timeout=30_000)
+    bookmark = page.url
+    page.close()
+    query = parse_qs(urlsplit(bookmark).query)
+    assert query["explore_device"] == ["t4"]
+    page = step(browser, bookmark, "class-07-bookmark")
+    assert page.get_by_text("NVIDIA Tesla T4").count() >= 1
+    page.close()
+
+    # 9. the same timeline on a phone
+    page = step(browser, f"{url}/explore", "class-08-phone", width=420, check=figure_drawn)
+    page.close()
