@@ -113,7 +113,7 @@ def show(p, spec, link, call: tuple) -> None:
     breakdown = pandas.DataFrame(
         {
             "category": list(p.breakdown),
-            "seconds": list(p.breakdown.values()),
+            "time_us": [v * 1e6 for v in p.breakdown.values()],
             "share": [v / p.latency_s for v in p.breakdown.values()],
         }
     )
@@ -123,14 +123,27 @@ def show(p, spec, link, call: tuple) -> None:
     with roofline_tab:
         show_png(cached_png(_roofline, *call), "roofline", key="explore_roofline_png")
     with table_tab:
-        st.dataframe(breakdown, hide_index=True, key="explore_breakdown")
+        st.dataframe(breakdown, hide_index=True, key="explore_breakdown", column_config=COLUMNS)
         csv_download(breakdown, "breakdown", key="explore_breakdown_csv")
         if p.layers:
-            layers = pandas.DataFrame(
-                [
-                    {**row, "algorithms": describe(row["algorithms"])} if "algorithms" in row else dict(row)
-                    for row in p.layers
-                ]
-            )
-            st.dataframe(layers, hide_index=True, key="explore_layers")
+            layers = pandas.DataFrame([_layer_row(row) for row in p.layers])
+            st.dataframe(layers, hide_index=True, key="explore_layers", column_config=COLUMNS)
             csv_download(layers, "layers", key="explore_layers_csv")
+
+
+# Tables for people: times in us, shares in percent, work with SI prefixes; one column per quantity.
+COLUMNS = {
+    "time_us": st.column_config.NumberColumn("time", format="%.4g us"),
+    "share": st.column_config.NumberColumn(format="percent"),
+    "flops": st.column_config.NumberColumn("FLOP", format="compact"),
+    "bytes": st.column_config.NumberColumn("bytes", format="compact"),
+}
+
+
+def _layer_row(row: dict) -> dict:
+    """A layer as the table shows it: its time in us, its algorithms in words (not a mapping)."""
+    shown = {k: v for k, v in row.items() if k != "latency_s"}
+    shown["time_us"] = row["latency_s"] * 1e6
+    if "algorithms" in row:
+        shown["algorithms"] = describe(row["algorithms"])
+    return shown
