@@ -13,6 +13,8 @@ from parsim.predict import predict
 from parsim.report import bottleneck_sentence
 from tests.apptest import app
 
+FLYNN, CONV = "Flynn's taxonomy on one vector add", "3x3 convolution: embarrassingly parallel"
+MATMUL = "Matrix multiply across sizes: launch overhead, then compute"
 LAPTOP = registry.processor("laptop-4c-avx2")  # 4 cores x 16 float32 lanes, 50 ns per interpreted op
 
 
@@ -66,9 +68,9 @@ def calibrated(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_a_bookmark_opens_its_lesson_and_the_choice_goes_to_the_url():
     at = app("learn", query={"lesson": "conv3x3"})
-    assert at.selectbox(key="learn_lesson").value == "conv3x3"
+    assert at.selectbox(key="learn_lesson").value == CONV
     assert "Every output pixel is independent" in " ".join(m.value for m in at.markdown)
-    at.selectbox(key="learn_lesson").set_value("matmul_roofline").run()
+    at.selectbox(key="learn_lesson").set_value(MATMUL).run()
     assert not at.exception and at.query_params["lesson"] == "matmul_roofline"
 
 
@@ -96,8 +98,8 @@ def test_measure_it_here_pairs_measured_and_predicted_with_the_error(tmp_path, m
     assert rows[0]["predicted_s"] == pytest.approx(0.05, rel=0.05)
     assert len(frame(at, "measured_s")) == 4
     # kept in the session: a rerun (another lesson and back) still shows them
-    at.selectbox(key="learn_lesson").set_value("conv3x3").run()
-    at.selectbox(key="learn_lesson").set_value("flynn_vector_add").run()
+    at.selectbox(key="learn_lesson").set_value(CONV).run()
+    at.selectbox(key="learn_lesson").set_value(FLYNN).run()
     assert len(frame(at, "measured_s")) == 4
     # the SIMT case is the MIMD+SIMD measurement here, and the page says so
     assert any("SIMT" in c.value and "no GPU here" in c.value for c in at.caption)

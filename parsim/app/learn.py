@@ -55,9 +55,10 @@ def render() -> None:
         return
     asked = st.query_params.get("lesson")
     if KEY not in st.session_state and asked in titles:  # a bookmark opens its lesson
-        st.session_state[KEY] = asked
-    with layout.controls():
-        stem = st.selectbox("lesson", list(titles), format_func=titles.get, key=KEY)
+        st.session_state[KEY] = titles[asked]
+    with layout.controls():  # the picker shows titles; the URL carries the short stem
+        title = st.selectbox("lesson", list(titles.values()), key=KEY)
+    stem = next(s for s, t in titles.items() if t == title)
     st.query_params["lesson"] = stem
     path = next(p for p in paths if p.stem == stem)
     stamp = path.stat().st_mtime  # an edited lesson file is read again
