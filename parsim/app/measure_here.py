@@ -236,7 +236,8 @@ def paired_figure(frame, sweep_label: str | None):
             colour = f"C{index}"
             ax.loglog(group["value"], group["measured_s"] * 1e3, "o", color=colour, label=f"{case}: measured")
             if group["predicted_s"].notna().any():
-                ax.loglog(group["value"], group["predicted_s"] * 1e3, "--", color=colour, label=f"{case}: predicted")
+                predicted = group["predicted_s"] * 1e3
+                ax.loglog(group["value"], predicted, "--", color=colour, label=f"{case}: predicted")
         ax.set_xlabel(sweep_label)
         ax.set_ylabel("time (ms)")
     ax.set_title("Measured here, beside the prediction for this machine")
