@@ -6,8 +6,9 @@ same way; a count on a log axis reads ``1k 1M 1G``. The data stay in SI base uni
 bytes/s); only the tick labels are scaled, so the figures share axes and annotations without
 converting anything twice. The unit is chosen from the axis's visible range, so each helper is
 called after the data are drawn and the limits set: the largest value on a linear axis, the
-middle decade on a log axis (0.001 .. 1000 ms rather than 0.000001 .. 1 s). The unit tables are
-``parsim.units``'s, the same that print ``357 us`` in the CLI and the app.
+middle decade on a log axis (0.01 .. 100 ms rather than 0.00001 .. 1 s); a log axis spanning
+more decades than one unit reads well carries a unit per tick (``10 us  1 ms  100 ms``). The unit
+tables are ``parsim.units``'s, the same that print ``357 us`` in the CLI and the app.
 """
 
 from __future__ import annotations
@@ -37,11 +38,29 @@ class _Scaled(Formatter):
         return plain(x / self.scale)
 
 
+def count(value: float) -> str:
+    """A count with an SI suffix and no space: ``100``, ``316k``, ``1M``, ``1.5G``."""
+    return plain(value) if abs(value) < 1000 else si(value).replace(" ", "")
+
+
 class _Suffixed(Formatter):
-    """Counts with an SI suffix on each tick: ``100``, ``10k``, ``1M``, ``1G``."""
+    """Counts with an SI suffix on each tick."""
 
     def __call__(self, x, pos=None) -> str:
-        return plain(x) if abs(x) < 1000 else si(x).replace(" ", "")
+        return count(x)
+
+
+class _Seconds(Formatter):
+    """Each tick in its own unit (``10 us``, ``1 ms``, ``1 s``): for log axes spanning many decades,
+    where one unit would print ``0.001`` next to ``1000000``."""
+
+    def __call__(self, x, pos=None) -> str:
+        scale, unit = _time_unit(abs(x))
+        return f"{plain(x / scale)} {unit}"
+
+
+def _time_unit(value: float) -> tuple[float, str]:
+    return next(((s, u) for s, u in _SMALL if value >= s), (1e-9, "ns"))
 
 
 def _reference(axis) -> float:
@@ -63,10 +82,20 @@ def _ticks(axis) -> None:
 
 
 def time_axis(axis, name: str = "time") -> str:
-    """Seconds on ``axis`` shown in s, ms, us or ns; the label reads ``name (unit)``. Returns the unit."""
-    top = _reference(axis)
-    scale, unit = next(((s, u) for s, u in _SMALL if top >= s), (1e-9, "ns"))
+    """Seconds on ``axis`` shown in s, ms, us or ns; the label reads ``name (unit)``. Returns the unit.
+
+    A log axis spanning more than four decades carries the unit on each tick instead, and the
+    label names the range of units: ``latency (us to s)``.
+    """
     _ticks(axis)
+    lo, hi = sorted(abs(v) for v in axis.get_view_interval())
+    if axis.get_scale() == "log" and lo > 0 and hi / lo > 1e4:
+        axis.set_major_formatter(_Seconds())
+        shown = [t for t in axis.get_major_locator().tick_values(lo, hi) if lo <= t <= hi] or [lo, hi]
+        units = f"{_time_unit(min(shown))[1]} to {_time_unit(max(shown))[1]}"
+        axis.set_label_text(f"{name} ({units})")
+        return units
+    scale, unit = _time_unit(_reference(axis))
     axis.set_major_formatter(_Scaled(scale))
     axis.set_label_text(f"{name} ({unit})")
     return unit

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from parsim.plots.axes import column_axis, count_axis, plain_axis, time_axis
+from parsim.plots.axes import column_axis, count, count_axis, plain_axis, time_axis
 from parsim.plots.style import _figure, _finish, legend, styled
 from parsim.plots.style import title as style_title
 from parsim.scenarios import crossovers
-from parsim.units import si
 
 
 @styled
@@ -38,7 +37,7 @@ def sweep_lines(
     for value, winner, _loser in crossovers:
         ax.axvline(float(value), color="black", linestyle="--", alpha=0.6)
         ax.annotate(
-            f"{winner} wins from {si(float(value))}",
+            f"{winner} wins from {count(float(value))}",
             (float(value), 0.92),
             xycoords=("data", "axes fraction"),
             fontsize="small",

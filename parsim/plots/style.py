@@ -77,12 +77,12 @@ def styled(function):
     return wrapper
 
 
-def _figure(width: float = 10, height: float = 5) -> Figure:
-    """A figure ``width`` x ``height`` inches; 16:9 under presentation() (taller only when ``height``
-    asks for more than a slide, e.g. a timeline with many rows, so rows never overlap)."""
+def _figure(width: float = 10, height: float = 5, grow: bool = False) -> Figure:
+    """A figure ``width`` x ``height`` inches; 16:9 under presentation(). ``grow``: a figure whose
+    height holds rows of text (a timeline) may be taller than a slide, so its rows never overlap."""
     if presenting():
         slide_w, slide_h = PRESENTATION_SIZE
-        width, height = slide_w, max(slide_h, height * slide_w / width)
+        width, height = slide_w, max(slide_h, height) if grow else slide_h
     return Figure(figsize=(width, height), layout="constrained")
 
 
@@ -102,8 +102,12 @@ def legible(width_in: float) -> float:
 
 
 def legible_rc(width_in: float) -> dict:
-    """rc sizes raised (never lowered) to ``legible(width_in)``: for figures read on a phone."""
-    least = math.ceil(legible(width_in) * 2) / 2
+    """rc sizes raised (never lowered) to ``legible(width_in)``: for figures read on a phone.
+
+    Under presentation() the least size is 1.5x larger too, so a presented timeline's type is
+    1.5x the everyday one, not merely the phone minimum of a wider figure.
+    """
+    least = math.ceil(legible(width_in) * (_SCALE if presenting() else 1) * 2) / 2
     keys = (
         "font.size",
         "axes.titlesize",
