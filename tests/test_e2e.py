@@ -71,6 +71,7 @@ def test_page_in_chromium(server, browser, name, path):
             page.get_by_text("No GPU here").first.wait_for(timeout=30_000)
             # predicted vs published: real GPU measurements shown without a GPU
             page.get_by_text("Predicted vs published").first.wait_for(timeout=60_000)
+            page.get_by_role("button", name="Predict the published runs").click()
             figure = page.locator("[data-testid='stImage'] img").first
             figure.wait_for(timeout=90_000)
             assert figure.evaluate("img => img.complete && img.naturalWidth > 100")

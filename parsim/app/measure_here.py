@@ -54,11 +54,10 @@ class Planned(NamedTuple):
 
 def machine():
     """This machine's calibrated spec from ``this-machine.toml`` in the working directory, or None."""
-    text = st.session_state.get("calibrated_toml")
-    if text is None:
-        path = Path(CALIBRATION)
-        text = path.read_text(errors="replace") if path.is_file() else ""
-        st.session_state["calibrated_toml"] = text
+    from parsim.app.widgets import load_calibrated
+
+    load_calibrated()  # one reader of the file: size-checked, validated, once per session
+    text = st.session_state["calibrated_toml"]
     if not text:
         return None
     try:

@@ -29,7 +29,9 @@ def load_calibrated() -> None:
     """Offer ``this-machine.toml`` from the working directory (written by ``parsim calibrate``)."""
     if st.session_state.get("calibrated_toml") is not None:
         return
-    path = Path("this-machine.toml")
+    from parsim.app.measure_here import CALIBRATION
+
+    path = Path(CALIBRATION)
     text = None
     if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
         text = path.read_text(errors="replace")
