@@ -104,6 +104,17 @@ def test_counts_and_wide_log_times_carry_their_units_on_the_ticks():
     assert ax.get_ylabel() == "latency (us to s)"
 
 
+def test_a_log_axis_under_one_decade_still_has_labels():
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.loglog([1, 2], [3e-4, 8e-4])
+    ax.set_ylim(3e-4, 8e-4)
+    plot_axes.time_axis(ax.yaxis, "latency")
+    drawn(fig)
+    assert ticks(ax.yaxis) == ["300", "400", "500", "600", "700", "800"]  # not 3x10^-4 minor labels
+    assert ax.get_ylabel() == "latency (us)"
+
+
 @pytest.mark.parametrize(
     ("column", "label"),
     [

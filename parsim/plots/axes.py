@@ -72,12 +72,14 @@ def _reference(axis) -> float:
 
 
 def _ticks(axis) -> None:
-    """Log axes: labels on decades (and 2, 5 when they span under two); no minor labels, which
+    """Log axes: labels on decades (and 2, 5 when they span under two, every digit under one); no
+    minor labels, which
     matplotlib would write as ``3x10^-4``. Linear axes: never an offset or scientific notation."""
     if axis.get_scale() == "log":
         lo, hi = sorted(v for v in axis.get_view_interval())
-        narrow = lo > 0 and hi / lo < 100
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+        ratio = hi / lo if lo > 0 else math.inf
+        subs = tuple(range(1, 10)) if ratio < 10 else (1.0, 2.0, 5.0) if ratio < 100 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
         axis.set_minor_formatter(NullFormatter())
 
 

@@ -16,12 +16,12 @@ import contextlib
 import contextvars
 import functools
 import math
-import textwrap
 
 import matplotlib
 from matplotlib.figure import Figure  # figures are drawn without pyplot: no backend is switched
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
+from matplotlib.textpath import text_to_path
 
 COLORS = {
     "compute": "#d95f02",
@@ -121,23 +121,40 @@ def legible_rc(width_in: float) -> dict:
 
 
 def wrap(text: str, width_in: float, size) -> str:
-    """``text`` broken into lines no wider than ``width_in`` inches at font ``size``.
+    """``text`` broken at spaces into lines no wider than ``width_in`` inches at font ``size``.
 
-    An average character of DejaVu Sans is about 0.55 em wide; 0.62 leaves room for wide letters
-    and capitals, so a wrapped title stays inside its figure (the tests check with the renderer).
+    Widths are measured with the font's own metrics (as the renderer will draw them), so a line
+    is broken only when it would not fit; a word wider than the line stands alone.
     """
-    chars = max(int(width_in * 72 / (points(size) * 0.62)), 10)
-    return "\n".join(
-        "\n".join(textwrap.wrap(line, chars, break_long_words=True) or [""]) for line in text.split("\n")
-    )
+    prop = FontProperties(size=size)
+    room = width_in * 72 * 0.97  # points; a little slack for the title's padding
+
+    def fits(line: str) -> bool:
+        return text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0] <= room
+
+    lines = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split(" "):
+            candidate = f"{line} {word}" if line else word
+            if line and not fits(candidate):
+                lines.append(line)
+                candidate = word
+            line = candidate
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def title(ax, text: str, **kwargs) -> None:
-    """An axes title wrapped to the axes' width (from its subplot position)."""
+    """An axes title wrapped to the width of the axes' grid cell (less room for tick labels: the
+    constrained layout, not yet run, decides the axes' final width)."""
     size = kwargs.get("fontsize", matplotlib.rcParams["axes.titlesize"])
-    fig = ax.get_figure()
-    width = ax.get_position().width * fig.get_figwidth()
-    ax.set_title(wrap(text, width, size), **kwargs)
+    spec = ax.get_subplotspec()
+    share = 1.0
+    if spec is not None:
+        columns = spec.get_gridspec().ncols
+        share = (spec.colspan.stop - spec.colspan.start) / columns
+    ax.set_title(wrap(text, ax.get_figure().get_figwidth() * share * 0.85, size), **kwargs)
 
 
 def suptitle(fig, text: str) -> None:
