@@ -1,4 +1,10 @@
-"""Timelines, rooflines and bar comparisons of predictions."""
+"""Timelines, rooflines and bar comparisons of predictions.
+
+A timeline is read on a projector and on a phone, so its type is sized from the figure's width
+(``legible_rc``) rather than fixed in points, its row labels wrap in two short lines, its time
+axis reads in s/ms/us, and its colour key lists only the kinds of work it shows. Stacked
+timelines share one time axis, so a run ten times longer is drawn ten times longer.
+"""
 
 from __future__ import annotations
 
