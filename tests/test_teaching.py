@@ -179,6 +179,22 @@ def test_the_flynn_figure_caps_rows_and_has_a_legend_for_what_is_lit():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["lane working (memory-bound)", "lane idle"]
 
 
+def test_steps_that_light_the_same_lanes_share_one_figure():
+    result = run_scenario(load_scenario(ROOT / "scenarios" / "flynn_vector_add.toml"))
+    times = time_steps([r.prediction for r in result.results], teach.STEPS)
+    pictures = [teach.flynn_panels(result, t) for t in times]
+
+    def lit(index):
+        return [(grid.state, grid.busy.sum()) for _, _, grid, _ in pictures[index]]
+
+    runs = {teach._same_picture(pictures, step) for step in range(teach.STEPS)}
+    assert 3 <= len(runs) < teach.STEPS  # the picture changes, but not at every step
+    for low, high in runs:
+        assert all(lit(i) == lit(low) for i in range(low, high + 1))
+        assert low == 0 or lit(low - 1) != lit(low)
+        assert high == teach.STEPS - 1 or lit(high + 1) != lit(high)
+
+
 # --- the panels in the app --------------------------------------------------------------------
 
 

@@ -47,20 +47,19 @@ STEPS = 24
 
 def panel(stem: str) -> None:
     """Draw the interactive visual that belongs to lesson ``stem``, if it has one."""
-    visual = {
-        "matmul_roofline": _roofline,
-        "conv3x3": _roofline,
-        "data_parallel_scaling": _scaling,
-        "flynn_vector_add": _flynn,
-    }.get(stem)
-    if visual is None:
-        return
+    if stem in _VISUALS:
+        _fragment(stem)
+
+
+@st.fragment
+def _fragment(stem: str) -> None:
+    """The visual reruns alone when its widgets move: the lesson above it is not drawn again."""
     path = scenario_path(stem)
     if not path.is_file():
         st.warning(f"the interactive visual needs the lesson file {path.name}, which is missing")
         return
     try:
-        visual(path)
+        _VISUALS[stem](path)
     except ParsimError as exc:  # a lesson edited into something the visual cannot read
         st.warning(f"the interactive visual is not available: {exc}")
 
@@ -168,14 +167,20 @@ def scaling_sentence(serial: float, cases: tuple) -> str:
     )
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _scaling_data(path: str, stamp: float) -> tuple:
+    # the few numbers, cached on their own: reading the run back from its cache copies every trace
+    return scaling_cases(cached_scenario(path, stamp))
+
+
 def _scaling_figure(path: str, stamp: float, serial: float):
-    cases = scaling_cases(cached_scenario(path, stamp))
+    cases = _scaling_data(path, stamp)
     return scaling_laws(serial, tuple((label, xs, ys) for label, xs, ys, _ in cases))
 
 
 def _scaling(path: Path) -> None:
     stamp = path.stat().st_mtime
-    cases = scaling_cases(cached_scenario(str(path), stamp))
+    cases = _scaling_data(str(path), stamp)
     st.markdown("#### Try it: how much serial work can you afford?")
     serial = st.slider(
         "serial fraction s",
@@ -226,10 +231,22 @@ def _flynn_run(path: str, stamp: float, n: int):
     return cached_scenario(path, stamp, as_changes({"params": {"n": n}}))
 
 
-def _flynn_figure(path: str, stamp: float, n: int, step: int):
-    result = _flynn_run(path, stamp, n)
-    time_s = time_steps([r.prediction for r in result.results], STEPS)[step]
-    return flynn_grids(flynn_panels(result, time_s), time_s)
+def _flynn_figure(path: str, stamp: float, n: int, start_s: float, end_s: float):
+    return flynn_grids(flynn_panels(_flynn_run(path, stamp, n), start_s), start_s, end_s)
+
+
+def _same_picture(pictures: list, step: int) -> tuple[int, int]:
+    """The run of steps around ``step`` that light the same lanes (drawn once for all of them)."""
+
+    def signature(index: int) -> tuple:
+        return tuple((grid.state, grid.kind, grid.busy.tobytes()) for _, _, grid, _ in pictures[index])
+
+    low, high = step, step
+    while low > 0 and signature(low - 1) == signature(step):
+        low -= 1
+    while high < len(pictures) - 1 and signature(high + 1) == signature(step):
+        high += 1
+    return low, high
 
 
 def _flynn(path: Path) -> None:
@@ -243,9 +260,8 @@ def _flynn(path: Path) -> None:
     )
     result = _flynn_run(str(path), stamp, n)
     times = time_steps([r.prediction for r in result.results], STEPS)
-    everyone = [
-        i for i, t in enumerate(times) if all(p[2].state == "working" for p in flynn_panels(result, t))
-    ]
+    pictures = [flynn_panels(result, t) for t in times]
+    everyone = [i for i, panels in enumerate(pictures) if all(p[2].state == "working" for p in panels)]
     step = st.select_slider(
         "time (a shared clock, log steps)",
         list(range(STEPS)),
@@ -253,6 +269,17 @@ def _flynn(path: Path) -> None:
         format_func=lambda i: seconds(times[i]),
         key="teach_flynn_step",
     )
-    png = cached_png(_flynn_figure, str(path), stamp, n, step)
-    show_png(png, f"flynn-n{n}-step{step}", key="teach_flynn_png")
-    st.markdown(flynn_sentence(times[step], flynn_panels(result, times[step])))
+    # steps that light the same lanes share one figure: moving within them costs no drawing
+    low, high = _same_picture(pictures, step)
+    png = cached_png(_flynn_figure, str(path), stamp, n, times[low], times[high])
+    show_png(png, f"flynn-n{n}-t{seconds(times[step]).replace(' ', '')}", key="teach_flynn_png")
+    st.markdown(flynn_sentence(times[step], pictures[step]))
+
+
+_VISUALS = {
+    "matmul_roofline": _roofline,
+    "conv3x3": _roofline,
+    "data_parallel_scaling": _scaling,
+    "flynn_vector_add": _flynn,
+}
+"""The lessons that have a visual, and the function drawing it from the lesson's file."""
