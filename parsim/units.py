@@ -11,8 +11,8 @@ import math
 
 from parsim.errors import ParsimError
 
-_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
-_SMALL = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")]
+SI_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+TIME_UNITS = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")]
 
 
 def parse_value(text: str) -> int | float | bool | str:
@@ -50,7 +50,7 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
     """``si(3.35e12, "B/s")`` -> ``"3.35 TB/s"``."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}".strip()
-    for scale, prefix in _PREFIXES:
+    for scale, prefix in SI_PREFIXES:
         if abs(value) >= scale:
             return f"{value / scale:.{digits}g} {prefix}{unit}".strip()
     return f"{value:.{digits}g} {unit}".strip()
@@ -60,7 +60,7 @@ def seconds(value: float, digits: int = 3) -> str:
     """``seconds(3.57e-4)`` -> ``"357 us"``."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g} s"
-    for scale, unit in _SMALL:
+    for scale, unit in TIME_UNITS:
         if abs(value) >= scale:
             return f"{value / scale:.{digits}g} {unit}"
     return f"{value / 1e-9:.{digits}g} ns"

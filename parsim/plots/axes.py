@@ -18,7 +18,7 @@ import math
 import numpy
 from matplotlib.ticker import Formatter, LogLocator, NullFormatter
 
-from parsim.units import _PREFIXES, _SMALL, si
+from parsim.units import SI_PREFIXES, TIME_UNITS, si
 
 
 def plain(value: float) -> str:
@@ -60,7 +60,7 @@ class _Seconds(Formatter):
 
 
 def _time_unit(value: float) -> tuple[float, str]:
-    return next(((s, u) for s, u in _SMALL if value >= s), (1e-9, "ns"))
+    return next(((s, u) for s, u in TIME_UNITS if value >= s), (1e-9, "ns"))
 
 
 def _reference(axis) -> float:
@@ -106,7 +106,7 @@ def time_axis(axis, name: str = "time") -> str:
 def rate_axis(axis, name: str, unit: str = "B/s") -> str:
     """A rate (bandwidth: bytes/s) with one SI prefix for the whole axis: ``bandwidth (TB/s)``."""
     top = _reference(axis)
-    scale, prefix = next(((s, p) for s, p in _PREFIXES if top >= s), (1.0, ""))
+    scale, prefix = next(((s, p) for s, p in SI_PREFIXES if top >= s), (1.0, ""))
     _ticks(axis)
     axis.set_major_formatter(_Scaled(scale))
     axis.set_label_text(f"{name} ({prefix}{unit})")
