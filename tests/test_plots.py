@@ -317,3 +317,30 @@ def test_figures_keep_their_signatures(gpu):
                 assert all(PLAIN_TICK.match(t) for t in ticks(axis)), ticks(axis)
     assert figs[2].axes[0].get_ylabel() == "compute (FLOP/s)"
     assert figs[4].axes[0].get_ylabel() == "latency of one batch (ms)"
+
+
+def test_measured_beside_predicted_reads_in_time_units_and_draws_only_what_exists():
+    rows = [
+        {"case": "SISD", "measured_s": 0.0327, "predicted_s": 0.0188},
+        {"case": "SIMD", "measured_s": 95e-6, "predicted_s": float("nan")},  # an empty table cell
+    ]
+    fig = plots.measured(rows)
+    drawn(fig)
+    ax = fig.axes[0]
+    assert ticks(ax.xaxis) and all(PLAIN_TICK.match(t) for t in ticks(ax.xaxis)), ticks(ax.xaxis)
+    assert "time" in ax.get_xlabel()
+    bars = [p for p in ax.patches if p.get_width() > 0]
+    assert sorted(round(b.get_width(), 6) for b in bars) == [95e-6, 0.0188, 0.0327]  # no bar for NaN
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "measured here",
+        "predicted for this machine",
+    ]
+    swept = plots.measured(
+        [{"case": "relu", "value": v, "measured_s": v * 1e-9, "predicted_s": None} for v in (1e5, 1e6, 1e7)],
+        sweep_label="n",
+    )
+    drawn(swept)
+    assert [t.get_text() for t in swept.axes[0].get_legend().get_texts()] == ["relu: measured"]
+    assert all(PLAIN_TICK.match(t) for t in ticks(swept.axes[0].xaxis) + ticks(swept.axes[0].yaxis))
+    with pytest.raises(ValueError, match="no measured rows"):
+        plots.measured([])

@@ -19,6 +19,7 @@ PRESENTATION_CSS = """
 <style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+[data-testid="stHeader"] { display: none; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2rem; }
 [data-testid="stImage"] img { max-height: 88vh; width: auto !important; margin: 0 auto; display: block; }
 [data-testid="stMetricValue"] { font-size: 3rem; }
@@ -29,8 +30,8 @@ h1 { font-size: 2.6rem !important; }
 
 def presentation_switch() -> bool:
     """The presentation-mode toggle (in the sidebar, or on top of the page while presenting)."""
-    presenting = bool(st.session_state.get(PRESENT, False))
-    where = st.container() if presenting else st.sidebar
+    presenting = _presenting()
+    where = st.container() if presenting else st.sidebar  # the sidebar is hidden while presenting
     presenting = where.toggle(
         "presentation mode",
         key=PRESENT,
@@ -40,6 +41,13 @@ def presentation_switch() -> bool:
     if presenting:
         st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
     return presenting
+
+
+def _presenting() -> bool:
+    """The switch's state; before the switch first runs, what the URL says (``?present=true``)."""
+    if PRESENT in st.session_state:
+        return bool(st.session_state[PRESENT])
+    return st.query_params.get(PRESENT, "").lower() == "true"
 
 
 def presenting() -> bool:

@@ -164,5 +164,5 @@ def _show_measured(stem: str, rows: list[dict], scenario) -> None:
     csv_download(shown, f"{stem}-measured", key="learn_measured_csv")
     paired = frame.dropna(subset=["measured_s"])
     if not paired.empty:
-        drawn = measure_here.paired_figure(paired, sweep.label if sweep else None)
+        drawn = plots.measured(paired.to_dict("records"), sweep.label if sweep else None)
         figure(drawn, f"{stem}-measured", key="learn_measured_png")

@@ -213,34 +213,3 @@ def measure_one(item: Planned, spec) -> dict:
     except ParsimError as exc:
         return {**row, "note": f"not predicted: {exc}"}
     return {**row, "predicted_s": predicted, "error": predicted / measured.median_s - 1, "note": ""}
-
-
-def paired_figure(frame, sweep_label: str | None):
-    """Measured beside predicted: paired bars per case, or points against the sweep's values."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(10, 0.8 + 0.7 * len(frame)) if sweep_label is None else (10, 5.5))
-    ax = fig.add_subplot()
-    if sweep_label is None:
-        rows = range(len(frame))
-        ax.barh([r + 0.2 for r in rows], frame["measured_s"] * 1e3, height=0.4, label="measured here")
-        predicted = frame["predicted_s"].astype(float).fillna(0) * 1e3
-        ax.barh([r - 0.2 for r in rows], predicted, height=0.4, label="predicted for this machine")
-        ax.set_yticks(list(rows), list(frame["case"]))
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("time (ms, log scale)")
-    else:
-        for index, (case, group) in enumerate(frame.groupby("case", sort=False)):
-            colour = f"C{index}"
-            ax.loglog(group["value"], group["measured_s"] * 1e3, "o", color=colour, label=f"{case}: measured")
-            if group["predicted_s"].notna().any():
-                predicted = group["predicted_s"] * 1e3
-                ax.loglog(group["value"], predicted, "--", color=colour, label=f"{case}: predicted")
-        ax.set_xlabel(sweep_label)
-        ax.set_ylabel("time (ms)")
-    ax.set_title("Measured here, beside the prediction for this machine")
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig

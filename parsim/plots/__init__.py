@@ -12,6 +12,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from parsim.plots.lines import scaling, sweep, sweep_lines, tradeoff, validation
+from parsim.plots.measured import measured
 from parsim.plots.published import published
 from parsim.plots.style import COLORS, presentation, styled
 from parsim.plots.timelines import bars, roofline, timeline, timelines
@@ -19,6 +20,7 @@ from parsim.plots.timelines import bars, roofline, timeline, timelines
 __all__ = [
     "COLORS",
     "bars",
+    "measured",
     "presentation",
     "published",
     "roofline",

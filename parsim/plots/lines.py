@@ -8,6 +8,7 @@ from parsim.plots.axes import column_axis, count, count_axis, plain_axis, time_a
 from parsim.plots.style import _figure, _finish, legend, styled
 from parsim.plots.style import title as style_title
 from parsim.scenarios import crossovers
+from parsim.teaching import amdahl_speedup
 
 
 @styled
@@ -78,7 +79,8 @@ def scaling(
         curve = [1 + i * (top - 1) / 100 for i in range(101)]
         ax.plot(
             curve,
-            [1 / (fraction + (1 - fraction) / g) for g in curve],
+            # a super-linear run implies a negative serial part: Amdahl's curve is then the ideal line
+            [amdahl_speedup(min(max(fraction, 0.0), 1.0), g) for g in curve],
             color=color,
             linestyle="--",
             alpha=0.7,

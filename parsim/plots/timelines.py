@@ -31,6 +31,7 @@ from parsim.plots.style import (
 from parsim.plots.style import title as style_title
 from parsim.prediction import Prediction
 from parsim.resources import Resource
+from parsim.teaching import attainable_flops_per_s, ridge_intensity, roofline_peak
 from parsim.units import seconds, si
 from parsim.workloads.base import HOST
 
@@ -119,15 +120,20 @@ def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32"
     fig = _figure(8, 5.5)
     ax = fig.add_subplot()
     bandwidth = spec.memory.bandwidth_Bps
-    peaks = {"vector": spec.vector_flops_per_s(dtype)}
+    ceilings = {"vector": False}  # name -> matrix units allowed
     if dtype in dict(spec.matrix_flops_per_s):
-        peaks["matrix units"] = spec.peak_flops_per_s(dtype, matrix=True)
+        ceilings["matrix units"] = True
     intensity = prediction.flops / prediction.bytes if prediction.bytes else 1.0
     lo = min(1 / 16, intensity / 4)
     hi = max(4096, intensity * 4)
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    for name, peak in peaks.items():
-        ax.loglog(xs, [min(peak, bandwidth * x) for x in xs], label=f"{name} peak {si(peak, 'FLOP/s')}")
+    for name, matrix in ceilings.items():
+        peak = roofline_peak(spec, dtype, matrix)
+        ax.loglog(
+            xs,
+            [attainable_flops_per_s(spec, x, dtype, matrix) for x in xs],
+            label=f"{name} peak {si(peak, 'FLOP/s')}",
+        )
     ax.loglog(
         [intensity],
         [max(prediction.flops_per_s, 1e-30)],
@@ -136,7 +142,7 @@ def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32"
         markersize=10,
         label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}",
     )
-    ax.axvline(peaks["vector"] / bandwidth, color="grey", linestyle=":", label="ridge point")
+    ax.axvline(ridge_intensity(spec, dtype, matrix=False), color="grey", linestyle=":", label="ridge point")
     count_axis(ax.xaxis, "arithmetic intensity (FLOP/byte)")
     count_axis(ax.yaxis, "compute (FLOP/s)")
     style_title(ax, f"Roofline of {spec.name} ({si(bandwidth, 'B/s')} memory)")
