@@ -33,6 +33,7 @@ def pages() -> dict[str, st.Page]:
 def main() -> None:
     st.set_page_config(page_title="parsim", page_icon=":material/memory:", layout="wide")
     page = st.navigation(list(pages().values()))
+    layout.base_style()
     layout.presentation_switch()
     page.run()
 

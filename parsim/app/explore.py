@@ -105,8 +105,12 @@ def show(p, spec, link, call: tuple) -> None:
     columns = st.columns(4)
     columns[0].metric("latency", units.seconds(p.latency_s))
     columns[1].metric("throughput", units.si(p.throughput_per_s, "/s"))
-    columns[2].metric("FLOP/s achieved", units.si(p.flops_per_s), help="floating-point operations per second")
-    columns[3].metric("memory B/s", units.si(p.bytes_per_s), help="bytes moved to and from memory per second")
+    columns[2].metric(
+        "compute achieved", units.si(p.flops_per_s, "FLOP/s"), help="floating-point operations per second"
+    )
+    columns[3].metric(
+        "memory traffic", units.si(p.bytes_per_s, "B/s"), help="bytes moved to and from memory per second"
+    )
     st.info(bottleneck_sentence(p, spec, link), icon=":material/lightbulb:")
     for note in p.notes:
         st.caption(note)

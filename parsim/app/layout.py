@@ -28,6 +28,22 @@ h1 { font-size: 2.6rem !important; }
 """
 
 
+# On a narrow screen (a phone) a figure keeps a readable width and scrolls sideways instead of
+# shrinking its labels below legibility.
+BASE_CSS = """
+<style>
+@media (max-width: 640px) {
+  [data-testid="stImage"] { overflow-x: auto; }
+  [data-testid="stImage"] img { min-width: 760px; }
+}
+</style>
+"""
+
+
+def base_style() -> None:
+    st.markdown(BASE_CSS, unsafe_allow_html=True)
+
+
 def presentation_switch() -> bool:
     """The presentation-mode toggle (in the sidebar, or on top of the page while presenting)."""
     presenting = _presenting()

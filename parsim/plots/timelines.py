@@ -210,6 +210,13 @@ def timelines(labels: list[str], predictions: list[Prediction], title: str = "")
 
 
 def _describe(prediction: Prediction) -> str:
-    params = " ".join(f"{k}={v}" for k, v in prediction.params.items())
+    params = " ".join(f"{k}={_value(v)}" for k, v in prediction.params.items())
     where = f"{prediction.device} ({prediction.mode})"
     return f"{prediction.workload} {params} on {where}: {seconds(prediction.latency_s)}"
+
+
+def _value(value) -> str:
+    """A parameter as a title shows it: 100 M, not 100000000 (a whole number of 10,000 and more)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 10_000:
+        return si(value)
+    return str(value)
