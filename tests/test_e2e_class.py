@@ -135,6 +135,10 @@ def test_a_45_minute_class(classroom):
     step_figure = page.locator("[data-testid='stImage'] img:visible").nth(1)
     assert step_figure.evaluate("img => img.complete && img.naturalWidth > 100")
     assert "4" in page.locator("[data-testid='stSlider']").last.inner_text()
+    page.get_by_role("tab", name="Batching: latency vs throughput").click()  # the other tab, computed
+    page.get_by_role("heading", name="Batching").wait_for(timeout=60_000)  # when it opens
+    wait_idle(page)
+    no_exception(page)
     page.close()
 
     # 7. presentation mode: on from the URL (sidebar gone, big type), then off with its switch

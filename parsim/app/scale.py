@@ -26,19 +26,24 @@ TABS = ["Data-parallel training", "Batching: latency vs throughput"]
 
 def render() -> None:
     st.title("Scale out")
+    # Only the open tab is computed (the tab is in the URL, so Streamlit tracks which one is open).
     training, serving = st.tabs(TABS, key="scale_tab", bind="query-params")
     with layout.controls():
-        st.subheader("Data-parallel training")
-        choices = _training_controls()
-        st.subheader("Batching")
-        model = _model("serve_model", "resnet50")
-        gpu = processor_picker("GPU", "serve_gpu", kind="gpu", default="t4")
-    with training:
-        if choices is not None:
-            _training(*choices)
-    with serving:
-        if gpu is not None:
-            _serving(model, gpu)
+        if serving.open:
+            st.subheader("Batching")
+            model = _model("serve_model", "resnet50")
+            gpu = processor_picker("GPU", "serve_gpu", kind="gpu", default="t4")
+        else:
+            st.subheader("Data-parallel training")
+            choices = _training_controls()
+    if serving.open:
+        with serving:
+            if gpu is not None:
+                _serving(model, gpu)
+    else:
+        with training:
+            if choices is not None:
+                _training(*choices)
 
 
 def _model(key: str, default: str) -> str:
