@@ -257,9 +257,13 @@ def run_app(
     It listens on this machine only unless --address says otherwise: the app measures this
     machine and reads uploaded files, so serving it to a network is a choice.
     """
+    import threading
+
     from streamlit.web import cli as streamlit_cli
 
-    from parsim.app import ENTRY
+    from parsim.app import ENTRY, preload
+
+    threading.Thread(target=preload, name="parsim-preload", daemon=True).start()
 
     sys.argv = [
         "streamlit",

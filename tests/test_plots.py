@@ -344,3 +344,23 @@ def test_measured_beside_predicted_reads_in_time_units_and_draws_only_what_exist
     assert all(PLAIN_TICK.match(t) for t in ticks(swept.axes[0].xaxis) + ticks(swept.axes[0].yaxis))
     with pytest.raises(ValueError, match="no measured rows"):
         plots.measured([])
+
+
+def test_timeline_joins_only_events_closer_than_a_pixel(many_rows):
+    from parsim.plots.timelines import _merged, _rows
+
+    where = {row: index for index, row in enumerate(_rows(many_rows))}
+    bars = _merged(many_rows, where)
+    assert len(bars) < len(many_rows.trace)  # a training step's back-to-back kernels join up
+    span = max(e.start_s + e.duration_s for e in many_rows.trace)
+    # every event lies inside a drawn bar of its row, height and kind: nothing is lost
+    for e in many_rows.trace[::97]:
+        key = (where[e.resource.group], 0.4 * min(max(e.weight, 0.08), 1.0), e.kind)
+        assert any(k == key and x0 <= e.start_s and e.start_s + e.duration_s <= x1 for k, x0, x1 in bars)
+    # and bars of one row and kind stay apart by more than a pixel's worth of time
+    by_key: dict = {}
+    for key, x0, x1 in bars:
+        by_key.setdefault(key, []).append((x0, x1))
+    for runs in by_key.values():
+        runs.sort()
+        assert all(b[0] - a[1] > span / 4000 for a, b in zip(runs, runs[1:], strict=False))

@@ -11,3 +11,18 @@ from pathlib import Path
 
 ENTRY = Path(__file__).with_name("entry.py")
 VIEWS = Path(__file__).with_name("views")
+
+
+def preload() -> None:
+    """Import what every page draws with (pandas, matplotlib, parsim's model and figures).
+
+    ``parsim app`` calls this in a background thread as the server starts, so the first page
+    someone opens does not pay half a second of imports; Streamlit runs every page in the same
+    process, so the modules are there when it does.
+    """
+    import matplotlib.figure  # noqa: F401
+    import pandas  # noqa: F401
+
+    import parsim.plots  # noqa: F401
+    import parsim.predict  # noqa: F401
+    import parsim.scenarios  # noqa: F401

@@ -98,19 +98,23 @@ def _training(model: str, scaling: str, batch: int, gpu: str, host: str, most: i
     )
     st.dataframe(table, hide_index=True, key="scale_table", column_config=STEP_COLUMNS)
     csv_download(table, "scaling", key="scale_csv")
+    _step(model, changes, counts, tuple(result.labels))
+
+
+@st.fragment
+def _step(model: str, changes: tuple, counts: tuple, labels: tuple) -> None:
+    """One step's timeline for the chosen case and G (a fragment: its slider reruns only this)."""
     st.subheader("One training step, GPU by GPU")
     case = st.segmented_control(
-        "case", result.labels, default=result.labels[-1], key="scale_step_case", bind="query-params"
+        "case", labels, default=labels[-1], key="scale_step_case", bind="query-params"
     )
-    shown = st.select_slider("G", counts, value=counts[-1], key="scale_step_gpus", bind="query-params")
-    step = next(
-        (r for r in result.results if r.label == (case or result.labels[-1]) and r.value == shown), None
+    # two GPUs first: a timeline a class can read row by row before the slider adds more
+    shown = st.select_slider(
+        "G", counts, value=min(2, counts[-1]), key="scale_step_gpus", bind="query-params"
     )
-    if step is not None:
-        title = f"{step.label}, G = {shown}: one step of {model}"
-        show_png(
-            cached_png(_step_figure, changes, counts, step.label, shown, title), "step", key="scale_step_png"
-        )
+    title = f"{case or labels[-1]}, G = {shown}: one step of {model}"
+    png = cached_png(_step_figure, changes, counts, case or labels[-1], shown, title)
+    show_png(png, "step", key="scale_step_png")
 
 
 STEP_COLUMNS = {
