@@ -204,7 +204,24 @@ def _comparison(history: list) -> None:
         return
     table = pandas.DataFrame(rows)
     shown = [c for c in ("class", "params", "measured_s", "predicted_s", "device_name", "host") if c in table]
-    st.dataframe(table[shown], hide_index=True, key="measure_table")
+    people = table[shown].copy()
+    if "params" in people:  # words, not a JSON mapping
+        people["params"] = people["params"].map(
+            lambda p: " ".join(f"{k}={v}" for k, v in p.items()) if isinstance(p, dict) else p
+        )
+    for column in ("measured_s", "predicted_s"):
+        if column in people:
+            people[column] = pandas.to_numeric(people[column], errors="coerce") * 1e3
+    st.dataframe(
+        people,
+        hide_index=True,
+        key="measure_table",
+        column_config={
+            "measured_s": st.column_config.NumberColumn("measured (ms)", format="%.4g"),
+            "predicted_s": st.column_config.NumberColumn("predicted (ms)", format="%.4g"),
+            "device_name": "device",
+        },
+    )
     csv_download(table[shown], "measurements", key="measure_csv")
     paired = [r for r in rows if r.get("predicted_s")]
     if not paired:
@@ -272,5 +289,15 @@ def _published() -> None:
         rows = pandas.DataFrame(data["rows"])
         rows["params"] = rows["params"].map(lambda p: " ".join(f"{k}={v}" for k, v in p.items()))
         shown = ["class", "id", "workload", "params", "device", "metric", "published", "predicted", "error"]
-        st.dataframe(rows[[*shown, "source"]], hide_index=True, key="published_rows")
+        st.dataframe(
+            rows[[*shown, "source"]],
+            hide_index=True,
+            key="published_rows",
+            column_config={
+                "published": st.column_config.NumberColumn(format="%.4g"),
+                "predicted": st.column_config.NumberColumn(format="%.4g"),
+                "error": st.column_config.NumberColumn(format="percent"),
+                "source": st.column_config.TextColumn(width="large"),
+            },
+        )
         csv_download(rows[[*shown, "refused", "source"]], "published-vs-predicted", key="published_csv")
