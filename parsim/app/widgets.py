@@ -7,7 +7,6 @@ kept; parameter inputs are bounded by the workload's own limits and validated ag
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import typing
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from parsim.app import layout, urlstate
+from parsim.caching import cached
 from parsim.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
@@ -116,7 +116,7 @@ def upload(label: str, key: str) -> str | None:
     return st.session_state.get(stored)
 
 
-@functools.cache
+@cached(maxsize=64)
 def runs_on_cpu(name: str) -> bool:
     """Whether a workload makes sense without a GPU (copies and offloads do not), as the model says."""
     definition = WORKLOADS[name]
