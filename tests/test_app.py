@@ -197,7 +197,11 @@ def test_scale_out_tabs():
     at = app("scale")
     at.selectbox(key="scale_model").set_value("resnet18").run()
     assert not at.exception
-    assert len(at.dataframe) >= 2
+    (table,) = at.dataframe  # only the open tab is computed
+    assert set(table.value["gpus"]) == {1, 2, 4, 8}
+    serving = app("scale", query={"scale_tab": "Batching: latency vs throughput"})
+    (table,) = serving.dataframe
+    assert list(table.value["batch"]) == [1, 2, 4, 8, 16, 32, 64, 128] * 2
 
 
 def test_explore_offers_this_machine_from_the_working_directory(tmp_path, monkeypatch):
