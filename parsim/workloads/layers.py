@@ -10,7 +10,8 @@ inference step:
   can run; the rest stream their activations through memory);
 - backward: two GEMMs per convolution or linear layer (gradient w.r.t. the input and w.r.t.
   the weights, each as many FLOPs as the forward), one streaming kernel for the others;
-- update: one SGD kernel per layer with parameters (``w -= lr * g``).
+- update: one optimizer kernel per layer with parameters: SGD (``w -= lr * g``) or Adam (two
+  moments per parameter, kept in the master precision: their memory and their traffic).
 """
 
 from __future__ import annotations
@@ -193,6 +194,7 @@ def layer_kernels(
     first: bool = False,
     device: int = 0,
     update: bool = True,
+    optimizer: str = "sgd",
 ) -> tuple[list[Kernel], list[Kernel]]:
     """The kernels of ``layer`` for one step over ``batch`` samples: the forward ones, the backward ones.
 
@@ -203,7 +205,8 @@ def layer_kernels(
         train: build the backward kernels (and the update when ``update``); else none.
         first: the first layer needs no gradient w.r.t. its input (the data).
         device: GPU index the kernels run on.
-        update: include the SGD update (data parallel with host averaging updates elsewhere).
+        update: include the optimizer's update (data parallel with host averaging updates elsewhere).
+        optimizer: ``sgd`` or ``adam`` (``update_kernel``).
     """
     dtype = numerics.dtype
     size = itemsize(dtype)
@@ -328,8 +331,14 @@ def layer_kernels(
     if train and update and layer.params:
         master = numerics.master_dtype
         kernels.append(
-            sgd_kernel(
-                f"{layer.name} update", layer.params, master, device=device, layer=layer.name, cold=True
+            update_kernel(
+                optimizer,
+                f"{layer.name} update",
+                layer.params,
+                master,
+                device=device,
+                layer=layer.name,
+                cold=True,
             )
         )
     return forward, kernels if train else []
@@ -373,6 +382,48 @@ def sgd_kernel(
     )
 
 
+def adam_kernel(
+    name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+) -> Kernel:
+    """One Adam step: reads w, g and the moments m and v; writes w, m and v (PyTorch's fused Adam).
+
+    Per parameter: m = b1 m + (1 - b1) g and v = b2 v + (1 - b2) g^2 (6 FLOPs), the bias-corrected
+    step lr m / (sqrt(v) + eps) and the subtraction (about 6 more, one square root): 12 FLOPs, 4
+    arrays read and 3 written, 28 bytes a parameter in float32.
+    """
+    size = itemsize(dtype)
+    return Kernel(
+        name,
+        12.0 * params,
+        4 * params * size,
+        3 * params * size,
+        params,
+        dtype=dtype,
+        special_ops=float(params),
+        python_ops_per_item=12,
+        device=device,
+        layer=layer,
+        cold_bytes=7.0 * params * size if cold else 0.0,
+    )
+
+
+OPTIMIZERS = ("sgd", "adam")
+"""The optimizers a training step can update its weights with."""
+
+
+def update_kernel(
+    optimizer: str, name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+) -> Kernel:
+    """The update kernel of ``optimizer`` (``sgd`` or ``adam``) over ``params`` weights."""
+    build = adam_kernel if optimizer == "adam" else sgd_kernel
+    return build(name, params, dtype, device=device, layer=layer, cold=cold)
+
+
+def optimizer_state_B(optimizer: str, params: int, master_dtype: str) -> float:
+    """Memory the optimizer keeps besides weights and gradients: Adam's two moments per parameter."""
+    return 2.0 * params * itemsize(master_dtype) if optimizer == "adam" else 0.0
+
+
 FOLDED_AFTER = {"bn": ("conv",), "relu": ("conv", "bn", "linear", "add")}
 """For inference a compiled graph folds a batch norm into the convolution before it (scaled
 weights and a bias) and fuses a ReLU into the op before it as a post-op (oneDNN's fused
@@ -403,7 +454,9 @@ def _saved(layer: Layer, after: Layer | None) -> bool:
     return True
 
 
-def network_footprint_B(layers: list[Layer], batch: int, numerics: Numerics, train: bool) -> float:
+def network_footprint_B(
+    layers: list[Layer], batch: int, numerics: Numerics, train: bool, optimizer: str = "sgd"
+) -> float:
     """Device memory of one step as a framework allocates it (PyTorch's autograd and caching allocator).
 
     Weights are kept in the master precision, plus the low-precision copies autocast caches under
@@ -413,7 +466,8 @@ def network_footprint_B(layers: list[Layer], batch: int, numerics: Numerics, tra
     it overwrites and a batch norm feeding a residual add is not kept (``_saved``); max pooling
     also keeps int64 indices. At the start of the backward pass all of
     that is held at once, with the gradients of the largest layer in flight; activations are freed
-    as the backward pass goes. Inference holds only the largest input/output pair at a time.
+    as the backward pass goes. Inference holds only the largest input/output pair at a time. Adam
+    adds its two moments per parameter (``optimizer_state_B``).
     """
     size, master = itemsize(numerics.dtype), itemsize(numerics.master_dtype)
     params = sum(layer.params for layer in layers)
@@ -427,4 +481,5 @@ def network_footprint_B(layers: list[Layer], batch: int, numerics: Numerics, tra
         if _saved(layer, after)
     )
     indices = sum(layer.out_size for layer in layers if layer.kind == "maxpool") * itemsize("float64")
-    return weights + params * master + batch * (stored * size + indices) + peak
+    state = optimizer_state_B(optimizer, params, numerics.master_dtype)
+    return weights + params * master + state + batch * (stored * size + indices) + peak

@@ -73,7 +73,24 @@ class OffloadParams(VectorParams):
     pinned: bool = True
 
 
-Model = Literal["mlp", "alexnet", "vgg16", "resnet18", "resnet50", "resnet56"]
+Model = Literal[
+    "mlp",
+    "alexnet",
+    "vgg16",
+    "resnet18",
+    "resnet50",
+    "resnet56",
+    "gpt2",
+    "gpt2-medium",
+    "gpt2-xl",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3-8b",
+]
+"""The networks: the CNNs and MLP of ``models.MODELS`` and the language models of ``llms.LLMS``."""
+Optimizer = Literal["sgd", "adam"]
+_OPTIMIZER: Any = Field("sgd", description="sgd (w -= lr g) or adam (two moments per weight)")
 
 
 class _FrameworkParams(_Params):
@@ -99,25 +116,39 @@ class MlpTrainParams(_FrameworkParams):
     hidden: int = Field(100, gt=0, le=10**6, description="hidden units (H)")
     d_out: int = Field(1000, gt=0, le=10**6, description="outputs")
     weights: Literal["resident", "copied"] = "resident"
+    optimizer: Optimizer = _OPTIMIZER
 
 
-class NetworkParams(_FrameworkParams):
+class _ModelParams(_FrameworkParams):
+    """A network's parameters; ``seq`` and ``attention`` apply to the language models only."""
+
+    seq: int | None = Field(
+        None, gt=0, le=10**6, description="tokens per sample (language models; default: the model's context)"
+    )
+    attention: Literal["flash", "unfused"] = Field(
+        "flash", description="language models: fused FlashAttention (flash) or QK^T, softmax, xV (unfused)"
+    )
+
+
+class NetworkParams(_ModelParams):
     model: Model = "resnet18"
     batch: int = Field(1, gt=0, le=10**5, description="samples per step")
     train: bool = True
+    optimizer: Optimizer = _OPTIMIZER
 
 
-class ServeParams(_FrameworkParams):
+class ServeParams(_ModelParams):
     model: Model = "resnet50"
     batch: int = Field(1, gt=0, le=10**5, description="samples per request batch")
 
 
-class DataParallelParams(_FrameworkParams):
+class DataParallelParams(_ModelParams):
     model: Model = "resnet50"
     batch: int = Field(256, gt=0, le=10**6, description="global batch (strong) or per GPU (weak)")
     gpus: int = Field(1, gt=0, le=64, description="GPUs the batch is split over")
     sync: Literal["host", "ring"] = "host"
     scaling: Literal["strong", "weak"] = "strong"
+    optimizer: Optimizer = _OPTIMIZER
 
 
 @attrs.frozen
@@ -139,6 +170,9 @@ class WorkloadDef:
         baseline: validated parameters -> those of the one-GPU reference that speed-up,
             efficiency and Amdahl's serial fraction are measured against (multi-GPU workloads).
         family: workloads that stand in for one another in a lesson (``elementwise``).
+        check: ``(name, given, validated) -> validated``: rules between fields that pydantic's
+            per-field bounds cannot say (a sequence longer than the model's context), defaults
+            that depend on other fields, and the removal of fields that do not apply.
     """
 
     name: str
@@ -152,6 +186,7 @@ class WorkloadDef:
     samples: Callable[[Params], int] | None = None
     baseline: Callable[[Params], Params] | None = None
     family: str = ""
+    check: Callable[[str, Params, Params], Params] | None = None
 
     @property
     def owns_gpus(self) -> bool:
@@ -184,6 +219,26 @@ def _global_batch(params: Params) -> int:
 
 
 _DATA_PARALLEL = " (use data_parallel model=... gpus=G)"
+_SEQUENCE_FIELDS = ("seq", "attention")
+
+
+def _check_model(name: str, given: Params, params: Params) -> Params:
+    """A language model's ``seq`` defaults to its context and may not exceed it; a CNN takes none."""
+    from parsim.workloads.llms import LLMS
+
+    model = params["model"]
+    if model in LLMS:
+        context = LLMS[model].context
+        seq = params["seq"] or context
+        if seq > context:
+            raise ParsimError(f"{name}: 'seq' {seq} is above {model}'s context of {context} tokens")
+        return {**params, "seq": seq}
+    if given.get("seq") is not None:
+        raise ParsimError(
+            f"{name}: 'seq' applies only to the language models ({', '.join(LLMS)}); "
+            f"{model} takes no sequence"
+        )
+    return {key: value for key, value in params.items() if key not in _SEQUENCE_FIELDS}
 
 
 WORKLOADS: dict[str, WorkloadDef] = {
@@ -233,6 +288,7 @@ WORKLOADS: dict[str, WorkloadDef] = {
         "a model's forward (+ backward + update)",
         instead=_DATA_PARALLEL,
         samples=_batch,
+        check=_check_model,
     ),
     "serve": WorkloadDef(
         "serve",
@@ -241,6 +297,7 @@ WORKLOADS: dict[str, WorkloadDef] = {
         "inference on one batch: copy in, forward, copy out",
         split="batch",
         samples=_batch,
+        check=_check_model,
     ),
     "data_parallel": WorkloadDef(
         "data_parallel",
@@ -249,6 +306,7 @@ WORKLOADS: dict[str, WorkloadDef] = {
         "training split over GPUs, host or ring sync",
         samples=_global_batch,
         baseline=lambda params: {**params, "gpus": 1},
+        check=_check_model,
     ),
     "offload": WorkloadDef(
         "offload",
@@ -273,10 +331,17 @@ def workload_names(family: str | None = None) -> list[str]:
 
 
 def model_names() -> list[str]:
-    """The networks ``network``, ``serve`` and ``data_parallel`` know."""
+    """The networks ``network``, ``serve`` and ``data_parallel`` know: CNNs and MLP, then language models."""
     from parsim.workloads.models import MODELS
 
-    return list(MODELS)
+    return [*MODELS, *llm_names()]
+
+
+def llm_names() -> list[str]:
+    """The language models (``llms.LLMS``)."""
+    from parsim.workloads.llms import LLMS
+
+    return list(LLMS)
 
 
 def lookup(name: str) -> WorkloadDef:
@@ -292,10 +357,22 @@ def validate_params(name: str, params: Params) -> Params:
     """Validate ``params`` for workload ``name``; return them with defaults filled in."""
     definition = lookup(name)
     _check_numbers(name, definition.params, params)
+    _check_model_name(name, definition.params, params)
     try:
-        return definition.params(**params).model_dump()
+        validated = definition.params(**params).model_dump()
     except ValidationError as exc:
         raise ParsimError(_one_line(name, definition.params, exc)) from None
+    return definition.check(name, params, validated) if definition.check else validated
+
+
+def _check_model_name(name: str, model: type[_Params], params: Params) -> None:
+    """An unknown ``model`` is refused with the closest names (there are a dozen to choose from)."""
+    value = params.get("model")
+    if "model" not in model.model_fields or not isinstance(value, str) or value in model_names():
+        return
+    close = difflib.get_close_matches(value, model_names(), n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(model_names())}"
+    raise ParsimError(f"{name}: unknown 'model' {value!r}; {hint}")
 
 
 def _check_numbers(name: str, model: type[_Params], params: Params) -> None:

@@ -6,8 +6,11 @@ These are the situations of the background articles, as programs of kernels and 
   the host every step and the gradients come back for a NumPy update (``tf.placeholder`` +
   ``feed_dict``); with ``weights=resident`` they live on the device and are updated there
   (``tf.Variable``). Only the data batch crosses PCIe.
-- ``network``: a model's layers, forward only or forward + backward + SGD update; on a GPU the
-  input batch is copied in first and the loss copied back.
+- ``network``: a model's layers, forward only or forward + backward + the optimizer's update
+  (SGD or Adam); on a GPU the input batch is copied in first and the loss copied back. A
+  language model (``llms.LLMS``) is built by ``transformer.transformer_kernels``: its input is
+  ``seq`` int64 token ids per sample, its per-layer rows its embedding, each block's attention
+  and MLP, the final norm, the LM head and the loss.
 - ``serve``: inference on a batch: copy in, forward, copy the outputs back.
 - ``data_parallel``: the batch is split over G GPUs; each runs forward and backward on its
   shard; then either gradients go to the host, are averaged and applied on the CPU, and the
@@ -16,6 +19,8 @@ These are the situations of the background articles, as programs of kernels and 
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import attrs
 
@@ -29,10 +34,15 @@ from parsim.workloads.layers import (
     folded_layers,
     layer_kernels,
     network_footprint_B,
-    sgd_kernel,
+    optimizer_state_B,
+    update_kernel,
 )
+from parsim.workloads.llms import LLMS
 from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items, gemm_kernel
+from parsim.workloads.transformer import transformer_footprint_B, transformer_kernels, transformer_layers
+
+TOKEN_ID_B = 8  # a token id is an int64
 
 
 def _streaming(
@@ -70,8 +80,9 @@ def numerics_of(params: Params) -> Numerics:
 
 
 def mlp_train_step(params: Params) -> Workload:
-    """One SGD step of the 2-layer MLP, each kernel launched separately as a framework would."""
+    """One SGD (or Adam) step of the 2-layer MLP, each kernel launched separately as a framework would."""
     n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
+    optimizer = params.get("optimizer", "sgd")
     dtype, copied = params["dtype"], params["weights"] == "copied"
     linear = numerics_of(params).linear_math
     size = itemsize(dtype)
@@ -110,18 +121,19 @@ def mlp_train_step(params: Params) -> Workload:
             Transfer("d2h loss", size, "d2h", layer="loss"),
             Transfer("d2h grad_w1", w1 * size, "d2h", layer="fc1"),
             Transfer("d2h grad_w2", w2 * size, "d2h", layer="fc2"),
-            sgd_kernel("w1 -= lr * grad_w1 (host)", w1, dtype, device=HOST, layer="fc1"),
-            sgd_kernel("w2 -= lr * grad_w2 (host)", w2, dtype, device=HOST, layer="fc2"),
+            update_kernel(optimizer, "w1 -= lr * grad_w1 (host)", w1, dtype, device=HOST, layer="fc1"),
+            update_kernel(optimizer, "w2 -= lr * grad_w2 (host)", w2, dtype, device=HOST, layer="fc2"),
         ]
         deps = _after_all_copies_back(ops)
     else:
         ops += [
-            sgd_kernel("w1 -= lr * grad_w1", w1, dtype, layer="fc1"),
-            sgd_kernel("w2 -= lr * grad_w2", w2, dtype, layer="fc2"),
+            update_kernel(optimizer, "w1 -= lr * grad_w1", w1, dtype, layer="fc1"),
+            update_kernel(optimizer, "w2 -= lr * grad_w2", w2, dtype, layer="fc2"),
             Transfer("d2h loss", size, "d2h", layer="loss"),
         ]
         deps = ()
     footprint = (2 * (w1 + w2) + n * (2 * d_in + 3 * hidden + 4 * d_out)) * size
+    footprint += optimizer_state_B(optimizer, w1 + w2, dtype)
     kinds = (("data", "copy"), ("fc1", "linear"), ("relu", "relu"), ("fc2", "linear"), ("loss", "mse"))
     return Workload(
         "mlp_train_step",
@@ -155,11 +167,17 @@ def _after_all_copies_back(ops: list[Op]) -> tuple[tuple[int, ...], ...]:
 
 def network(params: Params) -> Workload:
     """One step of a model: input copied in, layers (forward, backward, update), loss copied back."""
+    if params["model"] in LLMS:
+        return _language_model(params)
     layers = MODELS[params["model"]]()
     batch, dtype, train = params["batch"], params["dtype"], params["train"]
+    optimizer = params.get("optimizer", "sgd")
     numerics = numerics_of(params)
     size = itemsize(dtype)
-    passes = [layer_kernels(layer, batch, numerics, train, i == 0) for i, layer in enumerate(layers)]
+    passes = [
+        layer_kernels(layer, batch, numerics, train, i == 0, optimizer=optimizer)
+        for i, layer in enumerate(layers)
+    ]
     if not train and stack.framework(params["framework"]).compiles:
         for index in folded_layers(layers):
             passes[index] = ([attrs.evolve(k, foldable=True) for k in passes[index][0]], [])
@@ -170,13 +188,42 @@ def network(params: Params) -> Workload:
         ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
     else:
         ops.append(Transfer("d2h output", batch * layers[-1].out_size * size, "d2h", layer="data"))
-    footprint = network_footprint_B(layers, batch, numerics, train)
+    footprint = network_footprint_B(layers, batch, numerics, train, optimizer)
     return Workload(
         "network",
         _items(params),
         tuple(ops),
         footprint_B=footprint,
         layers=_kinds(layers),
+        staging=True,
+        framework=params["framework"],
+    )
+
+
+def _language_model(params: Params) -> Workload:
+    """One step of a language model over ``batch`` x ``seq`` tokens: ids in, loss (or the next
+    token's logits) out."""
+    config = LLMS[params["model"]]
+    batch, seq, train = params["batch"], params["seq"], params["train"]
+    optimizer, attention = params.get("optimizer", "sgd"), params["attention"]
+    numerics = numerics_of(params)
+    size = itemsize(params["dtype"])
+    forward, backward = transformer_kernels(
+        config, batch, seq, numerics, train, attention=attention, optimizer=optimizer
+    )
+    ops: list[Op] = [Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"), *forward]
+    if train:
+        ops += [*backward, Transfer("d2h loss", size, "d2h", layer="loss")]
+    else:
+        ops.append(Transfer("d2h logits", batch * config.vocab * size, "d2h", layer="data"))
+    return Workload(
+        "network",
+        _items(params),
+        tuple(ops),
+        footprint_B=transformer_footprint_B(
+            config, batch, seq, numerics, train, optimizer, attention=attention
+        ),
+        layers=(("data", "copy"), *transformer_layers(config, train)),
         staging=True,
         framework=params["framework"],
     )
@@ -194,10 +241,9 @@ def serve(params: Params) -> Workload:
 
 def data_parallel(params: Params) -> Workload:
     """One data-parallel training step over ``gpus`` GPUs with host or ring gradient sync."""
-    layers = MODELS[params["model"]]()
-    gpus, dtype, sync = params["gpus"], params["dtype"], params["sync"]
+    gpus, sync = params["gpus"], params["sync"]
+    optimizer = params.get("optimizer", "sgd")
     numerics = numerics_of(params)
-    size = itemsize(dtype)
     master = itemsize(numerics.master_dtype)  # gradients, their sums and the update (float32 when mixed)
     shard = params["batch"] // gpus if params["scaling"] == "strong" else params["batch"]
     if shard < 1:
@@ -205,19 +251,15 @@ def data_parallel(params: Params) -> Workload:
             f"data_parallel: 'batch' {params['batch']} is smaller than 'gpus' {gpus}: "
             "each GPU needs at least one sample"
         )
-    weights = sum(layer.params for layer in layers)
+    step = _shard_step(params, numerics, shard)
+    weights = step.weights
     ops: list[Op] = []
     deps: list[tuple[int, ...]] = []
     last_of_device = {}
     for g in range(gpus):
-        ops.append(Transfer("h2d input", shard * layers[0].in_size * size, "h2d", device=g, layer="data"))
+        ops.append(Transfer("h2d input", step.input_B, "h2d", device=g, layer="data"))
         deps.append(())
-        passes = [
-            layer_kernels(layer, shard, numerics, True, i == 0, device=g, update=False)
-            for i, layer in enumerate(layers)
-        ]
-        ops += [k for forward, _ in passes for k in forward]
-        ops += [k for _, backward in reversed(passes) for k in backward]
+        ops += step.kernels(g)
         deps += [()] * (len(ops) - len(deps))
         if sync == "host":
             ops.append(Transfer("d2h gradients", weights * master, "d2h", device=g, layer="sync"))
@@ -240,7 +282,9 @@ def data_parallel(params: Params) -> Workload:
         )
         deps.append(everything_back)
         ops.append(
-            sgd_kernel("w -= lr * g (host)", weights, numerics.master_dtype, device=HOST, layer="sync")
+            update_kernel(
+                optimizer, "w -= lr * g (host)", weights, numerics.master_dtype, device=HOST, layer="sync"
+            )
         )
         deps.append((len(ops) - 2,))
         update = len(ops) - 1
@@ -252,16 +296,72 @@ def data_parallel(params: Params) -> Workload:
         deps.append(tuple(last_of_device.values()))
         reduced = len(ops) - 1
         for g in range(gpus):
-            ops.append(sgd_kernel("w -= lr * g", weights, numerics.master_dtype, device=g, layer="sync"))
+            ops.append(
+                update_kernel(
+                    optimizer, "w -= lr * g", weights, numerics.master_dtype, device=g, layer="sync"
+                )
+            )
             deps.append((reduced,))
-    footprint = network_footprint_B(layers, shard, numerics, train=True)
     return Workload(
         "data_parallel",
         _items(params),
         tuple(ops),
         tuple(deps),
-        footprint_B=footprint,
+        footprint_B=step.footprint_B,
         gpus=gpus,
-        layers=_kinds(layers) + (("sync", "sync"),),
+        layers=step.kinds + (("sync", "sync"),),
         framework=params["framework"],
     )
+
+
+@attrs.frozen
+class _ShardStep:
+    """One GPU's forward and backward of a data-parallel step, without the update.
+
+    Attributes:
+        input_B: bytes of the shard's input copied in.
+        weights: parameters (the gradients to sum).
+        footprint_B: memory of the shard's step on one GPU.
+        kinds: per-layer rows.
+        kernels: GPU index -> that GPU's kernels.
+    """
+
+    input_B: float
+    weights: int
+    footprint_B: float
+    kinds: tuple[tuple[str, str], ...]
+    kernels: Callable[[int], list[Kernel]]
+
+
+def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
+    """The per-GPU step of ``params['model']`` (a CNN, the MLP or a language model) over ``shard`` samples."""
+    optimizer = params.get("optimizer", "sgd")
+    if params["model"] in LLMS:
+        config, seq = LLMS[params["model"]], params["seq"]
+
+        def language(device: int) -> list[Kernel]:
+            forward, backward = transformer_kernels(
+                config, shard, seq, numerics, True, attention=params["attention"], device=device, update=False
+            )
+            return forward + backward
+
+        footprint = transformer_footprint_B(
+            config, shard, seq, numerics, True, optimizer, attention=params["attention"]
+        )
+        kinds = (("data", "copy"), *transformer_layers(config, True))
+        return _ShardStep(shard * seq * TOKEN_ID_B, config.params, footprint, kinds, language)
+    layers = MODELS[params["model"]]()
+
+    def network_of(device: int) -> list[Kernel]:
+        passes = [
+            layer_kernels(layer, shard, numerics, True, i == 0, device=device, update=False)
+            for i, layer in enumerate(layers)
+        ]
+        return [k for forward, _ in passes for k in forward] + [
+            k for _, backward in reversed(passes) for k in backward
+        ]
+
+    input_B = shard * layers[0].in_size * itemsize(numerics.dtype)
+    footprint = network_footprint_B(layers, shard, numerics, True, optimizer)
+    weights = sum(layer.params for layer in layers)
+    return _ShardStep(input_B, weights, footprint, _kinds(layers), network_of)

@@ -1,0 +1,305 @@
+"""Transformer language models from their published configurations.
+
+A decoder-only transformer is fully described by a handful of numbers from its ``config.json``:
+layers, hidden size, attention heads (and key/value heads, fewer under grouped-query attention),
+the MLP's inner size, the vocabulary and the context length, plus a few architectural choices
+(GELU or SwiGLU MLP, LayerNorm or RMSNorm, learned or rotary positions, tied embeddings, biases).
+``LlmConfig.params`` counts the parameters exactly from those numbers; the tests check the count
+against the published one (the parameter totals Hugging Face reports for the checkpoints):
+
+| model | params | source |
+|---|---|---|
+| gpt2 | 124,439,808 | openai-community/gpt2 config.json; Radford et al. 2019 |
+| gpt2-medium | 354,823,168 | openai-community/gpt2-medium config.json |
+| gpt2-xl | 1,557,611,200 | openai-community/gpt2-xl config.json |
+| llama-2-7b | 6,738,415,616 | meta-llama/Llama-2-7b-hf config.json; Touvron et al. 2023 Table 1 |
+| llama-2-13b | 13,015,864,320 | meta-llama/Llama-2-13b-hf config.json; Touvron et al. 2023 Table 1 |
+| llama-2-70b | 68,976,648,192 | meta-llama/Llama-2-70b-hf config.json (GQA, 8 KV heads) |
+| llama-3-8b | 8,030,261,248 | meta-llama/Meta-Llama-3-8B config.json (GQA, 8 KV heads) |
+
+The memory a model needs follows from the same numbers: ``kv_cache_bytes`` (keys and values of
+every layer for every token kept) and ``transformer_footprint_B`` (weights, gradients, optimizer
+state and the activations a training step saves for its backward, or the KV cache when serving).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+import attrs
+
+from parsim.dtypes import DTYPES, itemsize
+from parsim.errors import ParsimError
+from parsim.workloads.layers import Numerics, optimizer_state_B
+
+_QUANTISED = {"int8": 1.0, "float8": 1.0, "int4": 0.5}  # KV-cache element types below 16 bits
+
+
+@attrs.frozen
+class LlmConfig:
+    """The shape of a decoder-only transformer, as its ``config.json`` gives it.
+
+    Attributes:
+        name: the id users type (``llama-2-7b``).
+        layers: transformer blocks.
+        hidden: model width (d_model).
+        heads: query heads.
+        kv_heads: key/value heads (= heads, or fewer under grouped-query attention).
+        mlp_hidden: the MLP's inner width.
+        vocab: vocabulary size (rows of the embedding, columns of the LM head).
+        context: the longest sequence it was trained for (tokens).
+        mlp: ``gelu`` (up, GELU, down) or ``swiglu`` (gate and up, SiLU x up, down).
+        norm: ``layernorm`` (scale and shift) or ``rmsnorm`` (scale only).
+        position: ``learned`` (a position-embedding table) or ``rotary`` (RoPE on q and k).
+        tied_embeddings: the LM head reuses the token embedding matrix.
+        bias: linear layers have biases.
+        published_params: the published parameter count.
+        source: where the configuration and the count come from.
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    mlp_hidden: int
+    vocab: int
+    context: int
+    mlp: Literal["gelu", "swiglu"]
+    norm: Literal["layernorm", "rmsnorm"]
+    position: Literal["learned", "rotary"]
+    tied_embeddings: bool
+    bias: bool
+    published_params: int
+    source: str
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_width(self) -> int:
+        """Width of the keys (or the values) of one token: KV heads x head size."""
+        return self.kv_heads * self.head_dim
+
+    @property
+    def norm_params(self) -> int:
+        """Parameters of one norm: LayerNorm has a scale and a shift, RMSNorm a scale."""
+        return 2 * self.hidden if self.norm == "layernorm" else self.hidden
+
+    @property
+    def attention_params(self) -> int:
+        """Q (hidden x hidden), K and V (hidden x kv_width each) and the output projection."""
+        d = self.hidden
+        weights = 2 * d * d + 2 * d * self.kv_width
+        biases = (2 * d + 2 * self.kv_width) if self.bias else 0
+        return weights + biases
+
+    @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices of the MLP: up and down for GELU; gate, up and down for SwiGLU."""
+        return 2 if self.mlp == "gelu" else 3
+
+    @property
+    def mlp_params(self) -> int:
+        biases = ((self.mlp_matrices - 1) * self.mlp_hidden + self.hidden) if self.bias else 0
+        return self.mlp_matrices * self.hidden * self.mlp_hidden + biases
+
+    @property
+    def layer_params(self) -> int:
+        """One block: two norms, attention and MLP."""
+        return 2 * self.norm_params + self.attention_params + self.mlp_params
+
+    @property
+    def embedding_params(self) -> int:
+        positions = self.context * self.hidden if self.position == "learned" else 0
+        return self.vocab * self.hidden + positions
+
+    @property
+    def head_params(self) -> int:
+        """The LM head's own weights (none when tied to the token embedding)."""
+        return 0 if self.tied_embeddings else self.vocab * self.hidden
+
+    @property
+    def params(self) -> int:
+        """Exact parameter count from the architecture."""
+        return self.embedding_params + self.layers * self.layer_params + self.norm_params + self.head_params
+
+
+def _gpt2(name: str, layers: int, hidden: int, heads: int, published: int, source: str) -> LlmConfig:
+    return LlmConfig(
+        name,
+        layers,
+        hidden,
+        heads,
+        heads,
+        4 * hidden,
+        50257,
+        1024,
+        "gelu",
+        "layernorm",
+        "learned",
+        tied_embeddings=True,
+        bias=True,
+        published_params=published,
+        source=source,
+    )
+
+
+def _llama(
+    name: str,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    mlp_hidden: int,
+    vocab: int,
+    context: int,
+    published: int,
+    source: str,
+) -> LlmConfig:
+    return LlmConfig(
+        name,
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        mlp_hidden,
+        vocab,
+        context,
+        "swiglu",
+        "rmsnorm",
+        "rotary",
+        tied_embeddings=False,
+        bias=False,
+        published_params=published,
+        source=source,
+    )
+
+
+_HF = " config.json on Hugging Face"
+LLMS: dict[str, LlmConfig] = {
+    config.name: config
+    for config in (
+        _gpt2("gpt2", 12, 768, 12, 124_439_808, f"openai-community/gpt2{_HF}; Radford et al. 2019"),
+        _gpt2("gpt2-medium", 24, 1024, 16, 354_823_168, f"openai-community/gpt2-medium{_HF}"),
+        _gpt2("gpt2-xl", 48, 1600, 25, 1_557_611_200, f"openai-community/gpt2-xl{_HF}"),
+        _llama(
+            "llama-2-7b",
+            32,
+            4096,
+            32,
+            32,
+            11008,
+            32000,
+            4096,
+            6_738_415_616,
+            f"meta-llama/Llama-2-7b-hf{_HF}; Touvron et al. 2023 Table 1",
+        ),
+        _llama(
+            "llama-2-13b",
+            40,
+            5120,
+            40,
+            40,
+            13824,
+            32000,
+            4096,
+            13_015_864_320,
+            f"meta-llama/Llama-2-13b-hf{_HF}; Touvron et al. 2023 Table 1",
+        ),
+        _llama(
+            "llama-2-70b",
+            80,
+            8192,
+            64,
+            8,
+            28672,
+            32000,
+            4096,
+            68_976_648_192,
+            f"meta-llama/Llama-2-70b-hf{_HF}; Touvron et al. 2023 Table 1 (GQA)",
+        ),
+        _llama(
+            "llama-3-8b",
+            32,
+            4096,
+            32,
+            8,
+            14336,
+            128256,
+            8192,
+            8_030_261_248,
+            f"meta-llama/Meta-Llama-3-8B{_HF}; Meta Llama 3 model card",
+        ),
+    )
+}
+"""The language models parsim knows, by name."""
+
+
+def llm(name: str) -> LlmConfig:
+    """The configuration of language model ``name``, or a ParsimError suggesting the closest names."""
+    if name not in LLMS:
+        close = difflib.get_close_matches(name, LLMS, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(LLMS)}"
+        raise ParsimError(f"unknown model {name!r}{hint}")
+    return LLMS[name]
+
+
+def kv_itemsize(dtype: str) -> float:
+    """Bytes per KV-cache element: a float type's size, or a quantised type's (int8, float8, int4)."""
+    return float(DTYPES[dtype]) if dtype in DTYPES else _QUANTISED[dtype]
+
+
+def kv_cache_bytes(config: LlmConfig, batch: int, tokens: int, kv_dtype: str) -> float:
+    """Keys and values of ``tokens`` tokens for ``batch`` sequences over every layer."""
+    return 2.0 * config.layers * config.kv_width * tokens * batch * kv_itemsize(kv_dtype)
+
+
+def transformer_footprint_B(
+    config: LlmConfig,
+    batch: int,
+    seq: int,
+    numerics: Numerics,
+    train: bool,
+    optimizer: str,
+    tp: int = 1,
+    attention: str = "flash",
+) -> float:
+    """Device memory of one GPU's share of a step, as PyTorch allocates it.
+
+    Weights in the master precision (+ the low-precision copies autocast makes under mixed
+    precision). Training adds a gradient per weight, Adam's two moments, and what each block
+    saves for its backward: the norms' inputs and outputs, q, k, v, the attention output (flash:
+    plus a float32 log-sum-exp per query; unfused: plus the S x S probabilities of every head),
+    the MLP's inner activations; then the final norm and the logits with their float32
+    log-probabilities. Inference holds the KV cache of the sequences and the largest activations.
+    """
+    size, master = itemsize(numerics.dtype), itemsize(numerics.master_dtype)
+    params = config.params / tp
+    weights = params * master + (params * size if numerics.mixed else 0)
+    tokens, d, hd = batch * seq, config.hidden, config.head_dim
+    heads, kv_heads, width, vocab = (
+        config.heads / tp,
+        config.kv_heads / tp,
+        config.mlp_hidden / tp,
+        config.vocab / tp,
+    )
+    inner = tokens * width * (2 if config.mlp == "gelu" else 3)
+    if not train:
+        cache = kv_cache_bytes(config, batch, seq, numerics.dtype) / tp
+        scores = batch * heads * seq * seq * size if attention == "unfused" else 0.0
+        return weights + cache + max(inner * size, scores, batch * vocab * size) + 2 * tokens * d * size
+    per_block = tokens * (4 * d + (2 * heads + 2 * kv_heads) * hd) * size + inner * size
+    per_block += batch * heads * seq * seq * size if attention == "unfused" else tokens * heads * 4
+    logits = tokens * vocab * (size + 4)
+    saved = config.layers * per_block + 2 * tokens * d * size + logits
+    in_flight = max(tokens * vocab, tokens * width) * size  # the largest gradient being computed
+    return (
+        weights
+        + params * master
+        + optimizer_state_B(optimizer, int(params), numerics.master_dtype)
+        + saved
+        + in_flight
+    )
