@@ -1,0 +1,204 @@
+"""Transformers: published parameter counts, hand-computed FLOPs and bytes, attention's S x S traffic,
+Adam's memory and traffic, event counts that grow with layers only, and one-line refusals."""
+
+import pytest
+
+import parsim
+from parsim.errors import ParsimError
+from parsim.workloads import make_workload
+from parsim.workloads.base import Transfer
+from parsim.workloads.layers import Numerics, network_footprint_B
+from parsim.workloads.llms import LLMS, llm
+from parsim.workloads.models import MODELS
+from parsim.workloads.transformer import kv_cache_bytes, transformer_footprint_B, transformer_kernels
+
+# Parameter totals as Hugging Face reports them for the checkpoints (the model cards' "Model size",
+# from the safetensors headers); configurations from each model's config.json.
+PUBLISHED = {
+    "gpt2": 124.4e6,
+    "gpt2-medium": 354.8e6,
+    "gpt2-xl": 1557.6e6,
+    "llama-2-7b": 6738.4e6,
+    "llama-3-8b": 8030.3e6,
+    "llama-2-13b": 13015.9e6,
+    "llama-2-70b": 68976.6e6,
+}
+FP32 = Numerics()
+GPT2 = LLMS["gpt2"]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_parameter_counts_match_published_ones(name):
+    assert LLMS[name].params == pytest.approx(PUBLISHED[name], rel=0.01)
+    assert LLMS[name].params == pytest.approx(LLMS[name].published_params, rel=0.01)
+
+
+def test_gqa_shrinks_keys_and_values():
+    # Llama-2-70B: 64 query heads of 128, 8 KV heads: K and V are 8192 x 1024 each
+    config = llm("llama-2-70b")
+    assert config.head_dim == 128 and config.kv_width == 1024
+    assert config.attention_params == 2 * 8192 * 8192 + 2 * 8192 * 1024
+
+
+def test_unknown_llm_suggests_the_closest():
+    with pytest.raises(ParsimError, match=r"unknown model 'lama-2-7b'; did you mean llama-2-7b"):
+        llm("lama-2-7b")
+
+
+def _flops(kernels, prefix, matrix_only=False):
+    return sum(k.flops for k in kernels if k.layer.startswith(prefix) and (k.matrix or not matrix_only))
+
+
+def test_one_gpt2_layer_forward_hand_computed():
+    forward, _ = transformer_kernels(GPT2, 1, 1024, FP32, train=False)
+    s, d = 1024, 768
+    qkv, out, mlp = 2 * s * d * 3 * d, 2 * s * d * d, 2 * 2 * s * d * 4 * d
+    attention = 2 * 2 * s * s * d * (s + 1) / (2 * s)  # QK^T and xV, causal: s(s+1)/2 pairs
+    assert _flops(forward, "h.0.", matrix_only=True) == pytest.approx(qkv + out + mlp + attention, rel=1e-12)
+    # the norms, GELU and adds are a fraction of a percent on top
+    assert _flops(forward, "h.0.") == pytest.approx(qkv + out + mlp + attention, rel=0.01)
+
+
+def _attention_flops(kind, seq):
+    forward, _ = transformer_kernels(GPT2, 1, seq, FP32, train=False, attention=kind)
+    return sum(k.flops for k in forward if k.layer == "h.0.attn" and ("attention" in k.name or "@" in k.name))
+
+
+def test_causal_mask_halves_flash_attention():
+    # unfused computes the whole S x S square (the mask zeroes half); flash skips the masked tiles
+    full = 2 * 2 * 1024 * 1024 * 768
+    assert _attention_flops("unfused", 1024) == pytest.approx(full)
+    assert _attention_flops("flash", 1024) == pytest.approx(full / 2, rel=0.001)
+
+
+def _bytes(kind, seq, batch=2):
+    forward, backward = transformer_kernels(llm("llama-2-7b"), batch, seq, FP32, train=True, attention=kind)
+    return sum(k.bytes for k in forward + backward if k.layer == "h.0.attn")
+
+
+def test_unfused_attention_moves_the_score_matrix_and_it_grows_as_s_squared():
+    batch, heads, size = 2, 32, 4
+    extra = {seq: _bytes("unfused", seq) - _bytes("flash", seq) for seq in (512, 2048)}
+    for seq, moved in extra.items():
+        assert moved >= batch * heads * seq * seq * size
+    assert extra[2048] / extra[512] == pytest.approx(16, rel=0.02)
+
+
+def test_flash_attention_traffic_stays_linear_in_seq():
+    def flash_bytes(seq):
+        forward, _ = transformer_kernels(GPT2, 1, seq, FP32, train=False)
+        return next(k.bytes for k in forward if k.name == "h.0.attn flash attention fwd")
+
+    assert flash_bytes(1024) == pytest.approx(2 * flash_bytes(512))
+
+
+def test_training_step_is_about_three_forward_passes_and_six_n_per_token():
+    forward, backward = transformer_kernels(GPT2, 1, 1024, FP32, train=True)
+    fwd = sum(k.flops for k in forward if k.matrix)
+    assert 1.9 < sum(k.flops for k in backward if k.matrix) / fwd < 2.2
+    total = sum(k.flops for k in forward + backward)
+    assert total == pytest.approx(6 * GPT2.params * 1024, rel=0.15)
+
+
+def test_adam_adds_two_float32_moments_and_moves_28_bytes_a_parameter():
+    params = {"model": "gpt2", "batch": 1, "seq": 256, "train": True}
+    sgd = make_workload("network", params)
+    adam = make_workload("network", {**params, "optimizer": "adam"})
+    assert adam.footprint_B - sgd.footprint_B == pytest.approx(8 * GPT2.params)
+    updates = [k for k in adam.kernels if k.name.endswith("update")]
+    assert sum(k.bytes for k in updates) == pytest.approx(28 * GPT2.params, rel=1e-9)
+    assert sum(k.work_items for k in updates) == GPT2.params
+
+
+def test_adam_for_cnns_and_the_mlp():
+    layers = MODELS["resnet18"]()
+    weights = sum(layer.params for layer in layers)
+    grow = network_footprint_B(layers, 4, FP32, True, "adam") - network_footprint_B(layers, 4, FP32, True)
+    assert grow == pytest.approx(8 * weights)
+    resnet = make_workload("network", {"model": "resnet18", "batch": 2, "optimizer": "adam"})
+    assert sum(k.bytes for k in resnet.kernels if k.name.endswith("update")) == pytest.approx(28 * weights)
+    mlp = make_workload("mlp_train_step", {"optimizer": "adam"})
+    assert sum(k.bytes for k in mlp.kernels if k.name.startswith("w")) == pytest.approx(28 * 200_000)
+
+
+def test_events_grow_with_layers_not_with_tokens_or_batch():
+    def count(name, batch, seq):
+        forward, backward = transformer_kernels(LLMS[name], batch, seq, FP32, train=True)
+        return len(forward) + len(backward)
+
+    assert count("gpt2", 1, 1024) == count("gpt2", 64, 1024) == count("gpt2", 1, 128)
+    forward, backward = transformer_kernels(GPT2, 1, 128, FP32, train=True)
+    per_layer = sum(1 for k in forward + backward if k.layer.startswith("h.0."))
+    assert count("gpt2-medium", 1, 128) - count("gpt2", 1, 128) == 12 * per_layer
+
+
+def test_kv_cache_hand_computed():
+    # Llama-2-7B, 4096 tokens in float16: 2 x 32 layers x 4096 x 4096 x 2 B = 2 GiB; Llama-3-8B's
+    # 8 KV heads of 32 (GQA) keep a quarter of that
+    assert kv_cache_bytes(llm("llama-2-7b"), 1, 4096, "float16") == 2 * 2**30
+    assert kv_cache_bytes(llm("llama-3-8b"), 1, 4096, "float16") == 2**30 / 2
+    assert kv_cache_bytes(llm("llama-2-7b"), 1, 4096, "int8") == 2**30
+
+
+def test_decode_step_reads_the_whole_cache_and_computes_one_token():
+    config = llm("llama-2-7b")
+    f16 = Numerics(dtype="float16", mixed=True)
+    forward, backward = transformer_kernels(config, 4, 1, f16, False, past=999)
+    assert backward == []
+    attention = next(k for k in forward if k.name == "h.0.attn flash attention fwd")
+    keys = 4 * 1000 * 4096 * 2  # 4 sequences x 1000 keys x 32 heads x 128 x 2 B
+    assert attention.bytes_read == pytest.approx(2 * keys + 4 * 4096 * 2)
+    assert attention.flops == pytest.approx(4 * 128 * 4 * 32 * 1000)
+    qkv = next(k for k in forward if k.name == "h.0.attn qkv fwd")
+    assert qkv.flops == 2 * 4 * 4096 * 3 * 4096
+
+
+def test_tensor_parallel_gives_each_gpu_its_share():
+    config = llm("llama-2-7b")
+    one, _ = transformer_kernels(config, 1, 512, FP32, False)
+    two, _ = transformer_kernels(config, 1, 512, FP32, False, tp=2)
+    assert _flops(two, "h.", True) == pytest.approx(_flops(one, "h.", True) / 2)
+    half = transformer_footprint_B(config, 1, 512, FP32, False, "sgd", tp=2)
+    assert half < 0.51 * transformer_footprint_B(config, 1, 512, FP32, False, "sgd")
+    with pytest.raises(ParsimError, match="over 3 GPUs must divide its 32 heads"):
+        transformer_kernels(config, 1, 512, FP32, False, tp=3)
+
+
+def test_network_step_copies_token_ids_and_names_layers():
+    step = make_workload("network", {"model": "gpt2", "batch": 8, "seq": 1024})
+    copy = next(op for op in step.ops if isinstance(op, Transfer))
+    assert copy.nbytes == 8 * 1024 * 8
+    names = [name for name, _ in step.layers]
+    assert names[:4] == ["data", "embed", "h.0.attn", "h.0.mlp"] and names[-3:] == ["ln_f", "lm_head", "loss"]
+    assert dict(step.params)["seq"] == 1024
+    assert dict(make_workload("network", {"model": "gpt2"}).params)["seq"] == 1024  # its context
+
+
+def test_gpt2_step_engine_and_analytic_agree():
+    params = {"model": "gpt2", "batch": 8, "seq": 1024, "train": True}
+    engine = parsim.predict("network", params, device="a100-80gb")
+    analytic = parsim.predict("network", params, device="a100-80gb", method="analytic")
+    assert analytic.latency_s == pytest.approx(engine.latency_s, rel=0.05)
+    rows = {row["name"]: row for row in engine.layers}
+    assert rows["h.11.mlp"]["latency_s"] > 0 and rows["lm_head"]["flops"] > 0
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"model": "gpt3", "batch": 8}, "network: unknown 'model' 'gpt3'; did you mean gpt2"),
+        ({"model": "gpt2", "seq": 4096}, "network: 'seq' 4096 is above gpt2's context of 1024 tokens"),
+        ({"model": "resnet18", "seq": 128}, "network: 'seq' applies only to the language models"),
+        ({"model": "llama-2-70b", "batch": 1, "seq": 4096, "optimizer": "adam"}, "h100-sxm has 80.0 GiB"),
+    ],
+)
+def test_bad_input_one_line(params, expected):
+    with pytest.raises(ParsimError) as info:
+        parsim.predict("network", params, device="h100-sxm")
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_cli_refuses_unknown_model_in_one_line(cli):
+    code, _, err = cli("predict", "network", "model=gpt3", "batch=8")
+    assert code == 2 and "did you mean gpt2" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
