@@ -202,3 +202,19 @@ def test_cli_refuses_unknown_model_in_one_line(cli):
     code, _, err = cli("predict", "network", "model=gpt3", "batch=8")
     assert code == 2 and "did you mean gpt2" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_data_parallel_and_serve_take_language_models():
+    step = make_workload(
+        "data_parallel",
+        {"model": "gpt2", "batch": 16, "seq": 256, "gpus": 2, "sync": "ring", "optimizer": "adam"},
+    )
+    updates = [k for k in step.kernels if k.layer == "sync"]
+    assert [k.device for k in updates] == [0, 1]
+    assert all(k.work_items == GPT2.params and k.bytes == 28 * GPT2.params for k in updates)
+    one = make_workload("network", {"model": "gpt2", "batch": 8, "seq": 256})
+    per_gpu = [k for k in step.kernels if k.device == 1 and k.layer != "sync"]
+    assert len(per_gpu) == len([k for k in one.kernels if not k.name.endswith("update")])
+    serve = make_workload("serve", {"model": "gpt2", "batch": 4, "seq": 512})
+    assert not any("bwd" in k.name for k in serve.kernels)
+    assert sum(1 for k in serve.kernels if "kv cache write" in k.name) == GPT2.layers
