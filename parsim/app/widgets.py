@@ -18,8 +18,9 @@ from parsim.caching import cached
 from parsim.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
+from parsim.workloads.llms import llm
 from parsim.workloads.multi import on_cpu
-from parsim.workloads.registry import WORKLOADS, make_workload
+from parsim.workloads.registry import SEQUENCE_FIELDS, WORKLOADS, llm_names, make_workload
 
 UPLOADED = "uploaded hardware file"
 THIS_MACHINE = "this machine (calibrated)"
@@ -139,14 +140,27 @@ def workload_form(
         f"{key}_workload",
         format_func=lambda n: f"{n} — {WORKLOADS[n].summary}",
     )
-    model = WORKLOADS[name].params
+    fields = dict(WORKLOADS[name].params.model_fields)
+    start = {**(overrides or {}).get("", {}), **(overrides or {}).get(name, {})}
     values = {}
     columns = st.columns(2)
-    for index, (field, info) in enumerate(model.model_fields.items()):
-        if field == "gpus" and name != "data_parallel":
-            continue
-        start = {**(overrides or {}).get("", {}), **(overrides or {}).get(name, {})}
+    if "model" in fields:  # the model first: which other fields apply depends on it
+        with columns[0]:
+            values["model"] = _field_input(
+                "model", fields["model"], start.get("model", fields["model"].default), f"{key}_{name}_model"
+            )
+    language = values.get("model") in llm_names()
+    shown = [
+        (field, info)
+        for field, info in fields.items()
+        if field != "model"
+        and not (field == "gpus" and name != "data_parallel")
+        and not (field in SEQUENCE_FIELDS and not language)
+    ]
+    for index, (field, info) in enumerate(shown, start=1 if "model" in fields else 0):
         default_value = start.get(field, info.default)
+        if field == "seq" and default_value is None:
+            default_value = llm(values["model"]).context  # a sequence starts at the model's context
         with columns[index % 2]:
             values[field] = _field_input(field, info, default_value, f"{key}_{name}_{field}")
     return name, values

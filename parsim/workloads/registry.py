@@ -219,7 +219,7 @@ def _global_batch(params: Params) -> int:
 
 
 _DATA_PARALLEL = " (use data_parallel model=... gpus=G)"
-_SEQUENCE_FIELDS = ("seq", "attention")
+SEQUENCE_FIELDS = ("seq", "attention")
 
 
 def _check_model(name: str, given: Params, params: Params) -> Params:
@@ -238,7 +238,7 @@ def _check_model(name: str, given: Params, params: Params) -> Params:
             f"{name}: 'seq' applies only to the language models ({', '.join(LLMS)}); "
             f"{model} takes no sequence"
         )
-    return {key: value for key, value in params.items() if key not in _SEQUENCE_FIELDS}
+    return {key: value for key, value in params.items() if key not in SEQUENCE_FIELDS}
 
 
 WORKLOADS: dict[str, WorkloadDef] = {
