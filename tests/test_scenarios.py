@@ -181,13 +181,38 @@ def claims_streams():
     assert eight > slowest_stage
 
 
+def claims_flash_attention():
+    flash, unfused = by_label("flash_attention").values()
+    short, long = 0, -1
+    assert unfused[short].latency_s < 1.05 * flash[short].latency_s  # together at 256 tokens
+    assert unfused[long].bytes > 2 * flash[long].bytes  # more than twice the bytes at 4,096
+    assert 1.15 < unfused[long].latency_s / flash[long].latency_s < 1.4  # about a quarter longer
+    assert flash[long].bottleneck == "compute"
+    # the extra traffic grows as S^2: 16x from 1,024 to 4,096 tokens (within the softmax's rounding)
+    extra = [u.bytes - f.bytes for u, f in zip(unfused, flash, strict=True)]
+    assert extra[-1] / extra[2] == pytest.approx(16, rel=0.1)
+
+
+def claims_gpt2_training():
+    xeon, a100_fp32, t4, a100_bf16 = (series[0] for series in by_label("gpt2_training_cpu_vs_gpu").values())
+    assert xeon.latency_s > 1.0  # over a second per step
+    assert 2.5 < xeon.latency_s / a100_fp32.latency_s < 3.5  # about three times faster
+    assert a100_fp32.latency_s / a100_bf16.latency_s > 10  # more than ten times again
+    assert a100_bf16.latency_s < t4.latency_s < a100_fp32.latency_s  # the T4 lands between
+    assert 5e12 < xeon.flops < 8e12  # some 6 TFLOPs
+    slowest = max(a100_fp32.layers, key=lambda row: row["latency_s"])
+    assert slowest["name"] == "lm_head"
+
+
 CLAIMS = {
     "batching_latency_vs_throughput": claims_batching,
     "conv3x3": claims_conv3x3,
     "cpu_vs_gpu_training": claims_cpu_vs_gpu_training,
     "data_parallel_scaling": claims_data_parallel_scaling,
+    "flash_attention": claims_flash_attention,
     "flynn_vector_add": claims_flynn,
     "gpu_offload_crossover": claims_gpu_offload_crossover,
+    "gpt2_training_cpu_vs_gpu": claims_gpt2_training,
     "matmul_roofline": claims_matmul_roofline,
     "mlp_training": claims_mlp_training,
     "pcie_pinned_vs_pageable": claims_pcie,

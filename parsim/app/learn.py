@@ -31,6 +31,8 @@ ORDER = [
     "cpu_vs_gpu_training",
     "data_parallel_scaling",
     "batching_latency_vs_throughput",
+    "flash_attention",
+    "gpt2_training_cpu_vs_gpu",
 ]
 KEY = "learn_lesson"
 MEASURED = "learn_measured"  # session state: {stem: [rows]}
