@@ -1,0 +1,332 @@
+"""Serving a language model: prefill the prompt, then decode one token per step (``llm_serve``).
+
+A request batch is ``batch`` prompts of ``prompt`` tokens that each get ``output`` new tokens.
+The *prefill* runs every prompt token at once (GEMMs of batch x prompt rows: compute-bound) and
+its LM head yields the first output token; each of the ``output - 1`` *decode* steps then runs
+one token per sequence attending over everything cached so far (GEMMs of ``batch`` rows: every
+step reads all the weights and the whole KV cache, so it is memory-bound). After each phase the
+sampled token ids are copied to the host (the server streams them and checks for stop tokens).
+
+Events grow with layers, not with tokens: the program holds the prefill and one real decode
+step, the mean one. Decode step t (t = 1 .. output - 1) attends over ``prompt + t - 1`` cached
+tokens plus its own; its kernels are the same every step except attention, whose FLOPs and bytes
+grow linearly with the cached tokens, so the step time is affine in t and the step over the mean
+context, ``prompt + (output - 2) / 2`` cached tokens (rounded down: half a token at most), times
+``output - 1`` is the decode total (``serve_metrics``; the tests compare it with the sum of every
+step predicted alone). Time to first token is the prefill with the copies in and out (the
+prefill's LM head yields the first token, as vLLM and TensorRT-LLM count it); time per output
+token the mean decode step.
+
+``weights=int8|float8|int4`` quantises the blocks' linear layers (the embeddings and the LM head
+stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1 and 0.5 bytes per weight.
+int8 and float8 are W8A8 products on the integer / FP8 tensor cores, int4 is weight-only (W4A16:
+the kernel dequantises to ``dtype``); ``check_system`` refuses a device without the unit.
+
+``gpus=G`` is tensor parallelism (Megatron-LM): each GPU holds 1/G of the heads, KV heads, MLP
+columns and vocabulary, and two ring all-reduces per layer (after the attention output projection
+and after the MLP down projection) sum the partial activations, batch x new tokens x hidden, over
+the board's NVLink or else PCIe.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+from pydantic import Field
+
+from parsim.dtypes import itemsize
+from parsim.errors import ParsimError
+from parsim.hardware.specs import SystemSpec
+from parsim.model.capacity import runtime_B
+from parsim.prediction import Prediction
+from parsim.units import gib
+from parsim.workloads.base import AllReduce, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads.layers import Numerics
+from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm, transformer_footprint_B
+from parsim.workloads.registry import WorkloadDef, _Params
+from parsim.workloads.transformer import transformer_kernels, transformer_layers
+
+NAME = "llm_serve"
+TOKEN_ID_B = 8  # int64 token ids
+WEIGHT_B = {"int8": 1.0, "float8": 1.0, "int4": 0.5}
+"""Bytes per quantised weight (int4: two per byte; per-group scales are under 3 % and left out)."""
+_LINEARS = ("qkv", "out", "gate", "up", "down")  # the blocks' linear layers: what gets quantised
+_REDUCED_AFTER = (".attn out fwd", ".mlp down fwd")  # row-parallel layers: partial sums to all-reduce
+PHASES = ("prefill", "decode")
+
+# Devices with the unit each quantised format needs, from the datasheets the GPU presets cite
+# ([WP-*] in parsim/hardware/presets_gpu.py): INT8 tensor cores on Turing (T4: 130 TOPS), Ampere
+# (A100: 624 TOPS), Ada (RTX 4090: 660.6 TOPS) and Hopper (H100 SXM5: 1979 TOPS); FP8 tensor cores
+# on Ada (RTX 4090: 330.3 TFLOP/s) and Hopper (H100 SXM5: 1979 TFLOP/s), none on Ampere or Volta.
+# int4 weight-only kernels (AWQ's GEMM, Marlin) need Turing (compute capability 7.5) or later.
+_INT8 = ("t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx-4090")
+UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "int8": ("INT8 tensor cores", _INT8, "Turing and later"),
+    "int4": ("int4 weight-only GEMM kernels (Turing and later)", _INT8, "Turing and later"),
+    "float8": ("FP8 tensor cores", ("h100-pcie", "h100-sxm", "h200", "rtx-4090"), "H100 and later, Ada"),
+}
+
+
+class LlmServeParams(_Params):
+    """``llm_serve``'s parameters (``dtype``: the activations' and, by default, the weights' type)."""
+
+    dtype: Literal["float16", "bfloat16", "float32"] = "float16"
+    model: str = Field("llama-2-7b", description="language model (gpt2 ... llama-2-70b)")
+    batch: int = Field(1, gt=0, le=4096, description="sequences served together")
+    prompt: int = Field(512, gt=0, le=10**6, description="prompt tokens per sequence (prefill)")
+    output: int = Field(128, gt=0, le=10**6, description="tokens generated per sequence (decode)")
+    weights: Literal["dtype", "int8", "int4", "float8"] = Field(
+        "dtype", description="weight type: as dtype, or quantised int8 / float8 (W8A8) or int4 (W4A16)"
+    )
+    kv_dtype: Literal["dtype", "float16", "bfloat16", "float32", "int8", "float8"] = Field(
+        "dtype", description="element type of the KV cache (dtype: as the activations)"
+    )
+    gpus: int = Field(1, gt=0, le=64, description="tensor-parallel GPUs in one node")
+    attention: Literal["flash", "unfused"] = Field(
+        "flash", description="fused FlashAttention (flash) or QK^T, softmax, xV (unfused)"
+    )
+    framework: Literal["eager", "graph", "cuda-graph"] = Field(
+        "cuda-graph", description="cuda-graph (vLLM, TensorRT-LLM), graph, or eager PyTorch"
+    )
+
+
+def check_llm_serve(name: str, given: Params, params: Params) -> Params:
+    """Rules between fields: a known model, prompt + output within its context, G dividing the heads."""
+    try:
+        config = llm(params["model"])
+    except ParsimError as error:
+        raise ParsimError(f"{name}: {error}") from None
+    tokens = params["prompt"] + params["output"]
+    if tokens > config.context:
+        raise ParsimError(
+            f"{name}: prompt {params['prompt']} + output {params['output']} = {tokens} tokens are above "
+            f"{config.name}'s context of {config.context} tokens"
+        )
+    gpus = params["gpus"]
+    if config.heads % gpus or config.kv_heads % gpus or config.mlp_hidden % gpus:
+        raise ParsimError(
+            f"{name}: gpus={gpus} does not divide {config.name}'s {config.heads} heads / "
+            f"{config.kv_heads} KV heads (MLP width {config.mlp_hidden})"
+        )
+    return params
+
+
+def _numerics(params: Params) -> Numerics:
+    # Inference servers keep the weights in ``dtype`` (no float32 master copy, no autocast casts)
+    # and in their own layouts (nothing re-laid out per call).
+    return Numerics(dtype=params["dtype"])
+
+
+def kv_type(params: Params) -> str:
+    return params["dtype"] if params["kv_dtype"] == "dtype" else params["kv_dtype"]
+
+
+def weight_B(config: LlmConfig, params: Params) -> float:
+    """Bytes of the weights on one GPU: quantised blocks' linears, the rest in ``dtype``."""
+    size, tp = itemsize(params["dtype"]), params["gpus"]
+    linear = config.layers * (config.attention_params + config.mlp_params)
+    per = WEIGHT_B.get(params["weights"], float(size))
+    return (linear * per + (config.params - linear) * size) / tp
+
+
+def footprint_parts(config: LlmConfig, params: Params, batch: int) -> tuple[float, float, float]:
+    """Per-GPU bytes of the weights, the KV cache at the end, and the prefill's peak activations.
+
+    The activations are ``transformer_footprint_B``'s inference figure less its weights and cache.
+    """
+    tp, numerics = params["gpus"], _numerics(params)
+    prompt, size = params["prompt"], itemsize(params["dtype"])
+    whole = transformer_footprint_B(
+        config, batch, prompt, numerics, False, "sgd", tp=tp, attention=params["attention"]
+    )
+    prompt_cache = kv_cache_bytes(config, batch, prompt, params["dtype"])
+    activations = whole - config.params / tp * size - prompt_cache / tp
+    cache = kv_cache_bytes(config, batch, prompt + params["output"], kv_type(params)) / tp
+    return weight_B(config, params), cache, activations
+
+
+def _quantised(kernel: Kernel, weights: str, size: int) -> Kernel:
+    """A block linear's forward GEMM reading its weights at ``weights``' bytes per element."""
+    held = kernel.cold_bytes - kernel.bytes_written  # the weights: the GEMM's cold reads
+    less = held * (1 - WEIGHT_B[weights] / size)
+    return attrs.evolve(kernel, bytes_read=kernel.bytes_read - less, cold_bytes=kernel.cold_bytes - less)
+
+
+def _phase_kernels(config: LlmConfig, params: Params, past: int, new: int, device: int) -> list[Kernel]:
+    forward, _ = transformer_kernels(
+        config,
+        params["batch"],
+        past + new,
+        _numerics(params),
+        False,
+        attention=params["attention"],
+        past=past,
+        new_tokens=new,
+        device=device,
+        tp=params["gpus"],
+        kv_dtype=kv_type(params),
+    )
+    if params["weights"] == "dtype":
+        return forward
+    size = itemsize(params["dtype"])
+    linear = tuple(f" {name} fwd" for name in _LINEARS)
+    return [
+        _quantised(k, params["weights"], size) if k.layer.startswith("h.") and k.name.endswith(linear) else k
+        for k in forward
+    ]
+
+
+def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:
+    """Cut one GPU's phase after each row-parallel layer (where the all-reduces go)."""
+    segments: list[list[Kernel]] = [[]]
+    for kernel in kernels:
+        segments[-1].append(kernel)
+        if kernel.name.endswith(_REDUCED_AFTER):
+            segments.append([])
+    return segments
+
+
+def llm_serve(params: Params) -> Workload:
+    """Prompt ids in, prefill, the mean decode step (tensor-parallel over ``gpus``), tokens out."""
+    config = LLMS[params["model"]]
+    batch, prompt, output, tp = params["batch"], params["prompt"], params["output"], params["gpus"]
+    size = itemsize(params["dtype"])
+    hidden_B = lambda new: batch * new * config.hidden * size  # noqa: E731 - an all-reduce's buffer
+    ops: list[Op] = [Transfer("h2d prompt ids", batch * prompt * TOKEN_ID_B, "h2d", layer="data")]
+    deps: list[tuple[int, ...]] = [()]
+    steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
+    barrier: tuple[int, ...] = (0,)  # what the next segment waits for
+    for phase, past, new in steps:
+        per_gpu = [_segments(_phase_kernels(config, params, past, new, g)) for g in range(tp)]
+        for index in range(len(per_gpu[0])):
+            ends = []
+            for g in range(tp):
+                segment = per_gpu[g][index]
+                if not segment:
+                    continue
+                ops += segment
+                deps += [barrier] + [()] * (len(segment) - 1)
+                ends.append(len(ops) - 1)
+            if tp > 1 and index < len(per_gpu[0]) - 1:
+                layer = per_gpu[0][index][-1].layer
+                ops.append(AllReduce(f"all-reduce {layer} ({phase})", hidden_B(new), layer=layer))
+                deps.append(tuple(ends))
+                barrier = (len(ops) - 1,)
+            else:
+                barrier = tuple(ends)
+        ops.append(_sample(config, batch, size, phase))
+        deps.append(barrier)
+        ops.append(Transfer(f"d2h tokens ({phase})", batch * TOKEN_ID_B, "d2h", layer="sample"))
+        deps.append(())
+        barrier = (len(ops) - 1,)
+    weights, cache, activations = footprint_parts(config, params, batch)
+    return Workload(
+        NAME,
+        tuple(sorted(params.items())),
+        tuple(ops),
+        tuple(deps),
+        footprint_B=weights + cache + activations,
+        gpus=tp,
+        layers=(("data", "copy"), *transformer_layers(config, False), ("sample", "sampling")),
+        staging=True,
+        framework=params["framework"],
+    )
+
+
+def _sample(config: LlmConfig, batch: int, size: int, phase: str) -> Kernel:
+    """Greedy sampling on GPU 0: the argmax of each sequence's gathered logits."""
+    logits = batch * config.vocab
+    return Kernel(
+        f"sample tokens ({phase})",
+        float(logits),
+        float(logits * size),
+        float(batch * TOKEN_ID_B),
+        logits,
+        dtype="float32" if size == 4 else "float16",
+        layer="sample",
+        cold_bytes=float(logits * size + batch * TOKEN_ID_B),
+    )
+
+
+def check_system(workload: Workload, system: SystemSpec) -> None:
+    """Refuse quantised weights a device has no unit for, and a KV cache that does not fit."""
+    params = dict(workload.params)
+    device = system.device
+    weights = params["weights"]
+    if weights in UNITS:
+        unit, devices, family = UNITS[weights]
+        where = device.id if device is not None else system.host.id
+        if device is None or device.id not in devices:
+            raise ParsimError(f"{NAME}: weights={weights} needs {unit}; {where} has none ({family})")
+    if device is None:
+        return
+    config, batch = LLMS[params["model"]], params["batch"]
+    weights_B, cache, activations = footprint_parts(config, params, batch)
+    room = device.memory.capacity_B - runtime_B(system, True)
+    if weights_B + cache + activations > room:
+        most = max_batch(workload, system)
+        fits = f"; batch {most} fits" if most else "; not even the weights fit"
+        per = f" per GPU over {system.gpus}" if system.gpus > 1 else ""
+        raise ParsimError(
+            f"{NAME}: needs {gib(cache)} for the KV cache at batch {batch} beside {gib(weights_B)} of "
+            f"weights{per}, {device.id} has {gib(device.memory.capacity_B)}{fits}"
+        )
+
+
+def max_batch(workload: Workload, system: SystemSpec) -> int:
+    """The largest batch whose weights, KV cache and activations fit on each GPU (0: none).
+
+    Cache and activations grow linearly with the batch, so the answer is one division.
+    """
+    if system.device is None:
+        return 0
+    params = dict(workload.params)
+    config = LLMS[params["model"]]
+    weights, cache, activations = footprint_parts(config, params, 1)
+    room = system.device.memory.capacity_B - runtime_B(system, True) - weights
+    return max(0, int(room // (cache + activations)))
+
+
+def phase_ends(prediction: Prediction) -> dict[str, float]:
+    """When each simulated phase's tokens reach the host (sampling, then the copy back)."""
+    ends: dict[str, float] = {}
+    for event in prediction.trace:
+        for phase in PHASES:
+            if event.label.startswith((f"sample tokens ({phase})", f"d2h tokens ({phase})")):
+                ends[phase] = max(ends.get(phase, 0.0), event.end_s)
+    return ends
+
+
+def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, Any]:
+    """Time to first token, time per output token, end-to-end latency, tokens/s, KV cache, max batch.
+
+    The decode total is ``output - 1`` times the simulated mean step: exact while the step time is
+    affine in the step number (see the module docstring).
+    """
+    params = dict(workload.params)
+    batch, output = params["batch"], params["output"]
+    ends = phase_ends(prediction)
+    first_token = ends["prefill"]
+    per_token = ends.get("decode", first_token) - first_token
+    e2e = first_token + (output - 1) * per_token
+    config = LLMS[params["model"]]
+    return {
+        "time_to_first_token_s": first_token,
+        "time_per_output_token_s": per_token,
+        "e2e_latency_s": e2e,
+        "tokens_per_s": batch * output / e2e,
+        "tokens_per_s_per_user": output / e2e,
+        "kv_cache_bytes": kv_cache_bytes(config, batch, params["prompt"] + output, kv_type(params)),
+        "max_batch": max_batch(workload, system),
+    }
+
+
+LLM_SERVE = WorkloadDef(
+    NAME,
+    LlmServeParams,
+    llm_serve,
+    "LLM serving: prefill the prompt, decode token by token (KV cache, tensor parallel)",
+    check=check_llm_serve,
+)
+"""The definition ``registry.WORKLOADS`` registers (``owns_gpus``: ``gpus=`` is its own parameter)."""
