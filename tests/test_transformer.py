@@ -33,6 +33,14 @@ def test_parameter_counts_match_published_ones(name):
     assert LLMS[name].params == pytest.approx(LLMS[name].published_params, rel=0.01)
 
 
+@pytest.mark.parametrize("name", ["gpt3-125m", "gpt3-355m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b"])
+def test_gpt3_sizes_match_the_papers_rounded_counts(name):
+    # Brown et al. 2020 round to two significant digits (350M, 1.3B, 2.7B): within that rounding
+    config = LLMS[name]
+    assert config.params == pytest.approx(config.published_params, rel=0.02)
+    assert config.context == 2048 and config.head_dim in (64, 96, 128)
+
+
 def test_gqa_shrinks_keys_and_values():
     # Llama-2-70B: 64 query heads of 128, 8 KV heads: K and V are 8192 x 1024 each
     config = llm("llama-2-70b")

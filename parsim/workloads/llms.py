@@ -127,7 +127,9 @@ class LlmConfig:
         return self.embedding_params + self.layers * self.layer_params + self.norm_params + self.head_params
 
 
-def _gpt2(name: str, layers: int, hidden: int, heads: int, published: int, source: str) -> LlmConfig:
+def _gpt2(
+    name: str, layers: int, hidden: int, heads: int, published: int, source: str, context: int = 1024
+) -> LlmConfig:
     return LlmConfig(
         name,
         layers,
@@ -136,7 +138,7 @@ def _gpt2(name: str, layers: int, hidden: int, heads: int, published: int, sourc
         heads,
         4 * hidden,
         50257,
-        1024,
+        context,
         "gelu",
         "layernorm",
         "learned",
@@ -179,12 +181,24 @@ def _llama(
 
 
 _HF = " config.json on Hugging Face"
+_GPT3 = (
+    "Brown et al. 2020 Table 2.1 (rounded sizes); Dao-AILab/flash-attention training/configs/experiment/pile"
+)
 LLMS: dict[str, LlmConfig] = {
     config.name: config
     for config in (
         _gpt2("gpt2", 12, 768, 12, 124_439_808, f"openai-community/gpt2{_HF}; Radford et al. 2019"),
         _gpt2("gpt2-medium", 24, 1024, 16, 354_823_168, f"openai-community/gpt2-medium{_HF}"),
         _gpt2("gpt2-xl", 48, 1600, 25, 1_557_611_200, f"openai-community/gpt2-xl{_HF}"),
+        # GPT-3's sizes as FlashAttention's training/ configs build them: GPT-2's architecture with
+        # a 2048-token context and heads of 64 (125M, 355M) or 96/128 dimensions (Brown et al.
+        # 2020 Table 2.1 gives the rounded sizes; its 1.3B row's 24 heads of 128 do not multiply
+        # to its d_model of 2048, so 16 heads of 128 as in Megatron-LM and FlashAttention)
+        _gpt2("gpt3-125m", 12, 768, 12, 125_000_000, _GPT3, context=2048),
+        _gpt2("gpt3-355m", 24, 1024, 16, 350_000_000, _GPT3, context=2048),
+        _gpt2("gpt3-760m", 24, 1536, 16, 760_000_000, _GPT3, context=2048),
+        _gpt2("gpt3-1.3b", 24, 2048, 16, 1_300_000_000, _GPT3, context=2048),
+        _gpt2("gpt3-2.7b", 32, 2560, 20, 2_700_000_000, _GPT3, context=2048),
         _llama(
             "llama-2-7b",
             32,
