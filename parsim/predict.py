@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from parsim import algorithms, analytic, caching, timeline
+from parsim import algorithms, analytic, caching, serving_figures, timeline
 from parsim.caching import cached
 from parsim.choices import METHODS, OVERLAPS
 from parsim.errors import ParsimError
@@ -103,8 +103,13 @@ def predict(
         workload = on_cpu(workload)
     workload = lower(workload, system)
     mode = check_mode(system.compute, mode)
+    if workload.name in serving_figures.SYSTEM_CHECKS:
+        serving_figures.SYSTEM_CHECKS[workload.name](workload, system)
     check_fits(workload, system)
     prediction = _predict(workload, system, mode, method, overlap)
+    if workload.name in serving_figures.METRICS:
+        own = serving_figures.METRICS[workload.name](workload, system, prediction)
+        prediction = attrs.evolve(prediction, metrics={**prediction.metrics, **own})
     if definition is not None and definition.baseline is not None:
         return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     return prediction

@@ -67,13 +67,26 @@ def _format_utilization(busy: Mapping[Resource, float]) -> str:
 
 
 def _format_metrics(metrics: dict) -> list[str]:
+    return [f"  {label:<13}{text}" for label, text in metric_texts(metrics)]
+
+
+def metric_texts(metrics: dict) -> list[tuple[str, str]]:
+    """A workload's own figures as (label, text) for people, in a fixed order (the CLI and the app)."""
     labels = {
         "samples_per_s": ("samples/s", lambda v: units.si(v, "/s")),
         "speedup": ("speed-up", lambda v: f"{v:.2f}x vs 1 GPU"),
         "efficiency": ("efficiency", lambda v: f"{v:.0%}"),
         "serial_fraction": ("serial part", lambda v: f"{v:.1%} (Amdahl, implied)"),
+        # llm_serve: the latency above is the prefill and one decode step; these are the request's
+        "time_to_first_token_s": ("first token", units.seconds),
+        "time_per_output_token_s": ("per token", lambda v: f"{units.seconds(v)} per output token"),
+        "e2e_latency_s": ("end to end", units.seconds),
+        "tokens_per_s": ("tokens/s", lambda v: f"{units.si(v, '/s')} in total"),
+        "tokens_per_s_per_user": ("per user", lambda v: f"{v:.3g} tokens/s"),
+        "kv_cache_bytes": ("KV cache", lambda v: units.si(v, "B")),
+        "max_batch": ("max batch", lambda v: f"{v} sequences fit"),
     }
-    return [f"  {labels[k][0]:<13}{labels[k][1](v)}" for k, v in metrics.items() if k in labels]
+    return [(label, show(metrics[k])) for k, (label, show) in labels.items() if k in metrics]
 
 
 def _format_layers(layers, top: int = 8) -> str:

@@ -1,7 +1,7 @@
 """``llm_serve``: prefill and decode of a language model, against hand-computed bytes and times.
 
 Workloads are built with ``serving.llm_serve`` and predicted with ``parsim.predict.predict``;
-the serving metrics come from ``serving.serve_metrics`` on that prediction.
+the serving metrics come from ``serving_figures.serve_metrics`` on that prediction.
 """
 
 from __future__ import annotations
@@ -12,17 +12,10 @@ from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.model.kernel import kernel_time_s
 from parsim.predict import predict
+from parsim.serving_figures import check_system, serve_metrics
 from parsim.workloads.base import AllReduce, Kernel, Workload
 from parsim.workloads.llms import LLMS
-from parsim.workloads.serving import (
-    NAME,
-    LlmServeParams,
-    check_llm_serve,
-    check_system,
-    llm_serve,
-    serve_metrics,
-    weight_B,
-)
+from parsim.workloads.serving import NAME, LlmServeParams, check_llm_serve, llm_serve, weight_B
 
 MiB, GiB = 2**20, 2**30
 
@@ -140,10 +133,13 @@ def test_tensor_parallelism_halves_the_weights_and_adds_two_all_reduces_per_laye
     decode = [op for op in reduces if "(decode)" in op.name]
     assert {op.nbytes for op in decode} == {8 * 5120 * 2}
     assert [op.name for op in decode[:2]] == ["all-reduce h.0.attn (decode)", "all-reduce h.0.mlp (decode)"]
-    # each GPU reads half the weights per decode step (norms and attention's cache halve too)
+    # each GPU reads half the weights per decode step (norms and attention's cache halve too);
+    # the GPUs are symmetric, so GPU 0 is simulated as the representative of both
     read_one = sum(k.bytes_read for k in phase(one, "decode"))
-    read_two = sum(k.bytes_read for k in phase(two, "decode", device=1))
+    read_two = sum(k.bytes_read for k in phase(two, "decode"))
     assert read_two == pytest.approx(read_one / 2, rel=0.01)
+    assert not phase(two, "decode", device=1)
+    assert len(two.ops) == len(one.ops) + len(reduces)  # ops grow with layers, not with GPUs
     # the all-reduces show in the timeline, on the ring rows
     prediction = predict(two, device="h100-sxm")
     labels = {event.label for event in prediction.trace if event.kind == "transfer"}
@@ -218,8 +214,14 @@ def test_a_kv_cache_that_does_not_fit_is_refused_with_the_need():
         "llm_serve: needs 128.0 GiB for the KV cache at batch 64 beside 12.6 GiB of weights, "
         "h100-sxm has 80.0 GiB; batch "
     )
-    with pytest.raises(ParsimError, match="needs .* GiB, h100-sxm has 80.0 GiB"):
-        predict(workload, device="h100-sxm")  # the capacity check every workload gets
+    with pytest.raises(ParsimError, match="^llm_serve: needs 128.0 GiB for the KV cache at batch 64"):
+        predict(workload, device="h100-sxm")  # predict asks the workload's own check first
+    with pytest.raises(ParsimError, match="^llm_serve: needs 128.0 GiB for the KV cache at batch 64"):
+        predict(
+            "llm_serve",
+            {"model": "llama-2-7b", "batch": 64, "prompt": 2048, "output": 2048},
+            device="h100-sxm",
+        )
 
 
 @pytest.mark.parametrize(

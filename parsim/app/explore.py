@@ -22,7 +22,7 @@ from parsim.app.widgets import (
 from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.model.modes import default_mode, modes_for
-from parsim.report import bottleneck_sentence
+from parsim.report import bottleneck_sentence, metric_texts
 from parsim.workloads.registry import WORKLOADS
 
 # Starting sizes: 100 M elements fill a GPU's memory bandwidth; a 4096^3 GEMM its tensor cores.
@@ -111,6 +111,11 @@ def show(p, spec, link, call: tuple) -> None:
     columns[3].metric(
         "memory traffic", units.si(p.bytes_per_s, "B/s"), help="bytes moved to and from memory per second"
     )
+    own = [(label, text) for label, text in metric_texts(p.metrics) if label != "samples/s"]
+    if own:  # the workload's own figures (LLM serving: first token, per token, tokens/s...)
+        for row in range(0, len(own), 4):
+            for column, (label, text) in zip(st.columns(4), own[row : row + 4], strict=False):
+                column.metric(label, text)
     st.info(bottleneck_sentence(p, spec, link), icon=":material/lightbulb:")
     for note in p.notes:
         st.caption(note)

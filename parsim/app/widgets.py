@@ -169,7 +169,9 @@ def workload_form(
 def _field_input(field: str, info, default, key: str):
     annotation = info.annotation
     options = typing.get_args(annotation)
-    if typing.get_origin(annotation) is typing.Literal:
+    if field == "model" and annotation is str:  # a language model named by text (llm_serve)
+        annotation, options = typing.Literal, tuple(llm_names())
+    if typing.get_origin(annotation) is typing.Literal or annotation is typing.Literal:
         return st.selectbox(
             field,
             options,

@@ -8,7 +8,10 @@ pageable) bandwidth.
 
 For the ring all-reduce every GPU has an outgoing port to its ring neighbour (NVLink, or
 PCIe peer-to-peer). In each of the 2(G-1) steps all GPUs send one chunk at once, and the
-step ends when the last chunk lands.
+step ends when the last chunk lands. The GPUs' collectives run on one communicator, which NCCL
+executes in order: all-reduces never overlap one another, so the ring ports carry one at a time
+and an all-reduce takes exactly its closed form (``model.transfer.ring_all_reduce_s``) — one
+timeout, not 2(G-1) x G sends, which keeps a step with hundreds of tensor-parallel all-reduces fast.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import simpy
 from parsim import resources
 from parsim.engine.fluid import FluidServer, Process
 from parsim.hardware.specs import SystemSpec
-from parsim.model.transfer import copy_bandwidth_Bps, ring_chunk_B, ring_steps
+from parsim.model.transfer import copy_bandwidth_Bps, ring_all_reduce_s
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Transfer
 
@@ -56,8 +59,7 @@ class Links:
             self._uplinks.append({"h2d": h2d, "d2h": d2h})
         self._per_switch = system.gpus_per_switch
         self.ring_link = system.ring_link
-        ring_bandwidth = self.ring_link.bandwidth_Bps
-        self._ring = [FluidServer(env, f"GPU{g} ring", ring_bandwidth) for g in range(system.gpus)]
+        self._communicator = simpy.Resource(env, capacity=1)
 
     def copy(self, transfer: Transfer) -> Process:
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
@@ -81,14 +83,14 @@ class Links:
             )
 
     def all_reduce(self, op: AllReduce) -> Process:
-        """Process: 2(G-1) ring steps, every GPU sending one chunk of ``nbytes / G`` per step."""
+        """Process: wait for the communicator, then 2(G-1) ring steps of one chunk each."""
         gpus = self.gpus
         if gpus == 1:
             return
-        chunk = ring_chunk_B(op.nbytes, gpus)
-        start = self.env.now
-        for _ in range(ring_steps(gpus)):
-            yield self.env.all_of([self.env.process(self._send(g, chunk)) for g in range(gpus)])
+        with self._communicator.request() as turn:
+            yield turn
+            start = self.env.now
+            yield self.env.timeout(ring_all_reduce_s(self.ring_link, op.nbytes, gpus))
         for g in range(gpus):
             self.trace.append(
                 TraceEvent(
@@ -100,7 +102,3 @@ class Links:
                     layer=op.layer,
                 )
             )
-
-    def _send(self, device: int, nbytes: float) -> Process:
-        yield self.env.timeout(self.ring_link.latency_s)
-        yield self._ring[device].transfer(nbytes, self.ring_link.bandwidth_Bps)

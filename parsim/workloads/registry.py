@@ -409,3 +409,9 @@ def _one_line(name: str, model: type[_Params], exc: ValidationError) -> str:
         return f"{name}: missing parameter {field!r} (give it as {field}=VALUE)"
     message = error["msg"][0].lower() + error["msg"][1:]
     return f"{name}: {field!r} {message}: {error['input']!r}"
+
+
+# llm_serve builds on this module's parameter models, so it registers itself once they exist.
+from parsim.workloads.serving import LLM_SERVE  # noqa: E402
+
+WORKLOADS[LLM_SERVE.name] = LLM_SERVE

@@ -30,17 +30,13 @@ the board's NVLink or else PCIe.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 from pydantic import Field
 
 from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
-from parsim.hardware.specs import SystemSpec
-from parsim.model.capacity import runtime_B
-from parsim.prediction import Prediction
-from parsim.units import gib
 from parsim.workloads.base import AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm, transformer_footprint_B
@@ -63,7 +59,7 @@ PHASES = ("prefill", "decode")
 _INT8 = ("t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx-4090")
 UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "int8": ("INT8 tensor cores", _INT8, "Turing and later"),
-    "int4": ("int4 weight-only GEMM kernels (Turing and later)", _INT8, "Turing and later"),
+    "int4": ("int4 weight-only GEMM kernels", _INT8, "Turing and later"),
     "float8": ("FP8 tensor cores", ("h100-pcie", "h100-sxm", "h200", "rtx-4090"), "H100 and later, Ada"),
 }
 
@@ -188,7 +184,12 @@ def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:
 
 
 def llm_serve(params: Params) -> Workload:
-    """Prompt ids in, prefill, the mean decode step (tensor-parallel over ``gpus``), tokens out."""
+    """Prompt ids in, prefill, the mean decode step (tensor-parallel over ``gpus``), tokens out.
+
+    Tensor-parallel GPUs run identical kernels on their slices and meet at every all-reduce, so
+    one of them (GPU 0) is simulated as the representative of all: the ops grow with the layers,
+    not with ``gpus``, and each all-reduce still spans every GPU's ring port.
+    """
     config = LLMS[params["model"]]
     batch, prompt, output, tp = params["batch"], params["prompt"], params["output"], params["gpus"]
     size = itemsize(params["dtype"])
@@ -198,10 +199,10 @@ def llm_serve(params: Params) -> Workload:
     steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
     barrier: tuple[int, ...] = (0,)  # what the next segment waits for
     for phase, past, new in steps:
-        per_gpu = [_segments(_phase_kernels(config, params, past, new, g)) for g in range(tp)]
+        per_gpu = [_segments(_phase_kernels(config, params, past, new, 0))]  # the representative GPU
         for index in range(len(per_gpu[0])):
             ends = []
-            for g in range(tp):
+            for g in range(len(per_gpu)):
                 segment = per_gpu[g][index]
                 if not segment:
                     continue
@@ -247,79 +248,6 @@ def _sample(config: LlmConfig, batch: int, size: int, phase: str) -> Kernel:
         layer="sample",
         cold_bytes=float(logits * size + batch * TOKEN_ID_B),
     )
-
-
-def check_system(workload: Workload, system: SystemSpec) -> None:
-    """Refuse quantised weights a device has no unit for, and a KV cache that does not fit."""
-    params = dict(workload.params)
-    device = system.device
-    weights = params["weights"]
-    if weights in UNITS:
-        unit, devices, family = UNITS[weights]
-        where = device.id if device is not None else system.host.id
-        if device is None or device.id not in devices:
-            raise ParsimError(f"{NAME}: weights={weights} needs {unit}; {where} has none ({family})")
-    if device is None:
-        return
-    config, batch = LLMS[params["model"]], params["batch"]
-    weights_B, cache, activations = footprint_parts(config, params, batch)
-    room = device.memory.capacity_B - runtime_B(system, True)
-    if weights_B + cache + activations > room:
-        most = max_batch(workload, system)
-        fits = f"; batch {most} fits" if most else "; not even the weights fit"
-        per = f" per GPU over {system.gpus}" if system.gpus > 1 else ""
-        raise ParsimError(
-            f"{NAME}: needs {gib(cache)} for the KV cache at batch {batch} beside {gib(weights_B)} of "
-            f"weights{per}, {device.id} has {gib(device.memory.capacity_B)}{fits}"
-        )
-
-
-def max_batch(workload: Workload, system: SystemSpec) -> int:
-    """The largest batch whose weights, KV cache and activations fit on each GPU (0: none).
-
-    Cache and activations grow linearly with the batch, so the answer is one division.
-    """
-    if system.device is None:
-        return 0
-    params = dict(workload.params)
-    config = LLMS[params["model"]]
-    weights, cache, activations = footprint_parts(config, params, 1)
-    room = system.device.memory.capacity_B - runtime_B(system, True) - weights
-    return max(0, int(room // (cache + activations)))
-
-
-def phase_ends(prediction: Prediction) -> dict[str, float]:
-    """When each simulated phase's tokens reach the host (sampling, then the copy back)."""
-    ends: dict[str, float] = {}
-    for event in prediction.trace:
-        for phase in PHASES:
-            if event.label.startswith((f"sample tokens ({phase})", f"d2h tokens ({phase})")):
-                ends[phase] = max(ends.get(phase, 0.0), event.end_s)
-    return ends
-
-
-def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, Any]:
-    """Time to first token, time per output token, end-to-end latency, tokens/s, KV cache, max batch.
-
-    The decode total is ``output - 1`` times the simulated mean step: exact while the step time is
-    affine in the step number (see the module docstring).
-    """
-    params = dict(workload.params)
-    batch, output = params["batch"], params["output"]
-    ends = phase_ends(prediction)
-    first_token = ends["prefill"]
-    per_token = ends.get("decode", first_token) - first_token
-    e2e = first_token + (output - 1) * per_token
-    config = LLMS[params["model"]]
-    return {
-        "time_to_first_token_s": first_token,
-        "time_per_output_token_s": per_token,
-        "e2e_latency_s": e2e,
-        "tokens_per_s": batch * output / e2e,
-        "tokens_per_s_per_user": output / e2e,
-        "kv_cache_bytes": kv_cache_bytes(config, batch, params["prompt"] + output, kv_type(params)),
-        "max_batch": max_batch(workload, system),
-    }
 
 
 LLM_SERVE = WorkloadDef(
