@@ -24,7 +24,7 @@ from parsim.workloads.serving import NAME, PHASES, UNITS, footprint_parts, kv_ty
 
 def check_system(workload: Workload, system: SystemSpec) -> None:
     """Refuse quantised weights a device has no unit for, and a KV cache that does not fit."""
-    params = dict(workload.params)
+    params: dict[str, Any] = dict(workload.params)
     device = system.device
     weights = params["weights"]
     if weights in UNITS:
@@ -54,7 +54,7 @@ def max_batch(workload: Workload, system: SystemSpec) -> int:
     """
     if system.device is None:
         return 0
-    params = dict(workload.params)
+    params: dict[str, Any] = dict(workload.params)
     config = LLMS[params["model"]]
     weights, cache, activations = footprint_parts(config, params, 1)
     room = system.device.memory.capacity_B - runtime_B(system, True) - weights
@@ -77,7 +77,7 @@ def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction
     The decode total is ``output - 1`` times the simulated mean step: exact while the step time is
     affine in the step number (see the module docstring).
     """
-    params = dict(workload.params)
+    params: dict[str, Any] = dict(workload.params)
     batch, output = params["batch"], params["output"]
     ends = phase_ends(prediction)
     first_token = ends["prefill"]

@@ -115,15 +115,16 @@ def _numerics(params: Params) -> Numerics:
 
 
 def kv_type(params: Params) -> str:
-    return params["dtype"] if params["kv_dtype"] == "dtype" else params["kv_dtype"]
+    chosen: str = params["dtype"] if params["kv_dtype"] == "dtype" else params["kv_dtype"]
+    return chosen
 
 
 def weight_B(config: LlmConfig, params: Params) -> float:
     """Bytes of the weights on one GPU: quantised blocks' linears, the rest in ``dtype``."""
-    size, tp = itemsize(params["dtype"]), params["gpus"]
+    size, tp = itemsize(params["dtype"]), int(params["gpus"])
     linear = config.layers * (config.attention_params + config.mlp_params)
     per = WEIGHT_B.get(params["weights"], float(size))
-    return (linear * per + (config.params - linear) * size) / tp
+    return float(linear * per + (config.params - linear) * size) / tp
 
 
 def footprint_parts(config: LlmConfig, params: Params, batch: int) -> tuple[float, float, float]:
@@ -193,7 +194,11 @@ def llm_serve(params: Params) -> Workload:
     config = LLMS[params["model"]]
     batch, prompt, output, tp = params["batch"], params["prompt"], params["output"], params["gpus"]
     size = itemsize(params["dtype"])
-    hidden_B = lambda new: batch * new * config.hidden * size  # noqa: E731 - an all-reduce's buffer
+
+    def hidden_B(new: int) -> float:
+        """An all-reduce's buffer: every new token's hidden state."""
+        return float(batch * new * config.hidden * size)
+
     ops: list[Op] = [Transfer("h2d prompt ids", batch * prompt * TOKEN_ID_B, "h2d", layer="data")]
     deps: list[tuple[int, ...]] = [()]
     steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
