@@ -52,10 +52,20 @@ CLASSES: dict[str, tuple[str, float]] = {
     "copy": ("host<->device and device copies", 0.10),
     "scaling": ("multi-GPU scaling efficiency", 0.05),
     "cpu": ("CPU training/inference", 0.30),
+    "transformer-training": ("transformer training throughput", 0.20),
+    "llm-decode": ("LLM decode tokens/s", 0.20),
+    "llm-ttft": ("LLM time to first token", 0.25),
 }
 """Each class: what it holds and its MAPE target."""
 
-METRICS = ("samples_per_s", "latency_s", "efficiency", "seconds", "bytes_per_s")
+# the last four are ``llm_serve``'s own metrics (``Prediction.metrics``)
+SERVING_METRICS = (
+    "tokens_per_s",
+    "tokens_per_s_per_user",
+    "time_to_first_token_s",
+    "time_per_output_token_s",
+)
+METRICS = ("samples_per_s", "latency_s", "efficiency", "seconds", "bytes_per_s", *SERVING_METRICS)
 COLUMNS = ("id", "class", "workload", "params", "device", "host", "link", "gpus", "metric", "value", "source")
 
 
@@ -177,8 +187,8 @@ def predicted(row: Row) -> float:
         samples = per_instance / p.throughput_per_s
         socket = registry.processor(row.device).memory.bandwidth_Bps
         return throughput_mode(per_instance, row.instances, p.bytes / samples, socket)
-    if row.metric == "efficiency":
-        return float(p.metrics["efficiency"])
+    if row.metric == "efficiency" or row.metric in SERVING_METRICS:
+        return float(p.metrics[row.metric])
     if row.metric == "seconds":
         return device_s
     if row.metric == "bytes_per_s":

@@ -76,8 +76,19 @@ CUDNN = LibrarySpec(
     name="cuDNN and cuBLAS (NVIDIA GPUs)",
     winograd_reduction=36 / 16,  # [LG16] F(2x2, 3x3): 16 multiplies instead of 36
     fft_min_filter=5,  # [CUDNN] FFT and FFT_TILING pay off for large filters at stride 1
-    # [CUTLASS] threadblock tiles, largest first
-    gemm_tiles=((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64), (64, 32), (32, 32)),
+    # [CUTLASS] threadblock tiles, largest first; then (8, 128): cuBLAS runs a product of a few rows
+    # (an LLM's decode step at batch 1-8) as a matrix-vector kernel (gemv), not padded to 32 rows
+    gemm_tiles=(
+        (256, 128),
+        (128, 256),
+        (128, 128),
+        (128, 64),
+        (64, 128),
+        (64, 64),
+        (64, 32),
+        (32, 32),
+        (8, 128),
+    ),
     conv_efficiency=1.0,  # implicit GEMM reaches cuBLAS's rate: the processor's matmul_efficiency
     # fitted once (benchmarks/fit_stack.py) against the published float32 (TF32) ResNet-50 training
     # rows on A100s (DeepLearningExamples: PyTorch, TensorFlow, MXNet, PaddlePaddle, 909-1056 img/s):
