@@ -21,6 +21,10 @@ from parsim.paths import output_path
 USUAL = ("latency_s", "throughput_per_s", "flops_per_s", "bytes_per_s", "device", "case")  # hints first
 
 
+# llm_serve's request figures, shown beside the program's latency when a sweep has them
+SERVING_COLUMNS = ("time_to_first_token_s", "time_per_output_token_s", "tokens_per_s")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(sweep)
 
@@ -120,7 +124,7 @@ def sweep(
     if out is None:
         shown = [
             c
-            for c in [*checked.grid.fields, "case", "latency_s", "bottleneck", "error"]
+            for c in [*checked.grid.fields, "case", "latency_s", *SERVING_COLUMNS, "bottleneck", "error"]
             if c in frame.columns
         ]
         typer.echo(frame[shown].to_string(max_rows=40))

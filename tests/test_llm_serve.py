@@ -242,3 +242,58 @@ def test_quantised_weights_need_their_unit(weights, device, message):
         check_system(workload, registry.system(device, None, None, 1, None))
     assert str(error.value).startswith(message)
     check_system(workload, registry.system("h100-sxm", None, None, 1, None))  # Hopper has them all
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["model=lama-2-70b"], "llm_serve: unknown 'model' 'lama-2-70b'; did you mean llama-2-70b"),
+        (["model=gpt2", "prompt=1000", "output=100"], "above gpt2's context of 1024 tokens"),
+        (["model=llama-2-70b", "gpus=3"], "gpus=3 does not divide llama-2-70b's 64 heads / 8 KV heads"),
+        (
+            ["model=llama-2-7b", "batch=64", "prompt=2048", "output=2048"],
+            "needs 128.0 GiB for the KV cache at batch 64",
+        ),
+        (
+            ["model=llama-2-7b", "weights=float8", "--device", "a100-80gb"],
+            "needs FP8 tensor cores; a100-80gb has none",
+        ),
+        (
+            ["model=llama-2-7b", "weights=int4", "--device", "k80"],
+            "needs int4 weight-only GEMM kernels; k80 has none",
+        ),
+    ],
+)
+def test_bad_input_on_the_command_line_is_one_line_and_exit_2(cli, args, message):
+    device = [] if "--device" in args else ["--device", "h100-sxm"]
+    code, out, err = cli("predict", "llm_serve", *args, *device)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_command_line_reports_the_request_figures_and_sweeps_them(cli):
+    code, out, _ = cli(
+        "predict",
+        "llm_serve",
+        "model=llama-2-70b",
+        "batch=64",
+        "prompt=2048",
+        "output=256",
+        "gpus=8",
+        "--device",
+        "h100-sxm",
+    )
+    assert code == 0
+    for label in ("first token", "per token", "end to end", "tokens/s", "KV cache", "max batch"):
+        assert label in out
+    code, out, _ = cli(
+        "sweep",
+        "--set",
+        "workload=llm_serve",
+        "--set",
+        "workload.model=llama-2-7b",
+        "--set",
+        "device=a100-80gb",
+        "--grid",
+        "workload.batch=1,8,64",
+    )
+    assert code == 0 and "tokens_per_s" in out and "time_to_first_token_s" in out
