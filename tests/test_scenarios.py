@@ -9,6 +9,8 @@ import pytest
 import parsim
 from parsim import plots
 from parsim.errors import ParsimError
+from parsim.hardware import registry
+from parsim.predict import predict
 from parsim.scenarios import (
     case_labels,
     load_scenario,
@@ -19,6 +21,8 @@ from parsim.scenarios import (
     run_scenario,
     scenario_paths,
 )
+from parsim.teaching import ridge_intensity
+from parsim.workloads.llms import LLMS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -204,6 +208,39 @@ def claims_gpt2_training():
     assert slowest["name"] == "lm_head"
 
 
+def claims_llm_prefill_vs_decode():
+    prefill, decode = (series[0] for series in by_label("llm_prefill_vs_decode").values())
+    assert LLMS["llama-2-7b"].params == pytest.approx(6.7e9, rel=0.01)  # 6.7 B weights, 13.5 GB
+    assert 2 * LLMS["llama-2-7b"].params == pytest.approx(13.5e9, rel=0.01)
+    ridge = ridge_intensity(registry.processor("a100-80gb"), "float16")
+    assert ridge == pytest.approx(178, abs=0.5)
+    # prefill: some 6.7 TFLOPs on about 20 GB, over 300 FLOP/byte, compute-bound, about 34 ms
+    assert prefill.flops == pytest.approx(6.7e12, rel=0.01)
+    assert prefill.bytes == pytest.approx(20e9, rel=0.05)
+    assert prefill.flops / prefill.bytes > 300 > ridge
+    assert prefill.bottleneck == "compute"
+    assert prefill.latency_s == pytest.approx(34e-3, rel=0.03)
+    # one decode step: 1 FLOP per byte, memory-bound, about 8 ms streaming 13.2 GB (no embedding table)
+    assert decode.flops / decode.bytes == pytest.approx(1, rel=0.01)
+    assert decode.bottleneck == "memory"
+    assert decode.latency_s == pytest.approx(8e-3, rel=0.05)
+    assert decode.bytes == pytest.approx(13.2e9, rel=0.01)
+    embedding = LLMS["llama-2-7b"].vocab * LLMS["llama-2-7b"].hidden * 2
+    assert decode.bytes == pytest.approx(2 * LLMS["llama-2-7b"].params - embedding, rel=0.01)
+    # 512 times the work in about 4 times the time
+    assert prefill.flops / decode.flops == pytest.approx(512, rel=0.02)
+    assert 4 < prefill.latency_s / decode.latency_s < 4.5
+    # a real request: first token = the prefill bar; 7.9 ms per token, within 3 % above the decode bar
+    real = predict("llm_serve", {"model": "llama-2-7b", "prompt": 512, "output": 128}, device="a100-80gb")
+    assert real.metrics["time_to_first_token_s"] == pytest.approx(prefill.latency_s, rel=0.01)
+    per_token = real.metrics["time_per_output_token_s"]
+    assert per_token == pytest.approx(7.9e-3, rel=0.01)
+    assert decode.latency_s < per_token < 1.03 * decode.latency_s
+    # the cached tokens add 0.3 GB to the step's reads (the request's program: prefill + mean step)
+    step_bytes = real.bytes - prefill.bytes
+    assert step_bytes - decode.bytes == pytest.approx(0.3e9, rel=0.05)
+
+
 CLAIMS = {
     "batching_latency_vs_throughput": claims_batching,
     "conv3x3": claims_conv3x3,
@@ -213,6 +250,7 @@ CLAIMS = {
     "flynn_vector_add": claims_flynn,
     "gpu_offload_crossover": claims_gpu_offload_crossover,
     "gpt2_training_cpu_vs_gpu": claims_gpt2_training,
+    "llm_prefill_vs_decode": claims_llm_prefill_vs_decode,
     "matmul_roofline": claims_matmul_roofline,
     "mlp_training": claims_mlp_training,
     "pcie_pinned_vs_pageable": claims_pcie,

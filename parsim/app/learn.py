@@ -33,6 +33,10 @@ ORDER = [
     "batching_latency_vs_throughput",
     "flash_attention",
     "gpt2_training_cpu_vs_gpu",
+    "llm_prefill_vs_decode",
+    "llm_batching_decode",
+    "llm_kv_cache",
+    "llm_70b_gpus",
 ]
 KEY = "learn_lesson"
 MEASURED = "learn_measured"  # session state: {stem: [rows]}
