@@ -241,6 +241,59 @@ def claims_llm_prefill_vs_decode():
     assert step_bytes - decode.bytes == pytest.approx(0.3e9, rel=0.05)
 
 
+def claims_llm_batching_decode():
+    result = lesson("llm_batching_decode")
+    a100, h100 = by_label("llm_batching_decode").values()
+    batches = [r.value for r in result.series("A100 80 GB")]
+    at = dict(zip(batches, range(len(batches)), strict=True))
+    tokens = {  # tokens/s in total: every step gives each sequence one token
+        name: [p.metrics["tokens_per_s"] for p in series] for name, series in (("a100", a100), ("h100", h100))
+    }
+    for series, rate in zip((a100, h100), tokens.values(), strict=True):
+        for batch, p in zip(batches, series, strict=True):
+            if batch <= 128:  # about B FLOPs per byte (the activations' traffic counts beyond)
+                assert p.flops / p.bytes == pytest.approx(batch, rel=0.15)
+            assert p.metrics["tokens_per_s"] == pytest.approx(batch / p.latency_s, rel=1e-9)
+            assert p.bottleneck == ("memory" if batch <= 128 else "compute")
+        assert rate[: at[256] + 1] == sorted(rate[: at[256] + 1])
+    assert ridge_intensity(registry.processor("a100-80gb"), "float16") == pytest.approx(178, abs=0.5)
+    assert ridge_intensity(registry.processor("h100-sxm"), "float16") == pytest.approx(341, abs=0.5)
+    assert a100[at[128]].flops / a100[at[128]].bytes < 178 < a100[at[256]].flops / a100[at[256]].bytes
+    assert a100[at[256]].flops / a100[at[256]].bytes == pytest.approx(206, abs=1)
+    # A100: 7.7 ms at 1, 8.4 ms at 128 (under 10 % more), 129 -> about 15,000 tokens/s
+    assert a100[0].latency_s == pytest.approx(7.7e-3, rel=0.01)
+    assert a100[at[128]].latency_s == pytest.approx(8.4e-3, rel=0.01)
+    assert a100[at[128]].latency_s < 1.1 * a100[0].latency_s
+    assert round(tokens["a100"][0]) == 129
+    assert tokens["a100"][at[128]] == pytest.approx(15_000, rel=0.02)
+    # at 256 the step doubles to 16 ms, the total barely grows (16,000); fewer tokens/s at 512
+    assert a100[at[256]].latency_s == pytest.approx(16e-3, rel=0.02)
+    assert 1.8 < a100[at[256]].latency_s / a100[at[128]].latency_s < 2
+    assert tokens["a100"][at[256]] == pytest.approx(16_000, rel=0.02)
+    assert tokens["a100"][at[256]] < 1.1 * tokens["a100"][at[128]]
+    assert tokens["a100"][at[512]] < tokens["a100"][at[256]]
+    # H100: 1.66 x the bandwidth, 1.6 x faster in the flat part (4.7 ms); 1.3 x slower at 256 than
+    # at 128, 38,000 tokens/s
+    bandwidth = [registry.processor(d).memory.bandwidth_Bps for d in ("a100-80gb", "h100-sxm")]
+    assert bandwidth[1] / bandwidth[0] == pytest.approx(1.66, abs=0.01)
+    for a, h in zip(a100[: at[64] + 1], h100[: at[64] + 1], strict=True):
+        assert a.latency_s / h.latency_s == pytest.approx(1.6, abs=0.05)
+    assert h100[0].latency_s == pytest.approx(4.7e-3, rel=0.01)
+    assert h100[at[256]].latency_s / h100[at[128]].latency_s == pytest.approx(1.3, abs=0.05)
+    assert tokens["h100"][at[256]] == pytest.approx(38_000, rel=0.02)
+    assert tokens["h100"][at[256]] > 1.4 * tokens["h100"][at[128]]
+    # real conversations: 512-token prompts, 128-token answers on the A100
+    chat = {"model": "llama-2-7b", "prompt": 512, "output": 128}
+    real = {b: predict("llm_serve", {**chat, "batch": b}, device="a100-80gb").metrics for b in (1, 64, 128)}
+    assert real[64]["kv_cache_bytes"] == 64 * 640 * 2 * 32 * 4096 * 2 == 20 * 2**30  # 0.5 MiB per token
+    assert real[64]["kv_cache_bytes"] > 2 * LLMS["llama-2-7b"].params  # more than the weights
+    assert real[1]["time_per_output_token_s"] == pytest.approx(7.9e-3, rel=0.02)  # "8"
+    assert real[64]["time_per_output_token_s"] == pytest.approx(19e-3, rel=0.02)
+    assert real[128]["time_per_output_token_s"] == pytest.approx(30e-3, rel=0.02)
+    assert 128 / real[128]["time_per_output_token_s"] == pytest.approx(4_200, rel=0.02)
+    assert real[128]["max_batch"] == 188
+
+
 CLAIMS = {
     "batching_latency_vs_throughput": claims_batching,
     "conv3x3": claims_conv3x3,
@@ -250,6 +303,7 @@ CLAIMS = {
     "flynn_vector_add": claims_flynn,
     "gpu_offload_crossover": claims_gpu_offload_crossover,
     "gpt2_training_cpu_vs_gpu": claims_gpt2_training,
+    "llm_batching_decode": claims_llm_batching_decode,
     "llm_prefill_vs_decode": claims_llm_prefill_vs_decode,
     "matmul_roofline": claims_matmul_roofline,
     "mlp_training": claims_mlp_training,
