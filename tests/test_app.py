@@ -260,3 +260,19 @@ def test_explore_takes_every_workload_without_an_exception(device):
     for name in workloads_offered(at):
         at.selectbox(key="explore_workload").set_value(name).run()
         assert not at.exception, (device, name, at.exception[0].value if at.exception else "")
+
+
+def test_compare_offers_the_transformer_lessons_on_the_chosen_model_and_gpu():
+    at = app("compare")
+    at.segmented_control(key="compare_kind").set_value("FlashAttention vs unfused").run()
+    assert not at.exception and len(at.get("image")) == 1
+    table = at.dataframe[0].value
+    assert set(table["seq"]) == {256, 512, 1024, 2048, 4096}  # llama-2-7b's context allows them all
+    at.selectbox(key="compare_llm_model").set_value("gpt2").run()
+    assert set(at.dataframe[0].value["seq"]) == {256, 512, 1024}  # gpt2 stops at its context
+    at.segmented_control(key="compare_kind").set_value("LLM prefill vs decode").run()
+    at.selectbox(key="compare_llm_gpu").set_value("h100-sxm").run()
+    table = at.dataframe[0].value
+    assert not at.exception and {"first_token_ms", "per_token_ms", "tokens_per_s"} <= set(table.columns)
+    prefill, decode = table["bottleneck"].iloc[0], table["bottleneck"].iloc[1]
+    assert (prefill, decode) == ("compute", "memory")

@@ -10,7 +10,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
-from parsim.app import layout
+from parsim.app import compare_llm, layout
 from parsim.app.cache import as_changes, cached_scenario, scenario_in_pieces, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
 from parsim.errors import ParsimError
@@ -35,8 +35,19 @@ def render() -> None:
     st.title("Compare")
     with layout.controls():
         kind = st.segmented_control(
-            "comparison", list(COMPARISONS), default="Flynn modes", key="compare_kind", bind="query-params"
+            "comparison",
+            [*COMPARISONS, *compare_llm.COMPARISONS],
+            default="Flynn modes",
+            key="compare_kind",
+            bind="query-params",
         )
+        if kind in compare_llm.COMPARISONS:
+            model, llm_gpu = compare_llm.controls(kind)
+    if kind in compare_llm.COMPARISONS:
+        if llm_gpu is not None:
+            compare_llm.render(kind, model, llm_gpu)
+        return
+    with layout.controls():
         cpu = processor_picker("CPU", "compare_cpu", kind="cpu", default="laptop-4c-avx2")
         gpu = processor_picker("GPU", "compare_gpu", kind="gpu", default="v100-pcie")
         n = int(
