@@ -294,6 +294,58 @@ def claims_llm_batching_decode():
     assert real[128]["max_batch"] == 188
 
 
+def claims_llm_kv_cache():
+    result = lesson("llm_kv_cache")
+    fp16, int8, gqa = result.labels
+    half, quarter = by_label("llm_kv_cache")[fp16], by_label("llm_kv_cache")[gqa]
+    eighth = by_label("llm_kv_cache")[int8]
+    outputs = [r.value for r in result.series(fp16)]
+    assert outputs[0] == 256 and outputs[-1] == 2048
+    # 2 x 32 layers x 4,096 x 2 bytes = 0.5 MiB per token; int8 half, GQA (8 of 32 heads) a quarter
+    llama3 = LLMS["llama-3-8b"]
+    assert (llama3.heads, llama3.kv_heads, llama3.context, llama3.vocab) == (32, 8, 8192, 128_256)
+    assert llama3.params == pytest.approx(8.0e9, rel=0.01)
+    for series, per_token in ((half, 2**19), (eighth, 2**18), (quarter, 2**17)):
+        for output, p in zip(outputs, series, strict=True):
+            assert p.metrics["kv_cache_bytes"] == 64 * (1 + output) * per_token  # linear in the context
+            assert p.bottleneck == "memory"
+    gib = 2**30
+    weights = 2 * LLMS["llama-2-7b"].params
+    assert weights / gib == pytest.approx(12.6, abs=0.05)
+    assert half[0].metrics["kv_cache_bytes"] / gib == pytest.approx(8, rel=0.01)
+    assert half[-1].metrics["kv_cache_bytes"] / gib == pytest.approx(64, rel=0.01)
+    assert half[-1].metrics["kv_cache_bytes"] / weights == pytest.approx(5, rel=0.05)
+    tpot = {
+        label: [p.metrics["time_per_output_token_s"] for p in series]
+        for label, series in ((fp16, half), (int8, eighth), (gqa, quarter))
+    }
+    assert tpot[fp16][0] == pytest.approx(10.5e-3, rel=0.01)
+    assert tpot[fp16][-1] == pytest.approx(27.7e-3, rel=0.01)
+    assert tpot[fp16][-1] > 2.5 * tpot[fp16][0]
+    # each point: time to first token + one average step
+    for p in (*half, *eighth, *quarter):
+        assert p.latency_s == pytest.approx(
+            p.metrics["time_to_first_token_s"] + p.metrics["time_per_output_token_s"], rel=1e-6
+        )
+    # the float16 cache stops fitting just past 2,100 tokens per sequence: 2,126 refused
+    at = {"model": "llama-2-7b", "batch": 64, "prompt": 1}
+    assert predict("llm_serve", {**at, "output": 2125}, device="a100-80gb").metrics["max_batch"] == 64
+    with pytest.raises(ParsimError, match=r"needs 66\.5 GiB for the KV cache at batch 64 .* batch 63 fits"):
+        predict("llm_serve", {**at, "output": 2126}, device="a100-80gb")
+    # int8: half the growth, 17.8 ms per token at 2,048, and 64 sequences fit the full 4,096 tokens
+    rise = {label: series[-1] - series[0] for label, series in tpot.items()}
+    assert rise[int8] / rise[fp16] == pytest.approx(0.5, rel=0.02)
+    assert tpot[int8][-1] == pytest.approx(17.8e-3, rel=0.01)
+    full = predict("llm_serve", {**at, "output": 4095, "kv_dtype": "int8"}, device="a100-80gb")
+    assert full.metrics["max_batch"] >= 64
+    # GQA: starts slower, rises four times less steeply, overtakes float16 Llama-2-7B from 1,024
+    assert quarter[0].latency_s > half[0].latency_s
+    assert rise[fp16] / rise[gqa] == pytest.approx(4, rel=0.05)
+    assert result.crossovers() == [(1024, gqa, fp16)]
+    longest = predict("llm_serve", {**at, "model": "llama-3-8b", "output": 8191}, device="a100-80gb")
+    assert longest.metrics["kv_cache_bytes"] == 64 * gib
+
+
 CLAIMS = {
     "batching_latency_vs_throughput": claims_batching,
     "conv3x3": claims_conv3x3,
@@ -304,6 +356,7 @@ CLAIMS = {
     "gpu_offload_crossover": claims_gpu_offload_crossover,
     "gpt2_training_cpu_vs_gpu": claims_gpt2_training,
     "llm_batching_decode": claims_llm_batching_decode,
+    "llm_kv_cache": claims_llm_kv_cache,
     "llm_prefill_vs_decode": claims_llm_prefill_vs_decode,
     "matmul_roofline": claims_matmul_roofline,
     "mlp_training": claims_mlp_training,
