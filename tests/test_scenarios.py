@@ -346,6 +346,51 @@ def claims_llm_kv_cache():
     assert longest.metrics["kv_cache_bytes"] == 64 * gib
 
 
+def _union_s(events) -> float:
+    """Time covered by at least one of the events (overlapping all-reduce ports counted once)."""
+    covered, end = 0.0, float("-inf")
+    for event in sorted(events, key=lambda e: e.start_s):
+        covered += max(0.0, event.end_s - max(event.start_s, end))
+        end = max(end, event.end_s)
+    return covered
+
+
+def claims_llm_70b_gpus():
+    h100, a100 = by_label("llm_70b_gpus").values()
+    config = LLMS["llama-2-70b"]
+    assert config.params == pytest.approx(69e9, rel=0.01)
+    assert 2 * config.params / 2**30 == pytest.approx(128.5, abs=0.05)
+    assert config.params / 2**30 == pytest.approx(64, rel=0.01)  # per GPU on 2 (float16: 2 bytes / 2)
+    request = {"model": "llama-2-70b", "batch": 1, "prompt": 512, "output": 128}
+    for device in ("h100-sxm", "a100-80gb"):  # 1 GPU: not even the weights fit in 80 GiB
+        assert registry.processor(device).memory.capacity_B == 80 * 2**30
+        with pytest.raises(ParsimError, match="not even the weights fit"):
+            predict("llm_serve", {**request, "gpus": 1}, device=device)
+    # the points: 88, 52, 41 ms on H100s
+    assert [round(p.latency_s * 1e3) for p in h100] == [88, 52, 41]
+    # room for the cache: 95, 551, 1,251 conversations of 640 tokens
+    for series in (h100, a100):
+        assert [p.metrics["max_batch"] for p in series] == [95, 551, 1251]
+    tpot = {name: [p.metrics["time_per_output_token_s"] for p in s] for name, s in (("h", h100), ("a", a100))}
+    assert [round(t * 1e3) for t in tpot["h"]] == [25, 15, 13]
+    assert [round(t * 1e3) for t in tpot["a"]] == [47, 23, 17]
+    assert tpot["h"][0] / tpot["h"][1] == pytest.approx(1.7, abs=0.05)
+    assert tpot["h"][0] / tpot["h"][2] == pytest.approx(1.9, abs=0.05)
+    assert tpot["a"][0] / tpot["a"][2] > tpot["h"][0] / tpot["h"][2]  # the A100s gain more
+    # 160 all-reduces per decode step of 16 KB; 1 ms per token on 2 GPUs, 6.7 ms (half the step) on 8
+    assert 2 * config.layers == 160 and config.hidden * 2 == 16_384
+    reduces = [[e for e in p.trace if e.label.startswith("all-reduce")] for p in h100]
+    decode_reduces = [[e for e in events if e.label.endswith("(decode)")] for events in reduces]
+    assert all(len({e.label for e in events}) == 160 for events in decode_reduces)
+    reduce_s = [_union_s(events) for events in decode_reduces]
+    assert reduce_s == sorted(reduce_s)
+    assert reduce_s[0] == pytest.approx(1e-3, rel=0.05)
+    assert reduce_s[-1] == pytest.approx(6.7e-3, rel=0.02)
+    assert reduce_s[-1] / tpot["h"][-1] == pytest.approx(0.5, abs=0.05)
+    assert h100[-1].bottleneck == "transfer"
+    assert [p.bottleneck for p in h100[:2]] == ["compute", "compute"]  # the prefill's
+
+
 CLAIMS = {
     "batching_latency_vs_throughput": claims_batching,
     "conv3x3": claims_conv3x3,
@@ -355,6 +400,7 @@ CLAIMS = {
     "flynn_vector_add": claims_flynn,
     "gpu_offload_crossover": claims_gpu_offload_crossover,
     "gpt2_training_cpu_vs_gpu": claims_gpt2_training,
+    "llm_70b_gpus": claims_llm_70b_gpus,
     "llm_batching_decode": claims_llm_batching_decode,
     "llm_kv_cache": claims_llm_kv_cache,
     "llm_prefill_vs_decode": claims_llm_prefill_vs_decode,
