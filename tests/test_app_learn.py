@@ -170,7 +170,14 @@ def test_measure_page_shows_predicted_vs_published_when_asked():
     frames = [frame.value for frame in at.dataframe]
     summary = next(f for f in frames if "MAPE" in f.columns)
     assert set(summary["class"]) >= {"single-GPU training throughput", "multi-GPU scaling efficiency"}
-    assert (summary["met"] == "yes").all()
+    # the page says plainly which classes miss their target: the same ones the published tests
+    # keep as known gaps (tests/test_published.py NOT_MET_YET), every other class meets its own
+    from parsim.published import CLASSES
+    from tests.test_published import NOT_MET_YET
+
+    missing = {CLASSES[k][0] for k in NOT_MET_YET}
+    assert set(summary.loc[summary["met"] == "no", "class"]) == missing
+    assert ((summary["MAPE"] <= summary["target"]) == (summary["met"] == "yes")).all()
     rows = next(f for f in frames if "source" in f.columns)
     assert len(rows) >= 80 and rows["source"].str.len().min() > 10
     assert len(at.get("image")) >= 1  # the predicted-vs-published figure

@@ -364,3 +364,11 @@ def test_timeline_joins_only_events_closer_than_a_pixel(many_rows):
     for runs in by_key.values():
         runs.sort()
         assert all(b[0] - a[1] > span / 4000 for a, b in zip(runs, runs[1:], strict=False))
+
+
+def test_the_published_figure_names_every_metric_the_set_may_hold():
+    # CI found the figure raising KeyError on the LLM rows' 'tokens_per_s'
+    from parsim.plots.published import UNITS
+    from parsim.published import METRICS
+
+    assert set(METRICS) <= set(UNITS)

@@ -22,7 +22,12 @@ UNITS = {
     "seconds": "kernel time",
     "efficiency": "scaling efficiency",
     "bytes_per_s": "bandwidth",
+    "tokens_per_s": "tokens/s (total)",
+    "tokens_per_s_per_user": "tokens/s per user",
+    "time_to_first_token_s": "time to first token",
+    "time_per_output_token_s": "time per output token",
 }
+"""A legend label for each metric of ``parsim.published.METRICS`` (a test keeps them in step)."""
 
 
 @styled
