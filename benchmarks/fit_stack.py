@@ -8,7 +8,9 @@ Two kinds of parameters no datasheet gives:
 - cuDNN's share of the TF32 tensor-core rate on convolutions
   (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere;
 - oneDNN's share of the CPU's GEMM rate on convolutions (``LibrarySpec.conv_efficiency``), from
-  the modern-CPU inference rows; and Torch7's own CPU backend (THNN) from its CPU rows.
+  the modern-CPU inference rows; and Torch7's own CPU backend (THNN) from its CPU rows;
+- FlashAttention's share of the GEMM rate (``LibrarySpec.attention_efficiency``), from the
+  transformer training rows that ran it.
 
 For each it scans the value, prints the MAPE of the rows it governs, and the best value, which
 the presets in ``parsim/stack/presets.py`` take (rounded).
@@ -70,10 +72,21 @@ def thnn_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("THNN", conv_efficiency=min(1.0, float(share)))
 
 
+def attention_patch(share: float) -> Callable[[], Callable[[], None]]:
+    """FlashAttention v1's share; FlashAttention-2 is twice as fast ([FA2]: "around 2x")."""
+    v1 = min(1.0, float(share))
+    return preset_patch("CUDNN", attention_efficiency=(("flash-v1", v1), ("flash", min(1.0, 2 * v1))))
+
+
 def best(values, rows, patch) -> tuple[float, float]:
     scores = {float(v): mape(rows, patch(v)) for v in values}
     value = min(scores, key=scores.__getitem__)
     return value, scores[value]
+
+
+def flash_training(rows) -> list[published.Row]:
+    """The transformer training rows that ran FlashAttention v1 (``attention=flash-v1``)."""
+    return [r for r in rows if r.klass == "transformer-training" and r.params.get("attention") == "flash-v1"]
 
 
 def main() -> None:
@@ -101,6 +114,9 @@ def main() -> None:
     governed = [r for r in rows if r.klass == "cpu" and r.device in ("xeon-8480", "epyc-9654")]
     value, score = best(numpy.linspace(0.10, 1.0, 19), governed, onednn_patch)
     print(f"onednn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = flash_training(rows)
+    value, score = best(numpy.linspace(0.10, 1.0, 46), governed, attention_patch)
+    print(f"fused attention share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = [r for r in rows if r.klass == "cpu" and r.params.get("framework") == "torch7"]
     value, score = best(numpy.linspace(0.02, 0.5, 25), governed, thnn_patch)
     print(f"thnn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")

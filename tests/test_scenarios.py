@@ -190,7 +190,7 @@ def claims_flash_attention():
     short, long = 0, -1
     assert unfused[short].latency_s < 1.05 * flash[short].latency_s  # together at 256 tokens
     assert unfused[long].bytes > 2 * flash[long].bytes  # more than twice the bytes at 4,096
-    assert 1.15 < unfused[long].latency_s / flash[long].latency_s < 1.4  # about a quarter longer
+    assert 1.1 < unfused[long].latency_s / flash[long].latency_s < 1.2  # about 15 % longer
     assert flash[long].bottleneck == "compute"
     # the extra traffic grows as S^2: 16x from 1,024 to 4,096 tokens (within the softmax's rounding)
     extra = [u.bytes - f.bytes for u, f in zip(unfused, flash, strict=True)]

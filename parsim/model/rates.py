@@ -80,6 +80,8 @@ def execution(
         core_flops *= library_for(spec.is_gpu, kernel.cpu_library).conv_share(
             rated if on_matrix_units else None
         )
+    if kernel.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
+        core_flops *= library_for(spec.is_gpu, kernel.cpu_library).attention_share(kernel.fused_attention)
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
     return Execution(
         cores=cores,

@@ -96,6 +96,13 @@ CUDNN = LibrarySpec(
     # TF32 GEMM reaches 0.69 (published torch.mm 4096^3: 108 TFLOP/s) and float16 convolutions the full
     # matmul_efficiency: ResNet-50's convolutions are too small and too channel-poor for TF32 tiles
     matrix_conv_efficiency=(("tf32", 0.34),),
+    # flash-v1 fitted once (benchmarks/fit_stack.py) against FlashAttention's own GPT-3 125M-760M
+    # training runs on 8x A100 (training/README.md of the v1 era: PyTorch 1.12, CUDA 11.8, "up to 189
+    # TFLOPs/sec per A100"): its fused attention forward + backward reaches 0.21 of the GEMM rate
+    # (~56 TFLOP/s in bf16 on an A100); flash (FlashAttention-2, and the fused attention of cuDNN and
+    # TensorRT) twice that: [FA2] Dao 2023, "FlashAttention-2", abstract: "around 2x speedup compared
+    # to FlashAttention, reaching 50-73% of the theoretical maximum FLOPs/s on A100"
+    attention_efficiency=(("flash-v1", 0.21), ("flash", 0.42)),
     # estimate: a PyTorch process's CUDA context with cuDNN/cuBLAS loaded takes 0.3-0.8 GB as nvidia-smi
     # reports it before any tensor; plus cuDNN's convolution workspace
     runtime_B=1.0 * 2**30,

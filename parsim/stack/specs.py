@@ -79,6 +79,9 @@ class LibrarySpec:
         matrix_conv_efficiency: ``(format, share)`` pairs that replace ``conv_efficiency`` for
             convolutions on the matrix units in that format (cuDNN's TF32 kernels reach far less of
             the TF32 peak than its float16 ones).
+        attention_efficiency: ``(kind, share)`` pairs: the share of the processor's GEMM rate that
+            fused attention kernels of that kind (``flash``, ``flash-v1``: both products and the
+            softmax in one kernel) reach; a kind not listed runs at the full GEMM rate.
         runtime_B: device memory a framework process holds before its tensors (the CUDA context,
             cuDNN and cuBLAS handles and their workspaces); 0 on a CPU.
         folds: a compiled inference graph's foldable ops (batch norm, ReLU) vanish into the
@@ -94,6 +97,12 @@ class LibrarySpec:
     gemm_tiles: tuple[tuple[int, int], ...] = attrs.field(default=())
     conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
     matrix_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
+    attention_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
+
+    def attention_share(self, kind: str) -> float:
+        """The share of the GEMM rate a fused attention kernel of ``kind`` reaches."""
+        return dict(self.attention_efficiency).get(kind, 1.0)
+
     runtime_B: float = attrs.field(default=0.0, validator=non_negative)
     folds: bool = attrs.field(default=False, validator=boolean)
     blocked_weights: bool = attrs.field(default=False, validator=boolean)

@@ -95,6 +95,7 @@ _KERNEL_RULES = {
     "reorder_B": non_negative,
     "cpu_library": text,
     "nchw_B": non_negative,
+    "fused_attention": text,
 }
 
 
@@ -135,6 +136,9 @@ class Kernel:
         nchw_B: activation bytes (input and output) of a convolution pass whose tensors are in
             the NCHW layout; tensor-core kernels compute in NHWC, so the library transposes them
             (read and written once more) when it runs the pass on tensor cores.
+        fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
+            other kernel: its products run at the kernel library's ``attention_efficiency`` share of
+            the GEMM rate for that kind, not at cuBLAS's own.
     """
 
     name: str
@@ -158,6 +162,7 @@ class Kernel:
     reorder_B: float = 0.0
     cpu_library: str = ""
     nchw_B: float = 0.0
+    fused_attention: str = ""
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -188,6 +193,7 @@ class Kernel:
                 and 0 <= self.reorder_B < _INF
                 and type(self.cpu_library) is str
                 and 0 <= self.nchw_B < _INF
+                and type(self.fused_attention) is str
             )
         except TypeError:
             good = False

@@ -130,8 +130,10 @@ class _ModelParams(_FrameworkParams):
     seq: int | None = Field(
         None, gt=0, le=10**6, description="tokens per sample (language models; default: the model's context)"
     )
-    attention: Literal["flash", "unfused"] = Field(
-        "flash", description="language models: fused FlashAttention (flash) or QK^T, softmax, xV (unfused)"
+    attention: Literal["flash", "flash-v1", "unfused"] = Field(
+        "flash",
+        description="language models: fused FlashAttention-2 (flash), the first FlashAttention (flash-v1) "
+        "or QK^T, softmax, xV through memory (unfused)",
     )
 
 

@@ -79,8 +79,9 @@ class LlmServeParams(_Params):
         "dtype", description="element type of the KV cache (dtype: as the activations)"
     )
     gpus: int = Field(1, gt=0, le=64, description="tensor-parallel GPUs in one node")
-    attention: Literal["flash", "unfused"] = Field(
-        "flash", description="fused FlashAttention (flash) or QK^T, softmax, xV (unfused)"
+    attention: Literal["flash", "flash-v1", "unfused"] = Field(
+        "flash",
+        description="fused FlashAttention-2 (flash), FlashAttention v1 or QK^T, softmax, xV (unfused)",
     )
     framework: Literal["eager", "graph", "cuda-graph"] = Field(
         "cuda-graph", description="cuda-graph (vLLM, TensorRT-LLM), graph, or eager PyTorch"

@@ -48,7 +48,11 @@ __all__ = [  # the memory side of the API lives with the configurations in llms.
     "transformer_kernels",
     "transformer_layers",
 ]
-ATTENTIONS = ("flash", "unfused")
+ATTENTIONS = ("flash", "flash-v1", "unfused")
+"""``flash``: FlashAttention-2-class fused kernels (also cuDNN's and TensorRT's fused attention);
+``flash-v1``: the first FlashAttention, the same traffic at half the speed; ``unfused``: three kernels
+through memory. The fused kinds differ only in the share of the GEMM rate their kernels reach
+(``LibrarySpec.attention_efficiency``)."""
 _TOKEN_ID_B = 8  # int64 token ids
 
 
@@ -316,7 +320,7 @@ def _attention(
     kv_B = batch * keys * kv_heads * hd * kv_size  # k or v, from the cache when serving
     cache_B = 2 * batch * (keys - new) * kv_heads * hd * kv_size  # past keys and values: cold
     bh, items = batch * heads, batch * new * heads * hd
-    if kind == "flash":
+    if kind != "unfused":
         # causal: query j of the new ones sees the past and new keys up to itself
         pairs = bh * (new * (keys - new) + new * (new + 1) / 2)
         lse = batch * new * heads * 4  # float32 log-sum-exp per query, kept for the backward
@@ -325,6 +329,7 @@ def _attention(
             "gemm_mn": (bh * new, keys),
             "python_ops_per_item": hd,
             "math": ops.numerics.linear_math,
+            "fused_attention": kind,
         }
         ops.forward.append(
             ops.kernel(
