@@ -85,12 +85,15 @@ def test_page_in_chromium(server, browser, name, path):
         page.close()
 
 
+# Explore with "uploaded hardware file" chosen, from its URL (typing into the select box raced the
+# page's reruns on a loaded CI machine)
+UPLOAD_PAGE = "explore?explore_device=uploaded+hardware+file"
+
+
 def upload_hardware(page, path) -> None:
-    """Choose "uploaded hardware" as Explore's device and upload ``path``."""
-    page.locator("[data-testid='stSelectbox']").first.click()
-    page.keyboard.type("uploaded hardware")
-    page.keyboard.press("Enter")
-    page.locator("input[type='file']").first.wait_for(state="attached", timeout=30_000)
+    """Upload ``path`` as Explore's device (the page was opened at ``UPLOAD_PAGE``)."""
+    page.get_by_text("upload a hardware TOML file").first.wait_for(timeout=60_000)
+    page.locator("input[type='file']").first.wait_for(state="attached", timeout=60_000)
     wait_idle(page)
     page.locator("input[type='file']").first.set_input_files(str(path))
 
@@ -98,7 +101,7 @@ def upload_hardware(page, path) -> None:
 def test_malformed_upload_is_refused_in_place(server, browser, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[processor]\nid = = 3\n")
-    page = open_page(browser, f"{server}/explore")
+    page = open_page(browser, f"{server}/{UPLOAD_PAGE}")
     try:
         upload_hardware(page, bad)
         page.get_by_text("malformed TOML").first.wait_for(timeout=30_000)
@@ -123,7 +126,7 @@ def test_an_uploaded_file_cannot_make_the_app_read_the_server(server, browser, t
     )
     evil = tmp_path / "evil.toml"
     evil.write_text(text)
-    page = open_page(browser, f"{server}/explore")
+    page = open_page(browser, f"{server}/{UPLOAD_PAGE}")
     try:
         upload_hardware(page, evil)
         page.get_by_text("must be a link preset id").first.wait_for(timeout=30_000)
