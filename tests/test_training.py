@@ -16,8 +16,8 @@ from parsim.hardware.specs import SystemSpec
 from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads import make_workload
 from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload
-from parsim.workloads.layers import sgd_kernel
 from parsim.workloads.models import MODELS
+from parsim.workloads.optimizers import sgd_kernel
 from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
 
 # Multiply-accumulates per image and parameters as published (see parsim/workloads/models.py):

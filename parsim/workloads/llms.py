@@ -31,7 +31,8 @@ import attrs
 
 from parsim.dtypes import DTYPES, itemsize
 from parsim.errors import ParsimError
-from parsim.workloads.layers import Numerics, optimizer_state_B
+from parsim.workloads.layers import Numerics
+from parsim.workloads.optimizers import optimizer_state_B
 
 _QUANTISED = {"int8": 1.0, "float8": 1.0, "int4": 0.5}  # KV-cache element types below 16 bits
 

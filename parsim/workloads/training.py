@@ -34,12 +34,11 @@ from parsim.workloads.layers import (
     folded_layers,
     layer_kernels,
     network_footprint_B,
-    optimizer_state_B,
-    update_kernel,
 )
 from parsim.workloads.llms import LLMS
 from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items, gemm_kernel
+from parsim.workloads.optimizers import optimizer_state_B, update_kernel
 from parsim.workloads.transformer import transformer_footprint_B, transformer_kernels, transformer_layers
 
 TOKEN_ID_B = 8  # a token id is an int64

@@ -32,13 +32,14 @@ from typing import Any
 from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
 from parsim.workloads.base import Kernel
-from parsim.workloads.layers import Numerics, update_kernel
+from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import (
     LlmConfig,
     kv_cache_bytes,
     kv_itemsize,
     transformer_footprint_B,
 )
+from parsim.workloads.optimizers import update_kernel
 
 __all__ = [  # the memory side of the API lives with the configurations in llms.py
     "ATTENTIONS",

@@ -1,0 +1,77 @@
+"""Optimizer updates: the kernel that applies a step's gradients to the weights, and its memory.
+
+``sgd``: ``w -= lr * g``. ``adam``: two moments per weight kept in the master precision (PyTorch's
+fused Adam reads w, g, m, v and writes w, m, v). Every training workload (the MLP, the CNNs,
+the transformers, data parallel) takes its update from here.
+"""
+
+from __future__ import annotations
+
+from parsim.dtypes import itemsize
+from parsim.workloads.base import Kernel
+
+__all__ = ["OPTIMIZERS", "adam_kernel", "optimizer_state_B", "sgd_kernel", "update_kernel"]
+
+
+def sgd_kernel(
+    name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+) -> Kernel:
+    """``w -= lr * g``: a multiply and a subtract per parameter; reads w and g, writes w.
+
+    ``cold``: the parameters come from main memory (a network's weights, too many to stay cached).
+    """
+    size = itemsize(dtype)
+    return Kernel(
+        name,
+        2.0 * params,
+        2 * params * size,
+        params * size,
+        params,
+        dtype=dtype,
+        python_ops_per_item=2,
+        device=device,
+        layer=layer,
+        cold_bytes=3.0 * params * size if cold else 0.0,
+    )
+
+
+def adam_kernel(
+    name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+) -> Kernel:
+    """One Adam step: reads w, g and the moments m and v; writes w, m and v (PyTorch's fused Adam).
+
+    Per parameter: m = b1 m + (1 - b1) g and v = b2 v + (1 - b2) g^2 (6 FLOPs), the bias-corrected
+    step lr m / (sqrt(v) + eps) and the subtraction (about 6 more, one square root): 12 FLOPs, 4
+    arrays read and 3 written, 28 bytes a parameter in float32.
+    """
+    size = itemsize(dtype)
+    return Kernel(
+        name,
+        12.0 * params,
+        4 * params * size,
+        3 * params * size,
+        params,
+        dtype=dtype,
+        special_ops=float(params),
+        python_ops_per_item=12,
+        device=device,
+        layer=layer,
+        cold_bytes=7.0 * params * size if cold else 0.0,
+    )
+
+
+OPTIMIZERS = ("sgd", "adam")
+"""The optimizers a training step can update its weights with."""
+
+
+def update_kernel(
+    optimizer: str, name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+) -> Kernel:
+    """The update kernel of ``optimizer`` (``sgd`` or ``adam``) over ``params`` weights."""
+    build = adam_kernel if optimizer == "adam" else sgd_kernel
+    return build(name, params, dtype, device=device, layer=layer, cold=cold)
+
+
+def optimizer_state_B(optimizer: str, params: int, master_dtype: str) -> float:
+    """Memory the optimizer keeps besides weights and gradients: Adam's two moments per parameter."""
+    return 2.0 * params * itemsize(master_dtype) if optimizer == "adam" else 0.0
