@@ -67,7 +67,9 @@ def _format_utilization(busy: Mapping[Resource, float]) -> str:
 
 
 def _format_metrics(metrics: dict) -> list[str]:
-    return [f"  {label:<13}{text}" for label, text in metric_texts(metrics)]
+    texts = metric_texts(metrics)
+    width = max([13, *(len(label) + 1 for label, _ in texts)])
+    return [f"  {label:<{width}}{text}" for label, text in texts]
 
 
 def metric_texts(metrics: dict) -> list[tuple[str, str]]:
@@ -79,12 +81,12 @@ def metric_texts(metrics: dict) -> list[tuple[str, str]]:
         "serial_fraction": ("serial part", lambda v: f"{v:.1%} (Amdahl, implied)"),
         # llm_serve: the latency above is the prefill and one decode step; these are the request's
         "time_to_first_token_s": ("first token", units.seconds),
-        "time_per_output_token_s": ("per token", lambda v: f"{units.seconds(v)} per output token"),
+        "time_per_output_token_s": ("per output token", units.seconds),
         "e2e_latency_s": ("end to end", units.seconds),
-        "tokens_per_s": ("tokens/s", lambda v: f"{units.si(v, '/s')} in total"),
+        "tokens_per_s": ("tokens/s, all", units.si),
         "tokens_per_s_per_user": ("per user", lambda v: f"{v:.3g} tokens/s"),
         "kv_cache_bytes": ("KV cache", lambda v: units.si(v, "B")),
-        "max_batch": ("max batch", lambda v: f"{v} sequences fit"),
+        "max_batch": ("max batch", str),
     }
     return [(label, show(metrics[k])) for k, (label, show) in labels.items() if k in metrics]
 

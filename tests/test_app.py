@@ -276,3 +276,21 @@ def test_compare_offers_the_transformer_lessons_on_the_chosen_model_and_gpu():
     assert not at.exception and {"first_token_ms", "per_token_ms", "tokens_per_s"} <= set(table.columns)
     prefill, decode = table["bottleneck"].iloc[0], table["bottleneck"].iloc[1]
     assert (prefill, decode) == ("compute", "memory")
+
+
+def test_explore_serves_a_70b_model_over_8_gpus_with_its_request_figures():
+    # the form hid 'gpus' for every workload but data_parallel: llm_serve owns its GPU count too
+    at = app(
+        "explore",
+        query={
+            "explore_workload": "llm_serve",
+            "explore_llm_serve_model": "llama-2-70b",
+            "explore_llm_serve_gpus": "8",
+            "explore_llm_serve_batch": "64",
+        },
+    )
+    assert at.number_input(key="explore_llm_serve_gpus").value == 8
+    assert not at.error and not at.exception
+    shown = {m.label: m.value for m in at.metric}
+    assert {"first token", "per output token", "tokens/s, all", "KV cache", "max batch"} <= set(shown)
+    assert int(shown["max batch"]) > 64

@@ -283,7 +283,7 @@ def test_the_command_line_reports_the_request_figures_and_sweeps_them(cli):
         "h100-sxm",
     )
     assert code == 0
-    for label in ("first token", "per token", "end to end", "tokens/s", "KV cache", "max batch"):
+    for label in ("first token", "per output token", "end to end", "tokens/s, all", "KV cache", "max batch"):
         assert label in out
     code, out, _ = cli(
         "sweep",

@@ -154,7 +154,7 @@ def workload_form(
         (field, info)
         for field, info in fields.items()
         if field != "model"
-        and not (field == "gpus" and name != "data_parallel")
+        and not (field == "gpus" and not WORKLOADS[name].owns_gpus)  # its own GPU count only
         and not (field in SEQUENCE_FIELDS and not language)
     ]
     for index, (field, info) in enumerate(shown, start=1 if "model" in fields else 0):
