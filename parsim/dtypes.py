@@ -11,9 +11,13 @@ from typing import Any
 DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 """Supported element types and their size in bytes."""
 
-MATRIX_FORMATS: tuple[str, ...] = (*DTYPES, "tf32")
-"""What matrix units can be rated for: the element types, and TF32 (float32 data, 10-bit mantissa
-products on tensor cores, what frameworks use for float32 convolutions on Ampere and later)."""
+QUANTISED_FORMATS: tuple[str, ...] = ("int8", "float8")
+"""Quantised products (int8 or FP8 weights and activations, W8A8) a matrix unit may be rated for."""
+
+MATRIX_FORMATS: tuple[str, ...] = (*DTYPES, "tf32", *QUANTISED_FORMATS)
+"""What matrix units can be rated for: the element types, TF32 (float32 data, 10-bit mantissa
+products on tensor cores, what frameworks use for float32 convolutions on Ampere and later), and the
+quantised int8 and FP8 products of quantised LLM serving."""
 
 
 Number = Any

@@ -297,3 +297,20 @@ def test_the_command_line_reports_the_request_figures_and_sweeps_them(cli):
         "workload.batch=1,8,64",
     )
     assert code == 0 and "tokens_per_s" in out and "time_to_first_token_s" in out
+
+
+def test_quantised_products_run_at_the_devices_int8_and_fp8_rates_where_it_has_them():
+    # the issue: int8/float8 change the bytes and, where the device has the unit, the compute
+    def first_token(device: str, weights: str) -> float:
+        request = {"model": "llama-2-7b", "batch": 8, "prompt": 2048, "output": 2, "weights": weights}
+        return predict("llm_serve", request, device=device).metrics["time_to_first_token_s"]
+
+    fp16 = first_token("a100-80gb", "dtype")
+    assert fp16 / first_token("a100-80gb", "int8") > 1.4  # 624 INT8 TOPS against 312 FP16 TFLOP/s
+    assert first_token("a100-80gb", "int4") == pytest.approx(fp16, rel=0.02)  # weight-only: fp16 products
+    assert first_token("a100-80gb", "int8-weight-only") == pytest.approx(fp16, rel=0.02)
+    h100 = first_token("h100-sxm", "dtype")
+    assert h100 / first_token("h100-sxm", "float8") > 1.4  # 1979 FP8 TFLOP/s against 989
+    # an FP8-capable device without a listed FP8 rate multiplies at its float16 rate (bytes only)
+    ada = first_token("rtx-4090", "dtype")
+    assert first_token("rtx-4090", "float8") == pytest.approx(ada, rel=0.02)

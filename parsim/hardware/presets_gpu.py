@@ -159,6 +159,7 @@ T4 = _gpu(
     fp16_ratio=2.0,  # [PG] cc 7.5: 128 FP16 vs 64 FP32 results/clock/SM
     matrix_flops_per_s={
         "float16": 65e12,  # [WP-T4] mixed precision (FP16/FP32) tensor cores 65 TFLOP/s
+        "int8": 130e12,  # [WP-T4] INT8 tensor cores 130 TOPS
     },
     # estimate: the 70 W T4 cannot hold its 1590 MHz boost under long GEMMs (Jia et al. 2019, "Dissecting
     # the NVidia Turing T4 GPU via Microbenchmarking", power-capped clocks); ~20 % below boost
@@ -262,6 +263,7 @@ def _a100(
             "bfloat16": 312e12,  # [WP-A100] dense BF16 tensor 312 TFLOP/s
             "float64": 19.5e12,  # [WP-A100] FP64 tensor 19.5 TFLOP/s
             "tf32": 156e12,  # [WP-A100] TF32 tensor 156 TFLOP/s dense (312 with sparsity)
+            "int8": 624e12,  # [WP-A100] INT8 tensor 624 TOPS dense (1248 with sparsity); no FP8
         },
         matmul_efficiency=0.85,  # estimate: cuBLAS HGEMM/DGEMM on A100 reach ~85 % of peak
         special_per_core_per_cycle=16,  # [PG] cc 8.0: 16 SFU results/clock/SM
@@ -313,6 +315,8 @@ H100_PCIE = _gpu(
         "bfloat16": 756e12,  # [WP-H100] datasheet PCIe: BF16 tensor 756 TFLOP/s dense
         "float64": 51e12,  # [WP-H100] datasheet PCIe: FP64 tensor core 51 TFLOP/s
         "tf32": 378e12,  # [WP-H100] datasheet PCIe: TF32 tensor 756 TFLOP/s with sparsity, 378 dense
+        "float8": 1513e12,  # [WP-H100] datasheet PCIe: FP8 tensor 3026 TFLOP/s with sparsity, 1513 dense
+        "int8": 1513e12,  # [WP-H100] datasheet PCIe: INT8 tensor 3026 TOPS with sparsity, 1513 dense
     },
     matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
@@ -350,6 +354,8 @@ def _gh100_sxm(
             "bfloat16": 989.4e12,  # [WP-H100] SXM5 BF16 tensor 989.4 TFLOP/s dense
             "float64": 66.9e12,  # [WP-H100] SXM5 FP64 tensor core 66.9 TFLOP/s
             "tf32": 494.7e12,  # [WP-H100] SXM5 TF32 tensor 989.4 TFLOP/s with sparsity, 494.7 dense
+            "float8": 1978.9e12,  # [WP-H100] SXM5 FP8 tensor 3958 TFLOP/s with sparsity, 1979 dense
+            "int8": 1978.9e12,  # [WP-H100] SXM5 INT8 tensor 3958 TOPS with sparsity, 1979 dense
         },
         matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
         special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM

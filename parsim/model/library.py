@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from parsim.caching import cached
-from parsim.dtypes import itemsize
+from parsim.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.stack import library_for
@@ -51,7 +51,10 @@ CLEARLY_FASTER = 0.05
 
 
 def matrix_format(kernel: Kernel) -> str:
-    """The format the matrix units are rated for: ``tf32`` for a float32 TF32 kernel, else its dtype."""
+    """The format the matrix units are rated for: ``tf32`` for a float32 TF32 kernel, the quantised
+    format of a quantised product, else its dtype."""
+    if kernel.math in QUANTISED_FORMATS:
+        return kernel.math
     return "tf32" if kernel.math == "tf32" and kernel.dtype == "float32" else kernel.dtype
 
 
@@ -156,7 +159,8 @@ def tile_seconds(
     share = stream_Bps_per_core(spec) if spec.is_gpu else None  # a BLAS micro-kernel keeps them in L1
     if share is None:
         return compute
-    operands = (rows + columns) * depth * itemsize(kernel.dtype)
+    element = 1 if kernel.math in QUANTISED_FORMATS else itemsize(kernel.dtype)  # int8/FP8: a byte
+    operands = (rows + columns) * depth * element
     return max(compute, operands / share)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from parsim.dtypes import QUANTISED_FORMATS
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.library import matrix_format
 from parsim.model.memory import Level, level
@@ -69,6 +70,8 @@ def execution(
     core_flops = used * spec.lane_flops_per_s(kernel.dtype)
     matrix_rates = dict(spec.matrix_flops_per_s)
     rated = matrix_format(kernel)
+    if rated in QUANTISED_FORMATS and rated not in matrix_rates:
+        rated = kernel.dtype  # no quantised rate listed for this device: the dtype's tensor rate
     on_matrix_units = kernel.matrix and used == spec.lanes_per_core and rated in matrix_rates
     if on_matrix_units:
         core_flops = max(core_flops, matrix_rates[rated] / spec.cores)

@@ -29,7 +29,7 @@ from parsim.checks import (
     positive_int,
     text,
 )
-from parsim.dtypes import DTYPES
+from parsim.dtypes import DTYPES, QUANTISED_FORMATS
 from parsim.errors import ParsimError, field_error
 from parsim.workloads.conv import ConvShape
 
@@ -89,7 +89,7 @@ _KERNEL_RULES = {
     "layer": text,
     "cold_bytes": _cold_bytes,
     "op": text,
-    "math": one_of(("", "tf32")),
+    "math": one_of(("", "tf32", *QUANTISED_FORMATS)),
     "conv": _conv_shape,
     "foldable": boolean,
     "reorder_B": non_negative,
@@ -124,7 +124,9 @@ class Kernel:
             caches hold (a network's weights, streamed once per step); the rest is warm data
             that a cache level serves when it fits.
         math: ``tf32`` lets a float32 matrix product run on TF32 tensor cores (what frameworks
-            do for convolutions on Ampere and later); empty means IEEE float32 arithmetic.
+            do for convolutions on Ampere and later); ``int8``/``float8``: a quantised product
+            (W8A8) at the matrix units' int8 or FP8 rate where the device has one, else at its
+            dtype's; empty means the dtype's own arithmetic.
         conv: the convolution this kernel computes, when it is one: the kernel library chooses
             its algorithm (implicit GEMM, Winograd, FFT) for the shape and the device.
         foldable: an inference op a compiled graph may fold into the op before it (a batch norm
@@ -187,7 +189,7 @@ class Kernel:
                 and type(self.name) is str
                 and type(self.layer) is str
                 and type(self.op) is str
-                and (self.math == "" or self.math == "tf32")
+                and (self.math == "" or self.math == "tf32" or self.math in QUANTISED_FORMATS)
                 and (self.conv is None or type(self.conv) is ConvShape)
                 and type(self.foldable) is bool
                 and 0 <= self.reorder_B < _INF

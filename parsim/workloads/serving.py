@@ -17,10 +17,12 @@ step predicted alone). Time to first token is the prefill with the copies in and
 prefill's LM head yields the first token, as vLLM and TensorRT-LLM count it); time per output
 token the mean decode step.
 
-``weights=int8|float8|int4`` quantises the blocks' linear layers (the embeddings and the LM head
-stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1 and 0.5 bytes per weight.
-int8 and float8 are W8A8 products on the integer / FP8 tensor cores, int4 is weight-only (W4A16:
-the kernel dequantises to ``dtype``); ``check_system`` refuses a device without the unit.
+``weights=int8|float8|int8-weight-only|int4`` quantises the blocks' linear layers (the embeddings and
+the LM head stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1, 1 and 0.5 bytes per
+weight. int8 and float8 are W8A8 products on the integer / FP8 tensor cores (at their rate where the
+device lists one); int8-weight-only and int4 are weight-only (W8A16, W4A16: the kernel dequantises to
+``dtype``, as gpt-fast's and AWQ's do); ``serving_figures.check_system`` refuses a device without the
+unit.
 
 ``gpus=G`` is tensor parallelism (Megatron-LM): each GPU holds 1/G of the heads, KV heads, MLP
 columns and vocabulary, and two ring all-reduces per layer (after the attention output projection
@@ -35,7 +37,7 @@ from typing import Literal
 import attrs
 from pydantic import Field
 
-from parsim.dtypes import itemsize
+from parsim.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.errors import ParsimError
 from parsim.workloads.base import AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
@@ -45,7 +47,7 @@ from parsim.workloads.transformer import transformer_kernels, transformer_layers
 
 NAME = "llm_serve"
 TOKEN_ID_B = 8  # int64 token ids
-WEIGHT_B = {"int8": 1.0, "float8": 1.0, "int4": 0.5}
+WEIGHT_B = {"int8": 1.0, "float8": 1.0, "int8-weight-only": 1.0, "int4": 0.5}
 """Bytes per quantised weight (int4: two per byte; per-group scales are under 3 % and left out)."""
 _LINEARS = ("qkv", "out", "gate", "up", "down")  # the blocks' linear layers: what gets quantised
 _REDUCED_AFTER = (".attn out fwd", ".mlp down fwd")  # row-parallel layers: partial sums to all-reduce
@@ -60,6 +62,7 @@ _INT8 = ("t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx-4
 UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "int8": ("INT8 tensor cores", _INT8, "Turing and later"),
     "int4": ("int4 weight-only GEMM kernels", _INT8, "Turing and later"),
+    "int8-weight-only": ("int8 weight-only GEMM kernels", _INT8, "Turing and later"),
     "float8": ("FP8 tensor cores", ("h100-pcie", "h100-sxm", "h200", "rtx-4090"), "H100 and later, Ada"),
 }
 
@@ -72,8 +75,10 @@ class LlmServeParams(_Params):
     batch: int = Field(1, gt=0, le=4096, description="sequences served together")
     prompt: int = Field(512, gt=0, le=10**6, description="prompt tokens per sequence (prefill)")
     output: int = Field(128, gt=0, le=10**6, description="tokens generated per sequence (decode)")
-    weights: Literal["dtype", "int8", "int4", "float8"] = Field(
-        "dtype", description="weight type: as dtype, or quantised int8 / float8 (W8A8) or int4 (W4A16)"
+    weights: Literal["dtype", "int8", "int8-weight-only", "int4", "float8"] = Field(
+        "dtype",
+        description="weight type: as dtype, or quantised int8 / float8 (W8A8: products on int8/FP8 "
+        "tensor cores), int8-weight-only or int4 (W8A16, W4A16: dequantised to dtype)",
     )
     kv_dtype: Literal["dtype", "float16", "bfloat16", "float32", "int8", "float8"] = Field(
         "dtype", description="element type of the KV cache (dtype: as the activations)"
@@ -145,10 +150,15 @@ def footprint_parts(config: LlmConfig, params: Params, batch: int) -> tuple[floa
 
 
 def _quantised(kernel: Kernel, weights: str, size: int) -> Kernel:
-    """A block linear's forward GEMM reading its weights at ``weights``' bytes per element."""
+    """A block linear's forward GEMM reading its weights at ``weights``' bytes per element; int8 and
+    float8 (W8A8) multiply at the matrix units' int8/FP8 rate where the device has one, int4
+    (weight-only, W4A16) dequantises to ``dtype`` and multiplies at its rate."""
     held = kernel.cold_bytes - kernel.bytes_written  # the weights: the GEMM's cold reads
     less = held * (1 - WEIGHT_B[weights] / size)
-    return attrs.evolve(kernel, bytes_read=kernel.bytes_read - less, cold_bytes=kernel.cold_bytes - less)
+    math = weights if weights in QUANTISED_FORMATS else kernel.math
+    return attrs.evolve(
+        kernel, bytes_read=kernel.bytes_read - less, cold_bytes=kernel.cold_bytes - less, math=math
+    )
 
 
 def _phase_kernels(config: LlmConfig, params: Params, past: int, new: int, device: int) -> list[Kernel]:
