@@ -7,11 +7,9 @@ shows that a step's events grow with the layers, not with the batch or the seque
 
 from __future__ import annotations
 
-import statistics
-import time
+from bench_engine import median_ms  # the sibling script: run as python benchmarks/bench_transformer.py
 
 import parsim
-from parsim.predict import clear_caches
 
 CASES = [
     ("gpt2 train b=8 s=1024 fp32", {"model": "gpt2", "batch": 8, "seq": 1024}, "a100-80gb"),
@@ -32,17 +30,6 @@ CASES = [
     ),
 ]
 TARGET_MS = 100.0
-
-
-def median_ms(function, repeats: int) -> tuple[float, object]:
-    function()  # warm-up: imports, first-call costs
-    times, result = [], None
-    for _ in range(repeats):
-        clear_caches()
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3, result
 
 
 def main() -> None:

@@ -8,6 +8,8 @@ field, the bound and the value (``'bandwidth_Bps' must be > 0: -3.0``). The CLI 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class ParsimError(ValueError):
     """A user-facing error: bad spec, bad workload parameter, unknown preset, misfit size.
@@ -26,6 +28,15 @@ class ParsimError(ValueError):
 def field_error(field: str, bound: str, value: object) -> ParsimError:
     """Build the canonical message ``'<field>' must be <bound>: <value>``."""
     return ParsimError(f"'{field}' must be {bound}: {value!r}")
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """``did you mean a, b?`` with the known names closest to ``name``, else ``known: ...`` (all)."""
+    import difflib
+
+    names = list(known)
+    close = difflib.get_close_matches(name, names, n=3)
+    return f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(names)}"
 
 
 class ParsimNote(UserWarning):

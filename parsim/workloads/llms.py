@@ -24,13 +24,12 @@ state and the activations a training step saves for its backward, or the KV cach
 
 from __future__ import annotations
 
-import difflib
 from typing import Literal
 
 import attrs
 
 from parsim.dtypes import DTYPES, itemsize
-from parsim.errors import ParsimError
+from parsim.errors import ParsimError, closest
 from parsim.workloads.layers import Numerics
 from parsim.workloads.optimizers import optimizer_state_B
 
@@ -256,9 +255,7 @@ LLMS: dict[str, LlmConfig] = {
 def llm(name: str) -> LlmConfig:
     """The configuration of language model ``name``, or a ParsimError suggesting the closest names."""
     if name not in LLMS:
-        close = difflib.get_close_matches(name, LLMS, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(LLMS)}"
-        raise ParsimError(f"unknown model {name!r}{hint}")
+        raise ParsimError(f"unknown model {name!r}; {closest(name, LLMS)}")
     return LLMS[name]
 
 

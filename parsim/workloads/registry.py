@@ -8,14 +8,13 @@ Numbers may be written ``1e8``: whole floats are accepted for integer fields.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from parsim.errors import ParsimError
+from parsim.errors import ParsimError, closest
 from parsim.workloads import ops, training, transfers
 from parsim.workloads.base import Params, Vectorised, Workload
 
@@ -354,9 +353,7 @@ def llm_names() -> list[str]:
 def lookup(name: str) -> WorkloadDef:
     """The registered workload ``name``, or a ParsimError suggesting the closest names."""
     if name not in WORKLOADS:
-        close = difflib.get_close_matches(name, WORKLOADS, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(workload_names())}"
-        raise ParsimError(f"unknown workload {name!r}{hint}")
+        raise ParsimError(f"unknown workload {name!r}; {closest(name, workload_names())}")
     return WORKLOADS[name]
 
 
@@ -377,9 +374,7 @@ def _check_model_name(name: str, model: type[_Params], params: Params) -> None:
     value = params.get("model")
     if "model" not in model.model_fields or not isinstance(value, str) or value in model_names():
         return
-    close = difflib.get_close_matches(value, model_names(), n=3)
-    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(model_names())}"
-    raise ParsimError(f"{name}: unknown 'model' {value!r}; {hint}")
+    raise ParsimError(f"{name}: unknown 'model' {value!r}; {closest(value, model_names())}")
 
 
 def _check_numbers(name: str, model: type[_Params], params: Params) -> None:
