@@ -105,7 +105,7 @@ def measure(
     if as_json:
         typer.echo(jsontext.dumps(result.to_dict()))
         return
-    shown = " ".join(f"{k}={v}" for k, v in result.params.items())
+    shown = units.assignments(result.params)
     typer.echo(f"{result.workload} {shown}")
     typer.echo(f"  on {result.device_name} ({result.backend}, {result.mode}): {result.implementation}")
     typer.echo(

@@ -18,7 +18,7 @@ from parsim.scenarios import ScenarioResult
 
 def prediction_text(p: Prediction) -> str:
     """A short readable table of one prediction."""
-    params = " ".join(f"{k}={v}" for k, v in p.params.items())
+    params = units.assignments(p.params)
     devices = p.device if p.gpus == 1 else f"{p.gpus} x {p.device}"
     where = devices if p.link is None else f"{devices} + {p.host} over {p.link}"
     if p.peer_link:

@@ -8,6 +8,7 @@ latency reads ``357 us`` rather than ``0.000357``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from parsim.errors import ParsimError
 
@@ -31,6 +32,11 @@ def parse_value(text: str) -> int | float | bool | str:
     except ValueError:
         return text.strip()
     return value
+
+
+def assignments(params: Mapping[str, object]) -> str:
+    """Parameters as people type them: ``n=1000000 dtype=float32`` (``parse_assignments`` reads it)."""
+    return " ".join(f"{k}={v}" for k, v in params.items())
 
 
 def parse_assignments(items: list[str]) -> dict[str, int | float | bool | str]:

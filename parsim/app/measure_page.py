@@ -206,9 +206,7 @@ def _comparison(history: list) -> None:
     shown = [c for c in ("class", "params", "measured_s", "predicted_s", "device_name", "host") if c in table]
     people = table[shown].copy()
     if "params" in people:  # words, not a JSON mapping
-        people["params"] = people["params"].map(
-            lambda p: " ".join(f"{k}={v}" for k, v in p.items()) if isinstance(p, dict) else p
-        )
+        people["params"] = people["params"].map(lambda p: units.assignments(p) if isinstance(p, dict) else p)
     for column in ("measured_s", "predicted_s"):
         if column in people:
             people[column] = pandas.to_numeric(people[column], errors="coerce") * 1e3
@@ -287,7 +285,7 @@ def _published() -> None:
         )
         show_png(cached_png(plots.published, data), "predicted-vs-published", key="published_png")
         rows = pandas.DataFrame(data["rows"])
-        rows["params"] = rows["params"].map(lambda p: " ".join(f"{k}={v}" for k, v in p.items()))
+        rows["params"] = rows["params"].map(units.assignments)
         shown = ["class", "id", "workload", "params", "device", "metric", "published", "predicted", "error"]
         st.dataframe(
             rows[[*shown, "source"]],
