@@ -47,12 +47,7 @@ def test_no_published_run_is_refused(compared):
 
 # Known gaps (issue 14), kept visible: each fails today and the xfail is strict, so meeting the
 # target makes the test fail until the class leaves this list.
-NOT_MET_YET = {
-    # 128-token prefills predicted at 8 ms against 16 ms (7B) and 28 against 47 ms (70B TP4), while
-    # 2048-token ones are within 14 %: TensorRT-LLM v0.5's first-token latency carries a cost per
-    # request the model lacks (adding one decode step would match all four rows; not verified)
-    "llm-ttft": "short prompts' first-token latency is underestimated",
-}
+NOT_MET_YET: dict[str, str] = {}
 
 
 @pytest.mark.slow  # predicts all published runs (~10 s)

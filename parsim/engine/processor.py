@@ -17,6 +17,8 @@ then a handful of events per GPU, while the trace still shows every kernel and p
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import simpy
 
@@ -26,7 +28,7 @@ from parsim.engine.fluid import Process
 from parsim.engine.notes import Notes
 from parsim.engine.waves import Decomposition, decompose
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
-from parsim.model.kernel import combine, fork_join_s, leg, shape
+from parsim.model.kernel import combine, fork_join_s, leg, overlap_norm, shape
 from parsim.model.library import choose
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
@@ -60,10 +62,14 @@ def _plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
 @cached(maxsize=16384)
 def phase_times(
     spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel
-) -> tuple[tuple[float, float], ...]:
-    """``(compute_s, memory_s)`` of each phase; the first phase that moves bytes pays the latency."""
+) -> tuple[tuple[float, float, float], ...]:
+    """``(compute_s, memory_s, duration_s)`` of each phase; the first phase that moves bytes pays
+    the latency. The duration is the roofline of the two, where a GEMM library's smooth roofline
+    (``LibrarySpec.gemm_overlap_norm``) joins its multiply-adds and main memory: a tile waiting on
+    its operands from the shared cache stays a hard floor."""
     how = plan(spec, mode, overlap, kernel)
     runs, ex = how.kernel, how.ex
+    norm = overlap_norm(spec, runs)
     times, latency_paid = [], False
     for phase in how.decomposition.phases:
         memory_s = 0.0
@@ -72,7 +78,10 @@ def phase_times(
             if not latency_paid:
                 memory_s += spec.memory.latency_s
                 latency_paid = True
-        times.append((phase.compute_s, memory_s))
+        duration = float(combine(phase.compute_s, memory_s, overlap))
+        if norm != math.inf and overlap != "serial":
+            duration = max(phase.compute_s, float(combine(phase.arithmetic_s, memory_s, overlap, norm)))
+        times.append((phase.compute_s, memory_s, duration))
     return tuple(times)
 
 
@@ -85,10 +94,7 @@ def kernel_fork_join_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Ker
 @cached(maxsize=16384)
 def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """Duration of the whole kernel (fork/join and all phases)."""
-    phases = sum(
-        float(combine(compute_s, memory_s, overlap))
-        for compute_s, memory_s in phase_times(spec, mode, overlap, kernel)
-    )
+    phases = sum(duration for _, _, duration in phase_times(spec, mode, overlap, kernel))
     return kernel_fork_join_s(spec, mode, overlap, kernel) + phases
 
 
@@ -237,10 +243,9 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
     if clock:
         busy = max(p.active_cores for p in decomposition.phases)
         phases.append((busy, "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
-    for index, (phase, (compute_s, memory_s)) in enumerate(
+    for index, (phase, (compute_s, memory_s, duration)) in enumerate(
         zip(decomposition.phases, phase_times(spec, mode, overlap, kernel), strict=True)
     ):
-        duration = combine(compute_s, memory_s, overlap)
         kind = leg(compute_s, memory_s)
         tail = decomposition.tiles % decomposition.slots
         if kind == "compute" and index == 0 and tail and decomposition.waves > 1:

@@ -34,8 +34,9 @@ class Phase:
         tiles: tiles in the phase.
         waves: waves it spans.
         active_cores: cores busy during it.
-        compute_s: time the busiest core computes.
+        compute_s: time the busiest core computes (a GEMM tile: or waits on its operands).
         bytes: memory traffic of all its tiles.
+        arithmetic_s: the tiles' own multiply-adds without padding (the smooth roofline's compute).
     """
 
     label: str
@@ -44,6 +45,7 @@ class Phase:
     active_cores: int
     compute_s: float
     bytes: float
+    arithmetic_s: float
 
 
 @attrs.frozen
@@ -60,8 +62,8 @@ class Decomposition:
         return self.tiles / self.slots
 
 
-def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec) -> tuple[int, float]:
-    """The tile count and one core's seconds per tile.
+def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec) -> tuple[int, float, float]:
+    """The tile count, one core's seconds per tile, and of them its multiply-adds alone.
 
     A GEMM is cut as the library chooses (``model.library.gemm_tiling``): edge tiles are padded,
     their warps run the full tile's multiply-adds (tile quantisation), and a tile may wait on its
@@ -69,7 +71,10 @@ def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec)
     """
     if kernel.gemm_mn is not None and not ex.interpreted:
         tiling = gemm_tiling(spec, ex, kernel)
-        return tiling.tiles, library.tile_seconds(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
+        padded, operands = library.tile_parts(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
+        # the smooth roofline weighs the product's own multiply-adds (as the closed form does); the
+        # padding of edge tiles stays in the tile's hard floor
+        return tiling.tiles, max(padded, operands), kernel.flops / tiling.tiles / ex.core_flops_per_s
     seconds = compute_s(
         ex,
         kernel.flops / tiles,
@@ -78,7 +83,7 @@ def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec)
         kernel.python_ops_per_item,
         1,
     )
-    return tiles, float(seconds)
+    return tiles, float(seconds), float(seconds)
 
 
 def _chunks(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> int:
@@ -91,7 +96,7 @@ def _chunks(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> int:
 
 def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decomposition:
     """Split ``kernel`` into at most two phases: the full waves and the tail wave."""
-    tiles, per_tile_s = tile_seconds(kernel, ex, _chunks(kernel, ex, spec), spec)
+    tiles, per_tile_s, arithmetic_s = tile_seconds(kernel, ex, _chunks(kernel, ex, spec), spec)
     slots = ex.cores * ex.tiles_per_core
     per_tile_B = kernel.bytes / tiles
     full_waves, tail_tiles = divmod(tiles, slots)
@@ -106,11 +111,22 @@ def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decompositi
                 ex.cores,
                 full_waves * ex.tiles_per_core * per_tile_s,
                 full_waves * slots * per_tile_B,
+                full_waves * ex.tiles_per_core * arithmetic_s,
             )
         )
     if tail_tiles:
         active = min(tail_tiles, ex.cores)
         busiest = math.ceil(tail_tiles / ex.cores)
         label = "tail wave" if full_waves else "wave 1"
-        phases.append(Phase(label, tail_tiles, 1, active, busiest * per_tile_s, tail_tiles * per_tile_B))
+        phases.append(
+            Phase(
+                label,
+                tail_tiles,
+                1,
+                active,
+                busiest * per_tile_s,
+                tail_tiles * per_tile_B,
+                busiest * arithmetic_s,
+            )
+        )
     return Decomposition(tiles, slots, tuple(phases))

@@ -14,6 +14,7 @@ cutting the kernel into waves. Inputs may be numbers or NumPy arrays (a vectoris
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from parsim.caching import cached
@@ -21,6 +22,7 @@ from parsim.hardware.specs import ProcessorSpec
 from parsim.model.library import choose
 from parsim.model.numeric import Number, maximum, where
 from parsim.model.rates import Execution, execution
+from parsim.stack import library_for
 from parsim.workloads.base import Kernel
 
 
@@ -43,9 +45,23 @@ def memory_s(spec: ProcessorSpec, ex: Execution, nbytes: Number, cold_bytes: Num
     return where(nbytes > 0, moved, 0.0)
 
 
-def combine(compute: Number, memory: Number, overlap: str) -> Number:
-    """``roofline``: compute and memory overlap (the max); ``serial``: one after the other (the sum)."""
-    return compute + memory if overlap == "serial" else maximum(compute, memory)
+def combine(compute: Number, memory: Number, overlap: str, norm: float = math.inf) -> Number:
+    """``roofline``: compute and memory overlap (the max, or for a library's GEMM the smooth
+    roofline of ``norm``); ``serial``: one after the other (the sum)."""
+    if overlap == "serial":
+        return compute + memory
+    if norm == math.inf:
+        return maximum(compute, memory)
+    return (compute**norm + memory**norm) ** (1.0 / norm)
+
+
+def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
+    """The smooth-roofline norm of ``kernel`` as it runs: its library's for a matrix product (not a
+    convolution lowered to one), else the max."""
+    if kernel.gemm_mn is None or kernel.conv is not None:  # measured on cuBLAS products, not cuDNN's
+        return math.inf
+    norm = library_for(spec.is_gpu, kernel.cpu_library).gemm_overlap_norm
+    return math.inf if norm is None else norm
 
 
 def leg(compute: Number, memory: Number) -> Number:
@@ -72,11 +88,12 @@ def kernel_time(
     python_ops: Number,
     gemm: bool,
     overlap: str = "roofline",
+    norm: float = math.inf,
 ) -> tuple[Number, Number]:
     """Closed-form duration of a kernel (no tiles, no waves) and the leg that bounds it."""
     compute = compute_s(ex, flops, special, items, python_ops, ex.cores)
     memory = memory_s(spec, ex, nbytes, cold_bytes, ex.cores)
-    total = combine(compute, memory, overlap) + fork_join_s(spec, ex, gemm, items)
+    total = combine(compute, memory, overlap, norm) + fork_join_s(spec, ex, gemm, items)
     return total, leg(compute, memory)
 
 
@@ -116,6 +133,7 @@ def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) ->
         python_ops=kernel.python_ops_per_item,
         gemm=kernel.gemm_mn is not None,
         overlap=overlap,
+        norm=overlap_norm(spec, kernel),
     )
     return float(seconds), str(bound)
 

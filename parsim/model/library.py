@@ -148,20 +148,27 @@ class Tiling:
         return self.outputs * self.split
 
 
-def tile_seconds(
+def tile_parts(
     kernel: Kernel, ex: Execution, rows: int, columns: int, split: int, spec: ProcessorSpec
-) -> float:
-    """One core's time for one tile: its padded multiply-adds, or its operands from the shared cache."""
+) -> tuple[float, float]:
+    """One core's seconds for one tile's padded multiply-adds, and for its operands from the shared
+    cache (0 where a BLAS micro-kernel keeps them in L1)."""
     assert kernel.gemm_mn is not None  # only GEMM-shaped kernels are tiled
     m, n = kernel.gemm_mn
     depth = kernel.flops / (2.0 * m * n) / split  # the reduction each tile does
     compute = 2.0 * rows * columns * depth / ex.core_flops_per_s
-    share = stream_Bps_per_core(spec) if spec.is_gpu else None  # a BLAS micro-kernel keeps them in L1
+    share = stream_Bps_per_core(spec) if spec.is_gpu else None
     if share is None:
-        return compute
+        return compute, 0.0
     element = 1 if kernel.math in QUANTISED_FORMATS else itemsize(kernel.dtype)  # int8/FP8: a byte
-    operands = (rows + columns) * depth * element
-    return max(compute, operands / share)
+    return compute, (rows + columns) * depth * element / share
+
+
+def tile_seconds(
+    kernel: Kernel, ex: Execution, rows: int, columns: int, split: int, spec: ProcessorSpec
+) -> float:
+    """One core's time for one tile: its padded multiply-adds, or its operands from the shared cache."""
+    return max(tile_parts(kernel, ex, rows, columns, split, spec))
 
 
 @cached(maxsize=65536)

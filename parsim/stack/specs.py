@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.checks import boolean, fraction, non_negative, one_of, positive, text
+from parsim.checks import boolean, fraction, non_negative, one_of, positive, text, within
 
 
 @attrs.frozen(cache_hash=True)
@@ -82,6 +82,10 @@ class LibrarySpec:
         attention_efficiency: ``(kind, share)`` pairs: the share of the processor's GEMM rate that
             fused attention kernels of that kind (``flash``, ``flash-v1``: both products and the
             softmax in one kernel) reach; a kind not listed runs at the full GEMM rate.
+        gemm_overlap_norm: how a GEMM's compute and operand streaming add up: ``p`` of the smooth
+            roofline ``(compute^p + memory^p)^(1/p)``; None is the plain max. A tile's main loop
+            cannot keep both the matrix units and the loads busy when neither clearly dominates (a
+            product near the ridge point, such as an LLM prefill of a few hundred tokens).
         runtime_B: device memory a framework process holds before its tensors (the CUDA context,
             cuDNN and cuBLAS handles and their workspaces); 0 on a CPU.
         folds: a compiled inference graph's foldable ops (batch norm, ReLU) vanish into the
@@ -98,6 +102,9 @@ class LibrarySpec:
     conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
     matrix_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
     attention_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
+    gemm_overlap_norm: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(within(1.0, 64.0))
+    )
 
     def attention_share(self, kind: str) -> float:
         """The share of the GEMM rate a fused attention kernel of ``kind`` reaches."""

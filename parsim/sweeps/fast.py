@@ -18,7 +18,7 @@ from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
 from parsim.model import capacity, outcome, transfer
 from parsim.model.issue import issue_s
-from parsim.model.kernel import kernel_time
+from parsim.model.kernel import kernel_time, overlap_norm
 from parsim.model.modes import check_mode
 from parsim.model.rates import execution
 from parsim.workloads.base import Kernel, Vectorised
@@ -133,6 +133,7 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
             python_ops=k["python_ops_per_item"],
             gemm=op.gemm_mn is not None,
             overlap=overlap,
+            norm=overlap_norm(spec, op),
         )
         dispatch, host_waits = issue_s(system, None, system.device is None), system.device is None
         flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
