@@ -23,7 +23,7 @@ import attrs
 from parsim import resources, stack
 from parsim.caching import cached
 from parsim.hardware.specs import SystemSpec
-from parsim.model import transfer
+from parsim.model import collectives, transfer
 from parsim.model.issue import issue_s
 from parsim.model.kernel import kernel_time_s
 from parsim.model.modes import busy_cores, default_mode
@@ -63,7 +63,7 @@ def _timed(
         row = resources.cores(system, HOST if on_host else op.device, cores)
         return seconds, kind, row, ("kernel", row.device), cores / spec.cores
     if isinstance(op, AllReduce):
-        seconds = transfer.ring_all_reduce_s(system.ring_link, op.nbytes, system.gpus)
+        seconds = collectives.op_timing(system, op).seconds
         return seconds, "transfer", resources.ring(system, 0), ("ring",), 1.0
     shared = system.gpu.copy_engines < 2 or not system.host_link.duplex
     engine = ("copy", "h2d" if shared else op.direction, op.device)

@@ -21,7 +21,8 @@ import simpy
 from parsim import resources
 from parsim.engine.fluid import FluidServer, Process
 from parsim.hardware.specs import SystemSpec
-from parsim.model.transfer import copy_bandwidth_Bps, ring_all_reduce_s
+from parsim.model.collectives import op_timing
+from parsim.model.transfer import copy_bandwidth_Bps
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Transfer
 
@@ -85,12 +86,12 @@ class Links:
     def all_reduce(self, op: AllReduce) -> Process:
         """Process: wait for the communicator, then 2(G-1) ring steps of one chunk each."""
         gpus = self.gpus
-        if gpus == 1:
+        if self.system.total_gpus == 1:
             return
         with self._communicator.request() as turn:
             yield turn
             start = self.env.now
-            yield self.env.timeout(ring_all_reduce_s(self.ring_link, op.nbytes, gpus))
+            yield self.env.timeout(op_timing(self.system, op).seconds)
         for g in range(gpus):
             self.trace.append(
                 TraceEvent(

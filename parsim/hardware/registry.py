@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from parsim.caching import cached
 from parsim.errors import ParsimError
+from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.hardware.tomlio import load_hardware
 
@@ -40,7 +41,14 @@ def _suggest(name: str, known: list[str]) -> str:
     return f"; closest: {', '.join(close[:4])}" if close else f"; known: {', '.join(sorted(known))}"
 
 
-Spec = TypeVar("Spec", ProcessorSpec, LinkSpec)
+@cached(maxsize=1)
+def _clusters() -> dict[str, ClusterSpec]:
+    from parsim.hardware.presets_cluster import CLUSTER_PRESETS
+
+    return CLUSTER_PRESETS
+
+
+Spec = TypeVar("Spec", ProcessorSpec, LinkSpec, ClusterSpec)
 
 
 def _resolve(
@@ -53,11 +61,15 @@ def _resolve(
     if value.endswith(".toml"):  # a path (cheaper than pathlib: this runs on every prediction)
         loaded = load_hardware(value)
         if not isinstance(loaded, cls):
-            raise ParsimError(f"'{field}': {value} describes a {other}, not a {noun}")
+            raise ParsimError(f"'{field}': {value} describes a {_noun(loaded)}, not a {noun}")
         return loaded
     if value not in table:
         raise ParsimError(f"'{field}': unknown {noun} {value!r}{_suggest(value, list(table))}")
     return table[value]
+
+
+def _noun(spec: object) -> str:
+    return {ProcessorSpec: "processor", LinkSpec: "link", ClusterSpec: "cluster"}.get(type(spec), "spec")
 
 
 def processor(value: str | ProcessorSpec, field: str = "device") -> ProcessorSpec:
@@ -149,3 +161,47 @@ def processor_ids(kind: str | None = None) -> list[str]:
 
 def link_ids() -> list[str]:
     return sorted(_links())
+
+
+def cluster(value: str | ClusterSpec, field: str = "cluster") -> ClusterSpec:
+    """A cluster from a spec, a preset id (``dgx-a100``) or a cluster TOML path."""
+    return _resolve(value, ClusterSpec, _clusters(), field, "cluster", "")
+
+
+def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> SystemSpec:
+    """The system of ``nodes`` nodes of cluster ``value`` (its own default when None).
+
+    Raises:
+        ParsimError: an unknown cluster, a part it names that is not a preset, or a bad count.
+    """
+    spec = cluster(value)
+    count = spec.nodes if nodes is None else nodes
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ParsimError(f"'nodes' must be an integer >= 1: {count!r}")
+    device = processor(spec.device, "cluster.device")
+    if not device.is_gpu:
+        raise ParsimError(f"'cluster.device' must be a GPU preset: {spec.device} is a CPU")
+    host = processor(spec.host, "cluster.host")
+    if host.is_gpu:
+        raise ParsimError(f"'cluster.host' must be a CPU preset: {spec.host} is a GPU")
+    fabric = preset_link(spec.fabric, "cluster.fabric")
+    host_link = preset_link(spec.host_link or device.default_link or "", "cluster.host_link")
+    if spec.gpus_per_node > host.max_gpus:
+        raise ParsimError(
+            f"'cluster.gpus_per_node' must be <= {host.max_gpus} (the most {host.id} can host): "
+            f"{spec.gpus_per_node}"
+        )
+    return SystemSpec(
+        host=host,
+        device=device,
+        link=host_link,
+        gpus=spec.gpus_per_node,
+        gpus_per_switch=min(spec.gpus_per_switch, spec.gpus_per_node),
+        peer_link=fabric if fabric.kind == "nvlink" else None,
+        nodes=count,
+        network=spec.network,
+    )
+
+
+def cluster_ids() -> list[str]:
+    return sorted(_clusters())

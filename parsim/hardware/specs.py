@@ -36,6 +36,7 @@ from parsim.checks import (
 )
 from parsim.dtypes import MATRIX_FORMATS
 from parsim.errors import ParsimError, field_error
+from parsim.hardware.network import NetworkSpec
 
 
 def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> None:
@@ -329,6 +330,8 @@ class SystemSpec:
         gpus_per_switch: devices sharing one PCIe switch uplink to the host.
         peer_link: the GPU-to-GPU link (NVLink) used by all-reduce; None means GPUs talk
             peer-to-peer over ``link``.
+        nodes: identical machines of ``gpus`` GPUs each (a cluster); more than one needs a network.
+        network: the NICs and switches between nodes (``hardware.network``).
     """
 
     host: ProcessorSpec
@@ -337,8 +340,12 @@ class SystemSpec:
     gpus: int = attrs.field(default=1, validator=positive_int)
     gpus_per_switch: int = attrs.field(default=1, validator=positive_int)
     peer_link: LinkSpec | None = None
+    nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
+    network: NetworkSpec | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.nodes > 1 and (self.network is None or self.device is None):
+            raise field_error("nodes", "1 unless the system has GPUs and a network (--cluster)", self.nodes)
         if self.host.kind != "cpu":
             raise field_error("host", "a CPU spec", self.host.id)
         if self.device is not None and self.link is None:
@@ -347,6 +354,11 @@ class SystemSpec:
             raise field_error(
                 "gpus", f"<= {self.host.max_gpus} (the most {self.host.id} can host)", self.gpus
             )
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs in all nodes together."""
+        return self.gpus * self.nodes
 
     @property
     def gpu(self) -> ProcessorSpec:

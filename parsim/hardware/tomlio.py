@@ -2,10 +2,12 @@
 
 A hardware file describes one processor (a ``[processor]`` table with a nested ``memory``
 table, ``[[processor.memory.caches]]``, for calibrated machines ``[[processor.memory.curve]]``,
-and optional ``matrix_flops_per_s`` / ``op_rates_per_core`` tables) or one link
-(a ``[link]`` table). An optional ``[meta]`` table records where the numbers came from (for
-example the calibration run that measured them). Unknown keys are refused with the file and
-the key path, so a typo never silently falls back to a default.
+and optional ``matrix_flops_per_s`` / ``op_rates_per_core`` tables), one link
+(a ``[link]`` table) or one cluster (a ``[cluster]`` table naming its GPU, fabric and host by
+preset id, with a ``[cluster.network]`` table whose ``nic`` is a NIC preset id or a
+``[cluster.network.nic]`` table of figures). An optional ``[meta]`` table records where the
+numbers came from (for example the calibration run that measured them). Unknown keys are
+refused with the file and the key path, so a typo never silently falls back to a default.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import attrs
 import tomli_w
 
 from parsim.errors import ParsimError, ParsimNote
+from parsim.hardware.network import ClusterSpec, NetworkSpec, NicSpec
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
 
 MAX_FILE_BYTES = 1_000_000
 MAX_BRACKETS = 2_000
-_SECTIONS = {"processor", "link", "meta"}
+_SECTIONS = {"processor", "link", "cluster", "meta"}
+_KINDS = ("processor", "link", "cluster")
 
 
-def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec:
+def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec:
     """Read a processor or link spec from ``path``.
 
     Raises:
@@ -42,7 +46,7 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec:
     return loads_hardware(path.read_bytes().decode("utf-8", errors="replace"), source=str(path))
 
 
-def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec:
+def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec:
     """Parse hardware TOML text; ``source`` names it in error messages."""
     if len(text) > MAX_FILE_BYTES:
         raise ParsimError(f"{source}: hardware file is larger than {MAX_FILE_BYTES} bytes")
@@ -57,11 +61,13 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
     unknown = set(data) - _SECTIONS
     if unknown:
         raise ParsimError(
-            f"{source}: unknown section [{sorted(unknown)[0]}] (expected [processor] or [link])"
+            f"{source}: unknown section [{sorted(unknown)[0]}] (expected [processor], [link] or [cluster])"
         )
-    if ("processor" in data) == ("link" in data):
-        raise ParsimError(f"{source}: expected exactly one [processor] or [link] table")
+    if sum(kind in data for kind in _KINDS) != 1:
+        raise ParsimError(f"{source}: expected exactly one [processor], [link] or [cluster] table")
     try:
+        if "cluster" in data:
+            return _cluster(_table(data["cluster"], "cluster"))
         if "link" in data:
             return _build(LinkSpec, _with_link_kind(_table(data["link"], "link"), source), "link")
         table = dict(_table(data["processor"], "processor"))
@@ -85,6 +91,25 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
         return _build(ProcessorSpec, table, "processor")
     except ParsimError as exc:
         raise ParsimError(f"{source}: {exc}") from None
+
+
+def _cluster(table: dict[str, Any]) -> ClusterSpec:
+    """A ``[cluster]`` table: its network's NIC is a preset id or a table of figures."""
+    table = dict(table)
+    network = dict(_table(table.pop("network", None), "cluster.network"))
+    nic = network.get("nic")
+    if isinstance(nic, str):
+        from parsim.hardware.presets_cluster import NIC_PRESETS
+
+        if nic not in NIC_PRESETS:
+            raise ParsimError(
+                f"'cluster.network.nic': unknown NIC preset; known: {', '.join(sorted(NIC_PRESETS))}"
+            )
+        network["nic"] = NIC_PRESETS[nic]
+    else:
+        network["nic"] = _build(NicSpec, nic, "cluster.network.nic")
+    table["network"] = _build(NetworkSpec, network, "cluster.network")
+    return _build(ClusterSpec, table, "cluster")
 
 
 def _with_link_kind(table: dict[str, Any], source: str) -> dict[str, Any]:
@@ -120,7 +145,17 @@ def _kind(value: Any) -> str:
     return names.get(type(value), "a date or time")
 
 
-Built = TypeVar("Built", ProcessorSpec, LinkSpec, MemorySpec, CacheLevel, BandwidthPoint)
+Built = TypeVar(
+    "Built",
+    ProcessorSpec,
+    LinkSpec,
+    MemorySpec,
+    CacheLevel,
+    BandwidthPoint,
+    ClusterSpec,
+    NetworkSpec,
+    NicSpec,
+)
 
 
 def _build(cls: type[Built], table: Any, where: str) -> Built:

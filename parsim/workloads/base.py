@@ -262,11 +262,17 @@ class Transfer:
 
 @attrs.frozen(cache_hash=True)
 class AllReduce:
-    """A ring all-reduce of ``nbytes`` across every GPU (NCCL-style).
+    """A collective over a group of GPUs, an all-reduce unless ``kind`` says otherwise (NCCL-style).
 
-    The buffer is cut into G chunks; in 2(G-1) steps every GPU sends one chunk to its ring
-    neighbour (G-1 reduce-scatter steps, then G-1 all-gather steps), so each GPU sends
-    2(G-1)/G x ``nbytes`` in all.
+    For a ring all-reduce the buffer is cut into G chunks; in 2(G-1) steps every GPU sends one
+    chunk to its ring neighbour (G-1 reduce-scatter steps, then G-1 all-gather steps), so each GPU
+    sends 2(G-1)/G x ``nbytes`` in all. ``model.collectives`` times every kind and algorithm.
+
+    Attributes:
+        kind: ``all_reduce``, ``reduce_scatter``, ``all_gather`` or ``all_to_all``.
+        ranks: GPUs in the group; 0 means every GPU of the system (all nodes).
+        per_node: of them in one node; 0 means all of a node's GPUs (or ``ranks`` if fewer).
+        algorithm: ``auto`` (NCCL's choice), ``ring`` or ``tree``.
     """
 
     name: str = attrs.field(validator=text)
@@ -274,6 +280,10 @@ class AllReduce:
     stream: int = attrs.field(default=0, validator=non_negative_int)
     device: int = attrs.field(default=-1, validator=_device)
     layer: str = attrs.field(default="", validator=text)
+    kind: str = attrs.field(default="all_reduce", validator=text)
+    ranks: int = attrs.field(default=0, validator=non_negative_int)
+    per_node: int = attrs.field(default=0, validator=non_negative_int)
+    algorithm: str = attrs.field(default="auto", validator=text)
 
 
 @attrs.frozen(eq=False)

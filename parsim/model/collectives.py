@@ -1,0 +1,202 @@
+"""Collectives as NCCL performs them, in closed form: ring and tree, inside a node and across nodes.
+
+A collective runs over a *group* of GPUs: ``ranks`` in all, ``per_node`` of them in each node
+(tensor-parallel peers share a node; a data-parallel group of a 3D-parallel run has one or a few
+GPUs per node). Inside a node the GPUs talk over the node's GPU fabric (NVLink through NVSwitch,
+or PCIe peer-to-peer); between nodes over their NICs, each GPU owning an equal share of its node's
+cards (``NetworkSpec.gpu_share_Bps``).
+
+- **Ring** (all-reduce, reduce-scatter, all-gather): every GPU sends ``2(n-1)/n`` of the buffer
+  for an all-reduce, ``(n-1)/n`` for the others. NCCL runs one ring per channel and spreads the
+  channels over the NICs, so a node's inter-node edges carry its GPUs' share of the NICs and the
+  NVLink edges the rest; the chunks are pipelined, so the slower of the two sets the pace. Each of
+  the ``2(n-1)`` steps waits for the slowest hop's latency: across thousands of GPUs the ring's
+  latency term is milliseconds.
+- **Tree** (all-reduce only): NCCL chains the GPUs of a node and joins the nodes in a double
+  binary tree. Each node sends and receives the whole buffer twice (reduce up, broadcast down),
+  as the ring does, but the latency grows with ``log2(nodes)``, not with the GPU count; the tree's
+  edges cross leaf switches, so an oversubscribed spine slows it (``NetworkSpec.spine_factor``).
+- **All-to-all**: each GPU sends ``1/n`` of its buffer to every other GPU; what goes to another
+  node goes through its NIC share (and the spine).
+- ``auto`` takes the faster of ring and tree, as NCCL's tuner does from its own cost model.
+
+Inside one node the ring is exactly ``transfer.ring_all_reduce_s``: ``2(G-1)`` steps of the link's
+latency plus one chunk. ``bus_bandwidth_Bps`` converts a time into nccl-tests' "bus bandwidth"
+(its PERFORMANCE.md: algorithm bandwidth times ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` for the
+others), the figure that is comparable across GPU counts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from parsim.errors import ParsimError
+from parsim.hardware.specs import SystemSpec
+from parsim.model.transfer import ring_all_reduce_s
+from parsim.workloads.base import AllReduce
+
+ALL_REDUCE = "all_reduce"
+COLLECTIVES = (ALL_REDUCE, "reduce_scatter", "all_gather", "all_to_all")
+ALGORITHMS = ("auto", "ring", "tree")
+
+
+@attrs.frozen
+class Group:
+    """The GPUs of one collective: ``ranks`` in all, ``per_node`` in each node they span."""
+
+    ranks: int
+    per_node: int
+
+    def __attrs_post_init__(self) -> None:
+        if self.ranks < 1 or self.per_node < 1 or self.ranks % self.per_node:
+            raise ParsimError(
+                f"a collective group needs per_node ({self.per_node}) dividing ranks ({self.ranks})"
+            )
+
+    @property
+    def nodes(self) -> int:
+        return self.ranks // self.per_node
+
+
+def whole_system(system: SystemSpec) -> Group:
+    """Every GPU of every node (what ``nccl-tests`` runs over)."""
+    return Group(system.total_gpus, system.gpus)
+
+
+def group_of(system: SystemSpec, op: AllReduce) -> Group:
+    """The group an op names (its ``ranks`` and ``per_node``), every GPU of the system by default."""
+    ranks = op.ranks or system.total_gpus
+    per_node = op.per_node or min(ranks, system.gpus)
+    return Group(ranks, per_node)
+
+
+def op_timing(system: SystemSpec, op: AllReduce) -> Timing:
+    """The time of a collective op on ``system`` (the engine and the analytic schedule both ask here)."""
+    return collective(system, op.kind, op.nbytes, group_of(system, op), op.algorithm)
+
+
+@attrs.frozen
+class Timing:
+    """A collective's time: ``seconds`` = ``latency_s`` + ``bandwidth_s``, and the algorithm taken."""
+
+    seconds: float
+    latency_s: float
+    bandwidth_s: float
+    algorithm: str
+
+
+def bus_factor(kind: str, ranks: int) -> float:
+    """nccl-tests' factor from algorithm bandwidth to bus bandwidth."""
+    if ranks <= 1:
+        return 0.0
+    return 2.0 * (ranks - 1) / ranks if kind == ALL_REDUCE else (ranks - 1) / ranks
+
+
+def bus_bandwidth_Bps(kind: str, nbytes: float, seconds: float, ranks: int) -> float:
+    """nccl-tests' bus bandwidth of a collective of ``nbytes`` that took ``seconds``."""
+    return nbytes / seconds * bus_factor(kind, ranks) if seconds > 0 else 0.0
+
+
+@attrs.frozen
+class _Fabric:
+    """The two levels a group's traffic crosses: inside a node and between nodes."""
+
+    intra_Bps: float
+    intra_latency_s: float
+    inter_Bps: float  # the group's GPUs of one node together, through their NIC shares
+    gpu_inter_Bps: float  # one GPU's NIC share
+    inter_latency_s: float
+    spine: float  # what crossing leaf switches leaves of the inter-node bandwidth
+
+    def slowest_latency_s(self, nodes: int) -> float:
+        return max(self.intra_latency_s, self.inter_latency_s) if nodes > 1 else self.intra_latency_s
+
+
+def _fabric(system: SystemSpec, group: Group) -> _Fabric:
+    ring = system.ring_link
+    if group.nodes == 1:
+        return _Fabric(ring.bandwidth_Bps, ring.latency_s, math.inf, math.inf, 0.0, 1.0)
+    if system.network is None:
+        raise ParsimError(f"a collective over {group.nodes} nodes needs a network (--cluster)")
+    share = system.network.gpu_share_Bps(system.gpus)
+    return _Fabric(
+        ring.bandwidth_Bps if group.per_node > 1 else math.inf,
+        ring.latency_s,
+        group.per_node * share,
+        share,
+        system.network.nic.latency_s,
+        system.network.spine_factor(group.nodes),
+    )
+
+
+def _ring(fabric: _Fabric, group: Group, steps: int, sent_B: float) -> Timing:
+    """``steps`` ring steps, each GPU sending ``sent_B`` in all, paced by the slower level."""
+    latency = steps * fabric.slowest_latency_s(group.nodes)
+    bandwidth = sent_B / min(fabric.intra_Bps, fabric.inter_Bps)
+    return Timing(latency + bandwidth, latency, bandwidth, "ring")
+
+
+def _tree(fabric: _Fabric, group: Group, nbytes: float) -> Timing:
+    """NCCL's tree all-reduce: a chain inside each node, a double binary tree across nodes."""
+    depth = math.ceil(math.log2(group.nodes)) if group.nodes > 1 else 0
+    latency = 2.0 * (depth * fabric.inter_latency_s + (group.per_node - 1) * fabric.intra_latency_s)
+    bandwidth = 2.0 * nbytes / min(fabric.intra_Bps, fabric.inter_Bps * fabric.spine)
+    return Timing(latency + bandwidth, latency, bandwidth, "tree")
+
+
+def _all_to_all(fabric: _Fabric, group: Group, nbytes: float) -> Timing:
+    n = group.ranks
+    latency = fabric.slowest_latency_s(group.nodes)
+    inside = (group.per_node - 1) / n * nbytes / fabric.intra_Bps if group.per_node > 1 else 0.0
+    across = (
+        (n - group.per_node) / n * nbytes / (fabric.gpu_inter_Bps * fabric.spine) if group.nodes > 1 else 0.0
+    )
+    bandwidth = max(inside, across)
+    return Timing(latency + bandwidth, latency, bandwidth, "direct")
+
+
+def collective(
+    system: SystemSpec, kind: str, nbytes: float, group: Group | None = None, algorithm: str = "auto"
+) -> Timing:
+    """The time of collective ``kind`` over ``nbytes`` (the whole buffer, as nccl-tests sizes it).
+
+    Raises:
+        ParsimError: an unknown collective or algorithm, or a tree for anything but all-reduce.
+    """
+    if kind not in COLLECTIVES:
+        raise ParsimError(f"'collective' must be one of {', '.join(COLLECTIVES)}: {kind!r}")
+    if algorithm not in ALGORITHMS:
+        raise ParsimError(f"'algorithm' must be one of {', '.join(ALGORITHMS)}: {algorithm!r}")
+    group = group if group is not None else whole_system(system)
+    n = group.ranks
+    if n == 1:
+        return Timing(0.0, 0.0, 0.0, "none")
+    if algorithm == "tree" and kind != ALL_REDUCE:
+        raise ParsimError(f"'algorithm' tree applies to all_reduce only (NCCL runs {kind} as a ring)")
+    fabric = _fabric(system, group)
+    if kind == "all_to_all":
+        return _all_to_all(fabric, group, nbytes)
+    if kind != ALL_REDUCE:
+        return _ring(fabric, group, n - 1, (n - 1) / n * nbytes)
+    if group.nodes == 1 and algorithm != "tree":
+        seconds = float(ring_all_reduce_s(system.ring_link, nbytes, n))  # one rule for a node's ring
+        latency = 2 * (n - 1) * system.ring_link.latency_s
+        return Timing(seconds, latency, seconds - latency, "ring")
+    ring = _ring(fabric, group, 2 * (n - 1), 2.0 * (n - 1) / n * nbytes)
+    if algorithm == "ring":
+        return ring
+    tree = _tree(fabric, group, nbytes)
+    return tree if algorithm == "tree" or tree.seconds < ring.seconds else ring
+
+
+def point_to_point_s(system: SystemSpec, nbytes: float, across_nodes: bool) -> float:
+    """One GPU sending ``nbytes`` to a GPU of the next pipeline stage: over its NIC share between
+    nodes, over the node's GPU fabric inside one."""
+    if across_nodes:
+        if system.network is None:
+            raise ParsimError("a send between nodes needs a network (--cluster)")
+        share = system.network.gpu_share_Bps(system.gpus)
+        return system.network.nic.latency_s + nbytes / share
+    return system.ring_link.latency_s + nbytes / system.ring_link.bandwidth_Bps
