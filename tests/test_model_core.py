@@ -203,12 +203,23 @@ def test_bottleneck_rule_is_the_same_for_numbers_and_arrays():
 
 def test_engine_and_analytic_share_the_kernel_rates():
     # The analytic kernel time is the model's closed form; the engine cuts the same rates into waves.
+    # A cuBLAS product pays the smooth roofline (norm 2) of its compute and memory legs, not their max.
+    from parsim.model.kernel import combine, compute_s, memory_s, overlap_norm
+
     spec = PROCESSORS["a100-80gb"]
     kernel = parsim.workloads.make_workload("matmul", {"m": 8192, "n": 8192, "k": 8192}).ops[0]
     seconds, leg = kernel_time_s(kernel, spec, "simt")
     ex = execution(spec, "simt", kernel)
+    compute = compute_s(
+        ex, kernel.flops, kernel.special_ops, kernel.work_items, kernel.python_ops_per_item, ex.cores
+    )
+    moved = memory_s(spec, ex, kernel.bytes, kernel.cold_bytes, ex.cores)
     assert leg == "compute"
-    assert seconds == pytest.approx(kernel.flops / ex.flops_per_s, rel=1e-12)
+    assert overlap_norm(spec, kernel) == 2.0
+    assert compute == pytest.approx(kernel.flops / ex.flops_per_s, rel=1e-12)
+    assert seconds == pytest.approx(combine(compute, moved, "roofline", 2.0), rel=1e-12)
+    assert seconds == pytest.approx((compute**2 + moved**2) ** 0.5, rel=1e-12)
+    assert compute < seconds < compute * 1.001  # compute-bound: the memory leg adds ~0.002 %
     engine = parsim.predict("matmul", {"m": 8192, "n": 8192, "k": 8192}, device=spec)
     assert engine.latency_s >= seconds  # waves and padding only ever add
 
@@ -219,3 +230,40 @@ def test_registry_asks_the_link_its_kind():
     assert system.peer_link is nvlink and system.link.kind == "pcie"
     pcie_named_like_nvlink = attrs.evolve(registry.link("pcie4-x16"), id="nvlink-but-pcie")
     assert registry.system("a100-80gb", None, pcie_named_like_nvlink).peer_link is None
+
+
+def test_smooth_roofline_known_answers():
+    """The smooth roofline of norm 2 is the length of (compute, memory): 3 and 4 give 5."""
+    from parsim.model.kernel import combine
+
+    assert combine(3.0, 4.0, "roofline", 2.0) == pytest.approx(5.0)
+    assert combine(3.0, 4.0, "roofline") == 4.0  # the plain max
+    assert combine(3.0, 4.0, "serial", 2.0) == 7.0  # serial stays the sum
+
+
+def test_cublas_gemm_near_the_ridge_pays_the_smooth_roofline():
+    """A prefill-sized product (128 rows, LLaMA-7B MLP) on an A100: compute and weight streaming are
+    nearly equal, so it takes ~1.4x their max; a large square product (compute-bound) and a gemv
+    (memory-bound) stay within 2 % of the max."""
+    import math
+
+    from parsim.hardware.registry import processor
+    from parsim.model.kernel import closed_form, compute_s, memory_s, overlap_norm
+    from parsim.model.rates import execution
+    from parsim.workloads.ops import gemm_kernel
+
+    a100 = processor("a100-80gb")
+
+    def ratio(m: int, n: int, k: int) -> float:
+        kernel = gemm_kernel(m, n, k, "float16", "g")
+        ex = execution(a100, "simt", kernel)
+        c = compute_s(
+            ex, kernel.flops, kernel.special_ops, kernel.work_items, kernel.python_ops_per_item, ex.cores
+        )
+        mem = memory_s(a100, ex, kernel.bytes, kernel.cold_bytes, ex.cores)
+        assert overlap_norm(a100, kernel) == 2.0
+        return closed_form(kernel, a100, "simt", "roofline")[0] / max(c, mem)
+
+    assert 1.2 < ratio(128, 11008, 4096) <= math.sqrt(2) + 1e-9
+    assert ratio(8192, 8192, 8192) < 1.02
+    assert ratio(1, 11008, 4096) < 1.02
