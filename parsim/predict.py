@@ -15,11 +15,12 @@ from typing import Any
 
 import attrs
 
-from parsim import algorithms, analytic, caching, serving_figures, timeline
+from parsim import algorithms, analytic, caching, cluster_figures, serving_figures, timeline
 from parsim.caching import cached
 from parsim.choices import METHODS, OVERLAPS
 from parsim.errors import ParsimError
 from parsim.hardware import registry
+from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.model import capacity, outcome
 from parsim.model.library import lower
@@ -49,7 +50,8 @@ def predict(
     workload: str | Workload,
     params: dict[str, Any] | None = None,
     *,
-    device: str | ProcessorSpec,
+    device: str | ProcessorSpec | None = None,
+    cluster: str | ClusterSpec | None = None,
     host: str | ProcessorSpec | None = None,
     link: str | LinkSpec | None = None,
     mode: str | None = None,
@@ -64,6 +66,8 @@ def predict(
         workload: a workload name (``"vector_add"``) or a built ``Workload``.
         params: workload parameters when ``workload`` is a name (``{"n": 1e8}``).
         device: processor that runs the kernels: preset id, TOML path or spec.
+        cluster: instead of a device, a cluster (preset id, TOML path or spec): ``nodes`` nodes
+            (the workload's ``nodes=``) of its GPUs, fabric and network.
         host: host CPU for a GPU device (default ``xeon-e5-2630v3``).
         link: host<->device PCIe link, or an NVLink between GPUs (default: the GPU's usual link).
         mode: Flynn mode (``sisd``, ``simd``, ``mimd``, ``mimd+simd``, ``simt``); default per device.
@@ -85,17 +89,30 @@ def predict(
         raise ParsimError(f"'overlap' must be one of {', '.join(OVERLAPS)}: {overlap!r}")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise ParsimError(f"'gpus' must be an integer >= 1: {gpus!r}")
-    if isinstance(workload, str):
-        workload = make_workload(workload, params)
-    elif params:
-        raise ParsimError("'params' only applies when the workload is given by name")
+    if cluster is not None:
+        workload, system = _on_cluster(workload, params, cluster, device, host, link, gpus, gpus_per_switch)
+        gpus = system.gpus
+    else:
+        if isinstance(workload, str):
+            workload = make_workload(workload, params)
+        elif params:
+            raise ParsimError("'params' only applies when the workload is given by name")
+        if int(workload.param("nodes", 1)) > 1:
+            raise ParsimError(
+                f"'nodes' {workload.param('nodes')} needs a cluster (--cluster dgx-a100, or a cluster file)"
+            )
+        if device is None:
+            raise ParsimError("give a device (--device) or a cluster (--cluster)")
     definition = capabilities(workload)
-    if workload.gpus > 1 or (definition is not None and definition.owns_gpus):
-        if gpus is not None and gpus != workload.gpus:
-            raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={workload.gpus}")
-        gpus = workload.gpus
-    gpus = gpus or 1
-    system = registry.system(device, host, link, gpus, gpus_per_switch)
+    if cluster is None:
+        if workload.gpus > 1 or (definition is not None and definition.owns_gpus):
+            if gpus is not None and gpus != workload.gpus:
+                raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={workload.gpus}")
+            gpus = workload.gpus
+        gpus = gpus or 1
+        assert device is not None  # checked above
+        system = registry.system(device, host, link, gpus, gpus_per_switch)
+    assert gpus is not None
     if workload.gpus != gpus:
         how, instead = (definition.split, definition.instead) if definition is not None else (None, "")
         workload = split_over_gpus(workload, gpus, how, instead)
@@ -107,12 +124,64 @@ def predict(
         serving_figures.SYSTEM_CHECKS[workload.name](workload, system)
     check_fits(workload, system)
     prediction = _predict(workload, system, mode, method, overlap)
-    if workload.name in serving_figures.METRICS:
-        own = serving_figures.METRICS[workload.name](workload, system, prediction)
+    figures = {**serving_figures.METRICS, **cluster_figures.METRICS}
+    if workload.name in figures:
+        own = figures[workload.name](workload, system, prediction)
         prediction = attrs.evolve(prediction, metrics={**prediction.metrics, **own})
+    if workload.name in cluster_figures.METRICS:
+        notes = prediction.notes + cluster_figures.collective_notes(workload, system)
+        prediction = attrs.evolve(prediction, notes=notes)
     if definition is not None and definition.baseline is not None:
         return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     return prediction
+
+
+CLUSTER_WORKLOADS = ("allreduce", "reduce_scatter", "allgather", "alltoall", "data_parallel")
+"""What runs on a cluster (``--cluster``): the collectives and data-parallel training."""
+
+
+def _on_cluster(
+    workload: str | Workload,
+    params: dict[str, Any] | None,
+    cluster: str | ClusterSpec,
+    device: object,
+    host: object,
+    link: object,
+    gpus: int | None,
+    gpus_per_switch: int | None,
+) -> tuple[Workload, SystemSpec]:
+    """The workload and the system of ``nodes`` nodes of ``cluster`` (every GPU of each node).
+
+    Raises:
+        ParsimError: a device, host, link or switch layout given besides the cluster (the cluster
+            names them), a GPU count other than a node's, or a workload that does not run on one.
+    """
+    for value, flag in (
+        (device, "device"),
+        (host, "host"),
+        (link, "link"),
+        (gpus_per_switch, "gpus_per_switch"),
+    ):
+        if value is not None:
+            raise ParsimError(f"'{flag}' does not apply with --cluster: the cluster names its own")
+    spec = registry.cluster(cluster)
+    name = workload if isinstance(workload, str) else workload.name
+    if name not in CLUSTER_WORKLOADS:
+        raise ParsimError(f"--cluster applies to {', '.join(CLUSTER_WORKLOADS)}, not {name}")
+    if isinstance(workload, str):
+        given = dict(params or {})
+        if name == "data_parallel":
+            given.setdefault("gpus", spec.gpus_per_node)
+        workload = make_workload(name, given)
+    elif params:
+        raise ParsimError("'params' only applies when the workload is given by name")
+    per_node = workload.param("gpus", gpus or spec.gpus_per_node)
+    if per_node != spec.gpus_per_node:
+        raise ParsimError(
+            f"'gpus' {per_node} must be {spec.gpus_per_node}, the GPUs of one {spec.id} node "
+            "(nodes= sets how many nodes)"
+        )
+    return workload, registry.cluster_system(spec, int(workload.param("nodes", 1)))
 
 
 @cached(maxsize=1024)
@@ -182,7 +251,8 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         events=events,
         notes=tuple(notes) + algorithms.notes(workload, system, mode, overlap),
         layers=_layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
-        gpus=system.gpus,
+        gpus=system.total_gpus,
+        nodes=system.nodes,
         metrics=metrics,
         peer_link=system.peer_link.id if system.peer_link is not None else None,
     )
@@ -228,12 +298,11 @@ def _with_scaling(
     overlap: str,
 ) -> Prediction:
     """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU."""
-    gpus = workload.gpus
+    gpus = system.total_gpus
     assert definition.baseline is not None and definition.samples is not None  # the caller checked
     single = make_workload(workload.name, definition.baseline(dict(workload.params)))
-    one_latency, one_period = _timing(
-        single, attrs.evolve(system, gpus=1, gpus_per_switch=1), mode, method, overlap
-    )
+    one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1)
+    one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
     speedup = prediction.metrics["samples_per_s"] * one_period / definition.samples(dict(single.params))
     metrics = {

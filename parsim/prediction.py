@@ -52,7 +52,8 @@ class Prediction:
         events: simulation events processed (0 for analytic).
         notes: plain-language remarks (wave quantisation, cache level, interpreter...).
         layers: per-layer rows for layered networks (name, kind, latency_s, flops, bytes).
-        gpus: GPUs used.
+        gpus: GPUs used (in all nodes).
+        nodes: nodes of a cluster (1 for one machine).
         metrics: workload-specific figures (``samples_per_s``; for ``data_parallel`` also
             ``speedup``, ``efficiency`` and Amdahl's ``serial_fraction`` against one GPU).
     """
@@ -77,6 +78,7 @@ class Prediction:
     notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
     layers: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=freeze)
     gpus: int = 1
+    nodes: int = 1
     metrics: Mapping[str, float] = attrs.field(factory=FrozenMap, converter=freeze)
     peer_link: str | None = None
 

@@ -24,7 +24,7 @@ class Resource(NamedTuple):
     """One timeline row (a named tuple: a traced training step creates tens of thousands of events).
 
     Attributes:
-        kind: ``thread`` (a host thread), ``cores``, ``memory``, ``link`` or ``ring``.
+        kind: ``thread`` (a host thread), ``cores``, ``memory``, ``link``, ``ring`` or ``network``.
         device: the GPU's index, or ``HOST`` (-1) for the host CPU.
         unit: ``SM`` or ``core`` (cores), the level's name (memory: ``L2``, ``device memory``), the
             link family (``PCIe``, ``NVLink``).
@@ -62,6 +62,8 @@ class Resource(NamedTuple):
             return f"{prefix}memory ({self.unit})"
         if self.kind == "ring":
             return f"GPU{device} {self.unit} ring"
+        if self.kind == "network":
+            return f"network ({self.unit})"
         return f"{prefix}{self.unit} {self.direction}"
 
     @property
@@ -103,6 +105,12 @@ def ring(system: SystemSpec, device: int) -> Resource:
     """GPU ``device``'s port on the all-reduce ring."""
     family = system.ring_link.family
     return Resource("ring", device, family, tagged=True)
+
+
+def network(system: SystemSpec) -> Resource:
+    """The node's NICs, which carry collectives between nodes (a cluster's representative node)."""
+    unit = system.network.nic.id if system.network is not None else "none"
+    return Resource("network", 0, unit, tagged=True)
 
 
 def thread(index: int) -> Resource:

@@ -6,12 +6,12 @@ share that switch's uplink to the host: eight GPUs sending gradients at once eac
 eighth of it. A copy costs the link latency, then its bytes at no more than the pinned (or
 pageable) bandwidth.
 
-For the ring all-reduce every GPU has an outgoing port to its ring neighbour (NVLink, or
-PCIe peer-to-peer). In each of the 2(G-1) steps all GPUs send one chunk at once, and the
-step ends when the last chunk lands. The GPUs' collectives run on one communicator, which NCCL
-executes in order: all-reduces never overlap one another, so the ring ports carry one at a time
-and an all-reduce takes exactly its closed form (``model.transfer.ring_all_reduce_s``) — one
-timeout, not 2(G-1) x G sends, which keeps a step with hundreds of tensor-parallel all-reduces fast.
+For collectives every GPU has an outgoing port to its ring neighbour (NVLink, or PCIe
+peer-to-peer), and in a cluster the node's NICs carry them to the other nodes (the timeline's
+network row). The GPUs' collectives run on one communicator, which NCCL executes in order: they
+never overlap one another, so each takes exactly its closed form (``model.collectives``: ring or
+tree, inside a node or across nodes) — one timeout, not 2(G-1) x G sends, which keeps a step
+with hundreds of tensor-parallel all-reduces, or a bucketed gradient sync, fast.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import simpy
 from parsim import resources
 from parsim.engine.fluid import FluidServer, Process
 from parsim.hardware.specs import SystemSpec
-from parsim.model.collectives import op_timing
+from parsim.model.collectives import group_of, op_timing
 from parsim.model.transfer import copy_bandwidth_Bps
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Transfer
@@ -92,14 +92,8 @@ class Links:
             yield turn
             start = self.env.now
             yield self.env.timeout(op_timing(self.system, op).seconds)
-        for g in range(gpus):
-            self.trace.append(
-                TraceEvent(
-                    resources.ring(self.system, g),
-                    op.name,
-                    "transfer",
-                    start,
-                    self.env.now,
-                    layer=op.layer,
-                )
-            )
+        rows = [resources.ring(self.system, g) for g in range(gpus)]
+        if self.system.nodes > 1 and group_of(self.system, op).nodes > 1:
+            rows.append(resources.network(self.system))  # the node's NICs carry it to the other nodes
+        for row in rows:
+            self.trace.append(TraceEvent(row, op.name, "transfer", start, self.env.now, layer=op.layer))

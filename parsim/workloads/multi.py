@@ -32,8 +32,8 @@ def split_over_gpus(workload: Workload, gpus: int, how: str | None, instead: str
             when the workload cannot be split (``WorkloadDef.split``).
         instead: what to use instead, shown when it cannot be split.
     """
-    if gpus == 1:
-        return workload
+    if gpus == 1 or all(isinstance(op, AllReduce) for op in workload.ops):
+        return attrs.evolve(workload, gpus=gpus)  # a collective already spans every GPU
     if how is None:
         raise ParsimError(f"'gpus' > 1 does not apply to {workload.name}{instead}: {gpus}")
     if how == "batch" and workload.param("batch") < gpus:

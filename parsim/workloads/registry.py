@@ -155,6 +155,12 @@ class DataParallelParams(_ModelParams):
     sync: Literal["host", "ring"] = "host"
     scaling: Literal["strong", "weak"] = "strong"
     optimizer: Optimizer = _OPTIMIZER
+    nodes: int = Field(1, gt=0, le=65_536, description="nodes of the cluster (--cluster), gpus each")
+    bucket_mb: float = Field(25.0, gt=0, le=1e5, description="gradient bucket (MiB; DDP's bucket_cap_mb)")
+    overlap: bool = Field(True, description="all-reduce buckets during the backward pass (DDP) or after it")
+    zero: int = Field(
+        0, ge=0, le=3, description="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3)"
+    )
 
 
 @attrs.frozen
@@ -220,8 +226,9 @@ def _batch(params: Params) -> int:
 
 def _global_batch(params: Params) -> int:
     """Samples of a data-parallel step: every GPU's shard (a strong-scaling batch may not divide evenly)."""
-    shard = params["batch"] if params["scaling"] == "weak" else params["batch"] // params["gpus"]
-    return int(shard * params["gpus"])
+    ranks = params["gpus"] * params.get("nodes", 1)
+    shard = params["batch"] if params["scaling"] == "weak" else params["batch"] // ranks
+    return int(shard * ranks)
 
 
 _DATA_PARALLEL = " (use data_parallel model=... gpus=G)"
@@ -311,7 +318,7 @@ WORKLOADS: dict[str, WorkloadDef] = {
         training.data_parallel,
         "training split over GPUs, host or ring sync",
         samples=_global_batch,
-        baseline=lambda params: {**params, "gpus": 1},
+        baseline=lambda params: {**params, "gpus": 1, "nodes": 1},
         check=_check_model,
     ),
     "offload": WorkloadDef(
@@ -412,3 +419,7 @@ def _one_line(name: str, model: type[_Params], exc: ValidationError) -> str:
 from parsim.workloads.serving import LLM_SERVE  # noqa: E402
 
 WORKLOADS[LLM_SERVE.name] = LLM_SERVE
+
+from parsim.workloads.collective import COLLECTIVE_WORKLOADS  # noqa: E402
+
+WORKLOADS.update(COLLECTIVE_WORKLOADS)

@@ -12,10 +12,11 @@ These are the situations of the background articles, as programs of kernels and 
   ``seq`` int64 token ids per sample, its per-layer rows its embedding, each block's attention
   and MLP, the final norm, the LM head and the loss.
 - ``serve``: inference on a batch: copy in, forward, copy the outputs back.
-- ``data_parallel``: the batch is split over G GPUs; each runs forward and backward on its
-  shard; then either gradients go to the host, are averaged and applied on the CPU, and the
-  new weights go back to every GPU (``sync=host``, as in the articles), or a ring all-reduce
-  sums them across GPUs and each GPU updates its own copy (``sync=ring``).
+- ``data_parallel``: the batch is split over G GPUs (of each of ``nodes`` nodes); each runs
+  forward and backward on its shard; then either gradients go to the host, are averaged and
+  applied on the CPU, and the new weights go back to every GPU (``sync=host``, as in the
+  articles), or NCCL sums them across GPUs in buckets during the backward pass and each GPU
+  updates its own copy (``sync=ring``: PyTorch DDP and ZeRO, ``workloads.ddp``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import attrs
 from parsim import stack
 from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
-from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads import ddp
+from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import (
     Layer,
     Numerics,
@@ -35,7 +37,7 @@ from parsim.workloads.layers import (
     layer_kernels,
     network_footprint_B,
 )
-from parsim.workloads.llms import LLMS
+from parsim.workloads.llms import LLMS, LlmConfig
 from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items, gemm_kernel
 from parsim.workloads.optimizers import optimizer_state_B, update_kernel
@@ -239,18 +241,45 @@ def serve(params: Params) -> Workload:
 
 
 def data_parallel(params: Params) -> Workload:
-    """One data-parallel training step over ``gpus`` GPUs with host or ring gradient sync."""
-    gpus, sync = params["gpus"], params["sync"]
+    """One data-parallel training step over ``gpus`` GPUs (of each of ``nodes`` nodes) with host or
+    NCCL gradient sync (``ddp``: buckets, overlap with the backward pass, ZeRO)."""
+    gpus, sync, nodes = params["gpus"], params["sync"], params.get("nodes", 1)
     optimizer = params.get("optimizer", "sgd")
     numerics = numerics_of(params)
     master = itemsize(numerics.master_dtype)  # gradients, their sums and the update (float32 when mixed)
-    shard = params["batch"] // gpus if params["scaling"] == "strong" else params["batch"]
+    ranks = gpus * nodes
+    shard = params["batch"] // ranks if params["scaling"] == "strong" else params["batch"]
     if shard < 1:
         raise ParsimError(
-            f"data_parallel: 'batch' {params['batch']} is smaller than 'gpus' {gpus}: "
+            f"data_parallel: 'batch' {params['batch']} is smaller than 'gpus' x 'nodes' ({ranks}): "
             "each GPU needs at least one sample"
         )
+    if sync == "host" and (nodes > 1 or params.get("zero", 0)):
+        raise ParsimError("data_parallel: sync=host averages on one host; nodes > 1 and zero need sync=ring")
     step = _shard_step(params, numerics, shard)
+    layers = step.kinds + (("sync", "sync"),)
+    if sync == "ring":
+        rule = ddp.Sync(
+            bucket_B=params.get("bucket_mb", 25.0) * ddp.MB,
+            overlap=params.get("overlap", True),
+            zero=params.get("zero", 0),
+            optimizer=optimizer,
+            master_dtype=numerics.master_dtype,
+            weight_dtype=numerics.dtype,
+        )
+        shares = [ddp.GpuStep(step.input_B, *step.kernels(g)) for g in range(gpus)]
+        ring_ops, ring_deps = ddp.ring_step(shares, step.layer_params, rule, ranks)
+        saving = ddp.sharded_saving_B(step.weights, rule, ranks, numerics.mixed)
+        return Workload(
+            "data_parallel",
+            _items(params),
+            tuple(ring_ops),
+            tuple(ring_deps),
+            footprint_B=step.footprint_B - saving,
+            gpus=gpus,
+            layers=layers,
+            framework=params["framework"],
+        )
     weights = step.weights
     ops: list[Op] = []
     deps: list[tuple[int, ...]] = []
@@ -258,49 +287,37 @@ def data_parallel(params: Params) -> Workload:
     for g in range(gpus):
         ops.append(Transfer("h2d input", step.input_B, "h2d", device=g, layer="data"))
         deps.append(())
-        ops += step.kernels(g)
+        forward, backward = step.kernels(g)
+        ops += forward + backward
         deps += [()] * (len(ops) - len(deps))
-        if sync == "host":
-            ops.append(Transfer("d2h gradients", weights * master, "d2h", device=g, layer="sync"))
-            deps.append(())
+        ops.append(Transfer("d2h gradients", weights * master, "d2h", device=g, layer="sync"))
+        deps.append(())
         last_of_device[g] = len(ops) - 1
-    if sync == "host":
-        everything_back = tuple(last_of_device.values())
-        ops.append(
-            Kernel(
-                "average gradients (host)",
-                float(gpus * weights),
-                gpus * weights * master,
-                weights * master,
-                weights,
-                dtype=numerics.master_dtype,
-                device=HOST,
-                python_ops_per_item=gpus,
-                layer="sync",
-            )
+    everything_back = tuple(last_of_device.values())
+    ops.append(
+        Kernel(
+            "average gradients (host)",
+            float(gpus * weights),
+            gpus * weights * master,
+            weights * master,
+            weights,
+            dtype=numerics.master_dtype,
+            device=HOST,
+            python_ops_per_item=gpus,
+            layer="sync",
         )
-        deps.append(everything_back)
-        ops.append(
-            update_kernel(
-                optimizer, "w -= lr * g (host)", weights, numerics.master_dtype, device=HOST, layer="sync"
-            )
+    )
+    deps.append(everything_back)
+    ops.append(
+        update_kernel(
+            optimizer, "w -= lr * g (host)", weights, numerics.master_dtype, device=HOST, layer="sync"
         )
-        deps.append((len(ops) - 2,))
-        update = len(ops) - 1
-        for g in range(gpus):
-            ops.append(Transfer("h2d weights", weights * master, "h2d", device=g, layer="sync"))
-            deps.append((update,))
-    else:
-        ops.append(AllReduce("all-reduce gradients", weights * master, layer="sync"))
-        deps.append(tuple(last_of_device.values()))
-        reduced = len(ops) - 1
-        for g in range(gpus):
-            ops.append(
-                update_kernel(
-                    optimizer, "w -= lr * g", weights, numerics.master_dtype, device=g, layer="sync"
-                )
-            )
-            deps.append((reduced,))
+    )
+    deps.append((len(ops) - 2,))
+    update = len(ops) - 1
+    for g in range(gpus):
+        ops.append(Transfer("h2d weights", weights * master, "h2d", device=g, layer="sync"))
+        deps.append((update,))
     return Workload(
         "data_parallel",
         _items(params),
@@ -308,7 +325,7 @@ def data_parallel(params: Params) -> Workload:
         tuple(deps),
         footprint_B=step.footprint_B,
         gpus=gpus,
-        layers=step.kinds + (("sync", "sync"),),
+        layers=layers,
         framework=params["framework"],
     )
 
@@ -322,14 +339,16 @@ class _ShardStep:
         weights: parameters (the gradients to sum).
         footprint_B: memory of the shard's step on one GPU.
         kinds: per-layer rows.
-        kernels: GPU index -> that GPU's kernels.
+        kernels: GPU index -> that GPU's forward and backward kernels.
+        layer_params: ``(layer, parameters)`` in the order the backward pass reaches the layers.
     """
 
     input_B: float
     weights: int
     footprint_B: float
     kinds: tuple[tuple[str, str], ...]
-    kernels: Callable[[int], list[Kernel]]
+    kernels: Callable[[int], tuple[list[Kernel], list[Kernel]]]
+    layer_params: tuple[tuple[str, int], ...]
 
 
 def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
@@ -338,29 +357,45 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
     if params["model"] in LLMS:
         config, seq = LLMS[params["model"]], params["seq"]
 
-        def language(device: int) -> list[Kernel]:
-            forward, backward = transformer_kernels(
+        def language(device: int) -> tuple[list[Kernel], list[Kernel]]:
+            return transformer_kernels(
                 config, shard, seq, numerics, True, attention=params["attention"], device=device, update=False
             )
-            return forward + backward
 
         footprint = transformer_footprint_B(
             config, shard, seq, numerics, True, optimizer, attention=params["attention"]
         )
         kinds = (("data", "copy"), *transformer_layers(config, True))
-        return _ShardStep(shard * seq * TOKEN_ID_B, config.params, footprint, kinds, language)
+        return _ShardStep(
+            shard * seq * TOKEN_ID_B, config.params, footprint, kinds, language, llm_layer_params(config)
+        )
     layers = MODELS[params["model"]]()
 
-    def network_of(device: int) -> list[Kernel]:
+    def network_of(device: int) -> tuple[list[Kernel], list[Kernel]]:
         passes = [
             layer_kernels(layer, shard, numerics, True, i == 0, device=device, update=False)
             for i, layer in enumerate(layers)
         ]
-        return [k for forward, _ in passes for k in forward] + [
-            k for _, backward in reversed(passes) for k in backward
-        ]
+        forward = [k for forward, _ in passes for k in forward]
+        return forward, [k for _, backward in reversed(passes) for k in backward]
 
     input_B = shard * layers[0].in_size * itemsize(numerics.dtype)
     footprint = network_footprint_B(layers, shard, numerics, True, optimizer)
     weights = sum(layer.params for layer in layers)
-    return _ShardStep(input_B, weights, footprint, _kinds(layers), network_of)
+    backward_order = tuple((layer.name, layer.params) for layer in reversed(layers))
+    return _ShardStep(input_B, weights, footprint, _kinds(layers), network_of, backward_order)
+
+
+def llm_layer_params(config: LlmConfig) -> tuple[tuple[str, int], ...]:
+    """A language model's ``(layer, parameters)`` in the order the backward pass reaches them."""
+    blocks = [
+        (
+            f"h.{i}.{part}",
+            config.norm_params + (config.mlp_params if part == "mlp" else config.attention_params),
+        )
+        for i in range(config.layers)
+        for part in ("attn", "mlp")
+    ]
+    order = [("embed", config.embedding_params), *blocks, ("ln_f", config.norm_params)]
+    order.append(("lm_head", config.head_params))
+    return tuple(reversed(order))
