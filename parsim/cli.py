@@ -38,10 +38,12 @@ def _fail(message: str) -> None:
 
 @hardware_app.command("list")
 def hardware_list(
-    kind: Annotated[HardwareKind | None, typer.Option(help="cpu, gpu or link")] = None, as_json: Json = False
+    kind: Annotated[HardwareKind | None, typer.Option(help="cpu, gpu, link, nic or cluster")] = None,
+    as_json: Json = False,
 ):
     """Every preset with its headline figures."""
     from parsim.hardware.presets import LINKS, PROCESSORS
+    from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
 
     rows = []
     for spec in PROCESSORS.values():
@@ -68,12 +70,42 @@ def hardware_list(
                     "latency_s": spec.latency_s,
                 }
             )
+    for nic in NIC_PRESETS.values():
+        if kind in (None, "nic"):
+            rows.append(
+                {
+                    "id": nic.id,
+                    "kind": "nic",
+                    "name": nic.name,
+                    "bandwidth_Bps": nic.bandwidth_Bps,
+                    "latency_s": nic.latency_s,
+                }
+            )
+    for cluster in CLUSTER_PRESETS.values():
+        if kind in (None, "cluster"):
+            rows.append(
+                {
+                    "id": cluster.id,
+                    "kind": "cluster",
+                    "name": cluster.name,
+                    "gpus_per_node": cluster.gpus_per_node,
+                    "device": cluster.device,
+                    "fabric": cluster.fabric,
+                    "nic": cluster.network.nic.id,
+                    "nics_per_node": cluster.network.nics_per_node,
+                }
+            )
     if as_json:
         typer.echo(jsontext.dumps(rows))
         return
     lines = []
     for row in rows:
-        if row["kind"] == "link":
+        if row["kind"] == "cluster":
+            headline = (
+                f"{row['gpus_per_node']}x {row['device']} per node over {row['fabric']}, "
+                f"{row['nics_per_node']}x {row['nic']}"
+            )
+        elif row["kind"] in ("link", "nic"):
             headline = (
                 f"{units.si(row['bandwidth_Bps'], 'B/s')} per direction, {units.seconds(row['latency_s'])}"
             )
@@ -108,7 +140,14 @@ def hardware_show(
 
         spec = load_hardware(spec_id)
     else:
-        spec = registry.link(spec_id) if spec_id in LINKS else registry.processor(spec_id, "ID")
+        from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
+
+        if spec_id in NIC_PRESETS:
+            spec = NIC_PRESETS[spec_id]
+        elif spec_id in CLUSTER_PRESETS:
+            spec = CLUSTER_PRESETS[spec_id]
+        else:
+            spec = registry.link(spec_id) if spec_id in LINKS else registry.processor(spec_id, "ID")
     if toml:
         typer.echo(dumps_hardware(spec), nl=False)
         return
@@ -162,8 +201,13 @@ def predict(
         list[str] | None, typer.Argument(metavar="[KEY=VALUE]...", help="n=1e8 dtype=float16")
     ] = None,
     device: Annotated[
-        str, typer.Option(help="preset id or hardware TOML that runs the kernels")
-    ] = "laptop-4c-avx2",
+        str | None,
+        typer.Option(help="preset id or hardware TOML that runs the kernels [default: laptop-4c-avx2]"),
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="cluster preset id or TOML (dgx-a100, dgx-h100...): nodes=N in the parameters"),
+    ] = None,
     host: Annotated[str | None, typer.Option(help="host CPU for a GPU device")] = None,
     link: Annotated[str | None, typer.Option(help="host<->device link")] = None,
     mode: Annotated[
@@ -187,7 +231,8 @@ def predict(
     result = run_predict(
         workload,
         units.parse_assignments(params or []),
-        device=device,
+        device=device if device is not None or cluster is not None else "laptop-4c-avx2",
+        cluster=cluster,
         host=host,
         link=link,
         mode=mode,

@@ -267,7 +267,12 @@ def _layer_rows(
         return ()
     seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
     for event in trace:
-        if event.layer in seconds and not event.detail and event.resource.device in (0, HOST):
+        if (
+            event.layer in seconds
+            and not event.detail
+            and event.resource.device in (0, HOST)
+            and event.resource.kind != "network"  # the same collective as GPU0's ring row
+        ):
             seconds[event.layer] += event.duration_s
     flops = dict.fromkeys(seconds, 0.0)
     moved = dict.fromkeys(seconds, 0.0)

@@ -87,6 +87,10 @@ def metric_texts(metrics: dict) -> list[tuple[str, str]]:
         "tokens_per_s_per_user": ("per user", lambda v: f"{v:.3g} tokens/s"),
         "kv_cache_bytes": ("KV cache", lambda v: units.si(v, "B")),
         "max_batch": ("max batch", str),
+        # collectives: what nccl-tests prints for the same buffer
+        "collective_s": ("collective", units.seconds),
+        "algorithm_bandwidth_Bps": ("algbw", lambda v: units.si(v, "B/s")),
+        "bus_bandwidth_Bps": ("busbw", lambda v: units.si(v, "B/s") + " (nccl-tests' bus bandwidth)"),
     }
     return [(label, show(metrics[k])) for k, (label, show) in labels.items() if k in metrics]
 
