@@ -24,14 +24,17 @@ from parsim import resources, stack
 from parsim.caching import cached
 from parsim.hardware.specs import SystemSpec
 from parsim.model import collectives, transfer
+from parsim.model.blocks import block_parts
 from parsim.model.issue import issue_s
 from parsim.model.kernel import kernel_time_s
 from parsim.model.modes import busy_cores, default_mode
 from parsim.resources import Resource
+from parsim.stack import FrameworkSpec
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import (
     HOST,
     AllReduce,
+    Block,
     Kernel,
     Op,
     Transfer,
@@ -51,9 +54,16 @@ class Schedule:
 
 @cached(maxsize=65536)  # the latency and the throughput schedules time the same ops
 def _timed(
-    op: Op, system: SystemSpec, mode: str, overlap: str
+    op: Op, system: SystemSpec, mode: str, overlap: str, framework: FrameworkSpec | None = None
 ) -> tuple[float, str, Resource, tuple[object, ...], float]:
     """(seconds, kind, timeline row, exclusive resource, share of cores busy) of one op."""
+    if isinstance(op, Block):
+        spec = system.gpu
+        compute, communication = block_parts(
+            system, framework, op.kernels, op.collectives, lambda k: kernel_time_s(k, spec, mode, overlap)[0]
+        )
+        row = resources.cores(system, op.device, spec.cores)
+        return compute + communication, "compute", row, ("kernel", op.device), 1.0
     if isinstance(op, Kernel):
         on_host = system.device is None or op.device == HOST
         spec = system.host if on_host else system.gpu
@@ -64,7 +74,14 @@ def _timed(
         return seconds, kind, row, ("kernel", row.device), cores / spec.cores
     if isinstance(op, AllReduce):
         seconds = collectives.op_timing(system, op).seconds
-        return seconds, "transfer", resources.ring(system, 0), ("ring",), 1.0
+        # one communicator per GPU's collective stream (the single one of a data-parallel step)
+        return (
+            seconds,
+            "transfer",
+            resources.ring(system, max(op.device, 0)),
+            ("ring", op.device, op.stream),
+            1.0,
+        )
     shared = system.gpu.copy_engines < 2 or not system.host_link.duplex
     engine = ("copy", "h2d" if shared else op.direction, op.device)
     seconds = transfer.transfer_s(system.host_link, op.nbytes, op.pinned)
@@ -81,7 +98,7 @@ def schedule(
     """
     cpu_only = system.device is None
     framework = stack.framework(workload.framework) if workload.framework else None
-    timed = [_timed(op, system, mode, overlap) for op in workload.ops]
+    timed = [_timed(op, system, mode, overlap, framework) for op in workload.ops]
     ops = list(workload.ops) * repeats
     per_instance = len(workload.ops)
     previous = stream_predecessors(ops)

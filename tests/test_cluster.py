@@ -276,10 +276,10 @@ def test_ddp_buckets_reduce_while_the_backward_pass_runs():
 
 
 def test_a_thousand_gpus_cost_what_one_node_costs_to_simulate():
-    small = parsim.predict("data_parallel", {**DP, "nodes": 1}, cluster="dgx-a100")
+    small = parsim.predict("data_parallel", {**DP, "nodes": 2}, cluster="dgx-a100")
     large = parsim.predict("data_parallel", {**DP, "nodes": 128}, cluster="dgx-a100")
-    assert large.gpus == 1024 and large.events == small.events
-    assert large.metrics["samples_per_s"] == pytest.approx(128 * small.metrics["samples_per_s"], rel=0.05)
+    assert large.gpus == 1024 and large.events == small.events  # one node simulated either way
+    assert large.metrics["samples_per_s"] == pytest.approx(64 * small.metrics["samples_per_s"], rel=0.05)
 
 
 def test_zero_shards_optimizer_state_then_gradients_then_weights():

@@ -226,3 +226,15 @@ def test_data_parallel_and_serve_take_language_models():
     serve = make_workload("serve", {"model": "gpt2", "batch": 4, "seq": 512})
     assert not any("bwd" in k.name for k in serve.kernels)
     assert sum(1 for k in serve.kernels if "kv cache write" in k.name) == GPT2.layers
+
+
+MEGATRON = ["megatron-1.7b", "megatron-3.6b", "megatron-7.5b", "megatron-18b", "megatron-39b", "megatron-76b"]
+MEGATRON += ["megatron-145b", "megatron-310b", "megatron-530b", "megatron-1t", "gpt3-175b"]
+
+
+@pytest.mark.parametrize("name", MEGATRON)
+def test_megatron_sizes_match_the_papers_counts(name):
+    # Narayanan et al. 2021 print one decimal of billions (1.7 for 1.65 B): within that rounding
+    config = LLMS[name]
+    assert abs(config.params - config.published_params) <= 0.05e9
+    assert config.vocab == 51200 and config.context == 2048 and config.tied_embeddings

@@ -60,7 +60,8 @@ class Links:
             self._uplinks.append({"h2d": h2d, "d2h": d2h})
         self._per_switch = system.gpus_per_switch
         self.ring_link = system.ring_link
-        self._communicator = simpy.Resource(env, capacity=1)
+        self._communicators: dict[tuple[int, int], simpy.Resource] = {}
+        self._nics: dict[int, FluidServer] = {}
 
     def copy(self, transfer: Transfer) -> Process:
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
@@ -84,16 +85,40 @@ class Links:
             )
 
     def all_reduce(self, op: AllReduce) -> Process:
-        """Process: wait for the communicator, then 2(G-1) ring steps of one chunk each."""
-        gpus = self.gpus
+        """Process: wait for the op's communicator (NCCL runs one communicator's collectives in
+        order; each GPU's stream of collectives has its own), then the collective's closed form.
+
+        Between nodes the bandwidth part streams through the GPU's share of its node's NICs, a
+        fluid server: a pipeline's sends and a data-parallel all-reduce of the same GPU share it.
+        """
         if self.system.total_gpus == 1:
             return
-        with self._communicator.request() as turn:
+        key = (op.device, op.stream)
+        if key not in self._communicators:
+            self._communicators[key] = simpy.Resource(self.env, capacity=1)
+        timing = op_timing(self.system, op)
+        group = group_of(self.system, op)
+        with self._communicators[key].request() as turn:
             yield turn
             start = self.env.now
-            yield self.env.timeout(op_timing(self.system, op).seconds)
-        rows = [resources.ring(self.system, g) for g in range(gpus)]
-        if self.system.nodes > 1 and group_of(self.system, op).nodes > 1:
+            network = self.system.network
+            if group.nodes > 1 and network is not None:
+                share = network.gpu_share_Bps(self.system.gpus)
+                yield self.env.timeout(timing.latency_s)
+                yield self._nic(op.device, share).transfer(timing.bandwidth_s * share, share)
+            else:
+                yield self.env.timeout(timing.seconds)
+        rows = [resources.ring(self.system, g) for g in self._ring_rows(op)]
+        if self.system.nodes > 1 and group.nodes > 1:
             rows.append(resources.network(self.system))  # the node's NICs carry it to the other nodes
         for row in rows:
             self.trace.append(TraceEvent(row, op.name, "transfer", start, self.env.now, layer=op.layer))
+
+    def _ring_rows(self, op: AllReduce) -> range:
+        """The GPUs whose ring port shows the op: every simulated GPU, or the op's own GPU."""
+        return range(self.gpus) if op.device < 0 else range(op.device, op.device + 1)
+
+    def _nic(self, device: int, share: float) -> FluidServer:
+        if device not in self._nics:
+            self._nics[device] = FluidServer(self.env, f"GPU{device} NIC", share)
+        return self._nics[device]

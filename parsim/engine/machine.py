@@ -12,15 +12,20 @@ from collections.abc import Callable
 
 import simpy
 
+from parsim import resources
+from parsim.caching import cached
 from parsim.engine.fluid import Process
 from parsim.engine.links import Links
 from parsim.engine.notes import Notes
-from parsim.engine.processor import Processor
+from parsim.engine.processor import Processor, kernel_s
 from parsim.hardware.specs import SystemSpec
+from parsim.model.blocks import block_parts
+from parsim.model.kernel import shape
 from parsim.model.modes import default_mode
 from parsim.resources import Resource
+from parsim.stack import FrameworkSpec
 from parsim.timeline import TraceEvent
-from parsim.workloads.base import HOST, AllReduce, Kernel, Op
+from parsim.workloads.base import HOST, AllReduce, Block, Kernel, Op
 
 
 class Machine:
@@ -33,6 +38,7 @@ class Machine:
         overlap: ``roofline`` or ``serial``.
         trace: list the machine appends ``TraceEvent`` records to.
         record: build kernel trace records at all (off for throughput runs).
+        framework: the framework the program runs in (a block's kernels pay its cost to issue).
     """
 
     def __init__(
@@ -43,9 +49,12 @@ class Machine:
         overlap: str,
         trace: list[TraceEvent],
         record: bool = True,
+        framework: FrameworkSpec | None = None,
     ):
         self.env = env
         self.notes = Notes()
+        self.system, self.mode, self.overlap, self.framework = system, mode, overlap, framework
+        self.trace = trace
         kernel_trace = trace if record else None
         cpu_only = system.device is None
         host_mode = mode if cpu_only else default_mode(system.host)
@@ -79,6 +88,8 @@ class Machine:
             yield from self.processor(op).run_chain([op], [self.env.now])
         elif isinstance(op, AllReduce):
             yield from self._links().all_reduce(op)
+        elif isinstance(op, Block):
+            yield from self._block(op)
         else:
             yield from self._links().copy(op)
         finish()
@@ -97,6 +108,21 @@ class Machine:
         yield from self.processor(kernels[0]).run_chain(kernels, issue_s, dispatch_s, host_row)
         finish()
 
+    def _block(self, op: Block) -> Process:
+        """A block holds its GPU for its kernels, then for its collectives (``model.blocks``)."""
+        compute, communication = engine_block_parts(
+            self.system, self.mode, self.overlap, self.framework, op.kernels, op.collectives
+        )
+        start = self.env.now
+        yield self.env.timeout(compute + communication)
+        cores = resources.cores(self.system, op.device, self.system.gpu.cores)
+        self.trace.append(TraceEvent(cores, op.name, "compute", start, start + compute, layer=op.layer))
+        if communication > 0:
+            ring = resources.ring(self.system, op.device)
+            self.trace.append(
+                TraceEvent(ring, f"{op.name} tp", "transfer", start + compute, self.env.now, layer=op.layer)
+            )
+
     def _links(self) -> Links:
         if self.links is None:  # only copies and all-reduces get here, and they need a GPU
             raise RuntimeError("parsim engine: a copy was routed to a system without links")
@@ -106,3 +132,19 @@ class Machine:
         pending = [event for event in waits if not event.processed]
         if pending:
             yield self.env.all_of(pending)
+
+
+@cached(maxsize=4096)
+def engine_block_parts(
+    system: SystemSpec,
+    mode: str,
+    overlap: str,
+    framework: FrameworkSpec | None,
+    kernels: tuple[Kernel, ...],
+    collectives: tuple[AllReduce, ...],
+) -> tuple[float, float]:
+    """A block shape's compute and communication seconds with the engine's kernel times (waves)."""
+    spec = system.gpu
+    return block_parts(
+        system, framework, kernels, collectives, lambda kernel: kernel_s(spec, mode, overlap, shape(kernel))
+    )

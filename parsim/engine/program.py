@@ -78,12 +78,12 @@ def simulate(
     """
     env = simpy.Environment()
     trace: list[TraceEvent] = [] if record else _Discard()
-    machine = Machine(env, system, mode, overlap, trace, record)
+    framework = stack.framework(workload.framework) if workload.framework else None
+    machine = Machine(env, system, mode, overlap, trace, record, framework)
     per_instance = len(workload.ops)
     ops = list(workload.ops) * repeats
     deps = [tuple(d + r * per_instance for d in op_deps) for r in range(repeats) for op_deps in workload.deps]
     previous = stream_predecessors(ops)
-    framework = stack.framework(workload.framework) if workload.framework else None
     program = _Program(ops, deps, system, per_instance, framework)
     threads: dict[int, list[int]] = {}
     for index, op in enumerate(ops):

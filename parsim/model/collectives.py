@@ -38,7 +38,11 @@ from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads.base import AllReduce
 
 ALL_REDUCE = "all_reduce"
+SEND = "send"
 COLLECTIVES = (ALL_REDUCE, "reduce_scatter", "all_gather", "all_to_all")
+KINDS = (*COLLECTIVES, SEND)
+"""What an ``AllReduce`` op may be: a collective, or a pipeline stage's send to the next (a group
+of 2 GPUs: ``per_node`` 1 when they sit in different nodes)."""
 ALGORITHMS = ("auto", "ring", "tree")
 
 
@@ -165,7 +169,7 @@ def collective(
     Raises:
         ParsimError: an unknown collective or algorithm, or a tree for anything but all-reduce.
     """
-    if kind not in COLLECTIVES:
+    if kind not in KINDS:
         raise ParsimError(f"'collective' must be one of {', '.join(COLLECTIVES)}: {kind!r}")
     if algorithm not in ALGORITHMS:
         raise ParsimError(f"'algorithm' must be one of {', '.join(ALGORITHMS)}: {algorithm!r}")
@@ -175,6 +179,8 @@ def collective(
         return Timing(0.0, 0.0, 0.0, "none")
     if algorithm == "tree" and kind != ALL_REDUCE:
         raise ParsimError(f"'algorithm' tree applies to all_reduce only (NCCL runs {kind} as a ring)")
+    if kind == SEND:
+        return _send(system, group, nbytes)
     fabric = _fabric(system, group)
     if kind == "all_to_all":
         return _all_to_all(fabric, group, nbytes)
@@ -191,12 +197,13 @@ def collective(
     return tree if algorithm == "tree" or tree.seconds < ring.seconds else ring
 
 
-def point_to_point_s(system: SystemSpec, nbytes: float, across_nodes: bool) -> float:
-    """One GPU sending ``nbytes`` to a GPU of the next pipeline stage: over its NIC share between
-    nodes, over the node's GPU fabric inside one."""
-    if across_nodes:
+def _send(system: SystemSpec, group: Group, nbytes: float) -> Timing:
+    """One GPU sending ``nbytes`` to a GPU of the next pipeline stage: through its NIC share
+    between nodes, over the node's GPU fabric inside one."""
+    if group.nodes > 1:
         if system.network is None:
             raise ParsimError("a send between nodes needs a network (--cluster)")
-        share = system.network.gpu_share_Bps(system.gpus)
-        return system.network.nic.latency_s + nbytes / share
-    return system.ring_link.latency_s + nbytes / system.ring_link.bandwidth_Bps
+        latency, rate = system.network.nic.latency_s, system.network.gpu_share_Bps(system.gpus)
+    else:
+        latency, rate = system.ring_link.latency_s, system.ring_link.bandwidth_Bps
+    return Timing(latency + nbytes / rate, latency, nbytes / rate, "p2p")

@@ -302,7 +302,41 @@ class Vectorised:
     transfer_B: Any = None
 
 
-Op = Kernel | Transfer | AllReduce
+@attrs.frozen(cache_hash=True)
+class Block:
+    """Kernels one GPU runs back to back, with its own group's collectives between them, placed as
+    one interval: a pipeline stage's forward or backward pass over one micro-batch.
+
+    A 3D-parallel step has thousands of such passes of a handful of shapes; the engine and the
+    analytic schedule time each shape once (``model.blocks``) instead of its hundreds of kernels
+    every time, which keeps a step of a thousand GPUs as cheap as a step of one node.
+
+    Attributes:
+        name: label shown in the timeline (``"F3"``: forward of micro-batch 3).
+        kernels: the kernels, in issue order.
+        collectives: the tensor-parallel collectives between them (on the critical path).
+        device: the GPU (a pipeline stage's representative).
+        stream: the stream it runs on.
+        layer: the per-layer row it belongs to.
+    """
+
+    name: str = attrs.field(validator=text)
+    kernels: tuple[Kernel, ...] = attrs.field(converter=tuple)
+    collectives: tuple[AllReduce, ...] = attrs.field(default=(), converter=tuple)
+    device: int = attrs.field(default=0, validator=_device)
+    stream: int = attrs.field(default=0, validator=non_negative_int)
+    layer: str = attrs.field(default="", validator=text)
+
+    @property
+    def flops(self) -> float:
+        return sum(k.flops for k in self.kernels)
+
+    @property
+    def bytes(self) -> float:
+        return sum(k.bytes for k in self.kernels)
+
+
+Op = Kernel | Transfer | AllReduce | Block
 
 
 _WORKLOAD_RULES = {
@@ -330,6 +364,8 @@ class Workload:
             (where they are the same memory) they vanish rather than being refused.
         framework: id of the framework the program runs in (``eager``, ``graph``,
             ``cuda-graph``): every op then pays its host cost; empty for raw library calls.
+        devices: GPUs the ops are placed on when more than ``gpus`` (a pipeline's stages, one
+            representative GPU each); 0 means ``gpus``.
     """
 
     name: str
@@ -341,6 +377,7 @@ class Workload:
     layers: tuple[tuple[str, str], ...] = ()
     staging: bool = False
     framework: str = ""
+    devices: int = 0
 
     def __attrs_post_init__(self) -> None:
         # Sequences given as lists become tuples (the workload is hashed as a cache key).
@@ -374,10 +411,12 @@ class Workload:
         where = f"workload {self.name!r}"
         if len(self.deps) != len(self.ops):
             raise ParsimError(f"{where}: 'deps' has {len(self.deps)} entries for {len(self.ops)} ops")
-        gpus, kinds = self.gpus, (Kernel, Transfer, AllReduce)
+        gpus, kinds = max(self.gpus, self.devices), (Kernel, Transfer, AllReduce, Block)
         for index, (op, waits) in enumerate(zip(self.ops, self.deps, strict=True)):
             if not isinstance(op, kinds):
-                raise ParsimError(f"{where}: op {index} must be a Kernel, Transfer or AllReduce: {op!r}")
+                raise ParsimError(
+                    f"{where}: op {index} must be a Kernel, Transfer, AllReduce or Block: {op!r}"
+                )
             if op.device >= gpus:
                 raise ParsimError(
                     f"{where}: op {index} ({op.name!r}) runs on GPU {op.device}, but 'gpus' is {self.gpus}"
@@ -406,11 +445,11 @@ class Workload:
 
     @property
     def flops(self) -> float:
-        return sum(k.flops for k in self.kernels)
+        return sum(k.flops for k in self.kernels) + sum(b.flops for b in self.ops if isinstance(b, Block))
 
     @property
     def bytes(self) -> float:
-        return sum(k.bytes for k in self.kernels)
+        return sum(k.bytes for k in self.kernels) + sum(b.bytes for b in self.ops if isinstance(b, Block))
 
     @property
     def host_buffer_B(self) -> float:

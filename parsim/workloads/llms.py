@@ -180,6 +180,15 @@ def _llama(
     )
 
 
+def _megatron(name: str, layers: int, hidden: int, heads: int, billions: float, source: str) -> LlmConfig:
+    """A GPT of Megatron-LM's papers: GPT-2's architecture, a 2048-token context, its 51,200-token
+    padded vocabulary and tied embeddings."""
+    return attrs.evolve(
+        _gpt2(name, layers, hidden, heads, round(billions * 1e9), source, context=2048), vocab=51200
+    )
+
+
+_SC21 = "Narayanan et al. 2021 (SC21) Table 1; NVIDIA/Megatron-LM examples/sc21/run_table_1.sh"
 _HF = " config.json on Hugging Face"
 _GPT3 = (
     "Brown et al. 2020 Table 2.1 (rounded sizes); Dao-AILab/flash-attention training/configs/experiment/pile"
@@ -247,6 +256,19 @@ LLMS: dict[str, LlmConfig] = {
             8_030_261_248,
             f"meta-llama/Meta-Llama-3-8B{_HF}; Meta Llama 3 model card",
         ),
+        # the weak-scaling family of Megatron-LM's SC21 paper (layers, hidden size, heads, and
+        # the parameter count the paper prints) and GPT-3 175B as its Table 2 trains it
+        _megatron("megatron-1.7b", 24, 2304, 24, 1.7, _SC21),
+        _megatron("megatron-3.6b", 30, 3072, 32, 3.6, _SC21),
+        _megatron("megatron-7.5b", 36, 4096, 32, 7.5, _SC21),
+        _megatron("megatron-18b", 40, 6144, 48, 18.4, _SC21),
+        _megatron("megatron-39b", 48, 8192, 64, 39.1, _SC21),
+        _megatron("megatron-76b", 60, 10240, 80, 76.1, _SC21),
+        _megatron("megatron-145b", 80, 12288, 96, 145.6, _SC21),
+        _megatron("megatron-310b", 96, 16384, 128, 310.1, _SC21),
+        _megatron("megatron-530b", 105, 20480, 128, 529.6, _SC21),
+        _megatron("megatron-1t", 128, 25600, 160, 1008.0, _SC21),
+        _megatron("gpt3-175b", 96, 12288, 96, 174.6, f"Brown et al. 2020 Table 2.1; {_SC21[:26]} Table 2"),
     )
 }
 """The language models parsim knows, by name."""

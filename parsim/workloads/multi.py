@@ -19,7 +19,7 @@ import math
 import attrs
 
 from parsim.errors import ParsimError
-from parsim.workloads.base import AllReduce, Kernel, Op, Transfer, Workload
+from parsim.workloads.base import AllReduce, Block, Kernel, Op, Transfer, Workload
 
 
 def split_over_gpus(workload: Workload, gpus: int, how: str | None, instead: str = "") -> Workload:
@@ -49,6 +49,8 @@ def _share(op: Op, gpus: int, device: int) -> Op:
         return op  # already spans every GPU
     if isinstance(op, Transfer):
         return attrs.evolve(op, nbytes=op.nbytes / gpus, device=device)
+    if isinstance(op, Block):
+        raise ParsimError(f"{op.name}: a pipeline stage's pass cannot be split further over GPUs")
     items = max(1, math.ceil(op.work_items / gpus))
     gemm_mn = None if op.gemm_mn is None else (max(1, math.ceil(op.gemm_mn[0] / gpus)), op.gemm_mn[1])
     return attrs.evolve(

@@ -91,6 +91,17 @@ Model = Literal[
     "llama-2-13b",
     "llama-2-70b",
     "llama-3-8b",
+    "megatron-1.7b",
+    "megatron-3.6b",
+    "megatron-7.5b",
+    "megatron-18b",
+    "megatron-39b",
+    "megatron-76b",
+    "megatron-145b",
+    "megatron-310b",
+    "megatron-530b",
+    "megatron-1t",
+    "gpt3-175b",
 ]
 """The networks: the CNNs and MLP of ``models.MODELS`` and the language models of ``llms.LLMS``."""
 Optimizer = Literal["sgd", "adam"]
