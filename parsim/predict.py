@@ -136,8 +136,8 @@ def predict(
     return prediction
 
 
-CLUSTER_WORKLOADS = ("allreduce", "reduce_scatter", "allgather", "alltoall", "data_parallel")
-"""What runs on a cluster (``--cluster``): the collectives and data-parallel training."""
+CLUSTER_WORKLOADS = ("allreduce", "reduce_scatter", "allgather", "alltoall", "data_parallel", "network")
+"""What runs on a cluster (``--cluster``): the collectives, data-parallel and 3D-parallel training."""
 
 
 def _on_cluster(
@@ -170,7 +170,7 @@ def _on_cluster(
         raise ParsimError(f"--cluster applies to {', '.join(CLUSTER_WORKLOADS)}, not {name}")
     if isinstance(workload, str):
         given = dict(params or {})
-        if name == "data_parallel":
+        if name in ("data_parallel", "network"):
             given.setdefault("gpus", spec.gpus_per_node)
         workload = make_workload(name, given)
     elif params:
@@ -226,7 +226,9 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         scheduled = analytic.schedule(workload, system, mode, overlap)
         ends, trace, events, notes = scheduled.instance_ends_s, scheduled.trace, 0, ()
     latency = ends[0]
-    period = _timing(workload, system, mode, method, overlap)[1]
+    # a pipelined step ends with every stage's optimizer step, and the next step's first forward
+    # pass waits for stage 0's, the last to finish: back-to-back steps are one latency apart
+    period = latency if workload.devices else _timing(workload, system, mode, method, overlap)[1]
     throughput = 1.0 / period if period > 0 else math.inf
     parts = timeline.breakdown(list(trace), latency)
     samples = samples_per_step(workload)

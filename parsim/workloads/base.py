@@ -321,8 +321,8 @@ class Block:
     """
 
     name: str = attrs.field(validator=text)
-    kernels: tuple[Kernel, ...] = attrs.field(converter=tuple)
-    collectives: tuple[AllReduce, ...] = attrs.field(default=(), converter=tuple)
+    kernels: tuple[Kernel, ...]
+    collectives: tuple[AllReduce, ...] = ()
     device: int = attrs.field(default=0, validator=_device)
     stream: int = attrs.field(default=0, validator=non_negative_int)
     layer: str = attrs.field(default="", validator=text)

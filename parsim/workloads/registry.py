@@ -149,9 +149,18 @@ class _ModelParams(_FrameworkParams):
 
 class NetworkParams(_ModelParams):
     model: Model = "resnet18"
-    batch: int = Field(1, gt=0, le=10**5, description="samples per step")
+    batch: int = Field(1, gt=0, le=10**6, description="samples per step (the global batch when split)")
     train: bool = True
     optimizer: Optimizer = _OPTIMIZER
+    gpus: int = Field(1, gt=0, le=64, description="GPUs per node (language-model training: tp x pp x dp)")
+    nodes: int = Field(1, gt=0, le=65_536, description="nodes of the cluster (--cluster)")
+    tp: int = Field(1, gt=0, le=64, description="tensor-parallel GPUs (inside a node)")
+    pp: int = Field(1, gt=0, le=1024, description="pipeline stages")
+    microbatches: int = Field(1, gt=0, le=65_536, description="micro-batches per replica and step (1F1B)")
+    recompute: Literal["none", "selective", "full"] = Field(
+        "none", description="activation recomputation: none, selective (attention core) or full"
+    )
+    dropout: bool = Field(False, description="language models: attention dropout (Megatron-LM's default 0.1)")
 
 
 class ServeParams(_ModelParams):
@@ -243,7 +252,7 @@ def _global_batch(params: Params) -> int:
 
 
 _DATA_PARALLEL = " (use data_parallel model=... gpus=G)"
-SEQUENCE_FIELDS = ("seq", "attention")
+SEQUENCE_FIELDS = ("seq", "attention", "dropout")
 
 
 def _check_model(name: str, given: Params, params: Params) -> Params:

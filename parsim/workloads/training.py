@@ -28,7 +28,7 @@ import attrs
 from parsim import stack
 from parsim.dtypes import itemsize
 from parsim.errors import ParsimError
-from parsim.workloads import ddp
+from parsim.workloads import ddp, parallel3d
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import (
     Layer,
@@ -167,7 +167,16 @@ def _after_all_copies_back(ops: list[Op]) -> tuple[tuple[int, ...], ...]:
 
 
 def network(params: Params) -> Workload:
-    """One step of a model: input copied in, layers (forward, backward, update), loss copied back."""
+    """One step of a model: input copied in, layers (forward, backward, update), loss copied back;
+    over several GPUs, a language model's step split by tensor, pipeline and data parallelism."""
+    if parallel3d.applies(params):
+        if params["model"] not in LLMS or not params["train"]:
+            raise ParsimError(
+                "network: gpus, nodes, tp, pp, microbatches and recompute apply to training a language "
+                f"model; {params['model']} {'trains' if params['train'] else 'infers'} on one GPU "
+                "(use data_parallel or serve for several)"
+            )
+        return parallel3d.parallel_step(LLMS[params["model"]], params, numerics_of(params))
     if params["model"] in LLMS:
         return _language_model(params)
     layers = MODELS[params["model"]]()
@@ -210,7 +219,14 @@ def _language_model(params: Params) -> Workload:
     numerics = numerics_of(params)
     size = itemsize(params["dtype"])
     forward, backward = transformer_kernels(
-        config, batch, seq, numerics, train, attention=attention, optimizer=optimizer
+        config,
+        batch,
+        seq,
+        numerics,
+        train,
+        attention=attention,
+        optimizer=optimizer,
+        dropout=params["dropout"],
     )
     ops: list[Op] = [Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"), *forward]
     if train:

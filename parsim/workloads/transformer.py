@@ -219,6 +219,7 @@ def transformer_kernels(
     kv_dtype: str | None = None,
     optimizer: str = "sgd",
     update: bool = True,
+    dropout: bool = False,
 ) -> tuple[list[Kernel], list[Kernel]]:
     """The forward and backward kernels of one step on one GPU (of ``tp``).
 
@@ -237,6 +238,8 @@ def transformer_kernels(
         kv_dtype: element type of the KV cache (default: the activations' dtype).
         optimizer: ``sgd`` or ``adam``.
         update: include the optimizer's update kernels (data parallel may update elsewhere).
+        dropout: training drops attention probabilities (an extra pass over the unfused square;
+            hidden-state dropout is fused into the residual adds, as Megatron-LM fuses it).
     """
     new = seq if new_tokens is None else new_tokens
     _check(config, batch, new, past, tp, attention)
@@ -272,7 +275,9 @@ def transformer_kernels(
             ops.forward.append(
                 ops.kernel(attn, "kv cache write", cached, cached * s, cached * kv_size, cached)
             )
-        back += _attention(ops, attn, attention, batch, new, keys, heads, kv_heads, hd, kv_size, train)
+        back += _attention(
+            ops, attn, attention, batch, new, keys, heads, kv_heads, hd, kv_size, train, dropout
+        )
         back += ops.linear(attn, "out", tokens, d, heads * hd, config.bias, train)[::-1]
         back += ops.pointwise(attn, "residual add", tokens * d, (1, 2, 0), (1, 2, 1))
         groups.append(back[::-1] + ops.update_of(attn, config.norm_params + config.attention_params // tp))
@@ -314,8 +319,13 @@ def _attention(
     hd: int,
     kv_size: float,
     train: bool,
+    dropout: bool = False,
 ) -> list[Kernel]:
-    """Attention of ``new`` queries over ``keys`` keys per sequence: forward now, backward returned."""
+    """Attention of ``new`` queries over ``keys`` keys per sequence: forward now, backward returned.
+
+    With ``dropout`` (training), the unfused form drops probabilities in one more pass over the
+    square (the probabilities in, the kept ones and a byte of mask per element out; backward reads
+    the mask again); a fused kernel draws its mask on chip."""
     s = ops.size
     q_B = batch * new * heads * hd * s  # q, the output and their gradients
     kv_B = batch * keys * kv_heads * hd * kv_size  # k or v, from the cache when serving
@@ -365,12 +375,17 @@ def _attention(
     square = n * s
     ops.forward.append(ops.gemm(layer, "scores q@kT fwd", bh * new, keys, hd, q_B + kv_B, square))
     ops.forward.append(ops.stream(layer, "softmax fwd", n, 5, 1, special_ops=n))
+    dropping = dropout and train
+    if dropping:
+        ops.forward.append(ops.kernel(layer, "attention dropout fwd", 2 * n, square, square + n, n))
     ops.forward.append(ops.gemm(layer, "probs@v fwd", bh * new, hd, keys, square + kv_B, q_B))
     if not train:
         return []
+    dropped = [ops.kernel(layer, "attention dropout bwd", n, square + n, square, n)] if dropping else []
     return [
         ops.gemm(layer, "dv = pT@do bwd", bh * keys, hd, new, square + q_B, kv_B),
         ops.gemm(layer, "dp = do@vT bwd", bh * new, keys, hd, q_B + kv_B, square),
+        *dropped,
         ops.stream(layer, "softmax bwd", n, 3, 2),
         ops.gemm(layer, "dq = ds@k bwd", bh * new, hd, keys, square + kv_B, q_B),
         ops.gemm(layer, "dk = dsT@q bwd", bh * keys, hd, new, square + q_B, kv_B),

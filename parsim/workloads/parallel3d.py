@@ -1,0 +1,358 @@
+"""3D parallelism for transformer training: tensor parallel in a node, pipeline across nodes, data parallel.
+
+Megatron-LM's layout (Narayanan et al., SC21): GPUs are numbered tensor-parallel rank first,
+then data-parallel rank, then pipeline stage, so the ``tp`` GPUs of a tensor-parallel group sit in
+one node (two all-reduces of the activations per layer forward, two backward, on the critical
+path), a stage's ``dp`` replicas are ``tp`` apart, and consecutive stages ``tp x dp`` apart
+(usually in different nodes). The global ``batch`` is cut into ``microbatches`` per replica; the
+stages run them in the 1F1B order (each stage warms up with ``pp - s - 1`` forwards, then
+alternates one forward and one backward, then drains), sending activations forward and
+gradients back. The idle time while the pipeline fills and drains, the bubble, is
+``(pp - 1) / (microbatches + pp - 1)`` of the step when the stages are equal. After its last
+backward pass each stage all-reduces its gradients over its data-parallel group and updates its
+weights.
+
+Only one GPU per stage is simulated (tensor-parallel rank 0 of data-parallel replica 0): all GPUs of
+a stage do the same work at the same time, and their collectives span the others through the
+fabric model. A stage's pass over a micro-batch is one ``Block`` (its kernels and its tensor-parallel
+all-reduces), so the events grow with stages x micro-batches, not with layers, tokens or GPUs.
+
+Activation recomputation (Korthikanti et al. 2022): ``none`` keeps every layer's activations for
+the micro-batches in flight; ``selective`` recomputes the attention core in the backward pass;
+``full`` keeps only each layer's input and runs its forward pass again before its backward pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from parsim.dtypes import itemsize
+from parsim.errors import ParsimError
+from parsim.workloads.base import AllReduce, Block, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads.layers import Numerics
+from parsim.workloads.llms import LlmConfig
+from parsim.workloads.optimizers import optimizer_state_B, update_kernel
+from parsim.workloads.transformer import transformer_kernels
+
+TOKEN_ID_B = 8
+RECOMPUTE = ("none", "selective", "full")
+_ATTENTION_CORE = ("attention", "softmax", "scores")
+
+
+def applies(params: Params) -> bool:
+    """The step is split over GPUs (or recomputes activations): the 3D path, not one GPU's program."""
+    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches"))
+    return split or params.get("recompute", "none") != "none"
+
+
+@attrs.frozen
+class Layout:
+    """How ``tp x pp x dp`` GPUs of ``gpus_per_node`` per node share a step."""
+
+    tp: int
+    pp: int
+    dp: int
+    gpus_per_node: int
+    microbatches: int
+    micro_batch: int
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def dp_per_node(self) -> int:
+        """Data-parallel peers of a GPU in its own node (they are ``tp`` apart)."""
+        return math.gcd(self.dp, max(1, self.gpus_per_node // self.tp))
+
+    def crosses_nodes(self, stage: int) -> bool:
+        """Stage ``stage`` sends to the next one through the NICs (they sit in different nodes)."""
+        span = self.tp * self.dp
+        return span >= self.gpus_per_node or (stage + 1) * span % self.gpus_per_node == 0
+
+
+def layout(config: LlmConfig, params: Params) -> Layout:
+    """The split of ``params`` (``gpus`` per node x ``nodes``; ``tp``, ``pp``; dp is what remains).
+
+    Raises:
+        ParsimError: a split that does not factor the GPUs, tensor parallelism wider than a node,
+            a pipeline deeper than the layers, or a batch that is not whole micro-batches.
+    """
+    per_node, nodes, tp, pp = params["gpus"], params["nodes"], params["tp"], params["pp"]
+    gpus = per_node * nodes
+    name = "network"
+    if tp > per_node:
+        raise ParsimError(
+            f"{name}: tp={tp} is larger than a node's {per_node} GPUs: tensor parallelism stays inside a node"
+        )
+    if gpus % (tp * pp):
+        raise ParsimError(
+            f"{name}: tp x pp = {tp * pp} does not divide the {gpus} GPUs ({nodes} nodes x {per_node}): "
+            "tp x pp x dp must equal them"
+        )
+    if pp > config.layers:
+        raise ParsimError(f"{name}: pp={pp} is deeper than {config.name}'s {config.layers} layers")
+    dp, microbatches = gpus // (tp * pp), params["microbatches"]
+    if params["batch"] % (dp * microbatches):
+        raise ParsimError(
+            f"{name}: 'batch' {params['batch']} is not a whole number of micro-batches: it must divide by "
+            f"dp x microbatches = {dp} x {microbatches}"
+        )
+    return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches))
+
+
+def stage_layers(config: LlmConfig, pp: int) -> list[range]:
+    """The transformer blocks of each stage, as even as the count allows (earlier stages get one more)."""
+    base, extra = divmod(config.layers, pp)
+    bounds = [0]
+    for stage in range(pp):
+        bounds.append(bounds[-1] + base + (1 if stage < extra else 0))
+    return [range(bounds[s], bounds[s + 1]) for s in range(pp)]
+
+
+def _stage_of(layer: str, blocks: list[range]) -> int:
+    if layer == "embed":
+        return 0
+    if layer.startswith("h."):
+        index = int(layer.split(".")[1])
+        return next(s for s, r in enumerate(blocks) if index in r)
+    return len(blocks) - 1  # ln_f, lm_head, loss
+
+
+def stage_params(config: LlmConfig, blocks: list[range], stage: int) -> int:
+    """Parameters stage ``stage`` holds (before tensor parallelism); the last stage keeps its own
+    copy of tied embeddings for the LM head, as Megatron-LM does."""
+    held = len(blocks[stage]) * config.layer_params
+    if stage == 0:
+        held += config.embedding_params
+    if stage == len(blocks) - 1:
+        held += config.norm_params + (config.head_params or config.vocab * config.hidden) * (len(blocks) > 1)
+    return held
+
+
+def activation_B(
+    config: LlmConfig, lay: Layout, seq: int, dtype: str, recompute: str, attention: str
+) -> float:
+    """Activations one layer keeps for one micro-batch on one GPU (Korthikanti et al. 2022, section 4:
+    ``sbh (10 + 24/t + 5as/(ht))`` bytes in float16, the last term the attention scores an unfused
+    kernel stores; ``2sbh``, the layer's input, under full recomputation)."""
+    s, b, h, t = seq, lay.micro_batch, config.hidden, lay.tp
+    scale = itemsize(dtype) / 2
+    if recompute == "full":
+        return 2 * s * b * h * scale
+    scores = 5 * config.heads * s / (h * t) if attention == "unfused" and recompute == "none" else 0.0
+    return s * b * h * (10 + 24 / t + scores) * scale
+
+
+def memory_per_gpu_B(
+    config: LlmConfig,
+    lay: Layout,
+    seq: int,
+    numerics: Numerics,
+    optimizer: str,
+    recompute: str,
+    attention: str,
+) -> float:
+    """The fullest GPU's memory: its stage's weights, gradients and optimizer state over ``tp``, and
+    the activations of the micro-batches it holds at once under 1F1B (stage s: ``pp - s``)."""
+    blocks = stage_layers(config, lay.pp)
+    size, master = itemsize(numerics.dtype), itemsize(numerics.master_dtype)
+    per_param = master + (size if numerics.mixed else 0) + master
+    fullest = 0.0
+    for stage in range(lay.pp):
+        params = stage_params(config, blocks, stage) / lay.tp
+        state = params * per_param + optimizer_state_B(optimizer, int(params), numerics.master_dtype)
+        in_flight = min(lay.pp - stage, lay.microbatches)
+        acts = len(blocks[stage]) * activation_B(config, lay, seq, numerics.dtype, recompute, attention)
+        if stage == lay.pp - 1:  # the logits and their float32 log-probabilities
+            acts += seq * lay.micro_batch * config.vocab / lay.tp * (size + 4)
+        fullest = max(fullest, state + in_flight * acts)
+    return fullest
+
+
+def _tp_all_reduces(
+    config: LlmConfig, lay: Layout, seq: int, dtype: str, layers: int, name: str
+) -> tuple[AllReduce, ...]:
+    """Megatron's two all-reduces per layer and pass: after attention's output and the MLP's down
+    projection (forward), before their input projections (backward)."""
+    if lay.tp == 1:
+        return ()
+    size = seq * lay.micro_batch * config.hidden * itemsize(dtype)
+    op = AllReduce(f"{name} tp all-reduce", size, ranks=lay.tp, per_node=lay.tp)
+    return (op,) * (2 * layers)
+
+
+@attrs.frozen
+class _Stage:
+    forward: Block
+    backward: Block
+    update: Block
+    grads_B: float
+
+
+def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
+    seq, recompute = params["seq"], params["recompute"]
+    forward, backward = transformer_kernels(
+        config,
+        lay.micro_batch,
+        seq,
+        numerics,
+        True,
+        attention=params["attention"],
+        tp=lay.tp,
+        update=False,
+        dropout=params["dropout"],
+    )
+    # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
+    # autocasting them again for every micro-batch
+    forward = [k for k in forward if " cast weights" not in k.name]
+    backward = [k for k in backward if " cast weights" not in k.name]
+    blocks = stage_layers(config, lay.pp)
+    stages = []
+    for s in range(lay.pp):
+        fwd = [k for k in forward if _stage_of(k.layer, blocks) == s]
+        bwd = [k for k in backward if _stage_of(k.layer, blocks) == s]
+        layers = len(blocks[s])
+        again: list[Kernel] = []
+        if recompute == "full":
+            again = fwd
+        elif recompute == "selective":
+            again = [k for k in fwd if any(word in k.name for word in _ATTENTION_CORE)]
+        tp_fwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "forward")
+        tp_bwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "backward")
+        tp_again = tp_fwd if recompute == "full" else ()
+        held = math.ceil(stage_params(config, blocks, s) / lay.tp)
+        update = update_kernel(params["optimizer"], "optimizer step", held, numerics.master_dtype)
+        stages.append(
+            _Stage(
+                Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"),
+                Block("B", tuple(again + bwd), tp_again + tp_bwd, device=s, layer=f"stage {s}"),
+                Block("optimizer step", (update,), (), device=s, layer="optimizer"),
+                held * itemsize(numerics.master_dtype),
+            )
+        )
+    return stages
+
+
+def one_f_one_b(stage: int, stages: int, microbatches: int) -> list[tuple[str, int]]:
+    """The order stage ``stage`` runs its passes in: warm-up forwards, one forward one backward, drain."""
+    warmup = min(stages - stage - 1, microbatches)
+    order = [("F", i) for i in range(warmup)]
+    for i in range(microbatches - warmup):
+        order += [("F", warmup + i), ("B", i)]
+    return order + [("B", i) for i in range(microbatches - warmup, microbatches)]
+
+
+def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
+    """One training step of ``config`` under ``tp x pp x dp`` (see the module docstring)."""
+    lay = layout(config, params)
+    seq, m, p = params["seq"], lay.microbatches, lay.pp
+    stages = _stages(config, lay, params, numerics)
+    boundary_B = seq * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp  # scatter-gather
+    sequences: list[list[tuple[Op, list[tuple[str, int, int]]]]] = []
+    for s, stage in enumerate(stages):
+        crossing = lay.crosses_nodes(s)
+        ops: list[tuple[Op, list[tuple[str, int, int]]]] = []
+        if s == 0:
+            tokens = Transfer(
+                "h2d tokens", lay.micro_batch * m * seq * TOKEN_ID_B, "h2d", device=0, layer="data"
+            )
+            ops.append((tokens, []))
+        for kind, i in one_f_one_b(s, p, m):
+            block = stage.forward if kind == "F" else stage.backward
+            needs = [("sendF", s - 1, i)] if kind == "F" and s > 0 else []
+            needs += [("sendB", s + 1, i)] if kind == "B" and s < p - 1 else []
+            ops.append((attrs.evolve(block, name=f"{kind}{i}"), needs))
+            if (kind == "F" and s < p - 1) or (kind == "B" and s > 0):
+                peer = s + 1 if kind == "F" else s - 1
+                across = crossing if kind == "F" else lay.crosses_nodes(peer)
+                send = AllReduce(
+                    f"send {kind}{i} to stage {peer}",
+                    boundary_B,
+                    stream=1 if kind == "F" else 2,
+                    device=s,
+                    layer="pipeline",
+                    kind="send",
+                    ranks=2,
+                    per_node=1 if across else 2,
+                )
+                ops.append((send, [(kind + "own", s, i)]))
+        sync = AllReduce(
+            "gradient all-reduce",
+            stage.grads_B,
+            stream=3,
+            device=s,
+            layer="dp sync",
+            ranks=lay.dp,
+            per_node=lay.dp_per_node(),
+        )
+        ops.append((sync, [("Blast", s, m - 1)]))
+        ops.append((stage.update, [("sync", s, 0)]))
+        sequences.append(ops)
+    ordered, deps = _topological(sequences)
+    layers = tuple((f"stage {s}", "stage") for s in range(p)) + (("pipeline", "send"), ("dp sync", "sync"))
+    return Workload(
+        "network",
+        tuple(sorted(params.items())),
+        tuple(ordered),
+        tuple(deps),
+        footprint_B=memory_per_gpu_B(
+            config, lay, seq, numerics, params["optimizer"], params["recompute"], params["attention"]
+        ),
+        gpus=params["gpus"],
+        devices=p,
+        layers=layers + (("optimizer", "update"),),
+        framework=params["framework"],
+    )
+
+
+def _topological(
+    sequences: list[list[tuple[Op, list[tuple[str, int, int]]]]],
+) -> tuple[list[Op], list[tuple[int, ...]]]:
+    """Merge the stages' programs into one issue order in which every op comes after what it waits for."""
+    placed: dict[tuple[str, int, int], int] = {}
+    ordered: list[Op] = []
+    deps: list[tuple[int, ...]] = []
+    cursor = [0] * len(sequences)
+    total = sum(len(seq) for seq in sequences)
+    while len(ordered) < total:
+        progressed = False
+        for s, sequence in enumerate(sequences):
+            while cursor[s] < len(sequence):
+                op, needs = sequence[cursor[s]]
+                keys = [_key(s, op, n) for n in needs]
+                if any(key not in placed for key in keys):
+                    break
+                deps.append(tuple(placed[key] for key in keys))
+                ordered.append(op)
+                for key in _names(s, op):
+                    placed[key] = len(ordered) - 1
+                cursor[s] += 1
+                progressed = True
+        if not progressed:  # a schedule bug, not a user mistake: say so
+            raise RuntimeError("parsim: the pipeline schedule waits on itself")
+    return ordered, deps
+
+
+def _key(stage: int, op: Op, need: tuple[str, int, int]) -> tuple[str, int, int]:
+    kind, s, i = need
+    if kind == "Fown" or kind == "Bown":
+        return (kind[0], stage, i)
+    if kind == "Blast":
+        return ("B", stage, i)
+    if kind == "sync":
+        return ("sync", stage, 0)
+    return need
+
+
+def _names(stage: int, op: Op) -> list[tuple[str, int, int]]:
+    """The keys other ops wait on this op by."""
+    if isinstance(op, Block) and op.name[0] in "FB" and op.name[1:].isdigit():
+        return [(op.name[0], stage, int(op.name[1:]))]
+    if isinstance(op, AllReduce) and op.kind == "send":
+        kind, index = op.name.split()[1][0], int(op.name.split()[1][1:])
+        return [("send" + kind, stage, index)]
+    if isinstance(op, AllReduce):
+        return [("sync", stage, 0)]
+    return []
