@@ -107,7 +107,8 @@ def predict(
     if cluster is None:
         if workload.gpus > 1 or (definition is not None and definition.owns_gpus):
             if gpus is not None and gpus != workload.gpus:
-                raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={workload.gpus}")
+                hint = definition.instead if definition is not None else ""
+                raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={workload.gpus}{hint}")
             gpus = workload.gpus
         gpus = gpus or 1
         assert device is not None  # checked above

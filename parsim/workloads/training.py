@@ -226,7 +226,7 @@ def _language_model(params: Params) -> Workload:
         train,
         attention=attention,
         optimizer=optimizer,
-        dropout=params["dropout"],
+        dropout=params.get("dropout", False),
     )
     ops: list[Op] = [Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"), *forward]
     if train:
