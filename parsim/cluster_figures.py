@@ -1,19 +1,34 @@
-"""Cluster figures that need the system: a collective's bandwidths as nccl-tests prints them.
+"""Cluster figures that need the system: a collective's bandwidths as nccl-tests prints them, and a
+3D-parallel training step's throughput, efficiency, breakdown and memory.
 
 ``workloads.collective`` builds one collective from its parameters; its time comes from the model
 (``model.collectives``), and here, above the model, the prediction gets the figures a user holds
 against an ``all_reduce_perf`` run: the *algorithm bandwidth* (bytes over time) and the *bus
 bandwidth* (algorithm bandwidth times ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` for the others).
-``predict`` asks for them by workload name (``METRICS``), as it does for LLM serving.
+A 3D-parallel step (``workloads.parallel3d``) reports tokens/s, the TFLOP/s each GPU achieves
+(every FLOP it runs, recomputation included, as Megatron-LM's papers count them) and its model
+FLOPs utilisation (MFU: the model's FLOPs without recomputation over the matrix units' peak), and
+where a stage's time goes: compute, tensor-parallel communication, the data-parallel all-reduce,
+and the rest, idle: the pipeline bubble and waits for sends. ``check_parallel`` refuses a split
+that does not fit and names the smallest that would.
+
+``predict`` asks for them by workload name (``METRICS``, ``SYSTEM_CHECKS``), as for LLM serving.
 """
 
 from __future__ import annotations
 
+from parsim.errors import ParsimError
 from parsim.hardware.specs import SystemSpec
+from parsim.model.capacity import runtime_B
 from parsim.model.collectives import bus_factor, op_timing
 from parsim.prediction import Prediction
-from parsim.workloads.base import AllReduce, Workload
+from parsim.units import gib
+from parsim.workloads import parallel3d
+from parsim.workloads.base import AllReduce, Block, Params, Workload
 from parsim.workloads.collective import KINDS
+from parsim.workloads.layers import Numerics
+from parsim.workloads.llms import LLMS, LlmConfig
+from parsim.workloads.training import numerics_of
 
 
 def collective_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, float]:
@@ -46,5 +61,108 @@ def collective_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
     )
 
 
-METRICS = {name: collective_metrics for name in KINDS}
+def parallel_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, float]:
+    """A 3D-parallel step's throughput, efficiency and breakdown (nothing for a one-GPU step)."""
+    if not workload.devices:
+        return {}
+    params: Params = dict(workload.params)
+    config = LLMS[str(params["model"])]
+    lay = parallel3d.layout(config, params)
+    step = prediction.latency_s
+    blocks = [op for op in workload.ops if isinstance(op, Block)]
+    run = sum(b.flops for b in blocks) / lay.pp  # a GPU's FLOPs: every stage's representative alike
+    model = sum(k.flops for b in blocks for k in b.kernels if not k.name.endswith(parallel3d.RECOMPUTED))
+    peak = system.gpu.peak_flops_per_s(str(params["dtype"]), matrix=True)
+    shares = _stage_shares(prediction, lay.pp, step)
+    return {
+        "step_s": step,
+        "tokens_per_s": int(params["batch"]) * int(params["seq"]) / step,
+        "tflops_per_gpu": run / step / 1e12,
+        "mfu": model / lay.pp / step / peak,
+        **shares,
+        "bubble_ideal": (lay.pp - 1) / (lay.microbatches + lay.pp - 1),
+        "memory_per_gpu_B": workload.footprint_B,
+        "tp": float(lay.tp),
+        "pp": float(lay.pp),
+        "dp": float(lay.dp),
+        "micro_batch": float(lay.micro_batch),
+    }
+
+
+def _stage_shares(prediction: Prediction, stages: int, step: float) -> dict[str, float]:
+    """Shares of the step, averaged over the stages' GPUs: compute, tensor-parallel and
+    data-parallel communication, and idle (bubble and waits)."""
+    compute = tensor = data = 0.0
+    for event in prediction.trace:
+        if event.resource.device < 0 or event.resource.device >= stages:
+            continue
+        if event.resource.kind == "cores":
+            compute += event.duration_s
+        elif event.resource.kind == "ring" and event.label.endswith(" tp"):
+            tensor += event.duration_s
+        elif event.resource.kind == "ring" and event.layer == "dp sync":
+            data += event.duration_s
+    total = stages * step
+    busy = (compute + tensor + data) / total
+    return {
+        "compute_share": compute / total,
+        "tp_comm_share": tensor / total,
+        "dp_comm_share": data / total,
+        "idle_share": max(0.0, 1.0 - busy),
+    }
+
+
+def check_parallel(workload: Workload, system: SystemSpec) -> None:
+    """Refuse a 3D split whose fullest GPU does not fit, naming the smallest split that would."""
+    if not workload.devices or system.device is None:
+        return
+    room = system.gpu.memory.capacity_B - runtime_B(system, True)
+    if workload.footprint_B <= room:
+        return
+    params: Params = dict(workload.params)
+    config = LLMS[str(params["model"])]
+    numerics = numerics_of(params)
+    fitting = [
+        split for split in parallel3d.splits(config, params) if _memory(config, split, numerics) <= room
+    ]
+    have = f"{system.gpu.id} has {gib(system.gpu.memory.capacity_B)}"
+    split = f"tp={params['tp']} pp={params['pp']}"
+    need = f"network: {config.name} needs {gib(workload.footprint_B)} per GPU with {split}"
+    if not fitting:
+        raise ParsimError(
+            f"{need}, {have}, and no split of these {params['gpus'] * params['nodes']} GPUs fits "
+            "(try recompute=full, a smaller micro-batch or more nodes)"
+        )
+    best = min(fitting, key=lambda split: (split["tp"] * split["pp"], split["pp"]))
+    raise ParsimError(
+        f"{need}, {have}; the smallest split that fits: tp={best['tp']} pp={best['pp']} "
+        f"microbatches={best['microbatches']}"
+    )
+
+
+def _memory(config: LlmConfig, params: Params, numerics: Numerics) -> float:
+    lay = parallel3d.layout(config, params)
+    return parallel3d.memory_per_gpu_B(
+        config, lay, params["seq"], numerics, params["optimizer"], params["recompute"], params["attention"]
+    )
+
+
+METRICS = {name: collective_metrics for name in KINDS} | {"network": parallel_metrics}
 """Workload name -> ``(workload, system, prediction) -> dict`` added to ``Prediction.metrics``."""
+
+
+def parallel_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
+    """What the timeline's GPU rows of a 3D step are."""
+    if not workload.devices:
+        return ()
+    others = system.total_gpus - workload.devices
+    return (
+        "GPU s in the timeline is pipeline stage s's first GPU (tensor-parallel rank 0 of data-parallel "
+        f"replica 0); the other {others} GPUs do the same work at the same time",
+    )
+
+
+NOTES = {name: collective_notes for name in KINDS} | {"network": parallel_notes}
+"""Workload name -> ``(workload, system) -> notes`` added to ``Prediction.notes``."""
+SYSTEM_CHECKS = {"network": check_parallel}
+"""Workload name -> ``(workload, system) -> None``, run by ``predict`` before the capacity check."""

@@ -121,16 +121,17 @@ def predict(
         workload = on_cpu(workload)
     workload = lower(workload, system)
     mode = check_mode(system.compute, mode)
-    if workload.name in serving_figures.SYSTEM_CHECKS:
-        serving_figures.SYSTEM_CHECKS[workload.name](workload, system)
+    checks = {**serving_figures.SYSTEM_CHECKS, **cluster_figures.SYSTEM_CHECKS}
+    if workload.name in checks:
+        checks[workload.name](workload, system)
     check_fits(workload, system)
     prediction = _predict(workload, system, mode, method, overlap)
     figures = {**serving_figures.METRICS, **cluster_figures.METRICS}
     if workload.name in figures:
         own = figures[workload.name](workload, system, prediction)
         prediction = attrs.evolve(prediction, metrics={**prediction.metrics, **own})
-    if workload.name in cluster_figures.METRICS:
-        notes = prediction.notes + cluster_figures.collective_notes(workload, system)
+    if workload.name in cluster_figures.NOTES:
+        notes = prediction.notes + cluster_figures.NOTES[workload.name](workload, system)
         prediction = attrs.evolve(prediction, notes=notes)
     if definition is not None and definition.baseline is not None:
         return _with_scaling(prediction, workload, definition, system, mode, method, overlap)

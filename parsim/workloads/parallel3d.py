@@ -38,6 +38,8 @@ from parsim.workloads.transformer import transformer_kernels
 
 TOKEN_ID_B = 8
 RECOMPUTE = ("none", "selective", "full")
+RECOMPUTED = " (recomputed)"
+"""The suffix of a forward kernel run again before its backward pass (not model FLOPs)."""
 _ATTENTION_CORE = ("attention", "softmax", "scores")
 
 
@@ -219,6 +221,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             again = fwd
         elif recompute == "selective":
             again = [k for k in fwd if any(word in k.name for word in _ATTENTION_CORE)]
+        again = [attrs.evolve(k, name=k.name + RECOMPUTED) for k in again]
         tp_fwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "forward")
         tp_bwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "backward")
         tp_again = tp_fwd if recompute == "full" else ()
@@ -356,3 +359,22 @@ def _names(stage: int, op: Op) -> list[tuple[str, int, int]]:
     if isinstance(op, AllReduce):
         return [("sync", stage, 0)]
     return []
+
+
+def splits(config: LlmConfig, params: Params) -> list[Params]:
+    """Every ``(tp, pp)`` of the GPUs ``params`` name (dp what remains) that keeps its micro-batch
+    size: tp dividing a node's GPUs and the heads, pp at most the layers."""
+    gpus = params["gpus"] * params["nodes"]
+    micro = layout(config, params).micro_batch
+    found = []
+    for tp in range(1, params["gpus"] + 1):
+        if params["gpus"] % tp or config.heads % tp or config.kv_heads % tp or config.mlp_hidden % tp:
+            continue
+        for pp in range(1, min(config.layers, gpus // tp) + 1):
+            if (gpus // tp) % pp:
+                continue
+            dp = gpus // (tp * pp)
+            if params["batch"] % (dp * micro):
+                continue
+            found.append({**params, "tp": tp, "pp": pp, "microbatches": params["batch"] // (dp * micro)})
+    return found
