@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
-from parsim import cli_measure, cli_sweep, jsontext, units
+from parsim import cli_measure, cli_splits, cli_sweep, jsontext, units
 from parsim.choices import HardwareKind, Method, Mode, Overlap
 from parsim.errors import ParsimError, ParsimNote
 from parsim.paths import output_path
@@ -328,6 +328,7 @@ def run_app(
 
 cli_measure.register(app)
 cli_sweep.register(app)
+cli_splits.register(app)
 
 
 def _note(message, category, *_args, **_kwargs) -> None:

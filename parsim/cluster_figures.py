@@ -70,8 +70,14 @@ def parallel_metrics(workload: Workload, system: SystemSpec, prediction: Predict
     lay = parallel3d.layout(config, params)
     step = prediction.latency_s
     blocks = [op for op in workload.ops if isinstance(op, Block)]
-    run = sum(b.flops for b in blocks) / lay.pp  # a GPU's FLOPs: every stage's representative alike
-    model = sum(k.flops for b in blocks for k in b.kernels if not k.name.endswith(parallel3d.RECOMPUTED))
+    run = workload.flops / lay.pp  # a GPU's FLOPs: every stage's representative alike
+    own: dict[int, float] = {}  # the model's FLOPs of each shape of pass, without recomputation
+    for block in blocks:
+        if id(block.kernels) not in own:
+            own[id(block.kernels)] = sum(
+                k.flops for k in block.kernels if not k.name.endswith(parallel3d.RECOMPUTED)
+            )
+    model = sum(own[id(block.kernels)] for block in blocks)
     peak = system.gpu.peak_flops_per_s(str(params["dtype"]), matrix=True)
     shares = _stage_shares(prediction, lay.pp, step)
     return {

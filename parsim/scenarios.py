@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from parsim.errors import ParsimError
 from parsim.hardware import registry
+from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.predict import predict
 from parsim.prediction import Prediction
@@ -50,7 +51,7 @@ from parsim.workloads.registry import lookup
 
 MAX_FILE_BYTES = 1_000_000
 MAX_BRACKETS = 5_000
-HARDWARE_FIELDS = ("device", "host", "link")
+HARDWARE_FIELDS = ("device", "host", "link", "cluster")
 
 
 class Case(BaseModel):
@@ -61,6 +62,7 @@ class Case(BaseModel):
     workload: str | None = None
     params: dict = Field(default_factory=dict)
     device: str | ProcessorSpec | None = None
+    cluster: str | ClusterSpec | None = None
     host: str | ProcessorSpec | None = None
     link: str | LinkSpec | None = None
     mode: str | None = None
@@ -151,8 +153,10 @@ def loads_scenario(text: str, source: str = "<scenario>") -> Scenario:
         merged = resolve(scenario, case)
         if merged.workload is None:
             raise ParsimError(f"{source}: 'cases.{index}.workload' is not set (and no default)")
-        if merged.device is None:
-            raise ParsimError(f"{source}: 'cases.{index}.device' is not set (and no default)")
+        if merged.device is None and merged.cluster is None:
+            raise ParsimError(f"{source}: 'cases.{index}.device' (or 'cluster') is not set (and no default)")
+        if merged.device is not None and merged.cluster is not None:
+            raise ParsimError(f"{source}: 'cases.{index}' names a device and a cluster: give one")
     if scenario.sweep is not None:
         try:
             values = parse_values(scenario.sweep.values)
@@ -298,7 +302,7 @@ def case_labels(scenario: Scenario) -> list[str]:
     labels = []
     for index, raw in enumerate(scenario.cases):
         case = resolve(scenario, raw)
-        label = case.label or f"{case.workload} on {_short(case.device)}" + (
+        label = case.label or f"{case.workload} on {_short(case.device or case.cluster)}" + (
             f" ({case.mode})" if case.mode else ""
         )
         label = _fill(label, case)
@@ -315,6 +319,8 @@ def _fill(label: str, case: Case) -> str:
     if "{" not in label:
         return label
     fields = {**case.params, "workload": case.workload, "device": _short(case.device)}
+    if case.cluster is not None:
+        fields["cluster"] = _short(case.cluster)
     if registry.kind_of(case.device) == "gpu":
         spec = registry.processor(case.device)
         fields["host"] = _short(case.host or registry.DEFAULT_HOST)
@@ -326,8 +332,8 @@ def _short(source) -> str:
     """A hardware source as a person names it: the spec's name without vendor and parenthesised details."""
     if source is None:
         return ""
-    spec = source if isinstance(source, (ProcessorSpec, LinkSpec)) else None
-    for find in (registry.processor, registry.link):
+    spec = source if isinstance(source, (ProcessorSpec, LinkSpec, ClusterSpec)) else None
+    for find in (registry.processor, registry.link, registry.cluster):
         if spec is None:
             try:
                 spec = find(source)
@@ -407,6 +413,7 @@ def run_scenario(scenario: Scenario) -> ScenarioResult:
                 case.workload,
                 params,
                 device=case.device,
+                cluster=case.cluster,
                 host=case.host,
                 link=case.link,
                 mode=case.mode,

@@ -55,6 +55,7 @@ class Machine:
         self.notes = Notes()
         self.system, self.mode, self.overlap, self.framework = system, mode, overlap, framework
         self.trace = trace
+        self._block_times: dict[tuple[int, int], tuple[Block, tuple[float, float]]] = {}
         kernel_trace = trace if record else None
         cpu_only = system.device is None
         host_mode = mode if cpu_only else default_mode(system.host)
@@ -110,9 +111,16 @@ class Machine:
 
     def _block(self, op: Block) -> Process:
         """A block holds its GPU for its kernels, then for its collectives (``model.blocks``)."""
-        compute, communication = engine_block_parts(
-            self.system, self.mode, self.overlap, self.framework, op.kernels, op.collectives
-        )
+        # a step's passes share a few kernel tuples: look each up once per simulation, by identity
+        key = (id(op.kernels), id(op.collectives))
+        if key not in self._block_times:
+            self._block_times[key] = (
+                op,
+                engine_block_parts(
+                    self.system, self.mode, self.overlap, self.framework, op.kernels, op.collectives
+                ),
+            )
+        compute, communication = self._block_times[key][1]
         start = self.env.now
         yield self.env.timeout(compute + communication)
         cores = resources.cores(self.system, op.device, self.system.gpu.cores)

@@ -28,7 +28,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.model.issue import issue_s
 from parsim.stack import FrameworkSpec
 from parsim.timeline import TraceEvent
-from parsim.workloads.base import HOST, Kernel, Op, Transfer, Workload, stream_predecessors, thread_of
+from parsim.workloads.base import HOST, Block, Kernel, Op, Transfer, Workload, stream_predecessors, thread_of
 
 
 @attrs.frozen
@@ -228,6 +228,9 @@ def _thread(
                 wait_start = env.now
                 yield env.all_of(pending)
                 trace.append(TraceEvent(row, f"wait for {op.name} inputs", "wait", wait_start, env.now))
+        if isinstance(op, Block):  # its kernels' launches are inside its time (``model.blocks``)
+            env.process(machine.run(op, waits[first], finish))
+            continue
         start = env.now
         yield env.timeout(dispatch_s)
         trace.append(TraceEvent(row, f"issue {op.name}", "overhead", start, env.now))

@@ -445,11 +445,24 @@ class Workload:
 
     @property
     def flops(self) -> float:
-        return sum(k.flops for k in self.kernels) + sum(b.flops for b in self.ops if isinstance(b, Block))
+        return sum(k.flops for k in self.kernels) + self._blocks("flops")
 
     @property
     def bytes(self) -> float:
-        return sum(k.bytes for k in self.kernels) + sum(b.bytes for b in self.ops if isinstance(b, Block))
+        return sum(k.bytes for k in self.kernels) + self._blocks("bytes")
+
+    def _blocks(self, quantity: str) -> float:
+        """``quantity`` summed over the blocks, each shape of kernels summed once (a step's
+        thousands of passes share a few)."""
+        per_shape: dict[int, float] = {}
+        total = 0.0
+        for op in self.ops:
+            if isinstance(op, Block):
+                key = id(op.kernels)
+                if key not in per_shape:
+                    per_shape[key] = getattr(op, quantity)
+                total += per_shape[key]
+        return total
 
     @property
     def host_buffer_B(self) -> float:

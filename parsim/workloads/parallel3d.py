@@ -266,7 +266,7 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
             block = stage.forward if kind == "F" else stage.backward
             needs = [("sendF", s - 1, i)] if kind == "F" and s > 0 else []
             needs += [("sendB", s + 1, i)] if kind == "B" and s < p - 1 else []
-            ops.append((attrs.evolve(block, name=f"{kind}{i}"), needs))
+            ops.append((Block(f"{kind}{i}", block.kernels, block.collectives, s, 0, block.layer), needs))
             if (kind == "F" and s < p - 1) or (kind == "B" and s > 0):
                 peer = s + 1 if kind == "F" else s - 1
                 across = crossing if kind == "F" else lay.crosses_nodes(peer)
@@ -361,11 +361,12 @@ def _names(stage: int, op: Op) -> list[tuple[str, int, int]]:
     return []
 
 
-def splits(config: LlmConfig, params: Params) -> list[Params]:
-    """Every ``(tp, pp)`` of the GPUs ``params`` name (dp what remains) that keeps its micro-batch
-    size: tp dividing a node's GPUs and the heads, pp at most the layers."""
+def splits(config: LlmConfig, params: Params, micro: int | None = None) -> list[Params]:
+    """Every ``(tp, pp)`` of the GPUs ``params`` name (dp what remains) with micro-batches of
+    ``micro`` sequences (default: the size ``params`` give): tp dividing a node's GPUs and the
+    heads, pp at most the layers, the batch a whole number of micro-batches per replica."""
     gpus = params["gpus"] * params["nodes"]
-    micro = layout(config, params).micro_batch
+    micro = micro or layout(config, params).micro_batch
     found = []
     for tp in range(1, params["gpus"] + 1):
         if params["gpus"] % tp or config.heads % tp or config.kv_heads % tp or config.mlp_hidden % tp:

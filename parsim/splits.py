@@ -1,0 +1,110 @@
+"""Which (tp, pp, dp) split of a cluster trains a language model fastest: every split, predicted.
+
+A fixed number of GPUs can be cut into tensor-parallel groups inside nodes, pipeline stages and
+data-parallel replicas in a few dozen ways. ``split_table`` tries each (``parallel3d.splits``:
+tp dividing a node's GPUs and the model's heads, pp up to the layers, the micro-batch size kept),
+refuses those whose fullest GPU would not fit (from the memory model alone, without simulating),
+predicts the others, and marks the fastest. Front ends (``parsim splits``, the Scale out page)
+render these rows; they do not re-derive any of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from parsim.caching import cached
+from parsim.errors import ParsimError
+from parsim.hardware import registry
+from parsim.hardware.network import ClusterSpec
+from parsim.model.capacity import runtime_B
+from parsim.predict import predict
+from parsim.workloads import parallel3d
+from parsim.workloads.llms import LLMS
+from parsim.workloads.registry import validate_params
+from parsim.workloads.training import numerics_of
+
+
+@attrs.frozen
+class SplitRow:
+    """One split: its shape, whether it fits, and (when it does) its predicted step."""
+
+    tp: int
+    pp: int
+    dp: int
+    microbatches: int
+    memory_per_gpu_B: float
+    fits: bool
+    step_s: float | None = None
+    tokens_per_s: float | None = None
+    tflops_per_gpu: float | None = None
+    mfu: float | None = None
+    idle_share: float | None = None
+    fastest: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def split_table(
+    params: dict[str, Any], cluster: str | ClusterSpec, micro_batch: int = 1, method: str = "engine"
+) -> tuple[SplitRow, ...]:
+    """Every split of ``nodes`` nodes of ``cluster`` for ``network`` with ``params`` (``model``,
+    ``batch``, ``seq``, ``recompute``...), each replica's share of the batch cut into micro-batches
+    of ``micro_batch`` sequences.
+
+    Raises:
+        ParsimError: not a language model, bad parameters, or an unknown cluster.
+    """
+    if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1:
+        raise ParsimError(f"'micro_batch' must be an integer >= 1: {micro_batch!r}")
+    for fixed in ("tp", "pp", "microbatches", "gpus"):
+        if fixed in params:
+            raise ParsimError(f"splits: '{fixed}' is what the splits vary; leave it out")
+    spec = registry.cluster(cluster)
+    given = {**params, "gpus": spec.gpus_per_node, "train": True}
+    return _table(tuple(sorted(given.items())), spec, micro_batch, method)
+
+
+@cached(maxsize=64)
+def _table(
+    items: tuple[tuple[str, Any], ...], spec: ClusterSpec, micro: int, method: str
+) -> tuple[SplitRow, ...]:
+    validated = validate_params("network", dict(items))
+    model = validated["model"]
+    if model not in LLMS:
+        raise ParsimError(f"splits: {model} is not a language model; tp and pp split transformers")
+    config = LLMS[model]
+    system = registry.cluster_system(spec, validated["nodes"])
+    room = system.gpu.memory.capacity_B - runtime_B(system, True)
+    numerics = numerics_of(validated)
+    rows = []
+    found = parallel3d.splits(config, {**validated, "microbatches": 1, "batch": validated["batch"]}, micro)
+    if not found:
+        raise ParsimError(
+            f"splits: no split of {system.total_gpus} GPUs cuts a batch of {validated['batch']} into "
+            f"micro-batches of {micro}"
+        )
+    for split in found:
+        lay = parallel3d.layout(config, split)
+        memory = parallel3d.memory_per_gpu_B(
+            config, lay, split["seq"], numerics, split["optimizer"], split["recompute"], split["attention"]
+        )
+        row = SplitRow(lay.tp, lay.pp, lay.dp, lay.microbatches, memory, memory <= room)
+        if row.fits:
+            figures = predict("network", split, cluster=spec, method=method).metrics
+            row = attrs.evolve(
+                row,
+                step_s=figures["step_s"],
+                tokens_per_s=figures["tokens_per_s"],
+                tflops_per_gpu=figures["tflops_per_gpu"],
+                mfu=figures["mfu"],
+                idle_share=figures["idle_share"],
+            )
+        rows.append(row)
+    timed = [row for row in rows if row.step_s is not None]
+    if timed:
+        best = min(timed, key=lambda row: row.step_s or 0.0)
+        rows = [attrs.evolve(row, fastest=True) if row is best else row for row in rows]
+    return tuple(rows)
