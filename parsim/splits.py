@@ -4,12 +4,15 @@ A fixed number of GPUs can be cut into tensor-parallel groups inside nodes, pipe
 data-parallel replicas in a few dozen ways. ``split_table`` tries each (``parallel3d.splits``:
 tp dividing a node's GPUs and the model's heads, pp up to the layers, the micro-batch size kept),
 refuses those whose fullest GPU would not fit (from the memory model alone, without simulating),
-predicts the others, and marks the fastest. Front ends (``parsim splits``, the Scale out page)
+predicts the others (on every core), and marks the fastest. Front ends (``parsim splits``, the Scale out page)
 render these rows; they do not re-derive any of it.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import attrs
@@ -86,25 +89,39 @@ def _table(
             f"splits: no split of {system.total_gpus} GPUs cuts a batch of {validated['batch']} into "
             f"micro-batches of {micro}"
         )
+    rows: list[SplitRow] = []
     for split in found:
         lay = parallel3d.layout(config, split)
         memory = parallel3d.memory_per_gpu_B(
             config, lay, split["seq"], numerics, split["optimizer"], split["recompute"], split["attention"]
         )
-        row = SplitRow(lay.tp, lay.pp, lay.dp, lay.microbatches, memory, memory <= room)
-        if row.fits:
-            figures = predict("network", split, cluster=spec, method=method).metrics
-            row = attrs.evolve(
-                row,
-                step_s=figures["step_s"],
-                tokens_per_s=figures["tokens_per_s"],
-                tflops_per_gpu=figures["tflops_per_gpu"],
-                mfu=figures["mfu"],
-                idle_share=figures["idle_share"],
-            )
-        rows.append(row)
+        rows.append(SplitRow(lay.tp, lay.pp, lay.dp, lay.microbatches, memory, memory <= room))
+    fitting = [split for split, row in zip(found, rows, strict=True) if row.fits]
+    figures = iter(_predict_all(fitting, spec, method))
+    rows = [attrs.evolve(row, **next(figures)) if row.fits else row for row in rows]
     timed = [row for row in rows if row.step_s is not None]
     if timed:
         best = min(timed, key=lambda row: row.step_s or 0.0)
         rows = [attrs.evolve(row, fastest=True) if row is best else row for row in rows]
     return tuple(rows)
+
+
+FIGURES = ("step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "idle_share")
+
+
+def _figures(split: dict[str, Any], spec: ClusterSpec, method: str) -> dict[str, float]:
+    metrics = predict("network", split, cluster=spec, method=method).metrics
+    return {name: metrics[name] for name in FIGURES}
+
+
+def _predict_all(splits: list[dict[str, Any]], spec: ClusterSpec, method: str) -> list[dict[str, float]]:
+    """Each split's figures, on every core the machine has (deep pipelines take a second or more)."""
+    workers = min(len(splits), os.cpu_count() or 1)
+    if workers < 2:
+        return [_figures(split, spec, method) for split in splits]
+    # the longest first, so no core is left with the slowest at the end
+    order = sorted(range(len(splits)), key=lambda i: -splits[i]["pp"] * splits[i]["microbatches"])
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done = pool.map(_figures, [splits[i] for i in order], [spec] * len(order), [method] * len(order))
+        by_index = dict(zip(order, done, strict=True))
+    return [by_index[i] for i in range(len(splits))]
