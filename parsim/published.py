@@ -55,8 +55,14 @@ CLASSES: dict[str, tuple[str, float]] = {
     "transformer-training": ("transformer training throughput", 0.20),
     "llm-decode": ("LLM decode tokens/s", 0.20),
     "llm-ttft": ("LLM time to first token", 0.25),
+    "collective": ("nccl-tests all-reduce bus bandwidth", 0.15),
+    "cluster-scaling": ("multi-node scaling efficiency (points)", 0.10),
+    "megatron": ("Megatron-LM GPT TFLOP/s per GPU", 0.15),
 }
-"""Each class: what it holds and its MAPE target."""
+"""Each class: what it holds and its MAPE target (for a ``POINTS`` class: mean absolute error in
+percentage points of efficiency)."""
+POINTS = frozenset({"cluster-scaling"})
+"""Classes scored in percentage points (an efficiency of 0.85 against 0.90 is 5 points off)."""
 
 # the last four are ``llm_serve``'s own metrics (``Prediction.metrics``)
 SERVING_METRICS = (
@@ -65,7 +71,16 @@ SERVING_METRICS = (
     "time_to_first_token_s",
     "time_per_output_token_s",
 )
-METRICS = ("samples_per_s", "latency_s", "efficiency", "seconds", "bytes_per_s", *SERVING_METRICS)
+CLUSTER_METRICS = ("bus_bandwidth_Bps", "megatron_tflops_per_gpu")
+METRICS = (
+    "samples_per_s",
+    "latency_s",
+    "efficiency",
+    "seconds",
+    "bytes_per_s",
+    *SERVING_METRICS,
+    *CLUSTER_METRICS,
+)
 COLUMNS = ("id", "class", "workload", "params", "device", "host", "link", "gpus", "metric", "value", "source")
 
 
@@ -175,6 +190,11 @@ def predicted(row: Row) -> float:
     Raises:
         ParsimError: parsim refuses the configuration (which, for a published row, is a failure).
     """
+    if row.device in registry.cluster_ids():  # a row measured on nodes of a cluster
+        p = predict(row.workload, row.params, cluster=row.device)
+        if row.metric == "megatron_tflops_per_gpu":
+            return megatron_flops(row.params) / p.latency_s / p.gpus / 1e12
+        return float(p.metrics[row.metric])
     device: str | ProcessorSpec = row.device
     if row.cores is not None:
         device = slice_of(registry.processor(row.device), row.cores)
@@ -196,6 +216,18 @@ def predicted(row: Row) -> float:
     return p.latency_s
 
 
+def megatron_flops(params: dict) -> float:
+    """FLOPs of one step as Narayanan et al. 2021 count them (their eq. 3, recomputation included):
+    ``96 B s l h^2 (1 + s / 6h + V / 16 l h)``, so a predicted step time converts to the TFLOP/s
+    per GPU their tables print."""
+    from parsim.workloads.llms import LLMS
+
+    config = LLMS[str(params["model"])]
+    batch, seq = float(params["batch"]), float(params.get("seq") or config.context)
+    layers, hidden, vocab = config.layers, config.hidden, config.vocab
+    return 96 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+
+
 @attrs.frozen
 class Compared:
     """A row with parsim's figure and the relative error, or why parsim refused it."""
@@ -206,8 +238,12 @@ class Compared:
 
     @property
     def error(self) -> float | None:
-        """(predicted - published) / published."""
-        return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
+        """(predicted - published) / published; predicted - published for a ``POINTS`` class."""
+        if self.predicted is None:
+            return None
+        if self.row.klass in POINTS:
+            return self.predicted - self.row.value
+        return (self.predicted - self.row.value) / self.row.value
 
 
 def compare(
@@ -245,6 +281,7 @@ def summary(compared: list[Compared]) -> dict:
         mape = float(numpy.mean(errors)) if errors else None
         classes[name] = {
             "what": what,
+            "unit": "points" if name in POINTS else "relative",
             "rows": len(members),
             "mape": mape,
             "target": target,

@@ -282,9 +282,18 @@ def _figure(metric: str, value: float | None) -> str:
         return units.seconds(value)
     if metric == "efficiency":
         return f"{value:.1%}"
-    if metric == "bytes_per_s":
+    if metric in ("bytes_per_s", "bus_bandwidth_Bps"):
         return units.si(value, "B/s")
+    if metric == "megatron_tflops_per_gpu":
+        return f"{value:.0f} TFLOP/s"
     return units.si(value, "/s")
+
+
+def _error(row: dict) -> str:
+    """A row's error: relative, or in percentage points for an efficiency class scored in points."""
+    from parsim.published import POINTS
+
+    return f"{row['error'] * 100:+.1f} pp" if row["class"] in POINTS else f"{row['error']:+.0%}"
 
 
 def published_text(data: dict, rows: bool = True) -> str:
@@ -298,7 +307,7 @@ def published_text(data: dict, rows: bool = True) -> str:
                 row["id"],
                 _figure(row["metric"], row["published"]),
                 _figure(row["metric"], row["predicted"]),
-                "refused" if row["refused"] else f"{row['error']:+.0%}",
+                "refused" if row["refused"] else _error(row),
             ]
             for row in data["rows"]
         ]
@@ -306,15 +315,21 @@ def published_text(data: dict, rows: bool = True) -> str:
         lines += [table([*headers, ("error", right)], body), ""]
     summaries = []
     for s in data["classes"].values():
-        worst = "-" if s["worst"] is None else f"{s['worst']['id']} ({s['worst']['error']:+.0%})"
+        points = s.get("unit") == "points"
+        shown = (lambda v: f"{v * 100:+.1f} pp") if points else (lambda v: f"{v:+.0%}")
+        worst = "-" if s["worst"] is None else f"{s['worst']['id']} ({shown(s['worst']['error'])})"
         spearman = "-" if s["spearman"] is None else f"{s['spearman']:.2f}"
         status = "met" if s["met"] else "NOT met"
+        mean = (
+            (f"{s['mape'] * 100:.1f} pp" if s["mape"] is not None else "-") if points else _percent(s["mape"])
+        )
+        target = f"<= {s['target'] * 100:.0f} pp" if points else f"<= {s['target']:.0%}"
         summaries.append(
             [
                 s["what"],
                 str(s["rows"]),
-                _percent(s["mape"]),
-                f"<= {s['target']:.0%} {status}",
+                mean,
+                f"{target} {status}",
                 spearman,
                 worst,
             ]

@@ -15,6 +15,12 @@ Sources, abbreviated in the comments:
   8 single-port ConnectX-7 NDR 400 Gb/s (in 4 OSFP ports) for the compute fabric, 2x Xeon 8480C.
 - [SPOD] NVIDIA DGX SuperPOD reference architectures (DGX A100: scalable unit of 20 nodes; DGX
   H100: 32 nodes), rail-optimised, non-blocking fat trees.
+- [OCI] oracle-japan/ocitutorials@40114268892c1cbd63aec7c636818fe320ddf1c9
+  content/hpc/benchmark/run-nccltests-ubuntu/index.md: BM.GPU4.8 nodes, 8x A100-SXM4-40GB, "cluster
+  network (100Gbps x 16 / node)", RoCE v2.
+- [DLPERF] Oneflow-Inc/DLPerf@c89430bac64f64caabb0445ff7eb80175641454c
+  reports/dlperf_benchmark_test_report_v1.md: "4 Nodes with 8x Tesla V100-SXM2-16GB GPUs",
+  "InfiniBand 100 Gb/sec (4X EDR)", one NIC (mlx5_0) per node.
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
 """
@@ -98,5 +104,27 @@ PCIE_H100_2NIC = ClusterSpec(
     gpus_per_switch=4,
 )
 
-CLUSTER_PRESETS: dict[str, ClusterSpec] = {c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC)}
+OCI_A100_ROCE = ClusterSpec(
+    id="oci-a100-roce",
+    name="OCI BM.GPU4.8 nodes (8x A100 40GB, NVSwitch, 16x 100G RoCE)",
+    device="a100-40gb",  # [OCI]
+    gpus_per_node=8,
+    fabric="nvlink3",
+    host="xeon-e5-2630v3",  # only issues work here
+    network=NetworkSpec(ROCE_100G, nics_per_node=16),  # [OCI]
+)
+
+V100_1EDR = ClusterSpec(
+    id="v100-1edr",
+    name="V100 SXM2 nodes (8x V100, NVLink 2, one EDR InfiniBand NIC)",
+    device="v100-sxm2",  # [DLPERF]
+    gpus_per_node=8,
+    fabric="nvlink2",
+    host="xeon-e5-2630v3",
+    network=NetworkSpec(IB_EDR, nics_per_node=1),  # [DLPERF]
+)
+
+CLUSTER_PRESETS: dict[str, ClusterSpec] = {
+    c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR)
+}
 """Cluster presets by id."""
