@@ -1,8 +1,10 @@
-"""Scale out: data-parallel training over 1..8 GPUs, and the latency-throughput trade-off of batching.
+"""Scale out: data-parallel training over 1..8 GPUs, the latency-throughput trade-off of batching,
+and past one node: a cluster's nodes, the (tp, pp, dp) explorer and all-reduce bandwidth.
 
-Both tabs are lessons (``data_parallel_scaling`` and ``batching_latency_vs_throughput``) moved to
+The first two tabs are lessons (``data_parallel_scaling`` and ``batching_latency_vs_throughput``) moved to
 the model, GPU and host you pick with ``scenarios.retarget``; a ring all-reduce case takes the
 chosen GPU's own NVLink when it has one (else peers talk over PCIe), and the case labels say which.
+The cluster tabs live in ``scale_cluster``, ``scale_splits`` and ``scale_allreduce``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots
-from parsim.app import layout
+from parsim.app import layout, scale_allreduce, scale_cluster, scale_splits
 from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
 from parsim.errors import ParsimError
@@ -21,22 +23,43 @@ GPU_COUNTS = (1, 2, 4, 8)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
-TABS = ["Data-parallel training", "Batching: latency vs throughput"]
+TABS = [
+    "Data-parallel training",
+    "Batching: latency vs throughput",
+    "Across nodes",
+    "(tp, pp, dp) explorer",
+    "All-reduce bandwidth",
+]
+# the cluster tabs: (module, controls' heading); each module has controls() and view(settings)
+CLUSTER_TABS = {
+    2: (scale_cluster, "Data-parallel training across nodes"),
+    3: (scale_splits, "(tp, pp, dp) explorer"),
+    4: (scale_allreduce, "All-reduce bus bandwidth"),
+}
 
 
 def render() -> None:
     st.title("Scale out")
     # Only the open tab is computed (the tab is in the URL, so Streamlit tracks which one is open).
-    training, serving = st.tabs(TABS, key="scale_tab", bind="query-params")
+    tabs = st.tabs(TABS, key="scale_tab", bind="query-params")
+    training, serving = tabs[:2]
+    cluster = next((index for index in CLUSTER_TABS if tabs[index].open), None)
     with layout.controls():
-        if serving.open:
+        if cluster is not None:
+            module, heading = CLUSTER_TABS[cluster]
+            st.subheader(heading)
+            settings = module.controls()
+        elif serving.open:
             st.subheader("Batching")
             model = _model("serve_model", "resnet50")
             gpu = processor_picker("GPU", "serve_gpu", kind="gpu", default="t4")
         else:
             st.subheader("Data-parallel training")
             choices = _training_controls()
-    if serving.open:
+    if cluster is not None:
+        with tabs[cluster]:
+            module.view(settings)
+    elif serving.open:
         with serving:
             if gpu is not None:
                 _serving(model, gpu)

@@ -1,0 +1,111 @@
+"""All-reduce bus bandwidth: ring against tree, from a kilobyte to gigabytes, as nccl-tests reports it.
+
+A ring passes the buffer around every GPU in pieces: each link carries almost the whole buffer
+twice, so large buffers reach the links' bandwidth, but a small one pays 2(n-1) hops of latency.
+A tree reduces up and broadcasts down in log(n) hops: far fewer latencies, and (over several
+nodes) a little more of the NICs used. The *bus bandwidth* (``all_reduce_perf``'s busbw) makes
+both comparable with the hardware: algorithm bandwidth times 2(n-1)/n. ``auto`` takes whichever
+``parsim.predict`` says is faster, as NCCL's tuner does.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas
+import streamlit as st
+
+from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on
+from parsim.app.widgets import cached_png, csv_download, show_png
+from parsim.errors import ParsimError
+from parsim.plots.lines import sweep_lines
+from parsim.units import seconds, si
+
+SIZES = tuple(2**i for i in range(10, 34))  # 1 KiB .. 8 GiB, as all_reduce_perf -b 1K -e 8G -f 2
+ALGORITHMS = ("ring", "tree", "auto")
+
+
+def size_label(nbytes: int) -> str:
+    return si(nbytes, "B")
+
+
+class Settings(NamedTuple):
+    cluster: tuple[str, str]  # (cluster id, NIC id)
+    nodes: int
+    nbytes: int
+
+
+def controls() -> Settings:
+    source, nodes = cluster_picker("ar", 16)
+    size = st.select_slider(
+        "buffer size",
+        SIZES,
+        value=2**27,
+        format_func=size_label,
+        key="ar_bytes",
+        bind="query-params",
+    )
+    return Settings(source, nodes, int(size))
+
+
+def params(nbytes: int, algorithm: str, nodes: int) -> tuple:
+    return tuple(sorted({"bytes": float(nbytes), "algorithm": algorithm, "nodes": nodes}.items()))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def sweep(nodes: int, cluster: tuple[str, str]) -> pandas.DataFrame:
+    """Every buffer size by every algorithm: bus bandwidth and time (one row per size)."""
+    rows = []
+    for nbytes in SIZES:
+        row = {"bytes": nbytes}
+        for algorithm in ALGORITHMS:
+            metrics = predict_on("allreduce", params(nbytes, algorithm, nodes), cluster).metrics
+            row[f"{algorithm}_busbw_Bps"] = metrics["bus_bandwidth_Bps"]
+            row[f"{algorithm}_s"] = metrics["collective_s"]
+        # which of the two auto took, as the prediction's own figures say (equal bus bandwidth)
+        row["auto_takes"] = "tree" if row["auto_busbw_Bps"] == row["tree_busbw_Bps"] else "ring"
+        rows.append(row)
+    return pandas.DataFrame(rows)
+
+
+COLUMNS = {
+    "bytes": st.column_config.NumberColumn("buffer (B)", format="%d"),
+    **{
+        f"{a}_busbw_Bps": st.column_config.NumberColumn(f"{a} bus bandwidth", format="%.4g B/s")
+        for a in ALGORITHMS
+    },
+    **{f"{a}_s": st.column_config.NumberColumn(f"{a} time", format="%.4g s") for a in ALGORITHMS},
+    "auto_takes": st.column_config.TextColumn("auto takes"),
+}
+
+
+def view(settings: Settings) -> None:
+    source, nodes, nbytes = settings
+    spec = cluster_of(source)
+    try:
+        chosen = {a: predict_on("allreduce", params(nbytes, a, nodes), source) for a in ALGORITHMS}
+        frame = sweep(nodes, source)
+    except ParsimError as exc:
+        st.error(str(exc))
+        return
+    columns = st.columns(3)
+    for column, algorithm in zip(columns, ALGORITHMS, strict=True):
+        metrics = chosen[algorithm].metrics
+        column.metric(
+            f"{algorithm}: bus bandwidth",
+            si(metrics["bus_bandwidth_Bps"], "B/s"),
+            border=True,
+            help=f"the all-reduce of {size_label(nbytes)} takes {seconds(metrics['collective_s'])}",
+        )
+    for note in chosen["auto"].notes:
+        st.caption(f"auto at {size_label(nbytes)}: {note}")
+    # auto is one of the two at every size: drawn as a third line it would hide the one it takes
+    series = {a: (frame["bytes"].tolist(), frame[f"{a}_busbw_Bps"].tolist()) for a in ("ring", "tree")}
+    title = (
+        f"all-reduce over {nodes} x {spec.gpus_per_node} GPUs of {spec.id} ({spec.network.nic.id}): "
+        "bus bandwidth (auto takes the higher)"
+    )
+    png = cached_png(sweep_lines, series, "bytes", "bytes_per_s", (), title, True, True)
+    show_png(png, "allreduce-busbw", key="ar_png")
+    st.dataframe(frame, hide_index=True, key="ar_table", column_config=COLUMNS)
+    csv_download(frame, "allreduce-busbw", key="ar_csv")

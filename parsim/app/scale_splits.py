@@ -1,0 +1,203 @@
+"""The (tp, pp, dp) explorer: which way of cutting a cluster trains a language model fastest.
+
+A model too large for one GPU is cut three ways at once, like a book copied by many scribes:
+each page split between scribes at one desk (tensor parallelism, inside a node), the chapters
+passed along a row of desks (pipeline stages), and whole rows copying other volumes side by side
+(data-parallel replicas). ``parsim.splits.split_table`` tries every cut of the cluster's GPUs,
+refuses those that do not fit in memory and predicts the rest; this tab shows its rows, the
+fastest marked, and for the chosen split its figures and its pipeline timeline.
+
+Predicting every split takes seconds to tens of seconds (all cores), so it runs on a button;
+the settings a user has already explored stay found for the session.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas
+import streamlit as st
+
+from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on, step_timeline
+from parsim.app.widgets import csv_download
+from parsim.errors import ParsimError
+from parsim.splits import SplitRow, split_table
+from parsim.units import gib, si
+from parsim.workloads.registry import llm_names
+
+FOUND = "split_found"  # the settings whose table was asked for in this session
+CHOICE = "split_choice"
+
+
+class Settings(NamedTuple):
+    cluster: tuple[str, str]  # (cluster id, NIC id)
+    params: tuple  # network parameters without tp, pp, microbatches (sorted pairs)
+    micro_batch: int
+
+
+def controls() -> Settings:
+    names = llm_names()
+    model = st.selectbox(
+        "language model", names, index=names.index("megatron-7.5b"), key="split_model", bind="query-params"
+    )
+    source, nodes = cluster_picker("split", 8)
+    batch = st.number_input(
+        "global batch (sequences)",
+        min_value=1,
+        max_value=65536,
+        value=128,
+        key="split_batch",
+        bind="query-params",
+    )
+    micro = st.number_input(
+        "micro-batch size",
+        min_value=1,
+        max_value=64,
+        value=1,
+        key="split_micro",
+        help="sequences per micro-batch; each replica's share of the batch is cut into these",
+        bind="query-params",
+    )
+    recompute = st.selectbox(
+        "recompute",
+        ["selective", "none", "full"],
+        key="split_recompute",
+        help="activations recomputed in the backward pass instead of kept (Korthikanti et al.)",
+        bind="query-params",
+    )
+    dtype = st.selectbox("dtype", ["bfloat16", "float16", "float32"], key="split_dtype", bind="query-params")
+    params = {
+        "model": model,
+        "batch": int(batch),
+        "nodes": nodes,
+        "recompute": recompute,
+        "dtype": dtype,
+        "optimizer": "adam",
+    }
+    return Settings(source, tuple(sorted(params.items())), int(micro))
+
+
+def split_name(row: SplitRow) -> str:
+    return f"tp {row.tp} x pp {row.pp} x dp {row.dp}"
+
+
+def table(rows: tuple[SplitRow, ...]) -> pandas.DataFrame:
+    return pandas.DataFrame(
+        [
+            {
+                "split": split_name(row),
+                "tp": row.tp,
+                "pp": row.pp,
+                "dp": row.dp,
+                "microbatches": row.microbatches,
+                "memory_GiB": row.memory_per_gpu_B / 2**30,
+                "fits": "yes" if row.fits else "does not fit",
+                "step_s": row.step_s,
+                "tokens_per_s": row.tokens_per_s,
+                "tflops_per_gpu": row.tflops_per_gpu,
+                "mfu": row.mfu,
+                "idle_share": row.idle_share,
+                "fastest": row.fastest,
+            }
+            for row in rows
+        ]
+    )
+
+
+COLUMNS = {
+    "microbatches": st.column_config.NumberColumn("micro-batches", format="%d"),
+    "fits": st.column_config.TextColumn("fits", width="medium"),
+    "memory_GiB": st.column_config.NumberColumn("memory per GPU", format="%.1f GiB"),
+    "step_s": st.column_config.NumberColumn("step", format="%.3f s"),
+    "tokens_per_s": st.column_config.NumberColumn("tokens/s", format="%.0f"),
+    "tflops_per_gpu": st.column_config.NumberColumn("TFLOP/s per GPU", format="%.1f"),
+    "mfu": st.column_config.NumberColumn("MFU", format="percent"),
+    "idle_share": st.column_config.NumberColumn("idle", format="percent"),
+    "fastest": st.column_config.CheckboxColumn("fastest"),
+}
+
+
+def _highlight(row: pandas.Series) -> list[str]:
+    if row["fastest"]:
+        return ["background-color: rgba(33, 195, 84, 0.25); font-weight: bold"] * len(row)
+    if row["fits"] != "yes":
+        return ["color: grey"] * len(row)
+    return [""] * len(row)
+
+
+def view(settings: Settings) -> None:
+    source, params, micro = settings
+    spec = cluster_of(source)
+    wanted = (params, source, micro)
+    found = st.session_state.setdefault(FOUND, [])
+    gpus = dict(params)["nodes"] * spec.gpus_per_node
+    pressed = st.button("Find the fastest split", key="split_find", type="primary", icon=":material/search:")
+    if pressed and wanted not in found:
+        found.append(wanted)
+    if wanted not in found:
+        st.info(f"Press the button to predict every (tp, pp, dp) split of {gpus:,} GPUs.")
+        return
+    try:
+        with st.spinner(f"predicting every split of {gpus:,} GPUs"):
+            rows = split_table(dict(params), spec, micro_batch=micro)
+    except ParsimError as exc:
+        st.error(str(exc))
+        return
+    frame = table(rows)
+    fitting = [row for row in rows if row.fits]
+    st.caption(
+        f"{len(rows)} splits of {gpus:,} GPUs; {len(rows) - len(fitting)} do not fit in "
+        f"{spec.device}'s memory; the fastest is highlighted."
+    )
+    st.dataframe(
+        frame.style.apply(_highlight, axis=1),
+        hide_index=True,
+        key="split_table",
+        column_config=COLUMNS,
+        column_order=[c for c in frame.columns if c not in ("tp", "pp", "dp")],
+    )
+    csv_download(frame, "splits", key="split_csv")
+    if not fitting:
+        st.error("No split fits in memory: more nodes, a smaller micro-batch or full recompute may.")
+        return
+    _chosen(fitting, wanted, params, source)
+
+
+def _chosen(fitting: list[SplitRow], wanted: tuple, params: tuple, source: tuple[str, str]) -> None:
+    """The chosen split's figures and pipeline timeline (the fastest until another is chosen)."""
+    names = [split_name(row) for row in fitting]
+    fastest = next((split_name(row) for row in fitting if row.fastest), names[0])
+    if st.session_state.get(f"{CHOICE}_for") != wanted or st.session_state.get(CHOICE) not in names:
+        st.session_state[CHOICE] = fastest  # new settings: start from their fastest split
+        st.session_state[f"{CHOICE}_for"] = wanted
+    name = st.selectbox(
+        "split", names, key=CHOICE, format_func=lambda n: f"{n} (fastest)" if n == fastest else n
+    )
+    row = fitting[names.index(name)]
+    split = {"train": True, "tp": row.tp, "pp": row.pp, "microbatches": row.microbatches}
+    chosen = tuple(sorted({**dict(params), **split}.items()))
+    try:
+        step = predict_on("network", chosen, source)
+    except ParsimError as exc:
+        st.error(str(exc))
+        return
+    metrics = step.metrics
+    columns = st.columns(4)
+    columns[0].metric("tokens/s", si(metrics["tokens_per_s"]), border=True)
+    columns[1].metric("TFLOP/s per GPU", f"{metrics['tflops_per_gpu']:.1f}", border=True)
+    columns[2].metric("MFU", f"{metrics['mfu']:.1%}", border=True, help="model FLOPs over the peak")
+    columns[3].metric("memory per GPU", gib(metrics["memory_per_gpu_B"]), border=True)
+    shares = pandas.DataFrame(
+        {
+            "where the step goes": ["compute", "tensor-parallel", "data-parallel", "idle (bubble, waits)"],
+            "share": [metrics[k] for k in ("compute_share", "tp_comm_share", "dp_comm_share", "idle_share")],
+        }
+    )
+    st.dataframe(
+        shares,
+        hide_index=True,
+        key="split_shares",
+        column_config={"share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},
+    )
+    title = f"{dict(params)['model']}: {name}, {row.microbatches} micro-batches, one step"
+    step_timeline("network", chosen, source, title, "split_step")
