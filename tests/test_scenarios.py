@@ -1,6 +1,7 @@
 """Scenario files: each shipped lesson loads, runs and plots; bad files get one clear line."""
 
 import functools
+import math
 from pathlib import Path
 
 import pandas
@@ -10,7 +11,8 @@ import parsim
 from parsim import plots
 from parsim.errors import ParsimError
 from parsim.hardware import registry
-from parsim.predict import predict
+from parsim.model.collectives import collective
+from parsim.predict import make_workload, predict
 from parsim.scenarios import (
     case_labels,
     load_scenario,
@@ -412,8 +414,267 @@ def claims_llm_70b_gpus():
     assert [p.bottleneck for p in h100[:2]] == ["compute", "compute"]  # the prefill's
 
 
+def _ddp_phases(p) -> tuple[float, float, float, float]:
+    """GPU 0's backward pass (start, end), its first all-reduce's start, and the all-reduce time."""
+    gpu0 = [e for e in p.trace if e.resource.on_gpu and e.resource.device == 0 and e.resource.kind == "cores"]
+    backward = [e for e in gpu0 if "bwd" in e.label]
+    reduces = [e for e in p.trace if e.label.startswith("all-reduce") and e.resource.device == 0]
+    return (
+        min(e.start_s for e in backward),
+        max(e.end_s for e in backward),
+        min(e.start_s for e in reduces),
+        _union_s(reduces),
+    )
+
+
+def claims_cluster_allreduce_overlap():
+    result = lesson("cluster_allreduce_overlap")
+    assert [r.value for r in result.series(result.labels[0])] == [1, 2, 8, 64]
+    dgx, dgx_after, roce, roce_after, eth, eth_after = by_label("cluster_allreduce_overlap").values()
+    ms = {
+        name: [round(p.latency_s * 1e3, 1) for p in series]
+        for name, series in (
+            ("dgx", dgx),
+            ("dgx_after", dgx_after),
+            ("roce", roce),
+            ("roce_after", roce_after),
+            ("eth", eth),
+            ("eth_after", eth_after),
+        )
+    }
+    # 25.6 M gradients summed in float32: 102 MB in 4 buckets
+    first = dgx[1]
+    step = make_workload("data_parallel", {**first.params, "gpus": 8})
+    reduces = [op for op in step.ops if getattr(op, "kind", None) == "all_reduce"]
+    assert len(reduces) == 4
+    assert sum(op.nbytes for op in reduces) == 4 * 25_557_032 == pytest.approx(102e6, rel=0.005)
+    # backward 33.5 ms, the first bucket ready 2.5 ms into it: 31 ms can hide
+    start, end, first_reduce, _ = _ddp_phases(first)
+    assert (end - start) * 1e3 == pytest.approx(33.5, abs=0.05)
+    assert (first_reduce - start) * 1e3 == pytest.approx(2.5, abs=0.05)
+    assert (end - first_reduce) * 1e3 == pytest.approx(31, abs=0.1)
+    # 1 node: NVLink only, 0.9 ms; 60.5 ms with overlap and 61.3 ms without, on every cluster
+    assert _ddp_phases(dgx[0])[3] * 1e3 == pytest.approx(0.9, abs=0.02)
+    for name in ("dgx", "roce", "eth"):
+        assert ms[name][0] == 60.5 and ms[f"{name}_after"][0] == 61.3
+    # DGX A100: 1.3 ms across 2 nodes, hidden (60.6 ms; 61.6 ms after backward)
+    assert _ddp_phases(dgx[1])[3] * 1e3 == pytest.approx(1.3, abs=0.05)
+    assert ms["dgx"][1] == 60.6 and ms["dgx_after"][1] == 61.6
+    # 100 Gb/s RoCE: 17.5 ms of all-reduce; 63.4 ms overlapped (the last bucket shows), 77.9 ms after
+    roce_s = _ddp_phases(roce[1])[3] * 1e3
+    assert roce_s == pytest.approx(17.5, abs=0.05)
+    assert ms["roce"][1] == 63.4 and ms["roce_after"][1] == 77.9
+    assert ms["roce_after"][1] - ms["roce"][0] == pytest.approx(roce_s, abs=0.2)  # all of it shows
+    last = [e for e in roce[1].trace if e.label.startswith("all-reduce bucket 3") and e.resource.device == 0]
+    assert min(e.start_s for e in last) >= _ddp_phases(roce[1])[1] - 1e-9  # ready when backward ends
+    assert roce[1].latency_s - _ddp_phases(roce[1])[1] == pytest.approx(
+        max(e.end_s for e in last) - min(e.start_s for e in last), abs=0.4e-3
+    )
+    # 25 Gb/s Ethernet: 71 ms, twice the backward pass; 100.8 ms (131.8 ms after): waiting 40 %
+    eth_s, (start, end, first_reduce, _) = _ddp_phases(eth[1])[3] * 1e3, _ddp_phases(eth[1])
+    assert eth_s == pytest.approx(71, abs=0.5)
+    assert eth_s / ((end - start) * 1e3) == pytest.approx(2, abs=0.15)
+    assert ms["eth"][1] == 100.8 and ms["eth_after"][1] == 131.8
+    hidden = eth_s - (ms["eth"][1] - end * 1e3)
+    assert hidden == pytest.approx(31, abs=0.5)
+    assert (ms["eth"][1] - ms["eth"][0]) / ms["eth"][1] == pytest.approx(0.40, abs=0.005)
+    assert eth[1].bottleneck == "transfer"
+    # more nodes change almost nothing: 64 nodes 60.7, 63.5, 103.7 ms; a tree from 8 nodes on
+    assert (ms["dgx"][-1], ms["roce"][-1], ms["eth"][-1]) == (60.7, 63.5, 103.7)
+    for series in ms.values():
+        assert max(series[1:]) - min(series[1:]) < 0.03 * min(series[1:])
+    for cluster in (
+        "dgx-a100",
+        SCENARIOS / "hardware/a100_100g_roce.toml",
+        SCENARIOS / "hardware/a100_25gbe.toml",
+    ):
+        for nodes in (8, 64):
+            system = registry.cluster_system(registry.cluster(cluster), nodes)
+            assert collective(system, "all_reduce", 25 * 2**20).algorithm == "tree"
+    assert result.crossovers() == []
+
+
+def claims_cluster_ring_vs_tree():
+    result = lesson("cluster_ring_vs_tree")
+    nodes = [r.value for r in result.series("ring, 1 GB")]
+    assert nodes[0] == 1 and nodes[-1] == 4096
+    at = {n: i for i, n in enumerate(nodes)}
+    ring_gb, tree_gb, ring_mb, tree_mb = by_label("cluster_ring_vs_tree").values()
+    spec = registry.cluster("dgx-a100")
+    assert spec.network.nic.latency_s == 5e-6  # 5 us per hop between nodes
+    assert spec.network.gpu_share_Bps(8) * 8 == pytest.approx(192e9)  # eight cards, 192 GB/s per node
+    assert ring_gb[-1].metrics["ranks"] == 32_768
+
+    def ms(p):
+        return p.latency_s * 1e3
+
+    def busbw(p):
+        return p.metrics["bus_bandwidth_Bps"] / 1e9
+
+    # 1 GB, 1 node: ring 7.3 ms (239 GB/s), tree 8.4 ms
+    assert ms(ring_gb[0]) == pytest.approx(7.3, abs=0.05) and busbw(ring_gb[0]) == pytest.approx(239, abs=1)
+    assert ms(tree_gb[0]) == pytest.approx(8.4, abs=0.05)
+    # 2 nodes: ring 9.9 ms against the tree's 10.5
+    assert ms(ring_gb[at[2]]) == pytest.approx(9.9, abs=0.05)
+    assert ms(tree_gb[at[2]]) == pytest.approx(10.5, abs=0.05)
+    ring_share = 2 * (16 - 1) / 16  # what each GPU sends on 2 nodes, in buffers
+    assert ring_share == pytest.approx(1.9, abs=0.05)
+    # the tree wins from 8 nodes and stays at 10.5 to 10.6 ms (189 GB/s) up to 4,096 nodes
+    assert result.crossovers() == [(8, "tree, 1 GB", "ring, 1 GB")]
+    assert all(10.45 <= ms(p) < 10.65 for p in tree_gb[1:])
+    assert busbw(tree_gb[-1]) == pytest.approx(189, abs=1)
+    # the ring's latency: 15.5 ms on 64 nodes, 51 on 512, 338 on 4,096 (5.9 GB/s)
+    assert ms(ring_gb[at[64]]) == pytest.approx(15.5, abs=0.05)
+    assert ms(ring_gb[at[512]]) == pytest.approx(51, abs=0.5)
+    assert ms(ring_gb[-1]) == pytest.approx(338, abs=0.5)
+    assert busbw(ring_gb[-1]) == pytest.approx(5.9, abs=0.05)
+    # 1 MB: the tree wins from 2 nodes (0.068 ms against 0.165 ms)
+    assert ms(tree_mb[at[2]]) == pytest.approx(0.068, abs=0.0005)
+    assert ms(ring_mb[at[2]]) == pytest.approx(0.165, abs=0.0005)
+    assert all(t.latency_s < r.latency_s for t, r in zip(tree_mb[1:], ring_mb[1:], strict=True))
+    # 4,096 nodes: the ring's 65,534 steps of 5 us take 328 ms; the tree's 12 levels 0.16 ms, 0.18 in all
+    system = registry.cluster_system(spec, 4096)
+    ring = collective(system, "all_reduce", 1e6, algorithm="ring")
+    tree = collective(system, "all_reduce", 1e6, algorithm="tree")
+    assert ring.latency_s == pytest.approx(65_534 * 5e-6)
+    assert ms(ring_mb[-1]) == pytest.approx(328, abs=0.5)
+    assert ms(ring_mb[-1]) == pytest.approx(ms(ring_gb[-1]), rel=0.04)  # as long as for 1 GB
+    assert math.ceil(math.log2(4096)) == 12
+    assert tree.latency_s * 1e3 == pytest.approx(0.16, abs=0.005)
+    assert ms(tree_mb[-1]) == pytest.approx(0.18, abs=0.005)
+    # from 256 nodes on, a 1 MB ring takes longer than a 1 GB tree (not yet at 128)
+    assert ring_mb[at[128]].latency_s < tree_gb[at[128]].latency_s
+    assert all(r.latency_s > t.latency_s for r, t in zip(ring_mb[at[256] :], tree_gb[at[256] :], strict=True))
+    # auto takes the faster: the lower of each pair
+    for n in (1, 2, 8, 4096):
+        for size, pair in ((1e9, (ring_gb, tree_gb)), (1e6, (ring_mb, tree_mb))):
+            auto = predict("allreduce", {"bytes": size, "nodes": n}, cluster="dgx-a100")
+            assert auto.latency_s == pytest.approx(min(p[at[n]].latency_s for p in pair), rel=1e-9)
+
+
+def claims_cluster_pipeline_bubble():
+    result = lesson("cluster_pipeline_bubble")
+    deep, shallow = by_label("cluster_pipeline_bubble").values()
+    micro = [r.value for r in result.series(result.labels[0])]
+    assert micro == [16, 24, 32, 48, 96]
+    at = {m: i for i, m in enumerate(micro)}
+    for series, p, d in ((deep, 16, 8), (shallow, 8, 16)):
+        for m, x in zip(micro, series, strict=True):
+            assert (x.metrics["tp"], x.metrics["pp"], x.metrics["dp"]) == (8, p, d)
+            assert x.metrics["bubble_ideal"] == pytest.approx((p - 1) / (m + p - 1))
+            assert x.metrics["idle_share"] >= x.metrics["bubble_ideal"] - 0.005
+            assert x.metrics["micro_batch"] == 1536 / d / m
+        steps = [x.latency_s for x in series]
+        assert steps == sorted(steps, reverse=True)
+    assert deep[0].gpus == 1024 and deep[0].metrics["tokens_per_s"] * deep[0].latency_s == pytest.approx(
+        1536 * 2048
+    )
+    # 16 stages, 16 micro-batches: bubble 48 %, idle 49 %, 41.8 s, 104 TFLOP/s (a third of 312)
+    first = deep[0].metrics
+    assert first["bubble_ideal"] == pytest.approx(0.48, abs=0.005)
+    assert first["idle_share"] == pytest.approx(0.49, abs=0.005)
+    assert first["step_s"] == pytest.approx(41.8, abs=0.05)
+    assert first["tflops_per_gpu"] == pytest.approx(104, abs=0.5)
+    peak = dict(registry.processor("a100-80gb").matrix_flops_per_s)["float16"]
+    assert peak == pytest.approx(312e12) and first["tflops_per_gpu"] * 1e12 / peak == pytest.approx(
+        1 / 3, abs=0.01
+    )
+    # 96 micro-batches of 2: bubble 13.5 %, 26.8 s, 163 TFLOP/s, idle 16.6 %; the computing 5 % longer
+    last = deep[at[96]].metrics
+    assert last["micro_batch"] == 2
+    assert last["bubble_ideal"] == pytest.approx(0.135, abs=0.0005)
+    assert last["step_s"] == pytest.approx(26.8, abs=0.05)
+    assert last["tflops_per_gpu"] == pytest.approx(163, abs=0.5)
+    assert last["idle_share"] == pytest.approx(0.166, abs=0.0005)
+    computing = [x.metrics["compute_share"] * x.latency_s for x in (deep[0], deep[at[96]])]
+    assert computing[1] / computing[0] == pytest.approx(1.05, abs=0.005)
+    # 8 stages: 30 % at 16 micro-batches, 31.6 s, 1.32 times faster; 96 of one sequence: 26.2 s, 8.4 % (6.8)
+    assert shallow[0].metrics["bubble_ideal"] == pytest.approx(0.30, abs=0.005)
+    assert shallow[0].metrics["step_s"] == pytest.approx(31.6, abs=0.05)
+    assert deep[0].latency_s / shallow[0].latency_s == pytest.approx(1.32, abs=0.005)
+    end = shallow[at[96]].metrics
+    assert end["micro_batch"] == 1
+    assert end["step_s"] == pytest.approx(26.2, abs=0.05)
+    assert end["idle_share"] == pytest.approx(0.084, abs=0.0005)
+    assert end["bubble_ideal"] == pytest.approx(0.068, abs=0.0005)
+    # fewer than 16 micro-batches do not fit on 8 stages: 12 need 82.9 GiB
+    with pytest.raises(ParsimError, match=r"needs 82\.9 GiB per GPU with tp=8 pp=8"):
+        predict("network", {**dict(shallow[0].params), "microbatches": 12}, cluster="dgx-a100")
+    # within 2 % at 96; the data-parallel share 3.3 % against 1.5 %
+    assert deep[at[96]].latency_s / shallow[at[96]].latency_s == pytest.approx(1.02, abs=0.005)
+    assert end["dp_comm_share"] == pytest.approx(0.033, abs=0.0005)
+    assert last["dp_comm_share"] == pytest.approx(0.015, abs=0.0005)
+
+
+def claims_cluster_amdahl_gustafson():
+    result = lesson("cluster_amdahl_gustafson")
+    strong, weak = by_label("cluster_amdahl_gustafson").values()
+    nodes = [r.value for r in result.series(result.labels[0])]
+    assert nodes == [1, 2, 4, 8, 16, 32, 64, 128]
+    at = {n: i for i, n in enumerate(nodes)}
+    assert strong[-1].gpus == weak[-1].gpus == 1024
+    # both start from the same step: 1,024 images per GPU on one node, 484 ms
+    assert round(strong[0].latency_s * 1e3) == round(weak[0].latency_s * 1e3) == 484
+    # strong: 60.6 ms and 58.8 x at 8 nodes, 120 x at 16, then 30.8 ms and 121 x on 32, 64, 128 nodes
+    assert strong[at[8]].latency_s * 1e3 == pytest.approx(60.6, abs=0.05)
+    assert strong[at[8]].metrics["speedup"] == pytest.approx(58.8, abs=0.05)
+    assert round(strong[at[16]].metrics["speedup"]) == 120
+    for p in strong[at[32] :]:
+        assert p.latency_s * 1e3 == pytest.approx(30.8, abs=0.1)
+        assert round(p.metrics["speedup"]) == 121
+        assert p.bottleneck == "overhead"
+    assert [p.bottleneck for p in strong[: at[16] + 1]] == ["memory"] * 5
+    # the host: 29.2 ms per step launching 513 operations per GPU (57 us apiece); a GPU computes 3 ms
+    end = strong[-1]
+    threads = {}
+    for e in end.trace:
+        if e.resource.kind == "thread":
+            threads.setdefault(e.resource.first, []).append(e)
+    launches = threads[1]
+    assert len(launches) == 513
+    assert sum(e.end_s - e.start_s for e in launches) * 1e3 == pytest.approx(29.2, abs=0.05)
+    assert sum(e.end_s - e.start_s for e in launches) / 513 * 1e6 == pytest.approx(57, abs=0.5)
+    gpu0 = [
+        e for e in end.trace if e.resource.on_gpu and e.resource.device == 0 and e.resource.kind == "cores"
+    ]
+    assert sum(e.end_s - e.start_s for e in gpu0) * 1e3 == pytest.approx(3, abs=0.15)
+    # Amdahl's serial fraction there: 0.73 %, a cap of 137 times
+    serial = end.metrics["serial_fraction"]
+    assert serial == pytest.approx(0.0073, abs=0.00005)
+    assert round(1 / serial) == 137
+    # weak: 484 ms at every size, a million images, 945 x, 92.3 % efficient everywhere
+    for p in weak:
+        assert round(p.latency_s * 1e3) == 484
+        assert p.metrics["efficiency"] == pytest.approx(0.923, abs=0.001)
+    assert 1024 * 1024 == 1_048_576  # the global batch at 128 nodes
+    assert round(weak[-1].metrics["speedup"]) == 945
+    # lost inside each node: the 8 GPUs share PCIe switches for their input copies
+    copies = [
+        [e for e in p.trace if e.label == "h2d input" and e.resource.device == 0]
+        for p in (
+            weak[0],
+            predict(
+                "network",
+                {"model": "resnet50", "batch": 1024, "dtype": "float16", "train": True},
+                device="a100-80gb",
+            ),
+        )
+    ]
+    shared, alone = (sum(e.end_s - e.start_s for e in c) for c in copies)
+    assert shared > 3.5 * alone
+    # Gustafson: s = (N - S) / (N - 1) = 7.7 %, ten times 0.73 %, and a speed-up seven times 137
+    gustafson = (1024 - weak[-1].metrics["speedup"]) / 1023
+    assert gustafson == pytest.approx(0.077, abs=0.0005)
+    assert gustafson / serial == pytest.approx(10, abs=0.6)
+    assert weak[-1].metrics["speedup"] / (1 / serial) == pytest.approx(7, abs=0.15)
+
+
 CLAIMS = {
     "batching_latency_vs_throughput": claims_batching,
+    "cluster_allreduce_overlap": claims_cluster_allreduce_overlap,
+    "cluster_amdahl_gustafson": claims_cluster_amdahl_gustafson,
+    "cluster_pipeline_bubble": claims_cluster_pipeline_bubble,
+    "cluster_ring_vs_tree": claims_cluster_ring_vs_tree,
     "conv3x3": claims_conv3x3,
     "cpu_vs_gpu_training": claims_cpu_vs_gpu_training,
     "data_parallel_scaling": claims_data_parallel_scaling,

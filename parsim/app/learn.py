@@ -19,7 +19,8 @@ from parsim.errors import ParsimError
 from parsim.measure.backends import gpu_available
 from parsim.scenarios import load_scenario, scenario_paths
 
-# A course order: Flynn's taxonomy first, then data movement, then deep learning.
+# A course order: Flynn's taxonomy first, then data movement, then deep learning (clusters with
+# data parallelism; pipelines after the language models).
 ORDER = [
     "flynn_vector_add",
     "conv3x3",
@@ -30,6 +31,9 @@ ORDER = [
     "mlp_training",
     "cpu_vs_gpu_training",
     "data_parallel_scaling",
+    "cluster_amdahl_gustafson",
+    "cluster_allreduce_overlap",
+    "cluster_ring_vs_tree",
     "batching_latency_vs_throughput",
     "flash_attention",
     "gpt2_training_cpu_vs_gpu",
@@ -37,6 +41,7 @@ ORDER = [
     "llm_batching_decode",
     "llm_kv_cache",
     "llm_70b_gpus",
+    "cluster_pipeline_bubble",
 ]
 KEY = "learn_lesson"
 MEASURED = "learn_measured"  # session state: {stem: [rows]}
