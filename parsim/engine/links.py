@@ -8,7 +8,7 @@ pageable) bandwidth.
 
 For collectives every GPU has an outgoing port to its ring neighbour (NVLink, or PCIe
 peer-to-peer), and in a cluster the node's NICs carry them to the other nodes (the timeline's
-network row). The GPUs' collectives run on one communicator, which NCCL executes in order: they
+network row). A stream's collectives run on one communicator, which NCCL executes in order: they
 never overlap one another, so each takes exactly its closed form (``model.collectives``: ring or
 tree, inside a node or across nodes) — one timeout, not 2(G-1) x G sends, which keeps a step
 with hundreds of tensor-parallel all-reduces, or a bucketed gradient sync, fast.
@@ -60,7 +60,6 @@ class Links:
             self._uplinks.append({"h2d": h2d, "d2h": d2h})
         self._per_switch = system.gpus_per_switch
         self.ring_link = system.ring_link
-        self._communicators: dict[tuple[int, int], simpy.Resource] = {}
         self._nics: dict[int, FluidServer] = {}
 
     def copy(self, transfer: Transfer) -> Process:
@@ -85,29 +84,25 @@ class Links:
             )
 
     def all_reduce(self, op: AllReduce) -> Process:
-        """Process: wait for the op's communicator (NCCL runs one communicator's collectives in
-        order; each GPU's stream of collectives has its own), then the collective's closed form.
+        """Process: the collective's closed form. NCCL runs one communicator's collectives in
+        order; here each GPU stream's collectives are one communicator, and stream order already
+        serialises them.
 
         Between nodes the bandwidth part streams through the GPU's share of its node's NICs, a
         fluid server: a pipeline's sends and a data-parallel all-reduce of the same GPU share it.
         """
         if self.system.total_gpus == 1:
             return
-        key = (op.device, op.stream)
-        if key not in self._communicators:
-            self._communicators[key] = simpy.Resource(self.env, capacity=1)
         timing = op_timing(self.system, op)
         group = group_of(self.system, op)
-        with self._communicators[key].request() as turn:
-            yield turn
-            start = self.env.now
-            network = self.system.network
-            if group.nodes > 1 and network is not None:
-                share = network.gpu_share_Bps(self.system.gpus)
-                yield self.env.timeout(timing.latency_s)
-                yield self._nic(op.device, share).transfer(timing.bandwidth_s * share, share)
-            else:
-                yield self.env.timeout(timing.seconds)
+        start = self.env.now
+        network = self.system.network
+        if group.nodes > 1 and network is not None:
+            share = network.gpu_share_Bps(self.system.gpus)
+            yield self.env.timeout(timing.latency_s)
+            yield self._nic(op.device, share).transfer(timing.bandwidth_s * share, share)
+        else:
+            yield self.env.timeout(timing.seconds)
         rows = [resources.ring(self.system, g) for g in self._ring_rows(op)]
         if self.system.nodes > 1 and group.nodes > 1:
             rows.append(resources.network(self.system))  # the node's NICs carry it to the other nodes

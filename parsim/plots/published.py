@@ -26,6 +26,8 @@ UNITS = {
     "tokens_per_s_per_user": "tokens/s per user",
     "time_to_first_token_s": "time to first token",
     "time_per_output_token_s": "time per output token",
+    "bus_bandwidth_Bps": "nccl-tests bus bandwidth",
+    "megatron_tflops_per_gpu": "TFLOP/s per GPU (Megatron's count)",
 }
 """A legend label for each metric of ``parsim.published.METRICS`` (a test keeps them in step)."""
 
@@ -65,8 +67,12 @@ def published(data: dict, title: str = "Predicted vs published measurements") ->
         ax.set_ylim(min(0.5, min(ratios) / 1.2), max(2.0, max(ratios) * 1.2))
         plain_axis(ax.yaxis, "predicted / published")
         plain_axis(ax.xaxis, "rows, smallest published first")
+        points = summary.get("unit") == "points"  # scored in percentage points of efficiency
         mape = "-" if summary["mape"] is None else f"{summary['mape']:.1%}"
-        style_title(ax, f"{summary['what']}\n{summary['rows']} rows, MAPE {mape}", fontsize="medium")
+        if points and summary["mape"] is not None:
+            mape = f"{summary['mape'] * 100:.1f} points"
+        score = "mean error" if points else "MAPE"
+        style_title(ax, f"{summary['what']}\n{summary['rows']} rows, {score} {mape}", fontsize="medium")
         legend(ax, fontsize="x-small", loc="upper left")
         ax.grid(True, which="both", alpha=0.25)
     suptitle(fig, title)
