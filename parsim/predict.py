@@ -28,7 +28,7 @@ from parsim.model.modes import check_mode
 from parsim.prediction import Prediction
 from parsim.timeline import TraceEvent
 from parsim.units import gib
-from parsim.workloads.base import HOST, Kernel, Workload
+from parsim.workloads.base import HOST, Block, Kernel, Workload
 from parsim.workloads.multi import on_cpu, split_over_gpus
 from parsim.workloads.registry import WorkloadDef, capabilities, make_workload
 
@@ -265,25 +265,36 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
 def _layer_rows(
     workload: Workload, trace: tuple[TraceEvent, ...], chosen: dict[str, dict[str, str]]
 ) -> tuple[dict[str, object], ...]:
-    """Per-layer time (busy time of its ops on GPU 0 or the host), FLOPs, bytes and, for
-    convolutions, the library's algorithm per pass (``{"fwd": "winograd", ...}``)."""
+    """Per-layer time (busy time of its ops on GPU 0 or the host; a pipeline's rows on every
+    stage's GPU), FLOPs, bytes and, for convolutions, the library's algorithm per pass
+    (``{"fwd": "winograd", ...}``)."""
     if not workload.layers:
         return ()
+    every = workload.devices > 0  # a pipeline: each stage's row is its own GPU's
+
+    def counted(device: int) -> bool:
+        return every or device in (0, HOST)
+
     seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
     for event in trace:
         if (
             event.layer in seconds
             and not event.detail
-            and event.resource.device in (0, HOST)
+            and counted(event.resource.device)
             and event.resource.kind != "network"  # the same collective as GPU0's ring row
         ):
             seconds[event.layer] += event.duration_s
     flops = dict.fromkeys(seconds, 0.0)
     moved = dict.fromkeys(seconds, 0.0)
+    per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples
     for op in workload.ops:
-        if isinstance(op, Kernel) and op.layer in flops and op.device in (0, HOST):
+        if isinstance(op, Kernel) and op.layer in flops and counted(op.device):
             flops[op.layer] += op.flops
             moved[op.layer] += op.bytes
+        elif isinstance(op, Block) and op.layer in flops:
+            shape = per_shape.setdefault(id(op.kernels), (op.flops, op.bytes))
+            flops[op.layer] += shape[0]
+            moved[op.layer] += shape[1]
     return tuple(
         {
             "name": name,

@@ -87,6 +87,15 @@ def metric_texts(metrics: dict) -> list[tuple[str, str]]:
         "tokens_per_s_per_user": ("per user", lambda v: f"{v:.3g} tokens/s"),
         "kv_cache_bytes": ("KV cache", lambda v: units.si(v, "B")),
         "max_batch": ("max batch", str),
+        # a 3D-parallel step (Megatron-LM's figures)
+        "tflops_per_gpu": ("TFLOP/s/GPU", lambda v: f"{v:.0f} (recomputation included)"),
+        "mfu": ("MFU", lambda v: f"{v:.1%} (model FLOPs / peak)"),
+        "compute_share": ("compute", lambda v: f"{v:.0%} of each stage's GPU time"),
+        "tp_comm_share": ("tensor-par.", lambda v: f"{v:.0%} (all-reduces inside each pass)"),
+        "dp_comm_share": ("data-par.", lambda v: f"{v:.0%} (gradient all-reduce)"),
+        "idle_share": ("idle", lambda v: f"{v:.0%} (pipeline bubble, waits)"),
+        "bubble_ideal": ("1F1B bubble", lambda v: f"{v:.1%} = (p-1)/(m+p-1)"),
+        "memory_per_gpu_B": ("memory/GPU", units.gib),
         # collectives: what nccl-tests prints for the same buffer
         "collective_s": ("collective", units.seconds),
         "algorithm_bandwidth_Bps": ("algbw", lambda v: units.si(v, "B/s")),
