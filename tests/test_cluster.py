@@ -317,3 +317,12 @@ def test_zero_shards_optimizer_state_then_gradients_then_weights():
     assert set(kinds[0]) == {"all_reduce"}
     assert set(kinds[1]) == {"reduce_scatter", "all_gather"} and kinds[1].count("all_gather") == 1
     assert kinds[3].count("all_gather") == 2 * kinds[3].count("reduce_scatter")  # every bucket twice
+
+
+def test_measure_it_here_skips_cluster_lessons_and_says_why():
+    from parsim.app.measure_here import plan
+    from parsim.scenarios import load_scenario
+
+    planned, skipped = plan(load_scenario("scenarios/cluster_ring_vs_tree.toml"), None, gpu=False)
+    assert not planned
+    assert skipped and all("runs on a cluster" in line for line in skipped)

@@ -113,6 +113,11 @@ def plan(scenario, spec, gpu: bool) -> tuple[list[Planned], list[str]]:
     values = parse_values(scenario.sweep.values) if scenario.sweep else [None]
     for label, raw in zip(case_labels(scenario), scenario.cases, strict=True):
         case = resolve(scenario, raw)
+        if case.cluster is not None:
+            nodes = case.params.get("nodes", 1)
+            where = f"a cluster ({nodes} nodes or more)"
+            skipped.append(f"{label}: runs on {where}: nothing to measure on one machine")
+            continue
         on_gpu = registry.kind_of(case.device) == "gpu"
         backend, mode, why = "numpy", case.mode or "mimd+simd", ""
         if on_gpu and gpu and measurable(case.workload, "cupy"):

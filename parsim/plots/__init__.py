@@ -44,7 +44,7 @@ def scenario(result) -> Figure:
         if spec.plot == "scaling":
             return scaling(
                 result.labels,
-                [[r.value for r in s] for s in series],
+                [[r.prediction.gpus for r in s] for s in series],  # a sweep over nodes counts every GPU
                 [[r.prediction.metrics["speedup"] for r in s] for s in series],
                 [s[-1].prediction.metrics["serial_fraction"] for s in series],
                 spec.title,
