@@ -292,7 +292,9 @@ def _layer_rows(
             flops[op.layer] += op.flops
             moved[op.layer] += op.bytes
         elif isinstance(op, Block) and op.layer in flops:
-            shape = per_shape.setdefault(id(op.kernels), (op.flops, op.bytes))
+            if id(op.kernels) not in per_shape:
+                per_shape[id(op.kernels)] = (op.flops, op.bytes)
+            shape = per_shape[id(op.kernels)]
             flops[op.layer] += shape[0]
             moved[op.layer] += shape[1]
     return tuple(
