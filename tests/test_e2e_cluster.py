@@ -69,11 +69,22 @@ def test_the_explorer_finds_the_fastest_split(cluster_app):
     url, browser = cluster_app
     page = open_page(browser, f"{url}/scale?scale_tab=%28tp%2C+pp%2C+dp%29+explorer")
     try:
-        page.get_by_role("button", name="Find the fastest split").click()
-        page.get_by_text("the fastest is highlighted").first.wait_for(timeout=120_000)
+        page.get_by_text("Press the button").first.wait_for(timeout=60_000)  # the tab has rendered
+        wait_idle(page)
+        found = page.get_by_text("the fastest is highlighted").first
+        for attempt in range(2):  # a click landing in a rerun that was still starting can be lost
+            page.get_by_role("button", name="Find the fastest split").click()
+            try:
+                found.wait_for(timeout=60_000 * (attempt + 1))
+                break
+            except playwright.TimeoutError:
+                if attempt:
+                    raise
         wait_idle(page, timeout_s=120)
         no_exception(page)
-        page.get_by_text("TFLOP/s per GPU").first.wait_for(timeout=60_000)
+        # the chosen split's figures (the table's hidden header has the same words)
+        metric = page.locator("[data-testid='stMetricLabel']", has_text="TFLOP/s per GPU")
+        metric.first.wait_for(timeout=60_000)
         images_loaded(page, 1)  # the chosen split's pipeline timeline
         assert page.locator("[data-testid='stDataFrame']").count() >= 2  # the splits, the shares
     finally:
