@@ -326,3 +326,12 @@ def test_measure_it_here_skips_cluster_lessons_and_says_why():
     planned, skipped = plan(load_scenario("scenarios/cluster_ring_vs_tree.toml"), None, gpu=False)
     assert not planned
     assert skipped and all("runs on a cluster" in line for line in skipped)
+
+
+def test_a_cluster_steps_timeline_draws_its_network_row():
+    from parsim import plots
+
+    p = parsim.predict("data_parallel", {**DP, "nodes": 2}, cluster="dgx-a100")
+    figure = plots.timeline(p)
+    labels = [tick.get_text() for ax in figure.axes for tick in ax.get_yticklabels()]
+    assert any("network" in label for label in labels)

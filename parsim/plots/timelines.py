@@ -37,7 +37,8 @@ from parsim.workloads.base import HOST
 
 _WIDTH = 11  # inches; type is sized from it (legible_rc), so the figure reads when shrunk
 _LABEL = 16  # characters per line of a row label
-_ON_ONE_DEVICE = {"h2d": 1, "cores": 3, "memory": 5, "d2h": 6, "ring": 8}
+_ON_ONE_DEVICE = {"h2d": 1, "cores": 3, "memory": 5, "d2h": 6, "ring": 8, "network": 9}
+"""Where each row of a device sits; a cluster node's network row follows GPU0's ring."""
 
 
 def _row_order(resource: Resource) -> tuple:
