@@ -138,7 +138,9 @@ class Machine:
 
     def _wait(self, waits: list[simpy.Event]) -> Process:
         pending = [event for event in waits if not event.processed]
-        if pending:
+        if len(pending) == 1:  # one event needs no condition around it (a pipeline's passes)
+            yield pending[0]
+        elif pending:
             yield self.env.all_of(pending)
 
 
