@@ -21,6 +21,8 @@ Sources, abbreviated in the comments:
 - [DLPERF] Oneflow-Inc/DLPerf@c89430bac64f64caabb0445ff7eb80175641454c
   reports/dlperf_benchmark_test_report_v1.md: "4 Nodes with 8x Tesla V100-SXM2-16GB GPUs",
   "InfiniBand 100 Gb/sec (4X EDR)", one NIC (mlx5_0) per node.
+- [AWSP3] aws-samples/deep-learning-models issue #2 and the EC2 instance-type page: p3.16xlarge =
+  8x V100-SXM2-16GB joined by NVLink, 25 Gbps Ethernet (TCP, no RDMA).
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
 """
@@ -124,7 +126,17 @@ V100_1EDR = ClusterSpec(
     network=NetworkSpec(IB_EDR, nics_per_node=1),  # [DLPERF]
 )
 
+AWS_P3_25G = ClusterSpec(
+    id="aws-p3-25g",
+    name="AWS p3.16xlarge nodes (8x V100 SXM2 16GB, NVLink 2, 25 Gb/s Ethernet)",
+    device="v100-sxm2",  # [AWSP3]
+    gpus_per_node=8,
+    fabric="nvlink2",
+    host="xeon-e5-2630v3",
+    network=NetworkSpec(ETH_25G, nics_per_node=1),  # [AWSP3]
+)
+
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
-    c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR)
+    c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR, AWS_P3_25G)
 }
 """Cluster presets by id."""
