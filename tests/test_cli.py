@@ -142,7 +142,10 @@ def test_run_scenario_with_plot(cli, tmp_path):
         (["predict", "vector_add", "n=1", "--plot", "out.svg"], "must end in .png"),
         (["run", "nope.toml"], "no such scenario file"),
         (["hardware", "show", "h100"], "closest: "),
-        (["hardware", "list", "--kind", "tpu"], "'--kind' must be one of cpu, gpu, link, nic, cluster: 'tpu'"),
+        (
+            ["hardware", "list", "--kind", "tpu"],
+            "'--kind' must be one of cpu, gpu, link, nic, cluster: 'tpu'",
+        ),
     ],
 )
 def test_user_mistakes_exit_2_with_one_line(cli, args, expected):
