@@ -174,6 +174,8 @@ def _on_cluster(
         given = dict(params or {})
         if name in ("data_parallel", "network"):
             given.setdefault("gpus", spec.gpus_per_node)
+        if name == "data_parallel":
+            given.setdefault("sync", "ring")  # a cluster's GPUs sum gradients with NCCL, not on one host
         workload = make_workload(name, given)
     elif params:
         raise ParsimError("'params' only applies when the workload is given by name")

@@ -230,7 +230,7 @@ def test_a_collective_on_one_machine_uses_its_gpus():
             "must be 8, the GPUs of one dgx-a100 node",
         ),
         (
-            {"workload": "data_parallel", "params": {"nodes": 2}, "cluster": "dgx-a100"},
+            {"workload": "data_parallel", "params": {"nodes": 2, "sync": "host"}, "cluster": "dgx-a100"},
             "nodes > 1 and zero need sync=ring",
         ),
     ],
@@ -335,3 +335,14 @@ def test_a_cluster_steps_timeline_draws_its_network_row():
     figure = plots.timeline(p)
     labels = [tick.get_text() for ax in figure.axes for tick in ax.get_yticklabels()]
     assert any("network" in label for label in labels)
+
+
+def test_the_issues_command_runs_as_written():
+    # parsim predict data_parallel model=resnet50 batch=256 scaling=weak --cluster dgx-a100 nodes=128
+    p = parsim.predict(
+        "data_parallel",
+        {"model": "resnet50", "batch": 256, "scaling": "weak", "nodes": 128},
+        cluster="dgx-a100",
+    )
+    assert p.gpus == 1024 and dict(p.params)["sync"] == "ring"
+    assert 0.5 < p.metrics["efficiency"] <= 1.0
