@@ -117,6 +117,18 @@ COLUMNS = {
 }
 
 
+SHOWN = {
+    "memory_GiB": "{:.1f} GiB",
+    "step_s": "{:.3f} s",
+    "tokens_per_s": "{:,.0f}",
+    "tflops_per_gpu": "{:.1f}",
+    "mfu": "{:.1%}",
+    "idle_share": "{:.1%}",
+}
+"""How the styled table prints its numbers (a Styler's text wins over ``column_config`` formats);
+a split that does not fit shows a dash where it has no prediction."""
+
+
 def _highlight(row: pandas.Series) -> list[str]:
     if row["fastest"]:
         return ["background-color: rgba(33, 195, 84, 0.25); font-weight: bold"] * len(row)
@@ -150,7 +162,7 @@ def view(settings: Settings) -> None:
         f"{spec.device}'s memory; the fastest is highlighted."
     )
     st.dataframe(
-        frame.style.apply(_highlight, axis=1),
+        frame.style.apply(_highlight, axis=1).format(SHOWN, na_rep="-"),
         hide_index=True,
         key="split_table",
         column_config=COLUMNS,
