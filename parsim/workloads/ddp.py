@@ -34,7 +34,7 @@ MB = 1024 * 1024  # DDP's bucket_cap_mb counts mebibytes
 
 @attrs.frozen
 class GpuStep:
-    """One GPU's share of a step: its input copy, forward and backward kernels."""
+    """One GPU's share of a step: its input copy, forward and backward kernels (placed on that GPU)."""
 
     input_B: float
     forward: list[Kernel]
@@ -130,7 +130,7 @@ def ring_step(
                 if (when, b) in gathers and b not in gathered:
                     gathered.add(b)
                     needs = (gathers[when, b],)
-                index = add(attrs.evolve(kernel, device=g), needs)
+                index = add(kernel, needs)  # built for GPU g (``GpuStep``)
                 if when == "backward" and b >= 0:
                     done[kernel.layer] = index
         last_backward.append(done)
