@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -115,3 +116,18 @@ def explain(instance: Any, rules: dict[str, Validator], what: str) -> None:
             validate(instance, fields[name], getattr(instance, name))
     except ParsimError as exc:
         raise ParsimError(f"{what}: {exc}") from None
+
+
+_PRESET_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def preset_id(what: str) -> Validator:
+    """A part a hardware file names (a link, a cluster's GPU) is ``what``, a preset id, never a
+    path: a file read from anywhere (an upload to the app) must not make parsim open another file."""
+
+    def validate(instance: Any, attribute: Any, value: Any) -> None:
+        text(instance, attribute, value)
+        if not _PRESET_ID.fullmatch(value) or value.endswith(".toml"):
+            raise ParsimError(f"'{attribute.name}' must be {what}, not a file path")
+
+    return validate

@@ -83,7 +83,7 @@ def _table(
     room = system.gpu.memory.capacity_B - runtime_B(system, True)
     numerics = numerics_of(validated)
     rows = []
-    found = parallel3d.splits(config, {**validated, "microbatches": 1, "batch": validated["batch"]}, micro)
+    found = parallel3d.splits(config, {**validated, "microbatches": 1}, micro)
     if not found:
         raise ParsimError(
             f"splits: no split of {system.total_gpus} GPUs cuts a batch of {validated['batch']} into "

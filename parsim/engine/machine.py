@@ -112,6 +112,7 @@ class Machine:
     def _block(self, op: Block) -> Process:
         """A block holds its GPU for its kernels, then for its collectives (``model.blocks``)."""
         # a step's passes share a few kernel tuples: look each up once per simulation, by identity
+        # (the entry keeps the op, so the tuples it names stay alive and their ids unique)
         key = (id(op.kernels), id(op.collectives))
         if key not in self._block_times:
             self._block_times[key] = (

@@ -14,13 +14,10 @@ feels it (each leaf passes only one node's worth of ring edges up), trees and al
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import attrs
 
-from parsim.checks import BANDWIDTH, SECONDS, text, whole_within, within
-from parsim.errors import ParsimError, field_error
+from parsim.checks import BANDWIDTH, SECONDS, preset_id, text, whole_within, within
+from parsim.errors import field_error
 
 
 @attrs.frozen(cache_hash=True)
@@ -78,17 +75,7 @@ class NetworkSpec:
         return 1.0 if nodes <= self.nodes_per_leaf else 1.0 / self.oversubscription
 
 
-_PRESET_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-
-
-def _preset_id(instance: Any, attribute: Any, value: Any) -> None:
-    """A cluster names its parts by preset id, never by path: a cluster file read from anywhere
-    (an upload to the app) must not make parsim open another file."""
-    text(instance, attribute, value)
-    if not _PRESET_ID.fullmatch(value) or value.endswith(".toml"):
-        raise ParsimError(
-            f"'{attribute.name}' must be a preset id such as a100-80gb, not a file path: {value!r}"
-        )
+_part_id = preset_id("a preset id such as a100-80gb")
 
 
 @attrs.frozen(cache_hash=True)
@@ -111,11 +98,11 @@ class ClusterSpec:
 
     id: str = attrs.field(validator=text)
     name: str = attrs.field(validator=text)
-    device: str = attrs.field(validator=_preset_id)
+    device: str = attrs.field(validator=_part_id)
     gpus_per_node: int = attrs.field(validator=whole_within(1, 64))
-    fabric: str = attrs.field(validator=_preset_id)
-    host: str = attrs.field(validator=_preset_id)
+    fabric: str = attrs.field(validator=_part_id)
+    host: str = attrs.field(validator=_part_id)
     network: NetworkSpec
-    host_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_preset_id))
+    host_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_part_id))
     gpus_per_switch: int = attrs.field(default=4, validator=whole_within(1, 64))
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))

@@ -14,7 +14,6 @@ STREAM-like benchmark or a bandwidth test measures); datasheet peaks are kept be
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -30,7 +29,7 @@ from parsim.checks import (
     is_number,
     one_of,
     positive_int,
-    text,
+    preset_id,
     whole_within,
     within,
 )
@@ -45,15 +44,7 @@ def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> Non
             raise field_error(f"{attribute.name}.{key}", "in [1, 1e+19] /s", rate)
 
 
-def _preset_id(instance: Any, attribute: Any, value: Any) -> None:
-    """A link named inside a hardware file is a preset id, never a path: a file read from anywhere
-    (an upload to the app) must not make parsim open another file."""
-    text(instance, attribute, value)
-    if not _PRESET_ID.fullmatch(value) or value.endswith(".toml"):
-        raise ParsimError(f"'{attribute.name}' must be a link preset id such as pcie4-x16, not a file path")
-
-
-_PRESET_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_link_id = preset_id("a link preset id such as pcie4-x16")
 
 
 def _rate_table(instance: Any, attribute: Any, value: tuple[tuple[str, float], ...]) -> None:
@@ -226,8 +217,8 @@ class ProcessorSpec:
     matmul_tile: int = attrs.field(default=128, validator=whole_within(1, 65536))
     copy_engines: int = attrs.field(default=1, validator=whole_within(1, 64))
     max_gpus: int = attrs.field(default=8, validator=whole_within(1, 1024))
-    default_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_preset_id))
-    peer_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_preset_id))
+    default_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_link_id))
+    peer_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_link_id))
     sustained_clock_Hz: float | None = attrs.field(default=None, validator=attrs.validators.optional(CLOCK))
     vector_matmul_efficiency: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(fraction)

@@ -253,20 +253,21 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
     seq, m, p = params["seq"], lay.microbatches, lay.pp
     stages = _stages(config, lay, params, numerics)
     boundary_B = seq * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp  # scatter-gather
-    sequences: list[list[tuple[Op, list[tuple[str, int, int]]]]] = []
+    sequences: list[list[_Step]] = []
     for s, stage in enumerate(stages):
         crossing = lay.crosses_nodes(s)
-        ops: list[tuple[Op, list[tuple[str, int, int]]]] = []
+        ops: list[_Step] = []
         if s == 0:
             tokens = Transfer(
                 "h2d tokens", lay.micro_batch * m * seq * TOKEN_ID_B, "h2d", device=0, layer="data"
             )
-            ops.append((tokens, []))
+            ops.append((tokens, [], None))
         for kind, i in one_f_one_b(s, p, m):
             block = stage.forward if kind == "F" else stage.backward
             needs = [("sendF", s - 1, i)] if kind == "F" and s > 0 else []
             needs += [("sendB", s + 1, i)] if kind == "B" and s < p - 1 else []
-            ops.append((Block(f"{kind}{i}", block.kernels, block.collectives, s, 0, block.layer), needs))
+            passed = Block(f"{kind}{i}", block.kernels, block.collectives, s, 0, block.layer)
+            ops.append((passed, needs, (kind, s, i)))
             if (kind == "F" and s < p - 1) or (kind == "B" and s > 0):
                 peer = s + 1 if kind == "F" else s - 1
                 across = crossing if kind == "F" else lay.crosses_nodes(peer)
@@ -280,7 +281,7 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
                     ranks=2,
                     per_node=1 if across else 2,
                 )
-                ops.append((send, [(kind + "own", s, i)]))
+                ops.append((send, [(kind, s, i)], ("send" + kind, s, i)))
         sync = AllReduce(
             "gradient all-reduce",
             stage.grads_B,
@@ -290,8 +291,8 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
             ranks=lay.dp,
             per_node=lay.dp_per_node(),
         )
-        ops.append((sync, [("Blast", s, m - 1)]))
-        ops.append((stage.update, [("sync", s, 0)]))
+        ops.append((sync, [("B", s, m - 1)], ("sync", s, 0)))
+        ops.append((stage.update, [("sync", s, 0)], None))
         sequences.append(ops)
     ordered, deps = _topological(sequences)
     layers = tuple((f"stage {s}", "stage") for s in range(p)) + (("pipeline", "send"), ("dp sync", "sync"))
@@ -310,11 +311,15 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
     )
 
 
-def _topological(
-    sequences: list[list[tuple[Op, list[tuple[str, int, int]]]]],
-) -> tuple[list[Op], list[tuple[int, ...]]]:
+_Key = tuple[str, int, int]
+_Step = tuple[Op, list[_Key], _Key | None]
+"""An op of a stage's program, the keys of the ops it waits for, and the key others wait on it by
+(``("F", stage, micro-batch)``, ``("sendB", stage, micro-batch)``, ``("sync", stage, 0)``)."""
+
+
+def _topological(sequences: list[list[_Step]]) -> tuple[list[Op], list[tuple[int, ...]]]:
     """Merge the stages' programs into one issue order in which every op comes after what it waits for."""
-    placed: dict[tuple[str, int, int], int] = {}
+    placed: dict[_Key, int] = {}
     ordered: list[Op] = []
     deps: list[tuple[int, ...]] = []
     cursor = [0] * len(sequences)
@@ -323,42 +328,18 @@ def _topological(
         progressed = False
         for s, sequence in enumerate(sequences):
             while cursor[s] < len(sequence):
-                op, needs = sequence[cursor[s]]
-                keys = [_key(s, op, n) for n in needs]
-                if any(key not in placed for key in keys):
+                op, needs, provides = sequence[cursor[s]]
+                if any(key not in placed for key in needs):
                     break
-                deps.append(tuple(placed[key] for key in keys))
+                deps.append(tuple(placed[key] for key in needs))
                 ordered.append(op)
-                for key in _names(s, op):
-                    placed[key] = len(ordered) - 1
+                if provides is not None:
+                    placed[provides] = len(ordered) - 1
                 cursor[s] += 1
                 progressed = True
         if not progressed:  # a schedule bug, not a user mistake: say so
             raise RuntimeError("parsim: the pipeline schedule waits on itself")
     return ordered, deps
-
-
-def _key(stage: int, op: Op, need: tuple[str, int, int]) -> tuple[str, int, int]:
-    kind, s, i = need
-    if kind == "Fown" or kind == "Bown":
-        return (kind[0], stage, i)
-    if kind == "Blast":
-        return ("B", stage, i)
-    if kind == "sync":
-        return ("sync", stage, 0)
-    return need
-
-
-def _names(stage: int, op: Op) -> list[tuple[str, int, int]]:
-    """The keys other ops wait on this op by."""
-    if isinstance(op, Block) and op.name[0] in "FB" and op.name[1:].isdigit():
-        return [(op.name[0], stage, int(op.name[1:]))]
-    if isinstance(op, AllReduce) and op.kind == "send":
-        kind, index = op.name.split()[1][0], int(op.name.split()[1][1:])
-        return [("send" + kind, stage, index)]
-    if isinstance(op, AllReduce):
-        return [("sync", stage, 0)]
-    return []
 
 
 def splits(config: LlmConfig, params: Params, micro: int | None = None) -> list[Params]:
