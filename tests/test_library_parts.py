@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import pytest
 
 from parsim.errors import ParsimError
 from parsim.measure import calibrate
-from parsim.measure.lock import measurement_lock
 from parsim.paths import output_path
 from parsim.validate import spearman
 
@@ -31,17 +28,6 @@ def test_spearman_gives_ties_their_average_rank():
     assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833, rel=1e-6)
     assert spearman([3, 2, 1], [10, 20, 30]) == pytest.approx(-1.0)
     assert spearman([5, 5, 5], [1, 2, 3]) == 0.0 and spearman([5, 5], [7, 7]) == 1.0
-
-
-def test_the_lock_file_is_usable_by_every_user(tmp_path):
-    path = tmp_path / "parsim.lock"
-    old = os.umask(0o022)
-    try:
-        with measurement_lock(timeout_s=1, path=path):
-            mode = stat.S_IMODE(path.stat().st_mode)
-    finally:
-        os.umask(old)
-    assert mode & 0o666 == 0o666
 
 
 @pytest.mark.parametrize(

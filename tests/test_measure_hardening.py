@@ -1,5 +1,5 @@
 """Issue 12: the measuring commands refuse mistakes before they wait or measure, say when they
-wait (and for whom), share one lock file across users, check output paths first, and read any
+wait (and for whom), keep the lock in a folder of the user's own, check output paths first, and read any
 JSON file back without a traceback."""
 
 from __future__ import annotations
@@ -154,27 +154,62 @@ def test_the_library_warns_when_it_waits(holder, lock_path):
     assert told == [lock.waiting_message(other.pid, 0.2)]
 
 
-def test_the_lock_file_is_everyones_whatever_the_umask(lock_path):
-    previous = os.umask(0o077)
-    try:
-        with lock.measurement_lock(timeout_s=1):
-            assert stat.S_IMODE(lock_path.stat().st_mode) == 0o666
-            pid_file = lock.pid_path(lock_path)
-            assert stat.S_IMODE(pid_file.stat().st_mode) == 0o666
-            assert pid_file.read_text().strip() == str(os.getpid())
-            assert lock.holder_pid(lock_path) == os.getpid()
-    finally:
-        os.umask(previous)
+def test_the_holder_names_itself_beside_the_lock(lock_path):
+    with lock.measurement_lock(timeout_s=1):
+        assert lock.pid_path(lock_path).read_text().strip() == str(os.getpid())
+        assert lock.holder_pid(lock_path) == os.getpid()
     assert not lock.pid_path(lock_path).exists()  # the holder's name goes with its hold
     assert lock.holder_pid(lock_path) is None
 
 
-def test_the_lock_lives_where_every_user_can_write():
-    folder = lock.shared_directory()
-    assert lock.LOCK_PATH.parent == folder
-    if sys.platform.startswith("linux"):
-        mode = folder.stat().st_mode
-        assert mode & stat.S_IWOTH and mode & stat.S_ISVTX  # world-writable and sticky, as /tmp
+def test_the_lock_lives_in_a_folder_of_this_users_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir(mode=0o700)
+    folder = lock.private_directory()
+    assert folder == tmp_path / "run" / "parsim" and lock.lock_path() == folder / lock.LOCK_NAME
+    info = folder.lstat()
+    assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077 == 0
+    assert info.st_uid == os.getuid()
+
+
+def test_a_link_planted_for_the_private_folder_is_not_followed(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "parsim").symlink_to(elsewhere)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert lock.private_directory() == tmp_path / "cache" / "parsim"  # the next candidate, not the link
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_link_planted_at_the_lock_changes_nothing_it_points_to(lock_path, tmp_path):
+    """Regression: the lock was chmod 0666'd, so a link planted at its path made any file of the
+    user's world-writable."""
+    precious = tmp_path / "precious"
+    precious.write_text("secret")
+    precious.chmod(0o600)
+    lock_path.symlink_to(precious)
+    with pytest.raises(ParsimError, match="symbolic link") as info, lock.measurement_lock(timeout_s=1):
+        pass
+    assert "\n" not in str(info.value)
+    assert stat.S_IMODE(precious.stat().st_mode) == 0o600 and precious.read_text() == "secret"
+
+
+def test_a_link_planted_at_the_pid_file_is_not_written_through(lock_path, tmp_path):
+    precious = tmp_path / "precious"
+    precious.write_text("secret")
+    lock.pid_path(lock_path).symlink_to(precious)
+    with lock.measurement_lock(timeout_s=1):
+        pass
+    assert precious.read_text() == "secret"
+
+
+def test_parsim_never_chmods_a_lock_file(lock_path):
+    lock_path.write_text("")
+    lock_path.chmod(0o600)
+    with lock.measurement_lock(timeout_s=1):
+        assert stat.S_IMODE(lock_path.stat().st_mode) == 0o600
 
 
 def test_a_stale_pid_file_names_no_one(lock_path):
@@ -194,9 +229,9 @@ def test_a_lock_file_that_cannot_be_opened_is_one_line_naming_it(lock_path, monk
     with pytest.raises(ParsimError) as info, lock.measurement_lock(timeout_s=1):
         pass
     message = str(info.value)
-    assert message == (
-        f"cannot use the measurement lock {lock_path} (Permission denied): its owner must let every user "
-        f"write it (chmod 666 {lock_path}) or remove it"
+    assert (
+        message
+        == f"cannot use the measurement lock {lock_path} (Permission denied): remove it or give another path"
     )
 
 
@@ -209,13 +244,6 @@ def test_a_lock_that_cannot_be_created_is_one_line(lock_path):
     finally:
         lock_path.parent.chmod(0o700)
     assert str(info.value).startswith(f"cannot create the measurement lock {lock_path} (Permission denied)")
-
-
-def test_a_private_lock_file_of_ours_is_opened_to_everyone(lock_path):
-    lock_path.write_text("")
-    lock_path.chmod(0o600)  # as a version that honoured the umask left it
-    with lock.measurement_lock(timeout_s=1):
-        assert stat.S_IMODE(lock_path.stat().st_mode) == 0o666
 
 
 @pytest.mark.parametrize("timeout", [-1, float("nan"), "10", True])

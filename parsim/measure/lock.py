@@ -5,12 +5,14 @@ serve several users, and a sweep may run beside it, so every measurement holds a
 on one file (``filelock``: ``flock`` on Unix, ``msvcrt`` on Windows); a second one waits for it
 (up to a limit) and then says plainly that the machine is busy.
 
-The lock is only useful if every user of the machine finds the same file, so it lives in a
-directory every user can write — the world-writable, sticky ``/tmp`` (``/var/tmp``) rather than
-``tempfile.gettempdir()``, which ``TMPDIR`` or macOS may make private to one user — and it is
-created readable and writable by everyone (mode 0666 whatever the umask), so a second user's
-measurement waits instead of failing on permissions. Where that fails anyway (a file an older
-version left with the creator's umask), the answer is one line naming the file.
+The lock lives in a folder of this user's own (``$XDG_RUNTIME_DIR/parsim``, else
+``~/.cache/parsim``, else ``/tmp/parsim-<uid>``), created by parsim with mode 0700 and refused in one
+line when it is a link, another user's, or open to others: a shared folder such as ``/tmp`` would let
+anyone plant a link at the lock's path, and a lock that changed the permissions of what it points to
+would make any file of the user's world-writable. Everyone who serves or runs measurements on a
+machine as the same user (the app and its classroom of browsers, a sweep beside it) finds the same
+file; parsim never changes the permissions of a file, and the lock file is created by the lock
+library itself (``filelock``).
 
 A wait is never silent: once the first attempt finds the lock taken, the waiter is told, once,
 which process holds it. The holder writes its pid to a file beside the lock (not into the lock
@@ -38,20 +40,60 @@ POLL_S = 0.05  # how often a waiter retries; also filelock's default
 PID_GRACE_S = 0.5  # a holder writes its pid just after taking the lock: give it this long before "unknown"
 
 
-def shared_directory() -> Path:
-    """A directory every user of this machine can write and finds under the same name."""
-    for candidate in ("/tmp", "/var/tmp"):
+LOCK_NAME = "parsim-measure.lock"
+LOCK_PATH: Path | None = None
+"""The lock file; None: ``LOCK_NAME`` in ``private_directory()`` (tests point it elsewhere)."""
+
+
+def candidate_directories() -> list[Path]:
+    """Where this user's private parsim folder may live, the preferred first."""
+    candidates = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        candidates.append(Path(runtime) / "parsim")
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if cache and os.path.isabs(cache):
+        candidates.append(Path(cache) / "parsim")
+    with contextlib.suppress(RuntimeError, KeyError):  # no home directory
+        candidates.append(Path.home() / ".cache" / "parsim")
+    uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
+    candidates.append(Path(tempfile.gettempdir()) / f"parsim-{uid}")
+    return candidates
+
+
+def private_directory() -> Path:
+    """This user's own folder for the lock (created 0700 when missing; see the module docstring).
+
+    Raises:
+        ParsimError: no candidate can be created or used; the first reason, in one line.
+    """
+    reasons = []
+    for folder in candidate_directories():
         try:
-            mode = os.stat(candidate).st_mode
-        except OSError:
-            continue
-        # world-writable and sticky: every user may create files, none may remove another's
-        if stat.S_ISDIR(mode) and mode & stat.S_IWOTH and mode & stat.S_ISVTX:
-            return Path(candidate)
-    return Path(tempfile.gettempdir())  # Windows, or a system without a shared /tmp
+            return _private(folder)
+        except OSError as exc:
+            reasons.append(f"{folder}: {exc.strerror or exc.__class__.__name__}")
+        except ParsimError as exc:
+            reasons.append(str(exc))
+    raise ParsimError(f"no private folder for the measurement lock: {reasons[0]}")
 
 
-LOCK_PATH = shared_directory() / "parsim-measure.lock"
+def _private(folder: Path) -> Path:
+    """``folder`` once it is a real directory of this user's, closed to others (made so if new)."""
+    with contextlib.suppress(FileExistsError):
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700)
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise ParsimError(f"{folder}: not a directory (a link or a file stands there); remove it")
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o022):
+        raise ParsimError(f"{folder}: another user's, or writable by others; parsim keeps its lock elsewhere")
+    return folder
+
+
+def lock_path() -> Path:
+    """The lock file in use (``LOCK_PATH``, else in this user's private folder)."""
+    return LOCK_PATH if LOCK_PATH is not None else private_directory() / LOCK_NAME
 
 
 def pid_path(path: Path) -> Path:
@@ -62,7 +104,7 @@ def pid_path(path: Path) -> Path:
 def holder_pid(path: Path | None = None) -> int | None:
     """The pid of the process holding the lock at ``path``, when it recorded one and still runs."""
     try:
-        pid = int(pid_path(path or LOCK_PATH).read_text(encoding="ascii").strip())
+        pid = int(pid_path(path or lock_path()).read_text(encoding="ascii").strip())
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     import psutil
@@ -87,7 +129,7 @@ def measurement_lock(
 
     Args:
         timeout_s: the longest wait, in seconds (0: one attempt).
-        path: the lock file (default ``LOCK_PATH``, shared by every user of the machine).
+        path: the lock file (default ``lock_path()``, this user's).
         on_wait: called once with a one-line message when the lock is taken by another process;
             by default the message is a ``ParsimNote`` warning, which the CLI prints on stderr.
 
@@ -95,9 +137,12 @@ def measurement_lock(
         ParsimError: the wait ran out, or the lock file cannot be used (one line naming it).
     """
     check_timeout(timeout_s)
-    path = Path(path or LOCK_PATH)
-    lock = filelock.FileLock(path, mode=0o666)
-    _share(path)  # before taking it: a file of ours an older version left private would refuse others
+    path = Path(path or lock_path())
+    if path.is_symlink():  # parsim never follows a link it did not create
+        raise ParsimError(
+            f"the measurement lock {path} is a symbolic link; parsim does not follow it: remove it"
+        )
+    lock = filelock.FileLock(path)  # the library creates the file (no chmod of ours, ever)
     _acquire(lock, path, timeout_s, on_wait or _warn)
     try:
         _write_pid(path)
@@ -147,36 +192,24 @@ def _unusable(path: Path, exc: OSError) -> ParsimError:
     reason = exc.strerror or exc.__class__.__name__
     if isinstance(exc, PermissionError) and path.exists():
         return ParsimError(
-            f"cannot use the measurement lock {path} ({reason}): its owner must let every user write it "
-            f"(chmod 666 {path}) or remove it"
+            f"cannot use the measurement lock {path} ({reason}): remove it or give another path"
         )
     if isinstance(exc, PermissionError):
         return ParsimError(f"cannot create the measurement lock {path} ({reason}) in {path.parent}")
     return ParsimError(f"cannot use the measurement lock {path} ({reason})")
 
 
-def _share(path: Path) -> None:
-    """Make a file this process owns readable and writable by everyone (heals one an older version
-    created with the owner's umask); another user's file is left as it is."""
-    with contextlib.suppress(OSError, AttributeError):  # os.getuid: Unix only
-        info = os.stat(path)
-        if info.st_uid == os.getuid() and info.st_mode & 0o666 != 0o666:
-            os.chmod(path, 0o666)
-
-
 def _write_pid(path: Path) -> None:
     """Record this process as the holder; only a courtesy to waiters, so failures are ignored."""
     target = pid_path(path)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)  # a link planted there is refused (ELOOP), not written through
     try:
-        # An existing file is opened without O_CREAT: in a sticky directory Linux refuses O_CREAT on
-        # another user's file (fs.protected_regular) even when its mode allows writing.
-        fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
+        fd = os.open(target, os.O_WRONLY | os.O_TRUNC | nofollow)
     except FileNotFoundError:
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o644)
         except OSError:
             return
-        _share(target)  # whatever the umask: the next holder may be another user
     except OSError:
         return
     try:
