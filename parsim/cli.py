@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
-from parsim import cli_measure, cli_splits, cli_sweep, jsontext, units
+from parsim import cli_measure, cli_splits, cli_sweep, jsontext, safefiles, units
 from parsim.choices import HardwareKind, Method, Mode, Overlap
 from parsim.errors import ParsimError, ParsimNote
 from parsim.paths import output_path
@@ -282,7 +282,7 @@ def run(
 
 
 def _save(figure, path: Path) -> None:
-    figure.savefig(path, dpi=120)
+    safefiles.write_with(path, lambda out: figure.savefig(out, format="png", dpi=120), "--plot")
     typer.echo(f"saved {path}", err=True)
 
 

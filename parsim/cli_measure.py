@@ -20,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-from parsim import jsontext, units
+from parsim import jsontext, safefiles, units
 from parsim.choices import Backend, Mode
 from parsim.errors import ParsimError
 from parsim.paths import output_path
@@ -100,7 +100,9 @@ def measure(
         on_wait=_tell_once(),
     )
     if out is not None:
-        _write(out, lambda path: path.write_text(jsontext.dumps(result.to_dict())), "--out")
+        _write(
+            out, lambda path: safefiles.write_text(path, jsontext.dumps(result.to_dict()), "--out"), "--out"
+        )
         typer.echo(f"saved {out}", err=True)
     if as_json:
         typer.echo(jsontext.dumps(result.to_dict()))

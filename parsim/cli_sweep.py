@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from parsim import safefiles
 from parsim.choices import Method
 from parsim.errors import ParsimError
 from parsim.paths import output_path
@@ -137,7 +138,8 @@ def sweep(
         if errors is not None and (errors != "").all():
             first = errors.iloc[0]
             raise ParsimError(f"'--plot': nothing to draw, every point has an error (the first: {first})")
-        plots.sweep(data, x=x, y=y, hue=hues).savefig(plot, dpi=120)
+        figure = plots.sweep(data, x=x, y=y, hue=hues)
+        safefiles.write_with(plot, lambda out: figure.savefig(out, format="png", dpi=120), "--plot")
         typer.echo(f"saved {plot}", err=True)
     failure = measure_failure(store)
     if failure:

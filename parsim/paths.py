@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from parsim.errors import ParsimError
+from parsim.safefiles import refuse_link
 
 
 def output_path(path: str | Path, suffixes: tuple[str, ...], option: str) -> Path:
@@ -29,6 +30,7 @@ def output_path(path: str | Path, suffixes: tuple[str, ...], option: str) -> Pat
         raise ParsimError(f"'{option}': folder {str(folder)!r} does not exist")
     if path.is_dir():
         raise ParsimError(f"'{option}': {str(path)!r} is a folder, not a file")
+    refuse_link(path, option)
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".parsim-probe-"):
             pass

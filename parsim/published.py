@@ -36,6 +36,7 @@ from pathlib import Path
 import attrs
 import numpy
 
+from parsim import safefiles
 from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.slices import slice_of, throughput_mode
@@ -322,6 +323,4 @@ def report(compared: list[Compared]) -> dict:
 
 
 def save(data: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(json.dumps(data, indent=2))
-    return path
+    return safefiles.write_text(Path(path), json.dumps(data, indent=2), "--save")

@@ -29,7 +29,7 @@ import attrs
 import numpy
 import pandas
 
-from parsim import jsontext
+from parsim import jsontext, safefiles
 from parsim.errors import ParsimError
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.measure import measure
@@ -244,7 +244,7 @@ def report(rows: list[Point], cpu_spec: ProcessorSpec) -> dict:
 def save_report(data: dict, path: str | Path) -> Path:
     path = Path(path)
     try:
-        path.write_text(jsontext.dumps(data))
+        safefiles.write_text(path, jsontext.dumps(data), "--save")
     except OSError as exc:
         raise ParsimError(
             f"{path}: cannot write the report ({exc.strerror or exc.__class__.__name__})"

@@ -23,9 +23,10 @@ BELOW = {
     "choices": set(),
     "checks": {"errors"},
     "units": {"errors"},
+    "safefiles": {"errors"},  # every file parsim writes: never through a link
     "frozen": set(),
     "caching": set(),
-    "hardware": {"caching", "checks", "dtypes", "errors", "units"},
+    "hardware": {"caching", "checks", "dtypes", "errors", "safefiles", "units"},
     "workloads": {"checks", "dtypes", "errors", "stack"},
     "stack": {"checks", "errors"},
     "model": {"caching", "choices", "errors", "dtypes", "checks", "hardware", "stack", "units", "workloads"},

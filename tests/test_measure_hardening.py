@@ -409,10 +409,15 @@ def test_output_paths_are_checked_first(cli, tmp_path, nothing_runs, command, ou
 
 
 def test_a_write_that_fails_after_measuring_is_one_line(cli, tmp_path, monkeypatch):
-    def full(self, *args, **kwargs):
-        raise OSError(28, "No space left on device")
+    import io
 
-    monkeypatch.setattr(Path, "write_text", full)
+    from parsim import safefiles
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(safefiles, "create_new", lambda path, binary=False, option="": Full())
     code, _, err = cli("measure", "vector_add", "n=1e3", *FAST, "--out", str(tmp_path / "m.json"))
     assert code == 2 and "No space left on device" in one_error_line(err) and "m.json" in err
 

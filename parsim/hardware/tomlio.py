@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import attrs
 import tomli_w
 
+from parsim import safefiles
 from parsim.errors import ParsimError, ParsimNote
 from parsim.hardware.network import ClusterSpec, NetworkSpec, NicSpec
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
@@ -204,6 +205,4 @@ def save_hardware(
     spec: ProcessorSpec | LinkSpec, path: str | Path, meta: dict[str, Any] | None = None
 ) -> Path:
     """Write ``spec`` to ``path`` as TOML and return the path."""
-    path = Path(path)
-    path.write_text(dumps_hardware(spec, meta))
-    return path
+    return safefiles.write_text(Path(path), dumps_hardware(spec, meta), "--out")

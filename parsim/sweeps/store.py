@@ -28,6 +28,7 @@ import attrs
 import numpy
 import pandas
 
+from parsim import safefiles
 from parsim.errors import ParsimError
 from parsim.paths import output_path
 from parsim.sweeps.grid import among, id_numbers
@@ -78,6 +79,7 @@ class Store:
         self.done = numpy.zeros(0, dtype=numpy.uint64)  # sorted ids finished without error before
         if path is None:
             return
+        safefiles.refuse_link(path, "--out")  # neither read for resuming nor replaced: refused
         self._journal = _locked(self.journal_path, path)
         try:
             self._resume(shape)
@@ -110,7 +112,7 @@ class Store:
             if self.journal_path.stat().st_size:
                 for frame in json_frames(self.journal_path):
                     self._track(frame, workloads, keep=self.keep)
-                _end_line(self._journal)
+                _end_line(self._journal, self.journal_path)
         except ParsimError:
             raise
         except Exception as exc:  # a damaged file must not be overwritten silently
@@ -302,7 +304,7 @@ def _last(ids: numpy.ndarray) -> numpy.ndarray:
 def _locked(journal: Path, path: Path):
     """The journal opened for appending and locked; another sweep holding it is refused in one line."""
     while True:
-        handle = open(journal, "a", encoding="utf-8")  # noqa: SIM115 - held open for the whole sweep
+        handle = safefiles.open_append(journal, "--out")  # never through a link; open for the whole sweep
         if fcntl is None:
             return handle
         try:
@@ -320,9 +322,9 @@ def _locked(journal: Path, path: Path):
         handle.close()
 
 
-def _end_line(journal) -> None:
+def _end_line(journal, path: Path) -> None:
     """After a kill mid-line, start the next row on a line of its own (the torn line stays unread)."""
-    with open(journal.name, "rb") as raw:
+    with os.fdopen(os.open(path, os.O_RDONLY | safefiles.NOFOLLOW), "rb") as raw:
         raw.seek(-1, os.SEEK_END)
         torn = raw.read(1) != b"\n"
     if torn:

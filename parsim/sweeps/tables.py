@@ -12,16 +12,15 @@ Point ids are read as text everywhere: an id of sixteen decimal digits is not a 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import os
 import re
-import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas
+
+from parsim import safefiles
 
 ROWS = 50_000  # rows per chunk read or written
 BLOCK = 16 << 20  # bytes of JSON lines parsed at once (~30,000 rows)
@@ -185,39 +184,27 @@ INF = float("inf")
 _ESCAPED = re.compile(r'["\\\x00-\x1f\x7f-\U0010ffff]')  # what JSON would escape (ensure_ascii)
 
 
-@contextlib.contextmanager
-def _temporary(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
-    """A unique temporary name beside ``path`` (not yet a file), removed if the block fails.
-
-    Not ``mkstemp``: its file is private (mode 600) and would hand that mode to the output.
-    """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{suffix}")
-    try:
-        yield temporary
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def write_chunks(path: Path, chunks: Iterable[pandas.DataFrame], columns: list[str]) -> None:
-    """Write ``path`` (its suffix says the format) from DataFrames, every row with ``columns``."""
+    """Write ``path`` (its suffix says the format) from DataFrames, every row with ``columns``.
+
+    Through a new temporary file moved over ``path`` at the end (``safefiles.replacing``): never
+    through a link, never half-written.
+    """
     suffix = path.suffix.lower()
-    with _temporary(path) as temporary:
-        if suffix == ".parquet":
-            _write_parquet(temporary, chunks, columns)
-        else:
-            with open(temporary, "w", encoding="utf-8", newline="") as out:
-                first = True
-                for chunk in chunks:
-                    chunk = chunk.reindex(columns=columns)
-                    if suffix == ".csv":
-                        chunk.to_csv(out, index=False, header=first)
-                    else:
-                        out.write(json_lines(chunk))
-                    first = False
-                if first and suffix == ".csv":
-                    pandas.DataFrame(columns=columns).to_csv(out, index=False)
-        os.replace(temporary, path)
+    if suffix == ".parquet":
+        _write_parquet(path, chunks, columns)
+        return
+    with safefiles.replacing(path, option="--out") as out:
+        first = True
+        for chunk in chunks:
+            chunk = chunk.reindex(columns=columns)
+            if suffix == ".csv":
+                chunk.to_csv(out, index=False, header=first)
+            else:
+                out.write(json_lines(chunk))
+            first = False
+        if first and suffix == ".csv":
+            pandas.DataFrame(columns=columns).to_csv(out, index=False)
 
 
 def _write_parquet(path: Path, chunks: Iterable[pandas.DataFrame], columns: list[str]) -> None:
@@ -227,13 +214,17 @@ def _write_parquet(path: Path, chunks: Iterable[pandas.DataFrame], columns: list
     parts: list[Path] = []
     try:
         for chunk in chunks:  # spilled with their own schemas; one schema for all is known at the end
-            with _temporary(path, f".part{len(parts)}") as part:
-                pyarrow.parquet.write_table(_arrow(chunk), part)
-            parts.append(part)
+            part = safefiles.temporary_name(path, f".part{len(parts)}")
+            with safefiles.create_new(part, binary=True, option="--out") as handle:
+                parts.append(part)
+                pyarrow.parquet.write_table(_arrow(chunk), handle)
         schemas = [pyarrow.parquet.read_schema(part) for part in parts]
         types = {name: [s.field(name).type for s in schemas if name in s.names] for name in columns}
         schema = pyarrow.schema([(name, _unified(types[name], pyarrow)) for name in columns])
-        with pyarrow.parquet.ParquetWriter(path, schema) as writer:
+        with (
+            safefiles.replacing(path, binary=True, option="--out") as out,
+            pyarrow.parquet.ParquetWriter(out, schema) as writer,
+        ):
             for part in parts:
                 table = pyarrow.parquet.read_table(part)
                 arrays = [
