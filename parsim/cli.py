@@ -300,7 +300,9 @@ def run_app(
     """Start the Streamlit app (explore, compare, scale out, measure, learn).
 
     It listens on this machine only unless --address says otherwise: the app measures this
-    machine and reads uploaded files, so serving it to a network is a choice.
+    machine and reads uploaded files, so serving it to a network is a choice. Streamlit always runs
+    headless (its first-run e-mail prompt would stop a server started without a terminal); parsim
+    opens the browser itself unless --headless is given or there is no terminal.
     """
     import threading
 
@@ -309,7 +311,8 @@ def run_app(
     from parsim.app import ENTRY, preload
 
     threading.Thread(target=preload, name="parsim-preload", daemon=True).start()
-
+    if not headless and sys.stdout.isatty():
+        threading.Thread(target=_open_browser, args=(port,), name="parsim-browser", daemon=True).start()
     sys.argv = [
         "streamlit",
         "run",
@@ -321,9 +324,25 @@ def run_app(
         "--browser.gatherUsageStats",
         "false",
         "--server.headless",
-        "true" if headless else "false",
+        "true",
     ]
     sys.exit(streamlit_cli.main())
+
+
+def _open_browser(port: int, wait_s: float = 60.0) -> None:
+    """Open this machine's browser on the app once the server answers (quietly gives up)."""
+    import time
+    import urllib.request
+    import webbrowser
+
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                webbrowser.open(f"http://localhost:{port}")
+                return
+        except OSError:
+            time.sleep(0.5)
 
 
 cli_measure.register(app)

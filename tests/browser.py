@@ -33,27 +33,30 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(command: list[str], cwd: Path):
-    """Run ``command`` (a Streamlit server; ``{port}`` is filled in) until it answers its health check."""
+def serving(command: list[str], cwd: Path, env: dict | None = None):
+    """Run ``command`` (a Streamlit server; ``{port}`` is filled in) until it answers its health check.
+
+    It has no standard input, as under CI or a service manager; ``env`` adds to the environment.
+    """
     port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     process = subprocess.Popen(
         [part.format(port=port) for part in command],
         cwd=cwd,
         env=env,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+    deadline, healthy = time.monotonic() + 90, False
+    while not healthy and process.poll() is None and time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.read().strip() == b"ok":
-                    break
+                healthy = answer.read().strip() == b"ok"
         except OSError:
             time.sleep(0.5)
-    else:
+    if not healthy:
         process.kill()
         raise RuntimeError(f"streamlit did not become healthy: {process.stdout.read().decode()[-2000:]}")
     try:

@@ -7,6 +7,8 @@ Every page has its own URL from a cold server (``/explore``, ``/learn`` ...); th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from parsim.app import VIEWS, layout
@@ -22,6 +24,9 @@ PAGES = {
 }
 
 
+ICON = Path(__file__).with_name("icon.png")
+
+
 def pages() -> dict[str, st.Page]:
     """The app's pages by URL path (the home page is the default, served at ``/``)."""
     return {
@@ -31,7 +36,9 @@ def pages() -> dict[str, st.Page]:
 
 
 def main() -> None:
-    st.set_page_config(page_title="parsim", page_icon=":material/memory:", layout="wide")
+    # a local image: a ":material/...:" page icon makes the browser fetch it from a font server,
+    # and classrooms are often offline (the pages' own icons come from the font Streamlit ships)
+    st.set_page_config(page_title="parsim", page_icon=str(ICON), layout="wide")
     page = st.navigation(list(pages().values()))
     layout.base_style()
     layout.presentation_switch()
