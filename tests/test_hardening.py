@@ -186,3 +186,29 @@ def test_host_memory_holds_only_what_crosses_the_link():
     # issue 12: refused for "102.7 GiB of host memory" although the host holds only the batch
     p = parsim.predict("network", {"model": "resnet50", "batch": 700, "dtype": "float16"}, device="h200")
     assert p.latency_s > 0
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "h100-sxm.toml",  # a name that looks like a file: read as content, not opened
+        "x" * 300,  # a long line: was "OSError: File name too long"
+        'processor = { id = "mine" }',  # one line of valid TOML: content, never a preset name or a path
+    ],
+)
+def test_an_uploaded_text_is_content_never_a_name_or_a_path(content, monkeypatch):
+    """Issue 23, item 5: the app's sources are preset ids or file contents, told apart by the ids."""
+    from parsim.app.cache import resolve
+
+    opened = []
+    monkeypatch.setattr(Path, "read_bytes", lambda self: opened.append(self))
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: opened.append(self))
+    with pytest.raises(ParsimError) as caught:
+        resolve(content)
+    assert str(caught.value).startswith("hardware file: ") and opened == []
+
+
+def test_a_preset_id_stays_a_preset_in_the_app():
+    from parsim.app.cache import resolve
+
+    assert resolve("h100-sxm") == "h100-sxm" and resolve("pcie4-x16") == "pcie4-x16" and resolve(None) is None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.hardware.tomlio import loads_hardware
 from parsim.predict import predict
@@ -18,8 +19,9 @@ from parsim.scenarios import ScenarioResult, load_scenario, retarget, run_scenar
 
 
 def resolve(source: str | None) -> str | ProcessorSpec | LinkSpec | None:
-    """A preset id stays an id; TOML text becomes the spec it describes."""
-    if source is None or "\n" not in source and "[" not in source:
+    """A preset id stays an id; anything else is the text of a hardware file (an upload, the
+    editor, a calibration) and becomes the spec it describes — never a name or a path to open."""
+    if source is None or source in PROCESSORS or source in LINKS:
         return source
     return loads_hardware(source, source="hardware file")
 

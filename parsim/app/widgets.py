@@ -89,7 +89,7 @@ def link_picker(label: str, key: str, default: str | None) -> str | None:
 
 def label_of(source: str) -> str:
     """A short name for a hardware source (the id inside TOML text)."""
-    if "\n" not in source:
+    if source in PROCESSORS or source in LINKS:
         return source
     try:
         return loads_hardware(source).id
