@@ -254,12 +254,14 @@ def test_scale_out_takes_the_chosen_gpus_own_link_for_the_ring():
 
 @pytest.mark.parametrize("device", ["h100-sxm", "laptop-4c-avx2"])
 def test_explore_takes_every_workload_without_an_exception(device):
-    # issue 13: choosing matmul crashed the page (its 'n' bound is below the page's default n)
+    # issue 13: choosing matmul crashed the page (its 'n' bound is below the page's default n);
+    # issue 23: data_parallel opened on an error (its zero=0 box offered 1): every default predicts
     at = app()
     at.selectbox(key="explore_device").set_value(device).run()
     for name in workloads_offered(at):
         at.selectbox(key="explore_workload").set_value(name).run()
         assert not at.exception, (device, name, at.exception[0].value if at.exception else "")
+        assert not at.error, (device, name, at.error[0].value)
 
 
 def test_compare_offers_the_transformer_lessons_on_the_chosen_model_and_gpu():

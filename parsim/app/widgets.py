@@ -182,8 +182,22 @@ def _field_input(field: str, info, default, key: str):
         )
     if annotation is bool:
         return st.checkbox(field, value=bool(default), key=key, bind="query-params")
-    low = next((m.gt + 1 for m in info.metadata if hasattr(m, "gt") and m.gt is not None), 1)
-    high = next((m.le for m in info.metadata if hasattr(m, "le") and m.le is not None), 10**15)
+    low, high = number_bounds(info, whole=annotation is not float)
+    if annotation is float:  # a float field (bytes, MB) keeps its fractions
+        low, high = float(low), float(high)
+        start = float(default) if isinstance(default, (int, float)) else max(low, 1.0)  # none: 1 (B, MB)
+        return float(
+            st.number_input(
+                field,
+                min_value=low,
+                max_value=high,
+                value=min(max(start, low), high),
+                format="%g",
+                key=key,
+                help=info.description,
+                bind="query-params",
+            )
+        )
     start = int(default) if isinstance(default, (int, float)) else low
     return int(
         st.number_input(
@@ -192,13 +206,29 @@ def _field_input(field: str, info, default, key: str):
             max_value=int(high),
             value=min(
                 max(start, int(low)), int(high)
-            ),  # a default shared across workloads may exceed this bound
+            ),  # a default shared across workloads may exceed a bound
             step=1,
             key=key,
             help=info.description,
             bind="query-params",
         )
     )
+
+
+def number_bounds(info, whole: bool) -> tuple[float, float]:
+    """The box's (min, max) from the field's own bounds: ``ge``/``le`` as they are, ``gt``/``lt`` one
+    step inside for whole numbers (a float box cannot say "above 0": parsim refuses 0 when sent)."""
+    low, high = (1, 10**15) if whole else (0.0, 1e15)
+    for bound in info.metadata:
+        if getattr(bound, "ge", None) is not None:
+            low = bound.ge
+        if getattr(bound, "gt", None) is not None:
+            low = bound.gt + 1 if whole else bound.gt
+        if getattr(bound, "le", None) is not None:
+            high = bound.le
+        if getattr(bound, "lt", None) is not None:
+            high = bound.lt - 1 if whole else bound.lt
+    return low, high
 
 
 def png_bytes(figure, dpi: int = 110) -> bytes:
