@@ -17,6 +17,7 @@ from typer._click.exceptions import NoArgsIsHelpError
 
 from parsim import cli_measure, cli_splits, cli_sweep, jsontext, safefiles, units
 from parsim.choices import HardwareKind, Method, Mode, Overlap
+from parsim.cli_limits import NoLimits, budget_of
 from parsim.errors import ParsimError, ParsimNote
 from parsim.paths import output_path
 
@@ -222,6 +223,7 @@ def predict(
     as_json: Json = False,
     trace: Annotated[bool, typer.Option("--trace", help="Include the full trace in --json.")] = False,
     plot: Annotated[Path | None, typer.Option(help="Save the timeline as a PNG.")] = None,
+    no_limits: NoLimits = False,
 ):
     """Predict latency, throughput and the bottleneck of one workload."""
     from parsim.predict import predict as run_predict
@@ -240,6 +242,7 @@ def predict(
         overlap=overlap,
         gpus=gpus,
         gpus_per_switch=gpus_per_switch,
+        budget=budget_of(no_limits),
     )
     if plot is not None:
         from parsim import plots

@@ -13,6 +13,7 @@ import typer
 
 from parsim import jsontext, units
 from parsim.choices import Method
+from parsim.cli_limits import NoLimits
 
 
 def register(app: typer.Typer) -> None:
@@ -30,12 +31,15 @@ def splits(
     micro_batch: Annotated[int, typer.Option(help="sequences per micro-batch", min=1)] = 1,
     method: Annotated[Method, typer.Option(help="engine (SimPy) or analytic")] = "engine",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    no_limits: NoLimits = False,
 ):
     """Every (tp, pp, dp) split of a cluster for training one language model; the fastest marked."""
+    from parsim.budget import CLI
     from parsim.report import table
     from parsim.splits import split_table
 
-    rows = split_table(units.parse_assignments(params or []), cluster, micro_batch, method)
+    budget = None if no_limits else CLI
+    rows = split_table(units.parse_assignments(params or []), cluster, micro_batch, method, budget)
     if as_json:
         typer.echo(jsontext.dumps([row.to_dict() for row in rows]))
         return

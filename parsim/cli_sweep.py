@@ -16,6 +16,7 @@ import typer
 
 from parsim import safefiles
 from parsim.choices import Method
+from parsim.cli_limits import NoLimits, budget_of
 from parsim.errors import ParsimError
 from parsim.paths import output_path
 
@@ -69,6 +70,7 @@ def sweep(
     hue: Annotated[
         str | None, typer.Option(help="column(s), comma-separated, telling the plotted lines apart")
     ] = None,
+    no_limits: NoLimits = False,
 ):
     """Predict every combination of the grid; rows to a table, a file and a plot."""
     from parsim.sweeps.api import dask_map, execute_plan, measure_failure, open_store, plan
@@ -95,6 +97,12 @@ def sweep(
     _check_column("--y", y, checked.numeric)
     for name in hues or []:
         _check_column("--hue", name, checked.columns)
+    limits = budget_of(no_limits)
+    if limits is not None:
+        limits.check(workers, "workers", "--workers")
+        if out is None:
+            what = "points of a sweep without --out (its rows are kept in memory; --out writes them)"
+            limits.check(checked.total, "kept_rows", what)
     store = open_store(checked, keep=out is None or measure)
     if store.resumed:
         retried = f" ({store.resumed_failed} with errors, computed again)" if store.resumed_failed else ""

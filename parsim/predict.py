@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from parsim import algorithms, analytic, caching, cluster_figures, serving_figures, timeline
+from parsim.budget import CLI, Budget, check_params
 from parsim.caching import cached
 from parsim.choices import METHODS, OVERLAPS
 from parsim.errors import ParsimError
@@ -30,7 +31,7 @@ from parsim.timeline import TraceEvent
 from parsim.units import gib
 from parsim.workloads.base import HOST, Block, Kernel, Workload
 from parsim.workloads.multi import on_cpu, split_over_gpus
-from parsim.workloads.registry import WorkloadDef, capabilities, make_workload
+from parsim.workloads.registry import WorkloadDef, capabilities, make_workload, validate_params
 
 THROUGHPUT_REPEATS = 3
 LONG_PROGRAM_OPS = 500  # a program this long reaches its steady state within one instance
@@ -59,6 +60,7 @@ def predict(
     overlap: str = "roofline",
     gpus: int | None = None,
     gpus_per_switch: int | None = None,
+    budget: Budget | None = CLI,
 ) -> Prediction:
     """Predict latency, throughput and the reasons for ``workload`` on a system.
 
@@ -75,13 +77,15 @@ def predict(
         overlap: ``roofline`` (compute and memory overlap) or ``serial`` (they add up).
         gpus: GPUs to spread the work over (``data_parallel`` takes it as a parameter).
         gpus_per_switch: GPUs sharing one PCIe switch uplink (default up to 4).
+        budget: the most the request may cost (``parsim.budget``: the command line's by default,
+            the app's in the app); None lifts it.
 
     Returns:
         The ``Prediction``.
 
     Raises:
         ParsimError: unknown names, invalid parameters, a mode the device lacks, too many
-            GPUs, or data that does not fit in memory.
+            GPUs, data that does not fit in memory, or a request above ``budget``.
     """
     if method not in METHODS:
         raise ParsimError(f"'method' must be one of {', '.join(METHODS)}: {method!r}")
@@ -90,10 +94,13 @@ def predict(
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise ParsimError(f"'gpus' must be an integer >= 1: {gpus!r}")
     if cluster is not None:
-        workload, system = _on_cluster(workload, params, cluster, device, host, link, gpus, gpus_per_switch)
+        workload, system = _on_cluster(
+            workload, params, cluster, device, host, link, gpus, gpus_per_switch, budget
+        )
         gpus = system.gpus
     else:
         if isinstance(workload, str):
+            check_params(budget, workload, validate_params(workload, params or {}))  # before building it
             workload = make_workload(workload, params)
         elif params:
             raise ParsimError("'params' only applies when the workload is given by name")
@@ -151,6 +158,7 @@ def _on_cluster(
     link: object,
     gpus: int | None,
     gpus_per_switch: int | None,
+    budget: Budget | None,
 ) -> tuple[Workload, SystemSpec]:
     """The workload and the system of ``nodes`` nodes of ``cluster`` (every GPU of each node).
 
@@ -176,6 +184,7 @@ def _on_cluster(
             given.setdefault("gpus", spec.gpus_per_node)
         if name == "data_parallel":
             given.setdefault("sync", "ring")  # a cluster's GPUs sum gradients with NCCL, not on one host
+        check_params(budget, name, validate_params(name, given))  # before building it
         workload = make_workload(name, given)
     elif params:
         raise ParsimError("'params' only applies when the workload is given by name")

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from parsim.budget import CLI, Budget, stage_passes
 from parsim.caching import cached
 from parsim.errors import ParsimError
 from parsim.hardware import registry
@@ -51,14 +52,20 @@ class SplitRow:
 
 
 def split_table(
-    params: dict[str, Any], cluster: str | ClusterSpec, micro_batch: int = 1, method: str = "engine"
+    params: dict[str, Any],
+    cluster: str | ClusterSpec,
+    micro_batch: int = 1,
+    method: str = "engine",
+    budget: Budget | None = CLI,
 ) -> tuple[SplitRow, ...]:
     """Every split of ``nodes`` nodes of ``cluster`` for ``network`` with ``params`` (``model``,
     ``batch``, ``seq``, ``recompute``...), each replica's share of the batch cut into micro-batches
-    of ``micro_batch`` sequences.
+    of ``micro_batch`` sequences. The stage passes of the fitting splits are counted against
+    ``budget`` (None: none) before any is predicted.
 
     Raises:
-        ParsimError: not a language model, bad parameters, or an unknown cluster.
+        ParsimError: not a language model, bad parameters, an unknown cluster, or a search above
+            ``budget``.
     """
     if isinstance(micro_batch, bool) or not isinstance(micro_batch, int) or micro_batch < 1:
         raise ParsimError(f"'micro_batch' must be an integer >= 1: {micro_batch!r}")
@@ -67,12 +74,12 @@ def split_table(
             raise ParsimError(f"splits: '{fixed}' is what the splits vary; leave it out")
     spec = registry.cluster(cluster)
     given = {**params, "gpus": spec.gpus_per_node, "train": True}
-    return _table(tuple(sorted(given.items())), spec, micro_batch, method)
+    return _table(tuple(sorted(given.items())), spec, micro_batch, method, budget)
 
 
 @cached(maxsize=64)
 def _table(
-    items: tuple[tuple[str, Any], ...], spec: ClusterSpec, micro: int, method: str
+    items: tuple[tuple[str, Any], ...], spec: ClusterSpec, micro: int, method: str, budget: Budget | None
 ) -> tuple[SplitRow, ...]:
     validated = validate_params("network", dict(items))
     model = validated["model"]
@@ -97,6 +104,11 @@ def _table(
         )
         rows.append(SplitRow(lay.tp, lay.pp, lay.dp, lay.microbatches, memory, memory <= room))
     fitting = [split for split, row in zip(found, rows, strict=True) if row.fits]
+    if budget is not None:
+        passes = sum(stage_passes(split) for split in fitting)
+        budget.check(
+            passes, "split_passes", f"splits: pp x microbatches summed over the {len(fitting)} fitting splits"
+        )
     figures = iter(_predict_all(fitting, spec, method))
     rows = [attrs.evolve(row, **next(figures)) if row.fits else row for row in rows]
     timed = [row for row in rows if row.step_s is not None]
@@ -110,7 +122,7 @@ FIGURES = ("step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "idle_share")
 
 
 def _figures(split: dict[str, Any], spec: ClusterSpec, method: str) -> dict[str, float]:
-    metrics = predict("network", split, cluster=spec, method=method).metrics
+    metrics = predict("network", split, cluster=spec, method=method, budget=None).metrics  # counted above
     return {name: metrics[name] for name in FIGURES}
 
 

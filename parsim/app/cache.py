@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from parsim.budget import APP
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.hardware.tomlio import loads_hardware
@@ -46,6 +47,7 @@ def cached_predict(
         mode=mode,
         method=method,
         gpus=gpus,
+        budget=APP,
     )
 
 

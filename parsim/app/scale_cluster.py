@@ -22,6 +22,7 @@ import streamlit as st
 from parsim import plots
 from parsim.app import urlstate
 from parsim.app.widgets import cached_png, csv_download, show_png
+from parsim.budget import APP
 from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
@@ -86,7 +87,7 @@ def cluster_picker(prefix: str, nodes: int) -> tuple[tuple[str, str], int]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def predict_on(workload: str, params: tuple, cluster: tuple[str, str]):
     """``parsim.predict`` on a cluster, cached by plain values (``params`` as sorted pairs)."""
-    return predict(workload, dict(params), cluster=cluster_of(cluster))
+    return predict(workload, dict(params), cluster=cluster_of(cluster), budget=APP)
 
 
 def timeline_figure(workload: str, params: tuple, cluster: tuple[str, str], title: str):

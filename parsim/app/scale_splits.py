@@ -20,6 +20,7 @@ import streamlit as st
 
 from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on, step_timeline
 from parsim.app.widgets import csv_download
+from parsim.budget import APP
 from parsim.errors import ParsimError
 from parsim.splits import SplitRow, split_table
 from parsim.units import gib, si
@@ -151,7 +152,7 @@ def view(settings: Settings) -> None:
         return
     try:
         with st.spinner(f"predicting every split of {gpus:,} GPUs"):
-            rows = split_table(dict(params), spec, micro_batch=micro)
+            rows = split_table(dict(params), spec, micro_batch=micro, budget=APP)
     except ParsimError as exc:
         st.error(str(exc))
         return
