@@ -180,6 +180,7 @@ def _on_cluster(
         raise ParsimError(f"--cluster applies to {', '.join(CLUSTER_WORKLOADS)}, not {name}")
     if isinstance(workload, str):
         given = dict(params or {})
+        given.setdefault("nodes", spec.nodes)  # the cluster's own size unless nodes= says otherwise
         if name in ("data_parallel", "network"):
             given.setdefault("gpus", spec.gpus_per_node)
         if name == "data_parallel":

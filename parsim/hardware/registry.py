@@ -129,6 +129,11 @@ def system(
             f"'gpus' must be <= {host_spec.max_gpus} (the most {host_spec.id} can host): {gpus}"
         )
     chosen = link(link_, "link") if link_ is not None else None
+    if chosen is not None and chosen.kind == "nvlink" and compute.peer_link is None:
+        raise ParsimError(
+            f"'link': {compute.id} has no NVLink, so {chosen.id} cannot join its GPUs; "
+            f"its GPUs talk over PCIe ({compute.default_link}): leave 'link' out or name a PCIe link"
+        )
     peer = chosen if chosen is not None and chosen.kind == "nvlink" else None
     host_link = chosen if chosen is not None and peer is None else None
     if peer is None and gpus > 1 and compute.peer_link is not None:

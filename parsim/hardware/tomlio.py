@@ -27,11 +27,11 @@ from parsim.hardware.specs import BandwidthPoint, CacheLevel, LinkSpec, MemorySp
 
 MAX_FILE_BYTES = 1_000_000
 MAX_BRACKETS = 2_000
-_SECTIONS = {"processor", "link", "cluster", "meta"}
-_KINDS = ("processor", "link", "cluster")
+_SECTIONS = {"processor", "link", "cluster", "nic", "meta"}
+_KINDS = ("processor", "link", "cluster", "nic")
 
 
-def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec:
+def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec | NicSpec:
     """Read a processor or link spec from ``path``.
 
     Raises:
@@ -47,7 +47,7 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec:
     return loads_hardware(path.read_bytes().decode("utf-8", errors="replace"), source=str(path))
 
 
-def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec:
+def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec | NicSpec:
     """Parse hardware TOML text; ``source`` names it in error messages."""
     if len(text) > MAX_FILE_BYTES:
         raise ParsimError(f"{source}: hardware file is larger than {MAX_FILE_BYTES} bytes")
@@ -62,13 +62,16 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
     unknown = set(data) - _SECTIONS
     if unknown:
         raise ParsimError(
-            f"{source}: unknown section [{sorted(unknown)[0]}] (expected [processor], [link] or [cluster])"
+            f"{source}: unknown section [{sorted(unknown)[0]}] "
+            "(expected [processor], [link], [cluster] or [nic])"
         )
     if sum(kind in data for kind in _KINDS) != 1:
-        raise ParsimError(f"{source}: expected exactly one [processor], [link] or [cluster] table")
+        raise ParsimError(f"{source}: expected exactly one [processor], [link], [cluster] or [nic] table")
     try:
         if "cluster" in data:
             return _cluster(_table(data["cluster"], "cluster"))
+        if "nic" in data:
+            return _build(NicSpec, _table(data["nic"], "nic"), "nic")
         if "link" in data:
             return _build(LinkSpec, _with_link_kind(_table(data["link"], "link"), source), "link")
         table = dict(_table(data["processor"], "processor"))
@@ -176,8 +179,10 @@ def _build(cls: type[Built], table: Any, where: str) -> Built:
         raise ParsimError(f"[{where}]: {exc}") from None
 
 
-def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict[str, Any] | None = None) -> str:
-    """TOML text for ``spec`` (round-trips through ``loads_hardware``)."""
+def dumps_hardware(
+    spec: ProcessorSpec | LinkSpec | ClusterSpec | NicSpec, meta: dict[str, Any] | None = None
+) -> str:
+    """TOML text for ``spec`` in the table of its kind (round-trips through ``loads_hardware``)."""
     data: dict[str, Any] = _without_none(attrs.asdict(spec, recurse=True))
     if isinstance(spec, ProcessorSpec) and not spec.memory.curve:
         data["memory"].pop("curve", None)
@@ -185,6 +190,10 @@ def dumps_hardware(spec: ProcessorSpec | LinkSpec, meta: dict[str, Any] | None =
         data["matrix_flops_per_s"] = dict(spec.matrix_flops_per_s)
         data["op_rates_per_core"] = dict(spec.op_rates_per_core)
         document = {"processor": data}
+    elif isinstance(spec, ClusterSpec):
+        document = {"cluster": data}
+    elif isinstance(spec, NicSpec):
+        document = {"nic": data}
     else:
         document = {"link": data}
     if meta:
