@@ -98,8 +98,12 @@ def boolean(instance: Any, attribute: Any, value: Any) -> None:
 
 
 def text(instance: Any, attribute: Any, value: Any) -> None:
+    """A string with no control characters: names and ids are printed to terminals, where an
+    escape sequence in a file's ``name`` would rewrite the screen."""
     if not isinstance(value, str):
         raise field_error(attribute.name, "a string", value)
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+        raise ParsimError(f"'{attribute.name}' must not contain control characters: {value!r}")
 
 
 def explain(instance: Any, rules: dict[str, Validator], what: str) -> None:

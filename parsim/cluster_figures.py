@@ -162,9 +162,13 @@ def parallel_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
     if not workload.devices:
         return ()
     others = system.total_gpus - workload.devices
+    rows = "GPU s in the timeline is pipeline stage s"
+    if others == 0:  # one GPU per stage: the timeline shows every GPU
+        return (f"{rows}; every GPU of the step is drawn",)
+    gpus = "GPU does" if others == 1 else "GPUs do"
     return (
-        "GPU s in the timeline is pipeline stage s's first GPU (tensor-parallel rank 0 of data-parallel "
-        f"replica 0); the other {others} GPUs do the same work at the same time",
+        f"{rows}'s first GPU (tensor-parallel rank 0 of data-parallel replica 0); "
+        f"the other {others:,} {gpus} the same work at the same time",
     )
 
 

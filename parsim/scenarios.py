@@ -31,15 +31,16 @@ other hardware, sizes or operations (what the app's controls do), and such label
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from parsim.errors import ParsimError
 from parsim.hardware import registry
@@ -54,10 +55,20 @@ MAX_BRACKETS = 5_000
 HARDWARE_FIELDS = ("device", "host", "link", "cluster")
 
 
+def _printable(value: Any) -> Any:
+    """Text that is printed to terminals carries no control characters (a lesson keeps its line breaks)."""
+    if isinstance(value, str) and any(
+        (ord(c) < 32 and c not in "\n\t") or 127 <= ord(c) < 160 for c in value
+    ):
+        raise ValueError(f"must not contain control characters: {value[:40]!r}")
+    return value
+
+
 class Case(BaseModel):
     """One configuration: which workload on which hardware, run how (hardware by id, path or spec)."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    _text = field_validator("label", "workload", "device", "cluster", "host", "link", "mode")(_printable)
     label: str | None = None
     workload: str | None = None
     params: dict = Field(default_factory=dict)
@@ -91,6 +102,7 @@ class Scenario(BaseModel):
     """A lesson and the cases it compares."""
 
     model_config = ConfigDict(extra="forbid")
+    _text = field_validator("title", "lesson")(_printable)
     title: str
     lesson: str
     plot: Literal["bars", "timeline", "sweep", "scaling", "tradeoff"] = "bars"
@@ -110,7 +122,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ParsimError(f"{path}: no such scenario file")
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ParsimError(f"{path}: scenario file is larger than {MAX_FILE_BYTES} bytes")
-    scenario = loads_scenario(path.read_text(encoding="utf-8", errors="replace"), source=str(path))
+    scenario = loads_scenario(path.read_text(encoding="utf-8-sig", errors="replace"), source=str(path))
     return _beside(scenario, path.parent)
 
 
@@ -198,6 +210,8 @@ def parse_values(spec: list | str) -> list:
         if kind in ("linspace", "logspace"):
             lo, hi, count = float(parts[0]), float(parts[1]), int(float(parts[2]))
             if len(parts) != 3 or count < 1 or lo <= 0 and kind == "logspace":
+                raise ValueError
+            if not (math.isfinite(lo) and math.isfinite(hi)):  # numpy would warn and make NaNs
                 raise ValueError
             _check_count(spec, count)
             values = np.linspace(lo, hi, count) if kind == "linspace" else np.geomspace(lo, hi, count)

@@ -19,6 +19,8 @@ TIME_UNITS = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")]
 def parse_value(text: str) -> int | float | bool | str:
     """``"1e8"`` -> 1e8, ``"4096"`` -> 4096, ``"true"`` -> True; other text unchanged."""
     lowered = text.strip().lower()
+    if not lowered.isascii():  # int() and float() read other scripts' digits ("١٠٠٠"): a number is ASCII
+        return text.strip()
     if lowered in ("true", "yes", "on"):
         return True
     if lowered in ("false", "no", "off"):

@@ -11,6 +11,7 @@ from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
 from parsim.hardware.tomlio import dumps_hardware, load_hardware, loads_hardware
 
+TINY_SCENARIO = 'lesson = "l"\n[[cases]]\nworkload = "vector_add"\ndevice = "t4"\nparams = { n = 1000 }\n'
 EVERY_PRESET = [*PROCESSORS, *LINKS, *CLUSTER_PRESETS, *NIC_PRESETS]
 
 
@@ -50,3 +51,57 @@ def test_a_gpu_without_nvlink_refuses_an_nvlink(cli):
         == "nvlink3"
     )
     assert parsim.predict("data_parallel", {"gpus": 2}, device="t4", link="pcie4-x16").link == "pcie4-x16"
+
+
+def test_numbers_are_ascii_digits(cli):
+    """Item 11: ``n=١٠٠٠`` (Arabic-Indic digits) was read as 1000."""
+    from parsim.units import parse_value
+
+    assert parse_value("١٠٠٠") == "١٠٠٠" and parse_value("1e3") == 1000.0 and parse_value("12") == 12
+    code, _, err = cli("predict", "vector_add", "n=١٠٠٠", "--device", "t4")
+    assert code == 2 and "'n' input should be a valid integer" in err
+
+
+def test_control_characters_from_a_file_never_reach_the_terminal(cli, tmp_path):
+    code, out, _ = cli("hardware", "show", "t4", "--toml")
+    evil = tmp_path / "evil.toml"
+    evil.write_text(out.replace('name = "NVIDIA', 'name = "\\u001b[2J NVIDIA', 1))
+    code, out, err = cli("predict", "vector_add", "n=10", "--device", str(evil))
+    assert code == 2 and "\x1b" not in out + err
+    assert "'processor.name' must not contain control characters" in err
+    scenario = tmp_path / "evil_scenario.toml"
+    scenario.write_text(
+        'title = "x\\u001b[2J"\nlesson = "ok"\n[[cases]]\nworkload = "vector_add"\ndevice = "t4"\n'
+    )
+    code, out, err = cli("run", str(scenario))
+    assert code == 2 and "\x1b" not in out + err and "must not contain control characters" in err
+
+
+def test_a_byte_order_mark_is_not_part_of_the_toml(cli, tmp_path):
+    code, out, _ = cli("hardware", "show", "t4", "--toml")
+    marked = tmp_path / "bom.toml"
+    marked.write_bytes(b"\xef\xbb\xbf" + out.encode())
+    assert load_hardware(marked) == PROCESSORS["t4"]
+    scenario = tmp_path / "bom_scenario.toml"
+    scenario.write_bytes(b"\xef\xbb\xbf" + ('title = "t"\n' + TINY_SCENARIO).encode())
+    code, _, err = cli("run", str(scenario), "--json")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("spec", ["linspace:1:inf:3", "logspace:1:inf:3", "linspace:-inf:1:3"])
+def test_an_infinite_end_is_refused_not_warned_about(cli, spec, recwarn):
+    from parsim.scenarios import parse_values
+
+    with pytest.raises(ParsimError, match="malformed values"):
+        parse_values(spec)
+    code, _, err = cli(
+        "sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", f"workload.n={spec}"
+    )
+    assert code == 2 and "malformed values" in err and "Traceback" not in err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_a_step_with_a_gpu_per_stage_says_so_instead_of_other_0_gpus():
+    params = {"model": "gpt3-1.3b", "pp": 8, "microbatches": 8, "batch": 8, "gpus": 8, "train": True}
+    notes = " ".join(parsim.predict("network", params, device="a100-80gb").notes)
+    assert "other 0" not in notes and "every GPU of the step is drawn" in notes

@@ -44,7 +44,8 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec | 
         raise ParsimError(f"{path}: no such hardware file")
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ParsimError(f"{path}: hardware file is larger than {MAX_FILE_BYTES} bytes")
-    return loads_hardware(path.read_bytes().decode("utf-8", errors="replace"), source=str(path))
+    # utf-8-sig: a byte-order mark that an editor put first is not part of the TOML
+    return loads_hardware(path.read_bytes().decode("utf-8-sig", errors="replace"), source=str(path))
 
 
 def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec | NicSpec:
@@ -171,6 +172,9 @@ def _build(cls: type[Built], table: Any, where: str) -> Built:
     missing = [name for name, f in fields.items() if f.default is attrs.NOTHING and name not in table]
     if missing:
         raise ParsimError(f"missing key '{where}.{missing[0]}'")
+    for key, value in table.items():  # names are printed to terminals: no escape sequences from a file
+        if isinstance(value, str) and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
+            raise ParsimError(f"'{where}.{key}' must not contain control characters: {value[:40]!r}")
     try:
         return cls(**table)
     except (TypeError, ValueError) as exc:  # a wrong type deep inside a table (a list for a number...)

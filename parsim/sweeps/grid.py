@@ -206,6 +206,8 @@ def _numeric(spec: str, kind: str):
             lo, hi, count = float(parts[0]), float(parts[1]), int(float(parts[2]))
             if len(parts) != 3 or count < 1 or (lo <= 0 and kind == "logspace"):
                 return None
+            if not (math.isfinite(lo) and math.isfinite(hi)):  # numpy would warn and make NaNs
+                return None
     except (ValueError, IndexError, OverflowError):
         return None
     if kind == "range":
