@@ -386,4 +386,16 @@ def main() -> None:
     except ParsimError as exc:
         typer.echo(f"error: {exc}", err=True)
         code = 2
+    except OSError as exc:  # a file name the system refuses (too long, a folder, no permission): one line
+        typer.echo(f"error: {_file_error(exc)}", err=True)
+        code = 2
     sys.exit(code or 0)
+
+
+def _file_error(exc: OSError) -> str:
+    """``exc`` as ``<file>: <reason>``, a long name cut to its ends."""
+    name = str(exc.filename) if exc.filename is not None else ""
+    if len(name) > 80:
+        name = f"{name[:40]}...{name[-30:]}"
+    reason = exc.strerror or exc.__class__.__name__
+    return f"{name!r}: {reason}" if name else reason

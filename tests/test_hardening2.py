@@ -105,3 +105,37 @@ def test_a_step_with_a_gpu_per_stage_says_so_instead_of_other_0_gpus():
     params = {"model": "gpt3-1.3b", "pp": 8, "microbatches": 8, "batch": 8, "gpus": 8, "train": True}
     notes = " ".join(parsim.predict("network", params, device="a100-80gb").notes)
     assert "other 0" not in notes and "every GPU of the step is drawn" in notes
+
+
+LONG = "a" * 300
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["predict", "vector_add", "n=10", "--device", f"{LONG}.toml"],
+        ["predict", "vector_add", "n=10", "--device", "t4", "--link", f"{LONG}.toml"],
+        ["predict", "vector_add", "n=10", "--device", "t4", "--plot", f"{LONG}.png"],
+        ["predict", "allreduce", "bytes=1e6", "--cluster", f"{LONG}.toml"],
+        [
+            "sweep",
+            "--set",
+            "workload=relu",
+            "--set",
+            "device=t4",
+            "--grid",
+            "workload.n=1e3",
+            "--out",
+            f"{LONG}.csv",
+        ],
+        ["run", f"{LONG}.toml"],
+        ["hardware", "show", f"{LONG}.toml"],
+        ["validate", "--load", f"{LONG}.json"],
+    ],
+)
+def test_a_file_name_the_system_refuses_is_one_line(cli, args, tmp_path, monkeypatch):
+    """Item 13: 300-character file names raised OSError (File name too long) with a traceback."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(*args)
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    assert "File name too long" in err and "..." in err  # the name is cut to its ends
