@@ -18,7 +18,7 @@ from typer._click.exceptions import NoArgsIsHelpError
 from parsim import cli_measure, cli_splits, cli_sweep, jsontext, safefiles, units
 from parsim.choices import HardwareKind, Method, Mode, Overlap
 from parsim.cli_limits import NoLimits, budget_of
-from parsim.errors import ParsimError, ParsimNote
+from parsim.errors import Interrupted, ParsimError, ParsimNote
 from parsim.paths import output_path
 
 _show_warning = warnings.showwarning
@@ -377,12 +377,17 @@ def main() -> None:
     warnings.showwarning = _note
     try:
         code = app(standalone_mode=False)
+        if code == 130:  # Ctrl-C where a command keeps nothing (those that keep something say what)
+            typer.echo("interrupted: nothing was written", err=True)
     except NoArgsIsHelpError as exc:
         typer.echo(exc.ctx.get_help())
         code = 0
     except typer.TyperException as exc:  # option and argument mistakes, as the parser found them
         typer.echo(f"error: {_usage_line(exc)}", err=True)
         code = 2
+    except Interrupted as exc:
+        typer.echo(f"interrupted: {exc}", err=True)
+        code = 130
     except ParsimError as exc:
         typer.echo(f"error: {exc}", err=True)
         code = 2

@@ -14,6 +14,7 @@ import typer
 from parsim import jsontext, units
 from parsim.choices import Method
 from parsim.cli_limits import NoLimits
+from parsim.errors import Interrupted
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +40,10 @@ def splits(
     from parsim.splits import split_table
 
     budget = None if no_limits else CLI
-    rows = split_table(units.parse_assignments(params or []), cluster, micro_batch, method, budget)
+    try:
+        rows = split_table(units.parse_assignments(params or []), cluster, micro_batch, method, budget)
+    except KeyboardInterrupt:
+        raise Interrupted("a split search keeps nothing until it finishes; nothing was written") from None
     if as_json:
         typer.echo(jsontext.dumps([row.to_dict() for row in rows]))
         return

@@ -17,7 +17,7 @@ import typer
 from parsim import safefiles
 from parsim.choices import Method
 from parsim.cli_limits import NoLimits, budget_of
-from parsim.errors import ParsimError
+from parsim.errors import Interrupted, ParsimError
 from parsim.paths import output_path
 
 USUAL = ("latency_s", "throughput_per_s", "flops_per_s", "bytes_per_s", "device", "case")  # hints first
@@ -124,6 +124,11 @@ def sweep(
                 state["done"] = done
 
             execute_plan(checked, store, mapper or workers, progress)
+    except KeyboardInterrupt:
+        if out is None:
+            raise Interrupted("no rows were kept (give --out to keep them)") from None
+        kept = f"{store.counts()[0]} finished rows are kept in {out}; run the same command again to resume"
+        raise Interrupted(kept) from None
     finally:
         if close is not None:
             close()

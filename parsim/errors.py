@@ -39,6 +39,10 @@ def closest(name: str, known: Iterable[str]) -> str:
     return f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(names)}"
 
 
+class Interrupted(ParsimError):
+    """Ctrl-C during a long command: the one line says what was kept (the CLI exits with 130)."""
+
+
 class ParsimNote(UserWarning):
     """A remark about the input that is not an error (a hardware file read by an older rule, say).
 

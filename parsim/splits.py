@@ -24,6 +24,7 @@ from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.model.capacity import runtime_B
 from parsim.predict import predict
+from parsim.sweeps.workers import watch_parent
 from parsim.workloads import parallel3d
 from parsim.workloads.llms import LLMS
 from parsim.workloads.registry import validate_params
@@ -133,7 +134,11 @@ def _predict_all(splits: list[dict[str, Any]], spec: ClusterSpec, method: str) -
         return [_figures(split, spec, method) for split in splits]
     # the longest first, so no core is left with the slowest at the end
     order = sorted(range(len(splits)), key=lambda i: -splits[i]["pp"] * splits[i]["microbatches"])
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    context = multiprocessing.get_context("spawn")
+    # the sweeps' initializer: a worker exits as soon as this process is gone (kill -9 included)
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
+    ) as pool:
         done = pool.map(_figures, [splits[i] for i in order], [spec] * len(order), [method] * len(order))
         by_index = dict(zip(order, done, strict=True))
     return [by_index[i] for i in range(len(splits))]

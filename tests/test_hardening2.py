@@ -139,3 +139,66 @@ def test_a_file_name_the_system_refuses_is_one_line(cli, args, tmp_path, monkeyp
     code, _, err = cli(*args)
     assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
     assert "File name too long" in err and "..." in err  # the name is cut to its ends
+
+
+def test_ctrl_c_says_in_one_line_what_was_kept(cli, monkeypatch, tmp_path):
+    """Item 14: Ctrl-C exited 130 with nothing said."""
+    import sys
+
+    import parsim.splits
+    import parsim.sweeps.api
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(parsim.splits, "split_table", interrupt)
+    code, _, err = cli("splits", "model=gpt2", "batch=8")
+    assert (code, err) == (
+        130,
+        "interrupted: a split search keeps nothing until it finishes; nothing was written\n",
+    )
+    monkeypatch.setattr(parsim.sweeps.api, "execute_plan", interrupt)
+    out = tmp_path / "s.csv"
+    code, _, err = cli(
+        "sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", "workload.n=1e3", "--out", str(out)
+    )
+    assert code == 130 and err.splitlines()[-1] == (
+        f"interrupted: 0 finished rows are kept in {out}; run the same command again to resume"
+    )
+    monkeypatch.setattr(sys.modules["parsim.predict"], "predict", interrupt)
+    code, _, err = cli("predict", "vector_add", "n=10", "--device", "t4")
+    assert (code, err) == (130, "interrupted: nothing was written\n")
+
+
+@pytest.mark.slow  # seconds: a real split search killed with kill -9
+def test_split_workers_exit_when_the_search_is_killed():
+    """Item 14: ``splits`` pool workers survived ``kill -9`` of the parent (the sweeps' already exited)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    command = [sys.executable, "-m", "parsim", "splits", "model=gpt3-1.3b", "batch=512", "nodes=4"]
+    parent = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process, deadline = psutil.Process(parent.pid), time.monotonic() + 60
+    while len([c for c in process.children(recursive=True) if "spawn" in " ".join(c.cmdline())]) < 2:
+        assert parent.poll() is None and time.monotonic() < deadline, "the search did not start its workers"
+        time.sleep(0.1)
+    time.sleep(1.0)  # the workers are past their initializer
+    children = process.children(recursive=True)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+
+    def running(child: psutil.Process) -> bool:
+        try:
+            return child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + 5
+    while any(running(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [c.pid for c in children if running(c)], "workers outlived their search"
