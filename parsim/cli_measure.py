@@ -23,7 +23,7 @@ import typer
 from parsim import jsontext, units
 from parsim.choices import Backend, Mode
 from parsim.errors import ParsimError
-from parsim.paths import output_path
+from parsim.paths import gpu_calibration, output_path
 
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 LockTimeout = Annotated[
@@ -99,11 +99,12 @@ def measure(
         lock_timeout_s=lock_timeout,
         on_wait=_tell_once(),
     )
+    document = {**result.to_dict(), **_gpu_prediction(result)}
     if out is not None:
-        _write(out, lambda path: path.write_text(jsontext.dumps(result.to_dict())), "--out")
+        _write(out, lambda path: path.write_text(jsontext.dumps(document)), "--out")
         typer.echo(f"saved {out}", err=True)
     if as_json:
-        typer.echo(jsontext.dumps(result.to_dict()))
+        typer.echo(jsontext.dumps(document))
         return
     shown = units.assignments(result.params)
     typer.echo(f"{result.workload} {shown}")
@@ -114,6 +115,29 @@ def measure(
     )
     for stage, seconds in result.stages.items():
         typer.echo(f"  {stage:<13}{units.seconds(seconds)}")
+    if document.get("predicted_s"):
+        error = document["predicted_s"] / result.median_s - 1
+        typer.echo(
+            f"  predicted    {units.seconds(document['predicted_s'])}  ({error:+.0%}), "
+            f"{document['predicted_for']}"
+        )
+    elif "predicted_for" in document:
+        typer.echo(f"  not predicted: {document['predicted_for']}")
+
+
+def _gpu_prediction(result) -> dict:
+    """For a CuPy measurement, its prediction for the GPU that ran it and which spec that was
+    (``parsim.measure.present``); nothing for a CPU measurement."""
+    if result.backend != "cupy":
+        return {}
+    from parsim.measure.present import present_gpu
+
+    try:
+        here = present_gpu(tell=lambda message: typer.echo(f"note: {message}", err=True))
+        predicted = here.predict(result.workload, result.params).latency_s
+    except ParsimError as exc:
+        return {"predicted_s": None, "predicted_for": str(exc)}
+    return {"predicted_s": predicted, "predicted_for": here.label}
 
 
 def calibrate(
@@ -133,7 +157,7 @@ def calibrate(
     from parsim.measure.calibrate import describe
 
     _writable(out, ".toml", "--out")
-    device_path, link_path = out.with_name(f"{out.stem}-gpu.toml"), out.with_name(f"{out.stem}-link.toml")
+    device_path, link_path = gpu_calibration(out)
     if gpu:  # the GPU's files go beside the CPU's: refused now rather than after the CPU is measured
         _writable(device_path, ".toml", "--out (its -gpu.toml)")
         _writable(link_path, ".toml", "--out (its -link.toml)")
