@@ -4,6 +4,7 @@ calibration now. Tested with the CuPy stand-in reporting real devices' propertie
 
 from __future__ import annotations
 
+import json
 import re
 
 import attrs
@@ -141,7 +142,8 @@ def test_an_unknown_gpu_is_calibrated_now_once(monkeypatch, tmp_path):
 
     def quick():
         calls.append(1)
-        return attrs.evolve(PROCESSORS["a100-40gb"], id="this-machine-gpu", name="Stand-in GPU (calibrated)"), None
+        calibrated = attrs.evolve(PROCESSORS["a100-40gb"], id="this-machine-gpu", name="Stand-in GPU (calibrated)")
+        return calibrated, None
 
     found = present_gpu(tmp_path, calibrate=quick)
     assert calls == [1] and found.how == "calibrated now"
@@ -177,8 +179,6 @@ def test_cli_measure_on_an_h100_predicts_for_h100_sxm_and_names_it(monkeypatch, 
     shown = seconds(" ".join(line.split()[1:3]))
     assert shown == pytest.approx(expected, rel=0.01)  # printed to 3 significant digits
     code, out, err = cli("measure", "vector_add", "n=1e6", "--backend", "cupy", "--budget", "0.01", "--json")
-    import json
-
     document = json.loads(out)
     assert document["predicted_s"] == pytest.approx(expected, rel=1e-9)
     assert document["predicted_for"] == "predicted for h100-sxm (matched NVIDIA H100 80GB HBM3)"
@@ -187,6 +187,4 @@ def test_cli_measure_on_an_h100_predicts_for_h100_sxm_and_names_it(monkeypatch, 
 def test_cli_measure_on_the_cpu_predicts_nothing_for_a_gpu(tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
     code, out, _ = cli("measure", "vector_add", "n=1000", "--budget", "0.01", "--json")
-    import json
-
     assert code == 0 and "predicted_for" not in json.loads(out)
