@@ -142,7 +142,8 @@ def test_an_unknown_gpu_is_calibrated_now_once(monkeypatch, tmp_path):
 
     def quick():
         calls.append(1)
-        calibrated = attrs.evolve(PROCESSORS["a100-40gb"], id="this-machine-gpu", name="Stand-in GPU (calibrated)")
+        name = "Stand-in GPU (calibrated)"
+        calibrated = attrs.evolve(PROCESSORS["a100-40gb"], id="this-machine-gpu", name=name)
         return calibrated, None
 
     found = present_gpu(tmp_path, calibrate=quick)
