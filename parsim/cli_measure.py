@@ -25,6 +25,7 @@ from parsim.choices import Backend, Mode
 from parsim.errors import ParsimError
 from parsim.paths import gpu_calibration, output_path
 
+SHIPPED = ("h100-sxm-2026-11-25", "h100-sxm-2026-11-25-calibrated")  # parsim/data/measured (tested)
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 LockTimeout = Annotated[
     float,
@@ -209,7 +210,22 @@ def validate(
     quick: Annotated[bool, typer.Option("--quick/--full", help="The small grid or the full one.")] = True,
     budget: Annotated[float, typer.Option(help="seconds of timing per point", min=0.01, max=10)] = 0.2,
     out: Annotated[Path | None, typer.Option(help="Save the report as JSON.")] = None,
-    load: Annotated[Path | None, typer.Option(help="Show a saved report instead of measuring.")] = None,
+    load: Annotated[
+        str | None,
+        typer.Option(
+            help="Show a saved report instead of measuring: a JSON file, or the name of a measurement "
+            f"shipped with parsim ({', '.join(SHIPPED)}). A file that names its GPU preset is predicted "
+            "again with the installed model.",
+        ),
+    ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Measure the grid recorded on the H100 (elementwise, reduce, matmul, conv2d, copies, "
+            "offloads, MLP steps) on this machine's GPU, predict it for that GPU, and write the report "
+            "to this new .json file (never over an existing file or through a link). Needs a GPU.",
+        ),
+    ] = None,
     published: Annotated[
         bool,
         typer.Option(
@@ -227,10 +243,28 @@ def validate(
     """Measure a grid of workloads, predict them with the calibrated spec, report the errors.
 
     With --published, predict every published measurement instead and report the error per class.
+    With --load NAME, show a measurement shipped with parsim (e.g. h100-sxm-2026-11-25: an H100 SXM
+    measured by parsim) beside today's prediction. With --record OUT.json, measure that same grid on
+    this machine's GPU and write a new file of the same kind.
     """
+    from parsim import measured
     from parsim import validate as validation
 
     _writable(out, ".json", "--out")
+    if record is not None:
+        if (
+            load is not None
+            or published
+            or device is not None
+            or gpu_device is not None
+            or gpu_link is not None
+        ):
+            raise ParsimError(
+                "'--record' measures this machine's GPU and predicts it for that GPU; it takes no --load, "
+                "--published, --device, --gpu-device or --gpu-link"
+            )
+        _record(record, budget, lock_timeout, as_json)
+        return
     if published:
         if device is not None or gpu_device is not None or gpu_link is not None or load is not None:
             raise ParsimError(
@@ -242,7 +276,7 @@ def validate(
     if summary_only:
         raise ParsimError("'--summary' goes with --published")
     if load is not None:
-        data = validation.load_report(load)
+        data = measured.load(load)
     else:
         if device is None:
             raise ParsimError(
@@ -288,6 +322,23 @@ def validate(
     from parsim.report import validation_text
 
     _emit(data, out, as_json, validation.save_report, validation_text)
+
+
+def _record(out: Path, budget: float, lock_timeout: float, as_json: bool) -> None:
+    """``--record``: the grid measured on this GPU, written to a new file ``out``."""
+    from parsim import measured
+    from parsim.report import validation_text
+
+    measured.check_recordable(out)  # no GPU, or a file or link already there
+    output_path(out, (".json",), "--record")
+    data = _with_progress(
+        "measuring the grid on this GPU",
+        lambda progress: measured.record(
+            out, budget_s=min(budget, 1.0), progress=progress, lock_timeout_s=lock_timeout
+        ),
+    )
+    typer.echo(f"wrote {out}: {measured.headline(data)}", err=True)
+    typer.echo(jsontext.dumps(data) if as_json else validation_text(data))
 
 
 def _published(out: Path | None, summary_only: bool, as_json: bool) -> None:
