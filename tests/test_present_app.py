@@ -49,3 +49,40 @@ def test_a_lessons_gpu_case_is_predicted_for_the_gpu_here_not_the_lessons(h100):
     lessons = predict("vector_add", {"n": 1e6}, device="gtx-1080").latency_s
     assert row["predicted_s"] == pytest.approx(here * 1e3, rel=1e-9)  # shown in ms
     assert abs(here / lessons - 1) > 0.3  # (the two GPUs differ: the test can tell them apart)
+
+
+# --- what was measured on a real GPU, for everyone -----------------------------------------------
+
+
+def test_measure_page_shows_the_h100_measurements_without_a_gpu(monkeypatch, tmp_path):
+    import sys
+
+    from parsim import measured
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # no GPU here
+    at = app("measure")
+    assert any("No GPU here" in w.value for w in at.warning)
+    texts = " ".join(m.value for m in at.markdown)
+    assert (
+        "Measured on an NVIDIA H100 80GB HBM3 (2026-11-25), predicted beside it with the h100-sxm preset"
+        in texts
+    )
+    captions = " ".join(c.value for c in at.caption)
+    assert "132 SMs" in captions and "cupy 14.2.0" in captions and "numpy 2.5.2" in captions
+    data = measured.load("h100-sxm-2026-11-25")
+    (classes,) = [f.value for f in at.dataframe if "MAPE (>= 100 us)" in f.value.columns]
+    assert list(classes["class"]) == [*data["classes"], "overall"]
+    matmul = classes.set_index("class").loc["matmul (cupy, simt)", "MAPE (>= 100 us)"]
+    assert matmul == pytest.approx(data["classes"]["matmul (cupy, simt)"]["mape_large"])
+    (rows,) = [f.value for f in at.dataframe if "error" in f.value.columns and "params" in f.value.columns]
+    assert len(rows) == len(data["rows"])
+    first = data["rows"][0]
+    assert rows["measured_s"].iloc[0] == pytest.approx(first["measured_s"] * 1e3)
+    assert rows["predicted_s"].iloc[0] == pytest.approx(
+        predict(first["workload"], first["params"], device="h100-sxm").latency_s * 1e3
+    )
+    assert len(at.get("image")) >= 1  # the predicted-vs-measured figure
+    at.selectbox(key="shipped_name").set_value("h100-sxm-2026-11-25-calibrated").run()
+    assert not at.exception
+    assert any("GPU calibration" in m.value for m in at.markdown)

@@ -1,8 +1,9 @@
 """Measure: what this machine really does — measurements, a quick calibration, predicted vs measured.
 
-Measurements are serialised across users by parsim's machine-wide lock, so two people timing
-at once never disturb each other; results can be saved and loaded as JSON, so a lecture laptop
-without a GPU can show figures measured on a GPU server.
+Everyone sees a real GPU's measurements shipped with parsim beside today's prediction
+(``measure_shipped``). Measurements are serialised across users by parsim's machine-wide lock, so
+two people timing at once never disturb each other; results can be saved and loaded as JSON, so a
+lecture laptop without a GPU can show figures measured on a GPU server.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots, units
+from parsim.app import measure_shipped
 from parsim.app.cache import cached_published
 from parsim.app.measure_here import CALIBRATION, calibrate_button, present
 from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated, show_png
@@ -42,6 +44,7 @@ def render() -> None:
         )
     load_calibrated()
     history = st.session_state.setdefault("measurements", [])
+    measure_shipped.render()
     _published()
     _calibration()
     _measure_form(history, available)
