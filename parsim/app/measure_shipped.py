@@ -87,6 +87,8 @@ def render() -> None:
             },
         )
         csv_download(table, f"{name}-measured-vs-predicted", key="shipped_csv")
-        for row in data.get("not_predicted") or []:
-            shown = f"{row['workload']} {units.assignments(row['params'])}"
-            st.caption(f"not predicted by this parsim: {shown}: {row['why']}")
+        reasons: dict[str, int] = {}
+        for row in data.get("not_predicted") or []:  # one line per reason, not per row
+            reasons[row["why"]] = reasons.get(row["why"], 0) + 1
+        for why, count in reasons.items():
+            st.caption(f"{count} row{'s' * (count > 1)} not predicted by this parsim: {why}")
