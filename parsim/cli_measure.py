@@ -87,7 +87,12 @@ def measure(
     lock_timeout: LockTimeout = 600.0,
     as_json: Json = False,
 ):
-    """Time a workload for real on this machine (median and quartiles)."""
+    """Time a workload for real on this machine (median and quartiles).
+
+    A GPU measurement (--backend cupy) is printed beside its prediction for the GPU that ran it, and
+    says which spec that was: this GPU's calibration (this-machine-gpu.toml here), the preset that
+    matches its CUDA name, SM count and memory, or a quick calibration made now.
+    """
     from parsim.measure import measure as run_measure
 
     _writable(out, ".json", "--out")
