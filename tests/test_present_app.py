@@ -86,3 +86,20 @@ def test_measure_page_shows_the_h100_measurements_without_a_gpu(monkeypatch, tmp
     at.selectbox(key="shipped_name").set_value("h100-sxm-2026-11-25-calibrated").run()
     assert not at.exception
     assert any("GPU calibration" in m.value for m in at.markdown)
+
+
+def test_an_uploaded_shipped_report_is_predicted_again(monkeypatch, tmp_path):
+    from importlib import resources
+
+    from parsim import measured
+
+    monkeypatch.chdir(tmp_path)
+    text = resources.files("parsim").joinpath("data/measured/h100-sxm-2026-11-25.json").read_bytes()
+    at = app("measure")
+    at.file_uploader(key="measure_load").set_value(("h100.json", text, "application/json")).run()
+    assert not at.exception
+    loaded = at.session_state["loaded_rows"]
+    today = measured.load("h100-sxm-2026-11-25")["rows"]
+    assert len(loaded) == len(today) and [r["predicted_s"] for r in loaded] == [
+        r["predicted_s"] for r in today
+    ]

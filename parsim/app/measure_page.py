@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas
 import streamlit as st
 
-from parsim import plots, units
+from parsim import measured, plots, units
 from parsim.app import measure_shipped
 from parsim.app.cache import cached_published
 from parsim.app.measure_here import CALIBRATION, calibrate_button, present
@@ -140,6 +140,8 @@ def _files(history: list) -> None:
         try:
             data = parse_json(file.getvalue(), file.name, "measurement file or validation report")
             _check_document(data, file.name)
+            if isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA:
+                data = measured.repredict(data, file.name)  # a GPU preset's file: today's prediction
         except ParsimError as exc:
             st.error(f"{exc}; nothing loaded")
             return

@@ -3,8 +3,8 @@
 A CuPy measurement is only worth showing beside a prediction of the chip that ran it: an H100's
 time beside a V100's prediction compares two chips, not the model with the machine. So the CLI,
 the Measure page and the lessons' "Measure it here" all ask ``present_gpu`` and predict with what
-it answers, naming it ("predicted for h100-sxm (matched NVIDIA H100 80GB HBM3)"). Like a customs
-officer it trusts, in this order:
+it answers, naming it ("predicted for h100-sxm (matched NVIDIA H100 80GB HBM3)"). Like a doctor
+reading a patient's own chart before a textbook, it takes the most specific record first:
 
 1. this GPU's own calibration, ``this-machine-gpu.toml`` (and ``-link.toml``) that ``parsim
    calibrate`` wrote in the working directory for this very device (its name and SM count);
