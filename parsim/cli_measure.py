@@ -257,16 +257,11 @@ def validate(
 
     _writable(out, ".json", "--out")
     if record is not None:
-        if (
-            load is not None
-            or published
-            or device is not None
-            or gpu_device is not None
-            or gpu_link is not None
-        ):
+        others = (load, device, gpu_device, gpu_link, out)
+        if published or summary_only or any(other is not None for other in others):
             raise ParsimError(
-                "'--record' measures this machine's GPU and predicts it for that GPU; it takes no --load, "
-                "--published, --device, --gpu-device or --gpu-link"
+                "'--record' measures this machine's GPU and writes the report to the file it names; it "
+                "takes no --load, --published, --summary, --device, --gpu-device, --gpu-link or --out"
             )
         _record(record, budget, lock_timeout, as_json)
         return

@@ -177,6 +177,9 @@ def test_record_without_a_gpu_is_one_line(cli, monkeypatch, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_record_takes_no_other_source(cli, tmp_path):
-    code, _, err = cli("validate", "--record", str(tmp_path / "x.json"), "--load", H100)
-    assert code == 2 and "'--record' measures this machine's GPU" in err
+@pytest.mark.parametrize("other", [["--load", H100], ["--out", "y.json"], ["--published"]])
+def test_record_takes_no_other_source_or_output(cli, tmp_path, monkeypatch, other):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("validate", "--record", str(tmp_path / "x.json"), *other)
+    assert code == 2 and "takes no --load, --published, --summary" in err and other[0] in err
+    assert not list(tmp_path.iterdir())
