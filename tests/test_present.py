@@ -13,6 +13,7 @@ import pytest
 from parsim.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import save_hardware
+from parsim.measure import present
 from parsim.measure.present import NAME_PATTERNS, Identity, match_preset, present_gpu
 from tests import cupy_standin
 
@@ -189,3 +190,29 @@ def test_cli_measure_on_the_cpu_predicts_nothing_for_a_gpu(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     code, out, _ = cli("measure", "vector_add", "n=1000", "--budget", "0.01", "--json")
     assert code == 0 and "predicted_for" not in json.loads(out)
+
+
+# --- on a machine with an NVIDIA GPU -------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_the_real_gpu_is_named_and_predicted(tmp_path, cli, monkeypatch):
+    identity = present.identify()
+    preset = match_preset(identity)
+    found = present_gpu(tmp_path)  # no calibration there: a preset, or one measured now
+    assert found.identity == identity and found.how == ("preset" if preset else "calibrated now")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("measure", "vector_add", "n=1e7", "--backend", "cupy", "--budget", "0.05")
+    assert code == 0 and found.label in out, err
+    if identity.name == "NVIDIA H100 80GB HBM3":
+        assert preset == "h100-sxm"
+
+
+@pytest.mark.gpu
+def test_record_on_the_real_gpu(tmp_path, monkeypatch):
+    from parsim import measured, validate
+
+    monkeypatch.setattr(measured, "GRID", (("vector_add", {"n": 1e6}), ("copy", {"n": 1e6})))
+    data = measured.record(tmp_path / "here.json", budget_s=0.05)
+    assert validate.load_report(tmp_path / "here.json")["device"] == data["device"]
+    assert len(data["rows"]) == 2 and data["machine"]["gpu"].startswith(data["device"])
