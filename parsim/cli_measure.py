@@ -23,8 +23,9 @@ import typer
 from parsim import jsontext, safefiles, units
 from parsim.choices import Backend, Mode
 from parsim.errors import ParsimError
-from parsim.paths import output_path
+from parsim.paths import gpu_calibration, output_path
 
+SHIPPED = ("h100-sxm-2026-11-25", "h100-sxm-2026-11-25-calibrated")  # parsim/data/measured (tested)
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 LockTimeout = Annotated[
     float,
@@ -86,7 +87,12 @@ def measure(
     lock_timeout: LockTimeout = 600.0,
     as_json: Json = False,
 ):
-    """Time a workload for real on this machine (median and quartiles)."""
+    """Time a workload for real on this machine (median and quartiles).
+
+    A GPU measurement (--backend cupy) is printed beside its prediction for the GPU that ran it, and
+    says which spec that was: this GPU's calibration (this-machine-gpu.toml here), the preset that
+    matches its CUDA name, SM count and memory, or a quick calibration made now.
+    """
     from parsim.measure import measure as run_measure
 
     _writable(out, ".json", "--out")
@@ -99,13 +105,12 @@ def measure(
         lock_timeout_s=lock_timeout,
         on_wait=_tell_once(),
     )
+    document = {**result.to_dict(), **_gpu_prediction(result)}
     if out is not None:
-        _write(
-            out, lambda path: safefiles.write_text(path, jsontext.dumps(result.to_dict()), "--out"), "--out"
-        )
+        _write(out, lambda path: safefiles.write_text(path, jsontext.dumps(document), "--out"), "--out")
         typer.echo(f"saved {out}", err=True)
     if as_json:
-        typer.echo(jsontext.dumps(result.to_dict()))
+        typer.echo(jsontext.dumps(document))
         return
     shown = units.assignments(result.params)
     typer.echo(f"{result.workload} {shown}")
@@ -116,6 +121,29 @@ def measure(
     )
     for stage, seconds in result.stages.items():
         typer.echo(f"  {stage:<13}{units.seconds(seconds)}")
+    if document.get("predicted_s"):
+        error = document["predicted_s"] / result.median_s - 1
+        typer.echo(
+            f"  predicted    {units.seconds(document['predicted_s'])}  ({error:+.0%}), "
+            f"{document['predicted_for']}"
+        )
+    elif "predicted_for" in document:
+        typer.echo(f"  not predicted: {document['predicted_for']}")
+
+
+def _gpu_prediction(result) -> dict:
+    """For a CuPy measurement, its prediction for the GPU that ran it and which spec that was
+    (``parsim.measure.present``); nothing for a CPU measurement."""
+    if result.backend != "cupy":
+        return {}
+    from parsim.measure.present import present_gpu
+
+    try:
+        here = present_gpu(tell=lambda message: typer.echo(f"note: {message}", err=True))
+        predicted = here.predict(result.workload, result.params).latency_s
+    except ParsimError as exc:
+        return {"predicted_s": None, "predicted_for": str(exc)}
+    return {"predicted_s": predicted, "predicted_for": here.label}
 
 
 def calibrate(
@@ -135,7 +163,7 @@ def calibrate(
     from parsim.measure.calibrate import describe
 
     _writable(out, ".toml", "--out")
-    device_path, link_path = out.with_name(f"{out.stem}-gpu.toml"), out.with_name(f"{out.stem}-link.toml")
+    device_path, link_path = gpu_calibration(out)
     if gpu:  # the GPU's files go beside the CPU's: refused now rather than after the CPU is measured
         _writable(device_path, ".toml", "--out (its -gpu.toml)")
         _writable(link_path, ".toml", "--out (its -link.toml)")
@@ -187,7 +215,22 @@ def validate(
     quick: Annotated[bool, typer.Option("--quick/--full", help="The small grid or the full one.")] = True,
     budget: Annotated[float, typer.Option(help="seconds of timing per point", min=0.01, max=10)] = 0.2,
     out: Annotated[Path | None, typer.Option(help="Save the report as JSON.")] = None,
-    load: Annotated[Path | None, typer.Option(help="Show a saved report instead of measuring.")] = None,
+    load: Annotated[
+        str | None,
+        typer.Option(
+            help="Show a saved report instead of measuring: a JSON file, or the name of a measurement "
+            f"shipped with parsim ({', '.join(SHIPPED)}). A file that names its GPU preset is predicted "
+            "again with the installed model.",
+        ),
+    ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Measure the grid recorded on the H100 (elementwise, reduce, matmul, conv2d, copies, "
+            "offloads, MLP steps) on this machine's GPU, predict it for that GPU, and write the report "
+            "to this new .json file (never over an existing file or through a link). Needs a GPU.",
+        ),
+    ] = None,
     published: Annotated[
         bool,
         typer.Option(
@@ -205,10 +248,23 @@ def validate(
     """Measure a grid of workloads, predict them with the calibrated spec, report the errors.
 
     With --published, predict every published measurement instead and report the error per class.
+    With --load NAME, show a measurement shipped with parsim (e.g. h100-sxm-2026-11-25: an H100 SXM
+    measured by parsim) beside today's prediction. With --record OUT.json, measure that same grid on
+    this machine's GPU and write a new file of the same kind.
     """
+    from parsim import measured
     from parsim import validate as validation
 
     _writable(out, ".json", "--out")
+    if record is not None:
+        others = (load, device, gpu_device, gpu_link, out)
+        if published or summary_only or any(other is not None for other in others):
+            raise ParsimError(
+                "'--record' measures this machine's GPU and writes the report to the file it names; it "
+                "takes no --load, --published, --summary, --device, --gpu-device, --gpu-link or --out"
+            )
+        _record(record, budget, lock_timeout, as_json)
+        return
     if published:
         if device is not None or gpu_device is not None or gpu_link is not None or load is not None:
             raise ParsimError(
@@ -220,7 +276,7 @@ def validate(
     if summary_only:
         raise ParsimError("'--summary' goes with --published")
     if load is not None:
-        data = validation.load_report(load)
+        data = measured.load(load)
     else:
         if device is None:
             raise ParsimError(
@@ -266,6 +322,23 @@ def validate(
     from parsim.report import validation_text
 
     _emit(data, out, as_json, validation.save_report, validation_text)
+
+
+def _record(out: Path, budget: float, lock_timeout: float, as_json: bool) -> None:
+    """``--record``: the grid measured on this GPU, written to a new file ``out``."""
+    from parsim import measured
+    from parsim.report import validation_text
+
+    measured.check_recordable(out)  # no GPU, or a file or link already there
+    output_path(out, (".json",), "--record")
+    data = _with_progress(
+        "measuring the grid on this GPU",
+        lambda progress: measured.record(
+            out, budget_s=min(budget, 1.0), progress=progress, lock_timeout_s=lock_timeout
+        ),
+    )
+    typer.echo(f"wrote {out}: {measured.headline(data)}", err=True)
+    typer.echo(jsontext.dumps(data) if as_json else validation_text(data))
 
 
 def _published(out: Path | None, summary_only: bool, as_json: bool) -> None:

@@ -37,3 +37,17 @@ def output_path(path: str | Path, suffixes: tuple[str, ...], option: str) -> Pat
     except OSError as exc:
         raise ParsimError(f"'{option}': cannot write in {str(folder)!r} ({exc.strerror or exc})") from None
     return path
+
+
+# --- this machine's calibration: where parsim calibrate writes it and every front end reads it ---
+
+CALIBRATION = Path("this-machine.toml")
+"""The CPU's calibrated spec, in the working directory (``parsim calibrate``'s default ``--out``;
+the app saves it beside itself)."""
+
+
+def gpu_calibration(cpu_file: str | Path = CALIBRATION) -> tuple[Path, Path]:
+    """The GPU's and the host link's calibrated files that ``parsim calibrate`` writes beside the CPU's
+    ``cpu_file``: ``this-machine-gpu.toml`` and ``this-machine-link.toml`` for the default."""
+    cpu_file = Path(cpu_file)
+    return cpu_file.with_name(f"{cpu_file.stem}-gpu.toml"), cpu_file.with_name(f"{cpu_file.stem}-link.toml")

@@ -173,19 +173,19 @@ def _value(value) -> str:
 
 def validation_text(data: dict) -> str:
     """Predicted against measured, point by point, then the error figures per workload class."""
-    lines = [f"validation on {data['device']} ({data['host']}, {data['created_at']})", ""]
+    lines = [f"validation on {data['device']} ({data['host']}, {data['created_at']})"]
+    header = (data.get(k) for k in ("machine", "software", "predicted_with"))
+    for name, value in zip(("machine", "software", "predicted with"), header, strict=True):
+        if isinstance(value, dict):
+            value = "; ".join(f"{k} {v}" for k, v in value.items())
+        lines += [f"{name}: {value}"] if value else []
+    lines.append("")
     points = []
     for row in data["rows"]:
-        params = row["params"]
-        size = (
-            "x".join(f"{params[k]:g}" for k in ("m", "n", "k") if k in params)
-            if "m" in params
-            else f"{params['n']:g}"
-        )
         points.append(
             [
                 row["class"],
-                size,
+                _params_shown(row["params"]),
                 units.seconds(row["measured_s"]),
                 units.seconds(row["predicted_s"]),
                 f"{row['error']:+.0%}",
@@ -194,7 +194,7 @@ def validation_text(data: dict) -> str:
     right = "right"
     headers = [
         ("workload", "left"),
-        ("size", right),
+        ("params", "left"),
         ("measured", right),
         ("predicted", right),
         ("error", right),
@@ -218,7 +218,22 @@ def validation_text(data: dict) -> str:
         f"smaller ones within {units.seconds(targets['small_abs_s'])} or {targets['small_rel']:.0%}, "
         f"Spearman >= {targets['spearman']}"
     )
+    for key, what in (("not_measured", "not measured"), ("not_predicted", "not predicted by this parsim")):
+        for row in data.get(key) or []:
+            lines.append(
+                f"{what}: {row.get('workload')} {_params_shown(row.get('params') or {})}: {row.get('why')}"
+            )
     return "\n".join(lines)
+
+
+def _params_shown(params: dict) -> str:
+    """A row's parameters: its matrix edges as ``m x n x k`` (or ``n``), then the others as key=value."""
+    edges = ("m", "n", "k") if "m" in params else ("n",)
+    size = "x".join(f"{params[k]:g}" for k in edges if isinstance(params.get(k), int | float))
+    rest = {
+        k: (f"{v:g}" if isinstance(v, float) else v) for k, v in params.items() if k not in edges or not size
+    }
+    return " ".join([size] * bool(size) + [units.assignments(rest)] * bool(rest))
 
 
 def _percent(value) -> str:

@@ -34,7 +34,7 @@ from parsim.errors import ParsimError
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.measure import measure
 from parsim.measure.backends import available_backends, cpu_model
-from parsim.measure.jsonfiles import choice, field, json_kind, number, read_json, text
+from parsim.measure.jsonfiles import choice, field, finite, json_kind, number, read_json, short, text
 from parsim.measure.run import SCHEMA as MEASUREMENT_SCHEMA
 from parsim.predict import predict
 
@@ -308,15 +308,32 @@ def _check_row(row: object, where: str) -> None:
     choice(row, "backend", ("numpy", "cupy"), where)
     text(row, "mode", where)
     params = field(row, "params", dict, where)
-    sizes = [key for key in ("m", "n", "k") if key in params] if "m" in params else ["n"]
-    for key in sizes:  # what the text report prints as the size
-        number(params, key, f"{where}.params", positive=True)
+    sizes = size_keys(row["workload"])
+    for key, value in params.items():
+        if key in sizes:  # a count (elements, edges, images): what the text report prints as the size
+            number(params, key, f"{where}.params", positive=True)
+        elif not (value is None or isinstance(value, str | bool) or finite(value)):
+            shown = f"'{where}.params.{key}'"
+            raise ParsimError(f"{shown} must be a number, text, true/false or null: {short(value)}")
     number(row, "measured_s", where, positive=True)
     number(row, "predicted_s", where, positive=True)
     number(row, "error", where, low=-1.0)
     for key in ("p25_s", "p75_s"):
         if key in row:
             number(row, key, where)
+
+
+def size_keys(workload: str) -> tuple[str, ...]:
+    """The parameters of ``workload`` that are counts (elements, matrix edges, images, channels): the
+    ones its definition declares as numbers. A workload this parsim does not know has none (a report
+    from a newer parsim still loads; its rows are then refused one by one when predicted)."""
+    from parsim.workloads.registry import WORKLOADS
+
+    definition = WORKLOADS.get(workload)
+    if definition is None:
+        return ()
+    fields = definition.params.model_fields
+    return tuple(name for name, info in fields.items() if info.annotation in (int, float))
 
 
 def _check_summary(summary: object, where: str) -> None:

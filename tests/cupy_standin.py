@@ -67,10 +67,26 @@ def _dtype(dtype):
         raise TypeError(f"data type {dtype!r} not understood") from None
 
 
+H100_SXM = {
+    # what getDeviceProperties reports on the H100 that parsim measured (shared/measured/h100-sxm-2026-11-25)
+    "name": b"NVIDIA H100 80GB HBM3",
+    "major": 9,
+    "minor": 0,
+    "multiProcessorCount": 132,
+    "clockRate": 1980000,
+    "totalGlobalMem": 85_031_714_816,  # 79.2 GiB: 80 GiB less the driver's share
+    "l2CacheSize": 50 * 2**20,
+    "maxThreadsPerMultiProcessor": 2048,
+    "asyncEngineCount": 3,
+}
+"""An H100 SXM's device properties, for ``make(device=H100_SXM)``."""
+
+
 def make(
-    recorder: Recorder | None = None, free_bytes: int = 16 * 2**30
+    recorder: Recorder | None = None, free_bytes: int = 16 * 2**30, device: dict | None = None
 ) -> tuple[types.ModuleType, types.ModuleType]:
-    """A fresh ``(cupy, cupyx)`` pair sharing one ``Recorder`` (at ``cupy.recorder``)."""
+    """A fresh ``(cupy, cupyx)`` pair sharing one ``Recorder`` (at ``cupy.recorder``); ``device``
+    overrides the device properties it reports (default: an A100-like "Stand-in GPU")."""
     rec = recorder or Recorder()
 
     class ndarray(numpy.ndarray):  # noqa: N801 - CuPy's name
@@ -181,18 +197,22 @@ def make(
         def free_bytes(self):
             return 0
 
+    properties = {
+        "name": b"Stand-in GPU",
+        "major": 8,
+        "minor": 0,
+        "multiProcessorCount": 108,
+        "clockRate": 1410000,
+        "totalGlobalMem": free_bytes,
+        "l2CacheSize": 40 * 2**20,
+        "maxThreadsPerMultiProcessor": 2048,
+        "asyncEngineCount": 3,
+        **(device or {}),
+    }
     runtime = types.SimpleNamespace(
-        getDeviceProperties=lambda device: {
-            "name": b"Stand-in GPU",
-            "major": 8,
-            "minor": 0,
-            "multiProcessorCount": 108,
-            "clockRate": 1410000,
-            "totalGlobalMem": free_bytes,
-            "l2CacheSize": 40 * 2**20,
-            "maxThreadsPerMultiProcessor": 2048,
-            "asyncEngineCount": 3,
-        },
+        getDeviceProperties=lambda device: dict(properties),
+        runtimeGetVersion=lambda: 13000,
+        driverGetVersion=lambda: 13000,
         memGetInfo=lambda: (free_bytes - rec.device_live, free_bytes),
         CUDARuntimeError=CUDARuntimeError,
     )

@@ -69,10 +69,18 @@ def test_page_in_chromium(server, browser, name, path):
             assert page.get_by_text("A class in five steps").count() == 1
         elif name == "measure":
             page.get_by_text("No GPU here").first.wait_for(timeout=30_000)
+            # the H100 parsim measured, shown without a GPU: its headline, header, table and figure
+            page.get_by_text(
+                "Measured on an NVIDIA H100 80GB HBM3 (2026-11-25), predicted beside it"
+            ).first.wait_for(timeout=60_000)
+            assert page.get_by_text("132 SMs", exact=False).count() >= 1
+            shipped = page.locator("[data-testid='stImage'] img").first
+            shipped.wait_for(timeout=60_000)
+            assert shipped.evaluate("img => img.complete && img.naturalWidth > 100")
             # predicted vs published: real GPU measurements shown without a GPU
             page.get_by_text("Predicted vs published").first.wait_for(timeout=60_000)
             page.get_by_role("button", name="Predict the published runs").click()
-            figure = page.locator("[data-testid='stImage'] img").first
+            figure = page.locator("[data-testid='stImage'] img").nth(1)  # after the shipped H100's
             figure.wait_for(timeout=90_000)
             assert figure.evaluate("img => img.complete && img.naturalWidth > 100")
         else:

@@ -126,8 +126,9 @@ def _measure_here(stem: str, scenario) -> None:
     store = st.session_state.setdefault(MEASURED, {})
     if spec is None:
         st.warning(
-            "This machine is not calibrated: measurements will have no prediction beside them. "
-            "Calibrate first (it is saved, and the Measure page shows it).",
+            "This machine is not calibrated: CPU measurements will have no prediction beside them "
+            "(a GPU's are predicted for the GPU present). Calibrate first (it is saved, and the "
+            "Measure page shows it).",
             icon=":material/info:",
         )
         if measure_here.calibrate_button(key="learn_calibrate"):
@@ -135,7 +136,8 @@ def _measure_here(stem: str, scenario) -> None:
     else:
         st.caption(
             f"Predictions beside the measurements are for this machine ({spec.name}, from "
-            f"`{measure_here.CALIBRATION}`), whatever hardware the lesson's case names."
+            f"`{measure_here.CALIBRATION}`), whatever hardware the lesson's case names; a GPU case's "
+            "for the GPU present, named in the table."
         )
     for line in skipped:
         st.caption(f"not measured: {line}")

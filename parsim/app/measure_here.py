@@ -3,11 +3,12 @@
 A lesson's cases name preset hardware (a 2014 Xeon, a V100); a class sits in front of another
 machine. So each case this machine can run is measured on it — CPU cases on this CPU whatever
 preset they name, GPU cases with CuPy when a GPU is here (or, for the work NumPy can do, on this CPU
-when none is) — and predicted for this machine's calibration (``this-machine.toml``), so the two
-numbers beside each other are about the same hardware. Sweeps are measured at the values this
-machine runs in a fraction of a second. Results live in ``st.session_state`` per lesson, so they
-survive reruns and page switches; the calibration is written next to the app, so it survives a
-restart.
+when none is) — and predicted for this machine, so the two numbers beside each other are about the
+same hardware: a CPU case for its calibration (``this-machine.toml``), a GPU case for the GPU that
+ran it, as ``parsim.measure.present`` decides (its calibration, its preset, or a calibration made
+now) and names. Sweeps are measured at the values this machine runs in a fraction of a second.
+Results live in ``st.session_state`` per lesson, so they survive reruns and page switches; the
+calibration is written next to the app, so it survives a restart.
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ from typing import NamedTuple
 
 import streamlit as st
 
+from parsim import paths
 from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
+from parsim.measure.present import PresentGpu
 from parsim.measure.run import SISD_WORKLOADS, measurable
 from parsim.scenarios import case_labels, parse_values, resolve
 
-CALIBRATION = "this-machine.toml"
+CALIBRATION = str(paths.CALIBRATION)
+PRESENT = "present_gpu"  # session state: (PresentGpu or None, why not)
 ESTIMATE = "laptop-4c-avx2"  # sizes the sweep when the machine is not calibrated yet
 MOST_S = 0.05  # a sweep value is measured when this machine should run it in at most this long
 MOST_CASE_S = 1.0  # ... and a lesson without a sweep each case that runs in at most this long
@@ -49,7 +53,7 @@ class Planned(NamedTuple):
     backend: str  # numpy or cupy
     mode: str | None
     why: str  # why it is measured this way ("" for a CPU case on this CPU)
-    gpu: str | None = None  # the lesson's GPU, which a CuPy measurement is predicted for
+    gpu: str | None = None  # the lesson's GPU (a CuPy measurement is predicted for the GPU present)
 
 
 def machine():
@@ -196,13 +200,30 @@ def _key(item: Planned) -> tuple:
     return (item.workload, tuple(sorted(item.params.items())), item.backend, item.mode, item.value)
 
 
+def present() -> tuple[PresentGpu | None, str]:
+    """The present GPU and the spec that predicts it (``parsim.measure.present``), decided once per
+    session (an unknown GPU is calibrated then, in seconds); ``(None, why)`` when it cannot be."""
+    if PRESENT not in st.session_state:
+        from parsim.measure.present import present_gpu
+
+        try:
+            with st.spinner("identifying this machine's GPU (an unknown one is calibrated, in seconds)"):
+                st.session_state[PRESENT] = (present_gpu(), "")
+        except ParsimError as exc:
+            st.session_state[PRESENT] = (None, str(exc))
+    return st.session_state[PRESENT]
+
+
 def measure_one(item: Planned, spec) -> dict:
-    """Measure ``item`` here and predict it (for this machine's calibration; a GPU for the lesson's
-    GPU, as no GPU calibration is kept): one row of the paired table."""
+    """Measure ``item`` here and predict it for the hardware that ran it: a CPU case for this
+    machine's calibration ``spec``, a GPU case for the GPU present (``present``, which names the spec
+    it used); one row of the paired table."""
     from parsim.measure import measure
     from parsim.predict import predict
 
     row = {"case": item.label, "value": item.value, "how": item.why or "on this CPU"}
+    if item.gpu is not None:
+        row["how"] += f"; the lesson's case is a {item.gpu}"
     try:
         measured = measure(
             item.workload, item.params, backend=item.backend, mode=item.mode, budget_s=BUDGET_S
@@ -210,11 +231,17 @@ def measure_one(item: Planned, spec) -> dict:
     except ParsimError as exc:
         return {**row, "mode": item.mode, "note": f"not measured: {exc}"}
     row |= {"mode": measured.mode, "measured_s": measured.median_s}
-    device = spec if item.backend == "numpy" else item.gpu
-    if device is None:
-        return {**row, "note": "no calibration: calibrate to predict this machine"}
     try:
-        predicted = predict(item.workload, measured.params, device=device, mode=measured.mode).latency_s
+        if item.backend == "cupy":
+            here, why = present()
+            if here is None:
+                return {**row, "note": f"not predicted: {why}"}
+            row["predicted for"] = here.label
+            predicted = here.predict(item.workload, measured.params).latency_s
+        elif spec is None:
+            return {**row, "note": "no calibration: calibrate to predict this machine"}
+        else:
+            predicted = predict(item.workload, measured.params, device=spec, mode=measured.mode).latency_s
     except ParsimError as exc:
         return {**row, "note": f"not predicted: {exc}"}
     return {**row, "predicted_s": predicted, "error": predicted / measured.median_s - 1, "note": ""}

@@ -1,8 +1,9 @@
 """Measure: what this machine really does — measurements, a quick calibration, predicted vs measured.
 
-Measurements are serialised across users by parsim's machine-wide lock, so two people timing
-at once never disturb each other; results can be saved and loaded as JSON, so a lecture laptop
-without a GPU can show figures measured on a GPU server.
+Everyone sees a real GPU's measurements shipped with parsim beside today's prediction
+(``measure_shipped``). Measurements are serialised across users by parsim's machine-wide lock, so
+two people timing at once never disturb each other; results can be saved and loaded as JSON, so a
+lecture laptop without a GPU can show figures measured on a GPU server.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from pathlib import Path
 import pandas
 import streamlit as st
 
-from parsim import plots, units
+from parsim import measured, plots, units
+from parsim.app import measure_shipped
 from parsim.app.cache import cached_published
-from parsim.app.measure_here import CALIBRATION, calibrate_button
+from parsim.app.measure_here import CALIBRATION, calibrate_button, present
 from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated, show_png
 from parsim.errors import ParsimError
 from parsim.hardware.tomlio import loads_hardware
@@ -42,6 +44,7 @@ def render() -> None:
         )
     load_calibrated()
     history = st.session_state.setdefault("measurements", [])
+    measure_shipped.render()
     _published()
     _calibration()
     _measure_form(history, available)
@@ -95,24 +98,25 @@ def _measure_form(history: list, gpu: bool) -> None:
                 workload, params, backend=backend, mode=None if backend == "cupy" else mode, budget_s=0.3
             )
         device = st.session_state.get("calibrated_toml")
-        predicted = None
-        if device and backend == "numpy":
+        predicted, predicted_for = None, "calibrate to compare with a prediction"
+        if backend == "cupy":  # the GPU that ran it, named (parsim.measure.present)
+            here, why = present()
+            predicted_for = here.label if here is not None else f"not predicted: {why}"
+            if here is not None:
+                predicted = here.predict(workload, result.params).latency_s
+        elif device:
+            predicted_for = "predicted for this machine's calibration"
             predicted = predict(
                 workload, result.params, device=loads_hardware(device), mode=result.mode
             ).latency_s
     except ParsimError as exc:
         st.error(str(exc))
         return
-    history.append({**result.to_dict(), "predicted_s": predicted})
-    st.success(
-        f"{workload}: median {units.seconds(result.median_s)} (p25 {units.seconds(result.p25_s)}, "
-        f"p75 {units.seconds(result.p75_s)}, {result.repeats} repeats)"
-        + (
-            f"; predicted {units.seconds(predicted)}"
-            if predicted
-            else "; calibrate to compare with a prediction"
-        )
-    )
+    history.append({**result.to_dict(), "predicted_s": predicted, "predicted_for": predicted_for})
+    median = f"median {units.seconds(result.median_s)} (p25 {units.seconds(result.p25_s)}, "
+    median += f"p75 {units.seconds(result.p75_s)}, {result.repeats} repeats)"
+    shown = f"predicted {units.seconds(predicted)}, {predicted_for}" if predicted else predicted_for
+    st.success(f"{workload}: {median}; {shown}")
 
 
 def _files(history: list) -> None:
@@ -136,6 +140,8 @@ def _files(history: list) -> None:
         try:
             data = parse_json(file.getvalue(), file.name, "measurement file or validation report")
             _check_document(data, file.name)
+            if isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA:
+                data = measured.repredict(data, file.name)  # a GPU preset's file: today's prediction
         except ParsimError as exc:
             st.error(f"{exc}; nothing loaded")
             return
@@ -203,7 +209,8 @@ def _comparison(history: list) -> None:
         st.info("measure something (or load a file) to see predicted against measured")
         return
     table = pandas.DataFrame(rows)
-    shown = [c for c in ("class", "params", "measured_s", "predicted_s", "device_name", "host") if c in table]
+    columns = ("class", "params", "measured_s", "predicted_s", "predicted_for", "device_name", "host")
+    shown = [c for c in columns if c in table]
     people = table[shown].copy()
     if "params" in people:  # words, not a JSON mapping
         people["params"] = people["params"].map(lambda p: units.assignments(p) if isinstance(p, dict) else p)
@@ -218,6 +225,7 @@ def _comparison(history: list) -> None:
             "measured_s": st.column_config.NumberColumn("measured (ms)", format="%.4g"),
             "predicted_s": st.column_config.NumberColumn("predicted (ms)", format="%.4g"),
             "device_name": "device",
+            "predicted_for": "prediction",
         },
     )
     csv_download(table[shown], "measurements", key="measure_csv")
