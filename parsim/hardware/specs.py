@@ -128,7 +128,8 @@ class MemorySpec:
             measured points, which is what real caches do near their capacity.
         loaded_latency_s: latency of a load while memory streams at full load (queues in the
             memory controllers and the crossbar add to ``latency_s``): what Little's law needs to
-            cap a kernel that keeps few bytes in flight per thread; None: ``latency_s``.
+            cap a GPU kernel that keeps few bytes in flight per thread; None where it is not
+            known (no cap: with the unloaded latency it would not bind on the presets without one).
     """
 
     bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
@@ -141,11 +142,6 @@ class MemorySpec:
     loaded_latency_s: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(within(1e-10, 1e-2, "s"))
     )
-
-    @property
-    def streaming_latency_s(self) -> float:
-        """The latency Little's law uses for a streaming kernel: under load where it is known."""
-        return self.latency_s if self.loaded_latency_s is None else self.loaded_latency_s
 
     def __attrs_post_init__(self) -> None:
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:

@@ -89,13 +89,15 @@ def latency_bound_s(spec: ProcessorSpec, items: Number, thread_loads_B: Number, 
     """Little's law (see the module docstring): ``items`` elements, each thread loading
     ``thread_loads_B`` per element and waiting for them, on ``active_cores`` SMs full of threads
     (``tiles_per_core x tile_items``: the SM's resident threads), at the latency under load.
-    0 for a kernel that keeps enough in flight (``thread_loads_B`` 0) and on a CPU (its cores'
-    own ceiling, ``per_core_bandwidth_Bps``, is the Little's law of a CPU)."""
-    if not spec.is_gpu:
+    0 for a kernel that keeps enough in flight (``thread_loads_B`` 0), on a GPU without a known
+    latency under load (``MemorySpec.loaded_latency_s``) and on a CPU (its cores' own ceiling,
+    ``per_core_bandwidth_Bps``, is the Little's law of a CPU)."""
+    latency = spec.memory.loaded_latency_s
+    if not spec.is_gpu or latency is None:
         return 0.0 * thread_loads_B
     threads = active_cores * spec.tiles_per_core * spec.tile_items
     in_flight_B = threads * thread_loads_B
-    bandwidth = in_flight_B / spec.memory.streaming_latency_s
+    bandwidth = in_flight_B / latency
     return where(in_flight_B > 0, items * thread_loads_B / where(in_flight_B > 0, bandwidth, 1.0), 0.0)
 
 
