@@ -29,7 +29,9 @@ def call_kind(op: Op) -> str | None:
     return "reduction" if op.op == "sum" else "elementwise"
 
 
-def issue_s(system: SystemSpec, framework: FrameworkSpec | None, on_host: bool, op: Op | None = None) -> float:
+def issue_s(
+    system: SystemSpec, framework: FrameworkSpec | None, on_host: bool, op: Op | None = None
+) -> float:
     """Host seconds to issue one op of a program run through ``framework`` (None: raw calls).
 
     Args:

@@ -85,7 +85,9 @@ class Level(NamedTuple):
         return maximum(moved, where(self.main, bound, 0.0))
 
 
-def latency_bound_s(spec: ProcessorSpec, items: Number, thread_loads_B: Number, active_cores: Number) -> Number:
+def latency_bound_s(
+    spec: ProcessorSpec, items: Number, thread_loads_B: Number, active_cores: Number
+) -> Number:
     """Little's law (see the module docstring): ``items`` elements, each thread loading
     ``thread_loads_B`` per element and waiting for them, on ``active_cores`` SMs full of threads
     (``tiles_per_core x tile_items``: the SM's resident threads), at the latency under load.
@@ -136,9 +138,7 @@ def level(spec: ProcessorSpec, cores: int, working_set_B: Number) -> Level:
         usable = [cache for cache in memory.caches if not (spec.is_gpu and cache.per_core)]
         name = usable[index].name if index >= 0 else main_memory_name(spec)
     main = index < 0
-    return Level(
-        name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps, main
-    )
+    return Level(name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps, main)
 
 
 def interpolate(curve: tuple[BandwidthPoint, ...], working_set_B: Number) -> tuple[Number, Number]:
