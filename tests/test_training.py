@@ -66,33 +66,33 @@ def test_ring_all_reduce_hand_computed():
 
 
 def test_host_average_step_hand_computed():
-    # Every copy is a CuPy call: 6500 cycles of the 1 GHz host + the 1 us launch = 7.5 us to issue.
+    # Every copy is a CuPy call: 2.7 us of CuPy's host work + the 1 us launch = 3.7 us to issue.
     # Two GPUs behind one switch send 4000 B of gradients each: issued by their own host threads
-    # at 7.5 us, 1 us latency, then 8000 B share 1 GB/s: both land at 16.5 us. The host averages
-    # (issue 1 us, then 1 us + 12000 B at 1 GB/s = 13 us: 30.5 us) and applies SGD (1 us + 13 us:
-    # 44.5 us). Thread 1 issued its 40000 B weight copy long ago; it starts at 44.5 us, moves 7500 B
-    # alone until GPU0's copy (issued 44.5-52 us) joins at 53 us, then both share: GPU1 ends at
-    # 118 us, GPU0 (7500 B left alone) at 125.5 us.
+    # at 3.7 us, 1 us latency, then 8000 B share 1 GB/s: both land at 12.7 us. The host averages
+    # (issue 1 us, then 1 us + 12000 B at 1 GB/s = 13 us: 26.7 us) and applies SGD (1 us + 13 us:
+    # 40.7 us). Thread 1 issued its weight copy long ago; it starts at 40.7 us, moves 3700 B alone
+    # until GPU0's copy (issued 40.7-44.4 us) joins at 45.4 us, then both share: GPU1 ends at 46 us,
+    # GPU0 (3700 B left alone) at 49.7 us.
     params = 1000
     ops = (
         Transfer("d2h grads", 4000, "d2h", device=0),
         Transfer("d2h grads", 4000, "d2h", device=1),
         Kernel("average", 2.0 * params, 8000, 4000, params, device=HOST),
         sgd_kernel("sgd", params, "float32", device=HOST),
-        Transfer("h2d weights", 40000, "h2d", device=0),
-        Transfer("h2d weights", 40000, "h2d", device=1),
+        Transfer("h2d weights", 4000, "h2d", device=0),
+        Transfer("h2d weights", 4000, "h2d", device=1),
     )
     work = Workload("host sync", (), ops, deps=((), (), (0, 1), (2,), (3,), (3,)), gpus=2)
     system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK, gpus=2, gpus_per_switch=2)
     result = simulate(work, system, "simt")
     spans = {(e.resource.label, e.label): (e.start_s, e.end_s) for e in result.trace}
-    assert spans[("GPU0 PCIe d2h", "d2h grads")] == pytest.approx((7.5e-6, 16.5e-6))
-    assert spans[("GPU1 PCIe d2h", "d2h grads")] == pytest.approx((7.5e-6, 16.5e-6))
-    assert spans[("host", "wait for average inputs")] == pytest.approx((7.5e-6, 16.5e-6))
-    assert spans[("host core 0-1", "average waves 1-125")] == pytest.approx((17.5e-6, 30.5e-6))
-    assert spans[("GPU1 PCIe h2d", "h2d weights")] == pytest.approx((44.5e-6, 118e-6))
-    assert spans[("GPU0 PCIe h2d", "h2d weights")] == pytest.approx((52e-6, 125.5e-6))
-    assert result.instance_ends_s[0] == pytest.approx(125.5e-6)
+    assert spans[("GPU0 PCIe d2h", "d2h grads")] == pytest.approx((3.7e-6, 12.7e-6))
+    assert spans[("GPU1 PCIe d2h", "d2h grads")] == pytest.approx((3.7e-6, 12.7e-6))
+    assert spans[("host", "wait for average inputs")] == pytest.approx((3.7e-6, 12.7e-6))
+    assert spans[("host core 0-1", "average waves 1-125")] == pytest.approx((13.7e-6, 26.7e-6))
+    assert spans[("GPU1 PCIe h2d", "h2d weights")] == pytest.approx((40.7e-6, 46e-6))
+    assert spans[("GPU0 PCIe h2d", "h2d weights")] == pytest.approx((44.4e-6, 49.7e-6))
+    assert result.instance_ends_s[0] == pytest.approx(49.7e-6)
 
 
 @pytest.mark.parametrize(

@@ -47,5 +47,5 @@ def issue_s(
     launch = system.gpu.dispatch_s
     if framework is None:
         kind = call_kind(op) if op is not None else None
-        return launch if kind is None else CUPY.call_s(kind, host.clock_Hz, launch)
+        return launch if kind is None else CUPY.call_s(kind, launch)
     return framework.op_host_s(host.clock_Hz) + framework.launch_share * launch

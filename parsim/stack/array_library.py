@@ -6,8 +6,10 @@ the launch shape and hand it to the driver; a reduction first asks CUB for its w
 launches two kernels; a matrix product sets up cuBLAS (handle, stream, compute type) and lets its
 heuristics pick a kernel. That host time comes *before* the launch, so a timed call (CUDA events
 around it, as ``cupyx.profiler.benchmark`` does) is that host time plus the GPU's: small calls cost
-what CuPy costs, whatever the GPU. The cost is a number of host cycles per kind of call, so a
-faster host issues faster (as a framework's ``op_cycles``), plus the device's own launch.
+what CuPy costs, whatever the GPU. The model charges CuPy's own host seconds per kind of call on
+top of the device's launch (``dispatch_s``). They are seconds of the host they were measured on,
+not cycles: a GPU calibration times whole CuPy calls on its own host, and subtracts exactly these
+seconds to keep the device's bare launch and the link's own latency.
 
 CuPy's elementwise kernels (``ElementwiseKernel``, the ufuncs) run a grid-stride loop with one
 element per thread per iteration: each thread loads one value per input and waits for it before
@@ -16,9 +18,10 @@ itemsize`` bytes in flight per thread. CUB's reductions and cuBLAS load whole ti
 are not capped.
 
 Fitted once for CuPy (``benchmarks/h100_measured.py`` prints the table): CuPy 14.2 on an H100 SXM
-host (16-vCPU Xeon VM, ``parsim/data/measured/h100-sxm-2026-11-25.json``), its calls under 100 us,
-with the H100's 5 us launch and the default 2.6 GHz host. The elementwise figure agrees with the
-7.3 us per launch that ``calibrate_gpu`` measured through CuPy on that machine.
+whose host is a 16-vCPU Xeon VM (``parsim/data/measured/h100-sxm-2026-11-25.json``), on the calls
+whose kernel the model puts under 1 us (elementwise ops and sums of 1e4 elements, products of
+256^3, copies of 4 KB), less the H100's 5 us launch. The elementwise call, 9.3 us in all, agrees
+with the 7.3 us per ``cupy.add`` that ``calibrate_gpu`` measured on that machine's host side alone.
 """
 
 from __future__ import annotations
@@ -35,10 +38,10 @@ CALLS = ("elementwise", "reduction", "gemm", "copy")
 def _call_table(instance: object, attribute: attrs.Attribute, value: tuple[tuple[str, float], ...]) -> None:
     kinds = [kind for kind, _ in value]
     if sorted(kinds) != sorted(CALLS):
-        raise ParsimError(f"'{attribute.name}' must give host cycles for {', '.join(CALLS)}: {kinds}")
-    for kind, cycles in value:
-        if not 0 <= cycles <= 1e9:
-            raise ParsimError(f"'{attribute.name}.{kind}' must be in [0, 1e+09] cycles: {cycles}")
+        raise ParsimError(f"'{attribute.name}' must give host seconds for {', '.join(CALLS)}: {kinds}")
+    for kind, seconds in value:
+        if not 0 <= seconds <= 1.0:
+            raise ParsimError(f"'{attribute.name}.{kind}' must be in [0, 1] s: {seconds}")
 
 
 @attrs.frozen(cache_hash=True)
@@ -48,7 +51,7 @@ class ArrayLibrarySpec:
     Attributes:
         id: ``cupy``.
         name: what it stands for.
-        call_cycles: ``(kind, host cycles)`` for each kind of call (``CALLS``): the host's work
+        host_s: ``(kind, seconds)`` for each kind of call (``CALLS``): the library's own host work
             before the call's first launch, on top of the device's launch (``dispatch_s``).
         elements_per_thread: elements one thread of an elementwise kernel loads per loop
             iteration before it waits for them (1 in CuPy's grid-stride loop).
@@ -56,13 +59,12 @@ class ArrayLibrarySpec:
 
     id: str = attrs.field(validator=text)
     name: str = attrs.field(validator=text)
-    call_cycles: tuple[tuple[str, float], ...] = attrs.field(validator=_call_table)
+    host_s: tuple[tuple[str, float], ...] = attrs.field(validator=_call_table)
     elements_per_thread: int = 1
 
-    def call_s(self, kind: str, host_clock_Hz: float, launch_s: float) -> float:
-        """Host seconds of one call of ``kind`` on a host clocked at ``host_clock_Hz``, a device
-        launch of ``launch_s`` included."""
-        return dict(self.call_cycles)[kind] / host_clock_Hz + launch_s
+    def call_s(self, kind: str, launch_s: float) -> float:
+        """Host seconds of one call of ``kind``, the device's launch of ``launch_s`` included."""
+        return dict(self.host_s)[kind] + launch_s
 
     def thread_loads_B(self, inputs: int, itemsize: int) -> float:
         """Bytes one thread of an elementwise kernel keeps in flight: one load per input per element."""
@@ -72,13 +74,12 @@ class ArrayLibrarySpec:
 CUPY = ArrayLibrarySpec(
     id="cupy",
     name="CuPy (ufuncs and ElementwiseKernel, CUB reductions, cuBLAS products, ndarray.set/get copies)",
-    # fitted once against the H100 grid's calls under 100 us (module docstring): with the default
-    # 2.6 GHz host and the H100's 5 us launch, a call costs 9.3 us (elementwise), 19.6 us (a CUB
-    # sum: workspace query, two launches), 18.9 us (a cuBLAS GEMM) and 7.5 us (a copy on a stream)
-    call_cycles=(
-        ("elementwise", 11_200.0),
-        ("reduction", 38_000.0),
-        ("gemm", 36_100.0),
-        ("copy", 6_500.0),
+    # fitted once on the H100 grid's calls with negligible kernels (module docstring): measured less
+    # the 5 us launch and the model's sub-microsecond kernel, as the mean over those calls
+    host_s=(
+        ("elementwise", 4.3e-6),  # vector_add, saxpy, relu, sigmoid of 1e4: 3.4-5.4 us
+        ("reduction", 15.2e-6),  # sum of 1e4 and 1e5 (CUB: a workspace query, two launches): 14.2-16.3 us
+        ("gemm", 18.7e-6),  # matmul 256^3 in float32, float16, bfloat16: 14.9-21.1 us
+        ("copy", 2.7e-6),  # 1e3 float32 pinned, both ways: 2.6-2.7 us
     ),
 )
