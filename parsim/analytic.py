@@ -120,7 +120,7 @@ def schedule(
         clock = host_clock.get(thread, 0.0)
         if on_host and not cpu_only:
             clock = max(clock, ready)
-        dispatch_s = 0.0 if isinstance(op, Block) else issue_s(system, framework, on_host)
+        dispatch_s = 0.0 if isinstance(op, Block) else issue_s(system, framework, on_host, op)
         trace.append(TraceEvent(thread_row, f"issue {op.name}", "overhead", clock, clock + dispatch_s))
         clock += dispatch_s
         start = max(clock, ready, free.get(resource, 0.0))

@@ -135,7 +135,7 @@ def test_sweep_columns_get_their_units(column, label):
 
 
 def test_timeline_time_axis_is_in_microseconds(gpu, cpu):
-    assert 1e-6 < gpu.latency_s < 1e-5  # 6.6 us: the axis must read 0 2 4 6 (us), not 0.000002 s
+    assert 1e-6 < gpu.latency_s < 2e-5  # 10.9 us: the axis must read 0 2 4 6 (us), not 0.000002 s
     fig = plots.timeline(gpu)
     drawn(fig)
     ax = fig.axes[0]

@@ -66,12 +66,13 @@ def test_ring_all_reduce_hand_computed():
 
 
 def test_host_average_step_hand_computed():
-    # Two GPUs behind one switch send 4000 B of gradients each: issued by their own host
-    # threads at 1 us, 1 us latency, then 8000 B share 1 GB/s: both land at 10 us. The host
-    # averages (issue 1 us, then 1 us + 12000 B at 1 GB/s = 13 us: 24 us) and applies SGD
-    # (1 us + 13 us: 38 us). Thread 1 issued its weight copy long ago; it starts at 38 us,
-    # moves 1000 B alone until GPU0's copy (issued 38-39 us) joins at 40 us, then both share:
-    # GPU1 ends at 46 us, GPU0 at 47 us.
+    # Every copy is a CuPy call: 2.7 us of CuPy's host work + the 1 us launch = 3.7 us to issue.
+    # Two GPUs behind one switch send 4000 B of gradients each: issued by their own host threads
+    # at 3.7 us, 1 us latency, then 8000 B share 1 GB/s: both land at 12.7 us. The host averages
+    # (issue 1 us, then 1 us + 12000 B at 1 GB/s = 13 us: 26.7 us) and applies SGD (1 us + 13 us:
+    # 40.7 us). Thread 1 issued its weight copy long ago; it starts at 40.7 us, moves 3700 B alone
+    # until GPU0's copy (issued 40.7-44.4 us) joins at 45.4 us, then both share: GPU1 ends at 46 us,
+    # GPU0 (3700 B left alone) at 49.7 us.
     params = 1000
     ops = (
         Transfer("d2h grads", 4000, "d2h", device=0),
@@ -85,15 +86,13 @@ def test_host_average_step_hand_computed():
     system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK, gpus=2, gpus_per_switch=2)
     result = simulate(work, system, "simt")
     spans = {(e.resource.label, e.label): (e.start_s, e.end_s) for e in result.trace}
-    assert spans[("GPU0 PCIe d2h", "d2h grads")] == pytest.approx((1e-6, 10e-6))
-    assert spans[("GPU1 PCIe d2h", "d2h grads")] == pytest.approx((1e-6, 10e-6))
-    assert spans[("host", "wait for average inputs")] == pytest.approx((1e-6, 10e-6))
-    assert spans[
-        ("host core 0-1", "average wave 1-125".replace("wave 1-125", "waves 1-125"))
-    ] == pytest.approx((11e-6, 24e-6))
-    assert spans[("GPU1 PCIe h2d", "h2d weights")] == pytest.approx((38e-6, 46e-6))
-    assert spans[("GPU0 PCIe h2d", "h2d weights")] == pytest.approx((39e-6, 47e-6))
-    assert result.instance_ends_s[0] == pytest.approx(47e-6)
+    assert spans[("GPU0 PCIe d2h", "d2h grads")] == pytest.approx((3.7e-6, 12.7e-6))
+    assert spans[("GPU1 PCIe d2h", "d2h grads")] == pytest.approx((3.7e-6, 12.7e-6))
+    assert spans[("host", "wait for average inputs")] == pytest.approx((3.7e-6, 12.7e-6))
+    assert spans[("host core 0-1", "average waves 1-125")] == pytest.approx((13.7e-6, 26.7e-6))
+    assert spans[("GPU1 PCIe h2d", "h2d weights")] == pytest.approx((40.7e-6, 46e-6))
+    assert spans[("GPU0 PCIe h2d", "h2d weights")] == pytest.approx((44.4e-6, 49.7e-6))
+    assert result.instance_ends_s[0] == pytest.approx(49.7e-6)
 
 
 @pytest.mark.parametrize(

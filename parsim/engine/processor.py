@@ -4,7 +4,8 @@ A kernel takes the whole processor (the next one waits, FIFO) and runs phase by 
 ``waves``): compute on the busy cores and the phase's memory traffic proceed together and the
 phase ends when both are done (overlap ``roofline``), or one after the other (``serial``).
 The memory leg is the level's latency plus the bytes at the bandwidth the busy cores can
-draw: ``min(level bandwidth, active cores x per-core ceiling)`` (Little's law caps one core).
+draw: ``min(level bandwidth, active cores x per-core ceiling)`` (Little's law caps one core), or
+what the phase's threads keep in flight allows (``memory.Level.stream_s``).
 Because a kernel holds its processor alone, nothing else draws on that memory meanwhile, so
 the phase time is exact in closed form; bandwidth that *is* shared (copies from several GPUs
 meeting in a switch uplink, ring traffic) goes through fluid servers in ``links``.
@@ -74,7 +75,14 @@ def phase_times(
     for phase in how.decomposition.phases:
         memory_s = 0.0
         if phase.bytes > 0:
-            memory_s = ex.memory.transfer_s(phase.bytes, runs.cold_bytes / runs.bytes, phase.active_cores)
+            memory_s = ex.memory.stream_s(
+                spec,
+                phase.bytes,
+                runs.cold_bytes / runs.bytes,
+                phase.active_cores,
+                runs.work_items * phase.bytes / runs.bytes,  # the phase's share of the elements
+                runs.thread_loads_B,
+            )
             if not latency_paid:
                 memory_s += spec.memory.latency_s
                 latency_paid = True

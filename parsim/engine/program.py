@@ -15,6 +15,7 @@ add edges across streams, devices and threads.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -191,6 +192,17 @@ class _Program:
         return segments
 
 
+def _issue_ends(
+    system: SystemSpec, framework: FrameworkSpec | None, kernels: list[Kernel]
+) -> tuple[list[float], list[float]]:
+    """Each kernel's issue cost, and when the host has issued it, from the chain's start (a CuPy
+    reduction costs more than an elementwise call)."""
+    costs = [issue_s(system, framework, False, kernel) for kernel in kernels]
+    if len(set(costs)) == 1:  # the common case, kept exact: k launches of one cost
+        return costs, [(k + 1) * costs[0] for k in range(len(kernels))]
+    return costs, list(itertools.accumulate(costs))
+
+
 def _thread(
     env: simpy.Environment,
     machine: Machine,
@@ -207,7 +219,7 @@ def _thread(
         first = segment[0]
         op = program.ops[first]
         on_host = program.on_host(op)
-        dispatch_s = issue_s(system, program.framework, on_host)
+        dispatch_s = issue_s(system, program.framework, on_host, op)
         finish = completion.finisher(segment)
         if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
             kernels = [k for i in segment if isinstance(k := program.ops[i], Kernel)]  # a chain is kernels
@@ -215,11 +227,12 @@ def _thread(
                 yield env.process(machine.run_chain(kernels, [], waits[first], finish, dispatch_s, row))
                 continue
             start = env.now
-            issued_at = [start + (k + 1) * dispatch_s for k in range(len(kernels))]
+            costs, ends = _issue_ends(system, program.framework, kernels)
+            issued_at = [start + end for end in ends]
             env.process(machine.run_chain(kernels, issued_at, waits[first], finish))
-            for kernel, end in zip(kernels, issued_at, strict=True):
-                trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - dispatch_s, end))
-            yield env.timeout(len(kernels) * dispatch_s)
+            for kernel, cost, end in zip(kernels, costs, issued_at, strict=True):
+                trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - cost, end))
+            yield env.timeout(ends[-1])
             continue
         if on_host:
             # the host needs the op's inputs before it can compute on them

@@ -26,6 +26,8 @@ Sources, abbreviated in the comments ([X] = github.com/X):
 - [CS] chsasank/device-benchmarks README (PyTorch tensor copy and matmul).
 - [MLI] mli/transformers-benchmarks issue #4 (PyTorch matmul on an RTX 4090).
 - [VP] aigatech/vpbenchmarking README (8x H100 SXM5 node: device-to-device copy).
+- [H100-GRID] parsim's own CuPy measurements on an H100 SXM (2026-11-25), shipped as
+  parsim/data/measured/h100-sxm-2026-11-25.json.
 - [DQ] deviceQuery of a GTX 1080 (Roy-Tuhin/maskrcnn_sophisticate- scripts/lscripts/cuda-log.md)
   and an RTX 4090 (thamada/nvidia-smi gls/RTX4090_deviceQuery.py).
 
@@ -302,6 +304,12 @@ A100_80GB = _a100(
     capacity_B=80 * GiB,  # [WP-A100] 80 GB HBM2e
 )
 
+# fitted once for GH100 ([H100-GRID]): CuPy's one-element-per-thread kernels over 1e8 and 4e8 float32
+# (relu and sigmoid with one load per thread, vector_add and saxpy with two) all take n / (132 SMs x
+# 2048 threads) rounds of 1.29-1.31 us after the call's host cost, whatever their bytes: Little's law
+# at a latency under full load 3.5x the unloaded 375 ns ([TK]), the queues of a saturated memory system
+GH100_LOADED_LATENCY_S = 1.3e-6
+
 H100_PCIE = _gpu(
     id="h100-pcie",
     name="NVIDIA H100 PCIe 80 GB (GH100, Hopper)",
@@ -327,6 +335,7 @@ H100_PCIE = _gpu(
         bandwidth_Bps=1.83e12,  # [TK] README gpu-stream NVIDIA-H100-PCIe triad 1832 GB/s
         peak_bandwidth_Bps=2.0e12,  # [WP-H100] datasheet PCIe: 2 TB/s HBM2e
         latency_s=375e-9,  # [TK] gpu-latency h100_pcie: ~658 cycles at 1755 MHz
+        loaded_latency_s=GH100_LOADED_LATENCY_S,
         capacity_B=80 * GiB,  # [WP-H100] 80 GB HBM2e
         per_core_bandwidth_Bps=3 * 1.83e12 / 114,  # estimate: 3 x bandwidth / SMs (module docstring)
         caches=(
@@ -365,6 +374,7 @@ def _gh100_sxm(
         peer_link="nvlink4",  # [WP-H100] SXM5: 18 fourth-generation NVLinks, 900 GB/s
         memory=MemorySpec(
             latency_s=375e-9,  # estimate: same GH100 memory system as [TK] gpu-latency h100_pcie
+            loaded_latency_s=GH100_LOADED_LATENCY_S,
             per_core_bandwidth_Bps=3 * bandwidth_Bps / 132,  # estimate: 3 x bandwidth / SMs
             caches=(
                 _l1(132, 1980e6, 256 * KiB),  # [WP-H100] 256 KB L1/shared per SM

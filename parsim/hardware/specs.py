@@ -126,6 +126,10 @@ class MemorySpec:
         curve: measured bandwidth against working-set size (calibration); when present it
             replaces the step from one cache level to the next by interpolation between the
             measured points, which is what real caches do near their capacity.
+        loaded_latency_s: latency of a load while memory streams at full load (queues in the
+            memory controllers and the crossbar add to ``latency_s``): what Little's law needs to
+            cap a GPU kernel that keeps few bytes in flight per thread; None where it is not
+            known (no cap: with the unloaded latency it would not bind on the presets without one).
     """
 
     bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
@@ -135,6 +139,9 @@ class MemorySpec:
     per_core_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
     caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=_levels)
     curve: tuple[BandwidthPoint, ...] = attrs.field(default=(), converter=_curve)
+    loaded_latency_s: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(within(1e-10, 1e-2, "s"))
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:

@@ -1,26 +1,44 @@
 """Issuing an op: the host time spent before an op can start.
 
-A raw kernel costs the host one library call: a NumPy call on a CPU, a CUDA launch on a GPU
-(``dispatch_s`` of the processor). Inside a deep-learning framework every operator first pays the
-framework (Python, dispatcher, autograd, allocator): ``op_cycles`` of the host CPU, so a faster
-host issues faster; a captured CUDA graph pays only a share of each launch. On a GPU the host then
-moves on while the device works, so when this host time exceeds the kernel's, the GPU idles
-behind the host: the timeline shows the gaps.
+A raw call costs the host what its library costs: a NumPy call on a CPU; on a GPU a CuPy call
+(``stack.array_library.CUPY``: Python and CuPy's own work per kind of call, then the CUDA launch,
+``dispatch_s`` of the device), since CuPy is how parsim runs raw work on a GPU. Inside a
+deep-learning framework every operator first pays the framework (Python, dispatcher, autograd,
+allocator): ``op_cycles`` of the host CPU, so a faster host issues faster; a captured CUDA graph
+pays only a share of each launch. On a GPU the host then moves on while the device works, so when
+this host time exceeds the kernel's, the GPU idles behind the host: the timeline shows the gaps.
 """
 
 from __future__ import annotations
 
 from parsim.hardware.specs import SystemSpec
 from parsim.stack import FrameworkSpec
+from parsim.stack.array_library import CUPY
+from parsim.workloads.base import Kernel, Op, Transfer
 
 
-def issue_s(system: SystemSpec, framework: FrameworkSpec | None, on_host: bool) -> float:
+def call_kind(op: Op) -> str | None:
+    """The kind of CuPy call ``op`` is (``CALLS``), or None for what CuPy does not issue (collectives,
+    blocks of a pipeline)."""
+    if isinstance(op, Transfer):
+        return "copy"
+    if not isinstance(op, Kernel):
+        return None
+    if op.gemm_mn is not None:
+        return "gemm"
+    return "reduction" if op.op == "sum" else "elementwise"
+
+
+def issue_s(
+    system: SystemSpec, framework: FrameworkSpec | None, on_host: bool, op: Op | None = None
+) -> float:
     """Host seconds to issue one op of a program run through ``framework`` (None: raw calls).
 
     Args:
         system: the host, and the GPU when there is one.
         framework: the framework the program runs in, or None for raw library calls.
         on_host: the host CPU runs the op itself (a CPU-only system, or host work beside GPUs).
+        op: the op issued; a raw call of a kind CuPy issues pays CuPy's cost (None: a bare launch).
     """
     host = system.host
     if on_host:
@@ -28,5 +46,6 @@ def issue_s(system: SystemSpec, framework: FrameworkSpec | None, on_host: bool) 
         return framework_s + host.dispatch_s
     launch = system.gpu.dispatch_s
     if framework is None:
-        return launch
+        kind = call_kind(op) if op is not None else None
+        return launch if kind is None else CUPY.call_s(kind, launch)
     return framework.op_host_s(host.clock_Hz) + framework.launch_share * launch

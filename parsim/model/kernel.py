@@ -3,7 +3,9 @@
 - compute = FLOPs / (cores x a core's FLOP rate) + transcendentals / (cores x the special rate);
   a measured per-item rate for the kernel's elementary operation replaces both; on an
   interpreted CPU core, items x Python operations per item x the interpreter's cost per element;
-- memory = the level's latency + bytes at what the busy cores can draw (``memory.Level``);
+- memory = the level's latency + bytes at what the busy cores can draw (``memory.Level``), or
+  longer where the kernel's threads keep too few bytes in flight (Little's law,
+  ``memory.latency_bound_s``);
 - ``roofline`` overlap takes the max of the two, ``serial`` their sum;
 - a CPU op spread over several cores pays the fork/join cost of waking and joining the worker
   threads (GEMMs thread inside the BLAS library, whose own cost is part of its efficiency).
@@ -37,10 +39,19 @@ def compute_s(
     return flops / (cores * ex.core_flops_per_s) + special / (cores * ex.core_special_per_s)
 
 
-def memory_s(spec: ProcessorSpec, ex: Execution, nbytes: Number, cold_bytes: Number, cores: Number) -> Number:
-    """The level's latency plus ``nbytes`` (``cold_bytes`` of them from main memory); 0 without bytes."""
-    moved = spec.memory.latency_s + ex.memory.transfer_s(
-        nbytes, cold_bytes / where(nbytes > 0, nbytes, 1), cores
+def memory_s(
+    spec: ProcessorSpec,
+    ex: Execution,
+    nbytes: Number,
+    cold_bytes: Number,
+    cores: Number,
+    items: Number = 1,
+    thread_loads_B: Number = 0.0,
+) -> Number:
+    """The level's latency plus ``nbytes`` (``cold_bytes`` of them from main memory), or the time
+    Little's law allows ``items`` elements of ``thread_loads_B`` per thread; 0 without bytes."""
+    moved = spec.memory.latency_s + ex.memory.stream_s(
+        spec, nbytes, cold_bytes / where(nbytes > 0, nbytes, 1), cores, items, thread_loads_B
     )
     return where(nbytes > 0, moved, 0.0)
 
@@ -89,10 +100,11 @@ def kernel_time(
     gemm: bool,
     overlap: str = "roofline",
     norm: float = math.inf,
+    thread_loads_B: Number = 0.0,
 ) -> tuple[Number, Number]:
     """Closed-form duration of a kernel (no tiles, no waves) and the leg that bounds it."""
     compute = compute_s(ex, flops, special, items, python_ops, ex.cores)
-    memory = memory_s(spec, ex, nbytes, cold_bytes, ex.cores)
+    memory = memory_s(spec, ex, nbytes, cold_bytes, ex.cores, items, thread_loads_B)
     total = combine(compute, memory, overlap, norm) + fork_join_s(spec, ex, gemm, items)
     return total, leg(compute, memory)
 
@@ -134,6 +146,7 @@ def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) ->
         gemm=kernel.gemm_mn is not None,
         overlap=overlap,
         norm=overlap_norm(spec, kernel),
+        thread_loads_B=kernel.thread_loads_B,
     )
     return float(seconds), str(bound)
 

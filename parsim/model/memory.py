@@ -9,6 +9,16 @@ per-core ceiling)``. A GPU's per-SM L1 never counts, because it is invalidated a
 launch. A calibrated machine carries a measured bandwidth curve instead, interpolated log-log at
 the working set.
 
+A GPU hides memory latency with threads, not caches, and Little's law caps that too: a kernel
+whose threads each load ``thread_loads_B`` for one element and wait for them before the next
+(CuPy's elementwise kernels: one load per input, one element per thread per loop iteration) keeps
+at most ``resident threads x thread_loads_B`` in flight, so it streams from main memory at most at
+that over the latency under load. An H100 needs ~2 MB in flight at 2.9 TB/s; one 4-byte load on
+each of its 132 x 2048 resident threads is 1.1 MB, so a one-input kernel such as ReLU runs at half
+the copy bandwidth, as long as a two-input add (Little's law per element, not per byte). Library
+kernels (cuBLAS, cuDNN, CUB's reductions, PyTorch's vectorised loops) keep enough in flight: their
+``thread_loads_B`` is 0 and the level's bandwidth holds.
+
 Working sets may be one number or a NumPy array of them: the same rule serves both.
 """
 
@@ -20,7 +30,7 @@ import numpy
 
 from parsim.caching import cached
 from parsim.hardware.specs import BandwidthPoint, ProcessorSpec
-from parsim.model.numeric import Number, minimum, where
+from parsim.model.numeric import Number, maximum, minimum, where
 
 MAIN_MEMORY = ("DRAM", "device memory")
 """Names of main memory on a CPU and on a GPU."""
@@ -39,6 +49,7 @@ class Level(NamedTuple):
         core_bandwidth_Bps: what one busy core draws from it.
         main_bandwidth_Bps: main-memory bandwidth (for the kernel's cold bytes).
         main_core_bandwidth_Bps: what one busy core draws from main memory.
+        main: main memory serves the warm bytes (a bool, or an array of them).
     """
 
     name: str | None
@@ -46,6 +57,7 @@ class Level(NamedTuple):
     core_bandwidth_Bps: Number
     main_bandwidth_Bps: float
     main_core_bandwidth_Bps: float
+    main: Number = True
 
     def reachable_Bps(self, active_cores: Number) -> Number:
         """Bandwidth ``active_cores`` busy cores reach at this level (the per-core ceiling included)."""
@@ -56,6 +68,39 @@ class Level(NamedTuple):
         cold = nbytes * cold_fraction
         main = minimum(self.main_bandwidth_Bps, active_cores * self.main_core_bandwidth_Bps)
         return (nbytes - cold) / self.reachable_Bps(active_cores) + cold / main
+
+    def stream_s(
+        self,
+        spec: ProcessorSpec,
+        nbytes: Number,
+        cold_fraction: Number,
+        active_cores: Number,
+        items: Number,
+        thread_loads_B: Number,
+    ) -> Number:
+        """Time to move ``nbytes`` (``transfer_s``), or longer where the kernel's threads keep too
+        few bytes in flight to reach main memory's bandwidth (``latency_bound_s``)."""
+        moved = self.transfer_s(nbytes, cold_fraction, active_cores)
+        bound = latency_bound_s(spec, items, thread_loads_B, active_cores)
+        return maximum(moved, where(self.main, bound, 0.0))
+
+
+def latency_bound_s(
+    spec: ProcessorSpec, items: Number, thread_loads_B: Number, active_cores: Number
+) -> Number:
+    """Little's law (see the module docstring): ``items`` elements, each thread loading
+    ``thread_loads_B`` per element and waiting for them, on ``active_cores`` SMs full of threads
+    (``tiles_per_core x tile_items``: the SM's resident threads), at the latency under load.
+    0 for a kernel that keeps enough in flight (``thread_loads_B`` 0), on a GPU without a known
+    latency under load (``MemorySpec.loaded_latency_s``) and on a CPU (its cores' own ceiling,
+    ``per_core_bandwidth_Bps``, is the Little's law of a CPU)."""
+    latency = spec.memory.loaded_latency_s
+    if not spec.is_gpu or latency is None:
+        return 0.0 * thread_loads_B
+    threads = active_cores * spec.tiles_per_core * spec.tile_items
+    in_flight_B = threads * thread_loads_B
+    bandwidth = in_flight_B / latency
+    return where(in_flight_B > 0, items * thread_loads_B / where(in_flight_B > 0, bandwidth, 1.0), 0.0)
 
 
 @cached(maxsize=4096)
@@ -92,7 +137,8 @@ def level(spec: ProcessorSpec, cores: int, working_set_B: Number) -> Level:
     if not isinstance(index, numpy.ndarray):
         usable = [cache for cache in memory.caches if not (spec.is_gpu and cache.per_core)]
         name = usable[index].name if index >= 0 else main_memory_name(spec)
-    return Level(name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps)
+    main = index < 0
+    return Level(name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps, main)
 
 
 def interpolate(curve: tuple[BandwidthPoint, ...], working_set_B: Number) -> tuple[Number, Number]:

@@ -134,13 +134,14 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
             gemm=op.gemm_mn is not None,
             overlap=overlap,
             norm=overlap_norm(spec, op),
+            thread_loads_B=k.get("thread_loads_B", 0.0),
         )
-        dispatch, host_waits = issue_s(system, None, system.device is None), system.device is None
+        dispatch, host_waits = issue_s(system, None, system.device is None, op), system.device is None
         flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
     else:
         duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned)
         kind = numpy.full(duration.shape, "transfer")
-        dispatch, host_waits = issue_s(system, None, False), not op.pinned
+        dispatch, host_waits = issue_s(system, None, False, op), not op.pinned
         flops, moved, crossing = 0.0 * q.transfer_B, 0.0 * q.transfer_B, q.transfer_B
     breakdown = outcome.single_op_breakdown(kind, duration, dispatch)
     return {

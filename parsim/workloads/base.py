@@ -96,6 +96,7 @@ _KERNEL_RULES = {
     "cpu_library": text,
     "nchw_B": non_negative,
     "fused_attention": text,
+    "thread_loads_B": non_negative,
 }
 
 
@@ -141,6 +142,11 @@ class Kernel:
         fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
             other kernel: its products run at the kernel library's ``attention_efficiency`` share of
             the GEMM rate for that kind, not at cuBLAS's own.
+        thread_loads_B: on a GPU, bytes one thread loads for one element and waits for before the
+            next, for a kernel written one element per thread per loop iteration (CuPy's
+            elementwise kernels: one load per input); Little's law then caps its bandwidth
+            (``model.memory.latency_bound_s``). 0 for kernels that keep enough bytes in flight
+            (cuBLAS, cuDNN, CUB reductions, PyTorch's vectorised loops).
     """
 
     name: str
@@ -165,6 +171,7 @@ class Kernel:
     cpu_library: str = ""
     nchw_B: float = 0.0
     fused_attention: str = ""
+    thread_loads_B: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -196,6 +203,7 @@ class Kernel:
                 and type(self.cpu_library) is str
                 and 0 <= self.nchw_B < _INF
                 and type(self.fused_attention) is str
+                and 0 <= self.thread_loads_B < _INF
             )
         except TypeError:
             good = False

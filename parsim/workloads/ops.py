@@ -15,6 +15,7 @@ from __future__ import annotations
 import attrs
 
 from parsim.dtypes import Number, itemsize
+from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel, Params, Vectorised, Workload
 from parsim.workloads.conv import ConvShape
 
@@ -97,6 +98,8 @@ def elementwise_parts(op: str, n: Number, dtype: str, fused: bool = True) -> lis
             "special_ops": special * n,
             "python_ops_per_item": spec.python_ops / len(passes),
             "op": "" if merged else name,
+            # on a GPU, CuPy's grid-stride loop: one element per thread, one load per input
+            "thread_loads_B": CUPY.thread_loads_B(inputs, size),
         }
         for name, flops, inputs, special in passes
     ]
