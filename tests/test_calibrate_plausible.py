@@ -27,6 +27,14 @@ CALL_S, ITEM_S, TASK_S, GEMM_FLOPS = 1e-6, 1e-9, 30e-6, 50e9  # the fake machine
 UFUNCS = ("add", "multiply", "maximum", "negative", "exp", "reciprocal")
 
 
+@pytest.fixture(autouse=True)
+def own_lock(monkeypatch, tmp_path):
+    """A lock of this test's own: made-up timings need not wait for real measurements here."""
+    from parsim.measure import lock
+
+    monkeypatch.setattr(lock, "LOCK_PATH", tmp_path / "measure.lock")
+
+
 def restrict_cpus(monkeypatch, allowed: int, machine: int = 16) -> None:
     """This process may run on ``allowed`` of the machine's ``machine`` CPUs (taskset, a cpuset)."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(allowed)), raising=False)

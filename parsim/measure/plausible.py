@@ -19,6 +19,7 @@ calibration stops with ``unmeasurable``: one line saying what could not be measu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from parsim.errors import ParsimError
 
@@ -35,8 +36,12 @@ INTERPRETED_FLOOR_S = 1e-9  # one element of a CPython loop is several bytecodes
 GPU_LINK_LATENCY_FLOOR_S = 0.5e-6  # a DMA needs a PCIe read round trip: >= ~0.5 us (Neugebauer et al.,
 # "Understanding PCIe performance for end host networking", SIGCOMM 2018: 64 B DMA reads 0.5-1 us)
 
-Attempt = Callable[[], "float | str"]
-"""One try at a figure: the figure, or why this try was not plausible (a few words)."""
+# GPU ceilings where the device properties do not give the figure:
+GPU_MEMORY_CEILING_BPS = 10e12  # no GPU memory is faster (B200's HBM3e: 8 TB/s)
+TENSOR_OVER_VECTOR = 32.0  # tensor cores reach < 32x the FP32 vector peak (B200 dense FP16 2.25 PF / 80 TF)
+LINK_CEILING_BPS = 450e9  # the fastest host<->GPU link per direction (NVLink-C2C on GH200: 450 GB/s)
+
+Figure = TypeVar("Figure")  # what one try measures: a number, or a table of them
 
 
 def net_s(total_s: float, overhead_s: float) -> float | str:
@@ -62,9 +67,9 @@ def rate(amount: float, seconds: float | str, ceiling: float, unit: str) -> floa
     return value
 
 
-def measured(attempt: Attempt, attempts: int = ATTEMPTS) -> float | str:
+def measured(attempt: Callable[[], Figure | str], attempts: int = ATTEMPTS) -> Figure | str:
     """The first plausible figure of up to ``attempts`` tries, else the last try's reason."""
-    outcome: float | str = "not measured"
+    outcome: Figure | str = "not measured"
     for _ in range(attempts):
         outcome = attempt()
         if not isinstance(outcome, str):

@@ -138,7 +138,7 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
         dispatch, host_waits = issue_s(system, None, system.device is None), system.device is None
         flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
     else:
-        duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned)
+        duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned, op.direction)
         kind = numpy.full(duration.shape, "transfer")
         dispatch, host_waits = issue_s(system, None, False), not op.pinned
         flops, moved, crossing = 0.0 * q.transfer_B, 0.0 * q.transfer_B, q.transfer_B
