@@ -188,3 +188,16 @@ def test_an_uncalibrated_pageable_copy_says_it_depends_on_the_host(cli):
     assert not any("pageable" in n for n in parsim.predict("copy", {"n": 10**8}, device="h100-sxm").notes)
     code, out, _ = cli("predict", "copy", "n=1e8", "pinned=false", "--device", "h100-sxm")
     assert code == 0 and "parsim calibrate" in out
+
+
+def test_the_sweep_form_of_the_rule_is_the_same_rule():
+    import numpy
+
+    from parsim.model.transfer import transfer_s
+
+    sizes = numpy.array([4e3, 4e6, 8e6, 4e7, 4e8])
+    for direction in ("h2d", "d2h"):
+        for pinned in (True, False):
+            vector = transfer_s(CALIBRATED, sizes, pinned, direction)
+            scalars = [transfer_s(CALIBRATED, float(s), pinned, direction) for s in sizes]
+            assert vector.tolist() == pytest.approx(scalars, rel=1e-12)
