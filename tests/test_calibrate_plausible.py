@@ -162,11 +162,12 @@ def assert_possible(spec, raw) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seed", "overhead_s"), [(1, (0.2e-3, 2e-3)), (2, (0.5e-3, 0.6e-3)), (3, (1e-3, 1e-3))]
+    ("seed", "overhead_s"), [(1, (1e-6, 5e-6)), (2, (20e-6, 100e-6)), (3, (0.2e-3, 2e-3)), (4, (1e-3, 1e-3))]
 )
 def test_a_timer_whose_overhead_exceeds_the_work_never_yields_an_impossible_figure(
     monkeypatch, seed, overhead_s
 ):
+    # overheads from a few us (most cached-data timings drowned) to 2 ms (nearly all of them)
     small_memory(monkeypatch)
     try:
         spec, raw = calibration.calibrate(quick=True, rounds=1, timer=slow_clock(overhead_s, seed))
@@ -176,7 +177,8 @@ def test_a_timer_whose_overhead_exceeds_the_work_never_yields_an_impossible_figu
         assert "must be in" not in message and "tries" in message
         return
     assert_possible(spec, raw)
-    assert raw["notes"]  # with noise this large, some timings were dropped, and the file says which
+    for note in raw.get("notes", []):  # each dropped timing says what and why
+        assert ": dropped, " in note
 
 
 def test_dropped_timings_are_noted_in_the_meta_table(monkeypatch, fake_machine):

@@ -262,14 +262,10 @@ class ProcessorSpec:
 
 @attrs.frozen(cache_hash=True)
 class PageableCopy:
-    """Copies between pageable host memory and the GPU in one direction, as calibration fits them.
-
-    The driver stages pageable memory through a pinned buffer with a CPU memcpy, so such a copy
-    streams at the host's memcpy speed rather than the link's, and that speed depends on the host
-    (7-10 GB/s on the H100 host of issue 30, whose presets' figure was 24) and on where the host
-    finds the buffer: copied again and again, its first ``cached_B`` bytes stay in the host's
-    caches and stream at ``cached_bandwidth_Bps``, the rest comes from DRAM at ``bandwidth_Bps``
-    (a host-to-device copy of 4 MB ran at 10 GB/s there, of 400 MB at 6.9 GB/s).
+    """Pageable copies in one direction, as calibration measured them (``measure.linkfit``): the
+    driver stages them with a CPU memcpy, so they run at the host's speed (7-10 GB/s on the H100
+    host of issue 30, presets say 24), faster for the first ``cached_B`` bytes of a buffer copied
+    again and again (they stay in the host's caches) than for the rest, read from DRAM.
 
     Attributes:
         latency_s: fixed cost per copy besides the host's call (which the GPU's dispatch charges).

@@ -13,6 +13,10 @@ Each step measures one figure the model needs, the way the model uses it:
   NumPy operation a pass can be (``add``, ``maximum``, ``exp``, ``sum``...): their loops run at
   very different speeds, which FLOP counts alone do not show.
 
+A timing the machine could not have produced (an overhead that is nearly all of the time it is
+subtracted from, a rate above what any core does) is measured again, then dropped with a note in
+the ``[meta]`` table, or stops calibration with one line when the spec needs it (``plausible``).
+
 The result is an ordinary ``ProcessorSpec`` (saved as hardware TOML with a ``[meta]`` table of
 what was measured and when) that every ``--device``/``--host`` accepts. On a machine with a GPU
 the CuPy steps (``gpu_calibration``) add the GPU and its PCIe link. The ``[meta]`` table
