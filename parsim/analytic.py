@@ -84,7 +84,7 @@ def _timed(
         )
     shared = system.gpu.copy_engines < 2 or not system.host_link.duplex
     engine = ("copy", "h2d" if shared else op.direction, op.device)
-    seconds = transfer.transfer_s(system.host_link, op.nbytes, op.pinned)
+    seconds = transfer.transfer_s(system.host_link, op.nbytes, op.pinned, op.direction)
     return seconds, "transfer", resources.link(system, op.device, op.direction), engine, 1.0
 
 

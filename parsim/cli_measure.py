@@ -177,6 +177,8 @@ def calibrate(
         f"wrote {out}: {spec.name}, {spec.cores} cores, "
         f"{units.si(spec.memory.bandwidth_Bps, 'B/s')} DRAM, dispatch {units.seconds(spec.dispatch_s)}"
     )
+    for note in raw.get("notes", []):  # timings dropped as implausible (also in the file's [meta])
+        typer.echo(f"note: {note}", err=True)
     available, why = gpu_available()
     if gpu and available:
         from parsim.measure.gpu_calibrate import calibrate_gpu

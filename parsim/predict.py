@@ -23,7 +23,7 @@ from parsim.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
-from parsim.model import capacity, outcome
+from parsim.model import capacity, outcome, transfer
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
 from parsim.prediction import Prediction
@@ -265,7 +265,9 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         busy=timeline.utilization(list(trace), latency),
         trace=trace,
         events=events,
-        notes=tuple(notes) + algorithms.notes(workload, system, mode, overlap),
+        notes=tuple(notes)
+        + algorithms.notes(workload, system, mode, overlap)
+        + transfer.pageable_notes(workload, system.link),
         layers=_layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
         gpus=system.total_gpus,
         nodes=system.nodes,

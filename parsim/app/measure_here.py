@@ -101,9 +101,10 @@ def calibrate_button(key: str) -> bool:
             quick=True, progress=lambda done, steps, what: bar.progress(done / steps, text=f"{what}")
         )
         path = save_calibration(spec, raw)
-    except (ParsimError, OSError) as exc:
+    except (ParsimError, OSError) as exc:  # one line: what could not be measured and why (or the file)
         bar.empty()
-        st.error(f"calibration failed: {exc}")
+        text = str(exc)
+        st.error(text if text.startswith("calibration") else f"calibration failed: {text}")
         return False
     bar.empty()
     st.success(f"calibrated and saved to {path.resolve()}")

@@ -22,7 +22,7 @@ from parsim import resources
 from parsim.engine.fluid import FluidServer, Process
 from parsim.hardware.specs import SystemSpec
 from parsim.model.collectives import group_of, op_timing
-from parsim.model.transfer import copy_bandwidth_Bps
+from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Transfer
 
@@ -65,12 +65,12 @@ class Links:
     def copy(self, transfer: Transfer) -> Process:
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
         link = self.link
-        bandwidth = copy_bandwidth_Bps(link, transfer.pinned)
+        bandwidth = copy_bandwidth_Bps(link, transfer.pinned, transfer.direction, transfer.nbytes)
         server = self._uplinks[transfer.device // self._per_switch][transfer.direction]
         with self._engines[transfer.device][transfer.direction].request() as request:
             yield request
             start = self.env.now
-            yield self.env.timeout(link.latency_s)
+            yield self.env.timeout(copy_latency_s(link, transfer.pinned, transfer.direction))
             yield server.transfer(transfer.nbytes, bandwidth)
             self.trace.append(
                 TraceEvent(

@@ -267,7 +267,42 @@ class ProcessorSpec:
         return vector
 
 
+@attrs.frozen(cache_hash=True)
+class PageableCopy:
+    """Pageable copies in one direction, as calibration measured them (``measure.linkfit``): the
+    driver stages them with a CPU memcpy, so they run at the host's speed (7-10 GB/s on the H100
+    host of issue 30, presets say 24), faster for the first ``cached_B`` bytes of a buffer copied
+    again and again (they stay in the host's caches) than for the rest, read from DRAM.
+
+    Attributes:
+        latency_s: fixed cost per copy besides the host's call (which the GPU's dispatch charges).
+        bandwidth_Bps: rate of the bytes the host memcpy moves from or to DRAM.
+        cached_bandwidth_Bps: rate of the bytes it finds in the host's caches (>= bandwidth_Bps).
+        cached_B: bytes of a repeatedly copied buffer the host finds in its caches (0: none).
+    """
+
+    latency_s: float = attrs.field(validator=SECONDS)
+    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
+    cached_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
+    cached_B: float = attrs.field(default=0.0, validator=within(0.0, 1e16, "B"))
+
+    def __attrs_post_init__(self) -> None:
+        if self.cached_bandwidth_Bps < self.bandwidth_Bps * 0.9999:
+            raise field_error(
+                "cached_bandwidth_Bps",
+                f">= bandwidth_Bps ({self.bandwidth_Bps:g})",
+                self.cached_bandwidth_Bps,
+            )
+
+
 LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink"}
+
+
+def _pageable(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, PageableCopy):
+        raise field_error(attribute.name, "a PageableCopy table or absent", value)
+
+
 """Link kinds and how timelines name them."""
 
 
@@ -287,6 +322,9 @@ class LinkSpec:
             pinned bounce buffer by the driver).
         latency_s: fixed cost per transfer (driver + DMA setup + link round trip).
         duplex: both directions run at full speed at once.
+        pageable_h2d: pageable host-to-device copies as calibration measured them on this host
+            (a ``PageableCopy``); None: ``pageable_bandwidth_Bps`` after ``latency_s``.
+        pageable_d2h: the same for device-to-host copies.
     """
 
     id: str
@@ -297,6 +335,8 @@ class LinkSpec:
     latency_s: float = attrs.field(validator=SECONDS)
     duplex: bool = attrs.field(default=True, validator=boolean)
     kind: Literal["pcie", "nvlink"] = attrs.field(default="pcie", validator=one_of(tuple(LINK_FAMILIES)))
+    pageable_h2d: PageableCopy | None = attrs.field(default=None, validator=_pageable)
+    pageable_d2h: PageableCopy | None = attrs.field(default=None, validator=_pageable)
 
     @property
     def family(self) -> str:
@@ -314,6 +354,14 @@ class LinkSpec:
                 f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
                 self.pageable_bandwidth_Bps,
             )
+        for name in ("pageable_h2d", "pageable_d2h"):  # staged through the DMA: never faster than it
+            copy = getattr(self, name)
+            if copy is not None and copy.cached_bandwidth_Bps > self.bandwidth_Bps * 1.0001:
+                raise field_error(
+                    f"{name}.cached_bandwidth_Bps",
+                    f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
+                    copy.cached_bandwidth_Bps,
+                )
 
 
 @attrs.frozen(cache_hash=True)

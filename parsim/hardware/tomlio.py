@@ -3,7 +3,8 @@
 A hardware file describes one processor (a ``[processor]`` table with a nested ``memory``
 table, ``[[processor.memory.caches]]``, for calibrated machines ``[[processor.memory.curve]]``,
 and optional ``matrix_flops_per_s`` / ``op_rates_per_core`` tables), one link
-(a ``[link]`` table) or one cluster (a ``[cluster]`` table naming its GPU, fabric and host by
+(a ``[link]`` table; calibrated, with ``[link.pageable_h2d]`` and ``[link.pageable_d2h]``) or one
+cluster (a ``[cluster]`` table naming its GPU, fabric and host by
 preset id, with a ``[cluster.network]`` table whose ``nic`` is a NIC preset id or a
 ``[cluster.network.nic]`` table of figures). An optional ``[meta]`` table records where the
 numbers came from (for example the calibration run that measured them). Unknown keys are
@@ -23,7 +24,14 @@ import tomli_w
 from parsim import safefiles
 from parsim.errors import ParsimError, ParsimNote
 from parsim.hardware.network import ClusterSpec, NetworkSpec, NicSpec
-from parsim.hardware.specs import BandwidthPoint, CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
+from parsim.hardware.specs import (
+    BandwidthPoint,
+    CacheLevel,
+    LinkSpec,
+    MemorySpec,
+    PageableCopy,
+    ProcessorSpec,
+)
 
 MAX_FILE_BYTES = 1_000_000
 MAX_BRACKETS = 2_000
@@ -74,7 +82,7 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
         if "nic" in data:
             return _build(NicSpec, _table(data["nic"], "nic"), "nic")
         if "link" in data:
-            return _build(LinkSpec, _with_link_kind(_table(data["link"], "link"), source), "link")
+            return _link(_with_link_kind(_table(data["link"], "link"), source))
         table = dict(_table(data["processor"], "processor"))
         memory = dict(_table(table.pop("memory", None), "processor.memory"))
         caches = memory.pop("caches", [])
@@ -117,6 +125,19 @@ def _cluster(table: dict[str, Any]) -> ClusterSpec:
     return _build(ClusterSpec, table, "cluster")
 
 
+def _link(table: dict[str, Any]) -> LinkSpec:
+    """A ``[link]`` table, with its optional ``[link.pageable_h2d]``/``[link.pageable_d2h]`` tables
+    (what calibration measured of pageable copies; files without them load as before)."""
+    table = dict(table)
+    for name in PAGEABLE_TABLES:
+        if name in table:
+            table[name] = _build(PageableCopy, table[name], f"link.{name}")
+    return _build(LinkSpec, table, "link")
+
+
+PAGEABLE_TABLES = ("pageable_h2d", "pageable_d2h")
+
+
 def _with_link_kind(table: dict[str, Any], source: str) -> dict[str, Any]:
     """A link table without ``kind`` (files written before it existed): NVLink if its id or name says so.
 
@@ -157,6 +178,7 @@ Built = TypeVar(
     MemorySpec,
     CacheLevel,
     BandwidthPoint,
+    PageableCopy,
     ClusterSpec,
     NetworkSpec,
     NicSpec,

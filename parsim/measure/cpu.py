@@ -26,7 +26,13 @@ SISD_MAX_STEPS = 3_000_000  # Python-level steps; ~0.2 s at 50 ns each
 
 
 def cores() -> int:
-    return os.cpu_count() or 1
+    """The CPUs this process may run on (its affinity: ``taskset``, a container's cpuset), not the
+    machine's count: a process pinned to 4 of 16 cores forks and joins 4 threads, not 16."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity call on this platform
+        count = getattr(os, "process_cpu_count", os.cpu_count)
+        return count() or 1
 
 
 def chunks(n: int) -> list[slice]:

@@ -3,28 +3,41 @@
 The device properties (``cupy.cuda.runtime.getDeviceProperties``) give SM count, clock, memory
 and L2 size; microbenchmarks give what the model needs beyond them: the host-side cost of one
 launch, the bandwidth of a streaming kernel, GEMM FLOP/s per dtype (the float16 rate becomes
-the tensor-core figure), and for pinned and pageable host memory, in both directions, a fit of
-``T = latency + bytes / bandwidth`` over copies of 1 KiB to 256 MiB.
+the tensor-core figure), and for pinned and pageable host memory, in both directions, copies of
+1 KiB to 256 MiB fitted by ``linkfit`` (a line for pinned memory; for pageable memory, which the
+host's memcpy stages, a line with a knee where the buffer stops fitting in the host's caches).
 
-The fit weighs each copy by 1/T (least squares on relative errors): timing noise is proportional
-to the time, and an unweighted fit would let the 256 MiB copies' noise decide the microseconds of
-the intercept. Who owns the fixed cost: a measured copy is wall-clock time, so its intercept holds
-the host's call (about one kernel launch, which the model charges as the GPU's ``dispatch_s`` before
-every transfer) and the link's own latency; the link keeps only ``intercept - dispatch_s``, so a
+Who owns the fixed cost: a measured copy is wall-clock time, so its intercept holds the host's
+call (about one kernel launch, which the model charges as the GPU's ``dispatch_s`` before every
+transfer) and the link's own latency; the link keeps only ``intercept - dispatch_s``, so a
 prediction of the same copy (dispatch + latency + bytes / bandwidth) returns the measured time.
+
+No figure is kept that the device could not produce (``plausible``): a streaming bandwidth above
+the memory's peak (memory clock x bus width), a GEMM above the SMs' peak, a link latency below a
+PCIe round trip once the launch is taken out. Such a step is measured again, then calibration
+stops with one line saying what could not be measured.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy
-
-from parsim.hardware.specs import CacheLevel, LinkSpec, MemorySpec, ProcessorSpec
-from parsim.measure import gpu, kernels
-from parsim.measure.backends import CupyBackend, gpu_errors
+from parsim.hardware.specs import CacheLevel, LinkSpec, MemorySpec, PageableCopy, ProcessorSpec
+from parsim.measure import gpu, kernels, plausible
+from parsim.measure.backends import CupyBackend, gpu_errors, host_free_memory_B
+from parsim.measure.linkfit import fit_latency_bandwidth, fit_pageable
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import time_callable
+
+__all__ = ["calibrate_gpu", "fit_latency_bandwidth"]
+
+CopyTimer = Callable[[str, bool, int], float]
+"""``timer(direction, pinned, nbytes)``: the median seconds of one such copy."""
+
+COPY_SIZES_B = tuple(2**k for k in range(10, 29, 2))  # 1 KiB .. 256 MiB: the knee and DRAM both show
+GEMM_EDGE = {True: 2048, False: 4096}  # quick, thorough
+STREAM_ITEMS = {True: 16 * 2**20, False: 64 * 2**20}
+DIRECTIONS = ("h2d", "d2h")
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic instruction throughput)
 LANES_BY_CC = {
@@ -41,25 +54,22 @@ LANES_BY_CC = {
 }
 
 
-def fit_latency_bandwidth(sizes_B: list[float], seconds: list[float]) -> tuple[float, float]:
-    """``T = latency + bytes / bandwidth`` by least squares on relative errors (weights 1/T);
-    returns (latency_s, bandwidth_Bps)."""
-    times = numpy.asarray(seconds, float)
-    slope, intercept = numpy.polyfit(numpy.asarray(sizes_B, float), times, 1, w=1.0 / times)
-    return max(float(intercept), 0.0), 1.0 / max(float(slope), 1e-15)
-
-
 def calibrate_gpu(
-    quick: bool = True, progress: Callable[[int, int, str], None] | None = None
+    quick: bool = True,
+    progress: Callable[[int, int, str], None] | None = None,
+    copy_sizes_B: tuple[int, ...] | None = None,
+    copy_timer: CopyTimer | None = None,
 ) -> tuple[ProcessorSpec, LinkSpec, dict]:
-    """Measure the current CUDA device and its host link (holding the machine's measurement lock)."""
+    """Measure the current CUDA device and its host link (holding the machine's measurement lock).
+
+    ``copy_sizes_B`` and ``copy_timer`` replace the copies' sizes and their timing (tests feed
+    recorded times).
+    """
     with measurement_lock(), gpu_errors("calibrating the GPU"):
-        return _calibrate_gpu(quick, progress)
+        return _calibrate_gpu(quick, progress, copy_sizes_B, copy_timer)
 
 
-def _calibrate_gpu(
-    quick: bool = True, progress: Callable[[int, int, str], None] | None = None
-) -> tuple[ProcessorSpec, LinkSpec, dict]:
+def _calibrate_gpu(quick, progress, copy_sizes_B, copy_timer) -> tuple[ProcessorSpec, LinkSpec, dict]:
     backend = CupyBackend()
     cupy = backend.xp
     properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
@@ -71,51 +81,138 @@ def _calibrate_gpu(
         if progress is not None:
             progress(index, len(steps), steps[index] if index < len(steps) else "done")
 
+    def require(key: str, outcome: float | str, what: str) -> None:
+        if isinstance(outcome, str):
+            raise plausible.unmeasurable(what, outcome)
+        raw[key] = outcome
+
     report(0)
     tiny = kernels.elementwise_arrays(backend, 1, "float32")
+    launch = lambda: measure_launch_s(cupy, tiny, budget)  # noqa: E731 - measured again on a retry
+    require("launch_s", plausible.measured(launch), "the launch overhead")
+
+    report(1)
+    n = STREAM_ITEMS[quick]
+    arrays = kernels.elementwise_arrays(backend, n, "float32")
+    peak = plausible.gpu_memory_peak_Bps(properties) or plausible.GPU_MEMORY_CEILING_BPS
+    add = lambda: cupy.add(arrays["a"], arrays["b"], out=arrays["out"])  # noqa: E731
+    outcome = plausible.measured(
+        lambda: plausible.rate(12.0 * n, backend.time(add, budget).median_s, peak, "B/s")
+    )
+    require("device_bandwidth_Bps", outcome, "the device memory bandwidth")
+
+    report(2)
+    edge = GEMM_EDGE[quick]
+    vector_peak = _vector_peak(properties)
+    tensor_peak = plausible.TENSOR_OVER_VECTOR * vector_peak
+    # float32 may run as TF32 on the tensor cores (CUPY_TF32=1); float64 never outruns the FP32 lanes
+    ceilings = {"float32": tensor_peak, "float64": vector_peak, "float16": tensor_peak}
+    for dtype, ceiling in ceilings.items():
+        operation = kernels.matmul(backend, edge, edge, edge, dtype)
+        outcome = plausible.measured(
+            lambda operation=operation, ceiling=ceiling: plausible.rate(
+                2.0 * edge**3, backend.time(operation, budget).median_s, ceiling, "FLOP/s"
+            )
+        )
+        require(f"gemm_{dtype}_flops_per_s", outcome, f"the {dtype} GEMM rate")
+
+    report(3)
+    largest = min(backend.free_memory_B(), host_free_memory_B()) / 4
+    sizes = copy_sizes_B or tuple(size for size in COPY_SIZES_B if size <= largest)
+    timer = copy_timer or _copy_timer(backend, budget / 4)
+    tries = []
+
+    def copies() -> dict | str:
+        if tries:  # a retry measures the launch again too: the latency is the difference of both
+            require("launch_s", plausible.measured(launch), "the launch overhead")
+        tries.append(None)
+        return _fit_copies(sizes, timer, raw["launch_s"])
+
+    link_raw = plausible.measured(copies)
+    if isinstance(link_raw, str):
+        raise plausible.unmeasurable("the host link", link_raw)
+    raw.update(link_raw)
+    report(len(steps))
+    return _gpu_spec(properties, raw), _link_spec(raw), raw
+
+
+def measure_launch_s(cupy, tiny: dict, budget_s: float) -> float | str:
+    """The host's cost of one CuPy elementwise call on one element (median of CPU times)."""
     from cupyx.profiler import benchmark
 
     result = benchmark(
         lambda: cupy.add(tiny["a"], tiny["b"], out=tiny["out"]),
         n_repeat=2000,
         n_warmup=20,
-        max_duration=budget,
+        max_duration=budget_s,
     )
-    raw["launch_s"] = float(numpy.median(result.cpu_times))
+    seconds = float(sorted(result.cpu_times)[len(result.cpu_times) // 2])
+    return seconds if seconds > 0 else f"a launch of {seconds:g} s"
 
-    report(1)
-    n = (16 if quick else 64) * 2**20
-    arrays = kernels.elementwise_arrays(backend, n, "float32")
-    seconds = backend.time(lambda: cupy.add(arrays["a"], arrays["b"], out=arrays["out"]), budget).median_s
-    raw["device_bandwidth_Bps"] = 12.0 * n / seconds
 
-    report(2)
-    edge = 2048 if quick else 4096
-    for dtype in ("float32", "float16", "float64"):
-        operation = kernels.matmul(backend, edge, edge, edge, dtype)
-        raw[f"gemm_{dtype}_flops_per_s"] = 2.0 * edge**3 / backend.time(operation, budget).median_s
+def _copy_timer(backend, budget_s: float) -> CopyTimer:
+    def timer(direction: str, pinned: bool, nbytes: int) -> float:
+        operation = gpu.copy_operation(backend, nbytes // 4, "float32", direction, pinned)
+        return time_callable(operation, sync=backend.sync, budget_s=budget_s).median_s
 
-    report(3)
-    sizes = [2**k for k in range(10, 27 if quick else 29, 2)]
-    for direction in ("h2d", "d2h"):
-        for pinned in (True, False):
-            times = []
-            for size in sizes:
-                operation = gpu.copy_operation(backend, size // 4, "float32", direction, pinned)
-                times.append(time_callable(operation, sync=backend.sync, budget_s=budget / 4).median_s)
-            latency, bandwidth = fit_latency_bandwidth(sizes, times)
-            key = f"{direction}_{'pinned' if pinned else 'pageable'}"
-            raw[f"{key}_latency_s"], raw[f"{key}_bandwidth_Bps"] = latency, bandwidth
-    report(len(steps))
-    return _gpu_spec(properties, raw), _link_spec(raw), raw
+    return timer
+
+
+def _fit_copies(sizes: tuple[int, ...], timer: CopyTimer, launch_s: float) -> dict | str:
+    """Pinned and pageable copies both ways, fitted; or why the fit is not what a link can do."""
+    times = {
+        (d, pinned): [timer(d, pinned, size) for size in sizes]
+        for d in DIRECTIONS
+        for pinned in (True, False)
+    }
+    raw: dict = {}
+    for d in DIRECTIONS:
+        intercept, bandwidth = fit_latency_bandwidth(list(sizes), times[d, True])
+        if not 0 < bandwidth <= plausible.LINK_CEILING_BPS:
+            return f"pinned {d} copies fit {bandwidth:.3g} B/s (above {plausible.LINK_CEILING_BPS:.3g})"
+        raw[f"{d}_pinned_latency_s"], raw[f"{d}_pinned_bandwidth_Bps"] = intercept, bandwidth
+    pinned_Bps = (raw["h2d_pinned_bandwidth_Bps"] + raw["d2h_pinned_bandwidth_Bps"]) / 2
+    for d in DIRECTIONS:
+        fit = fit_pageable(list(sizes), times[d, False], pinned_Bps)
+        raw[f"{d}_pageable_latency_s"], raw[f"{d}_pageable_bandwidth_Bps"] = fit.intercept_s, fit.Bps
+        raw[f"{d}_pageable_cached_bandwidth_Bps"], raw[f"{d}_pageable_cached_B"] = (
+            fit.cached_Bps,
+            fit.cached_B,
+        )
+    intercepts = {
+        "pinned copies": (raw["h2d_pinned_latency_s"] + raw["d2h_pinned_latency_s"]) / 2,
+        **{f"pageable {d} copies": raw[f"{d}_pageable_latency_s"] for d in DIRECTIONS},
+    }
+    for what, intercept in intercepts.items():
+        if intercept - launch_s < plausible.GPU_LINK_LATENCY_FLOOR_S:
+            return (
+                f"the fixed cost of {what} ({intercept * 1e6:.3g} us) is not one launch "
+                f"({launch_s * 1e6:.3g} us) plus a PCIe round trip "
+                f"({plausible.GPU_LINK_LATENCY_FLOOR_S * 1e6:.2g} us)"
+            )
+    return raw
+
+
+def _vector_peak(properties: dict) -> float:
+    """FP32 FLOP/s of the CUDA cores at the maximum SM clock: SMs x lanes x 2 (FMA) x clock."""
+    return (
+        int(properties["multiProcessorCount"])
+        * _lanes(properties)
+        * 2.0
+        * float(properties["clockRate"])
+        * 1e3
+    )
+
+
+def _lanes(properties: dict) -> int:
+    return LANES_BY_CC.get((int(properties["major"]), int(properties["minor"])), 128)
 
 
 def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
     name = properties["name"].decode() if isinstance(properties["name"], bytes) else str(properties["name"])
-    capability = (int(properties["major"]), int(properties["minor"]))
     sms, clock = int(properties["multiProcessorCount"]), float(properties["clockRate"]) * 1e3
-    lanes = LANES_BY_CC.get(capability, 128)
-    vector_peak = sms * lanes * 2.0 * clock
+    lanes = _lanes(properties)
+    vector_peak = _vector_peak(properties)
     fp32 = raw["gemm_float32_flops_per_s"]
     efficiency = min(0.95, fp32 / vector_peak)
     bandwidth = raw["device_bandwidth_Bps"]
@@ -153,7 +250,23 @@ def _link_spec(raw: dict) -> LinkSpec:
     pageable = min(pinned, (raw["h2d_pageable_bandwidth_Bps"] + raw["d2h_pageable_bandwidth_Bps"]) / 2)
     intercept = (raw["h2d_pinned_latency_s"] + raw["d2h_pinned_latency_s"]) / 2
     # the host's call is the GPU's dispatch_s, charged by the model before every transfer (docstring)
-    latency = max(intercept - raw["launch_s"], 1e-9)
+    latency = intercept - raw["launch_s"]
+    if latency < 0:  # calibrate_gpu refuses this before; a hand-made table may not
+        raise plausible.unmeasurable(
+            "the host link's latency",
+            f"the copies' fixed cost ({intercept * 1e6:.3g} us) is below one launch "
+            f"({raw['launch_s'] * 1e6:.3g} us)",
+        )
+    tables = {
+        f"pageable_{d}": PageableCopy(
+            latency_s=raw[f"{d}_pageable_latency_s"] - raw["launch_s"],
+            bandwidth_Bps=raw[f"{d}_pageable_bandwidth_Bps"],
+            cached_bandwidth_Bps=raw[f"{d}_pageable_cached_bandwidth_Bps"],
+            cached_B=raw[f"{d}_pageable_cached_B"],
+        )
+        for d in DIRECTIONS
+        if f"{d}_pageable_cached_B" in raw  # measured per direction (older tables have one figure)
+    }
     return LinkSpec(
         id="this-machine-link",
         name="host link (calibrated)",
@@ -161,4 +274,5 @@ def _link_spec(raw: dict) -> LinkSpec:
         peak_bandwidth_Bps=pinned,
         pageable_bandwidth_Bps=pageable,
         latency_s=latency,
+        **tables,
     )

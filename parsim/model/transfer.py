@@ -2,6 +2,10 @@
 
 A copy pays the link's fixed latency once, then streams at the pinned bandwidth, or at the
 slower pageable one when the driver stages pageable host memory through a pinned bounce buffer.
+A pageable copy runs at the host's memcpy speed, which depends on the host: where calibration
+measured it (``LinkSpec.pageable_h2d``/``pageable_d2h``), each direction has its own latency and
+streams the bytes the host finds in its caches faster than those it reads from DRAM; elsewhere
+the preset's one pageable figure stands in, and the prediction says so (``notes``).
 A ring all-reduce (NCCL-style) cuts the buffer into G chunks and takes 2(G-1) steps (G-1 to
 reduce-scatter, G-1 to all-gather), each GPU sending one chunk to its neighbour per step.
 
@@ -11,18 +15,60 @@ servers that share a switch uplink or a link between flows; here nothing is shar
 
 from __future__ import annotations
 
-from parsim.hardware.specs import LinkSpec
-from parsim.model.numeric import Number
+from parsim.hardware.specs import LinkSpec, PageableCopy
+from parsim.model.numeric import Number, minimum
+from parsim.workloads.base import Transfer, Workload
 
 
-def copy_bandwidth_Bps(link: LinkSpec, pinned: bool) -> float:
-    """The bandwidth a copy streams at: pinned, or pageable (staged through a bounce buffer)."""
+def pageable_copy(link: LinkSpec, direction: str) -> PageableCopy | None:
+    """What calibration measured of pageable copies in ``direction`` on this link, if anything."""
+    return link.pageable_h2d if direction == "h2d" else link.pageable_d2h
+
+
+def copy_latency_s(link: LinkSpec, pinned: bool, direction: str = "h2d") -> float:
+    """The fixed cost of one copy: the link's, or the measured pageable one in ``direction``."""
+    measured = None if pinned else pageable_copy(link, direction)
+    return link.latency_s if measured is None else measured.latency_s
+
+
+def stream_s(link: LinkSpec, nbytes: Number, pinned: bool, direction: str = "h2d") -> Number:
+    """The time the bytes of one copy stream (after its latency): at the pinned bandwidth, the
+    preset's pageable one, or the measured pageable rates (cached bytes first, then DRAM)."""
+    measured = None if pinned else pageable_copy(link, direction)
+    if measured is None:
+        return nbytes / (link.bandwidth_Bps if pinned else link.pageable_bandwidth_Bps)
+    cached = minimum(nbytes, measured.cached_B)
+    return cached / measured.cached_bandwidth_Bps + (nbytes - cached) / measured.bandwidth_Bps
+
+
+def copy_bandwidth_Bps(link: LinkSpec, pinned: bool, direction: str = "h2d", nbytes: float = 0.0) -> float:
+    """The rate a copy of ``nbytes`` streams at on average (what the engine's link server is
+    asked for): pinned, or pageable (staged through a bounce buffer)."""
+    seconds = stream_s(link, nbytes, pinned, direction)
+    if nbytes > 0 and seconds > 0:
+        return nbytes / seconds
+    measured = None if pinned else pageable_copy(link, direction)
+    if measured is not None:
+        return measured.cached_bandwidth_Bps if measured.cached_B > 0 else measured.bandwidth_Bps
     return link.bandwidth_Bps if pinned else link.pageable_bandwidth_Bps
 
 
-def transfer_s(link: LinkSpec, nbytes: Number, pinned: bool = True) -> Number:
+def transfer_s(link: LinkSpec, nbytes: Number, pinned: bool = True, direction: str = "h2d") -> Number:
     """Uncontended time of one copy: latency + bytes / bandwidth."""
-    return link.latency_s + nbytes / copy_bandwidth_Bps(link, pinned)
+    return copy_latency_s(link, pinned, direction) + stream_s(link, nbytes, pinned, direction)
+
+
+def pageable_notes(workload: Workload, link: LinkSpec | None) -> tuple[str, ...]:
+    """A line when a pageable copy is predicted from a preset's figure rather than measured."""
+    directions = sorted({op.direction for op in workload.ops if isinstance(op, Transfer) and not op.pinned})
+    guessed = [d for d in directions if link is not None and pageable_copy(link, d) is None]
+    if not guessed:
+        return ()
+    return (
+        f"pageable copies ({', '.join(guessed)}) run at the host's memcpy speed, which depends on the "
+        f"host: {link.id} assumes {link.pageable_bandwidth_Bps / 1e9:.3g} GB/s (an H100 host measured "
+        "7-10 GB/s); `parsim calibrate` measures them on this machine",
+    )
 
 
 def ring_steps(gpus: int) -> int:

@@ -139,7 +139,7 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
         dispatch, host_waits = issue_s(system, None, system.device is None, op), system.device is None
         flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
     else:
-        duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned)
+        duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned, op.direction)
         kind = numpy.full(duration.shape, "transfer")
         dispatch, host_waits = issue_s(system, None, False, op), not op.pinned
         flops, moved, crossing = 0.0 * q.transfer_B, 0.0 * q.transfer_B, q.transfer_B
