@@ -358,7 +358,6 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
         )
         for name, size, private in levels
     )
-    fp32 = raw["gemm_float32_flops_per_s"]
     return ProcessorSpec(
         id="this-machine",
         name=f"{cpu_model()} (calibrated)",
@@ -368,8 +367,8 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
         clock_Hz=clock,
         memory=attrs.evolve(memory, caches=caches),
         fma=True,
-        fp64_ratio=min(1.0, raw["gemm_float64_flops_per_s"] / fp32),
-        fp16_ratio=min(1.0, raw["gemm_float16_flops_per_s"] / fp32),
+        fp64_ratio=_dtype_ratio(raw, "float64"),
+        fp16_ratio=_dtype_ratio(raw, "float16"),
         matmul_efficiency=efficiency,
         special_per_core_per_cycle=raw["exp_per_s"] / clock,
         op_rates_per_core={key[3:-6]: value for key, value in raw.items() if key.startswith("op_")},
@@ -380,6 +379,20 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
         matmul_tile=64,
         max_gpus=8,
     )
+
+
+MIN_DTYPE_RATIO = 1e-3  # the spec's bound: no CPU runs a dtype's GEMM 1000x slower than float32's
+
+
+def _dtype_ratio(raw: dict, dtype: str) -> float:
+    """``dtype``'s GEMM rate over float32's (at most 1 on a CPU); a ratio no CPU has means a timing
+    drowned by the clock's cost, which is refused in one line rather than kept."""
+    ratio = min(1.0, raw[f"gemm_{dtype}_flops_per_s"] / raw["gemm_float32_flops_per_s"])
+    if ratio < MIN_DTYPE_RATIO:
+        raise plausible.unmeasurable(
+            f"the {dtype} GEMM rate", f"{ratio:.2g} of the float32 rate, below any CPU's {MIN_DTYPE_RATIO:g}"
+        )
+    return ratio
 
 
 def _at(memory: MemorySpec, working_set_B: float) -> tuple[float, float]:

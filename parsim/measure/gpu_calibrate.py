@@ -28,6 +28,7 @@ from parsim.measure.backends import CupyBackend, gpu_errors, host_free_memory_B
 from parsim.measure.linkfit import fit_latency_bandwidth, fit_pageable
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import time_callable
+from parsim.stack.array_library import CUPY
 
 __all__ = ["calibrate_gpu", "fit_latency_bandwidth"]
 
@@ -183,14 +184,30 @@ def _fit_copies(sizes: tuple[int, ...], timer: CopyTimer, launch_s: float) -> di
         "pinned copies": (raw["h2d_pinned_latency_s"] + raw["d2h_pinned_latency_s"]) / 2,
         **{f"pageable {d} copies": raw[f"{d}_pageable_latency_s"] for d in DIRECTIONS},
     }
+    call = CUPY.call_s("copy", launch_s - CUPY.call_s("elementwise", 0.0))  # what the model charges
     for what, intercept in intercepts.items():
-        if intercept - launch_s < plausible.GPU_LINK_LATENCY_FLOOR_S:
+        if intercept - call < plausible.GPU_LINK_LATENCY_FLOOR_S:
             return (
-                f"the fixed cost of {what} ({intercept * 1e6:.3g} us) is not one launch "
-                f"({launch_s * 1e6:.3g} us) plus a PCIe round trip "
+                f"the fixed cost of {what} ({intercept * 1e6:.3g} us) is not one CuPy copy call "
+                f"({call * 1e6:.3g} us) plus a PCIe round trip "
                 f"({plausible.GPU_LINK_LATENCY_FLOOR_S * 1e6:.2g} us)"
             )
     return raw
+
+
+def dispatch_s(raw: dict) -> float:
+    """The device's launch, as the model charges it: the measured CuPy elementwise call less CuPy's
+    own host work for such a call (``stack.array_library.CUPY``), which the model adds back to every
+    raw call, so a calibrated prediction of a tiny ``cupy.add`` returns the measured call."""
+    launch = raw["launch_s"] - CUPY.call_s("elementwise", 0.0)
+    if launch < plausible.GPU_LAUNCH_FLOOR_S:
+        raise plausible.unmeasurable(
+            "the launch overhead",
+            f"a CuPy call of {raw['launch_s'] * 1e6:.3g} us leaves {launch * 1e6:.3g} us for the launch "
+            f"after CuPy's own {CUPY.call_s('elementwise', 0.0) * 1e6:.2g} us (at least "
+            f"{plausible.GPU_LAUNCH_FLOOR_S * 1e6:.2g} us)",
+        )
+    return launch
 
 
 def _vector_peak(properties: dict) -> float:
@@ -236,7 +253,7 @@ def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
         matrix_flops_per_s={"float16": raw["gemm_float16_flops_per_s"] / efficiency},
         matmul_efficiency=efficiency,
         special_per_core_per_cycle=16,
-        dispatch_s=raw["launch_s"],
+        dispatch_s=dispatch_s(raw),
         warp_size=32,
         tile_items=256,
         tiles_per_core=max(1, int(properties["maxThreadsPerMultiProcessor"]) // 256),
@@ -249,17 +266,19 @@ def _link_spec(raw: dict) -> LinkSpec:
     pinned = (raw["h2d_pinned_bandwidth_Bps"] + raw["d2h_pinned_bandwidth_Bps"]) / 2
     pageable = min(pinned, (raw["h2d_pageable_bandwidth_Bps"] + raw["d2h_pageable_bandwidth_Bps"]) / 2)
     intercept = (raw["h2d_pinned_latency_s"] + raw["d2h_pinned_latency_s"]) / 2
-    # the host's call is the GPU's dispatch_s, charged by the model before every transfer (docstring)
-    latency = intercept - raw["launch_s"]
+    # the host's CuPy copy call (its own work and the launch) is charged by the model before every
+    # transfer (module docstring): the link keeps the rest
+    call = CUPY.call_s("copy", dispatch_s(raw))
+    latency = intercept - call
     if latency < 0:  # calibrate_gpu refuses this before; a hand-made table may not
         raise plausible.unmeasurable(
             "the host link's latency",
-            f"the copies' fixed cost ({intercept * 1e6:.3g} us) is below one launch "
-            f"({raw['launch_s'] * 1e6:.3g} us)",
+            f"the copies' fixed cost ({intercept * 1e6:.3g} us) is below one CuPy copy call "
+            f"({call * 1e6:.3g} us)",
         )
     tables = {
         f"pageable_{d}": PageableCopy(
-            latency_s=raw[f"{d}_pageable_latency_s"] - raw["launch_s"],
+            latency_s=raw[f"{d}_pageable_latency_s"] - call,
             bandwidth_Bps=raw[f"{d}_pageable_bandwidth_Bps"],
             cached_bandwidth_Bps=raw[f"{d}_pageable_cached_bandwidth_Bps"],
             cached_B=raw[f"{d}_pageable_cached_B"],

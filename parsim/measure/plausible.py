@@ -35,6 +35,7 @@ CORE_RESULTS_PER_CYCLE = 64.0  # float32 results: two 512-bit pipes give 32 (AVX
 INTERPRETED_FLOOR_S = 1e-9  # one element of a CPython loop is several bytecodes: > 1 ns even at 6.5 GHz
 GPU_LINK_LATENCY_FLOOR_S = 0.5e-6  # a DMA needs a PCIe read round trip: >= ~0.5 us (Neugebauer et al.,
 # "Understanding PCIe performance for end host networking", SIGCOMM 2018: 64 B DMA reads 0.5-1 us)
+GPU_LAUNCH_FLOOR_S = 1e-6  # a cudaLaunchKernel through the driver takes >= ~2 us on any host; half that
 
 # GPU ceilings where the device properties do not give the figure:
 GPU_MEMORY_CEILING_BPS = 10e12  # no GPU memory is faster (B200's HBM3e: 8 TB/s)
