@@ -18,6 +18,8 @@ to within 1 %; the tests explain every other difference.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from parsim import resources, stack
@@ -69,6 +71,8 @@ def _timed(
         spec = system.host if on_host else system.gpu
         kernel_mode = mode if system.device is None or not on_host else default_mode(system.host)
         seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
+        if framework is not None and not on_host:
+            seconds = framework.floor(seconds)
         cores = busy_cores(spec, kernel_mode)
         row = resources.cores(system, HOST if on_host else op.device, cores)
         return seconds, kind, row, ("kernel", row.device), cores / spec.cores
@@ -120,7 +124,8 @@ def schedule(
         clock = host_clock.get(thread, 0.0)
         if on_host and not cpu_only:
             clock = max(clock, ready)
-        dispatch_s = 0.0 if isinstance(op, Block) else issue_s(system, framework, on_host)
+        primitive = isinstance(op, Kernel) and op.primitive
+        dispatch_s = 0.0 if isinstance(op, Block) else issue_s(system, framework, on_host, primitive)
         trace.append(TraceEvent(thread_row, f"issue {op.name}", "overhead", clock, clock + dispatch_s))
         clock += dispatch_s
         start = max(clock, ready, free.get(resource, 0.0))
@@ -133,3 +138,13 @@ def schedule(
         host_clock[thread] = clock
     ends = tuple(max(ends_at[r * per_instance : (r + 1) * per_instance]) for r in range(repeats))
     return Schedule(ends, tuple(trace))
+
+
+def gpu_kernel_s(
+    kernels: Iterable[Kernel], system: SystemSpec, framework: FrameworkSpec | None, overlap: str = "roofline"
+) -> float:
+    """The GPU time of ``kernels`` as a profiler sums it: each kernel's closed form, at least the
+    framework's floor (``FrameworkSpec.floor``), host issue left out."""
+    spec, mode = system.gpu, default_mode(system.gpu)
+    seconds = (kernel_time_s(kernel, spec, mode, overlap)[0] for kernel in kernels)
+    return float(sum(framework.floor(s) if framework else s for s in seconds))

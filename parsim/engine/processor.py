@@ -110,6 +110,7 @@ class Processor:
         system: the system it belongs to (names its timeline rows).
         device: the GPU index it is, or ``HOST`` for the host CPU.
         notes: collector of plain-language remarks.
+        floor_s: the shortest time a kernel holds the processor (``FrameworkSpec.kernel_floor_s``).
     """
 
     def __init__(
@@ -122,8 +123,10 @@ class Processor:
         system: SystemSpec,
         device: int,
         notes: Notes,
+        floor_s: float = 0.0,
     ):
         self.env = env
+        self.floor_s = floor_s
         self.spec = spec
         self.mode = mode
         self.overlap = overlap
@@ -176,7 +179,7 @@ class Processor:
                 duration = self._durations[id(kernel)] = kernel_s(
                     self.spec, self.mode, self.overlap, shape(kernel)
                 )
-            return start + duration
+            return start + max(duration, self.floor_s)
         layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if layout.level not in MAIN_MEMORY:
@@ -207,7 +210,7 @@ class Processor:
                         detail=True,
                     )
                 )
-        return start + layout.duration_s
+        return start + max(layout.duration_s, self.floor_s)
 
     def _row(self, what: int | str) -> Resource:
         """The row of ``what`` busy cores, or of a memory level, made once per processor."""

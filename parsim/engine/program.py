@@ -15,6 +15,7 @@ add edges across streams, devices and threads.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -207,19 +208,20 @@ def _thread(
         first = segment[0]
         op = program.ops[first]
         on_host = program.on_host(op)
-        dispatch_s = issue_s(system, program.framework, on_host)
+        dispatch_s = issue_s(system, program.framework, on_host, isinstance(op, Kernel) and op.primitive)
         finish = completion.finisher(segment)
         if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
             kernels = [k for i in segment if isinstance(k := program.ops[i], Kernel)]  # a chain is kernels
             if program.cpu_only:  # the host runs each kernel itself, issuing the next when it ends
                 yield env.process(machine.run_chain(kernels, [], waits[first], finish, dispatch_s, row))
                 continue
-            start = env.now
-            issued_at = [start + (k + 1) * dispatch_s for k in range(len(kernels))]
+            # each kernel's own cost to issue: a primitive op inside an operator pays less
+            costs = [issue_s(system, program.framework, False, kernel.primitive) for kernel in kernels]
+            issued_at = list(itertools.accumulate(costs, initial=env.now))[1:]
             env.process(machine.run_chain(kernels, issued_at, waits[first], finish))
-            for kernel, end in zip(kernels, issued_at, strict=True):
-                trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - dispatch_s, end))
-            yield env.timeout(len(kernels) * dispatch_s)
+            for kernel, cost, end in zip(kernels, costs, issued_at, strict=True):
+                trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - cost, end))
+            yield env.timeout(issued_at[-1] - env.now)
             continue
         if on_host:
             # the host needs the op's inputs before it can compute on them

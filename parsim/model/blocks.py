@@ -29,7 +29,10 @@ def block_parts(
 ) -> tuple[float, float]:
     """``(compute_s, communication_s)`` of a block: its kernels, then its collectives (callers cache
     it per block shape with their own ``kernel_seconds``)."""
-    launch = issue_s(system, framework, False)
-    compute = sum(max(kernel_seconds(kernel), launch) for kernel in kernels)
+    floor = framework.kernel_floor_s if framework else 0.0
+    compute = sum(
+        max(kernel_seconds(kernel), floor, issue_s(system, framework, False, kernel.primitive))
+        for kernel in kernels
+    )
     communication = sum(op_timing(system, op).seconds for op in collectives)
     return compute, communication

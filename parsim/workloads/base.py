@@ -96,6 +96,7 @@ _KERNEL_RULES = {
     "cpu_library": text,
     "nchw_B": non_negative,
     "fused_attention": text,
+    "primitive": boolean,
 }
 
 
@@ -141,6 +142,9 @@ class Kernel:
         fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
             other kernel: its products run at the kernel library's ``attention_efficiency`` share of
             the GEMM rate for that kind, not at cuBLAS's own.
+        primitive: a primitive tensor op inside an operator's forward (``torch.mul`` in a Hugging
+            Face RMSNorm): an eager framework issues it for ``FrameworkSpec.primitive_cycles``, not
+            for a module call's ``op_cycles``.
     """
 
     name: str
@@ -165,6 +169,7 @@ class Kernel:
     cpu_library: str = ""
     nchw_B: float = 0.0
     fused_attention: str = ""
+    primitive: bool = False
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -196,6 +201,7 @@ class Kernel:
                 and type(self.cpu_library) is str
                 and 0 <= self.nchw_B < _INF
                 and type(self.fused_attention) is str
+                and type(self.primitive) is bool
             )
         except TypeError:
             good = False

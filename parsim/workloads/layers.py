@@ -170,6 +170,8 @@ class Numerics:
         cpu_library: the framework's kernel library on a CPU (``Kernel.cpu_library``).
         layout: ``nchw`` (PyTorch's default memory format) or ``nhwc`` (channels-last, what
             tensor cores compute in): ``Kernel.nchw_B``.
+        primitive_layers: a transformer's composite layers run as the primitive tensor ops they
+            are written in (``FrameworkSpec.primitive_layers``; ``transformer_eager``).
     """
 
     dtype: str = "float32"
@@ -180,6 +182,7 @@ class Numerics:
     plain_weights: bool = False
     cpu_library: str = ""
     layout: str = "nhwc"
+    primitive_layers: bool = False
 
     @property
     def master_dtype(self) -> str:
