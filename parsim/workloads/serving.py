@@ -13,12 +13,13 @@ tokens plus its own; its kernels are the same every step except attention, whose
 grow linearly with the cached tokens, so the step time is affine in t and the step over the mean
 context, ``prompt + (output - 2) / 2`` cached tokens (rounded down: half a token at most), times
 ``output - 1`` is the decode total (``serve_metrics``; the tests compare it with the sum of every
-step predicted alone). The host reads each phase's tokens before it issues the next phase (a
-generation loop checks them for stop tokens and feeds them back: ``.item()`` in Hugging Face's
-``generate``, the scheduler's output in vLLM), so a step's host work never runs ahead under the
-previous step's kernels: a framework's cost to issue a step is paid at every batch and prompt. Time to first token is the prefill with the copies in and out (the
-prefill's LM head yields the first token, as vLLM and TensorRT-LLM count it); time per output
-token the mean decode step.
+step predicted alone; an eager framework's KV-cache concatenation grows linearly too). The host
+reads each phase's tokens before it issues the next phase (a generation loop checks them for stop
+tokens and feeds them back: ``.item()`` in Hugging Face's ``generate``, the scheduler's output in
+vLLM), so a step's host work never runs ahead under the previous step's kernels: a framework's
+cost to issue a step is paid at every batch and prompt. Time to first token is the prefill with the
+copies in and out (the prefill's LM head yields the first token, as vLLM and TensorRT-LLM count
+it); time per output token the mean decode step.
 
 ``weights=int8|float8|int8-weight-only|int4`` quantises the blocks' linear layers (the embeddings and
 the LM head stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1, 1 and 0.5 bytes per

@@ -250,7 +250,11 @@ def transformer_kernels(
     new = seq if new_tokens is None else new_tokens
     _check(config, batch, new, past, tp, attention)
     if numerics.primitive_layers and not train:
-        return _eager_forward(config, batch, new, past, numerics, attention, device, tp, kv_dtype, kv_concat), []
+        ops = _Ops(numerics, device, optimizer, False, False)
+        kv_size = kv_itemsize(kv_dtype or numerics.dtype)
+        eager.forward(ops, _attention, config, batch, new, past, attention, tp, kv_size, kv_concat)
+        return ops.forward, []
+
     ops = _Ops(numerics, device, optimizer, train, update)
     s, kv_size = ops.size, kv_itemsize(kv_dtype or numerics.dtype)
     d, hd, tokens, keys = config.hidden, config.head_dim, batch * new, past + new
@@ -398,70 +402,3 @@ def _attention(
         ops.gemm(layer, "dq = ds@k bwd", bh * new, hd, keys, square + kv_B, q_B),
         ops.gemm(layer, "dk = dsT@q bwd", bh * keys, hd, new, square + q_B, kv_B),
     ][::-1]
-
-
-def _eager_forward(
-    config: LlmConfig,
-    batch: int,
-    new: int,
-    past: int,
-    numerics: Numerics,
-    attention: str,
-    device: int,
-    tp: int,
-    kv_dtype: str | None,
-    kv_concat: bool,
-) -> list[Kernel]:
-    """One inference step's kernels as eager PyTorch runs a Hugging Face model (``transformer_eager``)."""
-    ops = _Ops(numerics, device, "sgd", False, False)
-    s, kv_size = ops.size, kv_itemsize(kv_dtype or numerics.dtype)
-    d, hd, tokens, keys = config.hidden, config.head_dim, batch * new, past + new
-    heads, kv_heads, width = config.heads // tp, config.kv_heads // tp, config.mlp_hidden // tp
-    ids, rows = tokens * _TOKEN_ID_B, tokens * d * s
-    ops.forward.append(ops.kernel("embed", "token gather", 0, rows + ids, rows, tokens * d, cold=rows + ids))
-    if config.position == "learned":
-        ops.forward.append(ops.stream("embed", "position add", tokens * d, 1, 2, cold=rows, primitive=True))
-    else:
-        eager.rotary_tables(ops, tokens, hd)
-
-    def norm(layer: str, what: str) -> None:
-        if config.norm == "rmsnorm":
-            eager.rms_norm(ops, layer, what, tokens, d)
-        else:  # F.layer_norm: one native kernel
-            ops.pointwise(layer, what, tokens * d, (5, 1, 0), (8, 2, 1))
-
-    def residual(layer: str) -> None:
-        ops.forward.append(ops.stream(layer, "residual add", tokens * d, 1, 2, primitive=True))
-
-    for i in range(config.layers):
-        attn, mlp = f"h.{i}.attn", f"h.{i}.mlp"
-        norm(attn, "ln_1")
-        if config.fused_qkv:
-            ops.linear(attn, "qkv", tokens, (heads + 2 * kv_heads) * hd, d, config.bias, False)
-        else:
-            for name, count in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
-                ops.linear(attn, name, tokens, count * hd, d, config.bias, False)
-        if config.position == "rotary":
-            eager.rotary(ops, attn, tokens, heads, kv_heads, hd)
-        if kv_concat:
-            eager.kv_concat(ops, attn, batch, past, new, kv_heads * hd, kv_size)
-        else:
-            cached = tokens * 2 * kv_heads * hd
-            ops.forward.append(ops.kernel(attn, "kv cache write", cached, cached * s, cached * kv_size, cached))
-        _attention(ops, attn, attention, batch, new, keys, heads, kv_heads, hd, kv_size, False)
-        eager.copy(ops, attn, "heads contiguous", tokens * heads * hd)
-        ops.linear(attn, "out", tokens, d, heads * hd, config.bias, False)
-        residual(attn)
-        norm(mlp, "ln_2")
-        if config.mlp == "gelu":
-            ops.linear(mlp, "up", tokens, width, d, config.bias, False)
-            ops.pointwise(mlp, "gelu", tokens * width, (8, 1, 1), (10, 2, 1))
-        else:
-            ops.linear(mlp, "gate", tokens, width, d, config.bias, False)
-            ops.linear(mlp, "up", tokens, width, d, config.bias, False)
-            eager.silu_times_up(ops, mlp, tokens, width)
-        ops.linear(mlp, "down", tokens, d, width, config.bias, False)
-        residual(mlp)
-    norm("ln_f", "norm")
-    ops.linear("lm_head", "logits", batch, math.ceil(config.vocab / tp), d, False, False)
-    return ops.forward

@@ -23,11 +23,15 @@ plain tensor arithmetic between modules, are ``Kernel.primitive`` and pay ``prim
 
 from __future__ import annotations
 
-from typing import Protocol
+import math
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from parsim.workloads.base import Kernel
+from parsim.workloads.llms import LlmConfig
 
 _F32 = 4  # bytes of a float32 element: a Hugging Face RMSNorm computes in float32
+_TOKEN_ID_B = 8  # int64 token ids
 
 
 class Builder(Protocol):
@@ -37,8 +41,92 @@ class Builder(Protocol):
     forward: list[Kernel]
 
     def kernel(
-        self, layer: str, step: str, flops: float, read: float, written: float, items: int, **extra: object
+        self, layer: str, step: str, flops: float, read: float, written: float, items: int, **extra: Any
     ) -> Kernel: ...
+
+    def stream(
+        self, layer: str, what: str, n: int, flops: float, reads: int, writes: int = 1, **extra: Any
+    ) -> Kernel: ...
+
+    def pointwise(
+        self, layer: str, what: str, n: int, fwd: tuple[float, int, float], bwd: tuple[float, int, int]
+    ) -> list[Kernel]: ...
+
+    def linear(
+        self, layer: str, what: str, m: int, n: int, k: int, bias: bool, train: bool
+    ) -> list[Kernel]: ...
+
+
+def forward(
+    ops: Builder,
+    attention_kernels: Callable[..., list[Kernel]],
+    config: LlmConfig,
+    batch: int,
+    new: int,
+    past: int,
+    attention: str,
+    tp: int,
+    kv_size: float,
+    kv_concat: bool,
+) -> None:
+    """One inference step as eager PyTorch runs a Hugging Face model: its kernels onto ``ops``.
+
+    ``attention_kernels`` is ``transformer._attention`` (the fused or unfused attention itself is
+    the same kernel in either framework); ``kv_concat``: the cache grows by ``torch.cat``.
+    """
+    s = ops.size
+    d, hd, tokens, keys = config.hidden, config.head_dim, batch * new, past + new
+    heads, kv_heads, width = config.heads // tp, config.kv_heads // tp, config.mlp_hidden // tp
+    ids, rows = tokens * _TOKEN_ID_B, tokens * d * s
+    ops.forward.append(ops.kernel("embed", "token gather", 0, rows + ids, rows, tokens * d, cold=rows + ids))
+    if config.position == "learned":
+        ops.forward.append(ops.stream("embed", "position add", tokens * d, 1, 2, cold=rows, primitive=True))
+    else:
+        rotary_tables(ops, tokens, hd)
+
+    def norm(layer: str, what: str) -> None:
+        if config.norm == "rmsnorm":
+            rms_norm(ops, layer, what, tokens, d)
+        else:  # F.layer_norm: one native kernel
+            ops.pointwise(layer, what, tokens * d, (5, 1, 0), (8, 2, 1))
+
+    def residual(layer: str) -> None:
+        ops.forward.append(ops.stream(layer, "residual add", tokens * d, 1, 2, primitive=True))
+
+    for i in range(config.layers):
+        attn, mlp = f"h.{i}.attn", f"h.{i}.mlp"
+        norm(attn, "ln_1")
+        if config.fused_qkv:
+            ops.linear(attn, "qkv", tokens, (heads + 2 * kv_heads) * hd, d, config.bias, False)
+        else:
+            for name, count in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
+                ops.linear(attn, name, tokens, count * hd, d, config.bias, False)
+        if config.position == "rotary":
+            rotary(ops, attn, tokens, heads, kv_heads, hd)
+        if kv_concat:
+            kv_cat(ops, attn, batch, past, new, kv_heads * hd, kv_size)
+        else:
+            cached = tokens * 2 * kv_heads * hd
+            ops.forward.append(
+                ops.kernel(attn, "kv cache write", cached, cached * s, cached * kv_size, cached)
+            )
+        attention_kernels(ops, attn, attention, batch, new, keys, heads, kv_heads, hd, kv_size, False)
+        copy(ops, attn, "heads contiguous", tokens * heads * hd)
+        ops.linear(attn, "out", tokens, d, heads * hd, config.bias, False)
+        residual(attn)
+        norm(mlp, "ln_2")
+        if config.mlp == "gelu":
+            ops.linear(mlp, "up", tokens, width, d, config.bias, False)
+            ops.pointwise(mlp, "gelu", tokens * width, (8, 1, 1), (10, 2, 1))
+        else:
+            ops.linear(mlp, "gate", tokens, width, d, config.bias, False)
+            ops.linear(mlp, "up", tokens, width, d, config.bias, False)
+            silu_times_up(ops, mlp, tokens, width)
+        ops.linear(mlp, "down", tokens, d, width, config.bias, False)
+        residual(mlp)
+    norm("ln_f", "norm")
+    # generation needs only each sequence's last logits (``logits_to_keep=1``)
+    ops.linear("lm_head", "logits", batch, math.ceil(config.vocab / tp), d, False, False)
 
 
 def rms_norm(ops: Builder, layer: str, what: str, tokens: int, d: int) -> None:
@@ -56,7 +144,9 @@ def rms_norm(ops: Builder, layer: str, what: str, tokens: int, d: int) -> None:
     )
     for op, read, written, module in steps:
         items = max(1, int(written // _F32))
-        ops.forward.append(ops.kernel(layer, f"{what} {op}", items, read, written, items, primitive=not module))
+        ops.forward.append(
+            ops.kernel(layer, f"{what} {op}", items, read, written, items, primitive=not module)
+        )
 
 
 def rotary(ops: Builder, layer: str, tokens: int, heads: int, kv_heads: int, hd: int) -> None:
@@ -80,14 +170,12 @@ def rotary_tables(ops: Builder, tokens: int, hd: int) -> None:
     """``LlamaRotaryEmbedding``, once per forward: the angles (a float32 product), cos and sin of
     them, scaled and cast to the activations' type: eight small kernels."""
     n = tokens * hd
-    steps = ("inv_freq expand", "positions float", "angles", "cat", "cos", "sin", "cos to dtype", "sin to dtype")
+    steps = ("inv_freq expand", "positions float", "angles", "cat", "cos", "sin", "cos cast", "sin cast")
     for step in steps:
         ops.forward.append(ops.kernel("embed", f"rotary {step}", n, n * _F32, n * _F32, n, primitive=True))
 
 
-def kv_concat(
-    ops: Builder, layer: str, batch: int, past: int, new: int, kv_width: int, kv_size: float
-) -> None:
+def kv_cat(ops: Builder, layer: str, batch: int, past: int, new: int, kv_width: int, kv_size: float) -> None:
     """``torch.cat((past, new))`` of the keys and of the values: the whole cache read and written."""
     cache = batch * (past + new) * kv_width
     for name in ("keys", "values"):
