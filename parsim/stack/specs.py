@@ -57,6 +57,9 @@ class FrameworkSpec:
         kv_cache_concat: the KV cache grows by concatenation (Hugging Face's ``DynamicCache``:
             ``torch.cat`` of the past and the new keys every step), so every step copies the whole
             cache; False: new keys are written in place (paged or preallocated caches).
+        fused_optimizer: the optimizer updates a weight in one fused kernel (Adam reads w, g, m, v
+            and writes w, m, v: 28 bytes per float32 weight); False: PyTorch 2.x's default
+            ``foreach`` Adam(W), eight multi-tensor passes over all the weights (80 bytes per weight).
         kernel_floor_s: the shortest time one of the framework's kernels holds the GPU (launch, grid
             ramp-up and drain), whatever little work it does; 0: the roofline alone.
     """
@@ -73,6 +76,7 @@ class FrameworkSpec:
     primitive_layers: bool = attrs.field(default=False, validator=boolean)
     kv_cache_concat: bool = attrs.field(default=False, validator=boolean)
     kernel_floor_s: float = attrs.field(default=0.0, validator=within(0.0, 1e-3))
+    fused_optimizer: bool = attrs.field(default=True, validator=boolean)
 
     def op_host_s(self, host_clock_Hz: float, primitive: bool = False) -> float:
         """Host seconds per operator (``primitive``: per primitive op inside one) at ``host_clock_Hz``."""

@@ -170,6 +170,8 @@ class Numerics:
         cpu_library: the framework's kernel library on a CPU (``Kernel.cpu_library``).
         layout: ``nchw`` (PyTorch's default memory format) or ``nhwc`` (channels-last, what
             tensor cores compute in): ``Kernel.nchw_B``.
+        foreach_optimizer: the optimizer runs as PyTorch's multi-tensor passes, not one fused kernel
+            (``FrameworkSpec.fused_optimizer``).
         primitive_layers: a transformer's composite layers run as the primitive tensor ops they
             are written in (``FrameworkSpec.primitive_layers``; ``transformer_eager``).
     """
@@ -183,6 +185,7 @@ class Numerics:
     cpu_library: str = ""
     layout: str = "nhwc"
     primitive_layers: bool = False
+    foreach_optimizer: bool = False
 
     @property
     def master_dtype(self) -> str:
@@ -343,6 +346,7 @@ def layer_kernels(
                 device=device,
                 layer=layer.name,
                 cold=True,
+                foreach=numerics.foreach_optimizer,
             )
         )
     return forward, kernels if train else []

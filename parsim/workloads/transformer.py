@@ -183,7 +183,16 @@ class _Ops:
             return []
         master = self.numerics.master_dtype
         return [
-            update_kernel(self.optimizer, f"{layer} update", params, master, self.device, layer, cold=True)
+            update_kernel(
+                self.optimizer,
+                f"{layer} update",
+                params,
+                master,
+                self.device,
+                layer,
+                cold=True,
+                foreach=self.numerics.foreach_optimizer,
+            )
         ]
 
 
