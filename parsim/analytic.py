@@ -72,7 +72,7 @@ def _timed(
         kernel_mode = mode if system.device is None or not on_host else default_mode(system.host)
         seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
         if framework is not None and not on_host:
-            seconds = framework.floor(seconds)
+            seconds = framework.floor(seconds, op.multi_tensor)
         cores = busy_cores(spec, kernel_mode)
         row = resources.cores(system, HOST if on_host else op.device, cores)
         return seconds, kind, row, ("kernel", row.device), cores / spec.cores
@@ -146,5 +146,8 @@ def gpu_kernel_s(
     """The GPU time of ``kernels`` as a profiler sums it: each kernel's closed form, at least the
     framework's floor (``FrameworkSpec.floor``), host issue left out."""
     spec, mode = system.gpu, default_mode(system.gpu)
-    seconds = (kernel_time_s(kernel, spec, mode, overlap)[0] for kernel in kernels)
-    return float(sum(framework.floor(s) if framework else s for s in seconds))
+    total = 0.0
+    for kernel in kernels:
+        seconds = kernel_time_s(kernel, spec, mode, overlap)[0]
+        total += framework.floor(seconds, kernel.multi_tensor) if framework else seconds
+    return float(total)

@@ -74,7 +74,7 @@ class Machine:
                     system,
                     g,
                     self.notes,
-                    framework.kernel_floor_s if framework else 0.0,
+                    framework,
                 )
                 for g in range(system.gpus)
             ]

@@ -33,6 +33,7 @@ from parsim.model.library import choose
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
 from parsim.resources import Resource
+from parsim.stack import FrameworkSpec
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import Kernel
 
@@ -110,7 +111,8 @@ class Processor:
         system: the system it belongs to (names its timeline rows).
         device: the GPU index it is, or ``HOST`` for the host CPU.
         notes: collector of plain-language remarks.
-        floor_s: the shortest time a kernel holds the processor (``FrameworkSpec.kernel_floor_s``).
+        framework: the framework whose kernels it runs: each holds the processor at least its
+            floor (``FrameworkSpec.floor``); None: the roofline alone.
     """
 
     def __init__(
@@ -123,10 +125,10 @@ class Processor:
         system: SystemSpec,
         device: int,
         notes: Notes,
-        floor_s: float = 0.0,
+        framework: FrameworkSpec | None = None,
     ):
         self.env = env
-        self.floor_s = floor_s
+        self.framework = framework
         self.spec = spec
         self.mode = mode
         self.overlap = overlap
@@ -179,7 +181,7 @@ class Processor:
                 duration = self._durations[id(kernel)] = kernel_s(
                     self.spec, self.mode, self.overlap, shape(kernel)
                 )
-            return start + max(duration, self.floor_s)
+            return start + self._floor(kernel, duration)
         layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if layout.level not in MAIN_MEMORY:
@@ -210,7 +212,10 @@ class Processor:
                         detail=True,
                     )
                 )
-        return start + max(layout.duration_s, self.floor_s)
+        return start + self._floor(kernel, layout.duration_s)
+
+    def _floor(self, kernel: Kernel, seconds: float) -> float:
+        return self.framework.floor(seconds, kernel.multi_tensor) if self.framework else seconds
 
     def _row(self, what: int | str) -> Resource:
         """The row of ``what`` busy cores, or of a memory level, made once per processor."""

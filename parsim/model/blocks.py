@@ -29,10 +29,13 @@ def block_parts(
 ) -> tuple[float, float]:
     """``(compute_s, communication_s)`` of a block: its kernels, then its collectives (callers cache
     it per block shape with their own ``kernel_seconds``)."""
-    floor = framework.kernel_floor_s if framework else 0.0
+
+    def gpu_s(kernel: Kernel) -> float:
+        seconds = kernel_seconds(kernel)
+        return framework.floor(seconds, kernel.multi_tensor) if framework else seconds
+
     compute = sum(
-        max(kernel_seconds(kernel), floor, issue_s(system, framework, False, kernel.primitive))
-        for kernel in kernels
+        max(gpu_s(kernel), issue_s(system, framework, False, kernel.primitive)) for kernel in kernels
     )
     communication = sum(op_timing(system, op).seconds for op in collectives)
     return compute, communication

@@ -82,9 +82,10 @@ class FrameworkSpec:
         """Host seconds per operator (``primitive``: per primitive op inside one) at ``host_clock_Hz``."""
         return (self.primitive_cycles if primitive else self.op_cycles) / host_clock_Hz
 
-    def floor(self, seconds: float) -> float:
-        """A kernel's time on the GPU: at least the framework's floor."""
-        return max(seconds, self.kernel_floor_s)
+    def floor(self, seconds: float, multi_tensor: bool = False) -> float:
+        """A kernel's time on the GPU: at least the framework's floor, unless it is one tensor's share
+        of a multi-tensor launch (``Kernel.multi_tensor``)."""
+        return seconds if multi_tensor else max(seconds, self.kernel_floor_s)
 
 
 @attrs.frozen(cache_hash=True)

@@ -97,6 +97,7 @@ _KERNEL_RULES = {
     "nchw_B": non_negative,
     "fused_attention": text,
     "primitive": boolean,
+    "multi_tensor": boolean,
 }
 
 
@@ -145,6 +146,9 @@ class Kernel:
         primitive: a primitive tensor op inside an operator's forward (``torch.mul`` in a Hugging
             Face RMSNorm): an eager framework issues it for ``FrameworkSpec.primitive_cycles``, not
             for a module call's ``op_cycles``.
+        multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
+            apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
+            (``FrameworkSpec.kernel_floor_s``) of its own.
     """
 
     name: str
@@ -170,6 +174,7 @@ class Kernel:
     nchw_B: float = 0.0
     fused_attention: str = ""
     primitive: bool = False
+    multi_tensor: bool = False
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -202,6 +207,7 @@ class Kernel:
                 and 0 <= self.nchw_B < _INF
                 and type(self.fused_attention) is str
                 and type(self.primitive) is bool
+                and type(self.multi_tensor) is bool
             )
         except TypeError:
             good = False

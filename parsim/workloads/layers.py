@@ -347,6 +347,7 @@ def layer_kernels(
                 layer=layer.name,
                 cold=True,
                 foreach=numerics.foreach_optimizer,
+                multi_tensor=True,  # torch.optim steps over every layer's weights at once
             )
         )
     return forward, kernels if train else []

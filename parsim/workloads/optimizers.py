@@ -16,11 +16,18 @@ __all__ = ["OPTIMIZERS", "adam_kernel", "optimizer_state_B", "sgd_kernel", "upda
 
 
 def sgd_kernel(
-    name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+    name: str,
+    params: int,
+    dtype: str,
+    device: int = 0,
+    layer: str = "",
+    cold: bool = False,
+    multi_tensor: bool = False,
 ) -> Kernel:
     """``w -= lr * g``: a multiply and a subtract per parameter; reads w and g, writes w.
 
     ``cold``: the parameters come from main memory (a network's weights, too many to stay cached).
+    ``multi_tensor``: one layer's share of an optimizer step over all of them (``torch.optim``).
     """
     size = itemsize(dtype)
     return Kernel(
@@ -34,6 +41,7 @@ def sgd_kernel(
         device=device,
         layer=layer,
         cold_bytes=3.0 * params * size if cold else 0.0,
+        multi_tensor=multi_tensor,
     )
 
 
@@ -48,6 +56,7 @@ def adam_kernel(
     layer: str = "",
     cold: bool = False,
     foreach: bool = False,
+    multi_tensor: bool = False,
 ) -> Kernel:
     """One Adam step: reads w, g and the moments m and v; writes w, m and v (PyTorch's fused Adam).
 
@@ -70,6 +79,7 @@ def adam_kernel(
         device=device,
         layer=layer,
         cold_bytes=float(reads + writes) * params * size if cold else 0.0,
+        multi_tensor=multi_tensor,
     )
 
 
@@ -86,12 +96,14 @@ def update_kernel(
     layer: str = "",
     cold: bool = False,
     foreach: bool = False,
+    multi_tensor: bool = False,
 ) -> Kernel:
     """The update kernel of ``optimizer`` (``sgd`` or ``adam``) over ``params`` weights (``foreach``:
-    Adam as PyTorch's multi-tensor passes)."""
+    Adam as PyTorch's multi-tensor passes; ``multi_tensor``: one layer's share of a step over all)."""
+    where = {"device": device, "layer": layer, "cold": cold, "multi_tensor": multi_tensor}
     if optimizer == "adam":
-        return adam_kernel(name, params, dtype, device=device, layer=layer, cold=cold, foreach=foreach)
-    return sgd_kernel(name, params, dtype, device=device, layer=layer, cold=cold)
+        return adam_kernel(name, params, dtype, foreach=foreach, **where)
+    return sgd_kernel(name, params, dtype, **where)
 
 
 def optimizer_state_B(optimizer: str, params: int, master_dtype: str) -> float:

@@ -223,7 +223,7 @@ def llm_serve(params: Params) -> Workload:
     deps: list[tuple[int, ...]] = [()]
     steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
     barrier: tuple[int, ...] = (0,)  # what the next segment waits for
-    for phase, past, new in steps:
+    for step, (phase, past, new) in enumerate(steps, start=1):
         per_gpu = [_segments(_phase_kernels(config, params, past, new, 0))]  # the representative GPU
         for index in range(len(per_gpu[0])):
             ends = []
@@ -245,8 +245,9 @@ def llm_serve(params: Params) -> Workload:
         deps.append(barrier)
         ops.append(Transfer(f"d2h tokens ({phase})", batch * TOKEN_ID_B, "d2h", layer="sample"))
         deps.append(())
-        ops.append(_stop_check(batch, phase))  # the host waits for the tokens it reads
-        deps.append((len(ops) - 2,))
+        if step < len(steps):  # the host reads the tokens before it issues the next phase
+            ops.append(_stop_check(batch, phase))
+            deps.append((len(ops) - 2,))
         barrier = (len(ops) - 1,)
     weights, cache, activations = footprint_parts(config, params, batch)
     return Workload(

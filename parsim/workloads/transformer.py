@@ -192,6 +192,7 @@ class _Ops:
                 layer,
                 cold=True,
                 foreach=self.numerics.foreach_optimizer,
+                multi_tensor=True,  # torch.optim steps over every layer's weights at once
             )
         ]
 
