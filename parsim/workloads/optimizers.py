@@ -100,10 +100,9 @@ def update_kernel(
 ) -> Kernel:
     """The update kernel of ``optimizer`` (``sgd`` or ``adam``) over ``params`` weights (``foreach``:
     Adam as PyTorch's multi-tensor passes; ``multi_tensor``: one layer's share of a step over all)."""
-    where = {"device": device, "layer": layer, "cold": cold, "multi_tensor": multi_tensor}
     if optimizer == "adam":
-        return adam_kernel(name, params, dtype, foreach=foreach, **where)
-    return sgd_kernel(name, params, dtype, **where)
+        return adam_kernel(name, params, dtype, device, layer, cold, foreach, multi_tensor)
+    return sgd_kernel(name, params, dtype, device, layer, cold, multi_tensor)
 
 
 def optimizer_state_B(optimizer: str, params: int, master_dtype: str) -> float:

@@ -25,40 +25,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from parsim.workloads.base import Kernel
 from parsim.workloads.llms import LlmConfig
+from parsim.workloads.transformer_ops import Ops
 
 _F32 = 4  # bytes of a float32 element: a Hugging Face RMSNorm computes in float32
 _TOKEN_ID_B = 8  # int64 token ids
 
 
-class Builder(Protocol):
-    """What the kernels here are built with (``transformer._Ops``)."""
-
-    size: int
-    forward: list[Kernel]
-
-    def kernel(
-        self, layer: str, step: str, flops: float, read: float, written: float, items: int, **extra: Any
-    ) -> Kernel: ...
-
-    def stream(
-        self, layer: str, what: str, n: int, flops: float, reads: int, writes: int = 1, **extra: Any
-    ) -> Kernel: ...
-
-    def pointwise(
-        self, layer: str, what: str, n: int, fwd: tuple[float, int, float], bwd: tuple[float, int, int]
-    ) -> list[Kernel]: ...
-
-    def linear(
-        self, layer: str, what: str, m: int, n: int, k: int, bias: bool, train: bool
-    ) -> list[Kernel]: ...
-
-
 def forward(
-    ops: Builder,
+    ops: Ops,
     attention_kernels: Callable[..., list[Kernel]],
     config: LlmConfig,
     batch: int,
@@ -129,7 +106,7 @@ def forward(
     ops.linear("lm_head", "logits", batch, math.ceil(config.vocab / tp), d, False, False)
 
 
-def rms_norm(ops: Builder, layer: str, what: str, tokens: int, d: int) -> None:
+def rms_norm(ops: Ops, layer: str, what: str, tokens: int, d: int) -> None:
     """``LlamaRMSNorm`` over ``tokens`` rows of ``d``: eight kernels, the statistics in float32."""
     n, s = tokens * d, ops.size
     steps = (  # (op, read, written, module call)
@@ -149,7 +126,7 @@ def rms_norm(ops: Builder, layer: str, what: str, tokens: int, d: int) -> None:
         )
 
 
-def rotary(ops: Builder, layer: str, tokens: int, heads: int, kv_heads: int, hd: int) -> None:
+def rotary(ops: Ops, layer: str, tokens: int, heads: int, kv_heads: int, hd: int) -> None:
     """``apply_rotary_pos_emb`` on q (``heads``) and k (``kv_heads``): five kernels each."""
     s = ops.size
     for name, count in (("q", heads), ("k", kv_heads)):
@@ -166,7 +143,7 @@ def rotary(ops: Builder, layer: str, tokens: int, heads: int, kv_heads: int, hd:
             ops.forward.append(ops.kernel(layer, f"rotary {name} {op}", n, read, written, n, primitive=True))
 
 
-def rotary_tables(ops: Builder, tokens: int, hd: int) -> None:
+def rotary_tables(ops: Ops, tokens: int, hd: int) -> None:
     """``LlamaRotaryEmbedding``, once per forward: the angles (a float32 product), cos and sin of
     them, scaled and cast to the activations' type: eight small kernels."""
     n = tokens * hd
@@ -175,7 +152,7 @@ def rotary_tables(ops: Builder, tokens: int, hd: int) -> None:
         ops.forward.append(ops.kernel("embed", f"rotary {step}", n, n * _F32, n * _F32, n, primitive=True))
 
 
-def kv_cat(ops: Builder, layer: str, batch: int, past: int, new: int, kv_width: int, kv_size: float) -> None:
+def kv_cat(ops: Ops, layer: str, batch: int, past: int, new: int, kv_width: int, kv_size: float) -> None:
     """``torch.cat((past, new))`` of the keys and of the values: the whole cache read and written."""
     cache = batch * (past + new) * kv_width
     for name in ("keys", "values"):
@@ -193,12 +170,12 @@ def kv_cat(ops: Builder, layer: str, batch: int, past: int, new: int, kv_width: 
         )
 
 
-def copy(ops: Builder, layer: str, what: str, n: int) -> None:
+def copy(ops: Ops, layer: str, what: str, n: int) -> None:
     """A ``.contiguous()`` (or any copy) of ``n`` elements."""
     ops.forward.append(ops.kernel(layer, what, 0, n * ops.size, n * ops.size, n, primitive=True))
 
 
-def silu_times_up(ops: Builder, layer: str, tokens: int, width: int) -> None:
+def silu_times_up(ops: Ops, layer: str, tokens: int, width: int) -> None:
     """``act_fn(gate) * up``: the SiLU module's kernel, then a primitive multiply."""
     n, s = tokens * width, ops.size
     ops.forward.append(ops.kernel(layer, "silu", 5 * n, n * s, n * s, n, special_ops=float(n)))
