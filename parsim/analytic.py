@@ -18,6 +18,8 @@ to within 1 %; the tests explain every other difference.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from parsim import resources, stack
@@ -69,6 +71,8 @@ def _timed(
         spec = system.host if on_host else system.gpu
         kernel_mode = mode if system.device is None or not on_host else default_mode(system.host)
         seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
+        if framework is not None and not on_host:
+            seconds = framework.floor(seconds, op.multi_tensor)
         cores = busy_cores(spec, kernel_mode)
         row = resources.cores(system, HOST if on_host else op.device, cores)
         return seconds, kind, row, ("kernel", row.device), cores / spec.cores
@@ -133,3 +137,16 @@ def schedule(
         host_clock[thread] = clock
     ends = tuple(max(ends_at[r * per_instance : (r + 1) * per_instance]) for r in range(repeats))
     return Schedule(ends, tuple(trace))
+
+
+def gpu_kernel_s(
+    kernels: Iterable[Kernel], system: SystemSpec, framework: FrameworkSpec | None, overlap: str = "roofline"
+) -> float:
+    """The GPU time of ``kernels`` as a profiler sums it: each kernel's closed form, at least the
+    framework's floor (``FrameworkSpec.floor``), host issue left out."""
+    spec, mode = system.gpu, default_mode(system.gpu)
+    total = 0.0
+    for kernel in kernels:
+        seconds = kernel_time_s(kernel, spec, mode, overlap)[0]
+        total += framework.floor(seconds, kernel.multi_tensor) if framework else seconds
+    return float(total)

@@ -3,6 +3,8 @@ TF32, mixed precision, framework memory footprints and sustained clocks."""
 
 from __future__ import annotations
 
+import re
+
 import attrs
 import pytest
 
@@ -54,6 +56,27 @@ def test_issue_cost_per_framework_hand_computed():
     assert issue_s(system, replay, on_host=False) == pytest.approx(0.2e-6)
     # host work beside GPUs (averaging gradients) is a plain NumPy call
     assert issue_s(system, eager, on_host=True) == pytest.approx(1e-6)
+
+
+def test_a_primitive_op_pays_the_dispatcher_not_a_module_call_hand_computed():
+    system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK)  # host at 1 GHz, launches of 1 us
+    eager = stack.framework("eager")
+    assert issue_s(system, eager, False, primitive=True) == pytest.approx(8_000 / 1e9 + 1e-6)
+    assert issue_s(system, None, False, primitive=True) == pytest.approx(1e-6)  # raw calls: a launch
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("kernel_floor_s", -1e-6, "'kernel_floor_s' must be in [0, 0.001]"),
+        ("kernel_floor_s", 1.0, "'kernel_floor_s' must be in [0, 0.001]"),
+        ("primitive_cycles", -5.0, "'primitive_cycles'"),
+        ("kv_cache_concat", "yes", "'kv_cache_concat'"),
+    ],
+)
+def test_bad_framework_fields_are_one_line_errors(field, value, message):
+    with pytest.raises(ParsimError, match=re.escape(message)):
+        attrs.evolve(stack.framework("eager"), **{field: value})
 
 
 def test_a_faster_host_issues_faster():

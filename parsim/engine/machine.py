@@ -74,6 +74,7 @@ class Machine:
                     system,
                     g,
                     self.notes,
+                    framework,
                 )
                 for g in range(system.gpus)
             ]

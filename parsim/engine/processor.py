@@ -34,6 +34,7 @@ from parsim.model.library import choose
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
 from parsim.resources import Resource
+from parsim.stack import FrameworkSpec
 from parsim.timeline import TraceEvent
 from parsim.workloads.base import Kernel
 
@@ -118,6 +119,8 @@ class Processor:
         system: the system it belongs to (names its timeline rows).
         device: the GPU index it is, or ``HOST`` for the host CPU.
         notes: collector of plain-language remarks.
+        framework: the framework whose kernels it runs: each holds the processor at least its
+            floor (``FrameworkSpec.floor``); None: the roofline alone.
     """
 
     def __init__(
@@ -130,8 +133,10 @@ class Processor:
         system: SystemSpec,
         device: int,
         notes: Notes,
+        framework: FrameworkSpec | None = None,
     ):
         self.env = env
+        self.framework = framework
         self.spec = spec
         self.mode = mode
         self.overlap = overlap
@@ -184,7 +189,7 @@ class Processor:
                 duration = self._durations[id(kernel)] = kernel_s(
                     self.spec, self.mode, self.overlap, shape(kernel)
                 )
-            return start + duration
+            return start + self._floor(kernel, duration)
         layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if layout.level not in MAIN_MEMORY:
@@ -215,7 +220,10 @@ class Processor:
                         detail=True,
                     )
                 )
-        return start + layout.duration_s
+        return start + self._floor(kernel, layout.duration_s)
+
+    def _floor(self, kernel: Kernel, seconds: float) -> float:
+        return self.framework.floor(seconds, kernel.multi_tensor) if self.framework else seconds
 
     def _row(self, what: int | str) -> Resource:
         """The row of ``what`` busy cores, or of a memory level, made once per processor."""

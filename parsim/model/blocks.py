@@ -29,7 +29,13 @@ def block_parts(
 ) -> tuple[float, float]:
     """``(compute_s, communication_s)`` of a block: its kernels, then its collectives (callers cache
     it per block shape with their own ``kernel_seconds``)."""
-    launch = issue_s(system, framework, False)
-    compute = sum(max(kernel_seconds(kernel), launch) for kernel in kernels)
+
+    def gpu_s(kernel: Kernel) -> float:
+        seconds = kernel_seconds(kernel)
+        return framework.floor(seconds, kernel.multi_tensor) if framework else seconds
+
+    compute = sum(
+        max(gpu_s(kernel), issue_s(system, framework, False, kernel)) for kernel in kernels
+    )
     communication = sum(op_timing(system, op).seconds for op in collectives)
     return compute, communication

@@ -5,7 +5,9 @@ A raw call costs the host what its library costs: a NumPy call on a CPU; on a GP
 ``dispatch_s`` of the device), since CuPy is how parsim runs raw work on a GPU. Inside a
 deep-learning framework every operator first pays the framework (Python, dispatcher, autograd,
 allocator): ``op_cycles`` of the host CPU, so a faster host issues faster; a captured CUDA graph
-pays only a share of each launch. On a GPU the host then moves on while the device works, so when
+pays only a share of each launch. A *primitive* op inside an operator's forward (the eight tensor
+ops of a Hugging Face RMSNorm) pays the framework's ``primitive_cycles`` instead: the dispatcher and
+the launch, not a module call. On a GPU the host then moves on while the device works, so when
 this host time exceeds the kernel's, the GPU idles behind the host: the timeline shows the gaps.
 """
 
@@ -38,7 +40,8 @@ def issue_s(
         system: the host, and the GPU when there is one.
         framework: the framework the program runs in, or None for raw library calls.
         on_host: the host CPU runs the op itself (a CPU-only system, or host work beside GPUs).
-        op: the op issued; a raw call of a kind CuPy issues pays CuPy's cost (None: a bare launch).
+        op: the op issued; a raw call of a kind CuPy issues pays CuPy's cost (None: a bare launch);
+            a primitive op inside an operator (``Kernel.primitive``) pays ``primitive_cycles``.
     """
     host = system.host
     if on_host:
@@ -48,4 +51,5 @@ def issue_s(
     if framework is None:
         kind = call_kind(op) if op is not None else None
         return launch if kind is None else CUPY.call_s(kind, launch)
-    return framework.op_host_s(host.clock_Hz) + framework.launch_share * launch
+    primitive = isinstance(op, Kernel) and op.primitive
+    return framework.op_host_s(host.clock_Hz, primitive) + framework.launch_share * launch

@@ -19,6 +19,15 @@ Sources, abbreviated in the comments:
   CuBLAS or Torchscript": 158-218 Python opcodes per ``nn.Linear`` call; TorchScript 74 % faster on
   the same 64-layer model. The cost per operator is therefore thousands of interpreter steps, plus
   the dispatcher (~3 us per operator in PyTorch's own operator micro-benchmarks).
+- [HF] huggingface/transformers, src/transformers/models/llama/modeling_llama.py (LlamaRMSNorm:
+  ``hidden_states.to(torch.float32)``, ``pow(2).mean(-1)``, ``rsqrt``, ``.to(input_dtype)``, ``weight *``;
+  ``apply_rotary_pos_emb`` with ``rotate_half``; separate ``q_proj``/``k_proj``/``v_proj``) and
+  cache_utils.py (``DynamicCache.update``: ``torch.cat([self.keys, key_states], dim=-2)``).
+- [ADAMW] pytorch/pytorch torch/optim/adamw.py and adam.py ``_multi_tensor_adam``: with the default
+  ``foreach`` on CUDA, one step is ``_foreach_mul_`` (weight decay), ``_foreach_lerp_`` (m),
+  ``_foreach_mul_`` and ``_foreach_addcmul_`` (v), ``_foreach_sqrt``, ``_foreach_div_``, ``_foreach_add_``
+  (the denominator) and ``_foreach_addcdiv_`` (the weights): 12 arrays read and 8 written per weight;
+  ``fused=True`` is opt-in.
 - [VIDUR] microsoft/vidur@7d47513363ec447a741ac5e47241580b47724fbf
   data/profiling/compute/{a100,h100}/meta-llama/Llama-2-{7b,70b}-hf/mlp.csv: cuBLAS times of the
   LLaMA-2 projections for 1 to 4096 tokens. At 128 tokens (A100) they take 1.70-1.76x the max of
@@ -40,6 +49,16 @@ EAGER = FrameworkSpec(
     op_cycles=133_000.0,
     launch_share=1.0,  # every kernel is launched on its own
     autocast=True,  # torch.autocast: a cast kernel before every matrix layer under float16/bfloat16
+    # [PTDISC]: the dispatcher costs ~3 us per operator in PyTorch's own micro-benchmarks: 8k cycles
+    # on the default 2.6 GHz host for a tensor op inside a module's forward (no module call)
+    primitive_cycles=8_000.0,
+    primitive_layers=True,  # [HF] Hugging Face modules: RMSNorm, RoPE, SiLU x up as tensor ops
+    kv_cache_concat=True,  # [HF] DynamicCache.update: torch.cat of the past and the new keys
+    # fitted once: llama-2-7b float16 decode at batch 1 in eager PyTorch on an H100 SXM (issue #30,
+    # measured 2026-11-25): 7.9 ms of kernels for 1,334 kernels, 4.7 ms of them streaming weights and
+    # cache; ~1,000 small kernels (RMSNorm's, RoPE's, the adds) take ~2.8 us each from launch to drain
+    kernel_floor_s=2.8e-6,
+    fused_optimizer=False,  # [ADAMW] torch.optim.AdamW defaults to foreach=True on CUDA (not fused)
 )
 
 GRAPH = FrameworkSpec(

@@ -47,6 +47,21 @@ class FrameworkSpec:
         cpu_library: id of the kernel library the framework calls on a CPU.
         layout: the activations' default memory layout: ``nchw`` (PyTorch's contiguous format) or
             ``nhwc`` (TensorFlow's).
+        primitive_cycles: host CPU cycles per *primitive* tensor op issued inside an operator's
+            forward (``torch.mul`` in a Hugging Face RMSNorm): the Python binding, the dispatcher, the
+            allocator and the launch, without the module call ``op_cycles`` pays; 0 where the
+            framework issues no such ops (``Kernel.primitive``).
+        primitive_layers: composite layers run as the primitive tensor ops they are written in, one
+            kernel each (Hugging Face's PyTorch modules: RMSNorm in float32, RoPE, SiLU x up, separate
+            q, k and v projections); False: fused kernels (vLLM, TensorRT-LLM, compiled graphs).
+        kv_cache_concat: the KV cache grows by concatenation (Hugging Face's ``DynamicCache``:
+            ``torch.cat`` of the past and the new keys every step), so every step copies the whole
+            cache; False: new keys are written in place (paged or preallocated caches).
+        fused_optimizer: the optimizer updates a weight in one fused kernel (Adam reads w, g, m, v
+            and writes w, m, v: 28 bytes per float32 weight); False: PyTorch 2.x's default
+            ``foreach`` Adam(W), eight multi-tensor passes over all the weights (80 bytes per weight).
+        kernel_floor_s: the shortest time one of the framework's kernels holds the GPU (launch, grid
+            ramp-up and drain), whatever little work it does; 0: the roofline alone.
     """
 
     id: str = attrs.field(validator=text)
@@ -57,10 +72,20 @@ class FrameworkSpec:
     compiles: bool = attrs.field(default=False, validator=boolean)
     cpu_library: str = attrs.field(default="onednn", validator=text)
     layout: str = attrs.field(default="nchw", validator=one_of(("nchw", "nhwc")))
+    primitive_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    primitive_layers: bool = attrs.field(default=False, validator=boolean)
+    kv_cache_concat: bool = attrs.field(default=False, validator=boolean)
+    kernel_floor_s: float = attrs.field(default=0.0, validator=within(0.0, 1e-3))
+    fused_optimizer: bool = attrs.field(default=True, validator=boolean)
 
-    def op_host_s(self, host_clock_Hz: float) -> float:
-        """Host seconds per operator on a CPU clocked at ``host_clock_Hz``."""
-        return self.op_cycles / host_clock_Hz
+    def op_host_s(self, host_clock_Hz: float, primitive: bool = False) -> float:
+        """Host seconds per operator (``primitive``: per primitive op inside one) at ``host_clock_Hz``."""
+        return (self.primitive_cycles if primitive else self.op_cycles) / host_clock_Hz
+
+    def floor(self, seconds: float, multi_tensor: bool = False) -> float:
+        """A kernel's time on the GPU: at least the framework's floor, unless it is one tensor's share
+        of a multi-tensor launch (``Kernel.multi_tensor``)."""
+        return seconds if multi_tensor else max(seconds, self.kernel_floor_s)
 
 
 @attrs.frozen(cache_hash=True)

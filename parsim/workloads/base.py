@@ -97,6 +97,8 @@ _KERNEL_RULES = {
     "nchw_B": non_negative,
     "fused_attention": text,
     "thread_loads_B": non_negative,
+    "primitive": boolean,
+    "multi_tensor": boolean,
 }
 
 
@@ -147,6 +149,12 @@ class Kernel:
             elementwise kernels: one load per input); Little's law then caps its bandwidth
             (``model.memory.latency_bound_s``). 0 for kernels that keep enough bytes in flight
             (cuBLAS, cuDNN, CUB reductions, PyTorch's vectorised loops).
+        primitive: a primitive tensor op inside an operator's forward (``torch.mul`` in a Hugging
+            Face RMSNorm): an eager framework issues it for ``FrameworkSpec.primitive_cycles``, not
+            for a module call's ``op_cycles``.
+        multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
+            apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
+            (``FrameworkSpec.kernel_floor_s``) of its own.
     """
 
     name: str
@@ -172,6 +180,8 @@ class Kernel:
     nchw_B: float = 0.0
     fused_attention: str = ""
     thread_loads_B: float = 0.0
+    primitive: bool = False
+    multi_tensor: bool = False
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -204,6 +214,8 @@ class Kernel:
                 and 0 <= self.nchw_B < _INF
                 and type(self.fused_attention) is str
                 and 0 <= self.thread_loads_B < _INF
+                and type(self.primitive) is bool
+                and type(self.multi_tensor) is bool
             )
         except TypeError:
             good = False

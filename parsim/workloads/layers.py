@@ -170,6 +170,10 @@ class Numerics:
         cpu_library: the framework's kernel library on a CPU (``Kernel.cpu_library``).
         layout: ``nchw`` (PyTorch's default memory format) or ``nhwc`` (channels-last, what
             tensor cores compute in): ``Kernel.nchw_B``.
+        foreach_optimizer: the optimizer runs as PyTorch's multi-tensor passes, not one fused kernel
+            (``FrameworkSpec.fused_optimizer``).
+        primitive_layers: a transformer's composite layers run as the primitive tensor ops they
+            are written in (``FrameworkSpec.primitive_layers``; ``transformer_eager``).
     """
 
     dtype: str = "float32"
@@ -180,6 +184,8 @@ class Numerics:
     plain_weights: bool = False
     cpu_library: str = ""
     layout: str = "nhwc"
+    primitive_layers: bool = False
+    foreach_optimizer: bool = False
 
     @property
     def master_dtype(self) -> str:
@@ -340,6 +346,8 @@ def layer_kernels(
                 device=device,
                 layer=layer.name,
                 cold=True,
+                foreach=numerics.foreach_optimizer,
+                multi_tensor=True,  # torch.optim steps over every layer's weights at once
             )
         )
     return forward, kernels if train else []

@@ -79,6 +79,12 @@ class LlmConfig:
         return self.hidden // self.heads
 
     @property
+    def fused_qkv(self) -> bool:
+        """The checkpoint keeps q, k and v as one matrix (GPT-2's ``c_attn``), not three (Llama's
+        ``q_proj``, ``k_proj``, ``v_proj``): what an eager framework then runs as one GEMM or three."""
+        return self.position == "learned"
+
+    @property
     def kv_width(self) -> int:
         """Width of the keys (or the values) of one token: KV heads x head size."""
         return self.kv_heads * self.head_dim

@@ -1,8 +1,10 @@
 """Optimizer updates: the kernel that applies a step's gradients to the weights, and its memory.
 
 ``sgd``: ``w -= lr * g``. ``adam``: two moments per weight kept in the master precision (PyTorch's
-fused Adam reads w, g, m, v and writes w, m, v). Every training workload (the MLP, the CNNs,
-the transformers, data parallel) takes its update from here.
+fused Adam reads w, g, m, v and writes w, m, v; its default ``foreach`` Adam makes eight passes over
+the same arrays, reading 12 and writing 8 per weight: see ``FrameworkSpec.fused_optimizer``).
+Every training workload (the MLP, the CNNs, the transformers, data parallel) takes its update from
+here.
 """
 
 from __future__ import annotations
@@ -14,11 +16,18 @@ __all__ = ["OPTIMIZERS", "adam_kernel", "optimizer_state_B", "sgd_kernel", "upda
 
 
 def sgd_kernel(
-    name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+    name: str,
+    params: int,
+    dtype: str,
+    device: int = 0,
+    layer: str = "",
+    cold: bool = False,
+    multi_tensor: bool = False,
 ) -> Kernel:
     """``w -= lr * g``: a multiply and a subtract per parameter; reads w and g, writes w.
 
     ``cold``: the parameters come from main memory (a network's weights, too many to stay cached).
+    ``multi_tensor``: one layer's share of an optimizer step over all of them (``torch.optim``).
     """
     size = itemsize(dtype)
     return Kernel(
@@ -32,31 +41,45 @@ def sgd_kernel(
         device=device,
         layer=layer,
         cold_bytes=3.0 * params * size if cold else 0.0,
+        multi_tensor=multi_tensor,
     )
 
 
+_FOREACH_ADAM = (12, 8)  # arrays read and written per weight by PyTorch's multi-tensor Adam(W)
+
+
 def adam_kernel(
-    name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+    name: str,
+    params: int,
+    dtype: str,
+    device: int = 0,
+    layer: str = "",
+    cold: bool = False,
+    foreach: bool = False,
+    multi_tensor: bool = False,
 ) -> Kernel:
     """One Adam step: reads w, g and the moments m and v; writes w, m and v (PyTorch's fused Adam).
 
     Per parameter: m = b1 m + (1 - b1) g and v = b2 v + (1 - b2) g^2 (6 FLOPs), the bias-corrected
     step lr m / (sqrt(v) + eps) and the subtraction (about 6 more, one square root): 12 FLOPs, 4
-    arrays read and 3 written, 28 bytes a parameter in float32.
+    arrays read and 3 written, 28 bytes a parameter in float32. ``foreach``: the same arithmetic in
+    eight multi-tensor passes, 12 arrays read and 8 written (80 bytes a parameter).
     """
     size = itemsize(dtype)
+    reads, writes = _FOREACH_ADAM if foreach else (4, 3)
     return Kernel(
         name,
         12.0 * params,
-        4 * params * size,
-        3 * params * size,
+        reads * params * size,
+        writes * params * size,
         params,
         dtype=dtype,
         special_ops=float(params),
         python_ops_per_item=12,
         device=device,
         layer=layer,
-        cold_bytes=7.0 * params * size if cold else 0.0,
+        cold_bytes=float(reads + writes) * params * size if cold else 0.0,
+        multi_tensor=multi_tensor,
     )
 
 
@@ -65,11 +88,21 @@ OPTIMIZERS = ("sgd", "adam")
 
 
 def update_kernel(
-    optimizer: str, name: str, params: int, dtype: str, device: int = 0, layer: str = "", cold: bool = False
+    optimizer: str,
+    name: str,
+    params: int,
+    dtype: str,
+    device: int = 0,
+    layer: str = "",
+    cold: bool = False,
+    foreach: bool = False,
+    multi_tensor: bool = False,
 ) -> Kernel:
-    """The update kernel of ``optimizer`` (``sgd`` or ``adam``) over ``params`` weights."""
-    build = adam_kernel if optimizer == "adam" else sgd_kernel
-    return build(name, params, dtype, device=device, layer=layer, cold=cold)
+    """The update kernel of ``optimizer`` (``sgd`` or ``adam``) over ``params`` weights (``foreach``:
+    Adam as PyTorch's multi-tensor passes; ``multi_tensor``: one layer's share of a step over all)."""
+    if optimizer == "adam":
+        return adam_kernel(name, params, dtype, device, layer, cold, foreach, multi_tensor)
+    return sgd_kernel(name, params, dtype, device, layer, cold, multi_tensor)
 
 
 def optimizer_state_B(optimizer: str, params: int, master_dtype: str) -> float:

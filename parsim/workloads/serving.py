@@ -13,9 +13,13 @@ tokens plus its own; its kernels are the same every step except attention, whose
 grow linearly with the cached tokens, so the step time is affine in t and the step over the mean
 context, ``prompt + (output - 2) / 2`` cached tokens (rounded down: half a token at most), times
 ``output - 1`` is the decode total (``serve_metrics``; the tests compare it with the sum of every
-step predicted alone). Time to first token is the prefill with the copies in and out (the
-prefill's LM head yields the first token, as vLLM and TensorRT-LLM count it); time per output
-token the mean decode step.
+step predicted alone; an eager framework's KV-cache concatenation grows linearly too). The host
+reads each phase's tokens before it issues the next phase (a generation loop checks them for stop
+tokens and feeds them back: ``.item()`` in Hugging Face's ``generate``, the scheduler's output in
+vLLM), so a step's host work never runs ahead under the previous step's kernels: a framework's
+cost to issue a step is paid at every batch and prompt. Time to first token is the prefill with the
+copies in and out (the prefill's LM head yields the first token, as vLLM and TensorRT-LLM count
+it); time per output token the mean decode step.
 
 ``weights=int8|float8|int8-weight-only|int4`` quantises the blocks' linear layers (the embeddings and
 the LM head stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1, 1 and 0.5 bytes per
@@ -37,9 +41,10 @@ from typing import Literal
 import attrs
 from pydantic import Field
 
+from parsim import stack
 from parsim.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.errors import ParsimError
-from parsim.workloads.base import AllReduce, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm, transformer_footprint_B
 from parsim.workloads.registry import WorkloadDef, _Params
@@ -116,8 +121,11 @@ def check_llm_serve(name: str, given: Params, params: Params) -> Params:
 
 def _numerics(params: Params) -> Numerics:
     # Inference servers keep the weights in ``dtype`` (no float32 master copy, no autocast casts)
-    # and in their own layouts (nothing re-laid out per call).
-    return Numerics(dtype=params["dtype"])
+    # and in their own layouts (nothing re-laid out per call); an eager framework runs the
+    # layers as the primitive ops they are written in.
+    return Numerics(
+        dtype=params["dtype"], primitive_layers=stack.framework(params["framework"]).primitive_layers
+    )
 
 
 def kv_type(params: Params) -> str:
@@ -174,6 +182,7 @@ def _phase_kernels(config: LlmConfig, params: Params, past: int, new: int, devic
         device=device,
         tp=params["gpus"],
         kv_dtype=kv_type(params),
+        kv_concat=stack.framework(params["framework"]).kv_cache_concat,
     )
     if params["weights"] == "dtype":
         return forward
@@ -214,7 +223,7 @@ def llm_serve(params: Params) -> Workload:
     deps: list[tuple[int, ...]] = [()]
     steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
     barrier: tuple[int, ...] = (0,)  # what the next segment waits for
-    for phase, past, new in steps:
+    for step, (phase, past, new) in enumerate(steps, start=1):
         per_gpu = [_segments(_phase_kernels(config, params, past, new, 0))]  # the representative GPU
         for index in range(len(per_gpu[0])):
             ends = []
@@ -236,6 +245,9 @@ def llm_serve(params: Params) -> Workload:
         deps.append(barrier)
         ops.append(Transfer(f"d2h tokens ({phase})", batch * TOKEN_ID_B, "d2h", layer="sample"))
         deps.append(())
+        if step < len(steps):  # the host reads the tokens before it issues the next phase
+            ops.append(_stop_check(batch, phase))
+            deps.append((len(ops) - 2,))
         barrier = (len(ops) - 1,)
     weights, cache, activations = footprint_parts(config, params, batch)
     return Workload(
@@ -248,6 +260,20 @@ def llm_serve(params: Params) -> Workload:
         layers=(("data", "copy"), *transformer_layers(config, False), ("sample", "sampling")),
         staging=True,
         framework=params["framework"],
+    )
+
+
+def _stop_check(batch: int, phase: str) -> Kernel:
+    """The host reads the sampled tokens (a compare per sequence) before it issues the next phase."""
+    return Kernel(
+        f"stop check ({phase})",
+        float(batch),
+        float(batch * TOKEN_ID_B),
+        0.0,
+        batch,
+        dtype="float32",
+        device=HOST,
+        layer="sample",
     )
 
 

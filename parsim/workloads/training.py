@@ -75,6 +75,7 @@ def numerics_of(params: Params) -> Numerics:
         layout=stack.framework(params["framework"]).layout
         if params["layout"] == "default"
         else params["layout"],
+        foreach_optimizer=not stack.framework(params["framework"]).fused_optimizer,
         conv_math="tf32" if chosen in ("default", "tf32") else "",
         linear_math="tf32" if chosen == "tf32" else "",
     )
