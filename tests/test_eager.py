@@ -59,9 +59,12 @@ def prefill_kernels(batch: int, prompt: int) -> list[Kernel]:
     return _phase_kernels(LLAMA, params("eager", batch, prompt), 0, prompt, 0)
 
 
+PRIMITIVE = Kernel("mul", 1.0, 8.0, 4.0, 1, dtype="float32", primitive=True)  # a torch.mul in a module
+
+
 def least_issue_s() -> float:
     """The cheapest kernel an eager framework can issue: a primitive op inside a module."""
-    return issue_s(H100, stack.framework("eager"), False, primitive=True)
+    return issue_s(H100, stack.framework("eager"), False, PRIMITIVE)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -161,7 +164,7 @@ def test_a_module_call_and_a_primitive_op_cost_the_host_by_hand():
     eager = stack.framework("eager")
     assert issue_s(H100, eager, False) == pytest.approx(133_000 / 2.6e9 + 5e-6)
     assert least_issue_s() == pytest.approx(8_000 / 2.6e9 + 5e-6)
-    assert issue_s(H100, stack.framework("cuda-graph"), False, primitive=True) == pytest.approx(0.2 * 5e-6)
+    assert issue_s(H100, stack.framework("cuda-graph"), False, PRIMITIVE) == pytest.approx(0.2 * 5e-6)
 
 
 def test_a_tiny_kernel_holds_the_gpu_for_the_eager_floor():

@@ -17,6 +17,7 @@ from parsim.model.issue import issue_s
 from parsim.model.kernel import closed_form_s
 from parsim.model.library import GEMM, IMPLICIT_GEMM, WINOGRAD, candidates, choose, gemm_tiling
 from parsim.model.rates import execution
+from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel
 from parsim.workloads.conv import ConvShape
 from parsim.workloads.ops import gemm_kernel
@@ -61,8 +62,10 @@ def test_issue_cost_per_framework_hand_computed():
 def test_a_primitive_op_pays_the_dispatcher_not_a_module_call_hand_computed():
     system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK)  # host at 1 GHz, launches of 1 us
     eager = stack.framework("eager")
-    assert issue_s(system, eager, False, primitive=True) == pytest.approx(8_000 / 1e9 + 1e-6)
-    assert issue_s(system, None, False, primitive=True) == pytest.approx(1e-6)  # raw calls: a launch
+    mul = Kernel("mul", 1.0, 8.0, 4.0, 1, dtype="float32", primitive=True)
+    assert issue_s(system, eager, False, mul) == pytest.approx(8_000 / 1e9 + 1e-6)
+    # raw calls (no framework): a CuPy elementwise call, whatever the op is inside a model
+    assert issue_s(system, None, False, mul) == pytest.approx(CUPY.call_s("elementwise", 1e-6))
 
 
 @pytest.mark.parametrize(
