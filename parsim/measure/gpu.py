@@ -10,9 +10,20 @@ after it has issued all of them: that is what lets streams overlap. Each stage o
 
 ``device_bytes`` and ``host_bytes`` count what these functions allocate, temporaries included,
 so the memory check before a measurement refuses exactly what would not fit.
+
+Matrix products in float32 run in the math mode the parameters ask for (``math_mode``): CuPy
+keeps one cuBLAS compute type per dtype for the whole process and every product reads it when it
+runs; the ``CUPY_TF32`` variable only seeds it the first time a float32 product runs, so it cannot
+switch a measurement. ``math_mode`` sets it for the measurement, puts back what was there after, and
+says what actually ran.
 """
 
 from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterator
 
 import numpy
 
@@ -43,6 +54,42 @@ def fused_operation(cupy, name: str, arrays: dict) -> kernels.Operation | None:
     kernel = cupy.ElementwiseKernel(inputs, output, body, f"parsim_{name}")
     a, out = arrays["a"], arrays["out"]
     return (lambda: kernel(a, arrays["b"], out)) if name == "saxpy" else (lambda: kernel(a, out))
+
+
+TF32_OFF = "NVIDIA_TF32_OVERRIDE"
+"""Set to 0, this CUDA variable keeps every NVIDIA library from using TF32, whatever it is asked."""
+
+
+@contextlib.contextmanager
+def math_mode(cupy, dtype, math: str) -> Iterator[tuple[str, str]]:
+    """Run the block's float32 matrix products on TF32 tensor cores (``math="tf32"``) or in IEEE
+    float32 (anything else), through CuPy's per-dtype cuBLAS compute type.
+
+    Yields:
+        ``(ran, note)``: ``"tf32"`` or ``"ieee"``, what the products run in (``"ieee"`` for any
+        dtype but float32, which TF32 does not apply to), and why it differs from what was asked
+        (empty when it does not).
+    """
+    if numpy.dtype(dtype) != numpy.float32:
+        yield "ieee", ("" if math != "tf32" else f"TF32 applies only to float32 products, not {dtype}")
+        return
+    core = cupy._core
+    types = cupy._core._routines_linalg
+    before = core.get_compute_type(numpy.float32)
+    wanted = types.COMPUTE_TYPE_TF32 if math == "tf32" else types.COMPUTE_TYPE_FP32
+    with warnings.catch_warnings(record=True) as refused:  # a GPU before Ampere has no TF32
+        warnings.simplefilter("always")
+        core.set_compute_type(numpy.float32, wanted)
+    try:
+        tf32 = core.get_compute_type(numpy.float32) == types.COMPUTE_TYPE_TF32
+        note = ""
+        if math == "tf32" and not tf32:
+            note = str(refused[0].message) if refused else "CuPy did not take the TF32 compute type"
+        elif tf32 and os.environ.get(TF32_OFF) == "0":
+            tf32, note = False, f"{TF32_OFF}=0 keeps cuBLAS from using TF32"
+        yield ("tf32" if tf32 else "ieee"), note
+    finally:
+        core.set_compute_type(numpy.float32, before)
 
 
 def arrays_for(op: str, fused: bool) -> tuple[str, ...]:

@@ -155,7 +155,7 @@ def measure(
             if chosen.name == "numpy":
                 timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
             else:
-                timing, stages, how = _measure_gpu(chosen, workload, params, budget_s)
+                timing, stages, how, params = _measure_gpu(chosen, workload, params, budget_s)
     return Measurement(
         workload=workload,
         params=params,
@@ -243,6 +243,20 @@ def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: floa
 
 
 def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
+    """Time ``workload`` on the GPU: ``(timing, stages, implementation, params as they ran)``."""
+    if "math" not in params:
+        return (*_time_gpu(backend, workload, params, budget_s), params)
+    asked = params["math"]
+    with gpu.math_mode(backend.xp, backend.dtype(params["dtype"]), asked) as (ran, note):
+        timing, stages, how = _time_gpu(backend, workload, params, budget_s)
+    # a framework's "default" runs its matrix products in IEEE float32 (training.numerics_of)
+    recorded = asked if (ran == "tf32") == (asked == "tf32") else ran
+    products = "on TF32 tensor cores" if ran == "tf32" else "in IEEE arithmetic"
+    how = f"{how}; float32 matrix products {products}" + (f" ({note})" if note else "")
+    return timing, stages, how, {**params, "math": recorded}
+
+
+def _time_gpu(backend, workload: str, params: dict, budget_s: float):
     cupy = backend.xp
     params = {**params, "dtype": backend.dtype(params["dtype"])} if "dtype" in params else params
     if workload == "copy":
