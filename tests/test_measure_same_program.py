@@ -94,3 +94,127 @@ def test_the_convolution_and_the_mlp_run_in_the_math_asked(standin):
 def test_unknown_math_is_one_line():
     with pytest.raises(ParsimError, match=r"matmul.*'math'.*ieee.*tf32.*'fast'"):
         measure("matmul", {"m": 8, "n": 8, "k": 8, "math": "fast"}, "cupy")
+
+
+# --- item 3: which convolution ran ------------------------------------------------------------------
+
+SHAPE = {"batch": 2, "channels": 3, "height": 6, "width": 5, "filters": 4, "kernel": 3, "dtype": "float32"}
+
+
+def test_tap_gemm_is_the_kernels_the_measurement_runs():
+    from parsim.workloads.registry import make_workload
+
+    program = make_workload("conv2d", {**SHAPE, "algorithm": "tap-gemm"})
+    names = [op.name for op in program.ops]
+    # a fill, then per tap (9): copy weights, copy window, product, add
+    assert len(names) == 1 + 9 * 4 and names[0] == "out = 0"
+    assert names[1:5] == ["tap 0,0: copy weights", "tap 0,0: copy window", "tap 0,0: window @ weights",
+                          "tap 0,0: out += product"]  # fmt: skip
+    # the products do the convolution's multiply-adds, 2 b h w f c per tap; the adds one per output
+    outputs, taps = 2 * 6 * 5 * 4, 9
+    assert sum(op.flops for op in program.ops if op.matrix) == 2 * (2 * 6 * 5) * 4 * 3 * taps
+    assert sum(op.flops for op in program.ops if not op.matrix) == outputs * taps
+    # bytes: the fill writes the output; each tap copies 4x3 weights and the 2x3x6x5 window (read and
+    # written), the product reads the window and weights and writes the output, the add reads two
+    # outputs and writes one (float32)
+    per_tap = 2 * 12 + 2 * 180 + (180 + 12 + outputs) + 3 * outputs
+    assert sum(op.bytes for op in program.ops) == 4 * (outputs + taps * per_tap)
+
+
+@pytest.mark.parametrize(("batch", "kernels"), [(1, 1 + 2), (2, 1 + 3)])
+def test_a_1x1_tap_copies_only_what_cupy_copies(batch, kernels):
+    from parsim.workloads.registry import make_workload
+
+    # a 1x1 weight slice is column-major already; over one image the window is the matrix itself
+    program = make_workload("conv2d", {**SHAPE, "kernel": 1, "batch": batch, "algorithm": "tap-gemm"})
+    assert len(program.ops) == kernels
+
+
+def test_a_pinned_algorithm_is_what_runs_and_auto_is_the_fastest():
+    import parsim
+
+    shape = {**SHAPE, "batch": 16, "channels": 64, "height": 56, "width": 56, "filters": 64}
+    times = {
+        algorithm: parsim.predict("conv2d", {**shape, "algorithm": algorithm}, device="v100-sxm2").latency_s
+        for algorithm in ("auto", "implicit-gemm", "winograd")
+    }
+    assert times["auto"] == min(times["implicit-gemm"], times["winograd"])
+    assert times["implicit-gemm"] != times["winograd"]
+
+
+def test_an_algorithm_the_shape_does_not_allow_is_one_line():
+    import parsim
+
+    with pytest.raises(ParsimError, match=r"^'algorithm' winograd is not offered by cuDNN .* 1x1 filter .*: "
+                       r"choose auto or one of implicit-gemm$"):  # fmt: skip
+        parsim.predict("conv2d", {**SHAPE, "kernel": 1, "algorithm": "winograd"}, device="h100-sxm")
+    with pytest.raises(ParsimError, match=r"conv2d.*'algorithm'.*auto.*tap-gemm.*'direct'"):
+        parsim.predict("conv2d", {**SHAPE, "algorithm": "direct"})
+
+
+def test_the_measurement_says_tap_gemm_and_predicts_that_program(standin):
+    import parsim
+
+    result = measure("conv2d", {**SHAPE, "algorithm": "tap-gemm"}, "cupy", budget_s=0.001)
+    assert result.params["algorithm"] == "tap-gemm" and "per filter tap" in result.implementation
+    assert len(standin.products) >= 9  # one product per tap at least
+    predicted = parsim.predict(result.workload, result.params, device="h100-sxm")
+    labels = {event.label for event in predicted.trace}
+    assert "issue tap 2,2: out += product" in labels and "issue out = 0" in labels
+
+
+def test_auto_on_cupy_without_pytorch_is_one_line(standin, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)
+    with pytest.raises(ParsimError, match=r"^conv2d algorithm=auto .* CuPy 14 has no cuDNN: .*tap-gemm"):
+        measure("conv2d", SHAPE, "cupy")
+    assert not standin.products  # refused before anything ran
+
+
+def test_auto_and_library_algorithms_on_numpy_are_one_line():
+    with pytest.raises(ParsimError, match=r"^conv2d algorithm=auto .*NumPy .* algorithm=tap-gemm"):
+        measure("conv2d", SHAPE)
+    with pytest.raises(ParsimError, match=r"^conv2d algorithm=winograd cannot be measured"):
+        measure("conv2d", {**SHAPE, "algorithm": "winograd"})
+    measured = measure("conv2d", {**SHAPE, "algorithm": "tap-gemm"}, budget_s=0.001)
+    assert measured.params["algorithm"] == "tap-gemm" and "per filter tap" in measured.implementation
+
+
+def fake_torch(calls: list):
+    """Just what ``torch_conv`` uses of PyTorch: cuDNN's switches, random tensors, conv2d, synchronize."""
+    import types
+
+    import numpy
+
+    cudnn = types.SimpleNamespace(benchmark=False, allow_tf32=True)
+
+    def conv2d(images, weights, padding=0):
+        calls.append((cudnn.benchmark, cudnn.allow_tf32, images.shape, weights.shape, padding))
+        return images
+
+    return types.SimpleNamespace(
+        float32="float32",
+        float16="float16",
+        backends=types.SimpleNamespace(cudnn=cudnn),
+        cuda=types.SimpleNamespace(is_available=lambda: True, synchronize=lambda: calls.append("sync")),
+        randn=lambda *shape, device=None, dtype=None: numpy.ones(shape, dtype=dtype),
+        nn=types.SimpleNamespace(functional=types.SimpleNamespace(conv2d=conv2d)),
+    )
+
+
+def test_auto_measures_cudnn_through_pytorch(standin, monkeypatch):
+    import sys
+
+    calls: list = []
+    torch = fake_torch(calls)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    result = measure("conv2d", {**SHAPE, "math": "ieee"}, "cupy", budget_s=0.001)
+    assert result.params["algorithm"] == "auto" and result.params["math"] == "ieee"
+    assert result.implementation.startswith("cuDNN through PyTorch")
+    convs = [call for call in calls if call != "sync"]
+    # the first call (cuDNN's search) comes before the host waits; then timed calls
+    assert calls.index("sync") == 1 and len(convs) > 1
+    assert set(convs) == {(True, False, (2, 3, 6, 5), (4, 3, 3, 3), 1)}  # benchmark on, TF32 off, NCHW
+    assert (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32) == (False, True)  # put back
+    calls.clear()
+    assert measure("conv2d", {**SHAPE, "math": "tf32"}, "cupy", budget_s=0.001).params["math"] == "tf32"
+    assert {call[1] for call in calls if call != "sync"} == {True}

@@ -59,7 +59,8 @@ def matmul(backend, m: int, n: int, k: int, dtype: str) -> Operation:
 def conv2d(
     backend, batch: int, channels: int, height: int, width: int, filters: int, kernel: int, dtype: str
 ) -> Operation:
-    """Same-padded stride-1 convolution as ``kernel**2`` shifted GEMMs (one per filter tap)."""
+    """Same-padded stride-1 convolution as ``kernel**2`` shifted GEMMs (one per filter tap): the
+    program ``conv2d algorithm=tap-gemm`` models kernel by kernel (``workloads.tap_gemm``)."""
     xp = backend.xp
     pad = kernel // 2
     images = xp.zeros((batch, channels, height + 2 * pad, width + 2 * pad), dtype=dtype)

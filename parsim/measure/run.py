@@ -25,7 +25,7 @@ import attrs
 
 from parsim.choices import MODES
 from parsim.errors import ParsimError
-from parsim.measure import cpu, gpu, kernels
+from parsim.measure import cpu, gpu, kernels, torch_conv
 from parsim.measure.backends import backend as get_backend
 from parsim.measure.backends import gpu_errors, host_free_memory_B
 from parsim.measure.jsonfiles import choice, field, finite, json_kind, number, read_json, short, text
@@ -151,6 +151,8 @@ def measure(
                 chosen.free_memory_B(),
                 chosen.device_name,
             )
+        if workload == "conv2d":
+            _check_conv(chosen.name, params)
         with measurement_lock(lock_timeout_s, on_wait=on_wait):
             if chosen.name == "numpy":
                 timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
@@ -193,6 +195,19 @@ def _check_mode(backend: str, workload: str, mode: str | None) -> str:
     if mode not in MODES or mode == "simt":
         raise ParsimError(f"'mode' on the numpy backend must be sisd, simd, mimd or mimd+simd: {mode!r}")
     return mode
+
+
+def _check_conv(backend: str, params: dict) -> None:
+    """A convolution is measured as ``tap-gemm`` (NumPy, CuPy) or as cuDNN's ``auto`` (PyTorch):
+    those are the programs parsim can run, and the measurement says which one ran."""
+    algorithm = params["algorithm"]
+    if algorithm == "auto" and (backend == "numpy" or torch_conv.import_torch() is None):
+        raise ParsimError(torch_conv.refusal(backend))
+    if algorithm not in ("auto", "tap-gemm"):
+        raise ParsimError(
+            f"conv2d algorithm={algorithm} cannot be measured: parsim runs tap-gemm (one product per "
+            "filter tap, NumPy or CuPy) and auto (cuDNN's own choice, through PyTorch on a GPU)"
+        )
 
 
 def _check_cpu(workload: str, params: dict, mode: str) -> None:
@@ -239,11 +254,14 @@ def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: floa
     finally:
         if resource is not None:
             resource.close()
-    return timing, {}, IMPLEMENTATIONS[mode]
+    taps = "; the convolution as one BLAS product per filter tap (tensordot)" if workload == "conv2d" else ""
+    return timing, {}, IMPLEMENTATIONS[mode] + taps
 
 
 def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
     """Time ``workload`` on the GPU: ``(timing, stages, implementation, params as they ran)``."""
+    if workload == "conv2d" and params["algorithm"] == "auto":
+        return torch_conv.measure(backend, params, budget_s)
     if "math" not in params:
         return (*_time_gpu(backend, workload, params, budget_s), params)
     asked = params["math"]
@@ -290,7 +308,10 @@ def _time_gpu(backend, workload: str, params: dict, budget_s: float):
         timing = time_callable(operation, sync=backend.sync, budget_s=budget_s)
         return timing, {}, f"CuPy forward, backward and SGD update, weights {params['weights']}"
     operation = _device_operation(backend, cupy, workload, params)
-    return backend.time(operation, budget_s=budget_s), {}, "CuPy kernels timed with CUDA events"
+    how = "CuPy kernels timed with CUDA events"
+    if workload == "conv2d":
+        how += "; the convolution as one cuBLAS product per filter tap (tensordot), added into the output"
+    return backend.time(operation, budget_s=budget_s), {}, how
 
 
 def _device_operation(backend, cupy, workload: str, params: dict) -> kernels.Operation:

@@ -59,6 +59,11 @@ class Conv2dParams(_Params):
     filters: int = Field(64, gt=0, le=10**5, description="output channels")
     kernel: int = Field(3, gt=0, le=99, description="kernel edge (same padding, stride 1)")
     math: Literal["ieee", "tf32"] = Field("ieee", description="float32 on TF32 tensor cores (tf32) or not")
+    algorithm: Literal["auto", "implicit-gemm", "winograd", "fft", "tap-gemm"] = Field(
+        "auto",
+        description="auto: the library's fastest (cuDNN); implicit-gemm, winograd or fft: that one; "
+        "tap-gemm: one cuBLAS product per filter tap, what parsim measures on CuPy",
+    )
 
 
 class CopyParams(VectorParams):
