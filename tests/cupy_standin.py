@@ -86,6 +86,11 @@ def make(
             rec.events.append(("h2d", _stream_id(stream)))
             numpy.copyto(self.view(numpy.ndarray), arr)
 
+        def __float__(self):  # CuPy copies a 0-d array back and waits for it
+            rec.events.append(("d2h", rec.current_stream))
+            rec.events.append(("block", rec.current_stream))
+            return float(self.view(numpy.ndarray))
+
         def get(self, stream=None, order="C", out=None, blocking=True):
             rec.check("get")
             rec.events.append(("d2h", _stream_id(stream)))
@@ -246,7 +251,7 @@ def make(
     cupy._core = types.SimpleNamespace(
         get_compute_type=get_compute_type, set_compute_type=set_compute_type, _routines_linalg=compute
     )
-    for name in ("add", "multiply", "maximum", "negative", "exp", "reciprocal"):
+    for name in ("add", "subtract", "multiply", "maximum", "greater", "sum", "negative", "exp", "reciprocal"):
         setattr(cupy, name, _kernel(getattr(numpy, name)))
 
     class Pinned(numpy.ndarray):

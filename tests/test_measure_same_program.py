@@ -218,3 +218,109 @@ def test_auto_measures_cudnn_through_pytorch(standin, monkeypatch):
     calls.clear()
     assert measure("conv2d", {**SHAPE, "math": "tf32"}, "cupy", budget_s=0.001).params["math"] == "tf32"
     assert {call[1] for call in calls if call != "sync"} == {True}
+
+
+# --- item 6: the MLP step measured is the step modelled ---------------------------------------------
+
+MLP = {"batch": 8, "d_in": 16, "hidden": 12, "d_out": 4}
+
+
+def modelled(params: dict) -> dict:
+    """Kernels on the GPU and copies each way in the model's program for ``params``."""
+    from parsim.workloads.base import HOST, Kernel, Transfer
+    from parsim.workloads.registry import make_workload
+
+    ops = make_workload("mlp_train_step", params).ops
+    return {
+        "kernel": sum(isinstance(op, Kernel) and op.device != HOST for op in ops),
+        "h2d": sum(isinstance(op, Transfer) and op.direction == "h2d" for op in ops),
+        "d2h": sum(isinstance(op, Transfer) and op.direction == "d2h" for op in ops),
+    }
+
+
+def one_step(standin, params: dict) -> tuple[dict, list]:
+    """What one measured step issues on the GPU, counted by kind, and the host waits."""
+    from parsim.measure import backends, gpu, kernels
+    from parsim.workloads.registry import validate_params
+
+    checked = validate_params("mlp_train_step", params)
+    step = kernels.mlp_train_step(
+        backends.CupyBackend(), checked, staging=gpu.HostStaging(backends.CupyBackend(), checked["pinned"])
+    )
+    standin.events.clear()
+    pinned = standin.pinned_live
+    step()
+    counts = {kind: sum(k == kind for k, _ in standin.events) for kind in ("kernel", "h2d", "d2h")}
+    assert standin.pinned_live == pinned  # the host buffers were made once, before the step
+    return counts, [kind for kind, _ in standin.events if kind in ("block", "sync")]
+
+
+@pytest.mark.parametrize("weights", ["resident", "copied"])
+def test_the_measured_step_issues_what_the_model_describes(standin, weights):
+    params = {**MLP, "weights": weights}
+    counts, waits = one_step(standin, params)
+    assert counts == modelled(params)
+    # resident: 16 kernels (5 products, ReLU, diff, square, sum, 2*diff, mask, mask multiply, 2x2
+    # update passes), x and y in, the loss back; copied: the updates run on the host instead
+    expected = (
+        {"kernel": 16, "h2d": 2, "d2h": 1} if weights == "resident" else {"kernel": 12, "h2d": 4, "d2h": 3}
+    )
+    assert counts == expected
+    # the host waits once, at the end (the loss), never in the middle of the step
+    assert waits in (["block"], ["block", "sync"])
+
+
+def test_a_step_allocates_no_host_memory(standin):
+    from parsim.measure import backends, gpu, kernels
+    from parsim.workloads.registry import validate_params
+
+    checked = validate_params("mlp_train_step", {**MLP, "weights": "copied"})
+    step = kernels.mlp_train_step(
+        backends.CupyBackend(), checked, staging=gpu.HostStaging(backends.CupyBackend())
+    )
+    step()
+    pinned = standin.pinned_live
+    assert pinned == 4 * (8 * (16 + 4) + 2 * (16 * 12 + 12 * 4))  # x, y, weights, gradients: float32
+    for _ in range(3):
+        step()
+    assert standin.pinned_live == pinned
+
+
+def test_pageable_copies_are_measured_and_modelled_as_pageable(standin):
+    from parsim.workloads.base import Transfer
+    from parsim.workloads.registry import make_workload
+
+    result = measure("mlp_train_step", {**MLP, "pinned": False}, "cupy", budget_s=0.001)
+    assert result.params["pinned"] is False and "pageable" in result.implementation
+    assert standin.pinned_peak == 0
+    copies = [op for op in make_workload("mlp_train_step", result.params).ops if isinstance(op, Transfer)]
+    assert [op.pinned for op in copies if op.name in ("h2d x", "h2d y")] == [False, False]
+
+
+def test_the_relu_mask_and_the_update_are_modelled_byte_for_byte():
+    from parsim.workloads.registry import make_workload
+
+    ops = {op.name: op for op in make_workload("mlp_train_step", {**MLP, "dtype": "float32"}).ops}
+    n = 8 * 12  # batch x hidden
+    assert (ops["mask = h > 0"].bytes_read, ops["mask = h > 0"].bytes_written) == (4 * n, n)
+    assert (ops["grad_h *= mask"].bytes_read, ops["grad_h *= mask"].bytes_written) == (5 * n, 4 * n)
+    w1 = 16 * 12
+    assert (ops["grad_w1 *= lr"].bytes_read, ops["w1 -= grad_w1"].bytes_read) == (4 * w1, 8 * w1)
+    assert ops["loss = sum(square)"].bytes_read == 4 * 8 * 4
+
+
+def test_adam_is_predicted_but_not_measured():
+    with pytest.raises(ParsimError, match=r"^mlp_train_step is measured with SGD .*optimizer=adam"):
+        measure("mlp_train_step", {**MLP, "optimizer": "adam"})
+
+
+def test_the_step_is_recorded_as_numpy_or_cupy_calls_and_predicted_so(standin):
+    import parsim
+
+    result = measure("mlp_train_step", {**MLP, "framework": "eager"}, "cupy", budget_s=0.001)
+    assert result.params["framework"] == "none"  # CuPy ran it, not PyTorch
+    raw = parsim.predict("mlp_train_step", result.params, device="h100-sxm")
+    eager = parsim.predict("mlp_train_step", {**result.params, "framework": "eager"}, device="h100-sxm")
+    # no framework: each of the 20 ops costs the host one CUDA launch, not PyTorch's dispatch
+    assert raw.latency_s < eager.latency_s
+    assert measure("mlp_train_step", MLP, budget_s=0.001).params["framework"] == "none"  # NumPy too

@@ -117,6 +117,38 @@ def host_buffer(n: int, dtype, pinned: bool):
     return buffer
 
 
+class HostStaging:
+    """The host side of a training step's copies: buffers made once (page-locked, or ordinary
+    pageable memory that the driver stages), copied on the current stream in order with the step's
+    kernels; copies back do not block the host until ``wait``."""
+
+    numpy = numpy
+
+    def __init__(self, backend, pinned: bool = True):
+        self.backend = backend
+        self.pinned = pinned
+
+    def host_copy(self, device_array):
+        """A host buffer holding ``device_array``'s values."""
+        if self.pinned:
+            import cupyx
+
+            buffer = cupyx.empty_pinned(device_array.shape, dtype=device_array.dtype)
+        else:
+            buffer = numpy.empty(device_array.shape, dtype=device_array.dtype)
+        device_array.get(out=buffer, blocking=True)
+        return buffer
+
+    def h2d(self, host, device_array) -> None:
+        device_array.set(host)
+
+    def d2h(self, device_array, host) -> None:
+        device_array.get(out=host, blocking=False)
+
+    def wait(self) -> None:
+        self.backend.sync()
+
+
 def copy_operation(backend, n: int, dtype, direction: str, pinned: bool) -> kernels.Operation:
     """One host<->device copy of ``n`` items on a dedicated stream, waited for once."""
     cupy = backend.xp
@@ -238,4 +270,6 @@ def host_bytes(workload: str, params: dict) -> float:
         largest = max(chunk_sizes(n, params["streams"]))
         return buffers * n * size + largest * GENERATED_AS
     n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
-    return 2 * (n * (d_in + d_out) + d_in * hidden + hidden * d_out) * size
+    weights = d_in * hidden + hidden * d_out  # copied in, and the gradients copied back
+    staged = (n * (d_in + d_out) + (2 * weights if params["weights"] == "copied" else 0)) * size
+    return staged if params["pinned"] else 0.0  # pageable buffers are ordinary memory

@@ -151,13 +151,14 @@ def measure(
                 chosen.free_memory_B(),
                 chosen.device_name,
             )
-        if workload == "conv2d":
-            _check_conv(chosen.name, params)
+        _check_program(chosen.name, workload, params)
         with measurement_lock(lock_timeout_s, on_wait=on_wait):
             if chosen.name == "numpy":
                 timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
             else:
                 timing, stages, how, params = _measure_gpu(chosen, workload, params, budget_s)
+    if "framework" in params:  # the step ran as NumPy/CuPy calls, whatever framework was named
+        params = {**params, "framework": "none"}
     return Measurement(
         workload=workload,
         params=params,
@@ -197,9 +198,17 @@ def _check_mode(backend: str, workload: str, mode: str | None) -> str:
     return mode
 
 
-def _check_conv(backend: str, params: dict) -> None:
-    """A convolution is measured as ``tap-gemm`` (NumPy, CuPy) or as cuDNN's ``auto`` (PyTorch):
-    those are the programs parsim can run, and the measurement says which one ran."""
+def _check_program(backend: str, workload: str, params: dict) -> None:
+    """Refuse parameters that describe a program parsim cannot run, so that what is measured is
+    what they describe: a convolution is ``tap-gemm`` (NumPy, CuPy) or cuDNN's ``auto`` (PyTorch);
+    the MLP's step is SGD."""
+    if workload == "mlp_train_step" and params["optimizer"] != "sgd":
+        raise ParsimError(
+            f"mlp_train_step is measured with SGD (w -= lr * g): optimizer={params['optimizer']} "
+            "is predicted only"
+        )
+    if workload != "conv2d":
+        return
     algorithm = params["algorithm"]
     if algorithm == "auto" and (backend == "numpy" or torch_conv.import_torch() is None):
         raise ParsimError(torch_conv.refusal(backend))
@@ -302,11 +311,19 @@ def _time_gpu(backend, workload: str, params: dict, budget_s: float):
         timing = time_callable(parts["end_to_end"], sync=backend.sync, budget_s=budget_s)
         return timing, stages, f"H2D, fused kernel, D2H per chunk on {params['streams']} stream(s)"
     if workload == "mlp_train_step":
-        import numpy
-
-        operation = kernels.mlp_train_step(backend, params, host=numpy)
+        staging = gpu.HostStaging(backend, pinned=params["pinned"])
+        operation = kernels.mlp_train_step(backend, params, staging=staging)
         timing = time_callable(operation, sync=backend.sync, budget_s=budget_s)
-        return timing, {}, f"CuPy forward, backward and SGD update, weights {params['weights']}"
+        where = "on the host" if params["weights"] == "copied" else "on the GPU"
+        kind = "page-locked (cupyx.empty_pinned)" if params["pinned"] else "pageable (numpy.empty)"
+        return (
+            timing,
+            {},
+            (
+                f"CuPy forward, backward and SGD update {where} (weights {params['weights']}), "
+                f"copies from {kind} host buffers"
+            ),
+        )
     operation = _device_operation(backend, cupy, workload, params)
     how = "CuPy kernels timed with CUDA events"
     if workload == "conv2d":

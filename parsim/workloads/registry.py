@@ -131,11 +131,19 @@ class _FrameworkParams(_Params):
 
 
 class MlpTrainParams(_FrameworkParams):
+    framework: Literal["eager", "graph", "cuda-graph", "torch7", "none"] = Field(  # type: ignore[assignment]
+        "eager",
+        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), cuda-graph, or none: NumPy/CuPy "
+        "calls with no framework (what parsim measures)",
+    )
     batch: int = Field(64, gt=0, le=10**6, description="samples per step (N)")
     d_in: int = Field(1000, gt=0, le=10**6, description="input features (D)")
     hidden: int = Field(100, gt=0, le=10**6, description="hidden units (H)")
     d_out: int = Field(1000, gt=0, le=10**6, description="outputs")
     weights: Literal["resident", "copied"] = "resident"
+    pinned: bool = Field(
+        True, description="host buffers of the copies page-locked (true) or pageable NumPy arrays (false)"
+    )
     optimizer: Optimizer = _OPTIMIZER
 
 

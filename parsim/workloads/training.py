@@ -81,57 +81,66 @@ def numerics_of(params: Params) -> Numerics:
 
 
 def mlp_train_step(params: Params) -> Workload:
-    """One SGD (or Adam) step of the 2-layer MLP, each kernel launched separately as a framework would."""
+    """One SGD (or Adam) step of the 2-layer MLP, each kernel launched separately as a framework would.
+
+    Call for call the program ``parsim measure mlp_train_step`` runs (``measure.kernels``): the loss
+    as a square and a sum, the ReLU's gradient as a mask and a multiply, SGD's ``w -= lr * g`` as two
+    passes, every copy from page-locked memory.
+    """
     n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
     optimizer = params.get("optimizer", "sgd")
     dtype, copied = params["dtype"], params["weights"] == "copied"
-    linear = numerics_of(params).linear_math
+    linear = "tf32" if params["math"] == "tf32" else ""  # as numerics_of: products in IEEE by default
     size = itemsize(dtype)
     w1, w2 = d_in * hidden, hidden * d_out
+    pinned = params.get("pinned", True)
     ops: list[Op] = [
-        Transfer("h2d x", n * d_in * size, "h2d", layer="data"),
-        Transfer("h2d y", n * d_out * size, "h2d", layer="data"),
+        Transfer("h2d x", n * d_in * size, "h2d", pinned, layer="data"),
+        Transfer("h2d y", n * d_out * size, "h2d", pinned, layer="data"),
     ]
     if copied:
         ops += [
-            Transfer("h2d w1", w1 * size, "h2d", layer="fc1"),
-            Transfer("h2d w2", w2 * size, "h2d", layer="fc2"),
+            Transfer("h2d w1", w1 * size, "h2d", pinned, layer="fc1"),
+            Transfer("h2d w2", w2 * size, "h2d", pinned, layer="fc2"),
         ]
     ops += [
         _layer(gemm_kernel(n, hidden, d_in, dtype, "h = x @ w1", math=linear), "fc1"),
         _streaming("h_relu = max(h, 0)", n * hidden, 1, 1, dtype, layer="relu"),
         _layer(gemm_kernel(n, d_out, hidden, dtype, "y_pred = h_relu @ w2", math=linear), "fc2"),
         _streaming("diff = y_pred - y", n * d_out, 1, 2, dtype, layer="loss"),
-        Kernel(
-            "loss = sum(diff ** 2)",
-            2.0 * n * d_out,
-            n * d_out * size,
-            size,
-            n * d_out,
-            dtype=dtype,
-            layer="loss",
-        ),
+        _streaming("square = diff * diff", n * d_out, 1, 1, dtype, layer="loss"),
+        Kernel("loss = sum(square)", n * d_out, n * d_out * size, size, n * d_out, dtype=dtype, layer="loss"),
         _streaming("grad_y = 2 * diff", n * d_out, 1, 1, dtype, layer="loss"),
         _layer(gemm_kernel(hidden, d_out, n, dtype, "grad_w2 = h_relu.T @ grad_y", math=linear), "fc2"),
         _layer(gemm_kernel(n, hidden, d_out, dtype, "grad_h = grad_y @ w2.T", math=linear), "fc2"),
-        _streaming("grad_h[h < 0] = 0", n * hidden, 1, 2, dtype, layer="relu"),
+        # the ReLU's gradient: a boolean mask (a byte per value), then a multiply by it
+        Kernel(
+            "mask = h > 0", n * hidden, n * hidden * size, n * hidden, n * hidden, dtype=dtype, layer="relu"
+        ),
+        Kernel(
+            "grad_h *= mask",
+            n * hidden,
+            n * hidden * (size + 1),
+            n * hidden * size,
+            n * hidden,
+            dtype=dtype,
+            layer="relu",
+        ),
         _layer(gemm_kernel(d_in, hidden, n, dtype, "grad_w1 = x.T @ grad_h", math=linear), "fc1"),
     ]
+    where = HOST if copied else 0
     if copied:
         ops += [
+            Transfer("d2h grad_w1", w1 * size, "d2h", pinned, layer="fc1"),
+            Transfer("d2h grad_w2", w2 * size, "d2h", pinned, layer="fc2"),
             Transfer("d2h loss", size, "d2h", layer="loss"),
-            Transfer("d2h grad_w1", w1 * size, "d2h", layer="fc1"),
-            Transfer("d2h grad_w2", w2 * size, "d2h", layer="fc2"),
-            update_kernel(optimizer, "w1 -= lr * grad_w1 (host)", w1, dtype, device=HOST, layer="fc1"),
-            update_kernel(optimizer, "w2 -= lr * grad_w2 (host)", w2, dtype, device=HOST, layer="fc2"),
         ]
+    for layer, weights in (("fc1", w1), ("fc2", w2)):
+        ops += _update(optimizer, layer, weights, dtype, where)
+    if copied:
         deps = _after_all_copies_back(ops)
     else:
-        ops += [
-            update_kernel(optimizer, "w1 -= lr * grad_w1", w1, dtype, layer="fc1"),
-            update_kernel(optimizer, "w2 -= lr * grad_w2", w2, dtype, layer="fc2"),
-            Transfer("d2h loss", size, "d2h", layer="loss"),
-        ]
+        ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
         deps = ()
     footprint = (2 * (w1 + w2) + n * (2 * d_in + 3 * hidden + 4 * d_out)) * size
     footprint += optimizer_state_B(optimizer, w1 + w2, dtype)
@@ -144,8 +153,24 @@ def mlp_train_step(params: Params) -> Workload:
         footprint_B=footprint,
         layers=kinds,
         staging=True,
-        framework=params["framework"],
+        framework="" if params["framework"] == "none" else params["framework"],
     )
+
+
+def _update(optimizer: str, layer: str, weights: int, dtype: str, device: int) -> list[Kernel]:
+    """The update of one layer's weights (on the host when ``device`` is ``HOST``). SGD as the
+    articles write it, ``w -= lr * g``: the gradient scaled in place, then subtracted (two passes);
+    Adam as one fused kernel."""
+    w = "w1" if layer == "fc1" else "w2"
+    where = " (host)" if device == HOST else ""
+    if optimizer == "adam":
+        return [
+            update_kernel(optimizer, f"{w}: adam update{where}", weights, dtype, device=device, layer=layer)
+        ]
+    return [
+        _streaming(f"grad_{w} *= lr{where}", weights, 1, 1, dtype, device=device, layer=layer),
+        _streaming(f"{w} -= grad_{w}{where}", weights, 1, 2, dtype, device=device, layer=layer),
+    ]
 
 
 def _layer(kernel: Kernel, layer: str) -> Kernel:
