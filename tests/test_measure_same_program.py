@@ -324,3 +324,14 @@ def test_the_step_is_recorded_as_numpy_or_cupy_calls_and_predicted_so(standin):
     # no framework: each of the 20 ops costs the host one CUDA launch, not PyTorch's dispatch
     assert raw.latency_s < eager.latency_s
     assert measure("mlp_train_step", MLP, budget_s=0.001).params["framework"] == "none"  # NumPy too
+
+
+def test_every_algorithm_the_library_knows_is_a_choice():
+    import typing
+
+    from parsim.workloads.conv import LIBRARY_ALGORITHMS
+    from parsim.workloads.registry import Conv2dParams
+
+    choices = typing.get_args(Conv2dParams.model_fields["algorithm"].annotation)
+    assert choices == ("auto", *LIBRARY_ALGORITHMS, "tap-gemm")
+    assert Conv2dParams.model_fields["algorithm"].default == "auto"  # the library's fastest, as before
