@@ -155,6 +155,8 @@ def measure(
         with measurement_lock(lock_timeout_s, on_wait=on_wait):
             if chosen.name == "numpy":
                 timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
+                if workload == "conv2d":
+                    params = {**params, "algorithm": "tap-gemm"}  # what NumPy ran
             else:
                 timing, stages, how, params = _measure_gpu(chosen, workload, params, budget_s)
     if "framework" in params:  # the step ran as NumPy/CuPy calls, whatever framework was named
@@ -201,7 +203,8 @@ def _check_mode(backend: str, workload: str, mode: str | None) -> str:
 def _check_program(backend: str, workload: str, params: dict) -> None:
     """Refuse parameters that describe a program parsim cannot run, so that what is measured is
     what they describe: a convolution is ``tap-gemm`` (NumPy, CuPy) or cuDNN's ``auto`` (PyTorch);
-    the MLP's step is SGD."""
+    the MLP's step is SGD. (NumPy has no convolution library: there ``auto`` runs, and is recorded
+    as, ``tap-gemm``.)"""
     if workload == "mlp_train_step" and params["optimizer"] != "sgd":
         raise ParsimError(
             f"mlp_train_step is measured with SGD (w -= lr * g): optimizer={params['optimizer']} "
@@ -210,8 +213,8 @@ def _check_program(backend: str, workload: str, params: dict) -> None:
     if workload != "conv2d":
         return
     algorithm = params["algorithm"]
-    if algorithm == "auto" and (backend == "numpy" or torch_conv.import_torch() is None):
-        raise ParsimError(torch_conv.refusal(backend))
+    if algorithm == "auto" and backend == "cupy" and torch_conv.import_torch() is None:
+        raise ParsimError(torch_conv.refusal())
     if algorithm not in ("auto", "tap-gemm"):
         raise ParsimError(
             f"conv2d algorithm={algorithm} cannot be measured: parsim runs tap-gemm (one product per "
@@ -263,7 +266,10 @@ def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: floa
     finally:
         if resource is not None:
             resource.close()
-    taps = "; the convolution as one BLAS product per filter tap (tensordot)" if workload == "conv2d" else ""
+    taps = ""
+    if workload == "conv2d":
+        taps = "; the convolution as one BLAS product per filter tap (tensordot)"
+        taps += ", as NumPy has no convolution library (oneDNN)" if params["algorithm"] == "auto" else ""
     return timing, {}, IMPLEMENTATIONS[mode] + taps
 
 

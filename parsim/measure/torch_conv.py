@@ -30,17 +30,12 @@ def import_torch():
     return torch if torch.cuda.is_available() else None
 
 
-def refusal(backend: str) -> str:
-    """Why ``conv2d algorithm=auto`` cannot be measured here, and what to measure instead."""
-    if backend == "cupy":
-        return (
-            "conv2d algorithm=auto is cuDNN's fastest algorithm, and CuPy 14 has no cuDNN: install PyTorch "
-            "with CUDA to measure cuDNN through it, or measure algorithm=tap-gemm (one cuBLAS product per "
-            "filter tap, what CuPy runs)"
-        )
+def refusal() -> str:
+    """Why ``conv2d algorithm=auto`` cannot be measured on CuPy alone, and what to measure instead."""
     return (
-        "conv2d algorithm=auto is the kernel library's fastest algorithm (oneDNN on a CPU), which NumPy "
-        "does not have: measure algorithm=tap-gemm (one BLAS product per filter tap, what NumPy runs)"
+        "conv2d algorithm=auto is cuDNN's fastest algorithm, and CuPy 14 has no cuDNN: install PyTorch "
+        "with CUDA to measure cuDNN through it, or measure algorithm=tap-gemm (one cuBLAS product per "
+        "filter tap, what CuPy runs)"
     )
 
 
@@ -64,7 +59,7 @@ def measure(backend, params: dict, budget_s: float):
     """
     torch = import_torch()
     if torch is None:
-        raise ParsimError(refusal("cupy"))
+        raise ParsimError(refusal())
     b, c, h, w = params["batch"], params["channels"], params["height"], params["width"]
     f, r = params["filters"], params["kernel"]
     dtype = getattr(torch, params["dtype"])
