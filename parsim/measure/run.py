@@ -25,7 +25,7 @@ import attrs
 
 from parsim.choices import MODES
 from parsim.errors import ParsimError
-from parsim.measure import cpu, gpu, kernels, torch_conv
+from parsim.measure import cpu, gpu, kernels, programs, torch_conv
 from parsim.measure.backends import backend as get_backend
 from parsim.measure.backends import gpu_errors, host_free_memory_B
 from parsim.measure.jsonfiles import choice, field, finite, json_kind, number, read_json, short, text
@@ -151,16 +151,13 @@ def measure(
                 chosen.free_memory_B(),
                 chosen.device_name,
             )
-        _check_program(chosen.name, workload, params)
+        programs.check(chosen.name, workload, params)
         with measurement_lock(lock_timeout_s, on_wait=on_wait):
             if chosen.name == "numpy":
                 timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
-                if workload == "conv2d":
-                    params = {**params, "algorithm": "tap-gemm"}  # what NumPy ran
             else:
                 timing, stages, how, params = _measure_gpu(chosen, workload, params, budget_s)
-    if "framework" in params:  # the step ran as NumPy/CuPy calls, whatever framework was named
-        params = {**params, "framework": "none"}
+    params = programs.as_ran(chosen.name, workload, params)
     return Measurement(
         workload=workload,
         params=params,
@@ -198,28 +195,6 @@ def _check_mode(backend: str, workload: str, mode: str | None) -> str:
     if mode not in MODES or mode == "simt":
         raise ParsimError(f"'mode' on the numpy backend must be sisd, simd, mimd or mimd+simd: {mode!r}")
     return mode
-
-
-def _check_program(backend: str, workload: str, params: dict) -> None:
-    """Refuse parameters that describe a program parsim cannot run, so that what is measured is
-    what they describe: a convolution is ``tap-gemm`` (NumPy, CuPy) or cuDNN's ``auto`` (PyTorch);
-    the MLP's step is SGD. (NumPy has no convolution library: there ``auto`` runs, and is recorded
-    as, ``tap-gemm``.)"""
-    if workload == "mlp_train_step" and params["optimizer"] != "sgd":
-        raise ParsimError(
-            f"mlp_train_step is measured with SGD (w -= lr * g): optimizer={params['optimizer']} "
-            "is predicted only"
-        )
-    if workload != "conv2d":
-        return
-    algorithm = params["algorithm"]
-    if algorithm == "auto" and backend == "cupy" and torch_conv.import_torch() is None:
-        raise ParsimError(torch_conv.refusal())
-    if algorithm not in ("auto", "tap-gemm"):
-        raise ParsimError(
-            f"conv2d algorithm={algorithm} cannot be measured: parsim runs tap-gemm (one product per "
-            "filter tap, NumPy or CuPy) and auto (cuDNN's own choice, through PyTorch on a GPU)"
-        )
 
 
 def _check_cpu(workload: str, params: dict, mode: str) -> None:
@@ -277,16 +252,7 @@ def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
     """Time ``workload`` on the GPU: ``(timing, stages, implementation, params as they ran)``."""
     if workload == "conv2d" and params["algorithm"] == "auto":
         return torch_conv.measure(backend, params, budget_s)
-    if "math" not in params:
-        return (*_time_gpu(backend, workload, params, budget_s), params)
-    asked = params["math"]
-    with gpu.math_mode(backend.xp, backend.dtype(params["dtype"]), asked) as (ran, note):
-        timing, stages, how = _time_gpu(backend, workload, params, budget_s)
-    # a framework's "default" runs its matrix products in IEEE float32 (training.numerics_of)
-    recorded = asked if (ran == "tf32") == (asked == "tf32") else ran
-    products = "on TF32 tensor cores" if ran == "tf32" else "in IEEE arithmetic"
-    how = f"{how}; float32 matrix products {products}" + (f" ({note})" if note else "")
-    return timing, stages, how, {**params, "math": recorded}
+    return programs.in_math_asked(backend, params, lambda: _time_gpu(backend, workload, params, budget_s))
 
 
 def _time_gpu(backend, workload: str, params: dict, budget_s: float):
