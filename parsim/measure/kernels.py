@@ -84,7 +84,7 @@ def conv2d(
 def mlp_train_step(backend, params: dict, staging=None) -> Operation:
     """One SGD step of the 2-layer MLP of the articles, written once for NumPy and CuPy.
 
-    It is the program ``workloads.training.mlp_train_step`` models, call for call: two products
+    It is the program ``workloads.mlp.mlp_train_step`` models, call for call: two products
     forward, ``(diff * diff).sum()`` as the loss (a square and a reduction), three products back,
     the ReLU's gradient as a mask (``grad_h *= h > 0``: a comparison and a multiply, never the
     boolean-indexed assignment, which on CuPy scans the mask and waits for the GPU), and

@@ -15,7 +15,7 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from parsim.errors import ParsimError, closest
-from parsim.workloads import ops, training, transfers
+from parsim.workloads import mlp, ops, training, transfers
 from parsim.workloads.base import Params, Vectorised, Workload
 
 Dtype = Literal["float16", "bfloat16", "float32", "float64"]
@@ -322,7 +322,7 @@ WORKLOADS: dict[str, WorkloadDef] = {
     "mlp_train_step": WorkloadDef(
         "mlp_train_step",
         MlpTrainParams,
-        training.mlp_train_step,
+        mlp.mlp_train_step,
         "one SGD step of the 2-layer MLP",
         instead=_DATA_PARALLEL,
         samples=_batch,
