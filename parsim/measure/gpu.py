@@ -237,7 +237,8 @@ def device_bytes(workload: str, params: dict) -> float:
         pad = r // 2
         images = b * c * (h + 2 * pad) * (w + 2 * pad)
         outputs = f * b * h * w  # the output, and tensordot's result before it is added in
-        return (images + f * c * r * r + 2 * outputs + b * c * h * w) * size + _generation_B(
+        taps = f * c + b * c * h * w  # tensordot's contiguous copies of a tap's weights and window
+        return (images + f * c * r * r + 2 * outputs + taps) * size + _generation_B(
             b * c * h * w, dtype
         )
     if workload == "copy":
