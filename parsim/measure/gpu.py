@@ -238,9 +238,7 @@ def device_bytes(workload: str, params: dict) -> float:
         images = b * c * (h + 2 * pad) * (w + 2 * pad)
         outputs = f * b * h * w  # the output, and tensordot's result before it is added in
         taps = f * c + b * c * h * w  # tensordot's contiguous copies of a tap's weights and window
-        return (images + f * c * r * r + 2 * outputs + taps) * size + _generation_B(
-            b * c * h * w, dtype
-        )
+        return (images + f * c * r * r + 2 * outputs + taps) * size + _generation_B(b * c * h * w, dtype)
     if workload == "copy":
         return int(params["n"]) * size
     if workload == "offload":

@@ -15,7 +15,7 @@ a handful of kernels, exactly as CuPy runs them (``cupy/linalg/_product.py`` ``t
 3. the product itself, ``2 (b h w) f c`` FLOPs through cuBLAS, written to a new array;
 4. ``out += product``: an elementwise add reading two outputs' worth and writing one.
 
-Before the taps the output is zeroed (a fill). So a 3x3 layer is 37 kernels where cuDNN runs one,
+Before the taps the output is zeroed (``fill(0)`` on a contiguous array is a memset: stores only). So a 3x3 layer is 37 kernels where cuDNN runs one,
 and it moves the output ``3 x 9`` times through memory: that, not the FLOPs, is its time.
 """
 
@@ -40,7 +40,7 @@ def tap_gemm_kernels(params: Params, math: str) -> tuple[Kernel, ...]:
     pixels, outputs = b * h * w, f * b * h * w
     window_is_matrix = r == 1 and min(b, c) == 1
     add = elementwise_parts("vector_add", outputs, dtype)[0]
-    kernels = [_copy("out = 0", outputs, dtype, written=False)]
+    kernels = [_copy("out = 0", outputs, dtype, written=False)]  # a memset: nothing read
     for i in range(r):
         for j in range(r):
             tap = f"tap {i},{j}"
