@@ -15,8 +15,9 @@ a handful of kernels, exactly as CuPy runs them (``cupy/linalg/_product.py`` ``t
 3. the product itself, ``2 (b h w) f c`` FLOPs through cuBLAS, written to a new array;
 4. ``out += product``: an elementwise add reading two outputs' worth and writing one.
 
-Before the taps the output is zeroed (``fill(0)`` on a contiguous array is a memset: stores only). So a 3x3 layer is 37 kernels where cuDNN runs one,
-and it moves the output ``3 x 9`` times through memory: that, not the FLOPs, is its time.
+Before the taps the output is zeroed (``fill(0)`` on a contiguous array is a memset: stores
+only). So a 3x3 layer is 37 kernels where cuDNN runs one, and it moves the output ``3 x 9``
+times through memory: that, and the host's calls, not the FLOPs, is its time.
 """
 
 from __future__ import annotations
