@@ -38,6 +38,8 @@ class Recorder:
         self.pinned_live = self.pinned_peak = 0
         self.faults: dict[str, BaseException] = {}
         self.current_stream = 0
+        self.compute_types: dict[str, int] = {}  # cuBLAS compute type per dtype (CuPy's _core)
+        self.products: list[tuple[str, int]] = []  # (dtype, compute type) of every matrix product
 
     def check(self, where: str) -> None:
         if where in self.faults:
@@ -99,6 +101,11 @@ def make(
             rec.check("set")
             rec.events.append(("h2d", _stream_id(stream)))
             numpy.copyto(self.view(numpy.ndarray), arr)
+
+        def __float__(self):  # CuPy copies a 0-d array back and waits for it
+            rec.events.append(("d2h", rec.current_stream))
+            rec.events.append(("block", rec.current_stream))
+            return float(self.view(numpy.ndarray))
 
         def get(self, stream=None, order="C", out=None, blocking=True):
             rec.check("get")
@@ -191,7 +198,29 @@ def make(
 
     def matmul(a, b, out=None):
         rec.check("matmul")
+        rec.products.append((str(a.dtype), get_compute_type(a.dtype)))
         return numpy.matmul(a, b, out=out)
+
+    def tensordot(a, b, axes=2):
+        rec.products.append((str(a.dtype), get_compute_type(a.dtype)))
+        return numpy.tensordot(a, b, axes)
+
+    # CuPy keeps one cuBLAS compute type per dtype, seeded from CUPY_TF32 on first use; a GPU before
+    # compute capability 8.0 is refused TF32 with a warning (cupy/_core/_routines_linalg.pyx)
+    compute = types.SimpleNamespace(
+        COMPUTE_TYPE_TBD=0, COMPUTE_TYPE_DEFAULT=1, COMPUTE_TYPE_FP32=4, COMPUTE_TYPE_TF32=7
+    )
+
+    def get_compute_type(dtype):
+        name = numpy.dtype(dtype).name
+        if name not in rec.compute_types:
+            tf32 = name == "float32" and int(__import__("os").environ.get("CUPY_TF32", "0")) > 0
+            rec.compute_types[name] = compute.COMPUTE_TYPE_TF32 if tf32 else compute.COMPUTE_TYPE_DEFAULT
+        return rec.compute_types[name]
+
+    def set_compute_type(dtype, compute_type):
+        rec.events.append(("compute_type", compute_type))
+        rec.compute_types[numpy.dtype(dtype).name] = compute_type
 
     class MemoryPool:
         def free_bytes(self):
@@ -238,8 +267,11 @@ def make(
     cupy.ElementwiseKernel = elementwise_kernel
     cupy.get_default_memory_pool = MemoryPool
     cupy.matmul = _kernel(matmul)
-    cupy.tensordot = _kernel(numpy.tensordot)
-    for name in ("add", "multiply", "maximum", "negative", "exp", "reciprocal"):
+    cupy.tensordot = _kernel(tensordot)
+    cupy._core = types.SimpleNamespace(
+        get_compute_type=get_compute_type, set_compute_type=set_compute_type, _routines_linalg=compute
+    )
+    for name in ("add", "subtract", "multiply", "maximum", "greater", "sum", "negative", "exp", "reciprocal"):
         setattr(cupy, name, _kernel(getattr(numpy, name)))
 
     class Pinned(numpy.ndarray):

@@ -567,3 +567,18 @@ def test_the_docstring_signature_parser():
     assert signature(cupy.cuda.Stream, bound=False).bind(non_blocking=True)
     with pytest.raises(TypeError):
         signature(cupy.ndarray.get, bound=True).bind(blocked=False)
+
+
+def test_the_float32_compute_type_is_a_setting_read_back():
+    # math=tf32/ieee is applied through CuPy's per-dtype cuBLAS compute type (gpu.math_mode): it must
+    # be settable and read back as set; CUPY_TF32 only seeds it on first use, so it cannot switch a run
+    from cupy._core import _routines_linalg as linalg
+
+    assert (linalg.COMPUTE_TYPE_FP32, linalg.COMPUTE_TYPE_TF32) == (4, 7)
+    before = cupy._core.get_compute_type(numpy.float32)
+    try:
+        cupy._core.set_compute_type(numpy.float32, linalg.COMPUTE_TYPE_FP32)  # no GPU needed for FP32
+        assert cupy._core.get_compute_type(numpy.float32) == linalg.COMPUTE_TYPE_FP32
+    finally:
+        cupy._core.set_compute_type(numpy.float32, before)
+    assert list(doc_signature(cupy._core.set_compute_type).parameters) == ["dtype", "compute_type"]

@@ -75,7 +75,7 @@ CASES = [
     ("relu", {"n": 10_000}),
     ("reduce_sum", {"n": 10_000}),
     ("matmul", {"m": 64, "n": 32, "k": 48}),
-    ("conv2d", {"batch": 2, "channels": 3, "height": 16, "width": 16, "filters": 4, "kernel": 3}),
+    ("conv2d", {"batch": 2, "channels": 3, "height": 16, "width": 16, "filters": 4, "algorithm": "tap-gemm"}),
     ("copy", {"n": 10_000, "pinned": True}),
     ("offload", {"op": "saxpy", "n": 10_000, "streams": 3}),
     ("mlp_train_step", {"batch": 8, "d_in": 32, "hidden": 16, "d_out": 8, "weights": "copied"}),

@@ -90,7 +90,7 @@ def test_numpy_matmul(mode):
 
 
 def test_numpy_conv2d_and_dtypes():
-    params = {"channels": 4, "height": 16, "width": 16, "filters": 8}
+    params = {"channels": 4, "height": 16, "width": 16, "filters": 8, "algorithm": "tap-gemm"}
     plausible(measure("conv2d", params, mode="simd", budget_s=0.005), make_workload("conv2d", params).flops)
     wide = measure("vector_add", {"n": BIG, "dtype": "float64"}, mode="simd", budget_s=0.005)
     narrow = measure("vector_add", {"n": BIG, "dtype": "float32"}, mode="simd", budget_s=0.005)

@@ -160,7 +160,7 @@ def test_matmul_lesson_shows_no_memory_bound_stretch_but_a_skinny_product_has_on
 
 def claims_mlp_training():
     (copied,), (resident,) = by_label("mlp_training").values()
-    assert copied.latency_s > 1.25 * resident.latency_s  # (the framework's host time is common to both)
+    assert copied.latency_s > 1.1 * resident.latency_s  # (the framework's host time is common to both)
     # two 100,000-float matrices cross PCIe twice per step: the weights there, the gradients back
     assert copied.transfer_bytes - resident.transfer_bytes == 2 * 2 * 100_000 * 4
     assert any(

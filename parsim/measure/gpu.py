@@ -10,9 +10,20 @@ after it has issued all of them: that is what lets streams overlap. Each stage o
 
 ``device_bytes`` and ``host_bytes`` count what these functions allocate, temporaries included,
 so the memory check before a measurement refuses exactly what would not fit.
+
+Matrix products in float32 run in the math mode the parameters ask for (``math_mode``): CuPy
+keeps one cuBLAS compute type per dtype for the whole process and every product reads it when it
+runs; the ``CUPY_TF32`` variable only seeds it the first time a float32 product runs, so it cannot
+switch a measurement. ``math_mode`` sets it for the measurement, puts back what was there after, and
+says what actually ran.
 """
 
 from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterator
 
 import numpy
 
@@ -45,6 +56,42 @@ def fused_operation(cupy, name: str, arrays: dict) -> kernels.Operation | None:
     return (lambda: kernel(a, arrays["b"], out)) if name == "saxpy" else (lambda: kernel(a, out))
 
 
+TF32_OFF = "NVIDIA_TF32_OVERRIDE"
+"""Set to 0, this CUDA variable keeps every NVIDIA library from using TF32, whatever it is asked."""
+
+
+@contextlib.contextmanager
+def math_mode(cupy, dtype, math: str) -> Iterator[tuple[str, str]]:
+    """Run the block's float32 matrix products on TF32 tensor cores (``math="tf32"``) or in IEEE
+    float32 (anything else), through CuPy's per-dtype cuBLAS compute type.
+
+    Yields:
+        ``(ran, note)``: ``"tf32"`` or ``"ieee"``, what the products run in (``"ieee"`` for any
+        dtype but float32, which TF32 does not apply to), and why it differs from what was asked
+        (empty when it does not).
+    """
+    if numpy.dtype(dtype) != numpy.float32:
+        yield "ieee", ("" if math != "tf32" else f"TF32 applies only to float32 products, not {dtype}")
+        return
+    core = cupy._core
+    types = cupy._core._routines_linalg
+    before = core.get_compute_type(numpy.float32)
+    wanted = types.COMPUTE_TYPE_TF32 if math == "tf32" else types.COMPUTE_TYPE_FP32
+    with warnings.catch_warnings(record=True) as refused:  # a GPU before Ampere has no TF32
+        warnings.simplefilter("always")
+        core.set_compute_type(numpy.float32, wanted)
+    try:
+        tf32 = core.get_compute_type(numpy.float32) == types.COMPUTE_TYPE_TF32
+        note = ""
+        if math == "tf32" and not tf32:
+            note = str(refused[0].message) if refused else "CuPy did not take the TF32 compute type"
+        elif tf32 and os.environ.get(TF32_OFF) == "0":
+            tf32, note = False, f"{TF32_OFF}=0 keeps cuBLAS from using TF32"
+        yield ("tf32" if tf32 else "ieee"), note
+    finally:
+        core.set_compute_type(numpy.float32, before)
+
+
 def arrays_for(op: str, fused: bool) -> tuple[str, ...]:
     """The arrays an elementwise op needs: its inputs, the output, a temporary between passes."""
     spec = ELEMENTWISE[op]
@@ -68,6 +115,38 @@ def host_buffer(n: int, dtype, pinned: bool):
     # drawn as float32 (no float64 temporary), written into the buffer's own type
     buffer[...] = numpy.random.default_rng(3).standard_normal(n, dtype=numpy.float32)
     return buffer
+
+
+class HostStaging:
+    """The host side of a training step's copies: buffers made once (page-locked, or ordinary
+    pageable memory that the driver stages), copied on the current stream in order with the step's
+    kernels; copies back do not block the host until ``wait``."""
+
+    numpy = numpy
+
+    def __init__(self, backend, pinned: bool = True):
+        self.backend = backend
+        self.pinned = pinned
+
+    def host_copy(self, device_array):
+        """A host buffer holding ``device_array``'s values."""
+        if self.pinned:
+            import cupyx
+
+            buffer = cupyx.empty_pinned(device_array.shape, dtype=device_array.dtype)
+        else:
+            buffer = numpy.empty(device_array.shape, dtype=device_array.dtype)
+        device_array.get(out=buffer, blocking=True)
+        return buffer
+
+    def h2d(self, host, device_array) -> None:
+        device_array.set(host)
+
+    def d2h(self, device_array, host) -> None:
+        device_array.get(out=host, blocking=False)
+
+    def wait(self) -> None:
+        self.backend.sync()
 
 
 def copy_operation(backend, n: int, dtype, direction: str, pinned: bool) -> kernels.Operation:
@@ -158,9 +237,8 @@ def device_bytes(workload: str, params: dict) -> float:
         pad = r // 2
         images = b * c * (h + 2 * pad) * (w + 2 * pad)
         outputs = f * b * h * w  # the output, and tensordot's result before it is added in
-        return (images + f * c * r * r + 2 * outputs + b * c * h * w) * size + _generation_B(
-            b * c * h * w, dtype
-        )
+        taps = f * c + b * c * h * w  # tensordot's contiguous copies of a tap's weights and window
+        return (images + f * c * r * r + 2 * outputs + taps) * size + _generation_B(b * c * h * w, dtype)
     if workload == "copy":
         return int(params["n"]) * size
     if workload == "offload":
@@ -191,4 +269,6 @@ def host_bytes(workload: str, params: dict) -> float:
         largest = max(chunk_sizes(n, params["streams"]))
         return buffers * n * size + largest * GENERATED_AS
     n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
-    return 2 * (n * (d_in + d_out) + d_in * hidden + hidden * d_out) * size
+    weights = d_in * hidden + hidden * d_out  # copied in, and the gradients copied back
+    staged = (n * (d_in + d_out) + (2 * weights if params["weights"] == "copied" else 0)) * size
+    return staged if params["pinned"] else 0.0  # pageable buffers are ordinary memory

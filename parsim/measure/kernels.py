@@ -59,7 +59,8 @@ def matmul(backend, m: int, n: int, k: int, dtype: str) -> Operation:
 def conv2d(
     backend, batch: int, channels: int, height: int, width: int, filters: int, kernel: int, dtype: str
 ) -> Operation:
-    """Same-padded stride-1 convolution as ``kernel**2`` shifted GEMMs (one per filter tap)."""
+    """Same-padded stride-1 convolution as ``kernel**2`` shifted GEMMs (one per filter tap): the
+    program ``conv2d algorithm=tap-gemm`` models kernel by kernel (``workloads.tap_gemm``)."""
     xp = backend.xp
     pad = kernel // 2
     images = xp.zeros((batch, channels, height + 2 * pad, width + 2 * pad), dtype=dtype)
@@ -80,53 +81,61 @@ def conv2d(
     return run
 
 
-def mlp_train_step(backend, params: dict, host=None) -> Operation:
+def mlp_train_step(backend, params: dict, staging=None) -> Operation:
     """One SGD step of the 2-layer MLP of the articles, written once for NumPy and CuPy.
 
-    ``weights=resident``: x and y are copied in (on a GPU), everything else stays on the device.
-    ``weights=copied`` (GPU only): the weights are copied in every step and the gradients copied
-    back for the update on the host, as with ``tf.placeholder`` + ``feed_dict``. ``host`` is the
-    host-side array module (NumPy) for those copies.
+    It is the program ``workloads.mlp.mlp_train_step`` models, call for call: two products
+    forward, ``(diff * diff).sum()`` as the loss (a square and a reduction), three products back,
+    the ReLU's gradient as a mask (``grad_h *= h > 0``: a comparison and a multiply, never the
+    boolean-indexed assignment, which on CuPy scans the mask and waits for the GPU), and
+    ``w -= lr * g`` as two in-place passes. Nothing is allocated on the host during a step.
+
+    ``staging`` (GPU only, ``gpu.HostStaging``): the host side of the copies. ``weights=resident``:
+    x and y are copied in every step, everything else stays on the device. ``weights=copied``: the
+    weights are copied in too and the gradients copied back for the update on the host, as with
+    ``tf.placeholder`` + ``feed_dict``. Every copy is from or into a host buffer made once, page-locked
+    or pageable as ``pinned`` says, so a step times the copies the model describes.
     """
     xp = backend.xp
     n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
     dtype, rate = params["dtype"], 1e-6
-    host = host or xp
-    data = {"x": backend.random((n, d_in), dtype), "y": backend.random((n, d_out), dtype)}
-    weights = {
-        "w1": backend.random((d_in, hidden), dtype) * 0.01,
-        "w2": backend.random((hidden, d_out), dtype) * 0.01,
-    }
-    on_host = {
-        key: host.asarray(value.get() if hasattr(value, "get") else value)
-        for key, value in {**data, **weights}.items()
-    }
-    copied = params["weights"] == "copied" and host is not xp
+    x, y = backend.random((n, d_in), dtype), backend.random((n, d_out), dtype)
+    w1, w2 = backend.random((d_in, hidden), dtype), backend.random((hidden, d_out), dtype)
+    xp.multiply(w1, 0.01, out=w1)
+    xp.multiply(w2, 0.01, out=w2)
+    copied = params["weights"] == "copied" and staging is not None
+    fed = {"x": x, "y": y, **({"w1": w1, "w2": w2} if copied else {})}
+    host = {name: staging.host_copy(array) for name, array in fed.items()} if staging else {}
+    if copied:
+        host["grad_w1"], host["grad_w2"] = staging.host_copy(w1), staging.host_copy(w2)
+
+    def update(weights, gradient, numerics=xp) -> None:
+        numerics.multiply(gradient, rate, out=gradient)
+        numerics.subtract(weights, gradient, out=weights)
 
     def step():
-        x, y = (
-            (xp.asarray(on_host["x"]), xp.asarray(on_host["y"])) if host is not xp else (data["x"], data["y"])
-        )
-        w1, w2 = (
-            (xp.asarray(on_host["w1"]), xp.asarray(on_host["w2"]))
-            if copied
-            else (weights["w1"], weights["w2"])
-        )
-        h = x @ w1
+        for name, array in fed.items():
+            if staging:
+                staging.h2d(host[name], array)
+        h = xp.matmul(x, w1)
         h_relu = xp.maximum(h, 0)
-        diff = h_relu @ w2 - y
-        loss = (diff * diff).sum()
-        grad_y = 2.0 * diff
-        grad_w2 = h_relu.T @ grad_y
-        grad_h = grad_y @ w2.T
-        grad_h[h < 0] = 0
-        grad_w1 = x.T @ grad_h
+        diff = xp.subtract(xp.matmul(h_relu, w2), y)
+        loss = xp.sum(xp.multiply(diff, diff))
+        grad_y = xp.multiply(diff, 2.0)
+        grad_w2 = xp.matmul(h_relu.T, grad_y)
+        grad_h = xp.matmul(grad_y, w2.T)
+        xp.multiply(grad_h, xp.greater(h, 0), out=grad_h)
+        grad_w1 = xp.matmul(x.T, grad_h)
         if copied:
-            on_host["w1"] -= rate * grad_w1.get()
-            on_host["w2"] -= rate * grad_w2.get()
-            return float(loss)
-        w1 -= rate * grad_w1
-        w2 -= rate * grad_w2
+            staging.d2h(grad_w1, host["grad_w1"])
+            staging.d2h(grad_w2, host["grad_w2"])
+            seconds = float(loss)  # the loss comes back and the host waits for the copies
+            staging.wait()
+            update(host["w1"], host["grad_w1"], numerics=staging.numpy)
+            update(host["w2"], host["grad_w2"], numerics=staging.numpy)
+            return seconds
+        update(w1, grad_w1)
+        update(w2, grad_w2)
         return float(loss)
 
     return step

@@ -25,7 +25,7 @@ import attrs
 
 from parsim.choices import MODES
 from parsim.errors import ParsimError
-from parsim.measure import cpu, gpu, kernels
+from parsim.measure import cpu, gpu, kernels, programs, torch_conv
 from parsim.measure.backends import backend as get_backend
 from parsim.measure.backends import gpu_errors, host_free_memory_B
 from parsim.measure.jsonfiles import choice, field, finite, json_kind, number, read_json, short, text
@@ -151,11 +151,13 @@ def measure(
                 chosen.free_memory_B(),
                 chosen.device_name,
             )
+        programs.check(chosen.name, workload, params)
         with measurement_lock(lock_timeout_s, on_wait=on_wait):
             if chosen.name == "numpy":
                 timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
             else:
-                timing, stages, how = _measure_gpu(chosen, workload, params, budget_s)
+                timing, stages, how, params = _measure_gpu(chosen, workload, params, budget_s)
+    params = programs.as_ran(chosen.name, workload, params)
     return Measurement(
         workload=workload,
         params=params,
@@ -239,10 +241,21 @@ def _measure_cpu(backend, workload: str, params: dict, mode: str, budget_s: floa
     finally:
         if resource is not None:
             resource.close()
-    return timing, {}, IMPLEMENTATIONS[mode]
+    taps = ""
+    if workload == "conv2d":
+        taps = "; the convolution as one BLAS product per filter tap (tensordot)"
+        taps += ", as NumPy has no convolution library (oneDNN)" if params["algorithm"] == "auto" else ""
+    return timing, {}, IMPLEMENTATIONS[mode] + taps
 
 
 def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
+    """Time ``workload`` on the GPU: ``(timing, stages, implementation, params as they ran)``."""
+    if workload == "conv2d" and params["algorithm"] == "auto":
+        return torch_conv.measure(backend, params, budget_s)
+    return programs.in_math_asked(backend, params, lambda: _time_gpu(backend, workload, params, budget_s))
+
+
+def _time_gpu(backend, workload: str, params: dict, budget_s: float):
     cupy = backend.xp
     params = {**params, "dtype": backend.dtype(params["dtype"])} if "dtype" in params else params
     if workload == "copy":
@@ -270,13 +283,24 @@ def _measure_gpu(backend, workload: str, params: dict, budget_s: float):
         timing = time_callable(parts["end_to_end"], sync=backend.sync, budget_s=budget_s)
         return timing, stages, f"H2D, fused kernel, D2H per chunk on {params['streams']} stream(s)"
     if workload == "mlp_train_step":
-        import numpy
-
-        operation = kernels.mlp_train_step(backend, params, host=numpy)
+        staging = gpu.HostStaging(backend, pinned=params["pinned"])
+        operation = kernels.mlp_train_step(backend, params, staging=staging)
         timing = time_callable(operation, sync=backend.sync, budget_s=budget_s)
-        return timing, {}, f"CuPy forward, backward and SGD update, weights {params['weights']}"
+        where = "on the host" if params["weights"] == "copied" else "on the GPU"
+        kind = "page-locked (cupyx.empty_pinned)" if params["pinned"] else "pageable (numpy.empty)"
+        return (
+            timing,
+            {},
+            (
+                f"CuPy forward, backward and SGD update {where} (weights {params['weights']}), "
+                f"copies from {kind} host buffers"
+            ),
+        )
     operation = _device_operation(backend, cupy, workload, params)
-    return backend.time(operation, budget_s=budget_s), {}, "CuPy kernels timed with CUDA events"
+    how = "CuPy kernels timed with CUDA events"
+    if workload == "conv2d":
+        how += "; the convolution as one cuBLAS product per filter tap (tensordot), added into the output"
+    return backend.time(operation, budget_s=budget_s), {}, how
 
 
 def _device_operation(backend, cupy, workload: str, params: dict) -> kernels.Operation:

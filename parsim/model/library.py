@@ -36,15 +36,12 @@ from parsim.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.stack import library_for
 from parsim.workloads.base import HOST, Kernel, Op, Workload
-from parsim.workloads.conv import ConvShape
+from parsim.workloads.conv import FFT, GEMM, IMPLICIT_GEMM, WINOGRAD, ConvShape
 
 if TYPE_CHECKING:  # rates depend on this module, not the other way round
     from parsim.model.rates import Execution
 
-IMPLICIT_GEMM = "implicit-gemm"
-GEMM = "gemm"
-WINOGRAD = "winograd"
-FFT = "fft"
+__all__ = ["FFT", "GEMM", "IMPLICIT_GEMM", "WINOGRAD", "candidates", "choose", "gemm_tiling", "lower"]
 
 CLEARLY_FASTER = 0.05
 """A smaller GEMM tile must save this share of the time to be chosen over a larger one."""
@@ -73,7 +70,17 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
         )
     if library.fft_min_filter and shape.stride == 1 and shape.kernel >= library.fft_min_filter:
         offered.append((FFT, _fft(kernel, shape)))
-    return offered
+    if not shape.algorithm:
+        return offered
+    named = [(IMPLICIT_GEMM if name == GEMM else name, name, k) for name, k in offered]
+    pinned = [(name, k) for asked, name, k in named if asked == shape.algorithm]
+    if not pinned:
+        names = ", ".join(asked for asked, _, _ in named)
+        raise ParsimError(
+            f"'algorithm' {shape.algorithm} is not offered by {library.name} for a {shape.kernel}x"
+            f"{shape.kernel} filter at stride {shape.stride} on {spec.name}: choose auto or one of {names}"
+        )
+    return pinned
 
 
 def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:

@@ -4,7 +4,9 @@ A framework hands cuDNN (or oneDNN) a convolution, not a matrix product: the lib
 algorithm for the shape. ``ConvShape`` keeps the shape and which pass of training the kernel is:
 ``fwd`` (the output), ``dgrad`` (the gradient with respect to the input) or ``wgrad`` (with respect
 to the weights). Every pass is, as an implicit GEMM, ``2 M N K`` FLOPs with the dimensions
-``gemm_dims`` gives; other algorithms (Winograd, FFT) exist only for some shapes.
+``gemm_dims`` gives; other algorithms (Winograd, FFT) exist only for some shapes. ``algorithm``
+pins one of the library's algorithms (a measurement that ran it, a what-if); empty leaves the
+choice to the library, which takes its fastest.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ import attrs
 from parsim.checks import non_negative_int, one_of, positive_int
 
 Pass = Literal["fwd", "dgrad", "wgrad"]
+
+IMPLICIT_GEMM = "implicit-gemm"
+GEMM = "gemm"  # an implicit GEMM of a 1x1 stride-1 layer is a plain GEMM
+WINOGRAD = "winograd"
+FFT = "fft"
+LIBRARY_ALGORITHMS = (IMPLICIT_GEMM, WINOGRAD, FFT)
+"""The algorithms a kernel library offers (``model.library.candidates``), as a user names them."""
 
 
 @attrs.frozen(cache_hash=True)
@@ -32,6 +41,7 @@ class ConvShape:
         stride: step between windows.
         padding: zeros added on each side.
         pass_: ``fwd``, ``dgrad`` or ``wgrad``.
+        algorithm: one of ``LIBRARY_ALGORITHMS`` to run; empty: the library's fastest.
     """
 
     batch: int = attrs.field(validator=positive_int)
@@ -43,6 +53,7 @@ class ConvShape:
     stride: int = attrs.field(default=1, validator=positive_int)
     padding: int = attrs.field(default=0, validator=non_negative_int)
     pass_: Pass = attrs.field(default="fwd", validator=one_of(("fwd", "dgrad", "wgrad")))
+    algorithm: str = attrs.field(default="", validator=one_of(("", *LIBRARY_ALGORITHMS)))
 
     @property
     def out_height(self) -> int:

@@ -203,8 +203,18 @@ def conv2d(params: Params) -> Workload:
     finds them faster for the shape and device.
 
     Every output pixel of every filter is independent ("embarrassingly parallel"): M = batch x
-    height x width output pixels, N = filters, K = channels x kernel x kernel.
+    height x width output pixels, N = filters, K = channels x kernel x kernel. ``algorithm`` pins
+    one of the library's algorithms, or ``tap-gemm``: one product per filter tap, as parsim's CuPy
+    measurement runs it (``tap_gemm``).
     """
+    from parsim.workloads.tap_gemm import tap_gemm_footprint_B, tap_gemm_kernels
+
+    algorithm = params.get("algorithm", "auto")
+    if algorithm == "tap-gemm":
+        kernels = tap_gemm_kernels(params, _math(params))
+        return Workload(
+            name="conv2d", params=_items(params), ops=kernels, footprint_B=tap_gemm_footprint_B(params)
+        )
     b, c, h, w = params["batch"], params["channels"], params["height"], params["width"]
     f, r, dtype = params["filters"], params["kernel"], params["dtype"]
     size = itemsize(dtype)
@@ -220,7 +230,7 @@ def conv2d(params: Params) -> Workload:
         python_ops_per_item=k,
         gemm_mn=(m, n),
         math=_math(params),
-        conv=ConvShape(b, c, h, w, f, r, 1, (r - 1) // 2),
+        conv=ConvShape(b, c, h, w, f, r, 1, (r - 1) // 2, algorithm="" if algorithm == "auto" else algorithm),
     )
     return Workload(name="conv2d", params=_items(params), ops=(kernel,), footprint_B=kernel.bytes)
 

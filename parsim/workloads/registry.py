@@ -15,7 +15,7 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from parsim.errors import ParsimError, closest
-from parsim.workloads import ops, training, transfers
+from parsim.workloads import mlp, ops, training, transfers
 from parsim.workloads.base import Params, Vectorised, Workload
 
 Dtype = Literal["float16", "bfloat16", "float32", "float64"]
@@ -59,6 +59,11 @@ class Conv2dParams(_Params):
     filters: int = Field(64, gt=0, le=10**5, description="output channels")
     kernel: int = Field(3, gt=0, le=99, description="kernel edge (same padding, stride 1)")
     math: Literal["ieee", "tf32"] = Field("ieee", description="float32 on TF32 tensor cores (tf32) or not")
+    algorithm: Literal["auto", "implicit-gemm", "winograd", "fft", "tap-gemm"] = Field(
+        "auto",
+        description="auto: the library's fastest (cuDNN); implicit-gemm, winograd or fft: that one; "
+        "tap-gemm: one cuBLAS product per filter tap, what parsim measures on CuPy",
+    )
 
 
 class CopyParams(VectorParams):
@@ -126,11 +131,19 @@ class _FrameworkParams(_Params):
 
 
 class MlpTrainParams(_FrameworkParams):
+    framework: Literal["eager", "graph", "cuda-graph", "torch7", "none"] = Field(  # type: ignore[assignment]
+        "eager",
+        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), cuda-graph, or none: NumPy/CuPy "
+        "calls with no framework (what parsim measures)",
+    )
     batch: int = Field(64, gt=0, le=10**6, description="samples per step (N)")
     d_in: int = Field(1000, gt=0, le=10**6, description="input features (D)")
     hidden: int = Field(100, gt=0, le=10**6, description="hidden units (H)")
     d_out: int = Field(1000, gt=0, le=10**6, description="outputs")
     weights: Literal["resident", "copied"] = "resident"
+    pinned: bool = Field(
+        True, description="host buffers of the copies page-locked (true) or pageable NumPy arrays (false)"
+    )
     optimizer: Optimizer = _OPTIMIZER
 
 
@@ -309,7 +322,7 @@ WORKLOADS: dict[str, WorkloadDef] = {
     "mlp_train_step": WorkloadDef(
         "mlp_train_step",
         MlpTrainParams,
-        training.mlp_train_step,
+        mlp.mlp_train_step,
         "one SGD step of the 2-layer MLP",
         instead=_DATA_PARALLEL,
         samples=_batch,

@@ -1,11 +1,8 @@
-"""Deep-learning steps: the 2-layer MLP, whole networks, serving, and data-parallel training.
+"""Deep-learning steps: whole networks, serving, and data-parallel training.
 
-These are the situations of the background articles, as programs of kernels and copies:
+These are the situations of the background articles, as programs of kernels and copies (the
+2-layer MLP's step is ``workloads.mlp``):
 
-- ``mlp_train_step``: N, D, H = 64, 1000, 100. With ``weights=copied`` the weights are fed from
-  the host every step and the gradients come back for a NumPy update (``tf.placeholder`` +
-  ``feed_dict``); with ``weights=resident`` they live on the device and are updated there
-  (``tf.Variable``). Only the data batch crosses PCIe.
 - ``network``: a model's layers, forward only or forward + backward + the optimizer's update
   (SGD or Adam); on a GPU the input batch is copied in first and the loss copied back. A
   language model (``llms.LLMS``) is built by ``transformer.transformer_kernels``: its input is
@@ -39,20 +36,11 @@ from parsim.workloads.layers import (
 )
 from parsim.workloads.llms import LLMS, LlmConfig
 from parsim.workloads.models import MODELS
-from parsim.workloads.ops import _items, gemm_kernel
-from parsim.workloads.optimizers import optimizer_state_B, update_kernel
+from parsim.workloads.ops import _items
+from parsim.workloads.optimizers import update_kernel
 from parsim.workloads.transformer import transformer_footprint_B, transformer_kernels, transformer_layers
 
 TOKEN_ID_B = 8  # a token id is an int64
-
-
-def _streaming(
-    name: str, n: int, flops: float, arrays_read: int, dtype: str, device: int = 0, layer: str = ""
-) -> Kernel:
-    size = itemsize(dtype)
-    return Kernel(
-        name, flops * n, arrays_read * n * size, n * size, n, dtype=dtype, device=device, layer=layer
-    )
 
 
 def numerics_of(params: Params) -> Numerics:
@@ -79,92 +67,6 @@ def numerics_of(params: Params) -> Numerics:
         conv_math="tf32" if chosen in ("default", "tf32") else "",
         linear_math="tf32" if chosen == "tf32" else "",
     )
-
-
-def mlp_train_step(params: Params) -> Workload:
-    """One SGD (or Adam) step of the 2-layer MLP, each kernel launched separately as a framework would."""
-    n, d_in, hidden, d_out = params["batch"], params["d_in"], params["hidden"], params["d_out"]
-    optimizer = params.get("optimizer", "sgd")
-    dtype, copied = params["dtype"], params["weights"] == "copied"
-    linear = numerics_of(params).linear_math
-    size = itemsize(dtype)
-    w1, w2 = d_in * hidden, hidden * d_out
-    ops: list[Op] = [
-        Transfer("h2d x", n * d_in * size, "h2d", layer="data"),
-        Transfer("h2d y", n * d_out * size, "h2d", layer="data"),
-    ]
-    if copied:
-        ops += [
-            Transfer("h2d w1", w1 * size, "h2d", layer="fc1"),
-            Transfer("h2d w2", w2 * size, "h2d", layer="fc2"),
-        ]
-    ops += [
-        _layer(gemm_kernel(n, hidden, d_in, dtype, "h = x @ w1", math=linear), "fc1"),
-        _streaming("h_relu = max(h, 0)", n * hidden, 1, 1, dtype, layer="relu"),
-        _layer(gemm_kernel(n, d_out, hidden, dtype, "y_pred = h_relu @ w2", math=linear), "fc2"),
-        _streaming("diff = y_pred - y", n * d_out, 1, 2, dtype, layer="loss"),
-        Kernel(
-            "loss = sum(diff ** 2)",
-            2.0 * n * d_out,
-            n * d_out * size,
-            size,
-            n * d_out,
-            dtype=dtype,
-            layer="loss",
-        ),
-        _streaming("grad_y = 2 * diff", n * d_out, 1, 1, dtype, layer="loss"),
-        _layer(gemm_kernel(hidden, d_out, n, dtype, "grad_w2 = h_relu.T @ grad_y", math=linear), "fc2"),
-        _layer(gemm_kernel(n, hidden, d_out, dtype, "grad_h = grad_y @ w2.T", math=linear), "fc2"),
-        _streaming("grad_h[h < 0] = 0", n * hidden, 1, 2, dtype, layer="relu"),
-        _layer(gemm_kernel(d_in, hidden, n, dtype, "grad_w1 = x.T @ grad_h", math=linear), "fc1"),
-    ]
-    if copied:
-        ops += [
-            Transfer("d2h loss", size, "d2h", layer="loss"),
-            Transfer("d2h grad_w1", w1 * size, "d2h", layer="fc1"),
-            Transfer("d2h grad_w2", w2 * size, "d2h", layer="fc2"),
-            update_kernel(optimizer, "w1 -= lr * grad_w1 (host)", w1, dtype, device=HOST, layer="fc1"),
-            update_kernel(optimizer, "w2 -= lr * grad_w2 (host)", w2, dtype, device=HOST, layer="fc2"),
-        ]
-        deps = _after_all_copies_back(ops)
-    else:
-        ops += [
-            update_kernel(optimizer, "w1 -= lr * grad_w1", w1, dtype, layer="fc1"),
-            update_kernel(optimizer, "w2 -= lr * grad_w2", w2, dtype, layer="fc2"),
-            Transfer("d2h loss", size, "d2h", layer="loss"),
-        ]
-        deps = ()
-    footprint = (2 * (w1 + w2) + n * (2 * d_in + 3 * hidden + 4 * d_out)) * size
-    footprint += optimizer_state_B(optimizer, w1 + w2, dtype)
-    kinds = (("data", "copy"), ("fc1", "linear"), ("relu", "relu"), ("fc2", "linear"), ("loss", "mse"))
-    return Workload(
-        "mlp_train_step",
-        _items(params),
-        tuple(ops),
-        deps,
-        footprint_B=footprint,
-        layers=kinds,
-        staging=True,
-        framework=params["framework"],
-    )
-
-
-def _layer(kernel: Kernel, layer: str) -> Kernel:
-    return attrs.evolve(kernel, layer=layer)
-
-
-def _after_all_copies_back(ops: list[Op]) -> tuple[tuple[int, ...], ...]:
-    """Host-side kernels wait for every device-to-host copy before them."""
-    copies_back: list[int] = []
-    deps: list[tuple[int, ...]] = []
-    for index, op in enumerate(ops):
-        if isinstance(op, Kernel) and op.device == HOST:
-            deps.append(tuple(copies_back))
-        else:
-            deps.append(())
-        if isinstance(op, Transfer) and op.direction == "d2h":
-            copies_back.append(index)
-    return tuple(deps)
 
 
 def network(params: Params) -> Workload:
