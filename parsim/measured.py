@@ -106,8 +106,9 @@ def repredict(data: dict, source: str = "report") -> dict:
     """``data`` with each row predicted by the installed model for the preset the file names.
 
     The file's measured times stay; each row's own prediction is kept as ``recorded_predicted_s``;
-    a row today's model refuses (a parameter it does not know) moves to ``not_predicted`` with the
-    reason. Per-class and overall figures are computed again. A file naming no preset is returned
+    a row today's model refuses (a parameter it does not know), or whose program parsim no longer
+    runs (its ``superseded`` says why), moves to ``not_predicted`` with the reason. Per-class and
+    overall figures are computed again. A file naming no preset is returned
     as it is (it was predicted with a calibration of that machine, which is not here).
     """
     from parsim.hardware.presets import PROCESSORS
@@ -120,6 +121,9 @@ def repredict(data: dict, source: str = "report") -> dict:
         raise ParsimError(f"{source}: 'preset' must be a GPU preset of this parsim: {str(preset)[:40]!r}")
     rows, refused = [], []
     for row in data["rows"]:
+        if isinstance(row.get("superseded"), str):  # a program parsim no longer runs: not compared
+            refused.append({**_without_prediction(row), "why": row["superseded"]})
+            continue
         try:
             predicted = predict(row["workload"], row["params"], device=preset).latency_s
         except ParsimError as exc:

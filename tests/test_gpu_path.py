@@ -13,7 +13,7 @@ import parsim
 from parsim.dtypes import DTYPES
 from parsim.errors import ParsimError
 from parsim.measure import backends, gpu
-from parsim.measure.gpu_calibrate import _gpu_spec, _link_spec, fit_latency_bandwidth
+from parsim.measure.gpu_calibrate import _gpu_spec, fit_latency_bandwidth, link_spec
 from parsim.measure.run import measure
 from parsim.stack.array_library import CUPY
 from parsim.workloads.registry import make_workload, validate_params
@@ -230,7 +230,7 @@ def test_calibrated_copy_predicts_its_own_measurement_exactly():
         "d2h_pageable_bandwidth_Bps": 6e9,
     }
     properties = cupy_standin.make()[0].cuda.runtime.getDeviceProperties(0)
-    device, link = _gpu_spec(properties, raw), _link_spec(raw)
+    device, link = _gpu_spec(properties, raw), link_spec(raw)
     # the host's CuPy copy call (the 6 us elementwise call less CuPy's elementwise work, plus its
     # copy work) is charged before the copy: the link keeps the rest of the 18 us
     call = CUPY.call_s("copy", 6e-6 - CUPY.call_s("elementwise", 0.0))

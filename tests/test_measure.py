@@ -12,7 +12,7 @@ import pytest
 from parsim.errors import ParsimError
 from parsim.measure import Measurement, cpu, measure
 from parsim.measure import backends as backends_module
-from parsim.measure.gpu_calibrate import _gpu_spec, _link_spec, fit_latency_bandwidth
+from parsim.measure.gpu_calibrate import _gpu_spec, fit_latency_bandwidth, link_spec
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import Timing, time_callable
 from parsim.workloads import make_workload
@@ -229,7 +229,7 @@ def test_gpu_spec_from_device_properties_and_timings():
     assert (spec.cores, spec.lanes_per_core, spec.tiles_per_core, spec.copy_engines) == (80, 64, 8, 2)
     assert spec.peak_flops_per_s("float32") * spec.matmul_efficiency == pytest.approx(12e12)
     assert spec.peak_flops_per_s("float16", matrix=True) * spec.matmul_efficiency == pytest.approx(90e12)
-    link = _link_spec(
+    link = link_spec(
         {
             "h2d_pinned_bandwidth_Bps": 12e9,
             "d2h_pinned_bandwidth_Bps": 13e9,

@@ -65,6 +65,9 @@ def test_loading_by_name_predicts_every_row_again_for_the_files_preset():
         assert row["predicted_s"] == pytest.approx(today, rel=1e-12)
         assert row["error"] == pytest.approx(today / row["measured_s"] - 1, rel=1e-9)
     for row in data["not_predicted"]:
+        if row.get("superseded"):  # a program parsim no longer runs: shown with why, not compared
+            assert row["why"] == row["superseded"] and row["workload"] == "mlp_train_step"
+            continue
         with pytest.raises(ParsimError):
             predict(row["workload"], row["params"], device="h100-sxm")
     # the summaries are those of the rows shown

@@ -28,14 +28,27 @@ def scored() -> dict:
     return grid.points()
 
 
-CLASSES = sorted({name for row in grid.rows() if (name := grid.class_of(row["workload"], row["params"]))})
+CLASSES = sorted(
+    {grid.class_of(row["workload"], row["params"]) for row in grid.rows() if not row.get("superseded")}
+)
 
 
-def test_every_class_of_the_grid_is_tested_and_pageable_copies_are_left_out():
-    assert {"vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul", "copy", "offload"} <= set(
+def test_every_row_is_scored_but_those_of_a_program_parsim_no_longer_runs():
+    assert {"vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul", "conv2d", "copy"} <= set(
         CLASSES
     )
-    assert sum(len(members) for members in scored().values()) == len(grid.rows()) - 10  # 10 pageable
+    assert {"offload", grid.PAGEABLE} <= set(CLASSES)
+    left = grid.superseded()
+    assert [row["workload"] for row in left] == ["mlp_train_step"] * 3  # measured before the step changed
+    assert sum(len(members) for members in scored().values()) == len(grid.rows()) - len(left)
+
+
+def test_pageable_copies_are_scored_with_the_link_calibrate_fits_from_the_grid():
+    link = grid.calibrated_link()
+    # h2d slows past the host's caches, d2h does not (issue 30 item 7); both within 10 % at >= 100 us
+    assert link.pageable_h2d.cached_bandwidth_Bps > 1.4 * link.pageable_h2d.bandwidth_Bps
+    assert link.pageable_d2h.cached_B == 0
+    assert all(abs(p.error) <= 0.10 for p in scored()[grid.PAGEABLE] if p.large)
 
 
 @pytest.mark.parametrize("name", CLASSES)

@@ -127,14 +127,14 @@ def _calibrate_gpu(quick, progress, copy_sizes_B, copy_timer) -> tuple[Processor
         if tries:  # a retry measures the launch again too: the latency is the difference of both
             require("launch_s", plausible.measured(launch), "the launch overhead")
         tries.append(None)
-        return _fit_copies(sizes, timer, raw["launch_s"])
+        return fit_copies(sizes, timer, raw["launch_s"])
 
     link_raw = plausible.measured(copies)
     if isinstance(link_raw, str):
         raise plausible.unmeasurable("the host link", link_raw)
     raw.update(link_raw)
     report(len(steps))
-    return _gpu_spec(properties, raw), _link_spec(raw), raw
+    return _gpu_spec(properties, raw), link_spec(raw), raw
 
 
 def measure_launch_s(cupy, tiny: dict, budget_s: float) -> float | str:
@@ -159,7 +159,7 @@ def _copy_timer(backend, budget_s: float) -> CopyTimer:
     return timer
 
 
-def _fit_copies(sizes: tuple[int, ...], timer: CopyTimer, launch_s: float) -> dict | str:
+def fit_copies(sizes: tuple[int, ...], timer: CopyTimer, launch_s: float) -> dict | str:
     """Pinned and pageable copies both ways, fitted; or why the fit is not what a link can do."""
     times = {
         (d, pinned): [timer(d, pinned, size) for size in sizes]
@@ -262,7 +262,7 @@ def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
     )
 
 
-def _link_spec(raw: dict) -> LinkSpec:
+def link_spec(raw: dict) -> LinkSpec:
     pinned = (raw["h2d_pinned_bandwidth_Bps"] + raw["d2h_pinned_bandwidth_Bps"]) / 2
     pageable = min(pinned, (raw["h2d_pageable_bandwidth_Bps"] + raw["d2h_pageable_bandwidth_Bps"]) / 2)
     intercept = (raw["h2d_pinned_latency_s"] + raw["d2h_pinned_latency_s"]) / 2

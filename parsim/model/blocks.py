@@ -34,8 +34,6 @@ def block_parts(
         seconds = kernel_seconds(kernel)
         return framework.floor(seconds, kernel.multi_tensor) if framework else seconds
 
-    compute = sum(
-        max(gpu_s(kernel), issue_s(system, framework, False, kernel)) for kernel in kernels
-    )
+    compute = sum(max(gpu_s(kernel), issue_s(system, framework, False, kernel)) for kernel in kernels)
     communication = sum(op_timing(system, op).seconds for op in collectives)
     return compute, communication
