@@ -296,3 +296,17 @@ def test_explore_serves_a_70b_model_over_8_gpus_with_its_request_figures():
     shown = {m.label: m.value for m in at.metric}
     assert {"first token", "per output token", "tokens/s, all", "KV cache", "max batch"} <= set(shown)
     assert int(shown["max batch"]) > 64
+
+
+def test_the_measure_page_shows_no_server_folder(tmp_path, monkeypatch):
+    """Issue 23, item 6: the Measure page printed the server's working folder."""
+    monkeypatch.chdir(tmp_path)
+    at = app("measure")
+    shown = [
+        str(element.value)
+        for kind in ("markdown", "caption", "info", "success", "warning", "error", "text")
+        for element in at.get(kind)
+        if hasattr(element, "value")
+    ]
+    assert shown and not any(str(tmp_path) in text for text in shown)
+    assert any("the folder the app was started from" in text for text in shown)

@@ -107,7 +107,7 @@ def calibrate_button(key: str) -> bool:
         st.error(text if text.startswith("calibration") else f"calibration failed: {text}")
         return False
     bar.empty()
-    st.success(f"calibrated and saved to {path.resolve()}")
+    st.success(f"calibrated and saved to {path.name} in the folder the app was started from")
     return True
 
 

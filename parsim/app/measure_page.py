@@ -9,7 +9,6 @@ lecture laptop without a GPU can show figures measured on a GPU server.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas
 import streamlit as st
@@ -68,7 +67,7 @@ def _calibration() -> None:
                 key="measure_calibration_download",
             )
         else:
-            st.write(f"not calibrated yet: no `{CALIBRATION}` in {Path.cwd()}")
+            st.write(f"not calibrated yet: no `{CALIBRATION}` in the folder the app was started from")
         if calibrate_button(key="measure_calibrate"):
             st.rerun()  # every page reads the new calibration
 
