@@ -3,6 +3,8 @@ against."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 import parsim
@@ -202,3 +204,78 @@ def test_split_workers_exit_when_the_search_is_killed():
     while any(running(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [c.pid for c in children if running(c)], "workers outlived their search"
+
+
+class _FakeScheduler:
+    """A TCP server on loopback that accepts connections and then stays silent or sends junk; it
+    stops by itself (bounded in time)."""
+
+    def __init__(self, reply: bytes | None):
+        import socket
+        import threading
+
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(4)
+        self.socket.settimeout(0.2)
+        self.address = f"tcp://127.0.0.1:{self.socket.getsockname()[1]}"
+        self.reply, self.open, self.stop = reply, [], threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        import time
+
+        deadline = time.monotonic() + 30
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                continue
+            self.open.append(connection)
+            if self.reply is not None:
+                with contextlib.suppress(OSError):
+                    connection.sendall(self.reply)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        for connection in self.open:
+            connection.close()
+        self.socket.close()
+
+
+@pytest.mark.slow  # seconds: Dask's import and the timeout itself
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (None, "within 1 s (something accepted the connection and never replied)"),
+        (b"\xff" * 64, "is not a Dask scheduler"),
+    ],
+)
+def test_a_scheduler_that_never_answers_or_answers_junk_is_one_line_in_time(cli, reply, expected):
+    """Item 12: --dask-timeout was ignored by a silent peer (17 min); a junk reply raised MemoryError."""
+    import time
+
+    pytest.importorskip("distributed")
+    server = _FakeScheduler(reply)
+    try:
+        started = time.monotonic()
+        base = ["sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", "workload.n=1e3,1e4"]
+        code, _, err = cli(*base, "--dask", server.address, "--dask-timeout", "1")
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+    assert code == 2 and expected in err and err.count("\n") == 1, err
+    assert elapsed < 10
+
+
+def test_a_local_dask_cluster_has_at_most_a_worker_per_cpu(cli):
+    """Item 12: --dask local --workers 50 printed 253 lines of tracebacks."""
+    pytest.importorskip("distributed")
+    from parsim.measure.cpu import cores
+
+    base = ["sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", "workload.n=1e3,1e4"]
+    code, _, err = cli(*base, "--dask", "local", "--workers", str(cores() + 1))
+    assert code == 2 and err.count("\n") == 1
+    assert f"'--workers' {cores() + 1} is more than the {cores()} CPUs this process may use" in err

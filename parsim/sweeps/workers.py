@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import ctypes
+import logging
 import os
 import signal
 import sys
@@ -85,6 +86,33 @@ def _mapped(work: Iterable, mapper: Callable) -> Iterator[pandas.DataFrame | lis
         yield from mapper(evaluate_many, window)
 
 
+def _connect(client_type, address: str, timeout_s: float):
+    """A ``Client`` of the scheduler at ``address`` within ``timeout_s``, or one line saying why not."""
+    outcome: dict = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = client_type(address, timeout=timeout_s)
+        except BaseException as exc:  # MemoryError from a junk reply's frame sizes included
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=attempt, daemon=True, name="parsim-dask-connect")
+    thread.start()
+    thread.join(timeout_s + 1.0)
+    if thread.is_alive():
+        raise ParsimError(
+            f"no Dask scheduler answered at {address} within {timeout_s:g} s "
+            "(something accepted the connection and never replied)"
+        )
+    error = outcome.get("error")
+    if isinstance(error, (OSError, TimeoutError)):
+        raise ParsimError(f"no Dask scheduler answered at {address} within {timeout_s:g} s ({error})")
+    if error is not None:
+        reason = f"{type(error).__name__}: {str(error)[:80]}"
+        raise ParsimError(f"what answered at {address} is not a Dask scheduler ({reason})")
+    return outcome["client"]
+
+
 def watch_parent(parent: int) -> None:
     """Pool initializer: this worker exits as soon as the sweep process ``parent`` is gone."""
     if sys.platform.startswith("linux"):
@@ -119,29 +147,47 @@ def _alive(pid: int) -> bool:
 def dask_map(address: str, workers: int = 2, timeout_s: float = 10.0):
     """A map-like callable on Dask ``distributed``: ``local`` starts a LocalCluster of processes.
 
+    Every wait is bounded: a scheduler that accepts the connection and never answers, or answers
+    with something that is not Dask, is one line after at most ``timeout_s`` (distributed's own
+    timeout does not cover a silent peer); a local cluster has at most one worker per CPU this
+    process may use, and distributed's log is kept to errors of its own.
+
     Returns ``(map_function, close)``; results arrive as tasks finish.
     """
     try:
         from distributed import Client, LocalCluster, as_completed
+        from distributed.comm.addressing import parse_address
     except ImportError:
         raise ParsimError("Dask is not installed: pip install 'parsim[dask]'") from None
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)  # worker tracebacks are not for the user
     cluster = None
-    try:
-        if address == "local":
+    if address == "local":
+        from parsim.measure.cpu import cores
+
+        cpus = cores()
+        if workers > cpus:
+            raise ParsimError(
+                f"'--workers' {workers} is more than the {cpus} CPUs this process may use for --dask local"
+            )
+        try:
             cluster = LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
             )
             client = Client(cluster)
-        else:
-            client = Client(address, timeout=timeout_s)
-    except (ValueError, TypeError) as exc:  # not an address at all: "nonsense", "tcp://host" ...
-        raise ParsimError(
-            f"'--dask' must be 'local' or a scheduler address such as tcp://host:8786: {address!r} ({exc})"
-        ) from None
-    except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
-        raise ParsimError(f"no Dask scheduler answered at {address} within {timeout_s:g} s ({exc})") from None
+        except Exception as exc:
+            if cluster is not None:
+                cluster.close()
+            raise ParsimError(f"could not start a local Dask cluster of {workers} workers ({exc})") from None
+    else:
+        try:
+            _, location = parse_address(address)
+            host, _, port = location.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError("expected host:port")
+        except (ValueError, TypeError) as exc:  # not an address at all: "nonsense", "tcp://host" ...
+            usage = "'--dask' must be 'local' or a scheduler address such as tcp://host:8786"
+            raise ParsimError(f"{usage}: {address!r} ({exc})") from None
+        client = _connect(Client, address, timeout_s)
 
     def map_function(function, iterable: Iterable):
         futures = client.map(function, list(iterable), pure=False)
