@@ -26,9 +26,11 @@ Three things decide that time, each modelled where it belongs:
   (``stack.array_library``: ``tensordot``); the product is issued as one (``op="tensordot"``);
 - the copies are CuPy's ``elementwise_copy``, a ufunc: one element per thread, one load each, so
   Little's law caps them from device memory as it caps the add (``thread_loads_B``);
-- the cache: each kernel alone would fit an H100's 50 MiB L2, but a tap touches the input, the
-  window's copy, the product and the output before it uses any of them again. Every kernel carries
-  that loop's bytes as its ``reuse_B``, so a cache serves them warm only where the whole loop fits.
+- the cache: a kernel alone may fit an H100's 50 MiB L2 (the window's copy of 32x64x56x56 float16
+  moves 26 MB), but a tap touches the input, the window's copy, the product and the output before
+  it comes back to the input and the output. Every kernel carries that loop's bytes as its
+  ``reuse_B``, so a cache serves them warm only where the whole loop fits. (The product reads the
+  copy just written, which a cache would still hold; its stores go back to memory all the same.)
 """
 
 from __future__ import annotations
