@@ -22,9 +22,11 @@ are not capped.
 Fitted once for CuPy (``benchmarks/h100_measured.py`` prints the table): CuPy 14.2 on an H100 SXM
 whose host is a 16-vCPU Xeon VM (``parsim/data/measured/h100-sxm-2026-11-25.json``), on the calls
 whose kernel the model puts under 1 us (elementwise ops and sums of 1e4 elements, products of
-256^3, copies of 4 KB), less the H100's 5 us launch; ``tensordot`` on the one convolution row
-whose GPU work is a small share of its calls (its figure there). The elementwise call, 9.3 us in all, agrees
-with the 7.3 us per ``cupy.add`` that ``calibrate_gpu`` measured on that machine's host side alone.
+256^3, copies of 4 KB), less the H100's 5 us launch; ``tensordot`` on the one convolution row whose
+GPU work is a small share of its calls (its figure there; the host sets that row's pace, as the
+32x64x56x56 row, four times the data, takes about as long per tap: 93 against 86 us). The
+elementwise call, 9.3 us in all, agrees with the 7.3 us per ``cupy.add`` that ``calibrate_gpu``
+measured on that machine's host side alone.
 """
 
 from __future__ import annotations
