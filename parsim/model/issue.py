@@ -27,7 +27,7 @@ def call_kind(op: Op) -> str | None:
     if not isinstance(op, Kernel):
         return None
     if op.gemm_mn is not None:
-        return "gemm"
+        return "tensordot" if op.op == "tensordot" else "gemm"
     return "reduction" if op.op == "sum" else "elementwise"
 
 

@@ -1,19 +1,22 @@
 """Which memory level serves a working set, and how fast a group of cores can draw from it.
 
 A cache-aware roofline: the smallest level holding the working set serves it (data warm, as in a
-repeated measurement). Cache bandwidth grows with the cores using it (each core brings its own
-L1/L2 ports and L3 slice), so a mode with fewer cores gets what that many cores draw (the level's
-measured per-core figure, or an equal share). Main memory is a socket-wide ceiling, and one core
-is limited by its own bytes in flight (Little's law): ``min(level bandwidth, active cores x
-per-core ceiling)``. A GPU's per-SM L1 never counts, because it is invalidated at every kernel
-launch. A calibrated machine carries a measured bandwidth curve instead, interpolated log-log at
-the working set.
+repeated measurement). The working set is the kernel's own bytes, or what the program touches
+between two uses of them where that is more (``Kernel.reuse_B``, a loop's bytes per iteration): a
+least-recently-used cache keeps data only while what comes after it fits. Cache bandwidth grows
+with the cores using it (each core brings its own L1/L2 ports and L3 slice), so a mode with fewer
+cores gets what that many cores draw (the level's measured per-core figure, or an equal share).
+Main memory is a socket-wide ceiling, and one core is limited by its own bytes in flight (Little's
+law): ``min(level bandwidth, active cores x per-core ceiling)``. A GPU's per-SM L1 never counts,
+because it is invalidated at every kernel launch. A calibrated machine carries a measured bandwidth
+curve instead, interpolated log-log at the working set.
 
 A GPU hides memory latency with threads, not caches, and Little's law caps that too: a kernel
 whose threads each load ``thread_loads_B`` for one element and wait for them before the next
 (CuPy's elementwise kernels: one load per input, one element per thread per loop iteration) keeps
 at most ``resident threads x thread_loads_B`` in flight, so it streams from main memory at most at
-that over the latency under load. An H100 needs ~2 MB in flight at 2.9 TB/s; one 4-byte load on
+that over the latency under load: all of its elements when main memory serves it, the cold share
+of them when a cache does. An H100 needs ~2 MB in flight at 2.9 TB/s; one 4-byte load on
 each of its 132 x 2048 resident threads is 1.1 MB, so a one-input kernel such as ReLU runs at half
 the copy bandwidth, as long as a two-input add (Little's law per element, not per byte). Library
 kernels (cuBLAS, cuDNN, CUB's reductions, PyTorch's vectorised loops) keep enough in flight: their
@@ -79,10 +82,11 @@ class Level(NamedTuple):
         thread_loads_B: Number,
     ) -> Number:
         """Time to move ``nbytes`` (``transfer_s``), or longer where the kernel's threads keep too
-        few bytes in flight to reach main memory's bandwidth (``latency_bound_s``)."""
+        few bytes in flight to reach main memory's bandwidth (``latency_bound_s``): for all of its
+        elements when main memory serves it, else for the share of them whose bytes are cold."""
         moved = self.transfer_s(nbytes, cold_fraction, active_cores)
         bound = latency_bound_s(spec, items, thread_loads_B, active_cores)
-        return maximum(moved, where(self.main, bound, 0.0))
+        return maximum(moved, bound * where(self.main, 1.0, cold_fraction))
 
 
 def latency_bound_s(

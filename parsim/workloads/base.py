@@ -99,6 +99,7 @@ _KERNEL_RULES = {
     "thread_loads_B": non_negative,
     "primitive": boolean,
     "multi_tensor": boolean,
+    "reuse_B": non_negative,
 }
 
 
@@ -155,6 +156,9 @@ class Kernel:
         multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
             apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
             (``FrameworkSpec.kernel_floor_s``) of its own.
+        reuse_B: distinct bytes the program touches between two uses of this kernel's data (a
+            loop's bytes per iteration, when the kernel runs in one), 0 when only its own count:
+            a cache serves the kernel's data warm only if it holds these too (``working_set_B``).
     """
 
     name: str
@@ -182,6 +186,7 @@ class Kernel:
     thread_loads_B: float = 0.0
     primitive: bool = False
     multi_tensor: bool = False
+    reuse_B: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -216,6 +221,7 @@ class Kernel:
                 and 0 <= self.thread_loads_B < _INF
                 and type(self.primitive) is bool
                 and type(self.multi_tensor) is bool
+                and 0 <= self.reuse_B < _INF
             )
         except TypeError:
             good = False
@@ -241,8 +247,10 @@ class Kernel:
 
     @property
     def working_set_B(self) -> float:
-        """Distinct warm bytes touched: decides which cache level can hold them."""
-        return self.bytes_read + self.bytes_written - self.cold_bytes
+        """Bytes a cache must hold to serve the kernel warm: its own warm bytes, or more where the
+        program touches more between two uses of them (``reuse_B``: a least-recently-used cache
+        keeps data only while what is touched after it fits). Decides which level serves them."""
+        return max(self.bytes_read + self.bytes_written - self.cold_bytes, self.reuse_B)
 
     @property
     def intensity(self) -> float:
