@@ -17,7 +17,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from parsim.errors import ParsimError
 
@@ -48,13 +48,15 @@ def open_append(path: Path, option: str = "") -> IO[str]:
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
-def create_new(path: Path, binary: bool = False, option: str = "") -> IO:
+def create_new(path: Path, binary: bool = False, option: str = "") -> IO[Any]:
     """A file that did not exist (``O_EXCL``: a planted file or link makes this fail)."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | BINARY, 0o666)
     except OSError as exc:
         raise _refused(path, option, exc) from None
-    return os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""}))
+    if binary:
+        return os.fdopen(fd, "wb")
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")
 
 
 def temporary_name(path: Path, suffix: str = ".tmp") -> Path:
@@ -63,7 +65,7 @@ def temporary_name(path: Path, suffix: str = ".tmp") -> Path:
 
 
 @contextlib.contextmanager
-def replacing(path: Path, binary: bool = False, option: str = "") -> Iterator[IO]:
+def replacing(path: Path, binary: bool = False, option: str = "") -> Iterator[IO[Any]]:
     """Write ``path`` through a new temporary file beside it, moved over ``path`` when the block
     ends without error (removed if it fails): readers never see half a file, and neither the
     temporary nor the target is ever a link followed."""

@@ -46,7 +46,7 @@ def copy_bandwidth_Bps(link: LinkSpec, pinned: bool, direction: str = "h2d", nby
     asked for): pinned, or pageable (staged through a bounce buffer)."""
     seconds = stream_s(link, nbytes, pinned, direction)
     if nbytes > 0 and seconds > 0:
-        return nbytes / seconds
+        return float(nbytes / seconds)
     measured = None if pinned else pageable_copy(link, direction)
     if measured is not None:
         return measured.cached_bandwidth_Bps if measured.cached_B > 0 else measured.bandwidth_Bps
@@ -61,7 +61,9 @@ def transfer_s(link: LinkSpec, nbytes: Number, pinned: bool = True, direction: s
 def pageable_notes(workload: Workload, link: LinkSpec | None) -> tuple[str, ...]:
     """A line when a pageable copy is predicted from a preset's figure rather than measured."""
     directions = sorted({op.direction for op in workload.ops if isinstance(op, Transfer) and not op.pinned})
-    guessed = [d for d in directions if link is not None and pageable_copy(link, d) is None]
+    if link is None:
+        return ()
+    guessed = [d for d in directions if pageable_copy(link, d) is None]
     if not guessed:
         return ()
     return (

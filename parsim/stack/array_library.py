@@ -40,7 +40,11 @@ CALLS = ("elementwise", "reduction", "gemm", "tensordot", "copy")
 """Kinds of CuPy call with their own host cost."""
 
 
-def _call_table(instance: object, attribute: attrs.Attribute, value: tuple[tuple[str, float], ...]) -> None:
+def _call_table(
+    instance: object,
+    attribute: attrs.Attribute[tuple[tuple[str, float], ...]],
+    value: tuple[tuple[str, float], ...],
+) -> None:
     kinds = [kind for kind, _ in value]
     if sorted(kinds) != sorted(CALLS):
         raise ParsimError(f"'{attribute.name}' must give host seconds for {', '.join(CALLS)}: {kinds}")

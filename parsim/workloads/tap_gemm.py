@@ -84,4 +84,4 @@ def tap_gemm_footprint_B(params: Params) -> float:
     f, r = params["filters"], params["kernel"]
     pad = r // 2
     values = b * c * (h + 2 * pad) * (w + 2 * pad) + f * c * r * r + 2 * f * b * h * w + b * c * h * w
-    return values * itemsize(params["dtype"])
+    return float(values * itemsize(params["dtype"]))
