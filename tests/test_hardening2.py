@@ -12,6 +12,7 @@ from parsim.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
 from parsim.hardware.tomlio import dumps_hardware, load_hardware, loads_hardware
+from tests.processes import outliving
 
 TINY_SCENARIO = 'lesson = "l"\n[[cases]]\nworkload = "vector_add"\ndevice = "t4"\nparams = { n = 1000 }\n'
 EVERY_PRESET = [*PROCESSORS, *LINKS, *CLUSTER_PRESETS, *NIC_PRESETS]
@@ -194,16 +195,7 @@ def test_split_workers_exit_when_the_search_is_killed():
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
 
-    def running(child: psutil.Process) -> bool:
-        try:
-            return child.is_running() and child.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
-
-    deadline = time.monotonic() + 5
-    while any(running(c) for c in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [c.pid for c in children if running(c)], "workers outlived their search"
+    assert not outliving(children), "workers outlived their search"
 
 
 class _FakeScheduler:

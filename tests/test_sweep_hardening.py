@@ -29,6 +29,7 @@ from parsim.sweeps.grid import MAX_POINTS, make_grid, point_id
 from parsim.sweeps.store import Store
 from parsim.sweeps.tables import write_chunks
 from parsim.units import parse_value
+from tests.processes import outliving
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ["--set", "workload=relu", "--set", "device=t4"]
@@ -452,16 +453,7 @@ def test_workers_exit_when_the_sweep_is_killed_and_the_rerun_loses_nothing(tmp_p
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
 
-    def running(child: psutil.Process) -> bool:
-        try:
-            return child.is_running() and child.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
-
-    deadline = time.monotonic() + 5
-    while any(running(c) for c in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [c.pid for c in children if running(c)], "workers outlived their sweep"
+    assert not outliving(children), "workers outlived their sweep"
     rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0 and "resumed" in rerun.stderr, rerun.stderr
     frame = pandas.read_parquet(out)
