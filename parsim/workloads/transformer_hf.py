@@ -275,7 +275,19 @@ class _Step:
         wide = ("* 0.044715", "x + ", "* sqrt(2/pi)", "tanh", "1 + ")
         first = [self.cast(g, "gelu x", n, a, w)] if w != a else []
         g.forward(*first, g.op("gelu pow fwd", n, n * w, n * w, 2, module=True))
-        g.forward(*(g.op(f"gelu {op} fwd", n, n * w * (1 + (op == "x + ")), n * w) for op in wide))
+        tanh = {"tanh": float(n)}
+        g.forward(
+            *(
+                g.op(
+                    f"gelu {op} fwd",
+                    n,
+                    n * (w + (a if op == "x + " else 0)),
+                    n * w,
+                    special_ops=tanh.get(op, 0.0),
+                )
+                for op in wide
+            )
+        )
         g.forward(g.op("gelu 0.5 * x fwd", n, n * a, n * a), g.op("gelu product fwd", n, n * (a + w), n * w))
         product_rule = [
             g.op("gelu grad * f", n, 2 * n * w, n * w),
