@@ -174,6 +174,12 @@ class NetworkParams(_ModelParams):
         "none", description="activation recomputation: none, selective (attention core) or full"
     )
     dropout: bool = Field(False, description="language models: attention dropout (Megatron-LM's default 0.1)")
+    code: Literal["fused", "hf"] = Field(
+        "fused",
+        description="language models: the model's code: fused kernels (Megatron-LM, FlashAttention, "
+        "llm.c) or Hugging Face's modules as eager PyTorch runs them, one kernel per tensor op "
+        "(hf: framework=eager)",
+    )
 
 
 class ServeParams(_ModelParams):
@@ -265,7 +271,7 @@ def _global_batch(params: Params) -> int:
 
 
 _DATA_PARALLEL = " (use data_parallel model=... gpus=G)"
-SEQUENCE_FIELDS = ("seq", "attention", "dropout")
+SEQUENCE_FIELDS = ("seq", "attention", "dropout", "code")
 
 
 def _check_model(name: str, given: Params, params: Params) -> Params:
@@ -278,6 +284,11 @@ def _check_model(name: str, given: Params, params: Params) -> Params:
         seq = params["seq"] or context
         if seq > context:
             raise ParsimError(f"{name}: 'seq' {seq} is above {model}'s context of {context} tokens")
+        if params.get("code", "fused") == "hf" and params["framework"] != "eager":
+            raise ParsimError(
+                f"{name}: code=hf is Hugging Face's modules run op by op: it needs framework=eager, "
+                f"not {params['framework']} (a compiled graph fuses them: use code=fused)"
+            )
         return {**params, "seq": seq}
     if given.get("seq") is not None:
         raise ParsimError(

@@ -79,6 +79,10 @@ def network(params: Params) -> Workload:
                 f"model; {params['model']} {'trains' if params['train'] else 'infers'} on one GPU "
                 "(use data_parallel or serve for several)"
             )
+        if params.get("code", "fused") == "hf":
+            raise ParsimError(
+                "network: code=hf is modelled for one GPU's step; the split step runs code=fused"
+            )
         return parallel3d.parallel_step(LLMS[params["model"]], params, numerics_of(params))
     if params["model"] in LLMS:
         return _language_model(params)
@@ -130,6 +134,7 @@ def _language_model(params: Params) -> Workload:
         attention=attention,
         optimizer=optimizer,
         dropout=params.get("dropout", False),
+        code=params.get("code", "fused"),
     )
     ops: list[Op] = [Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"), *forward]
     if train:

@@ -30,6 +30,7 @@ import math
 
 from parsim.errors import ParsimError
 from parsim.workloads import transformer_eager as eager
+from parsim.workloads import transformer_hf as hf
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import (
@@ -102,6 +103,7 @@ def transformer_kernels(
     update: bool = True,
     dropout: bool = False,
     kv_concat: bool = False,
+    code: str = "fused",
 ) -> tuple[list[Kernel], list[Kernel]]:
     """The forward and backward kernels of one step on one GPU (of ``tp``).
 
@@ -123,13 +125,19 @@ def transformer_kernels(
         dropout: training drops attention probabilities (an extra pass over the unfused square;
             hidden-state dropout is fused into the residual adds, as Megatron-LM fuses it).
         kv_concat: inference grows the KV cache by concatenation: every step copies all of it.
+        code: ``fused`` (the model's code runs fused kernels) or ``hf`` (Hugging Face's modules, one
+            kernel per tensor op: ``transformer_eager`` for inference, ``transformer_hf`` for training).
 
     Under ``numerics.primitive_layers`` inference runs the layers as an eager framework does
     (``transformer_eager``).
     """
     new = seq if new_tokens is None else new_tokens
     _check(config, batch, new, past, tp, attention)
-    if numerics.primitive_layers and not train:
+    if code == "hf" and train:
+        ops = Ops(numerics, device, optimizer, True, update)
+        backward = hf.train_step(ops, _attention, config, batch, new, attention, dropout)
+        return ops.forward, backward
+    if (numerics.primitive_layers or code == "hf") and not train:
         ops = Ops(numerics, device, optimizer, False, False)
         kv_size = kv_itemsize(kv_dtype or numerics.dtype)
         eager.forward(ops, _attention, config, batch, new, past, attention, tp, kv_size, kv_concat)
