@@ -416,11 +416,19 @@ def _native_norm(
     per_channel = float(channels * NATIVE_NORM_BLOCK)
     in_flight = loads * size  # per input
     waits = max(1, round(elements / loads))  # each thread waits once per ``loads`` elements
-    normalise = kernel("fwd", 2.0 * elements, elements * size, elements * size, waits, thread_loads_B=in_flight)
+    normalise = kernel(
+        "fwd", 2.0 * elements, elements * size, elements * size, waits, thread_loads_B=in_flight
+    )
     if not train:
         return [normalise], []
     statistics = kernel(
-        "fwd stats", 3.0 * elements, elements * size, 0.0, waits, threads=per_channel, thread_loads_B=in_flight
+        "fwd stats",
+        3.0 * elements,
+        elements * size,
+        0.0,
+        waits,
+        threads=per_channel,
+        thread_loads_B=in_flight,
     )
     backward = kernel(
         "bwd",
