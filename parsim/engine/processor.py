@@ -83,7 +83,6 @@ def phase_times(
                 phase.active_cores,
                 runs.work_items * phase.bytes / runs.bytes,  # the phase's share of the elements
                 runs.thread_loads_B,
-                runs.threads,
             )
             if not latency_paid:
                 memory_s += spec.memory.latency_s

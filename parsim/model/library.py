@@ -58,11 +58,9 @@ def matrix_format(kernel: Kernel) -> str:
 def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     """The algorithms the library offers for ``kernel`` on ``spec``: ``(name, kernel as it runs)``."""
     shape = kernel.conv
-    library = library_for(spec.is_gpu, kernel.cpu_library)
     if shape is None:
-        if kernel.nchw_B and spec.is_gpu and kernel.dtype in library.nhwc_norm_formats:
-            return [("", transposed(kernel))]  # a batch norm the library computes in NHWC
         return [("", kernel)]
+    library = library_for(spec.is_gpu, kernel.cpu_library)
     plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
     offered = [(GEMM if plain else IMPLICIT_GEMM, _on_tensor_cores(spec, kernel))]
     if shape.winograd_shape and library.winograd_reduction > 1:
@@ -95,12 +93,6 @@ def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
         and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
     ):
         return kernel
-    return transposed(kernel)
-
-
-def transposed(kernel: Kernel) -> Kernel:
-    """``kernel`` with its NCHW activations transposed to NHWC and back around it: ``Kernel.nchw_B``
-    read and written once more (a convolution on tensor cores, a half-precision batch norm)."""
     extra = kernel.nchw_B
     return attrs.evolve(
         kernel,

@@ -80,32 +80,29 @@ class Level(NamedTuple):
         active_cores: Number,
         items: Number,
         thread_loads_B: Number,
-        threads: Number = 0.0,
     ) -> Number:
         """Time to move ``nbytes`` (``transfer_s``), or longer where the kernel's threads keep too
         few bytes in flight to reach main memory's bandwidth (``latency_bound_s``): for all of its
         elements when main memory serves it, else for the share of them whose bytes are cold."""
         moved = self.transfer_s(nbytes, cold_fraction, active_cores)
-        bound = latency_bound_s(spec, items, thread_loads_B, active_cores, threads)
+        bound = latency_bound_s(spec, items, thread_loads_B, active_cores)
         return maximum(moved, bound * where(self.main, 1.0, cold_fraction))
 
 
 def latency_bound_s(
-    spec: ProcessorSpec, items: Number, thread_loads_B: Number, active_cores: Number, threads: Number = 0.0
+    spec: ProcessorSpec, items: Number, thread_loads_B: Number, active_cores: Number
 ) -> Number:
     """Little's law (see the module docstring): ``items`` elements, each thread loading
     ``thread_loads_B`` per element and waiting for them, on ``active_cores`` SMs full of threads
-    (``tiles_per_core x tile_items``: the SM's resident threads) or the kernel's own ``threads``
-    where it launches fewer, at the latency under load.
+    (``tiles_per_core x tile_items``: the SM's resident threads), at the latency under load.
     0 for a kernel that keeps enough in flight (``thread_loads_B`` 0), on a GPU without a known
     latency under load (``MemorySpec.loaded_latency_s``) and on a CPU (its cores' own ceiling,
     ``per_core_bandwidth_Bps``, is the Little's law of a CPU)."""
     latency = spec.memory.loaded_latency_s
     if not spec.is_gpu or latency is None:
         return 0.0 * thread_loads_B
-    resident = active_cores * spec.tiles_per_core * spec.tile_items
-    launched = where(threads > 0, minimum(threads, resident), resident)
-    in_flight_B = launched * thread_loads_B
+    threads = active_cores * spec.tiles_per_core * spec.tile_items
+    in_flight_B = threads * thread_loads_B
     bandwidth = in_flight_B / latency
     return where(in_flight_B > 0, items * thread_loads_B / where(in_flight_B > 0, bandwidth, 1.0), 0.0)
 

@@ -33,14 +33,6 @@ Sources, abbreviated in the comments:
   LLaMA-2 projections for 1 to 4096 tokens. At 128 tokens (A100) they take 1.70-1.76x the max of
   compute at peak and weight streaming, 0.94-0.98x their sum; sqrt(compute^2 + memory^2) with
   the devices' efficiencies follows every size from 16 to 4096 tokens within ~10 %.
-- [PTBN] pytorch/pytorch aten/src/ATen/native/Normalization.cpp ``_select_batch_norm_backend``: cuDNN
-  only when ``input.scalar_type() != at::kBFloat16 && weight.scalar_type() != at::kBFloat16`` (float16
-  input with float32 weights, autocast's case, goes to cuDNN); otherwise the native CUDA kernels of
-  Normalization.cuh, ``batch_norm_collect_statistics_kernel`` and ``batch_norm_backward_kernel``
-  launched one block per channel, each thread looping over the plane one element at a time.
-- [CUDNNBN] NVIDIA/cudnn-frontend issue 134 "Batch Norm Performance NCHW vs NHWC" (2025): on an H100,
-  NCHW batch norm is about 2x slower than NHWC forward and backward; the profile shows a conversion
-  to NHWC, the batch norm, and a conversion back to NCHW.
 """
 
 from __future__ import annotations
@@ -67,12 +59,6 @@ EAGER = FrameworkSpec(
     # cache; ~1,000 small kernels (RMSNorm's, RoPE's, the adds) take ~2.8 us each from launch to drain
     kernel_floor_s=2.8e-6,
     fused_optimizer=False,  # [ADAMW] torch.optim.AdamW defaults to foreach=True on CUDA (not fused)
-    native_norm_formats=("bfloat16",),  # [PTBN] bfloat16 batch norm never goes to cuDNN
-    # fitted once: ResNet-50 bfloat16 autocast training at batch 256 in eager PyTorch on an H100 SXM
-    # (issue #30, measured 2026-11-25): 114 ms of kernels, 22 ms more than float16, whose batch norm
-    # is cuDNN's; [PTBN]'s loop reads one element per iteration, so 2 in flight is the loop unrolled
-    # twice (1 would give 180 ms)
-    native_norm_loads=2.0,
 )
 
 GRAPH = FrameworkSpec(
@@ -95,8 +81,6 @@ CUDA_GRAPH = FrameworkSpec(
     # estimate: the driver replays graph nodes back to back; a fifth of a separate launch each
     launch_share=0.2,
     autocast=True,
-    native_norm_formats=("bfloat16",),  # [PTBN]: the captured kernels are PyTorch's own
-    native_norm_loads=EAGER.native_norm_loads,
 )
 
 TORCH7 = FrameworkSpec(
@@ -152,11 +136,6 @@ CUDNN = LibrarySpec(
     # estimate: a PyTorch process's CUDA context with cuDNN/cuBLAS loaded takes 0.3-0.8 GB as nvidia-smi
     # reports it before any tensor; plus cuDNN's convolution workspace
     runtime_B=1.0 * 2**30,
-    # [CUDNNBN]: on an H100, cuDNN's batch norm on NCHW tensors converts them to NHWC, normalises
-    # and converts back, about twice the time of NHWC forward and backward; the half-precision
-    # formats only: its float32 NCHW kernels keep PyTorch's float32 ResNet-50 training step on an
-    # H100 within 1-8 % of the measured (issue #30) without transposes
-    nhwc_norm_formats=("float16", "bfloat16"),
 )
 
 ONEDNN = LibrarySpec(

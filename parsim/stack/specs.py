@@ -60,13 +60,6 @@ class FrameworkSpec:
         fused_optimizer: the optimizer updates a weight in one fused kernel (Adam reads w, g, m, v
             and writes w, m, v: 28 bytes per float32 weight); False: PyTorch 2.x's default
             ``foreach`` Adam(W), eight multi-tensor passes over all the weights (80 bytes per weight).
-        native_norm_formats: element types whose batch norm the framework runs in its own kernels
-            rather than the kernel library's (PyTorch sends bfloat16 to its native CUDA kernels):
-            NCHW is handled directly, without transposes, in grids of one block per channel, and
-            the backward pass reads the input and its gradient twice (a per-channel reduction,
-            then the elementwise pass).
-        native_norm_loads: elements one thread of those native batch-norm kernels keeps in flight
-            (Little's law over their few threads: ``Kernel.thread_loads_B``, ``Kernel.threads``).
         kernel_floor_s: the shortest time one of the framework's kernels holds the GPU (launch, grid
             ramp-up and drain), whatever little work it does; 0: the roofline alone.
     """
@@ -84,8 +77,6 @@ class FrameworkSpec:
     kv_cache_concat: bool = attrs.field(default=False, validator=boolean)
     kernel_floor_s: float = attrs.field(default=0.0, validator=within(0.0, 1e-3))
     fused_optimizer: bool = attrs.field(default=True, validator=boolean)
-    native_norm_formats: tuple[str, ...] = attrs.field(default=())
-    native_norm_loads: float = attrs.field(default=1.0, validator=positive)
 
     def op_host_s(self, host_clock_Hz: float, primitive: bool = False) -> float:
         """Host seconds per operator (``primitive``: per primitive op inside one) at ``host_clock_Hz``."""
@@ -126,9 +117,6 @@ class LibrarySpec:
             convolutions (``Kernel.foldable``).
         blocked_weights: convolutions compute on weights in a blocked layout, so the plain weights
             of an eager call are re-laid out every time: read and written once more.
-        nhwc_norm_formats: element types whose batch norm the library computes in NHWC only, so
-            NCHW activations are transposed to NHWC and back around it (``Kernel.nchw_B``), as
-            around a convolution on tensor cores.
     """
 
     id: str = attrs.field(validator=text)
@@ -150,7 +138,6 @@ class LibrarySpec:
     runtime_B: float = attrs.field(default=0.0, validator=non_negative)
     folds: bool = attrs.field(default=False, validator=boolean)
     blocked_weights: bool = attrs.field(default=False, validator=boolean)
-    nhwc_norm_formats: tuple[str, ...] = attrs.field(default=())
 
     def conv_share(self, matrix_format: str | None) -> float:
         """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)."""

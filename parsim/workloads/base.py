@@ -97,7 +97,6 @@ _KERNEL_RULES = {
     "nchw_B": non_negative,
     "fused_attention": text,
     "thread_loads_B": non_negative,
-    "threads": non_negative,
     "primitive": boolean,
     "multi_tensor": boolean,
     "reuse_B": non_negative,
@@ -151,9 +150,6 @@ class Kernel:
             elementwise kernels: one load per input); Little's law then caps its bandwidth
             (``model.memory.latency_bound_s``). 0 for kernels that keep enough bytes in flight
             (cuBLAS, cuDNN, CUB reductions, PyTorch's vectorised loops).
-        threads: on a GPU, the threads the kernel launches when that is fewer than the GPU holds (a
-            grid of one block per channel); they alone keep its loads in flight (``thread_loads_B``).
-            0: enough threads to fill every SM.
         primitive: a primitive tensor op inside an operator's forward (``torch.mul`` in a Hugging
             Face RMSNorm): an eager framework issues it for ``FrameworkSpec.primitive_cycles``, not
             for a module call's ``op_cycles``.
@@ -188,7 +184,6 @@ class Kernel:
     nchw_B: float = 0.0
     fused_attention: str = ""
     thread_loads_B: float = 0.0
-    threads: float = 0.0
     primitive: bool = False
     multi_tensor: bool = False
     reuse_B: float = 0.0
@@ -224,7 +219,6 @@ class Kernel:
                 and 0 <= self.nchw_B < _INF
                 and type(self.fused_attention) is str
                 and 0 <= self.thread_loads_B < _INF
-                and 0 <= self.threads < _INF
                 and type(self.primitive) is bool
                 and type(self.multi_tensor) is bool
                 and 0 <= self.reuse_B < _INF

@@ -174,9 +174,6 @@ class Numerics:
             (``FrameworkSpec.fused_optimizer``).
         primitive_layers: a transformer's composite layers run as the primitive tensor ops they
             are written in (``FrameworkSpec.primitive_layers``; ``transformer_eager``).
-        native_norm_loads: batch norm runs in the framework's own kernels, not the library's, each
-            thread keeping this many elements in flight (``FrameworkSpec.native_norm_formats``,
-            ``native_norm_loads``); 0: the library's kernels (``_norm_kernels``).
     """
 
     dtype: str = "float32"
@@ -189,7 +186,6 @@ class Numerics:
     layout: str = "nhwc"
     primitive_layers: bool = False
     foreach_optimizer: bool = False
-    native_norm_loads: float = 0.0
 
     @property
     def master_dtype(self) -> str:
@@ -322,8 +318,6 @@ def layer_kernels(
         if train:
             # reads the output gradient and the input (to find the maxima), writes the input gradient
             kernels.append(kernel("bwd", n_in, (n_in + n_out) * size, n_in * size, n_in))
-    elif layer.kind == "bn":
-        forward, kernels = _norm_kernels(kernel, n_out, layer.out_shape[0], size, numerics, train)
     else:
         fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
         special = n_out if layer.kind == "softmax" else 0
@@ -357,89 +351,6 @@ def layer_kernels(
             )
         )
     return forward, kernels if train else []
-
-
-NATIVE_NORM_BLOCK = 512
-"""Threads per block of PyTorch's native batch-norm reductions (Normalization.cuh ``MAX_BLOCK_SIZE``:
-``threads(tf, MAX_BLOCK_SIZE / tf)``), launched one block per channel."""
-
-
-def _norm_kernels(
-    kernel: Any, elements: int, channels: int, size: int, numerics: Numerics, train: bool
-) -> tuple[list[Kernel], list[Kernel]]:
-    """A batch norm's forward and backward kernels over ``elements`` activations of ``size`` bytes.
-
-    The library's kernels (cuDNN) move 3 elements forward and 4 backward per element
-    (``_STREAMING``); on NCHW activations they carry ``nchw_B``: a library that computes batch
-    norm in NHWC only transposes them around it in training (``LibrarySpec.nhwc_norm_formats``). The
-    framework's own kernels (``Numerics.native_norm_loads``) take NCHW as it is: ``_native_norm``.
-    """
-    if numerics.native_norm_loads:
-        return _native_norm(kernel, elements, channels, size, numerics.native_norm_loads, train)
-    fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING["bn"]
-    # training only: inference normalises with the running statistics, one multiply-add per
-    # element that any layout streams as it is (cudnnBatchNormalizationForwardInference)
-    nchw = numerics.layout == "nchw" and train
-    forward = [
-        kernel(
-            "fwd",
-            fwd_flops * elements,
-            (fwd_moved - 1) * elements * size,
-            elements * size,
-            elements,
-            nchw_B=float(2 * elements * size) if nchw else 0.0,  # input and output, as a convolution's
-        )
-    ]
-    if not train:
-        return forward, []
-    backward = kernel(
-        "bwd",
-        bwd_flops * elements,
-        (bwd_moved - 1) * elements * size,
-        elements * size,
-        elements,
-        nchw_B=float(3 * elements * size) if nchw else 0.0,  # x and dy in, dx out
-    )
-    return forward, [backward]
-
-
-def _native_norm(
-    kernel: Any, elements: int, channels: int, size: int, loads: float, train: bool
-) -> tuple[list[Kernel], list[Kernel]]:
-    """PyTorch's native batch norm on NCHW ([PTBN] in ``stack.presets``): training statistics in one
-    block of ``NATIVE_NORM_BLOCK`` threads per channel, then the normalisation over the whole grid;
-    backward one kernel, one block per channel, that reduces dy and dy * x and then reads both
-    again to write dx. Each thread walks its channel's plane keeping ``loads`` elements in flight,
-    so Little's law, over the few threads of a per-channel grid, sets their pace
-    (``Kernel.threads``, ``Kernel.thread_loads_B``; ``work_items`` counts the waits: elements /
-    ``loads``)."""
-    per_channel = float(channels * NATIVE_NORM_BLOCK)
-    in_flight = loads * size  # per input
-    waits = max(1, round(elements / loads))  # each thread waits once per ``loads`` elements
-    normalise = kernel(
-        "fwd", 2.0 * elements, elements * size, elements * size, waits, thread_loads_B=in_flight
-    )
-    if not train:
-        return [normalise], []
-    statistics = kernel(
-        "fwd stats",
-        3.0 * elements,
-        elements * size,
-        0.0,
-        waits,
-        threads=per_channel,
-        thread_loads_B=in_flight,
-    )
-    backward = kernel(
-        "bwd",
-        8.0 * elements,
-        4 * elements * size,
-        elements * size,
-        2 * waits,  # the reduction, then dx
-        threads=per_channel,
-        thread_loads_B=2 * in_flight,  # dy and x
-    )
-    return [statistics, normalise], [backward]
 
 
 def _cast(layer: Layer, what: str, items: int, source: str, target: str, device: int) -> Kernel:

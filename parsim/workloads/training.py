@@ -54,7 +54,6 @@ def numerics_of(params: Params) -> Numerics:
     """
     dtype, chosen = params["dtype"], params["math"]
     mixed = dtype in ("float16", "bfloat16")
-    framework = stack.framework(params["framework"])
     return Numerics(
         dtype=dtype,
         mixed=mixed,
@@ -67,7 +66,6 @@ def numerics_of(params: Params) -> Numerics:
         foreach_optimizer=not stack.framework(params["framework"]).fused_optimizer,
         conv_math="tf32" if chosen in ("default", "tf32") else "",
         linear_math="tf32" if chosen == "tf32" else "",
-        native_norm_loads=framework.native_norm_loads if dtype in framework.native_norm_formats else 0.0,
     )
 
 
