@@ -15,6 +15,7 @@ from parsim.hardware.tomlio import dumps_hardware, load_hardware, loads_hardware
 from tests.processes import outliving
 
 TINY_SCENARIO = 'lesson = "l"\n[[cases]]\nworkload = "vector_add"\ndevice = "t4"\nparams = { n = 1000 }\n'
+SWEEP = ["sweep", "--set", "workload=relu", "--set", "device=t4", "--grid"]  # then the grid
 EVERY_PRESET = [*PROCESSORS, *LINKS, *CLUSTER_PRESETS, *NIC_PRESETS]
 
 
@@ -97,9 +98,7 @@ def test_an_infinite_end_is_refused_not_warned_about(cli, spec, recwarn):
 
     with pytest.raises(ParsimError, match="malformed values"):
         parse_values(spec)
-    code, _, err = cli(
-        "sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", f"workload.n={spec}"
-    )
+    code, _, err = cli(*SWEEP, f"workload.n={spec}")
     assert code == 2 and "malformed values" in err and "Traceback" not in err
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
@@ -120,17 +119,7 @@ LONG = "a" * 300
         ["predict", "vector_add", "n=10", "--device", "t4", "--link", f"{LONG}.toml"],
         ["predict", "vector_add", "n=10", "--device", "t4", "--plot", f"{LONG}.png"],
         ["predict", "allreduce", "bytes=1e6", "--cluster", f"{LONG}.toml"],
-        [
-            "sweep",
-            "--set",
-            "workload=relu",
-            "--set",
-            "device=t4",
-            "--grid",
-            "workload.n=1e3",
-            "--out",
-            f"{LONG}.csv",
-        ],
+        [*SWEEP, "workload.n=1e3", "--out", f"{LONG}.csv"],
         ["run", f"{LONG}.toml"],
         ["hardware", "show", f"{LONG}.toml"],
         ["validate", "--load", f"{LONG}.json"],
@@ -162,9 +151,7 @@ def test_ctrl_c_says_in_one_line_what_was_kept(cli, monkeypatch, tmp_path):
     )
     monkeypatch.setattr(parsim.sweeps.api, "execute_plan", interrupt)
     out = tmp_path / "s.csv"
-    code, _, err = cli(
-        "sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", "workload.n=1e3", "--out", str(out)
-    )
+    code, _, err = cli(*SWEEP, "workload.n=1e3", "--out", str(out))
     assert code == 130 and err.splitlines()[-1] == (
         f"interrupted: 0 finished rows are kept in {out}; run the same command again to resume"
     )
@@ -253,7 +240,7 @@ def test_a_scheduler_that_never_answers_or_answers_junk_is_one_line_in_time(cli,
     server = _FakeScheduler(reply)
     try:
         started = time.monotonic()
-        base = ["sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", "workload.n=1e3,1e4"]
+        base = [*SWEEP, "workload.n=1e3,1e4"]
         code, _, err = cli(*base, "--dask", server.address, "--dask-timeout", "1")
         elapsed = time.monotonic() - started
     finally:
@@ -267,7 +254,7 @@ def test_a_local_dask_cluster_has_at_most_a_worker_per_cpu(cli):
     pytest.importorskip("distributed")
     from parsim.measure.cpu import cores
 
-    base = ["sweep", "--set", "workload=relu", "--set", "device=t4", "--grid", "workload.n=1e3,1e4"]
+    base = [*SWEEP, "workload.n=1e3,1e4"]
     code, _, err = cli(*base, "--dask", "local", "--workers", str(cores() + 1))
     assert code == 2 and err.count("\n") == 1
     assert f"'--workers' {cores() + 1} is more than the {cores()} CPUs this process may use" in err

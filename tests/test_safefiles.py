@@ -14,6 +14,8 @@ from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import save_hardware
 from parsim.sweeps.store import Store
 
+SWEEP = ["sweep", "--set", "workload=relu", "--set", "device=h100-sxm", "--grid", "workload.n=1e3,1e4"]
+
 
 @pytest.fixture
 def victim(tmp_path):
@@ -38,17 +40,7 @@ def test_a_journal_planted_as_a_link_is_refused_and_left_alone(cli, tmp_path, vi
     out = tmp_path / "sweep.csv"
     journal = tmp_path / "sweep.csv.journal.jsonl"
     journal.symlink_to(victim)
-    code, _, err = cli(
-        "sweep",
-        "--set",
-        "workload=relu",
-        "--set",
-        "device=h100-sxm",
-        "--grid",
-        "workload.n=1e3,1e4",
-        "--out",
-        str(out),
-    )
+    code, _, err = cli(*SWEEP, "--out", str(out))
     assert code == 2
     (line,) = error_lines(err)
     assert "symbolic link" in line and str(journal) in line
@@ -58,17 +50,7 @@ def test_a_journal_planted_as_a_link_is_refused_and_left_alone(cli, tmp_path, vi
 def test_an_output_that_is_a_link_is_refused_before_any_work(cli, tmp_path, victim):
     out = tmp_path / "sweep.csv"
     out.symlink_to(victim)
-    code, _, err = cli(
-        "sweep",
-        "--set",
-        "workload=relu",
-        "--set",
-        "device=h100-sxm",
-        "--grid",
-        "workload.n=1e3,1e4",
-        "--out",
-        str(out),
-    )
+    code, _, err = cli(*SWEEP, "--out", str(out))
     assert code == 2 and "symbolic link" in error_lines(err)[0]
     assert unchanged(victim) and out.is_symlink()
 
