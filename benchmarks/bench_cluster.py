@@ -12,8 +12,8 @@ import os
 import statistics
 import time
 
-from parsim.predict import clear_caches, predict
-from parsim.splits import split_table
+from parsim.methods.predict import clear_caches, predict
+from parsim.studies.splits import split_table
 
 GPT3 = {"model": "gpt3-175b", "train": True, "dtype": "float16", "optimizer": "adam", "recompute": "full"}
 STEPS = [

@@ -16,7 +16,7 @@ import statistics
 import time
 
 import parsim
-from parsim.predict import clear_caches
+from parsim.methods.predict import clear_caches
 
 CASES = [
     ("vector_add n=1e3", "vector_add", {"n": 1e3}, {"device": "h100-sxm"}),

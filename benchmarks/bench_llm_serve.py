@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from parsim.predict import clear_caches, predict
+from parsim.methods.predict import clear_caches, predict
 from parsim.workloads.serving import NAME, LlmServeParams, check_llm_serve, llm_serve
 
 CASES = [

@@ -12,8 +12,8 @@ import subprocess
 import sys
 import time
 
-from parsim.predict import clear_caches
-from parsim.sweeps.api import dask_map, sweep
+from parsim.methods.predict import clear_caches
+from parsim.studies.sweeps.api import dask_map, sweep
 
 GRID = {
     "workload": ["vector_add", "relu"],
@@ -31,7 +31,7 @@ def points_per_minute(label: str, **options) -> tuple[str, float, int]:
 
 
 PEAK = """
-import resource, parsim.sweeps.api as s
+import resource, parsim.studies.sweeps.api as s
 frame = s.sweep({"workload": "vector_add", "device": "h100-sxm", "method": "analytic"},
                 {"workload.n": list(range(1000, 1000 + 100_000))})
 assert len(frame) == 100_000

@@ -25,8 +25,9 @@ from collections.abc import Callable
 import attrs
 import numpy
 
-from parsim import caching, published
+from parsim.base import caching
 from parsim.stack import presets
+from parsim.studies import published
 
 
 def mape(rows: list[published.Row], install: Callable[[], Callable[[], None]]) -> float:

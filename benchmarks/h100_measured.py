@@ -21,7 +21,7 @@ from importlib import resources
 import attrs
 
 import parsim
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 
 MEASURED = "h100-sxm-2026-11-25.json"
 DEVICE = "h100-sxm"

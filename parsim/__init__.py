@@ -9,11 +9,9 @@
 so that ``import parsim`` and the CLI stay quick.
 """
 
-import sys
-import types
 from importlib import metadata
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 
 __all__ = ["ParsimError", "Prediction", "plots", "predict", "sweep"]
 try:
@@ -22,33 +20,17 @@ except metadata.PackageNotFoundError:  # run from a source tree that was never i
     __version__ = "0+unknown"
 
 
-class _Package(types.ModuleType):
-    """``parsim.predict`` is the function, loaded on first use (``import parsim.cli`` for
-    ``parsim --help`` imports no NumPy or model). Importing the submodule of the same name makes
-    Python set the attribute to the module; that assignment is ignored, the module stays
-    reachable as ``sys.modules["parsim.predict"]``."""
-
-    @property
-    def predict(self):  # type: ignore[no-untyped-def]
-        from parsim.predict import predict
+def __getattr__(name: str):
+    if name == "predict":
+        from parsim.methods.predict import predict
 
         return predict
-
-    @predict.setter
-    def predict(self, _value: object) -> None:
-        pass
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-def __getattr__(name: str):
     if name == "Prediction":
-        from parsim.prediction import Prediction
+        from parsim.results.prediction import Prediction
 
         return Prediction
     if name == "sweep":
-        from parsim.sweeps.api import sweep
+        from parsim.studies.sweeps.api import sweep
 
         return sweep
     if name == "plots":

@@ -1,5 +1,5 @@
 """``python -m parsim`` runs the command line."""
 
-from parsim.cli import main
+from parsim.cli.main import main
 
 main()

@@ -29,7 +29,7 @@ def cpu_system() -> SystemSpec:
 @pytest.fixture
 def cli(capsys, monkeypatch):
     """Run the ``parsim`` console entry point in-process: ``cli("predict", ...) -> (code, out, err)``."""
-    from parsim.cli import main
+    from parsim.cli.main import main
 
     def run(*args):
         monkeypatch.setattr(sys, "argv", ["parsim", *args])

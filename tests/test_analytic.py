@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsim import analytic
-from parsim.engine import simulate
 from parsim.hardware.specs import SystemSpec
+from parsim.methods import analytic
+from parsim.methods.engine import simulate
 from parsim.stack.array_library import CUPY
 from parsim.workloads import make_workload
 from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK, compute_bound_system, evolve_gpu

@@ -103,9 +103,9 @@ def test_hardware_editor_writes_every_preset_figure_back_exactly():
     import tomllib
 
     from parsim.app.editor import FIELDS, _build, _get, _shown
+    from parsim.base.units import parse_value
     from parsim.hardware.presets import PROCESSORS
     from parsim.hardware.tomlio import dumps_hardware
-    from parsim.units import parse_value
 
     for base in PROCESSORS.values():
         values = {path: parse_value(_shown(_get(base, path))) for path, _ in FIELDS}
@@ -119,8 +119,8 @@ def test_hardware_editor_writes_every_preset_figure_back_exactly():
 
 def values_of(preset: str) -> dict:
     from parsim.app.editor import FIELDS, _get, _shown
+    from parsim.base.units import parse_value
     from parsim.hardware.presets import PROCESSORS
-    from parsim.units import parse_value
 
     return {path: parse_value(_shown(_get(PROCESSORS[preset], path))) for path, _ in FIELDS}
 
@@ -222,7 +222,7 @@ def test_explore_offers_this_machine_from_the_working_directory(tmp_path, monkey
 
 def test_compare_renders_the_shipped_lessons_on_the_chosen_hardware():
     # Before: the page rebuilt the Flynn, pinned and streams lessons as its own tuples.
-    from parsim.scenarios import case_labels, load_scenario, retarget
+    from parsim.studies.scenarios import case_labels, load_scenario, retarget
 
     at = app("compare")
     at.selectbox(key="compare_op").set_value("relu").run()

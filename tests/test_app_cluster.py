@@ -9,10 +9,10 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from parsim import predict
 from parsim.hardware import registry
 from parsim.hardware.presets_cluster import NIC_PRESETS
-from parsim.splits import split_table
+from parsim.methods import predict
+from parsim.studies.splits import split_table
 from tests.apptest import app, seconds
 
 pytestmark = pytest.mark.slow

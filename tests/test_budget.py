@@ -9,11 +9,11 @@ import time
 import attrs
 import pytest
 
-from parsim import budget
-from parsim.budget import APP, CLI, Budget, check_params, stage_passes
-from parsim.errors import ParsimError
-from parsim.predict import predict
-from parsim.splits import split_table
+from parsim.base import budget
+from parsim.base.budget import APP, CLI, Budget, check_params, stage_passes
+from parsim.base.errors import ParsimError
+from parsim.methods.predict import predict
+from parsim.studies.splits import split_table
 
 HUGE = {"model": "gpt3-1.3b", "pp": 8, "microbatches": 65536, "batch": 65536, "train": True, "gpus": 8}
 

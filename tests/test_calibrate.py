@@ -6,10 +6,10 @@ import math
 import pytest
 
 import parsim
-from parsim import validate as validation
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.tomlio import load_hardware, save_hardware
 from parsim.measure.calibrate import calibrate, describe
+from parsim.studies import validate as validation
 
 
 @pytest.fixture(scope="module")

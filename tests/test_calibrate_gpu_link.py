@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import parsim
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.specs import LinkSpec, PageableCopy
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
 from parsim.measure import backends, gpu_calibrate

@@ -18,7 +18,7 @@ import time
 import numpy
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure import calibrate as calibration
 from parsim.measure import cpu
 from parsim.measure.timing import Timing

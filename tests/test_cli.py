@@ -193,6 +193,6 @@ def test_the_cli_starts_without_the_model():
     import subprocess
     import sys
 
-    heavy = "{'numpy', 'parsim.predict', 'simpy'}"
-    code = f"import sys, parsim.cli; sys.exit(sorted({heavy} & set(sys.modules)) != [])"
+    heavy = "{'numpy', 'parsim.methods.predict', 'simpy'}"
+    code = f"import sys, parsim.cli.main; sys.exit(sorted({heavy} & set(sys.modules)) != [])"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parsim
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.network import NetworkSpec
 from parsim.hardware.tomlio import loads_hardware
@@ -321,7 +321,7 @@ def test_zero_shards_optimizer_state_then_gradients_then_weights():
 
 def test_measure_it_here_skips_cluster_lessons_and_says_why():
     from parsim.app.measure_here import plan
-    from parsim.scenarios import load_scenario
+    from parsim.studies.scenarios import load_scenario
 
     planned, skipped = plan(load_scenario("scenarios/cluster_ring_vs_tree.toml"), None, gpu=False)
     assert not planned

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parsim import stack
-from parsim.analytic import gpu_kernel_s
 from parsim.hardware import registry
+from parsim.methods.analytic import gpu_kernel_s
+from parsim.methods.predict import predict
 from parsim.model.issue import issue_s
-from parsim.predict import predict
-from parsim.serving_figures import serve_metrics
+from parsim.results.serving_figures import serve_metrics
 from parsim.workloads.base import Kernel, Workload
 from parsim.workloads.llms import LLMS
 from parsim.workloads.serving import NAME, LlmServeParams, _phase_kernels, check_llm_serve, llm_serve

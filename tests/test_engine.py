@@ -3,8 +3,8 @@
 import attrs
 import pytest
 
-from parsim.engine import simulate
 from parsim.hardware.specs import SystemSpec
+from parsim.methods.engine import simulate
 from parsim.stack.array_library import CUPY
 from parsim.workloads import make_workload
 from tests.systems import TINY_CPU, TINY_LINK, compute_bound_system, evolve_gpu

@@ -6,7 +6,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsim.engine.fluid import FluidServer
+from parsim.methods.engine.fluid import FluidServer
 
 
 def _run(capacity, flows):

@@ -16,10 +16,10 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
-from parsim.scenarios import loads_scenario
+from parsim.studies.scenarios import loads_scenario
 
 pytestmark = pytest.mark.slow
 

@@ -91,7 +91,7 @@ def commands(draw) -> list[str]:
 
 
 def run_cli(args: list[str]) -> tuple[int, str, str]:
-    from parsim.cli import main
+    from parsim.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     argv = sys.argv

@@ -10,8 +10,8 @@ import numpy
 import pytest
 
 import parsim
-from parsim.dtypes import DTYPES
-from parsim.errors import ParsimError
+from parsim.base.dtypes import DTYPES
+from parsim.base.errors import ParsimError
 from parsim.measure import backends, gpu
 from parsim.measure.gpu_calibrate import _gpu_spec, fit_latency_bandwidth, link_spec
 from parsim.measure.run import measure

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import parsim
-from parsim import jsontext
-from parsim.errors import ParsimError
+from parsim.base import jsontext
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import dumps_hardware, load_hardware, loads_hardware
-from parsim.scenarios import load_scenario, loads_scenario
+from parsim.studies.scenarios import load_scenario, loads_scenario
 
 SECRET = "hunter2-in-value"
 

@@ -8,7 +8,7 @@ import contextlib
 import pytest
 
 import parsim
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
 from parsim.hardware.tomlio import dumps_hardware, load_hardware, loads_hardware
@@ -59,7 +59,7 @@ def test_a_gpu_without_nvlink_refuses_an_nvlink(cli):
 
 def test_numbers_are_ascii_digits(cli):
     """Item 11: ``n=١٠٠٠`` (Arabic-Indic digits) was read as 1000."""
-    from parsim.units import parse_value
+    from parsim.base.units import parse_value
 
     assert parse_value("١٠٠٠") == "١٠٠٠" and parse_value("1e3") == 1000.0 and parse_value("12") == 12
     code, _, err = cli("predict", "vector_add", "n=١٠٠٠", "--device", "t4")
@@ -94,7 +94,7 @@ def test_a_byte_order_mark_is_not_part_of_the_toml(cli, tmp_path):
 
 @pytest.mark.parametrize("spec", ["linspace:1:inf:3", "logspace:1:inf:3", "linspace:-inf:1:3"])
 def test_an_infinite_end_is_refused_not_warned_about(cli, spec, recwarn):
-    from parsim.scenarios import parse_values
+    from parsim.studies.scenarios import parse_values
 
     with pytest.raises(ParsimError, match="malformed values"):
         parse_values(spec)
@@ -137,25 +137,25 @@ def test_ctrl_c_says_in_one_line_what_was_kept(cli, monkeypatch, tmp_path):
     """Item 14: Ctrl-C exited 130 with nothing said."""
     import sys
 
-    import parsim.splits
-    import parsim.sweeps.api
+    import parsim.studies.splits
+    import parsim.studies.sweeps.api
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(parsim.splits, "split_table", interrupt)
+    monkeypatch.setattr(parsim.studies.splits, "split_table", interrupt)
     code, _, err = cli("splits", "model=gpt2", "batch=8")
     assert (code, err) == (
         130,
         "interrupted: a split search keeps nothing until it finishes; nothing was written\n",
     )
-    monkeypatch.setattr(parsim.sweeps.api, "execute_plan", interrupt)
+    monkeypatch.setattr(parsim.studies.sweeps.api, "execute_plan", interrupt)
     out = tmp_path / "s.csv"
     code, _, err = cli(*SWEEP, "workload.n=1e3", "--out", str(out))
     assert code == 130 and err.splitlines()[-1] == (
         f"interrupted: 0 finished rows are kept in {out}; run the same command again to resume"
     )
-    monkeypatch.setattr(sys.modules["parsim.predict"], "predict", interrupt)
+    monkeypatch.setattr(sys.modules["parsim.methods.predict"], "predict", interrupt)
     code, _, err = cli("predict", "vector_add", "n=10", "--device", "t4")
     assert (code, err) == (130, "interrupted: nothing was written\n")
 

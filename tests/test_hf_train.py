@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parsim import stack
-from parsim.analytic import gpu_kernel_s
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
-from parsim.predict import predict
+from parsim.methods.analytic import gpu_kernel_s
+from parsim.methods.predict import predict
 from parsim.workloads.base import Kernel, Workload
 from parsim.workloads.registry import make_workload
 

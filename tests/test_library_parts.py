@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
+from parsim.base.paths import output_path
 from parsim.measure import calibrate
-from parsim.paths import output_path
-from parsim.validate import spearman
+from parsim.studies.validate import spearman
 
 RAW = {
     "gemm_float32_flops_per_s": 100e9,

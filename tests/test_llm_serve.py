@@ -1,6 +1,6 @@
 """``llm_serve``: prefill and decode of a language model, against hand-computed bytes and times.
 
-Workloads are built with ``serving.llm_serve`` and predicted with ``parsim.predict.predict``;
+Workloads are built with ``serving.llm_serve`` and predicted with ``parsim.methods.predict.predict``;
 the serving metrics come from ``serving_figures.serve_metrics`` on that prediction.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
+from parsim.methods.predict import predict
 from parsim.model.kernel import kernel_time_s
-from parsim.predict import predict
-from parsim.serving_figures import check_system, serve_metrics
+from parsim.results.serving_figures import check_system, serve_metrics
 from parsim.workloads.base import AllReduce, Kernel, Workload
 from parsim.workloads.llms import LLMS
 from parsim.workloads.serving import NAME, LlmServeParams, check_llm_serve, llm_serve, weight_B

@@ -9,7 +9,7 @@ import types
 import numpy
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure import Measurement, cpu, measure
 from parsim.measure import backends as backends_module
 from parsim.measure.gpu_calibrate import _gpu_spec, fit_latency_bandwidth, link_spec
@@ -202,7 +202,10 @@ def test_cupy_without_a_device(monkeypatch):
 def test_cupy_is_imported_lazily():
     import subprocess
 
-    code = "import parsim, parsim.measure, parsim.validate, parsim.cli, sys; print('cupy' in sys.modules)"
+    code = (
+        "import parsim, parsim.measure, parsim.studies.validate, parsim.cli.main, sys; "
+        "print('cupy' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False"
 
@@ -290,7 +293,7 @@ def test_gpu_streams_overlap():
 def test_gpu_calibration_latency_and_validation():
     from parsim.measure.calibrate import calibrate
     from parsim.measure.gpu_calibrate import calibrate_gpu
-    from parsim.validate import validate
+    from parsim.studies.validate import validate
 
     device, link, raw = calibrate_gpu(quick=True)
     assert 2e-6 <= raw["h2d_pinned_latency_s"] <= 50e-6  # a copy's fixed cost, host call included

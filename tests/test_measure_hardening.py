@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsim import validate as validation
-from parsim.errors import ParsimError, ParsimNote
+from parsim.base.errors import ParsimError, ParsimNote
 from parsim.hardware.tomlio import save_hardware
 from parsim.measure import Measurement, jsonfiles, lock, run
 from parsim.measure.calibrate import describe
+from parsim.studies import validate as validation
 from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -411,7 +411,7 @@ def test_output_paths_are_checked_first(cli, tmp_path, nothing_runs, command, ou
 def test_a_write_that_fails_after_measuring_is_one_line(cli, tmp_path, monkeypatch):
     import io
 
-    from parsim import safefiles
+    from parsim.base import safefiles
 
     class Full(io.StringIO):
         def write(self, text):
@@ -653,7 +653,7 @@ def varied(base: object, key: str = "") -> st.SearchStrategy:
 def loads_or_refuses(document: object) -> None:
     """Each loader either accepts ``document`` (and then everything downstream works) or raises a
     one-line ``ParsimError``; nothing else may escape."""
-    from parsim.report import validation_text
+    from parsim.report.text import validation_text
 
     try:
         data = jsonfiles.parse_json(json.dumps(document), "fuzz.json", "report")

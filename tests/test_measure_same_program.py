@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure.run import measure
 from tests import cupy_standin
 

@@ -12,10 +12,10 @@ from importlib import resources
 
 import pytest
 
-from parsim import measured, validate
-from parsim.cli_measure import SHIPPED
-from parsim.errors import ParsimError
-from parsim.predict import predict
+from parsim.base.errors import ParsimError
+from parsim.cli.measure import SHIPPED
+from parsim.methods.predict import predict
+from parsim.studies import measured, validate
 from tests import cupy_standin
 
 H100 = "h100-sxm-2026-11-25"

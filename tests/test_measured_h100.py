@@ -15,7 +15,7 @@ from benchmarks import h100_measured as grid
 from parsim.hardware import registry
 from parsim.model.memory import latency_bound_s
 from parsim.stack.array_library import CUPY
-from parsim.sweeps.fast import fast_rows
+from parsim.studies.sweeps.fast import fast_rows
 
 H100 = registry.processor("h100-sxm")
 RESIDENT_THREADS = 132 * 2048  # SMs x threads per SM

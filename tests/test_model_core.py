@@ -11,12 +11,12 @@ import numpy
 import pytest
 
 import parsim
-from parsim import caching
-from parsim.engine import simulate
-from parsim.errors import ParsimError, ParsimNote
+from parsim.base import caching
+from parsim.base.errors import ParsimError, ParsimNote
 from parsim.hardware import registry
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import loads_hardware
+from parsim.methods.engine import simulate
 from parsim.model import memory, outcome
 from parsim.model.kernel import kernel_time_s
 from parsim.model.modes import modes_for

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import parsim
-from parsim.engine import simulate
-from parsim.engine.machine import engine_block_parts
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
+from parsim.methods.engine import simulate
+from parsim.methods.engine.machine import engine_block_parts
 from parsim.model.collectives import collective
 from parsim.stack import framework
 from parsim.workloads import parallel3d

@@ -15,9 +15,9 @@ from matplotlib.figure import Figure
 
 from parsim import plots
 from parsim.hardware import registry
+from parsim.methods.predict import predict
 from parsim.plots import axes as plot_axes
 from parsim.plots.style import COLORS, DISPLAYS, legend
-from parsim.predict import predict
 
 # A tick is a plain number, optionally with its own time unit; never "1e-05", "x10^" or "$".
 PLAIN_TICK = re.compile(r"^-?\d+(\.\d+)?[kMGTP]?( (ns|us|ms|s))?$")
@@ -369,6 +369,6 @@ def test_timeline_joins_only_events_closer_than_a_pixel(many_rows):
 def test_the_published_figure_names_every_metric_the_set_may_hold():
     # CI found the figure raising KeyError on the LLM rows' 'tokens_per_s'
     from parsim.plots.published import UNITS
-    from parsim.published import METRICS
+    from parsim.studies.published import METRICS
 
     assert set(METRICS) <= set(UNITS)

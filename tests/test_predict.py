@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parsim
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.model.rates import execution
 from parsim.workloads import make_workload

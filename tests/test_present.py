@@ -10,7 +10,7 @@ import re
 import attrs
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import save_hardware
 from parsim.measure import present
@@ -97,7 +97,7 @@ def test_an_h100_is_predicted_as_h100_sxm_and_named(monkeypatch, tmp_path):
     assert found.how == "preset" and found.device is PROCESSORS["h100-sxm"]
     assert found.label == "predicted for h100-sxm (matched NVIDIA H100 80GB HBM3)"
     expected = found.predict("matmul", {"m": 4096, "n": 4096, "k": 4096})
-    from parsim.predict import predict
+    from parsim.methods.predict import predict
 
     direct = predict("matmul", {"m": 4096, "n": 4096, "k": 4096}, device="h100-sxm").latency_s
     assert expected.latency_s == pytest.approx(direct, rel=1e-12)
@@ -171,7 +171,7 @@ def test_cli_measure_on_an_h100_predicts_for_h100_sxm_and_names_it(monkeypatch, 
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("measure", "vector_add", "n=1e6", "--backend", "cupy", "--budget", "0.01")
     assert code == 0, err
-    from parsim.predict import predict
+    from parsim.methods.predict import predict
 
     expected = predict("vector_add", {"n": 1e6}, device="h100-sxm").latency_s
     (line,) = [line for line in out.splitlines() if line.strip().startswith("predicted")]
@@ -210,7 +210,7 @@ def test_the_real_gpu_is_named_and_predicted(tmp_path, cli, monkeypatch):
 
 @pytest.mark.gpu
 def test_record_on_the_real_gpu(tmp_path, monkeypatch):
-    from parsim import measured, validate
+    from parsim.studies import measured, validate
 
     monkeypatch.setattr(measured, "GRID", (("vector_add", {"n": 1e6}), ("copy", {"n": 1e6})))
     data = measured.record(tmp_path / "here.json", budget_s=0.05)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from parsim.predict import predict
+from parsim.methods.predict import predict
 from tests import cupy_standin
 from tests.apptest import app
 
@@ -57,7 +57,7 @@ def test_a_lessons_gpu_case_is_predicted_for_the_gpu_here_not_the_lessons(h100):
 def test_measure_page_shows_the_h100_measurements_without_a_gpu(monkeypatch, tmp_path):
     import sys
 
-    from parsim import measured
+    from parsim.studies import measured
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "cupy", None)  # no GPU here
@@ -91,7 +91,7 @@ def test_measure_page_shows_the_h100_measurements_without_a_gpu(monkeypatch, tmp
 def test_an_uploaded_shipped_report_is_predicted_again(monkeypatch, tmp_path):
     from importlib import resources
 
-    from parsim import measured
+    from parsim.studies import measured
 
     monkeypatch.chdir(tmp_path)
     text = resources.files("parsim").joinpath("data/measured/h100-sxm-2026-11-25.json").read_bytes()

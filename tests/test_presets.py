@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from parsim.dtypes import MATRIX_FORMATS as DTYPES
+from parsim.base.dtypes import MATRIX_FORMATS as DTYPES
 from parsim.hardware import presets_cpu, presets_gpu, presets_links
 from parsim.hardware.presets import LINKS, PROCESSORS
 

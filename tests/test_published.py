@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from parsim import published
-from parsim.published import CLASSES, Compared, Row, compare, load_rows, summary
+from parsim.studies import published
+from parsim.studies.published import CLASSES, Compared, Row, compare, load_rows, summary
 
 ROWS = load_rows()
 

@@ -8,11 +8,11 @@ import stat
 
 import pytest
 
-from parsim import safefiles
-from parsim.errors import ParsimError
+from parsim.base import safefiles
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import save_hardware
-from parsim.sweeps.store import Store
+from parsim.studies.sweeps.store import Store
 
 SWEEP = ["sweep", "--set", "workload=relu", "--set", "device=h100-sxm", "--grid", "workload.n=1e3,1e4"]
 

@@ -9,11 +9,11 @@ import pytest
 
 import parsim
 from parsim import plots
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
+from parsim.methods.predict import make_workload, predict
 from parsim.model.collectives import collective
-from parsim.predict import make_workload, predict
-from parsim.scenarios import (
+from parsim.studies.scenarios import (
     case_labels,
     load_scenario,
     loads_scenario,
@@ -23,7 +23,7 @@ from parsim.scenarios import (
     run_scenario,
     scenario_paths,
 )
-from parsim.teaching import ridge_intensity
+from parsim.studies.teaching import ridge_intensity
 from parsim.workloads.llms import LLMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -749,7 +749,7 @@ def test_bad_scenarios(text, expected):
 
 def test_crossovers_name_overtaking_and_falling_behind():
     # Before: plots had a second crossovers() that dropped "falls behind"; there is one now.
-    from parsim.scenarios import crossovers
+    from parsim.studies.scenarios import crossovers
 
     series = {"cpu": ([1, 2, 3, 4], [5, 5, 5, 5]), "gpu": ([1, 2, 3, 4], [9, 4, 4, 6])}
     assert crossovers(series) == [(2, "gpu", "cpu"), (4, "cpu", "gpu")]

@@ -10,7 +10,7 @@ import pytest
 
 import parsim
 from parsim import stack
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.specs import SystemSpec
 from parsim.model.issue import issue_s

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 import parsim
 from parsim import plots
-from parsim.errors import ParsimError
-from parsim.sweeps.api import dask_map, sweep
-from parsim.sweeps.fast import fast_rows
-from parsim.sweeps.grid import make_grid, parse_grid_options
+from parsim.base.errors import ParsimError
+from parsim.studies.sweeps.api import dask_map, sweep
+from parsim.studies.sweeps.fast import fast_rows
+from parsim.studies.sweeps.grid import make_grid, parse_grid_options
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"workload": "vector_add", "device": "h100-sxm"}
@@ -309,7 +309,7 @@ def test_resume_with_other_fixed_inputs_recomputes(tmp_path):
 
 
 def test_unlabelled_look_alike_cases_stay_apart():
-    from parsim.scenarios import loads_scenario
+    from parsim.studies.scenarios import loads_scenario
 
     scenario = loads_scenario(
         'title = "t"\nlesson = "l"\n[defaults]\nworkload = "relu"\ndevice = "t4"\n'

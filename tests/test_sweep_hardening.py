@@ -21,14 +21,14 @@ import pandas
 import psutil
 import pytest
 
-from parsim.errors import ParsimError
-from parsim.scenarios import parse_values
-from parsim.sweeps import grid as grid_module
-from parsim.sweeps.api import sweep
-from parsim.sweeps.grid import MAX_POINTS, make_grid, point_id
-from parsim.sweeps.store import Store
-from parsim.sweeps.tables import write_chunks
-from parsim.units import parse_value
+from parsim.base.errors import ParsimError
+from parsim.base.units import parse_value
+from parsim.studies.scenarios import parse_values
+from parsim.studies.sweeps import grid as grid_module
+from parsim.studies.sweeps.api import sweep
+from parsim.studies.sweeps.grid import MAX_POINTS, make_grid, point_id
+from parsim.studies.sweeps.store import Store
+from parsim.studies.sweeps.tables import write_chunks
 from tests.processes import outliving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -407,7 +407,7 @@ def test_parquet_chunks_of_different_types_share_one_schema(tmp_path):
 def test_a_million_point_sweep_to_a_file_stays_small(tmp_path):
     out = tmp_path / "big.csv"
     command = (
-        "import sys; from parsim.cli import main; sys.argv = ['parsim', 'sweep', '--set', "
+        "import sys; from parsim.cli.main import main; sys.argv = ['parsim', 'sweep', '--set', "
         "'workload=vector_add', '--set', 'device=h100-sxm', '--set', 'method=analytic', '--grid', "
         f"'workload.n=range:1:1000001', '--out', {str(out)!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -469,6 +469,6 @@ def test_a_resumed_sweep_says_what_it_kept(cli, tmp_path, caplog):
     code, stdout, err = cli("sweep", *RELU, "--grid", "workload.n=1e3,1e4,1e5", "--out", str(out))
     assert code == 0 and "3 points (0 with errors)" in stdout
     assert f"resumed {out}: kept 2 rows from an earlier run" in err
-    with caplog.at_level(logging.INFO, logger="parsim.sweeps"):
+    with caplog.at_level(logging.INFO, logger="parsim.studies.sweeps"):
         frame = sweep({"workload": "relu", "device": "t4"}, {"workload.n": [1e3, 1e4, 1e5, 1e6]}, out=out)
     assert frame.attrs["resumed"] == 3 and f"resumed {out}: kept 3 rows" in caplog.text

@@ -7,12 +7,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from parsim.app import teach
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
+from parsim.methods.predict import predict
 from parsim.plots.teaching import flynn_grids, roofline_point, scaling_laws
-from parsim.predict import predict
-from parsim.scenarios import load_scenario, run_scenario
-from parsim.teaching import (
+from parsim.studies.scenarios import load_scenario, run_scenario
+from parsim.studies.teaching import (
     amdahl_speedup,
     attainable_flops_per_s,
     core_events,

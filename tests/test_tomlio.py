@@ -2,7 +2,7 @@
 
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.tomlio import dumps_hardware, load_hardware, loads_hardware, save_hardware
 from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
 

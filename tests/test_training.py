@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 import parsim
 from parsim import stack
-from parsim.engine import simulate
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.specs import SystemSpec
+from parsim.methods.engine import simulate
 from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads import make_workload
 from parsim.workloads.base import HOST, AllReduce, Kernel, Transfer, Workload

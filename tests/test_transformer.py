@@ -4,7 +4,7 @@ Adam's memory and traffic, event counts that grow with layers only, and one-line
 import pytest
 
 import parsim
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.workloads import make_workload
 from parsim.workloads.base import Transfer
 from parsim.workloads.layers import Numerics, network_footprint_B

@@ -2,8 +2,8 @@
 
 import pytest
 
-from parsim.errors import ParsimError
-from parsim.units import parse_assignments, parse_value, seconds, si
+from parsim.base.errors import ParsimError
+from parsim.base.units import parse_assignments, parse_value, seconds, si
 
 
 def test_parse_value():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.workloads import Kernel, Transfer, make_workload
 
 

@@ -23,6 +23,6 @@ def preload() -> None:
     import matplotlib.figure  # noqa: F401
     import pandas  # noqa: F401
 
+    import parsim.methods.predict  # noqa: F401
     import parsim.plots  # noqa: F401
-    import parsim.predict  # noqa: F401
-    import parsim.scenarios  # noqa: F401
+    import parsim.studies.scenarios  # noqa: F401

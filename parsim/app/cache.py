@@ -11,12 +11,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from parsim.budget import APP
+from parsim.base.budget import APP
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.hardware.tomlio import loads_hardware
-from parsim.predict import predict
-from parsim.scenarios import ScenarioResult, load_scenario, retarget, run_scenario
+from parsim.methods.predict import predict
+from parsim.studies.scenarios import ScenarioResult, load_scenario, retarget, run_scenario
 
 
 def resolve(source: str | None) -> str | ProcessorSpec | LinkSpec | None:
@@ -119,7 +119,7 @@ def scenario_path(stem: str) -> Path:
 
 @st.cache_data(show_spinner=False, max_entries=2)
 def cached_published() -> dict:
-    """The shipped published measurements, each predicted (``parsim.published.report``)."""
-    from parsim import published
+    """The shipped published measurements, each predicted (``parsim.studies.published.report``)."""
+    from parsim.studies import published
 
     return published.report(published.compare())

@@ -9,11 +9,12 @@ from __future__ import annotations
 import pandas
 import streamlit as st
 
-from parsim import plots, units
+from parsim import plots
 from parsim.app import compare_llm, layout
 from parsim.app.cache import as_changes, cached_scenario, scenario_in_pieces, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
-from parsim.errors import ParsimError
+from parsim.base import units
+from parsim.base.errors import ParsimError
 from parsim.workloads.registry import workload_names
 
 # comparison -> (scenario file, figure)

@@ -13,8 +13,8 @@ import streamlit as st
 from parsim import plots
 from parsim.app.cache import as_changes, cached_scenario, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
-from parsim.errors import ParsimError
-from parsim.scenarios import load_scenario
+from parsim.base.errors import ParsimError
+from parsim.studies.scenarios import load_scenario
 from parsim.workloads.llms import LLMS
 from parsim.workloads.registry import llm_names
 

@@ -13,10 +13,10 @@ import attrs
 import numpy
 import streamlit as st
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
+from parsim.base.units import parse_value
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import dumps_hardware
-from parsim.units import parse_value
 
 FIELDS = [
     ("cores", "cores (or SMs)"),

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pandas
 import streamlit as st
 
-from parsim import plots, units
-from parsim.algorithms import describe
+from parsim import plots
 from parsim.app import editor, layout, urlstate
 from parsim.app.cache import cached_predict, resolve
 from parsim.app.widgets import (
@@ -19,10 +18,12 @@ from parsim.app.widgets import (
     show_png,
     workload_form,
 )
-from parsim.errors import ParsimError
+from parsim.base import units
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.model.modes import default_mode, modes_for
-from parsim.report import bottleneck_sentence, metric_texts
+from parsim.report.text import bottleneck_sentence, metric_texts
+from parsim.results.algorithms import describe
 from parsim.workloads.registry import WORKLOADS
 
 # Starting sizes: 100 M elements fill a GPU's memory bandwidth; a 4096^3 GEMM its tensor cores.

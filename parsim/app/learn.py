@@ -15,9 +15,9 @@ from parsim import plots
 from parsim.app import layout, measure_here, teach
 from parsim.app.cache import cached_scenario, scenario_folder
 from parsim.app.widgets import cached_png, csv_download, figure, show_png
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure.backends import gpu_available
-from parsim.scenarios import load_scenario, scenario_paths
+from parsim.studies.scenarios import load_scenario, scenario_paths
 
 # A course order: Flynn's taxonomy first, then data movement, then deep learning (clusters with
 # data parallelism; pipelines after the language models).

@@ -20,14 +20,14 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from parsim import paths
-from parsim.errors import ParsimError
+from parsim.base import paths
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
 from parsim.measure.present import PresentGpu
 from parsim.measure.run import SISD_WORKLOADS, measurable
-from parsim.scenarios import case_labels, parse_values, resolve
+from parsim.studies.scenarios import case_labels, parse_values, resolve
 
 CALIBRATION = str(paths.CALIBRATION)
 PRESENT = "present_gpu"  # session state: (PresentGpu or None, why not)
@@ -161,7 +161,7 @@ def _cpu_instead(case) -> str:
 
 def _fits(case, sweep, value, estimate, mode, backend) -> bool:
     """Whether one run takes at most ``MOST_S`` here (by the calibration, or a laptop estimate)."""
-    from parsim.predict import predict
+    from parsim.methods.predict import predict
 
     params = _with_value(case.params, sweep, value)
     if backend == "numpy" and (mode or "mimd+simd") == "sisd" and case.workload not in SISD_WORKLOADS:
@@ -220,7 +220,7 @@ def measure_one(item: Planned, spec) -> dict:
     machine's calibration ``spec``, a GPU case for the GPU present (``present``, which names the spec
     it used); one row of the paired table."""
     from parsim.measure import measure
-    from parsim.predict import predict
+    from parsim.methods.predict import predict
 
     row = {"case": item.label, "value": item.value, "how": item.why or "on this CPU"}
     if item.gpu is not None:

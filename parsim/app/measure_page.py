@@ -13,18 +13,20 @@ import json
 import pandas
 import streamlit as st
 
-from parsim import measured, plots, units
+from parsim import plots
 from parsim.app import measure_shipped
 from parsim.app.cache import cached_published
 from parsim.app.measure_here import CALIBRATION, calibrate_button, present
 from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated, show_png
-from parsim.errors import ParsimError
+from parsim.base import units
+from parsim.base.errors import ParsimError
 from parsim.hardware.tomlio import loads_hardware
 from parsim.measure.backends import gpu_available
 from parsim.measure.jsonfiles import parse_json
 from parsim.measure.run import check_measurement
-from parsim.validate import SCHEMA as REPORT_SCHEMA
-from parsim.validate import check_report, summarise
+from parsim.studies import measured
+from parsim.studies.validate import SCHEMA as REPORT_SCHEMA
+from parsim.studies.validate import check_report, summarise
 
 PUBLISHED_SHOWN = "published_shown"  # session state: the section was asked for once
 MEASURABLE = ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul"]
@@ -88,7 +90,7 @@ def _measure_form(history: list, gpu: bool) -> None:
     if not submitted:
         return
     from parsim.measure import measure
-    from parsim.predict import predict
+    from parsim.methods.predict import predict
 
     params = {"m": size, "n": size, "k": size} if workload == "matmul" else {"n": size}
     try:
@@ -231,7 +233,7 @@ def _comparison(history: list) -> None:
     paired = [r for r in rows if r.get("predicted_s")]
     if not paired:
         return
-    from parsim.validate import Point
+    from parsim.studies.validate import Point
 
     points = [
         Point(r.get("workload", ""), {}, "", "", r["measured_s"], 0, 0, r["predicted_s"]) for r in paired

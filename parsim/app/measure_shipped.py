@@ -2,7 +2,7 @@
 
 Most people open the Measure page on a laptop without a GPU; the page still shows a real GPU's times
 (``parsim/data/measured/``: an H100 SXM measured by parsim itself), predicted again by the installed
-model for the preset the file names (``parsim.measured``), with the per-class errors, the
+model for the preset the file names (``parsim.studies.measured``), with the per-class errors, the
 predicted-vs-measured figure and the machine and software they came from. The same report is what
 ``parsim validate --load h100-sxm-2026-11-25`` prints.
 """
@@ -12,8 +12,10 @@ from __future__ import annotations
 import pandas
 import streamlit as st
 
-from parsim import measured, plots, units
+from parsim import plots
 from parsim.app.widgets import cached_png, csv_download, show_png
+from parsim.base import units
+from parsim.studies import measured
 
 DEFAULT = "h100-sxm-2026-11-25"
 

@@ -16,7 +16,7 @@ from parsim import plots
 from parsim.app import layout, scale_allreduce, scale_cluster, scale_splits
 from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.workloads.registry import model_names
 
 GPU_COUNTS = (1, 2, 4, 8)

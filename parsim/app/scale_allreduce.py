@@ -17,9 +17,9 @@ import streamlit as st
 
 from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on
 from parsim.app.widgets import cached_png, csv_download, show_png
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
+from parsim.base.units import seconds, si
 from parsim.plots.lines import sweep_lines
-from parsim.units import seconds, si
 
 SIZES = tuple(2**i for i in range(10, 34))  # 1 KiB .. 8 GiB, as all_reduce_perf -b 1K -e 8G -f 2
 ALGORITHMS = ("ring", "tree", "auto")

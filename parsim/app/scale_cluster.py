@@ -22,14 +22,14 @@ import streamlit as st
 from parsim import plots
 from parsim.app import urlstate
 from parsim.app.widgets import cached_png, csv_download, show_png
-from parsim.budget import APP
-from parsim.errors import ParsimError
+from parsim.base.budget import APP
+from parsim.base.errors import ParsimError
+from parsim.base.units import seconds, si
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.presets_cluster import NIC_PRESETS
+from parsim.methods.predict import predict
 from parsim.plots.lines import sweep_lines
-from parsim.predict import predict
-from parsim.units import seconds, si
 from parsim.workloads.registry import model_names
 
 NODE_COUNTS = tuple(2**i for i in range(11))  # 1 .. 1024 nodes

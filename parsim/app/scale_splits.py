@@ -3,7 +3,7 @@
 A model too large for one GPU is cut three ways at once, like a book copied by many scribes:
 each page split between scribes at one desk (tensor parallelism, inside a node), the chapters
 passed along a row of desks (pipeline stages), and whole rows copying other volumes side by side
-(data-parallel replicas). ``parsim.splits.split_table`` tries every cut of the cluster's GPUs,
+(data-parallel replicas). ``parsim.studies.splits.split_table`` tries every cut of the cluster's GPUs,
 refuses those that do not fit in memory and predicts the rest; this tab shows its rows, the
 fastest marked, and for the chosen split its figures and its pipeline timeline.
 
@@ -20,10 +20,10 @@ import streamlit as st
 
 from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on, step_timeline
 from parsim.app.widgets import csv_download
-from parsim.budget import APP
-from parsim.errors import ParsimError
-from parsim.splits import SplitRow, split_table
-from parsim.units import gib, si
+from parsim.base.budget import APP
+from parsim.base.errors import ParsimError
+from parsim.base.units import gib, si
+from parsim.studies.splits import SplitRow, split_table
 from parsim.workloads.registry import llm_names
 
 FOUND = "split_found"  # the settings whose table was asked for in this session

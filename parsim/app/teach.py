@@ -6,7 +6,7 @@
 - ``flynn_vector_add``: Flynn's taxonomy as grids of cores x lanes, lit as the lesson's predictions
   say at each step of a shared clock.
 
-Every number comes from the model (``parsim.teaching`` reads specs and predictions); figures are
+Every number comes from the model (``parsim.studies.teaching`` reads specs and predictions); figures are
 drawn once per choice (``cached_png``), so moving a slider back and forth stays instant.
 """
 
@@ -18,14 +18,15 @@ import streamlit as st
 
 from parsim.app.cache import as_changes, cached_scenario, scenario_path
 from parsim.app.widgets import cached_png, show_png
-from parsim.dtypes import DTYPES
-from parsim.errors import ParsimError
+from parsim.base.dtypes import DTYPES
+from parsim.base.errors import ParsimError
+from parsim.base.units import seconds, si
 from parsim.hardware import registry
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.specs import ProcessorSpec
 from parsim.plots.teaching import flynn_grids, roofline_point, scaling_laws
-from parsim.scenarios import load_scenario, resolve
-from parsim.teaching import (
+from parsim.studies.scenarios import load_scenario, resolve
+from parsim.studies.teaching import (
     Grid,
     amdahl_speedup,
     attainable_flops_per_s,
@@ -35,7 +36,6 @@ from parsim.teaching import (
     roofline_peak,
     time_steps,
 )
-from parsim.units import seconds, si
 
 INTENSITIES = [2.0**k for k in range(-3, 11)]
 """The roofline slider's stops: 1/8 to 1024 FLOP/byte, doubling."""

@@ -14,8 +14,8 @@ from pathlib import Path
 import streamlit as st
 
 from parsim.app import layout, urlstate
-from parsim.caching import cached
-from parsim.errors import ParsimError
+from parsim.base.caching import cached
+from parsim.base.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
 from parsim.workloads.llms import llm

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.checks import BANDWIDTH, SECONDS, preset_id, text, whole_within, within
-from parsim.errors import field_error
+from parsim.base.checks import BANDWIDTH, SECONDS, preset_id, text, whole_within, within
+from parsim.base.errors import field_error
 
 
 @attrs.frozen(cache_hash=True)

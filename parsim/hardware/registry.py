@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import TypeVar
 
-from parsim.caching import cached
-from parsim.errors import ParsimError
+from parsim.base.caching import cached
+from parsim.base.errors import ParsimError
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.hardware.tomlio import load_hardware

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.errors import field_error
+from parsim.base.errors import field_error
 from parsim.hardware.specs import CacheLevel, ProcessorSpec
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
-from parsim.checks import (
+from parsim.base.checks import (
     BANDWIDTH,
     BYTES,
     CLOCK,
@@ -33,8 +33,8 @@ from parsim.checks import (
     whole_within,
     within,
 )
-from parsim.dtypes import MATRIX_FORMATS
-from parsim.errors import ParsimError, field_error
+from parsim.base.dtypes import MATRIX_FORMATS
+from parsim.base.errors import ParsimError, field_error
 from parsim.hardware.network import NetworkSpec
 
 

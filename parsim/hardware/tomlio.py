@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import attrs
 import tomli_w
 
-from parsim import safefiles
-from parsim.errors import ParsimError, ParsimNote
+from parsim.base import safefiles
+from parsim.base.errors import ParsimError, ParsimNote
 from parsim.hardware.network import ClusterSpec, NetworkSpec, NicSpec
 from parsim.hardware.specs import (
     BandwidthPoint,

@@ -13,7 +13,7 @@ import os
 import platform
 from collections.abc import Callable, Iterator
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure.timing import Timing, time_callable
 
 CUPY_HINT = (

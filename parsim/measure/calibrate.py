@@ -34,7 +34,7 @@ from collections.abc import Callable
 import attrs
 import numpy
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, MemorySpec, ProcessorSpec
 from parsim.measure import cpu, kernels, plausible
 from parsim.measure.backends import NumpyBackend, cpu_model, host_free_memory_B

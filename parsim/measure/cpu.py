@@ -18,7 +18,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure import kernels
 
 CHUNK_ITEMS = 262144  # 1 MiB of float32: below this, handing work to threads costs more than it saves

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import numpy
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.measure import kernels
 from parsim.workloads.ops import ELEMENTWISE
 from parsim.workloads.transfers import chunk_sizes

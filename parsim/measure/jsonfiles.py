@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 
 MAX_JSON_BYTES = 50_000_000  # a report of the full grid is a few hundred kB; the app's upload limit too
 MAX_JSON_DEPTH = 32  # real files nest 4 deep; deeper input only exhausts whatever walks it next

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import filelock
 
-from parsim.errors import ParsimError, ParsimNote, field_error
+from parsim.base.errors import ParsimError, ParsimNote, field_error
 
 POLL_S = 0.05  # how often a waiter retries; also filelock's default
 PID_GRACE_S = 0.5  # a holder writes its pid just after taking the lock: give it this long before "unknown"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 
 MIN_NET_SHARE = 0.25
 ATTEMPTS = 3

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import attrs
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
+from parsim.base.paths import CALIBRATION, gpu_calibration
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
-from parsim.paths import CALIBRATION, gpu_calibration
 
 MEMORY_TOLERANCE = 0.10
 """How far CUDA's total memory may sit from a preset's: it reports what the driver leaves (an H100
@@ -96,7 +96,7 @@ class PresentGpu:
 
     def predict(self, workload: str, params: dict):
         """``parsim.predict`` of ``workload`` on this GPU (with the calibrated host and link if any)."""
-        from parsim.predict import predict
+        from parsim.methods.predict import predict
 
         return predict(workload, params, device=self.device, host=self.host, link=self.link)
 

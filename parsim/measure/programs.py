@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure import gpu, torch_conv
 
 

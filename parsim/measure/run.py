@@ -23,15 +23,15 @@ from pathlib import Path
 
 import attrs
 
-from parsim.choices import MODES
-from parsim.errors import ParsimError
+from parsim.base.choices import MODES
+from parsim.base.errors import ParsimError
+from parsim.base.units import gib
 from parsim.measure import cpu, gpu, kernels, programs, torch_conv
 from parsim.measure.backends import backend as get_backend
 from parsim.measure.backends import gpu_errors, host_free_memory_B
 from parsim.measure.jsonfiles import choice, field, finite, json_kind, number, read_json, short, text
 from parsim.measure.lock import check_timeout, measurement_lock
 from parsim.measure.timing import time_callable
-from parsim.units import gib
 from parsim.workloads.registry import make_workload, validate_params
 
 SCHEMA = "parsim.measurement/1"
@@ -375,5 +375,5 @@ def check_measurement(data: object, source: str = "measurement") -> dict:
     return data
 
 
-# Small checks shared with the validation report (parsim.validate): each names the field, the
+# Small checks shared with the validation report (parsim.studies.validate): each names the field, the
 # bound and the value, and never prints more than a few dozen characters of what it found.

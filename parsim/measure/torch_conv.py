@@ -15,7 +15,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.measure.gpu import TF32_OFF
 
 IMPLEMENTATION = "cuDNN through PyTorch (NCHW, cudnn.benchmark: its fastest algorithm for the shape)"

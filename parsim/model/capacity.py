@@ -9,10 +9,10 @@ Footprints may be one number or an array of them (a vectorised sweep).
 
 from __future__ import annotations
 
-from parsim.dtypes import Number
+from parsim.base.dtypes import Number
+from parsim.base.units import gib
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.stack import library_for
-from parsim.units import gib
 
 
 def runtime_B(system: SystemSpec, in_framework: bool) -> float:

@@ -32,7 +32,7 @@ import math
 
 import attrs
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.hardware.specs import SystemSpec
 from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads.base import AllReduce

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from parsim.caching import cached
+from parsim.base.caching import cached
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.library import choose
 from parsim.model.numeric import Number, maximum, where

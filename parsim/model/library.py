@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from parsim.caching import cached
-from parsim.dtypes import QUANTISED_FORMATS, itemsize
-from parsim.errors import ParsimError
+from parsim.base.caching import cached
+from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
+from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.stack import library_for
 from parsim.workloads.base import HOST, Kernel, Op, Workload

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy
 
-from parsim.caching import cached
+from parsim.base.caching import cached
 from parsim.hardware.specs import BandwidthPoint, ProcessorSpec
 from parsim.model.numeric import Number, maximum, minimum, where
 

@@ -10,8 +10,8 @@
 
 from __future__ import annotations
 
-from parsim.choices import MODES, Mode
-from parsim.errors import ParsimError
+from parsim.base.choices import MODES, Mode
+from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec
 
 __all__ = ["MODES", "Mode", "busy_cores", "check_mode", "default_mode", "lanes", "modes_for"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy
 
-from parsim.dtypes import Number
+from parsim.base.dtypes import Number
 
 __all__ = ["Number", "maximum", "minimum", "where"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from parsim.dtypes import QUANTISED_FORMATS
+from parsim.base.dtypes import QUANTISED_FORMATS
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.library import matrix_format
 from parsim.model.memory import Level, level

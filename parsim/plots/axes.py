@@ -8,7 +8,7 @@ converting anything twice. The unit is chosen from the axis's visible range, so 
 called after the data are drawn and the limits set: the largest value on a linear axis, the
 middle decade on a log axis (0.01 .. 100 ms rather than 0.00001 .. 1 s); a log axis spanning
 more decades than one unit reads well carries a unit per tick (``10 us  1 ms  100 ms``). The unit
-tables are ``parsim.units``'s, the same that print ``357 us`` in the CLI and the app.
+tables are ``parsim.base.units``'s, the same that print ``357 us`` in the CLI and the app.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 import numpy
 from matplotlib.ticker import Formatter, LogLocator, NullFormatter
 
-from parsim.units import SI_PREFIXES, TIME_UNITS, si
+from parsim.base.units import SI_PREFIXES, TIME_UNITS, si
 
 
 def plain(value: float) -> str:

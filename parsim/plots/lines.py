@@ -7,8 +7,8 @@ from matplotlib.figure import Figure
 from parsim.plots.axes import column_axis, count, count_axis, plain_axis, time_axis
 from parsim.plots.style import _figure, _finish, legend, styled
 from parsim.plots.style import title as style_title
-from parsim.scenarios import crossovers
-from parsim.teaching import amdahl_speedup
+from parsim.studies.scenarios import crossovers
+from parsim.studies.teaching import amdahl_speedup
 
 
 @styled

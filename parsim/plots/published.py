@@ -29,12 +29,12 @@ UNITS = {
     "bus_bandwidth_Bps": "nccl-tests bus bandwidth",
     "megatron_tflops_per_gpu": "TFLOP/s per GPU (Megatron's count)",
 }
-"""A legend label for each metric of ``parsim.published.METRICS`` (a test keeps them in step)."""
+"""A legend label for each metric of ``parsim.studies.published.METRICS`` (a test keeps them in step)."""
 
 
 @styled
 def published(data: dict, title: str = "Predicted vs published measurements") -> Figure:
-    """A ``parsim.published.report`` as a grid of panels, one per class.
+    """A ``parsim.studies.published.report`` as a grid of panels, one per class.
 
     Each panel shows predicted / published for every row (log scale; 1 is perfect), rows ordered
     by their published figure, one colour per metric, and the class's MAPE target as a band.

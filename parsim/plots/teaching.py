@@ -1,7 +1,7 @@
 """Figures for the teaching visuals: a point sliding along a roofline, Amdahl's and Gustafson's laws
 beside predicted speed-ups, and Flynn's taxonomy as grids of cores x lanes lit at one instant.
 
-The numbers come from ``parsim.teaching`` (the roofline bound, the two laws, the lit grid read from
+The numbers come from ``parsim.studies.teaching`` (the roofline bound, the two laws, the lit grid read from
 a prediction's timeline); these functions only draw them, in the colours of the other figures.
 """
 
@@ -13,10 +13,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from parsim.base.units import seconds, si
 from parsim.hardware.specs import ProcessorSpec
 from parsim.plots.axes import count_axis, plain, plain_axis
 from parsim.plots.style import COLORS, _figure, legend, styled, suptitle, title
-from parsim.teaching import (
+from parsim.studies.teaching import (
     Grid,
     amdahl_speedup,
     attainable_flops_per_s,
@@ -24,7 +25,6 @@ from parsim.teaching import (
     ridge_intensity,
     roofline_peak,
 )
-from parsim.units import seconds, si
 
 SHOWN_CORES = 16
 """Rows drawn per grid; more cores are summarised as "+N more" (the title counts every busy core)."""

@@ -15,6 +15,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from parsim.base.units import seconds, si
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.outcome import CATEGORIES
 from parsim.plots.axes import count_axis, time_axis
@@ -29,10 +30,9 @@ from parsim.plots.style import (
     suptitle,
 )
 from parsim.plots.style import title as style_title
-from parsim.prediction import Prediction
-from parsim.resources import Resource
-from parsim.teaching import attainable_flops_per_s, ridge_intensity, roofline_peak
-from parsim.units import seconds, si
+from parsim.results.prediction import Prediction
+from parsim.results.resources import Resource
+from parsim.studies.teaching import attainable_flops_per_s, ridge_intensity, roofline_peak
 from parsim.workloads.base import HOST
 
 _WIDTH = 11  # inches; type is sized from it (legible_rc), so the figure reads when shrunk

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.checks import text
-from parsim.errors import ParsimError
+from parsim.base.checks import text
+from parsim.base.errors import ParsimError
 
 CALLS = ("elementwise", "reduction", "gemm", "tensordot", "copy")
 """Kinds of CuPy call with their own host cost."""

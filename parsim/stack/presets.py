@@ -37,7 +37,7 @@ Sources, abbreviated in the comments:
 
 from __future__ import annotations
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
 EAGER = FrameworkSpec(

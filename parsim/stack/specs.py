@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.checks import boolean, fraction, non_negative, one_of, positive, text, within
+from parsim.base.checks import boolean, fraction, non_negative, one_of, positive, text, within
 
 
 @attrs.frozen(cache_hash=True)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
-from parsim.checks import (
+from parsim.base.checks import (
     boolean,
     explain,
     is_integer,
@@ -29,8 +29,8 @@ from parsim.checks import (
     positive_int,
     text,
 )
-from parsim.dtypes import DTYPES, QUANTISED_FORMATS
-from parsim.errors import ParsimError, field_error
+from parsim.base.dtypes import DTYPES, QUANTISED_FORMATS
+from parsim.base.errors import ParsimError, field_error
 from parsim.workloads.conv import ConvShape
 
 HOST = -1

@@ -40,7 +40,7 @@ class CollectiveParams(_Params):
 
 
 def _check(name: str, given: Params, params: Params) -> Params:
-    from parsim.errors import ParsimError
+    from parsim.base.errors import ParsimError
 
     if params["algorithm"] == "tree" and KINDS[name] != "all_reduce":
         raise ParsimError(f"{name}: 'algorithm' tree applies to allreduce only (NCCL runs {name} as a ring)")

@@ -15,7 +15,7 @@ from typing import Literal
 
 import attrs
 
-from parsim.checks import non_negative_int, one_of, positive_int
+from parsim.base.checks import non_negative_int, one_of, positive_int
 
 Pass = Literal["fwd", "dgrad", "wgrad"]
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.workloads.base import AllReduce, Kernel, Op, Transfer
 from parsim.workloads.optimizers import optimizer_state_B, update_kernel
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
 from parsim.workloads.conv import ConvShape, Pass
 from parsim.workloads.optimizers import optimizer_state_B, update_kernel

@@ -28,8 +28,8 @@ from typing import Literal
 
 import attrs
 
-from parsim.dtypes import DTYPES, itemsize
-from parsim.errors import ParsimError, closest
+from parsim.base.dtypes import DTYPES, itemsize
+from parsim.base.errors import ParsimError, closest
 from parsim.workloads.layers import Numerics
 from parsim.workloads.optimizers import optimizer_state_B
 

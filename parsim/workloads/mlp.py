@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.ops import _items, gemm_kernel
 from parsim.workloads.optimizers import optimizer_state_B, update_kernel

@@ -18,7 +18,7 @@ import math
 
 import attrs
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Block, Kernel, Op, Transfer, Workload
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.dtypes import Number, itemsize
+from parsim.base.dtypes import Number, itemsize
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel, Params, Vectorised, Workload
 from parsim.workloads.conv import ConvShape

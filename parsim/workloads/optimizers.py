@@ -9,7 +9,7 @@ here.
 
 from __future__ import annotations
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
 
 __all__ = ["OPTIMIZERS", "adam_kernel", "optimizer_state_B", "sgd_kernel", "update_kernel"]

@@ -28,8 +28,8 @@ import math
 
 import attrs
 
-from parsim.dtypes import itemsize
-from parsim.errors import ParsimError
+from parsim.base.dtypes import itemsize
+from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Block, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig

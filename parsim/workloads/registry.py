@@ -14,7 +14,7 @@ from typing import Any, Literal
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from parsim.errors import ParsimError, closest
+from parsim.base.errors import ParsimError, closest
 from parsim.workloads import mlp, ops, training, transfers
 from parsim.workloads.base import Params, Vectorised, Workload
 

@@ -42,8 +42,8 @@ import attrs
 from pydantic import Field
 
 from parsim import stack
-from parsim.dtypes import QUANTISED_FORMATS, itemsize
-from parsim.errors import ParsimError
+from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
+from parsim.base.errors import ParsimError
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm, transformer_footprint_B

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel, Params
 from parsim.workloads.ops import elementwise_parts, gemm_kernel

@@ -23,8 +23,8 @@ from collections.abc import Callable
 import attrs
 
 from parsim import stack
-from parsim.dtypes import itemsize
-from parsim.errors import ParsimError
+from parsim.base.dtypes import itemsize
+from parsim.base.errors import ParsimError
 from parsim.workloads import ddp, parallel3d
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import (

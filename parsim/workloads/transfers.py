@@ -7,7 +7,7 @@ kernel runs while chunk i+1 is still crossing the link. With one stream nothing 
 
 from __future__ import annotations
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Op, Params, Transfer, Vectorised, Workload
 from parsim.workloads.ops import ELEMENTWISE, _items, elementwise_kernel
 

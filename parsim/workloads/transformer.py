@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.workloads import transformer_eager as eager
 from parsim.workloads import transformer_hf as hf
 from parsim.workloads.base import Kernel

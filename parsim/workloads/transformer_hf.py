@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from parsim.errors import ParsimError
+from parsim.base.errors import ParsimError
 from parsim.workloads.base import Kernel
 from parsim.workloads.llms import LlmConfig
 from parsim.workloads.transformer_ops import Ops

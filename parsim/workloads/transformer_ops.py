@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parsim.dtypes import itemsize
+from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
 from parsim.workloads.optimizers import update_kernel

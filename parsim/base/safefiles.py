@@ -1,0 +1,97 @@
+"""Files parsim writes: only where the user pointed, never through a link it did not create.
+
+A shared folder such as ``/tmp`` lets anyone plant a symbolic link at the name an output, a
+journal or a temporary file will have; a program that opens that name for writing then writes
+into whatever the link points to (a root user's file, when parsim runs as root). So every file
+parsim creates is opened with ``O_NOFOLLOW`` (a link at the last component is refused by the
+kernel, ``ELOOP``), temporaries with ``O_EXCL`` too (a name that exists, link or not, is never
+reused), and a finished file replaces its target by ``os.replace`` — which renames over the
+directory entry and never writes through a link — after the target was checked not to be one.
+A refusal is one line naming the file and the option it came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from parsim.base.errors import ParsimError
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+BINARY = getattr(os, "O_BINARY", 0)
+
+
+def refuse_link(path: Path, option: str = "") -> None:
+    """Refuse ``path`` in one line when it is a symbolic link (parsim does not follow links)."""
+    if Path(path).is_symlink():
+        where = f"'{option}': " if option else ""
+        raise ParsimError(f"{where}{path} is a symbolic link; parsim does not write through links")
+
+
+def _refused(path: Path, option: str, exc: OSError) -> ParsimError:
+    where = f"'{option}': " if option else ""
+    if Path(path).is_symlink():
+        return ParsimError(f"{where}{path} is a symbolic link; parsim does not write through links")
+    return ParsimError(f"{where}cannot write {path} ({exc.strerror or exc.__class__.__name__})")
+
+
+def open_append(path: Path, option: str = "") -> IO[str]:
+    """``path`` opened for appending text (created if missing), never through a link."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW | BINARY, 0o666)
+    except OSError as exc:
+        raise _refused(path, option, exc) from None
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def create_new(path: Path, binary: bool = False, option: str = "") -> IO[Any]:
+    """A file that did not exist (``O_EXCL``: a planted file or link makes this fail)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | BINARY, 0o666)
+    except OSError as exc:
+        raise _refused(path, option, exc) from None
+    if binary:
+        return os.fdopen(fd, "wb")
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+
+def temporary_name(path: Path, suffix: str = ".tmp") -> Path:
+    """A fresh, unguessable name beside ``path`` (hidden, with this process's id)."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{suffix}")
+
+
+@contextlib.contextmanager
+def replacing(path: Path, binary: bool = False, option: str = "") -> Iterator[IO[Any]]:
+    """Write ``path`` through a new temporary file beside it, moved over ``path`` when the block
+    ends without error (removed if it fails): readers never see half a file, and neither the
+    temporary nor the target is ever a link followed."""
+    path = Path(path)
+    refuse_link(path, option)
+    temporary = temporary_name(path)
+    handle = create_new(temporary, binary, option)
+    try:
+        with handle:
+            yield handle
+        refuse_link(path, option)  # planted while we wrote: still not followed
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str, option: str = "") -> Path:
+    """Write ``text`` to ``path`` (see ``replacing``)."""
+    with replacing(path, option=option) as out:
+        out.write(text)
+    return Path(path)
+
+
+def write_with(path: Path, writer: Callable[[IO[bytes]], object], option: str = "") -> Path:
+    """Let ``writer`` fill a binary file object that becomes ``path`` (a figure's ``savefig``)."""
+    with replacing(path, binary=True, option=option) as out:
+        writer(out)
+    return Path(path)

@@ -1,5 +1,0 @@
-"""The discrete-event engine (SimPy): the only package that imports simpy."""
-
-from parsim.engine.program import SimResult, simulate
-
-__all__ = ["SimResult", "simulate"]

@@ -1,0 +1,119 @@
+"""Links between host and GPUs: copy engines, shared switch uplinks, and the all-reduce ring.
+
+Each GPU has its own copy engines (DMA units; with only one it cannot copy both ways at
+once). Bytes then flow through a fluid server per direction, and GPUs behind one PCIe switch
+share that switch's uplink to the host: eight GPUs sending gradients at once each get an
+eighth of it. A copy costs the link latency, then its bytes at no more than the pinned (or
+pageable) bandwidth.
+
+For collectives every GPU has an outgoing port to its ring neighbour (NVLink, or PCIe
+peer-to-peer), and in a cluster the node's NICs carry them to the other nodes (the timeline's
+network row). A stream's collectives run on one communicator, which NCCL executes in order: they
+never overlap one another, so each takes exactly its closed form (``model.collectives``: ring or
+tree, inside a node or across nodes) — one timeout, not 2(G-1) x G sends, which keeps a step
+with hundreds of tensor-parallel all-reduces, or a bucketed gradient sync, fast.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from parsim.hardware.specs import SystemSpec
+from parsim.methods.engine.fluid import FluidServer, Process
+from parsim.model.collectives import group_of, op_timing
+from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s
+from parsim.results import resources
+from parsim.results.timeline import TraceEvent
+from parsim.workloads.base import AllReduce, Transfer
+
+
+class Links:
+    """Copy engines, switch uplinks and ring ports of a system with GPUs.
+
+    Args:
+        env: the SimPy environment.
+        system: the system (device, link, gpus, gpus_per_switch).
+        trace: list to append busy intervals to.
+    """
+
+    def __init__(self, env: simpy.Environment, system: SystemSpec, trace: list[TraceEvent]):
+        self.env = env
+        self.link = system.host_link
+        self.gpus = system.gpus
+        self.trace = trace
+        self.system = system
+        engines = system.gpu.copy_engines
+        self._engines: list[dict[str, simpy.Resource]] = []
+        for _ in range(system.gpus):
+            to_gpu = simpy.Resource(env, capacity=max(1, engines // 2))
+            from_gpu = to_gpu if engines < 2 else simpy.Resource(env, capacity=max(1, engines // 2))
+            self._engines.append({"h2d": to_gpu, "d2h": from_gpu})
+        switches = -(-system.gpus // system.gpus_per_switch)
+        self._uplinks: list[dict[str, FluidServer]] = []
+        for index in range(switches):
+            h2d = FluidServer(env, f"switch {index} h2d", self.link.bandwidth_Bps)
+            d2h = (
+                h2d
+                if not self.link.duplex
+                else FluidServer(env, f"switch {index} d2h", self.link.bandwidth_Bps)
+            )
+            self._uplinks.append({"h2d": h2d, "d2h": d2h})
+        self._per_switch = system.gpus_per_switch
+        self.ring_link = system.ring_link
+        self._nics: dict[int, FluidServer] = {}
+
+    def copy(self, transfer: Transfer) -> Process:
+        """Process: take a copy engine, pay the latency, stream through the switch uplink."""
+        link = self.link
+        bandwidth = copy_bandwidth_Bps(link, transfer.pinned, transfer.direction, transfer.nbytes)
+        server = self._uplinks[transfer.device // self._per_switch][transfer.direction]
+        with self._engines[transfer.device][transfer.direction].request() as request:
+            yield request
+            start = self.env.now
+            yield self.env.timeout(copy_latency_s(link, transfer.pinned, transfer.direction))
+            yield server.transfer(transfer.nbytes, bandwidth)
+            self.trace.append(
+                TraceEvent(
+                    resources.link(self.system, transfer.device, transfer.direction),
+                    transfer.name,
+                    "transfer",
+                    start,
+                    self.env.now,
+                    layer=transfer.layer,
+                )
+            )
+
+    def all_reduce(self, op: AllReduce) -> Process:
+        """Process: the collective's closed form. NCCL runs one communicator's collectives in
+        order; here each GPU stream's collectives are one communicator, and stream order already
+        serialises them.
+
+        Between nodes the bandwidth part streams through the GPU's share of its node's NICs, a
+        fluid server: a pipeline's sends and a data-parallel all-reduce of the same GPU share it.
+        """
+        if self.system.total_gpus == 1:
+            return
+        timing = op_timing(self.system, op)
+        group = group_of(self.system, op)
+        start = self.env.now
+        network = self.system.network
+        if group.nodes > 1 and network is not None:
+            share = network.gpu_share_Bps(self.system.gpus)
+            yield self.env.timeout(timing.latency_s)
+            yield self._nic(op.device, share).transfer(timing.bandwidth_s * share, share)
+        else:
+            yield self.env.timeout(timing.seconds)
+        rows = [resources.ring(self.system, g) for g in self._ring_rows(op)]
+        if self.system.nodes > 1 and group.nodes > 1:
+            rows.append(resources.network(self.system))  # the node's NICs carry it to the other nodes
+        for row in rows:
+            self.trace.append(TraceEvent(row, op.name, "transfer", start, self.env.now, layer=op.layer))
+
+    def _ring_rows(self, op: AllReduce) -> range:
+        """The GPUs whose ring port shows the op: every simulated GPU, or the op's own GPU."""
+        return range(self.gpus) if op.device < 0 else range(op.device, op.device + 1)
+
+    def _nic(self, device: int, share: float) -> FluidServer:
+        if device not in self._nics:
+            self._nics[device] = FluidServer(self.env, f"GPU{device} NIC", share)
+        return self._nics[device]

@@ -1,0 +1,285 @@
+"""One simulated processor: a compute slot, and how a chain of kernels runs on it.
+
+A kernel takes the whole processor (the next one waits, FIFO) and runs phase by phase (see
+``waves``): compute on the busy cores and the phase's memory traffic proceed together and the
+phase ends when both are done (overlap ``roofline``), or one after the other (``serial``).
+The memory leg is the level's latency plus the bytes at the bandwidth the busy cores can
+draw: ``min(level bandwidth, active cores x per-core ceiling)`` (Little's law caps one core), or
+what the phase's threads keep in flight allows (``memory.Level.stream_s``).
+Because a kernel holds its processor alone, nothing else draws on that memory meanwhile, so
+the phase time is exact in closed form; bandwidth that *is* shared (copies from several GPUs
+meeting in a switch uplink, ring traffic) goes through fluid servers in ``links``.
+
+The host issues a stream's kernels one after another; as long as nothing outside the stream
+depends on the kernels in between, the whole run is one *chain*: each kernel starts at
+``max(its issue time, the previous kernel's end)``, computed in one step. A ResNet step is
+then a handful of events per GPU, while the trace still shows every kernel and phase.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import simpy
+
+from parsim.base.caching import cached
+from parsim.hardware.specs import ProcessorSpec, SystemSpec
+from parsim.methods.engine.fluid import Process
+from parsim.methods.engine.notes import Notes
+from parsim.methods.engine.waves import Decomposition, decompose
+from parsim.model.kernel import combine, fork_join_s, leg, overlap_norm, shape
+from parsim.model.library import choose
+from parsim.model.memory import MAIN_MEMORY
+from parsim.model.rates import Execution, execution
+from parsim.results import resources
+from parsim.results.resources import Resource
+from parsim.results.timeline import TraceEvent
+from parsim.stack import FrameworkSpec
+from parsim.workloads.base import Kernel
+
+
+@attrs.frozen
+class Plan:
+    """How a kernel runs: the library's algorithm, the kernel it then is, its rates and its phases."""
+
+    algorithm: str
+    kernel: Kernel
+    ex: Execution
+    decomposition: Decomposition
+
+
+def plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
+    """How ``kernel`` runs (cached by shape: training steps repeat the same kernels)."""
+    return _plan(spec, mode, overlap, shape(kernel))
+
+
+@cached(maxsize=16384)
+def _plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
+    algorithm, runs = choose(spec, mode, overlap, kernel)
+    ex = execution(spec, mode, runs)
+    return Plan(algorithm, runs, ex, decompose(runs, ex, spec))
+
+
+@cached(maxsize=16384)
+def phase_times(
+    spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel
+) -> tuple[tuple[float, float, float], ...]:
+    """``(compute_s, memory_s, duration_s)`` of each phase; the first phase that moves bytes pays
+    the latency. The duration is the roofline of the two, where a GEMM library's smooth roofline
+    (``LibrarySpec.gemm_overlap_norm``) joins its multiply-adds and main memory: a tile waiting on
+    its operands from the shared cache stays a hard floor."""
+    how = plan(spec, mode, overlap, kernel)
+    runs, ex = how.kernel, how.ex
+    norm = overlap_norm(spec, runs)
+    times, latency_paid = [], False
+    for phase in how.decomposition.phases:
+        memory_s = 0.0
+        if phase.bytes > 0:
+            memory_s = ex.memory.stream_s(
+                spec,
+                phase.bytes,
+                runs.cold_bytes / runs.bytes,
+                phase.active_cores,
+                runs.work_items * phase.bytes / runs.bytes,  # the phase's share of the elements
+                runs.thread_loads_B,
+            )
+            if not latency_paid:
+                memory_s += spec.memory.latency_s
+                latency_paid = True
+        duration = float(combine(phase.compute_s, memory_s, overlap))
+        if norm != math.inf and overlap != "serial":
+            duration = max(phase.compute_s, float(combine(phase.arithmetic_s, memory_s, overlap, norm)))
+        times.append((phase.compute_s, memory_s, duration))
+    return tuple(times)
+
+
+def kernel_fork_join_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
+    """The model's fork/join cost of spreading this kernel over the cores."""
+    how = plan(spec, mode, overlap, kernel)
+    return float(fork_join_s(spec, how.ex, how.kernel.gemm_mn is not None, how.kernel.work_items))
+
+
+@cached(maxsize=16384)
+def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
+    """Duration of the whole kernel (fork/join and all phases)."""
+    phases = sum(duration for _, _, duration in phase_times(spec, mode, overlap, kernel))
+    return kernel_fork_join_s(spec, mode, overlap, kernel) + phases
+
+
+class Processor:
+    """A CPU socket or a GPU as a SimPy resource.
+
+    Args:
+        env: the SimPy environment.
+        spec: what the processor is.
+        mode: Flynn mode its kernels run in.
+        overlap: ``roofline`` or ``serial``.
+        trace: list to append busy intervals to, or None to record nothing (a throughput run).
+        system: the system it belongs to (names its timeline rows).
+        device: the GPU index it is, or ``HOST`` for the host CPU.
+        notes: collector of plain-language remarks.
+        framework: the framework whose kernels it runs: each holds the processor at least its
+            floor (``FrameworkSpec.floor``); None: the roofline alone.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        spec: ProcessorSpec,
+        mode: str,
+        overlap: str,
+        trace: list[TraceEvent] | None,
+        system: SystemSpec,
+        device: int,
+        notes: Notes,
+        framework: FrameworkSpec | None = None,
+    ):
+        self.env = env
+        self.framework = framework
+        self.spec = spec
+        self.mode = mode
+        self.overlap = overlap
+        self.trace = trace
+        self.system = system
+        self.device = device
+        self.notes = notes
+        self._rows: dict[int | str, Resource] = {}  # busy-core count or memory level -> its row
+        self.slot = simpy.Resource(env, capacity=1)
+        self._durations: dict[int, float] = {}  # by id: the same kernel objects recur in every instance
+
+    def run_chain(
+        self,
+        kernels: list[Kernel],
+        issue_s: list[float],
+        dispatch_s: float = 0.0,
+        host_row: Resource | None = None,
+    ) -> Process:
+        """Process: hold the processor and run ``kernels`` back to back.
+
+        Args:
+            kernels: the chain, in stream order.
+            issue_s: when the host finished issuing each kernel (asynchronous launches); empty
+                for a synchronous host, which issues each kernel after the previous one ends.
+            dispatch_s: the synchronous host's cost per kernel.
+            host_row: timeline row of the synchronous host's issue intervals.
+        """
+        with self.slot.request() as slot:
+            yield slot
+            clock = self.env.now
+            for index, kernel in enumerate(kernels):
+                if issue_s:
+                    clock = max(clock, issue_s[index])
+                else:
+                    if self.trace is not None and host_row is not None:
+                        self.trace.append(
+                            TraceEvent(
+                                host_row, f"issue {kernel.name}", "overhead", clock, clock + dispatch_s
+                            )
+                        )
+                    clock += dispatch_s
+                clock = self._place(kernel, clock)
+            yield self.env.timeout(clock - self.env.now)
+
+    def _place(self, kernel: Kernel, start: float) -> float:
+        """Append the kernel's phases to the trace from ``start``; return its end."""
+        if self.trace is None:
+            duration = self._durations.get(id(kernel))
+            if duration is None:
+                duration = self._durations[id(kernel)] = kernel_s(
+                    self.spec, self.mode, self.overlap, shape(kernel)
+                )
+            return start + self._floor(kernel, duration)
+        layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
+        name = kernel.name.split("[")[0]  # one note for all chunks of an offload
+        if layout.level not in MAIN_MEMORY:
+            self.notes.cached(name, layout.level)
+        if layout.quantised:
+            self.notes.quantised(name, *layout.quantised)
+        append, rows = self.trace.append, self._rows
+        for cores, label, kind, begin, end, weight, memory in layout.phases:
+            append(
+                TraceEvent(
+                    rows.get(cores) or self._row(cores),
+                    f"{kernel.name} {label}",
+                    kind,
+                    start + begin,
+                    start + end,
+                    layer=kernel.layer,
+                    weight=weight,
+                )
+            )
+            if memory is not None:
+                append(
+                    TraceEvent(
+                        rows.get(layout.level) or self._row(layout.level),
+                        kernel.name,
+                        "memory",
+                        start + memory[0],
+                        start + memory[1],
+                        detail=True,
+                    )
+                )
+        return start + self._floor(kernel, layout.duration_s)
+
+    def _floor(self, kernel: Kernel, seconds: float) -> float:
+        return self.framework.floor(seconds, kernel.multi_tensor) if self.framework else seconds
+
+    def _row(self, what: int | str) -> Resource:
+        """The row of ``what`` busy cores, or of a memory level, made once per processor."""
+        if isinstance(what, int):
+            row = resources.cores(self.system, self.device, what)
+        else:
+            row = resources.memory(self.system, self.device, what)
+        self._rows[what] = row
+        return row
+
+
+# busy cores, label, kind, start, end, share of cores busy, the memory leg's (start, end) or None
+_Phase = tuple[int, str, str, float, float, float, tuple[float, float] | None]
+
+
+@attrs.frozen
+class _Layout:
+    """A kernel's phases relative to its start: busy cores, labels, kinds and times (cached by shape)."""
+
+    level: str
+    duration_s: float
+    phases: tuple[_Phase, ...]
+    quantised: tuple[float, int, int] | None
+
+
+@cached(maxsize=16384)
+def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
+    how = plan(spec, mode, overlap, kernel)
+    ex, decomposition = how.ex, how.decomposition
+    clock = kernel_fork_join_s(spec, mode, overlap, kernel)
+    phases: list[_Phase] = []
+    quantised: tuple[float, int, int] | None = None
+    if clock:
+        busy = max(p.active_cores for p in decomposition.phases)
+        phases.append((busy, "fork/join", "overhead", 0.0, clock, busy / spec.cores, None))
+    for index, (phase, (compute_s, memory_s, duration)) in enumerate(
+        zip(decomposition.phases, phase_times(spec, mode, overlap, kernel), strict=True)
+    ):
+        kind = leg(compute_s, memory_s)
+        tail = decomposition.tiles % decomposition.slots
+        if kind == "compute" and index == 0 and tail and decomposition.waves > 1:
+            quantised = (decomposition.waves, decomposition.slots, tail)
+        memory = None
+        if phase.bytes > 0:
+            memory_start = clock + compute_s if overlap == "serial" else clock
+            memory = (memory_start, memory_start + memory_s)
+        phases.append(
+            (
+                phase.active_cores,
+                phase.label,
+                kind,
+                clock,
+                clock + duration,
+                phase.active_cores / spec.cores,
+                memory,
+            )
+        )
+        clock += duration
+    return _Layout(ex.memory.name or "", clock, tuple(phases), quantised)

@@ -1,0 +1,257 @@
+"""The host program: issue ops in order, honour streams and dependencies, wait for the end.
+
+Each GPU is driven by its own host thread (as PyTorch's DistributedDataParallel runs one
+process per GPU); thread 0 also runs the host's own work (averaging gradients, an optimiser
+step on the CPU) and starts collectives. A thread walks its ops in program order and pays a
+dispatch cost for each (a NumPy call, a CUDA kernel launch, a ``cudaMemcpyAsync``).
+
+GPU launches are asynchronous: the thread moves on while the device works, so a chain of tiny
+kernels becomes launch-bound. Three things make a thread wait: a copy from pageable memory
+(the driver stages it through a pinned buffer), work the host CPU does itself (it needs its
+inputs first, and then computes), and everything on a CPU-only system, where the host runs
+each op to completion. Ops on one (device, stream) run in order; streams overlap; ``deps``
+add edges across streams, devices and threads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import attrs
+import simpy
+
+from parsim import stack
+from parsim.hardware.specs import SystemSpec
+from parsim.methods.engine.fluid import Process
+from parsim.methods.engine.machine import Machine
+from parsim.model.issue import issue_s
+from parsim.results import resources
+from parsim.results.timeline import TraceEvent
+from parsim.stack import FrameworkSpec
+from parsim.workloads.base import HOST, Block, Kernel, Op, Transfer, Workload, stream_predecessors, thread_of
+
+
+@attrs.frozen
+class SimResult:
+    """Raw outcome of one simulation.
+
+    Attributes:
+        instance_ends_s: completion time of each back-to-back instance.
+        trace: busy intervals of every resource.
+        events: SimPy events processed.
+        notes: remarks collected while simulating.
+    """
+
+    instance_ends_s: tuple[float, ...]
+    trace: tuple[TraceEvent, ...]
+    events: int
+    notes: tuple[str, ...]
+
+
+class _Discard(list[TraceEvent]):
+    """A trace that keeps nothing: throughput runs only need the instance end times."""
+
+    def append(self, item: TraceEvent) -> None:
+        pass
+
+
+def simulate(
+    workload: Workload,
+    system: SystemSpec,
+    mode: str,
+    overlap: str = "roofline",
+    repeats: int = 1,
+    record: bool = True,
+) -> SimResult:
+    """Run ``repeats`` back-to-back instances of ``workload`` on ``system``.
+
+    Args:
+        workload: ops in issue order.
+        system: host, optional devices, link.
+        mode: Flynn mode of the executing processor.
+        overlap: ``roofline`` or ``serial`` combination of compute and memory time.
+        repeats: instances issued one after another without synchronising in between.
+        record: keep the trace (off for throughput runs, which only need the end times).
+
+    Returns:
+        The completion time of each instance, the trace, and the event count.
+    """
+    env = simpy.Environment()
+    trace: list[TraceEvent] = [] if record else _Discard()
+    framework = stack.framework(workload.framework) if workload.framework else None
+    machine = Machine(env, system, mode, overlap, trace, record, framework)
+    per_instance = len(workload.ops)
+    ops = list(workload.ops) * repeats
+    deps = [tuple(d + r * per_instance for d in op_deps) for r in range(repeats) for op_deps in workload.deps]
+    previous = stream_predecessors(ops)
+    program = _Program(ops, deps, system, per_instance, framework)
+    threads: dict[int, list[int]] = {}
+    for index, op in enumerate(ops):
+        threads.setdefault(thread_of(op), []).append(index)
+    segments = {thread: program.segments(mine) for thread, mine in threads.items()}
+    # Only ops that start a segment wait; only what they wait for needs an event.
+    needs: dict[int, list[int]] = {}
+    for chains in segments.values():
+        for first, *_ in chains:
+            before = previous[first]
+            needs[first] = [*deps[first], *([before] if before is not None else [])]
+    completion = _Completion(env, per_instance, repeats, {d for wanted in needs.values() for d in wanted})
+    waits = {first: [completion.events[d] for d in wanted] for first, wanted in needs.items()}
+    for thread in sorted(segments):
+        env.process(_thread(env, machine, program, thread, segments[thread], waits, completion, trace))
+    events = 0
+    while env.peek() < math.inf:
+        env.step()
+        events += 1
+    if completion.finished != len(ops):  # validated workloads cannot deadlock: this is a bug, say so
+        raise RuntimeError(
+            f"parsim engine: only {completion.finished} of {len(ops)} ops of {workload.name!r} ran; "
+            "a latency would be meaningless"
+        )
+    return SimResult(tuple(completion.ends), tuple(trace), events, machine.notes.summary())
+
+
+class _Completion:
+    """Records when ops end: per-instance end times, and events for the ops others wait on."""
+
+    def __init__(self, env: simpy.Environment, per_instance: int, repeats: int, awaited: set[int]):
+        self.env = env
+        self.per_instance = per_instance
+        self.ends = [0.0] * repeats
+        self.events = {index: env.event() for index in awaited}
+        self.finished = 0
+
+    def finisher(self, indices: list[int]) -> Callable[[], None]:
+        """A callback that marks ``indices`` done at the current time."""
+
+        def finish() -> None:
+            self.finished += len(indices)
+            for index in indices:
+                instance = index // self.per_instance
+                self.ends[instance] = max(self.ends[instance], self.env.now)
+                event = self.events.get(index)
+                if event is not None:
+                    event.succeed()
+
+        return finish
+
+
+class _Program:
+    """Which ops may run as one chain: kernels of a device's only stream that nothing else awaits."""
+
+    def __init__(
+        self,
+        ops: list[Op],
+        deps: list[tuple[int, ...]],
+        system: SystemSpec,
+        per_instance: int,
+        framework: FrameworkSpec | None,
+    ):
+        self.ops = ops
+        self.framework = framework
+        self.per_instance = per_instance
+        self.deps = deps
+        self.system = system
+        self.cpu_only = system.device is None
+        streams: dict[int, set[int]] = {}
+        for op in ops:
+            streams.setdefault(op.device, set()).add(op.stream)
+        self._single_stream = {device for device, used in streams.items() if len(used) == 1}
+        self._awaited = {d for op_deps in deps for d in op_deps}
+
+    def on_host(self, op: Op) -> bool:
+        return self.cpu_only or (isinstance(op, Kernel) and op.device == HOST)
+
+    def _chainable(self, index: int) -> bool:
+        op = self.ops[index]
+        return (
+            isinstance(op, Kernel)
+            and (self.cpu_only or op.device != HOST)
+            and op.device in self._single_stream
+        )
+
+    def segments(self, mine: list[int]) -> list[list[int]]:
+        """Split a thread's ops into chains (lists of several kernels) and single ops."""
+        segments: list[list[int]] = []
+        for index in mine:
+            current = segments[-1] if segments else None
+            if (
+                current
+                and self._chainable(index)
+                and self._chainable(current[-1])
+                and self.ops[current[-1]].device == self.ops[index].device
+                and current[-1] == index - 1
+                and current[-1] not in self._awaited
+                and not self.deps[index]
+                and index % self.per_instance
+            ):  # a chain fires its ops' events at its end: not across instances
+                current.append(index)
+            else:
+                segments.append([index])
+        return segments
+
+
+def _issue_ends(
+    system: SystemSpec, framework: FrameworkSpec | None, kernels: list[Kernel]
+) -> tuple[list[float], list[float]]:
+    """Each kernel's issue cost, and when the host has issued it, from the chain's start (a CuPy
+    reduction costs more than an elementwise call)."""
+    costs = [issue_s(system, framework, False, kernel) for kernel in kernels]
+    if len(set(costs)) == 1:  # the common case, kept exact: k launches of one cost
+        return costs, [(k + 1) * costs[0] for k in range(len(kernels))]
+    return costs, list(itertools.accumulate(costs))
+
+
+def _thread(
+    env: simpy.Environment,
+    machine: Machine,
+    program: _Program,
+    thread: int,
+    segments: list[list[int]],
+    waits: dict[int, list[simpy.Event]],
+    completion: _Completion,
+    trace: list[TraceEvent],
+) -> Process:
+    system = program.system
+    row = resources.thread(thread)
+    for segment in segments:
+        first = segment[0]
+        op = program.ops[first]
+        on_host = program.on_host(op)
+        dispatch_s = issue_s(system, program.framework, on_host, op)
+        finish = completion.finisher(segment)
+        if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
+            kernels = [k for i in segment if isinstance(k := program.ops[i], Kernel)]  # a chain is kernels
+            if program.cpu_only:  # the host runs each kernel itself, issuing the next when it ends
+                yield env.process(machine.run_chain(kernels, [], waits[first], finish, dispatch_s, row))
+                continue
+            start = env.now
+            costs, ends = _issue_ends(system, program.framework, kernels)
+            issued_at = [start + end for end in ends]
+            env.process(machine.run_chain(kernels, issued_at, waits[first], finish))
+            for kernel, cost, end in zip(kernels, costs, issued_at, strict=True):
+                trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - cost, end))
+            yield env.timeout(ends[-1])
+            continue
+        if on_host:
+            # the host needs the op's inputs before it can compute on them
+            pending = [event for event in waits[first] if not event.processed]
+            if pending:
+                wait_start = env.now
+                yield env.all_of(pending)
+                trace.append(TraceEvent(row, f"wait for {op.name} inputs", "wait", wait_start, env.now))
+        if isinstance(op, Block):  # its kernels' launches are inside its time (``model.blocks``)
+            env.process(machine.run(op, waits[first], finish))
+            continue
+        start = env.now
+        yield env.timeout(dispatch_s)
+        trace.append(TraceEvent(row, f"issue {op.name}", "overhead", start, env.now))
+        process = env.process(machine.run(op, waits[first], finish))
+        if on_host:
+            yield process
+        elif isinstance(op, Transfer) and not op.pinned:
+            wait_start = env.now
+            yield process
+            trace.append(TraceEvent(row, f"wait {op.name} (pageable)", "wait", wait_start, env.now))

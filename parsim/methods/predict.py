@@ -1,0 +1,377 @@
+"""One entry point: workload + system -> ``Prediction``, by the engine or the analytic model.
+
+``predict("matmul", {"m": 4096, "n": 4096, "k": 4096}, device="h100-sxm")`` resolves the
+hardware, validates the workload and the mode, checks that the data fits in memory, runs the
+chosen method once for the latency and the timeline, and three back-to-back instances for the
+sustained throughput (a pipelined GPU can start the next instance before the last finishes).
+Layered workloads get a per-layer breakdown; data-parallel training is also predicted on one
+GPU to report speed-up, scaling efficiency and the serial fraction Amdahl's law implies.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+from parsim.base import caching
+from parsim.base.budget import CLI, Budget, check_params
+from parsim.base.caching import cached
+from parsim.base.choices import METHODS, OVERLAPS
+from parsim.base.errors import ParsimError
+from parsim.base.units import gib
+from parsim.hardware import registry
+from parsim.hardware.network import ClusterSpec
+from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
+from parsim.methods import analytic
+from parsim.model import capacity, outcome, transfer
+from parsim.model.library import lower
+from parsim.model.modes import check_mode
+from parsim.results import algorithms, cluster_figures, serving_figures, timeline
+from parsim.results.prediction import Prediction
+from parsim.results.timeline import TraceEvent
+from parsim.workloads.base import HOST, Block, Kernel, Workload
+from parsim.workloads.multi import on_cpu, split_over_gpus
+from parsim.workloads.registry import WorkloadDef, capabilities, make_workload, validate_params
+
+THROUGHPUT_REPEATS = 3
+LONG_PROGRAM_OPS = 500  # a program this long reaches its steady state within one instance
+
+
+def throughput_repeats(workload: Workload) -> int:
+    """Back-to-back instances simulated for the period: 3, or 2 for long programs (training steps).
+
+    The period is the mean gap between consecutive instance ends. With a few ops the second gap
+    can differ from the first while the pipeline fills; a program of hundreds of kernels is in
+    its steady state after one instance, and a third would only double the cost.
+    """
+    return 2 if len(workload.ops) >= LONG_PROGRAM_OPS else THROUGHPUT_REPEATS
+
+
+def predict(
+    workload: str | Workload,
+    params: dict[str, Any] | None = None,
+    *,
+    device: str | ProcessorSpec | None = None,
+    cluster: str | ClusterSpec | None = None,
+    host: str | ProcessorSpec | None = None,
+    link: str | LinkSpec | None = None,
+    mode: str | None = None,
+    method: str = "engine",
+    overlap: str = "roofline",
+    gpus: int | None = None,
+    gpus_per_switch: int | None = None,
+    budget: Budget | None = CLI,
+) -> Prediction:
+    """Predict latency, throughput and the reasons for ``workload`` on a system.
+
+    Args:
+        workload: a workload name (``"vector_add"``) or a built ``Workload``.
+        params: workload parameters when ``workload`` is a name (``{"n": 1e8}``).
+        device: processor that runs the kernels: preset id, TOML path or spec.
+        cluster: instead of a device, a cluster (preset id, TOML path or spec): ``nodes`` nodes
+            (the workload's ``nodes=``) of its GPUs, fabric and network.
+        host: host CPU for a GPU device (default ``xeon-e5-2630v3``).
+        link: host<->device PCIe link, or an NVLink between GPUs (default: the GPU's usual link).
+        mode: Flynn mode (``sisd``, ``simd``, ``mimd``, ``mimd+simd``, ``simt``); default per device.
+        method: ``engine`` (SimPy discrete events) or ``analytic`` (closed forms).
+        overlap: ``roofline`` (compute and memory overlap) or ``serial`` (they add up).
+        gpus: GPUs to spread the work over (``data_parallel`` takes it as a parameter).
+        gpus_per_switch: GPUs sharing one PCIe switch uplink (default up to 4).
+        budget: the most the request may cost (``parsim.base.budget``: the command line's by default,
+            the app's in the app); None lifts it.
+
+    Returns:
+        The ``Prediction``.
+
+    Raises:
+        ParsimError: unknown names, invalid parameters, a mode the device lacks, too many
+            GPUs, data that does not fit in memory, or a request above ``budget``.
+    """
+    if method not in METHODS:
+        raise ParsimError(f"'method' must be one of {', '.join(METHODS)}: {method!r}")
+    if overlap not in OVERLAPS:
+        raise ParsimError(f"'overlap' must be one of {', '.join(OVERLAPS)}: {overlap!r}")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
+        raise ParsimError(f"'gpus' must be an integer >= 1: {gpus!r}")
+    if cluster is not None:
+        workload, system = _on_cluster(
+            workload, params, cluster, device, host, link, gpus, gpus_per_switch, budget
+        )
+        gpus = system.gpus
+    else:
+        if isinstance(workload, str):
+            check_params(budget, workload, validate_params(workload, params or {}))  # before building it
+            workload = make_workload(workload, params)
+        elif params:
+            raise ParsimError("'params' only applies when the workload is given by name")
+        if int(workload.param("nodes", 1)) > 1:
+            raise ParsimError(
+                f"'nodes' {workload.param('nodes')} needs a cluster (--cluster dgx-a100, or a cluster file)"
+            )
+        if device is None:
+            raise ParsimError("give a device (--device) or a cluster (--cluster)")
+    definition = capabilities(workload)
+    if cluster is None:
+        if workload.gpus > 1 or (definition is not None and definition.owns_gpus):
+            if gpus is not None and gpus != workload.gpus:
+                hint = definition.instead if definition is not None else ""
+                raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={workload.gpus}{hint}")
+            gpus = workload.gpus
+        gpus = gpus or 1
+        assert device is not None  # checked above
+        system = registry.system(device, host, link, gpus, gpus_per_switch)
+    assert gpus is not None
+    if workload.gpus != gpus:
+        how, instead = (definition.split, definition.instead) if definition is not None else (None, "")
+        workload = split_over_gpus(workload, gpus, how, instead)
+    if system.device is None:
+        workload = on_cpu(workload)
+    workload = lower(workload, system)
+    mode = check_mode(system.compute, mode)
+    checks = {**serving_figures.SYSTEM_CHECKS, **cluster_figures.SYSTEM_CHECKS}
+    if workload.name in checks:
+        checks[workload.name](workload, system)
+    check_fits(workload, system)
+    prediction = _predict(workload, system, mode, method, overlap)
+    figures = {**serving_figures.METRICS, **cluster_figures.METRICS}
+    if workload.name in figures:
+        own = figures[workload.name](workload, system, prediction)
+        prediction = attrs.evolve(prediction, metrics={**prediction.metrics, **own})
+    if workload.name in cluster_figures.NOTES:
+        notes = prediction.notes + cluster_figures.NOTES[workload.name](workload, system)
+        prediction = attrs.evolve(prediction, notes=notes)
+    if definition is not None and definition.baseline is not None:
+        return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
+    return prediction
+
+
+CLUSTER_WORKLOADS = ("allreduce", "reduce_scatter", "allgather", "alltoall", "data_parallel", "network")
+"""What runs on a cluster (``--cluster``): the collectives, data-parallel and 3D-parallel training."""
+
+
+def _on_cluster(
+    workload: str | Workload,
+    params: dict[str, Any] | None,
+    cluster: str | ClusterSpec,
+    device: object,
+    host: object,
+    link: object,
+    gpus: int | None,
+    gpus_per_switch: int | None,
+    budget: Budget | None,
+) -> tuple[Workload, SystemSpec]:
+    """The workload and the system of ``nodes`` nodes of ``cluster`` (every GPU of each node).
+
+    Raises:
+        ParsimError: a device, host, link or switch layout given besides the cluster (the cluster
+            names them), a GPU count other than a node's, or a workload that does not run on one.
+    """
+    for value, flag in (
+        (device, "device"),
+        (host, "host"),
+        (link, "link"),
+        (gpus_per_switch, "gpus_per_switch"),
+    ):
+        if value is not None:
+            raise ParsimError(f"'{flag}' does not apply with --cluster: the cluster names its own")
+    spec = registry.cluster(cluster)
+    name = workload if isinstance(workload, str) else workload.name
+    if name not in CLUSTER_WORKLOADS:
+        raise ParsimError(f"--cluster applies to {', '.join(CLUSTER_WORKLOADS)}, not {name}")
+    if isinstance(workload, str):
+        given = dict(params or {})
+        given.setdefault("nodes", spec.nodes)  # the cluster's own size unless nodes= says otherwise
+        if name in ("data_parallel", "network"):
+            given.setdefault("gpus", spec.gpus_per_node)
+        if name == "data_parallel":
+            given.setdefault("sync", "ring")  # a cluster's GPUs sum gradients with NCCL, not on one host
+        check_params(budget, name, validate_params(name, given))  # before building it
+        workload = make_workload(name, given)
+    elif params:
+        raise ParsimError("'params' only applies when the workload is given by name")
+    per_node = workload.param("gpus", gpus or spec.gpus_per_node)
+    if per_node != spec.gpus_per_node:
+        raise ParsimError(
+            f"'gpus' {per_node} must be {spec.gpus_per_node}, the GPUs of one {spec.id} node "
+            "(nodes= sets how many nodes)"
+        )
+    return workload, registry.cluster_system(spec, int(workload.param("nodes", 1)))
+
+
+@cached(maxsize=1024)
+def _timing(
+    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+) -> tuple[float, float]:
+    """End of the first of several back-to-back instances, and the mean period between them."""
+    if method == "engine":
+        from parsim.methods.engine import simulate  # the engine is the only place SimPy is loaded
+
+        ends = simulate(
+            workload, system, mode, overlap, repeats=throughput_repeats(workload), record=False
+        ).instance_ends_s
+    else:
+        ends = analytic.schedule(
+            workload, system, mode, overlap, repeats=throughput_repeats(workload)
+        ).instance_ends_s
+    return ends[0], (ends[-1] - ends[0]) / (len(ends) - 1)
+
+
+def samples_per_step(workload: Workload) -> int | None:
+    """Samples one instance processes, as its definition counts them (None where there are none)."""
+    definition = capabilities(workload)
+    if definition is None or definition.samples is None:
+        return None
+    return definition.samples(dict(workload.params))
+
+
+@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
+def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str) -> Prediction:
+    if method == "engine":
+        from parsim.methods.engine import simulate
+
+        simulated = simulate(workload, system, mode, overlap)
+        ends, trace, events, notes = (
+            simulated.instance_ends_s,
+            simulated.trace,
+            simulated.events,
+            simulated.notes,
+        )
+    else:
+        scheduled = analytic.schedule(workload, system, mode, overlap)
+        ends, trace, events, notes = scheduled.instance_ends_s, scheduled.trace, 0, ()
+    latency = ends[0]
+    # a pipelined step ends with every stage's optimizer step, and the next step's first forward
+    # pass waits for stage 0's, the last to finish: back-to-back steps are one latency apart
+    period = latency if workload.devices else _timing(workload, system, mode, method, overlap)[1]
+    throughput = 1.0 / period if period > 0 else math.inf
+    parts = timeline.breakdown(list(trace), latency)
+    samples = samples_per_step(workload)
+    metrics = {"samples_per_s": samples * throughput} if samples is not None else {}
+    return Prediction(
+        workload=workload.name,
+        params=dict(workload.params),
+        device=system.compute.id,
+        host=system.host.id,
+        link=system.link.id if system.link is not None else None,
+        mode=mode,
+        method=method,
+        latency_s=latency,
+        throughput_per_s=throughput,
+        flops=workload.flops,
+        bytes=workload.bytes,
+        transfer_bytes=workload.transfer_bytes,
+        bottleneck=outcome.bottleneck(parts),
+        breakdown=parts,
+        busy=timeline.utilization(list(trace), latency),
+        trace=trace,
+        events=events,
+        notes=tuple(notes)
+        + algorithms.notes(workload, system, mode, overlap)
+        + transfer.pageable_notes(workload, system.link),
+        layers=_layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
+        gpus=system.total_gpus,
+        nodes=system.nodes,
+        metrics=metrics,
+        peer_link=system.peer_link.id if system.peer_link is not None else None,
+    )
+
+
+def _layer_rows(
+    workload: Workload, trace: tuple[TraceEvent, ...], chosen: dict[str, dict[str, str]]
+) -> tuple[dict[str, object], ...]:
+    """Per-layer time (busy time of its ops on GPU 0 or the host; a pipeline's rows on every
+    stage's GPU), FLOPs, bytes and, for convolutions, the library's algorithm per pass
+    (``{"fwd": "winograd", ...}``)."""
+    if not workload.layers:
+        return ()
+    every = workload.devices > 0  # a pipeline: each stage's row is its own GPU's
+
+    def counted(device: int) -> bool:
+        return every or device in (0, HOST)
+
+    seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
+    for event in trace:
+        if (
+            event.layer in seconds
+            and not event.detail
+            and counted(event.resource.device)
+            and event.resource.kind != "network"  # the same collective as GPU0's ring row
+        ):
+            seconds[event.layer] += event.duration_s
+    flops = dict.fromkeys(seconds, 0.0)
+    moved = dict.fromkeys(seconds, 0.0)
+    per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples
+    for op in workload.ops:
+        if isinstance(op, Kernel) and op.layer in flops and counted(op.device):
+            flops[op.layer] += op.flops
+            moved[op.layer] += op.bytes
+        elif isinstance(op, Block) and op.layer in flops:
+            if id(op.kernels) not in per_shape:
+                per_shape[id(op.kernels)] = (op.flops, op.bytes)
+            shape = per_shape[id(op.kernels)]
+            flops[op.layer] += shape[0]
+            moved[op.layer] += shape[1]
+    return tuple(
+        {
+            "name": name,
+            "kind": kind,
+            "latency_s": seconds[name],
+            "flops": flops[name],
+            "bytes": moved[name],
+            **({"algorithms": chosen[name]} if name in chosen else {}),
+        }
+        for name, kind in workload.layers
+    )
+
+
+def _with_scaling(
+    prediction: Prediction,
+    workload: Workload,
+    definition: WorkloadDef,
+    system: SystemSpec,
+    mode: str,
+    method: str,
+    overlap: str,
+) -> Prediction:
+    """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU."""
+    gpus = system.total_gpus
+    assert definition.baseline is not None and definition.samples is not None  # the caller checked
+    single = make_workload(workload.name, definition.baseline(dict(workload.params)))
+    one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1)
+    one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
+    # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
+    speedup = prediction.metrics["samples_per_s"] * one_period / definition.samples(dict(single.params))
+    metrics = {
+        **prediction.metrics,
+        "speedup": speedup,
+        "efficiency": speedup / gpus,
+        # Karp-Flatt: the serial fraction f for which Amdahl's law 1 / (f + (1 - f) / G) gives this speed-up
+        "serial_fraction": (gpus / speedup - 1) / (gpus - 1) if gpus > 1 else 0.0,
+        "single_gpu_latency_s": one_latency,
+    }
+    notes = prediction.notes
+    if single.footprint_B > system.gpu.memory.capacity_B:
+        need, has = gib(single.footprint_B), gib(system.gpu.memory.capacity_B)
+        notes += (f"the 1-GPU baseline would need {need} on a {has} GPU: a hypothetical reference",)
+    return attrs.evolve(prediction, metrics=metrics, notes=notes)
+
+
+def clear_caches() -> None:
+    """Forget every cached prediction and kernel plan (benchmarks measure cold predictions)."""
+    caching.clear_caches()
+
+
+def check_fits(workload: Workload, system: SystemSpec) -> None:
+    """Refuse a workload that needs a device it lacks, or whose data does not fit in memory."""
+    if workload.needs_device and system.device is None:
+        raise ParsimError(
+            f"{workload.name} moves data over a link and needs a GPU device; "
+            f"{system.host.id} is a CPU (try --device v100-pcie)"
+        )
+    for spec, need, what in capacity.needs(
+        system, workload.footprint_B, workload.host_buffer_B, bool(workload.framework)
+    ):
+        if need > spec.memory.capacity_B:
+            raise ParsimError(capacity.too_big_message(workload.name, need, spec, what))

@@ -1,0 +1,178 @@
+"""Cluster figures that need the system: a collective's bandwidths as nccl-tests prints them, and a
+3D-parallel training step's throughput, efficiency, breakdown and memory.
+
+``workloads.collective`` builds one collective from its parameters; its time comes from the model
+(``model.collectives``), and here, above the model, the prediction gets the figures a user holds
+against an ``all_reduce_perf`` run: the *algorithm bandwidth* (bytes over time) and the *bus
+bandwidth* (algorithm bandwidth times ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` for the others).
+A 3D-parallel step (``workloads.parallel3d``) reports tokens/s, the TFLOP/s each GPU achieves
+(every FLOP it runs, recomputation included, as Megatron-LM's papers count them) and its model
+FLOPs utilisation (MFU: the model's FLOPs without recomputation over the matrix units' peak), and
+where a stage's time goes: compute, tensor-parallel communication, the data-parallel all-reduce,
+and the rest, idle: the pipeline bubble and waits for sends. ``check_parallel`` refuses a split
+that does not fit and names the smallest that would.
+
+``predict`` asks for them by workload name (``METRICS``, ``SYSTEM_CHECKS``), as for LLM serving.
+"""
+
+from __future__ import annotations
+
+from parsim.base.errors import ParsimError
+from parsim.base.units import gib
+from parsim.hardware.specs import SystemSpec
+from parsim.model.capacity import runtime_B
+from parsim.model.collectives import bus_factor, op_timing
+from parsim.results.prediction import Prediction
+from parsim.workloads import parallel3d
+from parsim.workloads.base import AllReduce, Block, Params, Workload
+from parsim.workloads.collective import KINDS
+from parsim.workloads.layers import Numerics
+from parsim.workloads.llms import LLMS, LlmConfig
+from parsim.workloads.training import numerics_of
+
+
+def collective_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, float]:
+    """Algorithm and bus bandwidth of the collective, from its device time (the op's own interval,
+    as nccl-tests times it with CUDA events: no launch on the host)."""
+    op = workload.ops[0]
+    assert isinstance(op, AllReduce)  # a collective workload is one collective
+    seconds = op_timing(system, op).seconds
+    ranks = system.total_gpus
+    algorithm_Bps = op.nbytes / seconds if seconds > 0 else 0.0
+    return {
+        "collective_s": seconds,
+        "algorithm_bandwidth_Bps": algorithm_Bps,
+        "bus_bandwidth_Bps": algorithm_Bps * bus_factor(op.kind, ranks),
+        "ranks": float(ranks),
+    }
+
+
+def collective_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
+    """Which algorithm the collective took, and why, in one line."""
+    op = workload.ops[0]
+    assert isinstance(op, AllReduce)
+    timing = op_timing(system, op)
+    if system.total_gpus == 1:
+        return ("one GPU: nothing to exchange",)
+    share = timing.latency_s / timing.seconds if timing.seconds else 0.0
+    return (
+        f"{op.kind.replace('_', '-')} by {timing.algorithm} over {system.total_gpus} GPUs "
+        f"({system.nodes} node{'s' if system.nodes > 1 else ''}): latency terms are {share:.0%} of its time",
+    )
+
+
+def parallel_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, float]:
+    """A 3D-parallel step's throughput, efficiency and breakdown (nothing for a one-GPU step)."""
+    if not workload.devices:
+        return {}
+    params: Params = dict(workload.params)
+    config = LLMS[str(params["model"])]
+    lay = parallel3d.layout(config, params)
+    step = prediction.latency_s
+    blocks = [op for op in workload.ops if isinstance(op, Block)]
+    run = workload.flops / lay.pp  # a GPU's FLOPs: every stage's representative alike
+    own: dict[int, float] = {}  # the model's FLOPs of each shape of pass, without recomputation
+    for block in blocks:
+        if id(block.kernels) not in own:
+            own[id(block.kernels)] = sum(
+                k.flops for k in block.kernels if not k.name.endswith(parallel3d.RECOMPUTED)
+            )
+    model = sum(own[id(block.kernels)] for block in blocks)
+    peak = system.gpu.peak_flops_per_s(str(params["dtype"]), matrix=True)
+    shares = _stage_shares(prediction, lay.pp, step)
+    return {
+        "step_s": step,
+        "tokens_per_s": int(params["batch"]) * int(params["seq"]) / step,
+        "tflops_per_gpu": run / step / 1e12,
+        "mfu": model / lay.pp / step / peak,
+        **shares,
+        "bubble_ideal": (lay.pp - 1) / (lay.microbatches + lay.pp - 1),
+        "memory_per_gpu_B": workload.footprint_B,
+        "tp": float(lay.tp),
+        "pp": float(lay.pp),
+        "dp": float(lay.dp),
+        "micro_batch": float(lay.micro_batch),
+    }
+
+
+def _stage_shares(prediction: Prediction, stages: int, step: float) -> dict[str, float]:
+    """Shares of the step, averaged over the stages' GPUs: compute, tensor-parallel and
+    data-parallel communication, and idle (bubble and waits)."""
+    compute = tensor = data = 0.0
+    for event in prediction.trace:
+        if event.resource.device < 0 or event.resource.device >= stages:
+            continue
+        if event.resource.kind == "cores":
+            compute += event.duration_s
+        elif event.resource.kind == "ring" and event.label.endswith(" tp"):
+            tensor += event.duration_s
+        elif event.resource.kind == "ring" and event.layer == "dp sync":
+            data += event.duration_s
+    total = stages * step
+    busy = (compute + tensor + data) / total
+    return {
+        "compute_share": compute / total,
+        "tp_comm_share": tensor / total,
+        "dp_comm_share": data / total,
+        "idle_share": max(0.0, 1.0 - busy),
+    }
+
+
+def check_parallel(workload: Workload, system: SystemSpec) -> None:
+    """Refuse a 3D split whose fullest GPU does not fit, naming the smallest split that would."""
+    if not workload.devices or system.device is None:
+        return
+    room = system.gpu.memory.capacity_B - runtime_B(system, True)
+    if workload.footprint_B <= room:
+        return
+    params: Params = dict(workload.params)
+    config = LLMS[str(params["model"])]
+    numerics = numerics_of(params)
+    fitting = [
+        split for split in parallel3d.splits(config, params) if _memory(config, split, numerics) <= room
+    ]
+    have = f"{system.gpu.id} has {gib(system.gpu.memory.capacity_B)}"
+    split = f"tp={params['tp']} pp={params['pp']}"
+    need = f"network: {config.name} needs {gib(workload.footprint_B)} per GPU with {split}"
+    if not fitting:
+        raise ParsimError(
+            f"{need}, {have}, and no split of these {params['gpus'] * params['nodes']} GPUs fits "
+            "(try recompute=full, a smaller micro-batch or more nodes)"
+        )
+    best = min(fitting, key=lambda split: (split["tp"] * split["pp"], split["pp"]))
+    raise ParsimError(
+        f"{need}, {have}; the smallest split that fits: tp={best['tp']} pp={best['pp']} "
+        f"microbatches={best['microbatches']}"
+    )
+
+
+def _memory(config: LlmConfig, params: Params, numerics: Numerics) -> float:
+    lay = parallel3d.layout(config, params)
+    return parallel3d.memory_per_gpu_B(
+        config, lay, params["seq"], numerics, params["optimizer"], params["recompute"], params["attention"]
+    )
+
+
+METRICS = {name: collective_metrics for name in KINDS} | {"network": parallel_metrics}
+"""Workload name -> ``(workload, system, prediction) -> dict`` added to ``Prediction.metrics``."""
+
+
+def parallel_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
+    """What the timeline's GPU rows of a 3D step are."""
+    if not workload.devices:
+        return ()
+    others = system.total_gpus - workload.devices
+    rows = "GPU s in the timeline is pipeline stage s"
+    if others == 0:  # one GPU per stage: the timeline shows every GPU
+        return (f"{rows}; every GPU of the step is drawn",)
+    gpus = "GPU does" if others == 1 else "GPUs do"
+    return (
+        f"{rows}'s first GPU (tensor-parallel rank 0 of data-parallel replica 0); "
+        f"the other {others:,} {gpus} the same work at the same time",
+    )
+
+
+NOTES = {name: collective_notes for name in KINDS} | {"network": parallel_notes}
+"""Workload name -> ``(workload, system) -> notes`` added to ``Prediction.notes``."""
+SYSTEM_CHECKS = {"network": check_parallel}
+"""Workload name -> ``(workload, system) -> None``, run by ``predict`` before the capacity check."""

@@ -1,0 +1,112 @@
+"""The answer parsim gives: a ``Prediction`` of how long a workload takes and why.
+
+It is the one value every front end consumes (CLI ``--json``, the app, sweeps, validation),
+so it is plain data: numbers with units in their names, a breakdown that adds up to the
+latency, per-resource utilisation and the full trace the timeline plot draws. It is immutable
+all the way down (mappings are ``FrozenMap``, sequences tuples): predictions are cached and
+shared, so no caller may change what the next one gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from parsim.base.frozen import FrozenMap, freeze, plain
+from parsim.results.resources import Resource
+from parsim.results.timeline import TraceEvent
+
+
+def _events(value: Iterable[TraceEvent]) -> tuple[TraceEvent, ...]:
+    return tuple(value)
+
+
+def _notes(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class Prediction:
+    """Predicted performance of one workload on one system.
+
+    Attributes:
+        workload: workload id.
+        params: its validated parameters.
+        device: id of the processor that ran the kernels.
+        host: id of the host CPU.
+        link: id of the host<->device link, or None.
+        peer_link: id of the GPU-to-GPU link (NVLink) when there is one.
+        mode: Flynn mode used.
+        method: ``engine`` (SimPy) or ``analytic`` (closed forms).
+        latency_s: time of one instance, issue to completion.
+        throughput_per_s: instances per second when issued back to back.
+        flops: floating-point operations of one instance.
+        bytes: memory traffic of the kernels (bytes read + written).
+        transfer_bytes: bytes crossing the link.
+        bottleneck: ``compute``, ``memory``, ``transfer`` or ``overhead``.
+        breakdown: seconds per category, adding up to ``latency_s``.
+        busy: fraction of the latency each resource was busy (``utilization`` names them).
+        trace: every busy interval, for the timeline.
+        events: simulation events processed (0 for analytic).
+        notes: plain-language remarks (wave quantisation, cache level, interpreter...).
+        layers: per-layer rows for layered networks (name, kind, latency_s, flops, bytes).
+        gpus: GPUs used (in all nodes).
+        nodes: nodes of a cluster (1 for one machine).
+        metrics: workload-specific figures (``samples_per_s``; for ``data_parallel`` also
+            ``speedup``, ``efficiency`` and Amdahl's ``serial_fraction`` against one GPU).
+    """
+
+    workload: str
+    params: Mapping[str, Any] = attrs.field(converter=freeze)
+    device: str
+    host: str
+    link: str | None
+    mode: str
+    method: str
+    latency_s: float
+    throughput_per_s: float
+    flops: float
+    bytes: float
+    transfer_bytes: float
+    bottleneck: str
+    breakdown: Mapping[str, float] = attrs.field(converter=freeze)
+    busy: Mapping[Resource, float] = attrs.field(converter=freeze)
+    trace: tuple[TraceEvent, ...] = attrs.field(default=(), converter=_events)
+    events: int = 0
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
+    layers: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=freeze)
+    gpus: int = 1
+    nodes: int = 1
+    metrics: Mapping[str, float] = attrs.field(factory=FrozenMap, converter=freeze)
+    peer_link: str | None = None
+
+    @property
+    def utilization(self) -> Mapping[str, float]:
+        """Fraction of the latency each resource row was busy, by row label (``"SM"``, ``"host"``)."""
+        return FrozenMap({resource.label: share for resource, share in self.busy.items()})
+
+    @property
+    def flops_per_s(self) -> float:
+        """Achieved FLOP/s over the whole latency."""
+        return self.flops / self.latency_s if self.latency_s > 0 else 0.0
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Achieved memory bandwidth over the whole latency."""
+        return self.bytes / self.latency_s if self.latency_s > 0 else 0.0
+
+    def to_dict(self, trace: bool = False) -> dict[str, Any]:
+        """Plain JSON-ready dict; the trace only when asked (it can be long)."""
+        data: dict[str, Any] = {}
+        for field in attrs.fields(Prediction):
+            if field.name == "busy":
+                data["utilization"] = dict(self.utilization)
+            elif field.name != "trace":
+                data[field.name] = plain(getattr(self, field.name))
+        data["flops_per_s"] = self.flops_per_s
+        data["bytes_per_s"] = self.bytes_per_s
+        if trace:
+            data["trace"] = [event.to_dict() for event in self.trace]
+        return data

@@ -1,0 +1,104 @@
+"""Timelines: what each resource did when, and what that says about where the time went.
+
+Both predictors (the SimPy engine and the analytic schedule) emit a trace: one
+``TraceEvent(resource, label, kind, start_s, end_s)`` per busy interval. Everything a user
+reads about *why* (the breakdown, the bottleneck, the utilisation) is derived from it here.
+
+The breakdown walks the timeline once. At each instant the active device-side intervals
+(compute, memory, transfer) share that instant equally; host overhead (dispatch, launch, idle waiting)
+counts only when no device-side work is active, because a launch hidden behind a running kernel
+costs nothing. The categories therefore add up to the latency exactly.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import NamedTuple
+
+from parsim.model.outcome import CATEGORIES, WORK
+from parsim.results.resources import Resource
+
+
+class TraceEvent(NamedTuple):
+    """One busy interval of one resource (a named tuple: a traced step makes tens of thousands).
+
+    Attributes:
+        resource: the busy resource (a host thread, cores, a memory level, a link direction).
+        label: what ran (``"relu[2]"``).
+        kind: ``compute``, ``memory``, ``transfer`` or ``overhead``.
+        start_s: start time in seconds.
+        end_s: end time in seconds.
+        detail: a supporting row (the memory channel of a kernel) left out of the breakdown.
+        layer: the network layer the work belongs to, or empty.
+        weight: share of the processor's cores the interval keeps busy (core rows).
+    """
+
+    resource: Resource
+    label: str
+    kind: str
+    start_s: float
+    end_s: float
+    detail: bool = False
+    layer: str = ""
+    weight: float = 1.0
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain data for JSON: the resource as its row label."""
+        return {**self._asdict(), "resource": self.resource.label}
+
+
+def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
+    """Seconds per category; the values add up to ``latency_s``.
+
+    A sweep over the interval ends keeps a count of active intervals per kind, so the cost
+    is O(n log n) in the number of trace events.
+    """
+    result = dict.fromkeys(CATEGORIES, 0.0)
+    edges = []
+    for event in trace:
+        if not event.detail and event.kind in WORK and event.end_s > event.start_s:
+            edges.append((event.start_s, 1, event.kind))
+            edges.append((event.end_s, -1, event.kind))
+    edges.sort(key=lambda edge: edge[0])
+    active = dict.fromkeys(WORK, 0)
+    clock = 0.0
+    for time_s, change, kind in [*edges, (latency_s, 0, None)]:
+        time_s = min(time_s, latency_s)
+        if time_s > clock:
+            busy = [k for k in WORK if active[k]]
+            total = sum(active[k] for k in busy)
+            if total:
+                for k in busy:
+                    result[k] += (time_s - clock) * active[k] / total
+            else:
+                result["overhead"] += time_s - clock
+            clock = time_s
+        if kind is not None:
+            active[kind] += change
+    return result
+
+
+def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, float]:
+    """Fraction of the latency each resource was busy; core groups count by the share of cores.
+
+    Rows of one processor's cores are reported together (``Resource.group``). A processor runs one
+    kernel at a time and a copy engine one copy, so the intervals of a resource never overlap and
+    their weighted durations simply add up. Blocked host threads (``wait``) are idle, not busy.
+    """
+    busy: dict[Resource, float] = defaultdict(float)
+    groups: dict[Resource, Resource] = {}  # a row's processor, looked up once per row
+    for event in trace:
+        if event.kind != "wait":
+            row = event.resource
+            group = groups.get(row)
+            if group is None:
+                group = groups[row] = row.group
+            busy[group] += event.weight * (event.end_s - event.start_s)
+    return {
+        resource: min(seconds / latency_s, 1.0) if latency_s > 0 else 0.0
+        for resource, seconds in busy.items()
+    }

@@ -1,0 +1,326 @@
+"""Published measurements: parsim's predictions against what people really measured on real GPUs.
+
+A machine without a GPU cannot measure one, but others have: NVIDIA's DeepLearningExamples
+tables, DeepBench, bandwidthTest logs, framework benchmarks. ``parsim/data/published.csv`` keeps
+such measurements, one row each, with where it was published (repository + path + commit, or
+paper + table) and the quoted figures. Each row says how parsim runs it (workload, parameters,
+device, link) and which figure it compares:
+
+- ``samples_per_s``: the prediction's steady-state samples per second;
+- ``latency_s``: its latency;
+- ``efficiency``: data-parallel scaling efficiency against one GPU;
+- ``seconds``: the device time of one kernel (the latency less the host's launch, as CUDA events
+  time it);
+- ``bytes_per_s``: a copy's bytes over its device time (as bandwidthTest reports it).
+
+A CPU row published in throughput mode names ``instances`` processes of ``cores`` cores each:
+each instance is predicted on that slice of the CPU (``hardware.slices``) and the rates combined.
+
+The comparison reports per class (single-GPU training, inference, kernels, copies, multi-GPU
+scaling, CPU) the mean absolute percentage error, the worst row and the Spearman rank correlation,
+against the targets of issue 10. A row that parsim refuses (out of memory, say) is a failure: it
+was really run. Nothing here is fitted per row; see ``parsim.stack`` and the hardware presets for
+every parameter and its source.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import attrs
+import numpy
+
+from parsim.base import safefiles
+from parsim.base.errors import ParsimError
+from parsim.base.units import parse_assignments
+from parsim.hardware import registry
+from parsim.hardware.slices import slice_of, throughput_mode
+from parsim.hardware.specs import ProcessorSpec
+from parsim.methods.predict import predict
+
+SCHEMA = "parsim.studies.published/1"
+
+CLASSES: dict[str, tuple[str, float]] = {
+    "training": ("single-GPU training throughput", 0.15),
+    "inference": ("inference throughput, batch 1 to 256", 0.20),
+    "kernel": ("GEMM / convolution kernels", 0.15),
+    "copy": ("host<->device and device copies", 0.10),
+    "scaling": ("multi-GPU scaling efficiency", 0.05),
+    "cpu": ("CPU training/inference", 0.30),
+    "transformer-training": ("transformer training throughput", 0.20),
+    "llm-decode": ("LLM decode tokens/s", 0.20),
+    "llm-ttft": ("LLM time to first token", 0.25),
+    "collective": ("nccl-tests all-reduce bus bandwidth", 0.15),
+    "cluster-scaling": ("multi-node scaling efficiency (points)", 0.10),
+    "megatron": ("Megatron-LM GPT TFLOP/s per GPU", 0.15),
+}
+"""Each class: what it holds and its MAPE target (for a ``POINTS`` class: mean absolute error in
+percentage points of efficiency)."""
+POINTS = frozenset({"cluster-scaling"})
+"""Classes scored in percentage points (an efficiency of 0.85 against 0.90 is 5 points off)."""
+
+# the last four are ``llm_serve``'s own metrics (``Prediction.metrics``)
+SERVING_METRICS = (
+    "tokens_per_s",
+    "tokens_per_s_per_user",
+    "time_to_first_token_s",
+    "time_per_output_token_s",
+)
+CLUSTER_METRICS = ("bus_bandwidth_Bps", "megatron_tflops_per_gpu")
+METRICS = (
+    "samples_per_s",
+    "latency_s",
+    "efficiency",
+    "seconds",
+    "bytes_per_s",
+    *SERVING_METRICS,
+    *CLUSTER_METRICS,
+)
+COLUMNS = ("id", "class", "workload", "params", "device", "host", "link", "gpus", "metric", "value", "source")
+
+
+@attrs.frozen
+class Row:
+    """One published measurement and how parsim runs it."""
+
+    id: str
+    klass: str
+    workload: str
+    params: dict
+    device: str
+    host: str | None
+    link: str | None
+    metric: str
+    value: float
+    source: str
+    detail: str = ""
+    instances: int = 1
+    cores: int | None = None
+
+
+def default_path() -> Path:
+    """The measurement set shipped in the package."""
+    return Path(str(resources.files("parsim") / "data" / "published.csv"))
+
+
+def load_rows(path: str | Path | None = None) -> tuple[Row, ...]:
+    """Read and check a published-measurement CSV; a bad row names its line, field and value.
+
+    Raises:
+        ParsimError: unreadable file, missing column, unknown class or metric, a value that is not a
+            positive number, a row without a source, a duplicate id.
+    """
+    path = Path(path) if path is not None else default_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParsimError(f"{path}: cannot read the published measurements ({exc})") from None
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ParsimError(f"{path}: missing column(s) {', '.join(missing)}")
+    rows, seen = [], set()
+    for line, record in enumerate(reader, start=2):
+        rows.append(_row(record, f"{path.name} line {line}"))
+        if rows[-1].id in seen:
+            raise ParsimError(f"{path.name} line {line}: duplicate id {rows[-1].id!r}")
+        seen.add(rows[-1].id)
+    return tuple(rows)
+
+
+def _row(record: dict, where: str) -> Row:
+    def field(name: str) -> str:
+        return (record.get(name) or "").strip()
+
+    if field("class") not in CLASSES:
+        raise ParsimError(f"{where}: 'class' must be one of {', '.join(CLASSES)}: {field('class')!r}")
+    if field("metric") not in METRICS:
+        raise ParsimError(f"{where}: 'metric' must be one of {', '.join(METRICS)}: {field('metric')!r}")
+    try:
+        value = float(field("value"))
+    except ValueError:
+        raise ParsimError(f"{where}: 'value' must be a number: {field('value')!r}") from None
+    if not value > 0:
+        raise ParsimError(f"{where}: 'value' must be > 0: {value}")
+    for name in ("id", "workload", "device", "source"):
+        if not field(name):
+            raise ParsimError(f"{where}: '{name}' is empty")
+    try:
+        params = parse_assignments(field("params").split())
+    except ParsimError as exc:
+        raise ParsimError(f"{where}: 'params': {exc}") from None
+    instances, cores = _whole(field("instances") or "1", "instances", where), None
+    if field("cores"):
+        cores = _whole(field("cores"), "cores", where)
+    return Row(
+        instances=instances,
+        cores=cores,
+        id=field("id"),
+        klass=field("class"),
+        workload=field("workload"),
+        params=params,
+        device=field("device"),
+        host=field("host") or None,
+        link=field("link") or None,
+        metric=field("metric"),
+        value=value,
+        source=field("source"),
+        detail=field("detail"),
+    )
+
+
+def _whole(text: str, name: str, where: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ParsimError(f"{where}: '{name}' must be a whole number: {text!r}") from None
+    if value < 1:
+        raise ParsimError(f"{where}: '{name}' must be >= 1: {value}")
+    return value
+
+
+def predicted(row: Row) -> float:
+    """The figure parsim predicts for ``row``'s metric.
+
+    Raises:
+        ParsimError: parsim refuses the configuration (which, for a published row, is a failure).
+    """
+    if row.device in registry.cluster_ids():  # a row measured on nodes of a cluster
+        p = predict(row.workload, row.params, cluster=row.device)
+        if row.metric == "megatron_tflops_per_gpu":
+            return megatron_flops(row.params) / p.latency_s / p.gpus / 1e12
+        return float(p.metrics[row.metric])
+    device: str | ProcessorSpec = row.device
+    if row.cores is not None:
+        device = slice_of(registry.processor(row.device), row.cores)
+    p = predict(row.workload, row.params, device=device, host=row.host, link=row.link)
+    device_s = p.latency_s - p.breakdown["overhead"]  # what CUDA events around the op measure
+    if row.metric == "samples_per_s":
+        per_instance = float(p.metrics["samples_per_s"])
+        if row.instances == 1:
+            return per_instance
+        samples = per_instance / p.throughput_per_s
+        socket = registry.processor(row.device).memory.bandwidth_Bps
+        return throughput_mode(per_instance, row.instances, p.bytes / samples, socket)
+    if row.metric == "efficiency" or row.metric in SERVING_METRICS:
+        return float(p.metrics[row.metric])
+    if row.metric == "seconds":
+        return device_s
+    if row.metric == "bytes_per_s":
+        return p.transfer_bytes / device_s
+    return p.latency_s
+
+
+def megatron_flops(params: dict) -> float:
+    """FLOPs of one step as Narayanan et al. 2021 count them (their eq. 3, recomputation included):
+    ``96 B s l h^2 (1 + s / 6h + V / 16 l h)``, so a predicted step time converts to the TFLOP/s
+    per GPU their tables print."""
+    from parsim.workloads.llms import LLMS
+
+    config = LLMS[str(params["model"])]
+    batch, seq = float(params["batch"]), float(params.get("seq") or config.context)
+    layers, hidden, vocab = config.layers, config.hidden, config.vocab
+    return 96 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+
+
+@attrs.frozen
+class Compared:
+    """A row with parsim's figure and the relative error, or why parsim refused it."""
+
+    row: Row
+    predicted: float | None
+    refused: str = ""
+
+    @property
+    def error(self) -> float | None:
+        """(predicted - published) / published; predicted - published for a ``POINTS`` class."""
+        if self.predicted is None:
+            return None
+        if self.row.klass in POINTS:
+            return self.predicted - self.row.value
+        return (self.predicted - self.row.value) / self.row.value
+
+
+def compare(
+    rows: tuple[Row, ...] | None = None, progress: Callable[[int, int, str], None] | None = None
+) -> list[Compared]:
+    """Predict every row (``progress(done, total, row id)`` as they go)."""
+    rows = load_rows() if rows is None else rows
+    compared = []
+    for done, row in enumerate(rows):
+        if progress is not None:
+            progress(done, len(rows), row.id)
+        try:
+            compared.append(Compared(row, predicted(row)))
+        except ParsimError as exc:
+            compared.append(Compared(row, None, str(exc)))
+    return compared
+
+
+def _spearman(a: list[float], b: list[float]) -> float | None:
+    from parsim.studies.validate import spearman  # one rank correlation for every report
+
+    return spearman(a, b) if len(a) >= 3 else None
+
+
+def summary(compared: list[Compared]) -> dict:
+    """Per class: rows, MAPE, its target and whether it is met, the worst row, Spearman, refusals."""
+    classes = {}
+    for name, (what, target) in CLASSES.items():
+        members = [c for c in compared if c.row.klass == name]
+        if not members:
+            continue
+        scored = [c for c in members if c.error is not None]
+        errors = [abs(c.error) for c in scored if c.error is not None]
+        worst = max(scored, key=lambda c: abs(c.error or 0.0), default=None)
+        mape = float(numpy.mean(errors)) if errors else None
+        classes[name] = {
+            "what": what,
+            "unit": "points" if name in POINTS else "relative",
+            "rows": len(members),
+            "mape": mape,
+            "target": target,
+            "met": mape is not None and mape <= target and len(scored) == len(members),
+            "worst": None if worst is None else {"id": worst.row.id, "error": worst.error},
+            "spearman": _spearman([c.row.value for c in scored], [c.predicted or 0.0 for c in scored]),
+            "refused": [{"id": c.row.id, "why": c.refused} for c in members if c.refused],
+        }
+    return classes
+
+
+def report(compared: list[Compared]) -> dict:
+    """The JSON report: every row with both figures, and the per-class summary."""
+    return {
+        "schema": SCHEMA,
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "rows": [
+            {
+                "id": c.row.id,
+                "class": c.row.klass,
+                "workload": c.row.workload,
+                "params": c.row.params,
+                "device": c.row.device,
+                "instances": c.row.instances,
+                "cores": c.row.cores,
+                "link": c.row.link,
+                "metric": c.row.metric,
+                "published": c.row.value,
+                "predicted": c.predicted,
+                "error": c.error,
+                "refused": c.refused,
+                "source": c.row.source,
+            }
+            for c in compared
+        ],
+        "classes": summary(compared),
+    }
+
+
+def save(data: dict, path: str | Path) -> Path:
+    return safefiles.write_text(Path(path), json.dumps(data, indent=2), "--save")
