@@ -47,7 +47,7 @@ def build(framework: str, batch: int = 1, prompt: int = 512) -> Workload:
 def per_token_s(framework: str, batch: int, prompt: int) -> float:
     workload = build(framework, batch, prompt)
     prediction = predict(workload, device="h100-sxm")
-    return float(serve_metrics(workload, H100, prediction)["time_per_output_token_s"])
+    return float(serve_metrics(workload, H100, prediction).time_per_output_token_s)
 
 
 def decode_kernels(framework: str, batch: int = 1, prompt: int = 512) -> list[Kernel]:
@@ -152,7 +152,7 @@ def test_eager_decode_per_token_at_batch_1_as_measured():
 def test_engine_and_analytic_agree_in_eager(batch):
     workload = build("eager", batch)
     engine, analytic = (
-        serve_metrics(workload, H100, predict(workload, device="h100-sxm", method=method))
+        serve_metrics(workload, H100, predict(workload, device="h100-sxm", method=method)).as_dict()
         for method in ("engine", "analytic")
     )
     for key in ("time_to_first_token_s", "time_per_output_token_s"):

@@ -27,7 +27,8 @@ def build(**given: object) -> Workload:
 
 def metrics(workload: Workload, device: str, method: str = "engine") -> dict:
     prediction = predict(workload, device=device, method=method)
-    return serve_metrics(workload, registry.system(device, None, None, workload.gpus, None), prediction)
+    system = registry.system(device, None, None, workload.gpus, None)
+    return serve_metrics(workload, system, prediction).as_dict()
 
 
 def phase(workload: Workload, name: str, device: int = 0) -> list[Kernel]:

@@ -330,7 +330,7 @@ def test_every_algorithm_the_library_knows_is_a_choice():
     import typing
 
     from parsim.workloads.conv import LIBRARY_ALGORITHMS
-    from parsim.workloads.registry import Conv2dParams
+    from parsim.workloads.standard import Conv2dParams
 
     choices = typing.get_args(Conv2dParams.model_fields["algorithm"].annotation)
     assert choices == ("auto", *LIBRARY_ALGORITHMS, "tap-gemm")

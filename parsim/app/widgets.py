@@ -20,7 +20,8 @@ from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
 from parsim.workloads.llms import llm
 from parsim.workloads.multi import on_cpu
-from parsim.workloads.registry import SEQUENCE_FIELDS, WORKLOADS, llm_names, make_workload
+from parsim.workloads.registry import WORKLOADS, llm_names, make_workload
+from parsim.workloads.standard import SEQUENCE_FIELDS
 
 UPLOADED = "uploaded hardware file"
 THIS_MACHINE = "this machine (calibrated)"

@@ -132,7 +132,7 @@ def schedule(
         end = start + seconds
         free[resource] = end
         ends_at.append(end)
-        trace.append(TraceEvent(row, op.name, kind, start, end, layer=op.layer, weight=weight))
+        trace.append(TraceEvent(row, op.name, kind, start, end, layer=op.layer, weight=weight, op=op))
         if on_host or (isinstance(op, Transfer) and not op.pinned):
             clock = end
         host_clock[thread] = clock

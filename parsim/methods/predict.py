@@ -4,8 +4,13 @@
 hardware, validates the workload and the mode, checks that the data fits in memory, runs the
 chosen method once for the latency and the timeline, and three back-to-back instances for the
 sustained throughput (a pipelined GPU can start the next instance before the last finishes).
-Layered workloads get a per-layer breakdown; data-parallel training is also predicted on one
-GPU to report speed-up, scaling efficiency and the serial fraction Amdahl's law implies.
+Layered workloads get a per-layer breakdown; a workload whose definition names a one-GPU baseline
+(data-parallel training) is also predicted on one GPU to report speed-up, scaling efficiency and the
+serial fraction Amdahl's law implies.
+
+Nothing here names a workload: what is particular to one comes from its definition
+(``WorkloadDef``: how it splits, where it runs on a cluster, its samples and baseline) and from
+the hooks registered for its kind (``results.catalog``: refusals, its typed metrics record, notes).
 """
 
 from __future__ import annotations
@@ -28,12 +33,16 @@ from parsim.methods import analytic
 from parsim.model import capacity, outcome, transfer
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
-from parsim.results import algorithms, cluster_figures, serving_figures, timeline
+from parsim.results import algorithms, timeline
+from parsim.results.catalog import hooks_for
 from parsim.results.prediction import Prediction
+from parsim.results.resources import NETWORK_ROW
 from parsim.results.timeline import TraceEvent
 from parsim.workloads.base import HOST, Block, Kernel, Workload
+from parsim.workloads.definition import WorkloadDef
 from parsim.workloads.multi import on_cpu, split_over_gpus
-from parsim.workloads.registry import WorkloadDef, capabilities, make_workload, validate_params
+from parsim.workloads.records import Record, Scaling, Throughput
+from parsim.workloads.registry import capabilities, cluster_names, lookup, make_workload, validate_params
 
 THROUGHPUT_REPEATS = 3
 LONG_PROGRAM_OPS = 500  # a program this long reaches its steady state within one instance
@@ -130,25 +139,21 @@ def predict(
         workload = on_cpu(workload)
     workload = lower(workload, system)
     mode = check_mode(system.compute, mode)
-    checks = {**serving_figures.SYSTEM_CHECKS, **cluster_figures.SYSTEM_CHECKS}
-    if workload.name in checks:
-        checks[workload.name](workload, system)
+    hooks = hooks_for(definition)
+    if hooks.check is not None:
+        hooks.check(workload, system)
     check_fits(workload, system)
     prediction = _predict(workload, system, mode, method, overlap)
-    figures = {**serving_figures.METRICS, **cluster_figures.METRICS}
-    if workload.name in figures:
-        own = figures[workload.name](workload, system, prediction)
-        prediction = attrs.evolve(prediction, metrics={**prediction.metrics, **own})
-    if workload.name in cluster_figures.NOTES:
-        notes = prediction.notes + cluster_figures.NOTES[workload.name](workload, system)
-        prediction = attrs.evolve(prediction, notes=notes)
+    if hooks.metrics is not None:
+        own = hooks.metrics(workload, system, prediction)
+        if own is not None:
+            assert definition is not None and isinstance(own, definition.record or Record)
+            prediction = attrs.evolve(prediction, records=(*prediction.records, own))
+    if hooks.notes is not None:
+        prediction = attrs.evolve(prediction, notes=prediction.notes + hooks.notes(workload, system))
     if definition is not None and definition.baseline is not None:
         return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     return prediction
-
-
-CLUSTER_WORKLOADS = ("allreduce", "reduce_scatter", "allgather", "alltoall", "data_parallel", "network")
-"""What runs on a cluster (``--cluster``): the collectives, data-parallel and 3D-parallel training."""
 
 
 def _on_cluster(
@@ -178,15 +183,11 @@ def _on_cluster(
             raise ParsimError(f"'{flag}' does not apply with --cluster: the cluster names its own")
     spec = registry.cluster(cluster)
     name = workload if isinstance(workload, str) else workload.name
-    if name not in CLUSTER_WORKLOADS:
-        raise ParsimError(f"--cluster applies to {', '.join(CLUSTER_WORKLOADS)}, not {name}")
+    definition = capabilities(workload) if not isinstance(workload, str) else lookup(name)
+    if definition is None or definition.cluster is None:
+        raise ParsimError(f"--cluster applies to {', '.join(cluster_names())}, not {name}")
     if isinstance(workload, str):
-        given = dict(params or {})
-        given.setdefault("nodes", spec.nodes)  # the cluster's own size unless nodes= says otherwise
-        if name in ("data_parallel", "network"):
-            given.setdefault("gpus", spec.gpus_per_node)
-        if name == "data_parallel":
-            given.setdefault("sync", "ring")  # a cluster's GPUs sum gradients with NCCL, not on one host
+        given = definition.on_cluster(params or {}, spec.nodes, spec.gpus_per_node)
         check_params(budget, name, validate_params(name, given))  # before building it
         workload = make_workload(name, given)
     elif params:
@@ -248,7 +249,7 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
     throughput = 1.0 / period if period > 0 else math.inf
     parts = timeline.breakdown(list(trace), latency)
     samples = samples_per_step(workload)
-    metrics = {"samples_per_s": samples * throughput} if samples is not None else {}
+    records = (Throughput(samples * throughput),) if samples is not None else ()
     return Prediction(
         workload=workload.name,
         params=dict(workload.params),
@@ -273,8 +274,8 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         layers=_layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
         gpus=system.total_gpus,
         nodes=system.nodes,
-        metrics=metrics,
         peer_link=system.peer_link.id if system.peer_link is not None else None,
+        records=records,
     )
 
 
@@ -297,7 +298,7 @@ def _layer_rows(
             event.layer in seconds
             and not event.detail
             and counted(event.resource.device)
-            and event.resource.kind != "network"  # the same collective as GPU0's ring row
+            and event.resource.kind != NETWORK_ROW  # the same collective as GPU0's ring row
         ):
             seconds[event.layer] += event.duration_s
     flops = dict.fromkeys(seconds, 0.0)
@@ -342,20 +343,21 @@ def _with_scaling(
     one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1)
     one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
-    speedup = prediction.metrics["samples_per_s"] * one_period / definition.samples(dict(single.params))
-    metrics = {
-        **prediction.metrics,
-        "speedup": speedup,
-        "efficiency": speedup / gpus,
+    speedup = (
+        prediction.record(Throughput).samples_per_s * one_period / definition.samples(dict(single.params))
+    )
+    scaling = Scaling(
+        speedup=speedup,
+        efficiency=speedup / gpus,
         # Karp-Flatt: the serial fraction f for which Amdahl's law 1 / (f + (1 - f) / G) gives this speed-up
-        "serial_fraction": (gpus / speedup - 1) / (gpus - 1) if gpus > 1 else 0.0,
-        "single_gpu_latency_s": one_latency,
-    }
+        serial_fraction=(gpus / speedup - 1) / (gpus - 1) if gpus > 1 else 0.0,
+        single_gpu_latency_s=one_latency,
+    )
     notes = prediction.notes
     if single.footprint_B > system.gpu.memory.capacity_B:
         need, has = gib(single.footprint_B), gib(system.gpu.memory.capacity_B)
         notes += (f"the 1-GPU baseline would need {need} on a {has} GPU: a hypothetical reference",)
-    return attrs.evolve(prediction, metrics=metrics, notes=notes)
+    return attrs.evolve(prediction, records=(*prediction.records, scaling), notes=notes)
 
 
 def clear_caches() -> None:

@@ -12,7 +12,10 @@ where a stage's time goes: compute, tensor-parallel communication, the data-para
 and the rest, idle: the pipeline bubble and waits for sends. ``check_parallel`` refuses a split
 that does not fit and names the smallest that would.
 
-``predict`` asks for them by workload name (``METRICS``, ``SYSTEM_CHECKS``), as for LLM serving.
+Both are registered once for their definitions' kinds (``hooks.register``), as LLM serving's are;
+``predict`` finds them without naming a workload. A stage's time is told apart by the fields of the
+ops behind its intervals (``TraceEvent.op``: a pass's ``Block``, a gradient ``AllReduce``, a
+recomputed kernel's ``phase``), never by their labels.
 """
 
 from __future__ import annotations
@@ -22,16 +25,19 @@ from parsim.base.units import gib
 from parsim.hardware.specs import SystemSpec
 from parsim.model.capacity import runtime_B
 from parsim.model.collectives import bus_factor, op_timing
+from parsim.results import hooks
 from parsim.results.prediction import Prediction
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Params, Workload
-from parsim.workloads.collective import KINDS
+from parsim.workloads.collective import KIND, CollectiveMetrics
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LLMS, LlmConfig
+from parsim.workloads.parallel3d import ParallelMetrics
+from parsim.workloads.standard import NETWORK
 from parsim.workloads.training import numerics_of
 
 
-def collective_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, float]:
+def collective_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> CollectiveMetrics:
     """Algorithm and bus bandwidth of the collective, from its device time (the op's own interval,
     as nccl-tests times it with CUDA events: no launch on the host)."""
     op = workload.ops[0]
@@ -39,12 +45,12 @@ def collective_metrics(workload: Workload, system: SystemSpec, prediction: Predi
     seconds = op_timing(system, op).seconds
     ranks = system.total_gpus
     algorithm_Bps = op.nbytes / seconds if seconds > 0 else 0.0
-    return {
-        "collective_s": seconds,
-        "algorithm_bandwidth_Bps": algorithm_Bps,
-        "bus_bandwidth_Bps": algorithm_Bps * bus_factor(op.kind, ranks),
-        "ranks": float(ranks),
-    }
+    return CollectiveMetrics(
+        collective_s=seconds,
+        algorithm_bandwidth_Bps=algorithm_Bps,
+        bus_bandwidth_Bps=algorithm_Bps * bus_factor(op.kind, ranks),
+        ranks=float(ranks),
+    )
 
 
 def collective_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
@@ -61,10 +67,12 @@ def collective_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
     )
 
 
-def parallel_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, float]:
+def parallel_metrics(
+    workload: Workload, system: SystemSpec, prediction: Prediction
+) -> ParallelMetrics | None:
     """A 3D-parallel step's throughput, efficiency and breakdown (nothing for a one-GPU step)."""
     if not workload.devices:
-        return {}
+        return None
     params: Params = dict(workload.params)
     config = LLMS[str(params["model"])]
     lay = parallel3d.layout(config, params)
@@ -75,38 +83,46 @@ def parallel_metrics(workload: Workload, system: SystemSpec, prediction: Predict
     for block in blocks:
         if id(block.kernels) not in own:
             own[id(block.kernels)] = sum(
-                k.flops for k in block.kernels if not k.name.endswith(parallel3d.RECOMPUTED)
+                k.flops for k in block.kernels if k.phase != parallel3d.RECOMPUTE_PHASE
             )
     model = sum(own[id(block.kernels)] for block in blocks)
     peak = system.gpu.peak_flops_per_s(str(params["dtype"]), matrix=True)
     shares = _stage_shares(prediction, lay.pp, step)
-    return {
-        "step_s": step,
-        "tokens_per_s": int(params["batch"]) * int(params["seq"]) / step,
-        "tflops_per_gpu": run / step / 1e12,
-        "mfu": model / lay.pp / step / peak,
+    return ParallelMetrics(
+        step_s=step,
+        tokens_per_s=int(params["batch"]) * int(params["seq"]) / step,
+        tflops_per_gpu=run / step / 1e12,
+        mfu=model / lay.pp / step / peak,
         **shares,
-        "bubble_ideal": (lay.pp - 1) / (lay.microbatches + lay.pp - 1),
-        "memory_per_gpu_B": workload.footprint_B,
-        "tp": float(lay.tp),
-        "pp": float(lay.pp),
-        "dp": float(lay.dp),
-        "micro_batch": float(lay.micro_batch),
-    }
+        bubble_ideal=(lay.pp - 1) / (lay.microbatches + lay.pp - 1),
+        memory_per_gpu_B=workload.footprint_B,
+        tp=float(lay.tp),
+        pp=float(lay.pp),
+        dp=float(lay.dp),
+        micro_batch=float(lay.micro_batch),
+    )
 
 
 def _stage_shares(prediction: Prediction, stages: int, step: float) -> dict[str, float]:
     """Shares of the step, averaged over the stages' GPUs: compute, tensor-parallel and
-    data-parallel communication, and idle (bubble and waits)."""
+    data-parallel communication, and idle (bubble and waits).
+
+    On a GPU's ring port, a pass's own interval (its ``Block``) is its tensor-parallel all-reduces,
+    and an all-reduce outside a pass is the gradients' (the pipeline's sends are ``send``s).
+    """
     compute = tensor = data = 0.0
     for event in prediction.trace:
         if event.resource.device < 0 or event.resource.device >= stages:
             continue
         if event.resource.kind == "cores":
             compute += event.duration_s
-        elif event.resource.kind == "ring" and event.label.endswith(" tp"):
+        elif event.resource.kind == "ring" and isinstance(event.op, Block):
             tensor += event.duration_s
-        elif event.resource.kind == "ring" and event.layer == "dp sync":
+        elif (
+            event.resource.kind == "ring"
+            and isinstance(event.op, AllReduce)
+            and event.op.kind == "all_reduce"
+        ):
             data += event.duration_s
     total = stages * step
     busy = (compute + tensor + data) / total
@@ -153,10 +169,6 @@ def _memory(config: LlmConfig, params: Params, numerics: Numerics) -> float:
     )
 
 
-METRICS = {name: collective_metrics for name in KINDS} | {"network": parallel_metrics}
-"""Workload name -> ``(workload, system, prediction) -> dict`` added to ``Prediction.metrics``."""
-
-
 def parallel_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
     """What the timeline's GPU rows of a 3D step are."""
     if not workload.devices:
@@ -172,7 +184,5 @@ def parallel_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
     )
 
 
-NOTES = {name: collective_notes for name in KINDS} | {"network": parallel_notes}
-"""Workload name -> ``(workload, system) -> notes`` added to ``Prediction.notes``."""
-SYSTEM_CHECKS = {"network": check_parallel}
-"""Workload name -> ``(workload, system) -> None``, run by ``predict`` before the capacity check."""
+hooks.register(KIND, metrics=collective_metrics, notes=collective_notes)
+hooks.register(NETWORK.kind, check=check_parallel, metrics=parallel_metrics, notes=parallel_notes)

@@ -10,13 +10,16 @@ shared, so no caller may change what the next one gets.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from parsim.base.frozen import FrozenMap, freeze, plain
 from parsim.results.resources import Resource
 from parsim.results.timeline import TraceEvent
+from parsim.workloads.records import Record
+
+R = TypeVar("R", bound=Record)
 
 
 def _events(value: Iterable[TraceEvent]) -> tuple[TraceEvent, ...]:
@@ -24,6 +27,10 @@ def _events(value: Iterable[TraceEvent]) -> tuple[TraceEvent, ...]:
 
 
 def _notes(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _records(value: Iterable[Record]) -> tuple[Record, ...]:
     return tuple(value)
 
 
@@ -54,8 +61,11 @@ class Prediction:
         layers: per-layer rows for layered networks (name, kind, latency_s, flops, bytes).
         gpus: GPUs used (in all nodes).
         nodes: nodes of a cluster (1 for one machine).
-        metrics: workload-specific figures (``samples_per_s``; for ``data_parallel`` also
-            ``speedup``, ``efficiency`` and Amdahl's ``serial_fraction`` against one GPU).
+        metrics: the workload's own figures by name, flattened from ``records``
+            (``samples_per_s``, ``speedup``, ``time_to_first_token_s``...): what JSON carries.
+        peer_link: id of the GPU-to-GPU link, or None.
+        records: the workload's own figures as typed records (``workloads.records``: samples/s,
+            scaling against one GPU, and the record its definition declares), in that order.
     """
 
     workload: str
@@ -79,8 +89,26 @@ class Prediction:
     layers: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=freeze)
     gpus: int = 1
     nodes: int = 1
-    metrics: Mapping[str, float] = attrs.field(factory=FrozenMap, converter=freeze)
+    metrics: Mapping[str, float] = attrs.field(init=False)
     peer_link: str | None = None
+    records: tuple[Record, ...] = attrs.field(default=(), converter=_records)
+
+    def __attrs_post_init__(self) -> None:
+        flat: dict[str, float] = {}
+        for record in self.records:
+            flat.update(record.as_dict())
+        object.__setattr__(self, "metrics", FrozenMap(flat))
+
+    def record(self, kind: type[R]) -> R:
+        """The record of type ``kind`` (``prediction.record(ServingMetrics).time_to_first_token_s``).
+
+        Raises:
+            KeyError: the prediction carries none (another workload's figure was asked for).
+        """
+        for record in self.records:
+            if isinstance(record, kind):
+                return record
+        raise KeyError(f"{self.workload} reports no {kind.__name__}")
 
     @property
     def utilization(self) -> Mapping[str, float]:
@@ -103,7 +131,7 @@ class Prediction:
         for field in attrs.fields(Prediction):
             if field.name == "busy":
                 data["utilization"] = dict(self.utilization)
-            elif field.name != "trace":
+            elif field.name not in ("trace", "records"):  # records: flattened into ``metrics``
                 data[field.name] = plain(getattr(self, field.name))
         data["flops_per_s"] = self.flops_per_s
         data["bytes_per_s"] = self.bytes_per_s

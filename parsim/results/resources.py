@@ -19,6 +19,9 @@ from typing import NamedTuple
 from parsim.hardware.specs import SystemSpec
 from parsim.workloads.base import HOST
 
+NETWORK_ROW = "network"
+"""``Resource.kind`` of the node's NICs (a collective between nodes)."""
+
 
 class Resource(NamedTuple):
     """One timeline row (a named tuple: a traced training step creates tens of thousands of events).
@@ -110,7 +113,7 @@ def ring(system: SystemSpec, device: int) -> Resource:
 def network(system: SystemSpec) -> Resource:
     """The node's NICs, which carry collectives between nodes (a cluster's representative node)."""
     unit = system.network.nic.id if system.network is not None else "none"
-    return Resource("network", 0, unit, tagged=True)
+    return Resource(NETWORK_ROW, 0, unit, tagged=True)
 
 
 def thread(index: int) -> Resource:

@@ -4,8 +4,9 @@
 all-reduces) from the parameters alone; what depends on the device — whether it has the unit for
 quantised weights, whether the KV cache fits and the largest batch that does, and the request's
 time to first token, time per output token, end-to-end latency and tokens/s read from the
-prediction's timeline — lives here, above the model, and ``predict`` asks for it by workload name
-(``SYSTEM_CHECKS``, ``METRICS``).
+prediction's timeline — lives here, above the model, registered once for the definition's kind
+(``hooks.register``) so that ``predict`` finds it without naming the workload. The phases are
+found by their ops' ``phase`` field (``TraceEvent.op``), never by reading a label.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from parsim.base.errors import ParsimError
 from parsim.base.units import gib
 from parsim.hardware.specs import SystemSpec
 from parsim.model.capacity import runtime_B
+from parsim.results import hooks
 from parsim.results.prediction import Prediction
 from parsim.workloads.base import Workload
 from parsim.workloads.llms import LLMS, kv_cache_bytes
-from parsim.workloads.serving import NAME, PHASES, UNITS, footprint_parts, kv_type
+from parsim.workloads.serving import LLM_SERVE, NAME, UNITS, ServingMetrics, footprint_parts, kv_type
 
 
 def check_system(workload: Workload, system: SystemSpec) -> None:
@@ -62,16 +64,17 @@ def max_batch(workload: Workload, system: SystemSpec) -> int:
 
 
 def phase_ends(prediction: Prediction) -> dict[str, float]:
-    """When each simulated phase's tokens reach the host (sampling, then the copy back)."""
+    """When each simulated phase's tokens reach the host: the end of the last interval of an op of
+    that phase (its sampling, then the copy back, end it)."""
     ends: dict[str, float] = {}
     for event in prediction.trace:
-        for phase in PHASES:
-            if event.label.startswith((f"sample tokens ({phase})", f"d2h tokens ({phase})")):
-                ends[phase] = max(ends.get(phase, 0.0), event.end_s)
+        phase = getattr(event.op, "phase", "")
+        if phase:
+            ends[phase] = max(ends.get(phase, 0.0), event.end_s)
     return ends
 
 
-def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> dict[str, Any]:
+def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> ServingMetrics:
     """Time to first token, time per output token, end-to-end latency, tokens/s, KV cache, max batch.
 
     The decode total is ``output - 1`` times the simulated mean step: exact while the step time is
@@ -84,18 +87,15 @@ def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction
     per_token = ends.get("decode", first_token) - first_token
     e2e = first_token + (output - 1) * per_token
     config = LLMS[params["model"]]
-    return {
-        "time_to_first_token_s": first_token,
-        "time_per_output_token_s": per_token,
-        "e2e_latency_s": e2e,
-        "tokens_per_s": batch * output / e2e,
-        "tokens_per_s_per_user": output / e2e,
-        "kv_cache_bytes": kv_cache_bytes(config, batch, params["prompt"] + output, kv_type(params)),
-        "max_batch": max_batch(workload, system),
-    }
+    return ServingMetrics(
+        time_to_first_token_s=first_token,
+        time_per_output_token_s=per_token,
+        e2e_latency_s=e2e,
+        tokens_per_s=batch * output / e2e,
+        tokens_per_s_per_user=output / e2e,
+        kv_cache_bytes=kv_cache_bytes(config, batch, params["prompt"] + output, kv_type(params)),
+        max_batch=max_batch(workload, system),
+    )
 
 
-SYSTEM_CHECKS = {NAME: check_system}
-"""Workload name -> ``(workload, system) -> None``, run by ``predict`` before the capacity check."""
-METRICS = {NAME: serve_metrics}
-"""Workload name -> ``(workload, system, prediction) -> dict`` added to ``Prediction.metrics``."""
+hooks.register(LLM_SERVE.kind, check=check_system, metrics=serve_metrics)

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from parsim.model.outcome import CATEGORIES, WORK
 from parsim.results.resources import Resource
+from parsim.workloads.base import Op
 
 
 class TraceEvent(NamedTuple):
@@ -31,6 +32,9 @@ class TraceEvent(NamedTuple):
         detail: a supporting row (the memory channel of a kernel) left out of the breakdown.
         layer: the network layer the work belongs to, or empty.
         weight: share of the processor's cores the interval keeps busy (core rows).
+        op: the op whose work the interval is (a ``Kernel``, ``Transfer``, ``AllReduce`` or
+            ``Block``), None for the host's issue and wait rows: a workload's figures find their
+            intervals by the op's fields (``Kernel.phase``, its type), never by the label.
     """
 
     resource: Resource
@@ -41,6 +45,7 @@ class TraceEvent(NamedTuple):
     detail: bool = False
     layer: str = ""
     weight: float = 1.0
+    op: Op | None = None
 
     @property
     def duration_s(self) -> float:
@@ -48,7 +53,9 @@ class TraceEvent(NamedTuple):
 
     def to_dict(self) -> dict[str, object]:
         """Plain data for JSON: the resource as its row label."""
-        return {**self._asdict(), "resource": self.resource.label}
+        data = self._asdict()
+        del data["op"]  # the op itself is not plain data; its label is
+        return {**data, "resource": self.resource.label}
 
 
 def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:

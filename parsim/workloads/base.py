@@ -100,6 +100,7 @@ _KERNEL_RULES = {
     "primitive": boolean,
     "multi_tensor": boolean,
     "reuse_B": non_negative,
+    "phase": text,
 }
 
 
@@ -159,6 +160,10 @@ class Kernel:
         reuse_B: distinct bytes the program touches between two uses of this kernel's data (a
             loop's bytes per iteration, when the kernel runs in one), 0 when only its own count:
             a cache serves the kernel's data warm only if it holds these too (``working_set_B``).
+        phase: the part of its workload's instance it belongs to, where the workload's figures
+            tell them apart (an LLM request's ``prefill`` and ``decode``, a training step's
+            ``recompute``: a forward pass run again, not model FLOPs); empty otherwise. Never
+            read from the name: the name is for people.
     """
 
     name: str
@@ -187,6 +192,7 @@ class Kernel:
     primitive: bool = False
     multi_tensor: bool = False
     reuse_B: float = 0.0
+    phase: str = ""
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -222,6 +228,7 @@ class Kernel:
                 and type(self.primitive) is bool
                 and type(self.multi_tensor) is bool
                 and 0 <= self.reuse_B < _INF
+                and type(self.phase) is str
             )
         except TypeError:
             good = False
@@ -229,7 +236,7 @@ class Kernel:
             explain(self, _KERNEL_RULES, f"kernel {self.name!r}")
 
     def cost_key(self) -> tuple[Any, ...]:
-        """Every field but the name, stream, device and layer: all that the kernel's timing depends on.
+        """Every field but the name, stream, device, layer and phase: all that the kernel's timing depends on.
 
         Fields are taken by name from the class (one added later is included, never dropped).
         """
@@ -237,7 +244,7 @@ class Kernel:
 
     @staticmethod
     def anonymous(cost_key: tuple[Any, ...]) -> Kernel:
-        """A kernel with these costs and no name, stream, device or layer (a timing cache key)."""
+        """A kernel with these costs and no name, stream, device, layer or phase (a timing cache key)."""
         return Kernel(name="", **dict(zip(_COST_FIELDS, cost_key, strict=True)))
 
     @property
@@ -259,7 +266,7 @@ class Kernel:
 
 
 _COST_FIELDS = tuple(
-    f.name for f in attrs.fields(Kernel) if f.name not in ("name", "stream", "device", "layer")
+    f.name for f in attrs.fields(Kernel) if f.name not in ("name", "stream", "device", "layer", "phase")
 )
 _cost_fields_of = operator.attrgetter(*_COST_FIELDS)
 
@@ -277,6 +284,7 @@ class Transfer:
         stream: stream the host enqueues it on.
         device: GPU index at the other end of the copy.
         layer: network layer it belongs to, or empty.
+        phase: the part of its workload's instance it belongs to (``Kernel.phase``), or empty.
     """
 
     name: str = attrs.field(validator=text)
@@ -286,6 +294,7 @@ class Transfer:
     stream: int = attrs.field(default=0, validator=non_negative_int)
     device: int = attrs.field(default=0, validator=non_negative_int)
     layer: str = attrs.field(default="", validator=text)
+    phase: str = attrs.field(default="", validator=text)
 
 
 @attrs.frozen(cache_hash=True)

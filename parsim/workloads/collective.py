@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+import attrs
 from pydantic import Field
 
+from parsim.base import units
+from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Params, Workload
-from parsim.workloads.registry import WorkloadDef, _Params
+from parsim.workloads.definition import ParamsModel, WorkloadDef
+from parsim.workloads.records import Record, figure
 
 KINDS = {
     "allreduce": "all_reduce",
@@ -27,9 +31,28 @@ KINDS = {
 """Workload name -> the collective it runs (``model.collectives.COLLECTIVES``)."""
 
 MAX_NODES = 65_536
+KIND = "collective"
+"""The kind the four definitions share: their figures are registered once for all (``results.hooks``)."""
 
 
-class CollectiveParams(_Params):
+@attrs.frozen
+class CollectiveMetrics(Record):
+    """What nccl-tests prints for the same buffer: the collective's time and its bandwidths.
+
+    Attributes:
+        collective_s: the op's own interval (as nccl-tests times it with CUDA events).
+        algorithm_bandwidth_Bps: bytes over that time (``algbw``).
+        bus_bandwidth_Bps: ``algbw`` times the collective's bus factor (``busbw``).
+        ranks: GPUs taking part.
+    """
+
+    collective_s: float = figure("collective", units.seconds)
+    algorithm_bandwidth_Bps: float = figure("algbw", lambda v: units.si(v, "B/s"))
+    bus_bandwidth_Bps: float = figure("busbw", lambda v: units.si(v, "B/s") + " (nccl-tests' bus bandwidth)")
+    ranks: float = figure()
+
+
+class CollectiveParams(ParamsModel):
     """A collective's buffer, algorithm and node count (``dtype``: the elements', as nccl-tests' ``-d``)."""
 
     bytes: float = Field(gt=0, le=1e13, description="buffer size in bytes (nccl-tests' size)")
@@ -40,8 +63,6 @@ class CollectiveParams(_Params):
 
 
 def _check(name: str, given: Params, params: Params) -> Params:
-    from parsim.base.errors import ParsimError
-
     if params["algorithm"] == "tree" and KINDS[name] != "all_reduce":
         raise ParsimError(f"{name}: 'algorithm' tree applies to allreduce only (NCCL runs {name} as a ring)")
     return params
@@ -57,15 +78,18 @@ def _builder(name: str) -> Callable[[Params], Workload]:
     return build
 
 
-COLLECTIVE_WORKLOADS: dict[str, WorkloadDef] = {
-    name: WorkloadDef(
+DEFINITIONS: tuple[WorkloadDef, ...] = tuple(
+    WorkloadDef(
         name,
         CollectiveParams,
         _builder(name),
         f"one {kind.replace('_', '-')} over every GPU (nccl-tests' {name.replace('all', 'all_')}_perf)",
         check=_check,
         family="collective",
+        kind=KIND,
+        record=CollectiveMetrics,
+        cluster=(),
     )
     for name, kind in KINDS.items()
-}
+)
 """The definitions ``registry.WORKLOADS`` registers."""

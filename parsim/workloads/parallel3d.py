@@ -28,19 +28,56 @@ import math
 
 import attrs
 
+from parsim.base import units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Block, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig
 from parsim.workloads.optimizers import optimizer_state_B, update_kernel
+from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels
 
 TOKEN_ID_B = 8
 RECOMPUTE = ("none", "selective", "full")
 RECOMPUTED = " (recomputed)"
-"""The suffix of a forward kernel run again before its backward pass (not model FLOPs)."""
+"""The suffix of the name of a forward kernel run again before its backward pass (for people)."""
+RECOMPUTE_PHASE = "recompute"
+"""The ``Kernel.phase`` of such a kernel: its FLOPs are not the model's (MFU leaves them out)."""
 _ATTENTION_CORE = ("attention", "softmax", "scores")
+
+
+@attrs.frozen
+class ParallelMetrics(Record):
+    """A 3D-parallel step as Megatron-LM's papers report it (``results.cluster_figures`` fills it in).
+
+    Attributes:
+        step_s: one training step.
+        tokens_per_s: tokens of the global batch per second.
+        tflops_per_gpu: every FLOP a GPU runs per second, recomputation included.
+        mfu: model FLOPs (no recomputation) over the matrix units' peak.
+        compute_share, tp_comm_share, dp_comm_share, idle_share: of each stage's GPU time,
+            averaged over the stages: kernels, tensor-parallel all-reduces, the gradient
+            all-reduce, and the rest (pipeline bubble, waits for sends).
+        bubble_ideal: ``(p - 1) / (m + p - 1)``, the 1F1B bubble of equal stages.
+        memory_per_gpu_B: the fullest GPU's footprint.
+        tp, pp, dp, micro_batch: the split.
+    """
+
+    step_s: float = figure()
+    tokens_per_s: float = figure("tokens/s, all", units.si)
+    tflops_per_gpu: float = figure("TFLOP/s/GPU", lambda v: f"{v:.0f} (recomputation included)")
+    mfu: float = figure("MFU", lambda v: f"{v:.1%} (model FLOPs / peak)")
+    compute_share: float = figure("compute", lambda v: f"{v:.0%} of each stage's GPU time")
+    tp_comm_share: float = figure("tensor-par.", lambda v: f"{v:.0%} (all-reduces inside each pass)")
+    dp_comm_share: float = figure("data-par.", lambda v: f"{v:.0%} (gradient all-reduce)")
+    idle_share: float = figure("idle", lambda v: f"{v:.0%} (pipeline bubble, waits)")
+    bubble_ideal: float = figure("1F1B bubble", lambda v: f"{v:.1%} = (p-1)/(m+p-1)")
+    memory_per_gpu_B: float = figure("memory/GPU", units.gib)
+    tp: float = figure()
+    pp: float = figure()
+    dp: float = figure()
+    micro_batch: float = figure()
 
 
 def applies(params: Params) -> bool:
@@ -221,7 +258,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             again = fwd
         elif recompute == "selective":
             again = [k for k in fwd if any(word in k.name for word in _ATTENTION_CORE)]
-        again = [attrs.evolve(k, name=k.name + RECOMPUTED) for k in again]
+        again = [attrs.evolve(k, name=k.name + RECOMPUTED, phase=RECOMPUTE_PHASE) for k in again]
         tp_fwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "forward")
         tp_bwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "backward")
         tp_again = tp_fwd if recompute == "full" else ()

@@ -42,12 +42,14 @@ import attrs
 from pydantic import Field
 
 from parsim import stack
+from parsim.base import units
 from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm, transformer_footprint_B
-from parsim.workloads.registry import WorkloadDef, _Params
+from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels, transformer_layers
 
 NAME = "llm_serve"
@@ -72,7 +74,32 @@ UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
 }
 
 
-class LlmServeParams(_Params):
+@attrs.frozen
+class ServingMetrics(Record):
+    """A request batch as a serving benchmark reports it (``results.serving_figures`` fills it in).
+
+    The latency of the prediction is the prefill and one decode step; these are the request's.
+
+    Attributes:
+        time_to_first_token_s: the prefill with the copies in and out (TTFT).
+        time_per_output_token_s: the mean decode step (TPOT).
+        e2e_latency_s: TTFT + (output - 1) x TPOT.
+        tokens_per_s: generated tokens of the whole batch per second.
+        tokens_per_s_per_user: one sequence's.
+        kv_cache_bytes: the KV cache at the last token (all GPUs).
+        max_batch: the largest batch whose weights, cache and activations fit on each GPU.
+    """
+
+    time_to_first_token_s: float = figure("first token", units.seconds)
+    time_per_output_token_s: float = figure("per output token", units.seconds)
+    e2e_latency_s: float = figure("end to end", units.seconds)
+    tokens_per_s: float = figure("tokens/s, all", units.si)
+    tokens_per_s_per_user: float = figure("per user", lambda v: f"{v:.3g} tokens/s")
+    kv_cache_bytes: float = figure("KV cache", lambda v: units.si(v, "B"))
+    max_batch: int = figure("max batch", str)
+
+
+class LlmServeParams(ParamsModel):
     """``llm_serve``'s parameters (``dtype``: the activations' and, by default, the weights' type)."""
 
     dtype: Literal["float16", "bfloat16", "float32"] = "float16"
@@ -169,7 +196,10 @@ def _quantised(kernel: Kernel, weights: str, size: int) -> Kernel:
     )
 
 
-def _phase_kernels(config: LlmConfig, params: Params, past: int, new: int, device: int) -> list[Kernel]:
+def _phase_kernels(
+    config: LlmConfig, params: Params, past: int, new: int, device: int, phase: str = ""
+) -> list[Kernel]:
+    """One GPU's kernels of ``phase`` (``Kernel.phase`` says which: the figures find them by it)."""
     forward, _ = transformer_kernels(
         config,
         params["batch"],
@@ -184,14 +214,16 @@ def _phase_kernels(config: LlmConfig, params: Params, past: int, new: int, devic
         kv_dtype=kv_type(params),
         kv_concat=stack.framework(params["framework"]).kv_cache_concat,
     )
-    if params["weights"] == "dtype":
-        return forward
-    size = itemsize(params["dtype"])
-    linear = tuple(f" {name} fwd" for name in _LINEARS)
-    return [
-        _quantised(k, params["weights"], size) if k.layer.startswith("h.") and k.name.endswith(linear) else k
-        for k in forward
-    ]
+    if params["weights"] != "dtype":
+        size = itemsize(params["dtype"])
+        linear = tuple(f" {name} fwd" for name in _LINEARS)
+        forward = [
+            _quantised(k, params["weights"], size)
+            if k.layer.startswith("h.") and k.name.endswith(linear)
+            else k
+            for k in forward
+        ]
+    return [attrs.evolve(k, phase=phase) for k in forward] if phase else forward
 
 
 def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:
@@ -224,7 +256,7 @@ def llm_serve(params: Params) -> Workload:
     steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
     barrier: tuple[int, ...] = (0,)  # what the next segment waits for
     for step, (phase, past, new) in enumerate(steps, start=1):
-        per_gpu = [_segments(_phase_kernels(config, params, past, new, 0))]  # the representative GPU
+        per_gpu = [_segments(_phase_kernels(config, params, past, new, 0, phase))]  # the representative GPU
         for index in range(len(per_gpu[0])):
             ends = []
             for g in range(len(per_gpu)):
@@ -236,14 +268,16 @@ def llm_serve(params: Params) -> Workload:
                 ends.append(len(ops) - 1)
             if tp > 1 and index < len(per_gpu[0]) - 1:
                 layer = per_gpu[0][index][-1].layer
-                ops.append(AllReduce(f"all-reduce {layer} ({phase})", hidden_B(new), layer=layer))
+                ops.append(
+                    AllReduce(f"all-reduce {layer} ({phase})", hidden_B(new), layer=layer)
+                )  # on the ring
                 deps.append(tuple(ends))
                 barrier = (len(ops) - 1,)
             else:
                 barrier = tuple(ends)
         ops.append(_sample(config, batch, size, phase))
         deps.append(barrier)
-        ops.append(Transfer(f"d2h tokens ({phase})", batch * TOKEN_ID_B, "d2h", layer="sample"))
+        ops.append(Transfer(f"d2h tokens ({phase})", batch * TOKEN_ID_B, "d2h", layer="sample", phase=phase))
         deps.append(())
         if step < len(steps):  # the host reads the tokens before it issues the next phase
             ops.append(_stop_check(batch, phase))
@@ -289,6 +323,7 @@ def _sample(config: LlmConfig, batch: int, size: int, phase: str) -> Kernel:
         dtype="float32" if size == 4 else "float16",
         layer="sample",
         cold_bytes=float(logits * size + batch * TOKEN_ID_B),
+        phase=phase,
     )
 
 
@@ -298,5 +333,8 @@ LLM_SERVE = WorkloadDef(
     llm_serve,
     "LLM serving: prefill the prompt, decode token by token (KV cache, tensor parallel)",
     check=check_llm_serve,
+    record=ServingMetrics,
 )
-"""The definition ``registry.WORKLOADS`` registers (``owns_gpus``: ``gpus=`` is its own parameter)."""
+"""Its definition (``owns_gpus``: ``gpus=`` is its own parameter)."""
+DEFINITIONS = (LLM_SERVE,)
+"""What ``registry.WORKLOADS`` registers from this module."""

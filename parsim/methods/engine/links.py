@@ -80,6 +80,7 @@ class Links:
                     start,
                     self.env.now,
                     layer=transfer.layer,
+                    op=transfer,
                 )
             )
 
@@ -107,7 +108,9 @@ class Links:
         if self.system.nodes > 1 and group.nodes > 1:
             rows.append(resources.network(self.system))  # the node's NICs carry it to the other nodes
         for row in rows:
-            self.trace.append(TraceEvent(row, op.name, "transfer", start, self.env.now, layer=op.layer))
+            self.trace.append(
+                TraceEvent(row, op.name, "transfer", start, self.env.now, layer=op.layer, op=op)
+            )
 
     def _ring_rows(self, op: AllReduce) -> range:
         """The GPUs whose ring port shows the op: every simulated GPU, or the op's own GPU."""

@@ -126,11 +126,15 @@ class Machine:
         start = self.env.now
         yield self.env.timeout(compute + communication)
         cores = resources.cores(self.system, op.device, self.system.gpu.cores)
-        self.trace.append(TraceEvent(cores, op.name, "compute", start, start + compute, layer=op.layer))
+        self.trace.append(
+            TraceEvent(cores, op.name, "compute", start, start + compute, layer=op.layer, op=op)
+        )
         if communication > 0:
             ring = resources.ring(self.system, op.device)
             self.trace.append(
-                TraceEvent(ring, f"{op.name} tp", "transfer", start + compute, self.env.now, layer=op.layer)
+                TraceEvent(
+                    ring, f"{op.name} tp", "transfer", start + compute, self.env.now, layer=op.layer, op=op
+                )
             )
 
     def _links(self) -> Links:

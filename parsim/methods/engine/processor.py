@@ -207,6 +207,7 @@ class Processor:
                     start + end,
                     layer=kernel.layer,
                     weight=weight,
+                    op=kernel,
                 )
             )
             if memory is not None:
@@ -218,6 +219,7 @@ class Processor:
                         start + memory[0],
                         start + memory[1],
                         detail=True,
+                        op=kernel,
                     )
                 )
         return start + self._floor(kernel, layout.duration_s)
