@@ -24,10 +24,11 @@ from parsim.hardware import registry
 from parsim.model.modes import default_mode, modes_for
 from parsim.report.text import bottleneck_sentence, metric_texts
 from parsim.results.algorithms import describe
+from parsim.workloads.records import Throughput
 from parsim.workloads.registry import WORKLOADS
 
-# Starting sizes: 100 M elements fill a GPU's memory bandwidth; a 4096^3 GEMM its tensor cores.
-DEFAULTS = {"": {"n": 10**8}, "matmul": {"m": 4096, "n": 4096, "k": 4096}}
+# Starting sizes: 100 M elements fill a GPU's memory bandwidth (a definition's ``example`` says its own).
+DEFAULTS = {"": {"n": 10**8}}
 
 
 def render() -> None:
@@ -83,7 +84,7 @@ def _controls() -> tuple | None:
         "method", ["engine", "analytic"], horizontal=True, key="explore_method", bind="query-params"
     )
     names = [n for n in WORKLOADS if spec.is_gpu or runs_on_cpu(n)]
-    workload, params = workload_form("explore", names=names, default="vector_add", overrides=DEFAULTS)
+    workload, params = workload_form("explore", names=names, overrides=DEFAULTS)
     if not spec.is_gpu:
         st.caption("copies, offloads and multi-GPU training need a GPU: pick one as the device to see them")
     return workload, params, device, host, link, mode, method, spec
@@ -112,7 +113,7 @@ def show(p, spec, link, call: tuple) -> None:
     columns[3].metric(
         "memory traffic", units.si(p.bytes_per_s, "B/s"), help="bytes moved to and from memory per second"
     )
-    own = [(label, text) for label, text in metric_texts(p.metrics) if label != "samples/s"]
+    own = metric_texts(r for r in p.records if not isinstance(r, Throughput))
     if own:  # the workload's own figures (LLM serving: first token, per token, tokens/s...)
         for row in range(0, len(own), 4):
             for column, (label, text) in zip(st.columns(4), own[row : row + 4], strict=False):

@@ -23,13 +23,15 @@ from parsim.base.errors import ParsimError
 from parsim.hardware.tomlio import loads_hardware
 from parsim.measure.backends import gpu_available
 from parsim.measure.jsonfiles import parse_json
-from parsim.measure.run import check_measurement
+from parsim.measure.run import SISD_WORKLOADS, check_measurement
 from parsim.studies import measured
 from parsim.studies.validate import SCHEMA as REPORT_SCHEMA
 from parsim.studies.validate import check_report, summarise
+from parsim.workloads.registry import WORKLOADS
 
 PUBLISHED_SHOWN = "published_shown"  # session state: the section was asked for once
-MEASURABLE = ["vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul"]
+MEASURABLE = list(SISD_WORKLOADS)
+"""What this page measures: the workloads ``measure`` runs in every mode, down to a Python loop."""
 
 
 def render() -> None:
@@ -92,7 +94,7 @@ def _measure_form(history: list, gpu: bool) -> None:
     from parsim.measure import measure
     from parsim.methods.predict import predict
 
-    params = {"m": size, "n": size, "k": size} if workload == "matmul" else {"n": size}
+    params = dict.fromkeys(WORKLOADS[workload].sizes, size)  # every size of the workload: n, or m n k
     try:
         with st.spinner("measuring (waits if someone else is measuring this machine)"):
             result = measure(

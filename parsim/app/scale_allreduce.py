@@ -20,6 +20,7 @@ from parsim.app.widgets import cached_png, csv_download, show_png
 from parsim.base.errors import ParsimError
 from parsim.base.units import seconds, si
 from parsim.plots.lines import sweep_lines
+from parsim.workloads.collective import ALL_REDUCE
 
 SIZES = tuple(2**i for i in range(10, 34))  # 1 KiB .. 8 GiB, as all_reduce_perf -b 1K -e 8G -f 2
 ALGORITHMS = ("ring", "tree", "auto")
@@ -59,7 +60,7 @@ def sweep(nodes: int, cluster: tuple[str, str]) -> pandas.DataFrame:
     for nbytes in SIZES:
         row = {"bytes": nbytes}
         for algorithm in ALGORITHMS:
-            metrics = predict_on("allreduce", params(nbytes, algorithm, nodes), cluster).metrics
+            metrics = predict_on(ALL_REDUCE.name, params(nbytes, algorithm, nodes), cluster).metrics
             row[f"{algorithm}_busbw_Bps"] = metrics["bus_bandwidth_Bps"]
             row[f"{algorithm}_s"] = metrics["collective_s"]
         # which of the two auto took, as the prediction's own figures say (equal bus bandwidth)
@@ -83,7 +84,7 @@ def view(settings: Settings) -> None:
     source, nodes, nbytes = settings
     spec = cluster_of(source)
     try:
-        chosen = {a: predict_on("allreduce", params(nbytes, a, nodes), source) for a in ALGORITHMS}
+        chosen = {a: predict_on(ALL_REDUCE.name, params(nbytes, a, nodes), source) for a in ALGORITHMS}
         frame = sweep(nodes, source)
     except ParsimError as exc:
         st.error(str(exc))

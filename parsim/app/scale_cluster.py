@@ -31,6 +31,7 @@ from parsim.hardware.presets_cluster import NIC_PRESETS
 from parsim.methods.predict import predict
 from parsim.plots.lines import sweep_lines
 from parsim.workloads.registry import model_names
+from parsim.workloads.standard import DATA_PARALLEL
 
 NODE_COUNTS = tuple(2**i for i in range(11))  # 1 .. 1024 nodes
 DTYPES = ("float32", "bfloat16", "float16")
@@ -162,7 +163,7 @@ def view(settings: Settings) -> None:
     spec = cluster_of(source)
     chosen = with_nodes(params, nodes, overlap)
     try:
-        step = predict_on("data_parallel", chosen, source)
+        step = predict_on(DATA_PARALLEL.name, chosen, source)
         curves = sweep(params, source)
     except ParsimError as exc:
         st.error(str(exc))
@@ -196,7 +197,7 @@ def view(settings: Settings) -> None:
     csv_download(curves, "efficiency-vs-nodes", key="nodes_csv")
     st.subheader("One node's step")
     step_timeline(
-        "data_parallel",
+        DATA_PARALLEL.name,
         chosen,
         source,
         f"{model}, one of {nodes} nodes, {OVERLAP[overlap]}",
@@ -221,8 +222,8 @@ def sweep(params: tuple, cluster: tuple[str, str]) -> pandas.DataFrame:
     and the overlap toggle then only read this)."""
     rows = []
     for nodes in NODE_COUNTS:
-        on = predict_on("data_parallel", with_nodes(params, nodes, True), cluster)
-        off = predict_on("data_parallel", with_nodes(params, nodes, False), cluster)
+        on = predict_on(DATA_PARALLEL.name, with_nodes(params, nodes, True), cluster)
+        off = predict_on(DATA_PARALLEL.name, with_nodes(params, nodes, False), cluster)
         rows.append(
             {
                 "nodes": nodes,

@@ -25,6 +25,7 @@ from parsim.base.errors import ParsimError
 from parsim.base.units import gib, si
 from parsim.studies.splits import SplitRow, split_table
 from parsim.workloads.registry import llm_names
+from parsim.workloads.standard import NETWORK
 
 FOUND = "split_found"  # the settings whose table was asked for in this session
 CHOICE = "split_choice"
@@ -190,7 +191,7 @@ def _chosen(fitting: list[SplitRow], wanted: tuple, params: tuple, source: tuple
     split = {"train": True, "tp": row.tp, "pp": row.pp, "microbatches": row.microbatches}
     chosen = tuple(sorted({**dict(params), **split}.items()))
     try:
-        step = predict_on("network", chosen, source)
+        step = predict_on(NETWORK.name, chosen, source)
     except ParsimError as exc:
         st.error(str(exc))
         return
@@ -213,4 +214,4 @@ def _chosen(fitting: list[SplitRow], wanted: tuple, params: tuple, source: tuple
         column_config={"share": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)},
     )
     title = f"{dict(params)['model']}: {name}, {row.microbatches} micro-batches, one step"
-    step_timeline("network", chosen, source, title, "split_step")
+    step_timeline(NETWORK.name, chosen, source, title, "split_step")

@@ -127,13 +127,16 @@ def runs_on_cpu(name: str) -> bool:
 
 
 def workload_form(
-    key: str, names: list[str] | None = None, default: str = "vector_add", overrides: dict | None = None
+    key: str, names: list[str] | None = None, default: str | None = None, overrides: dict | None = None
 ) -> tuple[str, dict]:
     """A workload and its parameters, with the bounds of its parameter model, kept in the URL.
 
-    ``overrides`` are starting values by workload name (``""``: for any workload).
+    ``default``: the first choice (the first of ``names`` when None, the registry's first workload
+    when no names are given). ``overrides`` are starting values by workload name (``""``: for any
+    workload); a definition's own ``example`` values come before them.
     """
     names = names or list(WORKLOADS)
+    default = default if default is not None else names[0]
     name = urlstate.choice(
         "workload",
         names,
@@ -142,7 +145,11 @@ def workload_form(
         format_func=lambda n: f"{n} — {WORKLOADS[n].summary}",
     )
     fields = dict(WORKLOADS[name].params.model_fields)
-    start = {**(overrides or {}).get("", {}), **(overrides or {}).get(name, {})}
+    start = {
+        **(overrides or {}).get("", {}),
+        **dict(WORKLOADS[name].example),
+        **(overrides or {}).get(name, {}),
+    }
     values = {}
     columns = st.columns(2)
     if "model" in fields:  # the model first: which other fields apply depends on it

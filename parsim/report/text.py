@@ -7,13 +7,14 @@ slowest layers first).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from parsim.base import units
 from parsim.results.algorithms import describe
 from parsim.results.prediction import Prediction
 from parsim.results.resources import Resource
 from parsim.studies.scenarios import ScenarioResult
+from parsim.workloads.records import Record
 
 
 def prediction_text(p: Prediction) -> str:
@@ -36,7 +37,7 @@ def prediction_text(p: Prediction) -> str:
     ]
     if p.method == "engine":
         lines.append(f"  events       {p.events}")
-    lines += _format_metrics(p.metrics)
+    lines += _format_metrics(p.records)
     if p.layers:
         lines.append(_format_layers(p.layers))
     lines += [f"  note: {note}" for note in p.notes]
@@ -66,42 +67,16 @@ def _format_utilization(busy: Mapping[Resource, float]) -> str:
     return ", ".join(parts)
 
 
-def _format_metrics(metrics: dict) -> list[str]:
-    texts = metric_texts(metrics)
+def _format_metrics(records: Iterable[Record]) -> list[str]:
+    texts = metric_texts(records)
     width = max([13, *(len(label) + 1 for label, _ in texts)])
     return [f"  {label:<{width}}{text}" for label, text in texts]
 
 
-def metric_texts(metrics: dict) -> list[tuple[str, str]]:
-    """A workload's own figures as (label, text) for people, in a fixed order (the CLI and the app)."""
-    labels = {
-        "samples_per_s": ("samples/s", lambda v: units.si(v, "/s")),
-        "speedup": ("speed-up", lambda v: f"{v:.2f}x vs 1 GPU"),
-        "efficiency": ("efficiency", lambda v: f"{v:.0%}"),
-        "serial_fraction": ("serial part", lambda v: f"{v:.1%} (Amdahl, implied)"),
-        # llm_serve: the latency above is the prefill and one decode step; these are the request's
-        "time_to_first_token_s": ("first token", units.seconds),
-        "time_per_output_token_s": ("per output token", units.seconds),
-        "e2e_latency_s": ("end to end", units.seconds),
-        "tokens_per_s": ("tokens/s, all", units.si),
-        "tokens_per_s_per_user": ("per user", lambda v: f"{v:.3g} tokens/s"),
-        "kv_cache_bytes": ("KV cache", lambda v: units.si(v, "B")),
-        "max_batch": ("max batch", str),
-        # a 3D-parallel step (Megatron-LM's figures)
-        "tflops_per_gpu": ("TFLOP/s/GPU", lambda v: f"{v:.0f} (recomputation included)"),
-        "mfu": ("MFU", lambda v: f"{v:.1%} (model FLOPs / peak)"),
-        "compute_share": ("compute", lambda v: f"{v:.0%} of each stage's GPU time"),
-        "tp_comm_share": ("tensor-par.", lambda v: f"{v:.0%} (all-reduces inside each pass)"),
-        "dp_comm_share": ("data-par.", lambda v: f"{v:.0%} (gradient all-reduce)"),
-        "idle_share": ("idle", lambda v: f"{v:.0%} (pipeline bubble, waits)"),
-        "bubble_ideal": ("1F1B bubble", lambda v: f"{v:.1%} = (p-1)/(m+p-1)"),
-        "memory_per_gpu_B": ("memory/GPU", units.gib),
-        # collectives: what nccl-tests prints for the same buffer
-        "collective_s": ("collective", units.seconds),
-        "algorithm_bandwidth_Bps": ("algbw", lambda v: units.si(v, "B/s")),
-        "bus_bandwidth_Bps": ("busbw", lambda v: units.si(v, "B/s") + " (nccl-tests' bus bandwidth)"),
-    }
-    return [(label, show(metrics[k])) for k, (label, show) in labels.items() if k in metrics]
+def metric_texts(records: Iterable[Record]) -> list[tuple[str, str]]:
+    """A workload's own figures as (label, text) for people (the CLI and the app): each record's
+    labelled fields, in its order (``workloads.records.figure``): any workload, no table of names."""
+    return [text for record in records for text in record.texts()]
 
 
 def _format_layers(layers, top: int = 8) -> str:

@@ -159,6 +159,8 @@ THNN = LibrarySpec(
 )
 
 LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN, THNN)}
+CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN)}
+"""The kernel libraries a framework may call on a CPU (``FrameworkSpec.cpu_library``)."""
 
 
 def framework(name: str) -> FrameworkSpec:
@@ -169,7 +171,17 @@ def framework(name: str) -> FrameworkSpec:
 
 
 def library_for(is_gpu: bool, cpu_library: str = "") -> LibrarySpec:
-    """The kernel library a framework uses on a GPU (cuDNN) or a CPU (``cpu_library``, or oneDNN)."""
+    """The kernel library a framework uses on a GPU (cuDNN) or a CPU (``cpu_library``; empty: a
+    CPU's usual one, oneDNN).
+
+    Raises:
+        ParsimError: ``cpu_library`` names no CPU library parsim knows (it is not guessed).
+    """
     if is_gpu:
         return CUDNN
-    return THNN if cpu_library == "thnn" else ONEDNN
+    if not cpu_library:
+        return ONEDNN
+    chosen = CPU_LIBRARIES.get(cpu_library)
+    if chosen is None:
+        raise ParsimError(f"'cpu_library' must be one of {', '.join(CPU_LIBRARIES)}: {cpu_library!r}")
+    return chosen

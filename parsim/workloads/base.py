@@ -101,6 +101,7 @@ _KERNEL_RULES = {
     "multi_tensor": boolean,
     "reuse_B": non_negative,
     "phase": text,
+    "part": text,
 }
 
 
@@ -164,6 +165,9 @@ class Kernel:
             tell them apart (an LLM request's ``prefill`` and ``decode``, a training step's
             ``recompute``: a forward pass run again, not model FLOPs); empty otherwise. Never
             read from the name: the name is for people.
+        part: what the kernel computes within its layer, where a workload's own rules ask (a
+            linear layer's GEMMs: ``qkv``, ``out``, ``gate``, ``up``, ``down``; ``attention core``;
+            ``cast weights``), empty otherwise; like ``phase``, never read from the name.
     """
 
     name: str
@@ -193,6 +197,7 @@ class Kernel:
     multi_tensor: bool = False
     reuse_B: float = 0.0
     phase: str = ""
+    part: str = ""
 
     def __attrs_post_init__(self) -> None:
         # A training step builds thousands of kernels: one cheap test passes the good ones; only a
@@ -229,6 +234,7 @@ class Kernel:
                 and type(self.multi_tensor) is bool
                 and 0 <= self.reuse_B < _INF
                 and type(self.phase) is str
+                and type(self.part) is str
             )
         except TypeError:
             good = False
@@ -236,7 +242,7 @@ class Kernel:
             explain(self, _KERNEL_RULES, f"kernel {self.name!r}")
 
     def cost_key(self) -> tuple[Any, ...]:
-        """Every field but the name, stream, device, layer and phase: all that the kernel's timing depends on.
+        """Every field but the name, stream, device, layer, phase and part: all its timing depends on.
 
         Fields are taken by name from the class (one added later is included, never dropped).
         """
@@ -244,7 +250,7 @@ class Kernel:
 
     @staticmethod
     def anonymous(cost_key: tuple[Any, ...]) -> Kernel:
-        """A kernel with these costs and no name, stream, device, layer or phase (a timing cache key)."""
+        """A kernel with these costs and no name, stream, device, layer, phase or part (a timing cache key)."""
         return Kernel(name="", **dict(zip(_COST_FIELDS, cost_key, strict=True)))
 
     @property
@@ -265,9 +271,9 @@ class Kernel:
         return self.flops / self.bytes if self.bytes else float("inf")
 
 
-_COST_FIELDS = tuple(
-    f.name for f in attrs.fields(Kernel) if f.name not in ("name", "stream", "device", "layer", "phase")
-)
+_LABELS = ("name", "stream", "device", "layer", "phase", "part")
+"""Kernel fields that say where it runs and what it is, not what it costs."""
+_COST_FIELDS = tuple(f.name for f in attrs.fields(Kernel) if f.name not in _LABELS)
 _cost_fields_of = operator.attrgetter(*_COST_FIELDS)
 
 

@@ -93,3 +93,5 @@ DEFINITIONS: tuple[WorkloadDef, ...] = tuple(
     for name, kind in KINDS.items()
 )
 """The definitions ``registry.WORKLOADS`` registers."""
+ALL_REDUCE = next(definition for definition in DEFINITIONS if KINDS[definition.name] == "all_reduce")
+"""The all-reduce's definition (the app's bus-bandwidth page)."""

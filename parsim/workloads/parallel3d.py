@@ -25,6 +25,7 @@ the micro-batches in flight; ``selective`` recomputes the attention core in the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 
@@ -37,6 +38,7 @@ from parsim.workloads.llms import LlmConfig
 from parsim.workloads.optimizers import optimizer_state_B, update_kernel
 from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels
+from parsim.workloads.transformer_ops import ATTENTION_CORE, CAST_WEIGHTS, EMBEDDING, block_layers
 
 TOKEN_ID_B = 8
 RECOMPUTE = ("none", "selective", "full")
@@ -44,7 +46,6 @@ RECOMPUTED = " (recomputed)"
 """The suffix of the name of a forward kernel run again before its backward pass (for people)."""
 RECOMPUTE_PHASE = "recompute"
 """The ``Kernel.phase`` of such a kernel: its FLOPs are not the model's (MFU leaves them out)."""
-_ATTENTION_CORE = ("attention", "softmax", "scores")
 
 
 @attrs.frozen
@@ -150,13 +151,12 @@ def stage_layers(config: LlmConfig, pp: int) -> list[range]:
     return [range(bounds[s], bounds[s + 1]) for s in range(pp)]
 
 
-def _stage_of(layer: str, blocks: list[range]) -> int:
-    if layer == "embed":
-        return 0
-    if layer.startswith("h."):
-        index = int(layer.split(".")[1])
-        return next(s for s, r in enumerate(blocks) if index in r)
-    return len(blocks) - 1  # ln_f, lm_head, loss
+def _stage_of(config: LlmConfig, blocks: list[range]) -> Callable[[Kernel], int]:
+    """A kernel's stage: its block's (``transformer_ops.block_layers``), the first for the embedding's, the
+    last for the head's (ln_f, lm_head, loss)."""
+    stage = {layer: s for s, r in enumerate(blocks) for i in r for layer in block_layers(i)}
+    last = len(blocks) - 1
+    return lambda kernel: stage.get(kernel.layer, 0 if kernel.layer == EMBEDDING else last)
 
 
 def stage_params(config: LlmConfig, blocks: list[range], stage: int) -> int:
@@ -245,19 +245,20 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     )
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
-    forward = [k for k in forward if " cast weights" not in k.name]
-    backward = [k for k in backward if " cast weights" not in k.name]
+    forward = [k for k in forward if k.part != CAST_WEIGHTS]
+    backward = [k for k in backward if k.part != CAST_WEIGHTS]
     blocks = stage_layers(config, lay.pp)
+    stage_of = _stage_of(config, blocks)
     stages = []
     for s in range(lay.pp):
-        fwd = [k for k in forward if _stage_of(k.layer, blocks) == s]
-        bwd = [k for k in backward if _stage_of(k.layer, blocks) == s]
+        fwd = [k for k in forward if stage_of(k) == s]
+        bwd = [k for k in backward if stage_of(k) == s]
         layers = len(blocks[s])
         again: list[Kernel] = []
         if recompute == "full":
             again = fwd
         elif recompute == "selective":
-            again = [k for k in fwd if any(word in k.name for word in _ATTENTION_CORE)]
+            again = [k for k in fwd if k.part == ATTENTION_CORE]
         again = [attrs.evolve(k, name=k.name + RECOMPUTED, phase=RECOMPUTE_PHASE) for k in again]
         tp_fwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "forward")
         tp_bwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "backward")

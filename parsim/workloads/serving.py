@@ -56,8 +56,8 @@ NAME = "llm_serve"
 TOKEN_ID_B = 8  # int64 token ids
 WEIGHT_B = {"int8": 1.0, "float8": 1.0, "int8-weight-only": 1.0, "int4": 0.5}
 """Bytes per quantised weight (int4: two per byte; per-group scales are under 3 % and left out)."""
-_LINEARS = ("qkv", "out", "gate", "up", "down")  # the blocks' linear layers: what gets quantised
-_REDUCED_AFTER = (".attn out fwd", ".mlp down fwd")  # row-parallel layers: partial sums to all-reduce
+_LINEARS = ("qkv", "out", "gate", "up", "down")  # the blocks' linear layers (``Kernel.part``): quantised
+_REDUCED_AFTER = ("out", "down")  # row-parallel layers: partial sums to all-reduce (forward only here)
 PHASES = ("prefill", "decode")
 
 # Devices with the unit each quantised format needs, from the datasheets the GPU presets cite
@@ -216,13 +216,7 @@ def _phase_kernels(
     )
     if params["weights"] != "dtype":
         size = itemsize(params["dtype"])
-        linear = tuple(f" {name} fwd" for name in _LINEARS)
-        forward = [
-            _quantised(k, params["weights"], size)
-            if k.layer.startswith("h.") and k.name.endswith(linear)
-            else k
-            for k in forward
-        ]
+        forward = [_quantised(k, params["weights"], size) if k.part in _LINEARS else k for k in forward]
     return [attrs.evolve(k, phase=phase) for k in forward] if phase else forward
 
 
@@ -231,7 +225,7 @@ def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:
     segments: list[list[Kernel]] = [[]]
     for kernel in kernels:
         segments[-1].append(kernel)
-        if kernel.name.endswith(_REDUCED_AFTER):
+        if kernel.part in _REDUCED_AFTER:
             segments.append([])
     return segments
 

@@ -229,6 +229,19 @@ NETWORK = WorkloadDef(
 """A network's step; split over a cluster, the 3D-parallel step its figures describe."""
 
 
+DATA_PARALLEL = WorkloadDef(
+    "data_parallel",
+    DataParallelParams,
+    training.data_parallel,
+    "training split over GPUs, host or ring sync",
+    samples=_global_batch,
+    baseline=lambda params: {**params, "gpus": 1, "nodes": 1},
+    check=_check_model,
+    cluster=(("sync", "ring"),),  # a cluster's GPUs sum gradients with NCCL, not on one host
+)
+"""Training split over GPUs; on a cluster, its gradients summed by NCCL (``sync=ring``)."""
+
+
 DEFINITIONS: tuple[WorkloadDef, ...] = (
     *(_elementwise(op) for op in ops.ELEMENTWISE),
     WorkloadDef(
@@ -281,16 +294,7 @@ DEFINITIONS: tuple[WorkloadDef, ...] = (
         samples=_batch,
         check=_check_model,
     ),
-    WorkloadDef(
-        "data_parallel",
-        DataParallelParams,
-        training.data_parallel,
-        "training split over GPUs, host or ring sync",
-        samples=_global_batch,
-        baseline=lambda params: {**params, "gpus": 1, "nodes": 1},
-        check=_check_model,
-        cluster=(("sync", "ring"),),  # a cluster's GPUs sum gradients with NCCL, not on one host
-    ),
+    DATA_PARALLEL,
     WorkloadDef(
         "offload",
         OffloadParams,

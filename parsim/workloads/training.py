@@ -39,6 +39,7 @@ from parsim.workloads.models import MODELS
 from parsim.workloads.ops import _items
 from parsim.workloads.optimizers import update_kernel
 from parsim.workloads.transformer import transformer_footprint_B, transformer_kernels, transformer_layers
+from parsim.workloads.transformer_ops import EMBEDDING, block_layers
 
 TOKEN_ID_B = 8  # a token id is an int64
 
@@ -313,13 +314,10 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
 def llm_layer_params(config: LlmConfig) -> tuple[tuple[str, int], ...]:
     """A language model's ``(layer, parameters)`` in the order the backward pass reaches them."""
     blocks = [
-        (
-            f"h.{i}.{part}",
-            config.norm_params + (config.mlp_params if part == "mlp" else config.attention_params),
-        )
+        (layer, config.norm_params + params)
         for i in range(config.layers)
-        for part in ("attn", "mlp")
+        for layer, params in zip(block_layers(i), (config.attention_params, config.mlp_params), strict=True)
     ]
-    order = [("embed", config.embedding_params), *blocks, ("ln_f", config.norm_params)]
+    order = [(EMBEDDING, config.embedding_params), *blocks, ("ln_f", config.norm_params)]
     order.append(("lm_head", config.head_params))
     return tuple(reversed(order))

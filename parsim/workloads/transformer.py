@@ -39,7 +39,7 @@ from parsim.workloads.llms import (
     kv_itemsize,
     transformer_footprint_B,
 )
-from parsim.workloads.transformer_ops import Ops
+from parsim.workloads.transformer_ops import ATTENTION_CORE, EMBEDDING, Ops, block_layers
 
 __all__ = [  # the memory side of the API lives with the configurations in llms.py
     "ATTENTIONS",
@@ -60,12 +60,10 @@ _TOKEN_ID_B = 8  # int64 token ids
 def transformer_layers(config: LlmConfig, train: bool) -> tuple[tuple[str, str], ...]:
     """``(name, kind)`` of the rows of a per-layer breakdown, in model order."""
     blocks = [
-        (f"h.{i}.{part}", part if part == "mlp" else "attention")
-        for i in range(config.layers)
-        for part in ("attn", "mlp")
+        row for i in range(config.layers) for row in zip(block_layers(i), ("attention", "mlp"), strict=True)
     ]
     tail = [("ln_f", config.norm), ("lm_head", "linear")] + ([("loss", "cross_entropy")] if train else [])
-    return (("embed", "embedding"), *blocks, *tail)
+    return ((EMBEDDING, "embedding"), *blocks, *tail)
 
 
 def _check(config: LlmConfig, batch: int, new: int, past: int, tp: int, attention: str) -> None:
@@ -157,15 +155,19 @@ def transformer_kernels(
 
     # embedding: a gather of each token's row (+ its learned position row): bytes, no arithmetic
     ids, rows = tokens * _TOKEN_ID_B, tokens * d * s
-    ops.forward.append(ops.kernel("embed", "token gather", 0, rows + ids, rows, tokens * d, cold=rows + ids))
+    ops.forward.append(
+        ops.kernel(EMBEDDING, "token gather", 0, rows + ids, rows, tokens * d, cold=rows + ids)
+    )
     if config.position == "learned":
-        ops.forward.append(ops.stream("embed", "position add", tokens * d, 1, 2, cold=rows))
+        ops.forward.append(ops.stream(EMBEDDING, "position add", tokens * d, 1, 2, cold=rows))
     positions = config.context * d if config.position == "learned" else 0
-    embed_bwd = [ops.kernel("embed", "bwd", tokens * d, rows + ids, (vocab * d + positions) * s, tokens * d)]
-    groups.append(embed_bwd + ops.update_of("embed", vocab * d + positions))
+    embed_bwd = [
+        ops.kernel(EMBEDDING, "bwd", tokens * d, rows + ids, (vocab * d + positions) * s, tokens * d)
+    ]
+    groups.append(embed_bwd + ops.update_of(EMBEDDING, vocab * d + positions))
 
     for i in range(config.layers):
-        attn, mlp = f"h.{i}.attn", f"h.{i}.mlp"
+        attn, mlp = block_layers(i)
         back = ops.pointwise(attn, "ln_1", tokens * d, (norm_flops, 1, 0), (8, 2, 1))
         back += ops.linear(attn, "qkv", tokens, (heads + 2 * kv_heads) * hd, d, config.bias, train)[::-1]
         if config.position == "rotary":
@@ -252,6 +254,7 @@ def _attention(
                 items,
                 special_ops=pairs,
                 cold=cache_B,
+                part=ATTENTION_CORE,
                 **shape,
             )
         )
@@ -273,11 +276,16 @@ def _attention(
     # unfused: every score of the new x keys square is computed and stored; the mask zeroes half
     n = bh * new * keys
     square = n * s
-    ops.forward.append(ops.gemm(layer, "scores q@kT fwd", bh * new, keys, hd, q_B + kv_B, square))
-    ops.forward.append(ops.stream(layer, "softmax fwd", n, 5, 1, special_ops=n))
+    core = ATTENTION_CORE
+    ops.forward.append(ops.gemm(layer, "scores q@kT fwd", bh * new, keys, hd, q_B + kv_B, square, part=core))
+    ops.forward.append(ops.stream(layer, "softmax fwd", n, 5, 1, special_ops=n, part=core))
     dropping = dropout and train
     if dropping:
-        ops.forward.append(ops.kernel(layer, "attention dropout fwd", 2 * n, square, square + n, n))
+        ops.forward.append(
+            ops.kernel(layer, "attention dropout fwd", 2 * n, square, square + n, n, part=core)
+        )
+    # probs@v is left out of the core (as the words "attention", "softmax", "scores" once chose it),
+    # though Korthikanti et al.'s selective recomputation runs it again too
     ops.forward.append(ops.gemm(layer, "probs@v fwd", bh * new, hd, keys, square + kv_B, q_B))
     if not train:
         return []

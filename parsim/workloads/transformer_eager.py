@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from parsim.workloads.base import Kernel
 from parsim.workloads.llms import LlmConfig
-from parsim.workloads.transformer_ops import Ops
+from parsim.workloads.transformer_ops import EMBEDDING, Ops, block_layers
 
 _F32 = 4  # bytes of a float32 element: a Hugging Face RMSNorm computes in float32
 _TOKEN_ID_B = 8  # int64 token ids
@@ -55,9 +55,11 @@ def forward(
     d, hd, tokens, keys = config.hidden, config.head_dim, batch * new, past + new
     heads, kv_heads, width = config.heads // tp, config.kv_heads // tp, config.mlp_hidden // tp
     ids, rows = tokens * _TOKEN_ID_B, tokens * d * s
-    ops.forward.append(ops.kernel("embed", "token gather", 0, rows + ids, rows, tokens * d, cold=rows + ids))
+    ops.forward.append(
+        ops.kernel(EMBEDDING, "token gather", 0, rows + ids, rows, tokens * d, cold=rows + ids)
+    )
     if config.position == "learned":
-        ops.forward.append(ops.stream("embed", "position add", tokens * d, 1, 2, cold=rows, primitive=True))
+        ops.forward.append(ops.stream(EMBEDDING, "position add", tokens * d, 1, 2, cold=rows, primitive=True))
     else:
         rotary_tables(ops, tokens, hd)
 
@@ -71,7 +73,7 @@ def forward(
         ops.forward.append(ops.stream(layer, "residual add", tokens * d, 1, 2, primitive=True))
 
     for i in range(config.layers):
-        attn, mlp = f"h.{i}.attn", f"h.{i}.mlp"
+        attn, mlp = block_layers(i)
         norm(attn, "ln_1")
         if config.fused_qkv:
             ops.linear(attn, "qkv", tokens, (heads + 2 * kv_heads) * hd, d, config.bias, False)
@@ -149,7 +151,7 @@ def rotary_tables(ops: Ops, tokens: int, hd: int) -> None:
     n = tokens * hd
     steps = ("inv_freq expand", "positions float", "angles", "cat", "cos", "sin", "cos cast", "sin cast")
     for step in steps:
-        ops.forward.append(ops.kernel("embed", f"rotary {step}", n, n * _F32, n * _F32, n, primitive=True))
+        ops.forward.append(ops.kernel(EMBEDDING, f"rotary {step}", n, n * _F32, n * _F32, n, primitive=True))
 
 
 def kv_cat(ops: Ops, layer: str, batch: int, past: int, new: int, kv_width: int, kv_size: float) -> None:

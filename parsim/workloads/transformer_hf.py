@@ -40,7 +40,7 @@ from typing import Any
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import Kernel
 from parsim.workloads.llms import LlmConfig
-from parsim.workloads.transformer_ops import Ops
+from parsim.workloads.transformer_ops import Ops, block_layers
 
 F32 = 4  # bytes of a float32: what autocast keeps the norms, the residual stream and the loss in
 _MASK = 1  # a dropout mask: one bool byte per element
@@ -101,8 +101,9 @@ def train_step(
     step = _Step(ops, config, batch * seq, dropout)
     groups = [step.embedding()]
     for i in range(config.layers):
-        groups.append(step.attention_block(f"h.{i}.attn", flash, batch, seq, attention))
-        groups.append(step.mlp_block(f"h.{i}.mlp"))
+        attn, mlp = block_layers(i)
+        groups.append(step.attention_block(attn, flash, batch, seq, attention))
+        groups.append(step.mlp_block(mlp))
     groups += step.head()
     return [k for group in reversed(groups) for k in group]
 

@@ -10,10 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
 from parsim.workloads.optimizers import update_kernel
+
+CAST_WEIGHTS = "cast weights"
+"""``Kernel.part`` of the cast of float32 master weights to the step's type (autocast)."""
+ATTENTION_CORE = "attention core"
+"""``Kernel.part`` of the attention core's forward kernels, what selective recomputation runs again."""
+EMBEDDING = "embed"
+"""The layer of the token (and learned position) embedding."""
+
+
+def block_layers(index: int) -> tuple[str, str]:
+    """The layers of transformer block ``index``: its attention and its MLP (``h.3.attn``, ``h.3.mlp``)."""
+    return f"h.{index}.attn", f"h.{index}.mlp"
 
 
 class Ops:
@@ -88,21 +102,38 @@ class Ops:
         s, weights = self.size, (k * n + (n if bias else 0)) * self.size
         reorder = {"reorder_B": float(weights)} if self.numerics.plain_weights else {}
         if self.numerics.casts:
-            self.forward.append(
-                self._cast(layer, f"{what} cast weights", weights / s, "float32", self.numerics.dtype)
-            )
+            cast = self._cast(layer, f"{what} cast weights", weights / s, "float32", self.numerics.dtype)
+            self.forward.append(attrs.evolve(cast, part=CAST_WEIGHTS))
         self.forward.append(
             self.gemm(
-                layer, f"{what} fwd", m, n, k, (m * k) * s + weights, m * n * s, cold=weights, **reorder
+                layer,
+                f"{what} fwd",
+                m,
+                n,
+                k,
+                (m * k) * s + weights,
+                m * n * s,
+                cold=weights,
+                part=what,
+                **reorder,
             )
         )
         if not train:
             return []
         backward = [
             self.gemm(
-                layer, f"{what} bwd-data", m, k, n, m * n * s + weights, m * k * s, cold=weights, **reorder
+                layer,
+                f"{what} bwd-data",
+                m,
+                k,
+                n,
+                m * n * s + weights,
+                m * k * s,
+                cold=weights,
+                part=what,
+                **reorder,
             ),
-            self.gemm(layer, f"{what} bwd-weight", k, n, m, (m * k + m * n) * s, weights),
+            self.gemm(layer, f"{what} bwd-weight", k, n, m, (m * k + m * n) * s, weights, part=what),
         ]
         if self.numerics.casts:
             backward.append(
