@@ -250,7 +250,7 @@ class Kernel:
 
     @staticmethod
     def anonymous(cost_key: tuple[Any, ...]) -> Kernel:
-        """A kernel with these costs and no name, stream, device, layer, phase or part (a timing cache key)."""
+        """A kernel with these costs and none of the fields that only label it (a timing cache key)."""
         return Kernel(name="", **dict(zip(_COST_FIELDS, cost_key, strict=True)))
 
     @property
