@@ -22,11 +22,8 @@ def figure_modules() -> list[str]:
     """The modules that register hooks, imported once (sorted by name)."""
     if not _loaded:
         package = __name__.rpartition(".")[0]
-        found = sorted(
-            info.name
-            for info in pkgutil.iter_modules([str(Path(__file__).parent)])
-            if info.name.endswith(SUFFIX)
-        )
+        modules = sorted(info.name for info in pkgutil.iter_modules([str(Path(__file__).parent)]))
+        found = [module for module in modules if module.endswith(SUFFIX)]  # file names, not labels
         for name in found:
             importlib.import_module(f"{package}.{name}")
         _loaded.extend(found)

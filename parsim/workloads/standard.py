@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from parsim.base.errors import ParsimError
-from parsim.workloads import mlp, ops, training, transfers
+from parsim.workloads import convolution, mlp, ops, training, transfers
 from parsim.workloads.base import Params
 from parsim.workloads.definition import MAX_ELEMENTS, ParamsModel, WorkloadDef
 from parsim.workloads.llms import LLMS
@@ -265,7 +265,12 @@ DEFINITIONS: tuple[WorkloadDef, ...] = (
         example=(("m", 4096), ("n", 4096), ("k", 4096)),
     ),
     WorkloadDef(
-        "conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding", split="items", samples=_batch
+        "conv2d",
+        Conv2dParams,
+        convolution.conv2d,
+        "3x3 convolution, same padding",
+        split="items",
+        samples=_batch,
     ),
     WorkloadDef(
         "copy",
