@@ -20,7 +20,7 @@ from parsim.app.widgets import cached_png, csv_download, show_png
 from parsim.base.errors import ParsimError
 from parsim.base.units import seconds, si
 from parsim.plots.lines import sweep_lines
-from parsim.workloads.collective import ALL_REDUCE
+from parsim.workloads.collective import ALL_REDUCE, CollectiveMetrics
 
 SIZES = tuple(2**i for i in range(10, 34))  # 1 KiB .. 8 GiB, as all_reduce_perf -b 1K -e 8G -f 2
 ALGORITHMS = ("ring", "tree", "auto")
@@ -60,9 +60,9 @@ def sweep(nodes: int, cluster: tuple[str, str]) -> pandas.DataFrame:
     for nbytes in SIZES:
         row = {"bytes": nbytes}
         for algorithm in ALGORITHMS:
-            metrics = predict_on(ALL_REDUCE.name, params(nbytes, algorithm, nodes), cluster).metrics
-            row[f"{algorithm}_busbw_Bps"] = metrics["bus_bandwidth_Bps"]
-            row[f"{algorithm}_s"] = metrics["collective_s"]
+            figures = predict_on(ALL_REDUCE.name, params(nbytes, algorithm, nodes), cluster)
+            row[f"{algorithm}_busbw_Bps"] = figures.record(CollectiveMetrics).bus_bandwidth_Bps
+            row[f"{algorithm}_s"] = figures.record(CollectiveMetrics).collective_s
         # which of the two auto took, as the prediction's own figures say (equal bus bandwidth)
         row["auto_takes"] = "tree" if row["auto_busbw_Bps"] == row["tree_busbw_Bps"] else "ring"
         rows.append(row)
@@ -91,12 +91,12 @@ def view(settings: Settings) -> None:
         return
     columns = st.columns(3)
     for column, algorithm in zip(columns, ALGORITHMS, strict=True):
-        metrics = chosen[algorithm].metrics
+        figures = chosen[algorithm].record(CollectiveMetrics)
         column.metric(
             f"{algorithm}: bus bandwidth",
-            si(metrics["bus_bandwidth_Bps"], "B/s"),
+            si(figures.bus_bandwidth_Bps, "B/s"),
             border=True,
-            help=f"the all-reduce of {size_label(nbytes)} takes {seconds(metrics['collective_s'])}",
+            help=f"the all-reduce of {size_label(nbytes)} takes {seconds(figures.collective_s)}",
         )
     for note in chosen["auto"].notes:
         st.caption(f"auto at {size_label(nbytes)}: {note}")

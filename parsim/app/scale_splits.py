@@ -24,6 +24,7 @@ from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib, si
 from parsim.studies.splits import SplitRow, split_table
+from parsim.workloads.parallel3d import ParallelMetrics
 from parsim.workloads.registry import llm_names
 from parsim.workloads.standard import NETWORK
 
@@ -195,16 +196,21 @@ def _chosen(fitting: list[SplitRow], wanted: tuple, params: tuple, source: tuple
     except ParsimError as exc:
         st.error(str(exc))
         return
-    metrics = step.metrics
+    figures = step.record(ParallelMetrics)
     columns = st.columns(4)
-    columns[0].metric("tokens/s", si(metrics["tokens_per_s"]), border=True)
-    columns[1].metric("TFLOP/s per GPU", f"{metrics['tflops_per_gpu']:.1f}", border=True)
-    columns[2].metric("MFU", f"{metrics['mfu']:.1%}", border=True, help="model FLOPs over the peak")
-    columns[3].metric("memory per GPU", gib(metrics["memory_per_gpu_B"]), border=True)
+    columns[0].metric("tokens/s", si(figures.tokens_per_s), border=True)
+    columns[1].metric("TFLOP/s per GPU", f"{figures.tflops_per_gpu:.1f}", border=True)
+    columns[2].metric("MFU", f"{figures.mfu:.1%}", border=True, help="model FLOPs over the peak")
+    columns[3].metric("memory per GPU", gib(figures.memory_per_gpu_B), border=True)
     shares = pandas.DataFrame(
         {
             "where the step goes": ["compute", "tensor-parallel", "data-parallel", "idle (bubble, waits)"],
-            "share": [metrics[k] for k in ("compute_share", "tp_comm_share", "dp_comm_share", "idle_share")],
+            "share": [
+                figures.compute_share,
+                figures.tp_comm_share,
+                figures.dp_comm_share,
+                figures.idle_share,
+            ],
         }
     )
     st.dataframe(
