@@ -11,7 +11,7 @@ import pytest
 
 from parsim.hardware import registry
 from parsim.hardware.presets_cluster import NIC_PRESETS
-from parsim.methods import predict
+from parsim.methods.predict import predict
 from parsim.studies.splits import split_table
 from tests.apptest import app, seconds
 
