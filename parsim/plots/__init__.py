@@ -16,6 +16,7 @@ from parsim.plots.measured import measured
 from parsim.plots.published import published
 from parsim.plots.style import COLORS, presentation, styled
 from parsim.plots.timelines import bars, roofline, timeline, timelines
+from parsim.workloads.records import Scaling, Throughput
 
 __all__ = [
     "COLORS",
@@ -45,14 +46,14 @@ def scenario(result) -> Figure:
             return scaling(
                 result.labels,
                 [[r.prediction.gpus for r in s] for s in series],  # a sweep over nodes counts every GPU
-                [[r.prediction.metrics["speedup"] for r in s] for s in series],
-                [s[-1].prediction.metrics["serial_fraction"] for s in series],
+                [[r.prediction.record(Scaling).speedup for r in s] for s in series],
+                [s[-1].prediction.record(Scaling).serial_fraction for s in series],
                 spec.title,
             )
         return tradeoff(
             result.labels,
             [[r.prediction.latency_s for r in s] for s in series],
-            [[r.prediction.metrics["samples_per_s"] for r in s] for s in series],
+            [[r.prediction.record(Throughput).samples_per_s for r in s] for s in series],
             [[r.value for r in s] for s in series],
             spec.title,
         )
