@@ -21,7 +21,7 @@ from typing import Any
 
 from parsim.base.caching import cached
 from parsim.hardware.specs import ProcessorSpec
-from parsim.model.library import choose
+from parsim.model.library import candidates
 from parsim.model.numeric import Number, maximum, where
 from parsim.model.rates import Execution, execution
 from parsim.stack import library_for
@@ -125,6 +125,16 @@ def _anonymous_kernel_time_s(
     kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str
 ) -> tuple[float, str]:
     return closed_form(choose(spec, mode, overlap, kernel)[1], spec, mode, overlap)
+
+
+@cached(maxsize=65536)
+def choose(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> tuple[str, Kernel]:
+    """The fastest algorithm the library offers for ``kernel`` (an anonymous kernel shape), timed by
+    the closed form below: ``(its name, the kernel as it then runs)``."""
+    offered = candidates(spec, kernel)
+    if len(offered) == 1:
+        return offered[0]
+    return min(offered, key=lambda item: closed_form_s(item[1], spec, mode, overlap))
 
 
 def closed_form_s(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) -> float:

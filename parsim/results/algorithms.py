@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Mapping
 
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
-from parsim.model.library import choose, gemm_tiling
+from parsim.model.kernel import choose
+from parsim.model.library import gemm_tiling
 from parsim.model.rates import execution
 from parsim.workloads.base import HOST, Kernel, Workload
 

@@ -28,8 +28,7 @@ from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.notes import Notes
 from parsim.methods.engine.waves import Decomposition, decompose
-from parsim.model.kernel import combine, fork_join_s, leg, overlap_norm, shape
-from parsim.model.library import choose
+from parsim.model.kernel import choose, combine, fork_join_s, leg, overlap_norm, shape
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
 from parsim.results import resources
