@@ -11,6 +11,7 @@ from parsim.model import collectives
 from parsim.model.collectives import bus_bandwidth_Bps, ring_share, traffic
 from parsim.model.traffic import link_bytes, traffic_notes
 from parsim.report.text import prediction_text
+from parsim.workloads import make_workload
 from parsim.workloads.base import AllReduce, Block, Transfer, Workload
 
 S = 1e9  # the buffer
@@ -67,3 +68,18 @@ def test_link_bytes_counts_copies_and_every_collective_of_a_pass():
     assert link_bytes(workload, system) == pytest.approx(5.0 + 6 * 3 / 4 * S * 4)
     (note,) = traffic_notes(workload, system)
     assert note.startswith("all-gather by ring over 4 GPUs (6 ops, 6 GB of buffers): each GPU sends 4.5 GB")
+
+
+def test_zero_moves_what_ddp_moves_and_host_averaging_moves_more():
+    """ZeRO-1's reduce-scatters and all-gather move exactly DDP's all-reduce bytes; averaging on the
+    host copies every GPU's gradients down and the weights back up: 2G buffers, not 2(G-1)."""
+    params = {"gpus": 4, "sync": "ring", "batch": 64}
+    ddp = parsim.predict("data_parallel", {**params, "zero": 0}, device="a100-80gb")
+    zero = parsim.predict("data_parallel", {**params, "zero": 1}, device="a100-80gb")
+    host = parsim.predict("data_parallel", {**params, "sync": "host"}, device="a100-80gb")
+    workload = make_workload("data_parallel", {**params, "zero": 0})
+    gradients_B = sum(op.nbytes for op in workload.ops if isinstance(op, AllReduce))
+    assert zero.transfer_bytes == pytest.approx(ddp.transfer_bytes)
+    assert host.transfer_bytes - ddp.transfer_bytes == pytest.approx(
+        2 * 4 * gradients_B - 2 * 3 * gradients_B
+    )

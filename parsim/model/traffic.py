@@ -4,6 +4,8 @@ A copy moves its bytes once. A collective moves what its algorithm sends (``coll
 the rule the collective's time uses too): on a ring an all-reduce of a buffer sends ``2(n-1)/n`` of
 it from each of its ``n`` GPUs, an all-gather or a reduce-scatter ``(n-1)/n``, half as much. The
 collectives inside a pipeline's passes (``Block``) count too, each shape of pass worked out once.
+So ZeRO's reduce-scatters and all-gather move exactly DDP's all-reduce bytes, while averaging on
+the host (``data_parallel sync=host``: copies) moves ``2G`` buffers where a ring moves ``2(G-1)``.
 
 The ops are counted as the workload lists them: a 3D-parallel step lists one representative GPU
 per pipeline stage, so its figure is that of the representatives' groups, not of every GPU.
