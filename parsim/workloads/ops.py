@@ -1,4 +1,4 @@
-"""The single-kernel workloads: elementwise ops, a reduction, matrix multiply and 3x3 convolution.
+"""The single-kernel workloads: elementwise ops, a reduction and matrix multiply (convolution: ``conv2d``).
 
 Each builder takes validated parameters and returns a ``Workload`` of one ``Kernel``. The
 numbers are the ones a roofline needs: FLOPs (an FMA counts two), bytes read and written once

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from parsim.base.errors import ParsimError
-from parsim.workloads import convolution, mlp, ops, training, transfers
+from parsim.workloads import conv2d, mlp, ops, training, transfers
 from parsim.workloads.base import Params
 from parsim.workloads.definition import MAX_ELEMENTS, ParamsModel, WorkloadDef
 from parsim.workloads.llms import LLMS
@@ -267,7 +267,7 @@ DEFINITIONS: tuple[WorkloadDef, ...] = (
     WorkloadDef(
         "conv2d",
         Conv2dParams,
-        convolution.conv2d,
+        conv2d.conv2d,
         "3x3 convolution, same padding",
         split="items",
         samples=_batch,

@@ -1,9 +1,8 @@
-"""The ``conv2d`` workload: one same-padded convolution, as the kernel library runs it or tap by tap.
+"""The convolution workload: one same-padded stride-1 convolution, as the kernel library runs it.
 
-By default it is one implicit-GEMM-shaped kernel whose algorithm (implicit GEMM, Winograd, FFT) the
-library chooses for the shape and the device (``model.library``); ``algorithm=tap-gemm`` is the
-program parsim's CuPy measurement runs instead (``tap_gemm``). It sits beside ``ops`` and
-``tap_gemm``, which it both uses, so neither imports the other back.
+A framework hands the library a convolution and the library picks how to compute it (implicit
+GEMM, Winograd, FFT: ``model.library``); parsim's own CuPy measurement instead runs one matrix
+product per filter tap (``tap_gemm``). This module builds either program from the parameters.
 """
 
 from __future__ import annotations
