@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from parsim.app import layout, urlstate
+from parsim.base import paths
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
@@ -31,9 +32,7 @@ def load_calibrated() -> None:
     """Offer ``this-machine.toml`` from the working directory (written by ``parsim calibrate``)."""
     if st.session_state.get("calibrated_toml") is not None:
         return
-    from parsim.app.measure_here import CALIBRATION
-
-    path = Path(CALIBRATION)
+    path = Path(paths.CALIBRATION)  # what ``measure_here`` calibrates into (it imports this module)
     text = None
     if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
         text = path.read_text(errors="replace")
