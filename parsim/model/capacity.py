@@ -2,9 +2,10 @@
 
 Real programs fail with an out-of-memory error there, so a prediction would be a fiction. The
 executing processor holds the footprint (a framework process on a GPU also holds its runtime: the
-CUDA context and the libraries' workspaces); the host holds one buffer per copy that crosses the
-link, never the GPU's own data. Messages name the need and what the processor has, in GiB.
-Footprints may be one number or an array of them (a vectorised sweep).
+CUDA context and the libraries' workspaces): ``footprint.breakdown`` is that rule, part by part.
+The host holds one buffer per copy that crosses the link, never the GPU's own data: ``host_need``.
+Messages name the need and what the processor has, in GiB. Footprints may be one number or an
+array of them (a vectorised sweep).
 """
 
 from __future__ import annotations
@@ -20,14 +21,9 @@ def runtime_B(system: SystemSpec, in_framework: bool) -> float:
     return library_for(system.device is not None).runtime_B if in_framework else 0.0
 
 
-def needs(
-    system: SystemSpec, footprint_B: Number, host_buffer_B: Number, in_framework: bool
-) -> list[tuple[ProcessorSpec, Number, str]]:
-    """``(processor, bytes it must hold, how the message names its memory)`` for each memory to check."""
-    limits = [(system.compute, footprint_B + runtime_B(system, in_framework), "")]
-    if system.device is not None:
-        limits.append((system.host, host_buffer_B, "of host memory"))
-    return limits
+def host_need(system: SystemSpec, host_buffer_B: Number) -> tuple[ProcessorSpec, Number, str] | None:
+    """``(host, bytes it must hold, how the message names its memory)`` beside a GPU; None on a CPU."""
+    return (system.host, host_buffer_B, "of host memory") if system.device is not None else None
 
 
 def too_big_message(name: str, need_B: float, spec: ProcessorSpec, what: str = "") -> str:
