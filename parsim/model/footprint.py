@@ -76,13 +76,13 @@ class MemoryBreakdown:
 
     def line(self) -> str:
         """``memory per GPU: 37.2 GiB of 80.0 (weights ...)``: the CLI's one-line breakdown."""
-        per = " per GPU" if self.gpus > 1 or self.itemised else ""
+        per = " per GPU" if self.gpus > 1 else ""
         return f"memory{per}: {gib(self.need_B)} of {gib(self.capacity_B)} ({self.summary()})"
 
     def refusal(self, name: str, what: str = "") -> str:
         """``network needs 92.1 GiB per GPU, h100-sxm has 80.0 GiB: weights 13.0, ...``;
         ``what`` names the split (``with tp=8 pp=1``). Undivided data gets no list of parts."""
-        per = " per GPU" if self.gpus > 1 or self.itemised else ""
+        per = " per GPU" if self.gpus > 1 else ""
         text = f"{name} needs {gib(self.need_B)}{per}{' ' + what if what else ''}, "
         text += f"{self.processor} has {gib(self.capacity_B)}"
         return f"{text}: {self.summary()}" if self.itemised else text
