@@ -19,10 +19,10 @@ GELU's 4h); the attention core: FlashAttention's float32 log-sum-exp per query a
 unfused ``a s^2 b`` probabilities. In float16 that is ``sbh (8 + 24/t) + 2as^2b/t`` bytes; dropout
 adds its one-byte masks (``2sbh`` hidden, ``a s^2 b/t`` attention) and the dropped probabilities
 (``2as^2b/t``): exactly the paper's ``sbh (10 + 24/t + 5as/(ht))``. Selective recomputation drops
-the ``s^2`` terms; full recomputation keeps each layer's input (``2sbh``) and rebuilds one layer's
-activations at a time during the backward pass (workspace). Under 1F1B stage ``s`` of ``pp`` holds
-``min(pp - s, m)`` micro-batches at once, so the first stage holds ``pp``; the fullest stage is what
-each GPU must hold. The last stage also keeps the final norm and the logits with their float32
+the ``s^2`` terms; full recomputation keeps each layer's input (``2sbh``), as the paper counts it
+(the one layer rebuilt at a time during the backward pass is not counted, as there). Under 1F1B
+stage ``s`` of ``pp`` holds ``min(pp - s, m)`` micro-batches at once, so the first stage holds
+``pp``; the fullest stage is what each GPU must hold. The last stage also keeps the final norm and the logits with their float32
 log-probabilities; the workspace is the largest gradient in flight.
 """
 
@@ -118,7 +118,6 @@ def transformer_needs(
             workspace_B=max(tokens * inner * size, scores, batch * vocab * size),
         )
     per_layer = layer_activation_B(config, batch, seq, numerics.dtype, t, recompute, attention, dropout)
-    rebuilt = layer_activation_B(config, batch, seq, numerics.dtype, t, "none", attention, dropout)
     blocks = stage_layers(config, pp)
     fullest = MemoryNeeds()
     for stage in range(pp):
@@ -133,7 +132,7 @@ def transformer_needs(
                 stage_params(config, blocks, stage) / t, numerics.dtype, numerics.mixed, True, optimizer
             ),
             activations_B=in_flight * acts,
-            workspace_B=gradient + (rebuilt if recompute == "full" else 0.0),
+            workspace_B=gradient,
         )
         if stage == 0 or needs.total_B > fullest.total_B:
             fullest = needs
