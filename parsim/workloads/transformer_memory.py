@@ -22,8 +22,8 @@ adds its one-byte masks (``2sbh`` hidden, ``a s^2 b/t`` attention) and the dropp
 the ``s^2`` terms; full recomputation keeps each layer's input (``2sbh``), as the paper counts it
 (the one layer rebuilt at a time during the backward pass is not counted, as there). Under 1F1B
 stage ``s`` of ``pp`` holds ``min(pp - s, m)`` micro-batches at once, so the first stage holds
-``pp``; the fullest stage is what each GPU must hold. The last stage also keeps the final norm and the logits with their float32
-log-probabilities; the workspace is the largest gradient in flight.
+``pp``; the fullest stage is what each GPU must hold. The last stage also keeps the final norm and
+the logits with their float32 log-probabilities; the workspace is the largest gradient in flight.
 """
 
 from __future__ import annotations
