@@ -75,9 +75,9 @@ class MemoryBreakdown:
         return f"{parts} GiB" if parts else "nothing"
 
     def line(self) -> str:
-        """``memory per GPU: 37.2 GiB of 80.0 (weights ...)``: the CLI's one-line breakdown."""
+        """``37.2 GiB per GPU of 80.0 GiB: weights 2.4, ...``: the CLI's one-line breakdown."""
         per = " per GPU" if self.gpus > 1 else ""
-        return f"memory{per}: {gib(self.need_B)} of {gib(self.capacity_B)} ({self.summary()})"
+        return f"{gib(self.need_B)}{per} of {gib(self.capacity_B)}: {self.summary()}"
 
     def refusal(self, name: str, what: str = "") -> str:
         """``network needs 92.1 GiB per GPU, h100-sxm has 80.0 GiB: weights 13.0, ...``;
