@@ -375,7 +375,6 @@ def check_fits(workload: Workload, system: SystemSpec) -> footprint.MemoryBreakd
     memory = footprint.of_workload(workload, system)
     if not memory.fits:
         raise ParsimError(memory.refusal(workload.name))
-    host = capacity.host_need(system, workload.host_buffer_B)
-    if host is not None and host[1] > host[0].memory.capacity_B:
-        raise ParsimError(capacity.too_big_message(workload.name, host[1], host[0], host[2]))
+    if capacity.host_too_big(system, workload.host_buffer_B):
+        raise ParsimError(capacity.host_message(workload.name, system, workload.host_buffer_B))
     return memory

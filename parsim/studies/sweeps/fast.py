@@ -211,15 +211,13 @@ def _rows(case, points, call, system, mode, q, t, crosses_link, ids) -> pandas.D
             for value in data[too_big]
         ]
         refused |= too_big
-    host = capacity.host_need(system, host_buffers)
-    if host is not None:
-        too_big = (host[1] > host[0].memory.capacity_B) & ~refused
-        if too_big.any():
-            frame.loc[too_big, "error"] = [
-                capacity.too_big_message(call["workload"], value, host[0], host[2])
-                for value in host[1][too_big]
-            ]
-            refused |= too_big
+    too_big = numpy.broadcast_to(capacity.host_too_big(system, host_buffers), (len(points),)) & ~refused
+    if too_big.any():
+        frame.loc[too_big, "error"] = [
+            capacity.host_message(call["workload"], system, value)
+            for value in numpy.broadcast_to(host_buffers, (len(points),))[too_big]
+        ]
+        refused |= too_big
     if refused.any():
         frame.loc[refused, numeric] = numpy.nan
         frame.loc[refused, ["device", "host", "link", "mode", "method", "bottleneck"]] = None
