@@ -8,6 +8,7 @@ calls, and check that a transformer's footprint is the same number wherever it i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -121,6 +122,11 @@ def test_every_fits_question_goes_through_the_one_rule(monkeypatch):
     split_table({**TRAIN, "batch": 64, "nodes": 1}, "dgx-a100", micro_batch=16, method="analytic")
     assert count.calls > before  # one per split candidate
     before = count.calls
+    big = {"model": "gpt3-175b", "batch": 1536, "nodes": 128, "tp": 8, "pp": 1, "microbatches": 12}
+    with pytest.raises(ParsimError, match="smallest split that fits"):
+        parsim.predict("network", {**big, "recompute": "full"}, cluster="dgx-a100")
+    assert count.calls > before + 1  # the 3D check: this split, then every candidate split
+    before = count.calls
     base = {"workload": "vector_add", "params": {}, "device": "h100-sxm", "method": "analytic"}
     frames = fast_rows("", base, [{"workload.n": 1e6}, {"workload.n": 1e12}])
     assert frames is not None and count.calls > before  # the sweep's fast path
@@ -162,3 +168,14 @@ def test_predict_json_has_the_memory_record_and_the_text_a_line():
 def test_a_kernel_without_parts_keeps_its_one_line_refusal():
     with pytest.raises(ParsimError, match=r"^vector_add needs 134\.1 GiB, h100-pcie has 80\.0 GiB$"):
         parsim.predict("vector_add", {"n": 1.2e10}, device="h100-pcie")
+
+
+def test_no_module_rewrites_the_runtime_reserve():
+    # the reserve (and so the room) is taken in one place: model/footprint.py, from model/capacity.py
+    package = Path(parsim.__file__).parent
+    callers = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "runtime_B(" in path.read_text() and path.parts[-2] != "stack"
+    )
+    assert callers == ["model/capacity.py", "model/footprint.py"]
