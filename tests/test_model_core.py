@@ -204,7 +204,8 @@ def test_bottleneck_rule_is_the_same_for_numbers_and_arrays():
 def test_engine_and_analytic_share_the_kernel_rates():
     # The analytic kernel time is the model's closed form; the engine cuts the same rates into waves.
     # A cuBLAS product pays the smooth roofline (norm 2) of its compute and memory legs, not their max.
-    from parsim.model.kernel import combine, compute_s, memory_s, overlap_norm
+    from parsim.model.kernel import compute_s, memory_s, overlap_norm
+    from parsim.model.roofline import combine
 
     spec = PROCESSORS["a100-80gb"]
     kernel = parsim.workloads.make_workload("matmul", {"m": 8192, "n": 8192, "k": 8192}).ops[0]
@@ -234,7 +235,7 @@ def test_registry_asks_the_link_its_kind():
 
 def test_smooth_roofline_known_answers():
     """The smooth roofline of norm 2 is the length of (compute, memory): 3 and 4 give 5."""
-    from parsim.model.kernel import combine
+    from parsim.model.roofline import combine
 
     assert combine(3.0, 4.0, "roofline", 2.0) == pytest.approx(5.0)
     assert combine(3.0, 4.0, "roofline") == 4.0  # the plain max

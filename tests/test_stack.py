@@ -14,8 +14,8 @@ from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.specs import SystemSpec
 from parsim.model.issue import issue_s
-from parsim.model.kernel import closed_form_s
-from parsim.model.library import GEMM, IMPLICIT_GEMM, WINOGRAD, candidates, choose, gemm_tiling
+from parsim.model.kernel import choose, closed_form_s
+from parsim.model.library import GEMM, IMPLICIT_GEMM, WINOGRAD, candidates, gemm_tiling
 from parsim.model.rates import execution
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel

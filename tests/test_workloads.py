@@ -3,6 +3,8 @@
 import pytest
 
 from parsim.base.errors import ParsimError
+from parsim.hardware import registry
+from parsim.model.traffic import link_bytes
 from parsim.workloads import Kernel, Transfer, make_workload
 
 
@@ -54,7 +56,7 @@ def test_copy_and_offload():
     sizes = [op.work_items for op in work.kernels]
     assert sizes == [4, 3, 3]
     assert [op.nbytes for op in work.transfers if op.direction == "h2d"] == [32, 24, 24]
-    assert work.flops == 10 and work.transfer_bytes == 80 + 40
+    assert work.flops == 10 and link_bytes(work, registry.system("v100-pcie")) == 80 + 40
 
 
 def test_numbers_in_scientific_notation_are_integers():

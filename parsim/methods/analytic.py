@@ -25,7 +25,7 @@ import attrs
 from parsim import stack
 from parsim.base.caching import cached
 from parsim.hardware.specs import SystemSpec
-from parsim.model import collectives, transfer
+from parsim.model import collectives, placement, transfer
 from parsim.model.blocks import block_parts
 from parsim.model.issue import issue_s
 from parsim.model.kernel import kernel_time_s
@@ -40,7 +40,6 @@ from parsim.workloads.base import (
     Block,
     Kernel,
     Op,
-    Transfer,
     Workload,
     stream_predecessors,
     thread_of,
@@ -68,14 +67,13 @@ def _timed(
         row = resources.cores(system, op.device, spec.cores)
         return compute + communication, "compute", row, ("kernel", op.device), 1.0
     if isinstance(op, Kernel):
-        on_host = system.device is None or op.device == HOST
-        spec = system.host if on_host else system.gpu
-        kernel_mode = mode if system.device is None or not on_host else default_mode(system.host)
+        host = placement.on_host(system, op)
+        spec, kernel_mode = placement.kernel_processor(system, op, mode)
         seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
-        if framework is not None and not on_host:
+        if framework is not None and not host:
             seconds = framework.floor(seconds, op.multi_tensor)
         cores = busy_cores(spec, kernel_mode)
-        row = resources.cores(system, HOST if on_host else op.device, cores)
+        row = resources.cores(system, HOST if host else op.device, cores)
         return seconds, kind, row, ("kernel", row.device), cores / spec.cores
     if isinstance(op, AllReduce):
         seconds = collectives.op_timing(system, op).seconds
@@ -87,8 +85,8 @@ def _timed(
             ("ring", op.device, op.stream),
             1.0,
         )
-    shared = system.gpu.copy_engines < 2 or not system.host_link.duplex
-    engine = ("copy", "h2d" if shared else op.direction, op.device)
+    # nothing is shared between GPUs here: a copy queues behind its GPU's copies in its lane
+    engine = ("copy", placement.copy_lane(system, op.direction), op.device)
     seconds = transfer.transfer_s(system.host_link, op.nbytes, op.pinned, op.direction)
     return seconds, "transfer", resources.link(system, op.device, op.direction), engine, 1.0
 
@@ -117,7 +115,7 @@ def schedule(
         deps = [d + index // per_instance * per_instance for d in workload.deps[index % per_instance]]
         thread = thread_of(op)
         thread_row = thread_rows.get(thread) or thread_rows.setdefault(thread, resources.thread(thread))
-        on_host = cpu_only or (isinstance(op, Kernel) and op.device == HOST)
+        on_host = placement.on_host(system, op)
         before = previous[index]
         ready = max(
             [ends_at[d] for d in deps] + ([ends_at[before]] if before is not None else []), default=0.0
@@ -133,7 +131,7 @@ def schedule(
         free[resource] = end
         ends_at.append(end)
         trace.append(TraceEvent(row, op.name, kind, start, end, layer=op.layer, weight=weight))
-        if on_host or (isinstance(op, Transfer) and not op.pinned):
+        if placement.blocks_host(system, op):
             clock = end
         host_clock[thread] = clock
     ends = tuple(max(ends_at[r * per_instance : (r + 1) * per_instance]) for r in range(repeats))

@@ -25,7 +25,7 @@ from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.methods import analytic
-from parsim.model import capacity, footprint, outcome, transfer
+from parsim.model import capacity, footprint, outcome, traffic, transfer
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
 from parsim.results import algorithms, cluster_figures, serving_figures, timeline
@@ -261,7 +261,7 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         throughput_per_s=throughput,
         flops=workload.flops,
         bytes=workload.bytes,
-        transfer_bytes=workload.transfer_bytes,
+        transfer_bytes=traffic.link_bytes(workload, system),
         bottleneck=outcome.bottleneck(parts),
         breakdown=parts,
         busy=timeline.utilization(list(trace), latency),
@@ -269,7 +269,8 @@ def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, ove
         events=events,
         notes=tuple(notes)
         + algorithms.notes(workload, system, mode, overlap)
-        + transfer.pageable_notes(workload, system.link),
+        + transfer.pageable_notes(workload, system.link)
+        + traffic.traffic_notes(workload, system),
         layers=_layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
         gpus=system.total_gpus,
         nodes=system.nodes,

@@ -7,11 +7,12 @@ or PCIe peer-to-peer); between nodes over their NICs, each GPU owning an equal s
 cards (``NetworkSpec.gpu_share_Bps``).
 
 - **Ring** (all-reduce, reduce-scatter, all-gather): every GPU sends ``2(n-1)/n`` of the buffer
-  for an all-reduce, ``(n-1)/n`` for the others. NCCL runs one ring per channel and spreads the
-  channels over the NICs, so a node's inter-node edges carry its GPUs' share of the NICs and the
-  NVLink edges the rest; the chunks are pipelined, so the slower of the two sets the pace. Each of
-  the ``2(n-1)`` steps waits for the slowest hop's latency: across thousands of GPUs the ring's
-  latency term is milliseconds.
+  for an all-reduce, ``(n-1)/n`` for the others (``ring_share``: the time's bandwidth term and
+  ``traffic``, the bytes each algorithm moves, use the same share). NCCL runs one ring per
+  channel and spreads the channels over the NICs, so a node's inter-node edges carry its GPUs'
+  share of the NICs and the NVLink edges the rest; the chunks are pipelined, so the slower of the
+  two sets the pace. Each of the ``2(n-1)`` steps waits for the slowest hop's latency: across
+  thousands of GPUs the ring's latency term is milliseconds.
 - **Tree** (all-reduce only): NCCL chains the GPUs of a node and joins the nodes in a double
   binary tree. Each node sends and receives the whole buffer twice (reduce up, broadcast down),
   as the ring does, but the latency grows with ``log2(nodes)``, not with the GPU count; the tree's
@@ -91,16 +92,74 @@ class Timing:
     algorithm: str
 
 
-def bus_factor(kind: str, ranks: int) -> float:
-    """nccl-tests' factor from algorithm bandwidth to bus bandwidth."""
+@attrs.frozen
+class Traffic:
+    """The bytes a collective moves: ``per_gpu_B`` from each of its ``senders``, ``total_B`` over
+    all its links (``buffer_B``: the buffer as nccl-tests sizes it; ``algorithm``: the one taken)."""
+
+    kind: str
+    algorithm: str
+    ranks: int
+    buffer_B: float
+    per_gpu_B: float
+    senders: int
+
+    @property
+    def total_B(self) -> float:
+        return self.per_gpu_B * self.senders
+
+
+def traffic(kind: str, nbytes: float, ranks: int, algorithm: str = "ring") -> Traffic:
+    """The bytes collective ``kind`` of an ``nbytes`` buffer over ``ranks`` GPUs moves by ``algorithm``.
+
+    - ``ring``: each GPU sends its ring share (``ring_share``): an all-gather or a reduce-scatter
+      moves half what an all-reduce of the same buffer does;
+    - ``tree`` (all-reduce): the buffer goes up the tree (reduce) and down (broadcast), once over
+      each of its ``n-1`` edges each way: ``2(n-1)`` buffers in all, the ring's total, carried over
+      ``log2`` steps instead of ``2(n-1)`` (its busiest GPU sends ``2 x`` the buffer, which the
+      time's bandwidth term prices);
+    - ``direct`` (all-to-all): each GPU sends ``(n-1)/n`` of its buffer, ``1/n`` to every peer;
+    - ``p2p`` (send): one GPU sends the whole buffer.
+    """
+    if ranks <= 1:
+        return Traffic(kind, "none", ranks, nbytes, 0.0, 0)
+    senders = 1 if kind == SEND else ranks
+    return Traffic(kind, algorithm, ranks, nbytes, ring_share(kind, ranks) * nbytes, senders)
+
+
+def op_traffic(system: SystemSpec, op: AllReduce) -> Traffic:
+    """The bytes collective ``op`` moves on ``system``, by the algorithm its timing takes."""
+    group = group_of(system, op)
+    algorithm = op_timing(system, op).algorithm if group.ranks > 1 else "none"
+    return traffic(op.kind, op.nbytes, group.ranks, algorithm)
+
+
+def ring_share(kind: str, ranks: int) -> float:
+    """Of a buffer, what each GPU of ``ranks`` sends on a ring: ``2(n-1)/n`` for an all-reduce (a
+    reduce-scatter, then an all-gather), ``(n-1)/n`` for a reduce-scatter, an all-gather or an
+    all-to-all, the whole buffer for a send; nothing on one GPU."""
     if ranks <= 1:
         return 0.0
+    if kind == SEND:
+        return 1.0
     return 2.0 * (ranks - 1) / ranks if kind == ALL_REDUCE else (ranks - 1) / ranks
+
+
+def bus_factor(kind: str, ranks: int) -> float:
+    """nccl-tests' factor from algorithm bandwidth to bus bandwidth (its PERFORMANCE.md): the
+    ring's share of the buffer each GPU sends, whatever algorithm ran, so that bus bandwidth
+    compares with the hardware's link speed across GPU counts (sendrecv: 1)."""
+    return ring_share(kind, ranks)
+
+
+def algorithm_bandwidth_Bps(nbytes: float, seconds: float) -> float:
+    """nccl-tests' algorithm bandwidth: the buffer over the collective's time (0 when it took none)."""
+    return nbytes / seconds if seconds > 0 else 0.0
 
 
 def bus_bandwidth_Bps(kind: str, nbytes: float, seconds: float, ranks: int) -> float:
     """nccl-tests' bus bandwidth of a collective of ``nbytes`` that took ``seconds``."""
-    return nbytes / seconds * bus_factor(kind, ranks) if seconds > 0 else 0.0
+    return algorithm_bandwidth_Bps(nbytes, seconds) * bus_factor(kind, ranks)
 
 
 @attrs.frozen
@@ -185,12 +244,12 @@ def collective(
     if kind == "all_to_all":
         return _all_to_all(fabric, group, nbytes)
     if kind != ALL_REDUCE:
-        return _ring(fabric, group, n - 1, (n - 1) / n * nbytes)
+        return _ring(fabric, group, n - 1, ring_share(kind, n) * nbytes)
     if group.nodes == 1 and algorithm != "tree":
         seconds = float(ring_all_reduce_s(system.ring_link, nbytes, n))  # one rule for a node's ring
         latency = 2 * (n - 1) * system.ring_link.latency_s
         return Timing(seconds, latency, seconds - latency, "ring")
-    ring = _ring(fabric, group, 2 * (n - 1), 2.0 * (n - 1) / n * nbytes)
+    ring = _ring(fabric, group, 2 * (n - 1), ring_share(kind, n) * nbytes)
     if algorithm == "ring":
         return ring
     tree = _tree(fabric, group, nbytes)

@@ -6,12 +6,14 @@
 - memory = the level's latency + bytes at what the busy cores can draw (``memory.Level``), or
   longer where the kernel's threads keep too few bytes in flight (Little's law,
   ``memory.latency_bound_s``);
-- ``roofline`` overlap takes the max of the two, ``serial`` their sum;
+- the two legs make the time by the one roofline rule (``model.roofline``: the max, a GEMM
+  library's smooth roofline, or for ``serial`` their sum);
 - a CPU op spread over several cores pays the fork/join cost of waking and joining the worker
   threads (GEMMs thread inside the BLAS library, whose own cost is part of its efficiency).
 
-The engine uses the same ``compute_s`` per tile and ``memory.Level`` per phase; it differs only in
-cutting the kernel into waves. Inputs may be numbers or NumPy arrays (a vectorised sweep).
+The engine uses the same ``compute_s`` per tile, ``memory.Level`` per phase and roofline rule per
+phase; it differs only in cutting the kernel into waves. Inputs may be numbers or NumPy arrays
+(a vectorised sweep).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from typing import Any
 
 from parsim.base.caching import cached
 from parsim.hardware.specs import ProcessorSpec
-from parsim.model.library import choose
-from parsim.model.numeric import Number, maximum, where
+from parsim.model.library import candidates
+from parsim.model.numeric import Number, where
 from parsim.model.rates import Execution, execution
+from parsim.model.roofline import combine, leg
 from parsim.stack import library_for
 from parsim.workloads.base import Kernel
 
@@ -56,16 +59,6 @@ def memory_s(
     return where(nbytes > 0, moved, 0.0)
 
 
-def combine(compute: Number, memory: Number, overlap: str, norm: float = math.inf) -> Number:
-    """``roofline``: compute and memory overlap (the max, or for a library's GEMM the smooth
-    roofline of ``norm``); ``serial``: one after the other (the sum)."""
-    if overlap == "serial":
-        return compute + memory
-    if norm == math.inf:
-        return maximum(compute, memory)
-    return (compute**norm + memory**norm) ** (1.0 / norm)
-
-
 def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
     """The smooth-roofline norm of ``kernel`` as it runs: its library's for a matrix product (not a
     convolution lowered to one), else the max."""
@@ -73,11 +66,6 @@ def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
         return math.inf
     norm = library_for(spec.is_gpu, kernel.cpu_library).gemm_overlap_norm
     return math.inf if norm is None else norm
-
-
-def leg(compute: Number, memory: Number) -> Number:
-    """Which leg bounds the time: ``"compute"`` (ties included) or ``"memory"``."""
-    return where(compute >= memory, "compute", "memory")
 
 
 def fork_join_s(spec: ProcessorSpec, ex: Execution, gemm: bool, items: Number) -> Number:
@@ -125,6 +113,16 @@ def _anonymous_kernel_time_s(
     kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str
 ) -> tuple[float, str]:
     return closed_form(choose(spec, mode, overlap, kernel)[1], spec, mode, overlap)
+
+
+@cached(maxsize=65536)
+def choose(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> tuple[str, Kernel]:
+    """The fastest algorithm the library offers for ``kernel`` (an anonymous kernel shape), timed by
+    the closed form below: ``(its name, the kernel as it then runs)``."""
+    offered = candidates(spec, kernel)
+    if len(offered) == 1:
+        return offered[0]
+    return min(offered, key=lambda item: closed_form_s(item[1], spec, mode, overlap))
 
 
 def closed_form_s(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) -> float:

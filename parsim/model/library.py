@@ -10,8 +10,9 @@ cuDNN times every algorithm a convolution shape allows and keeps the fastest (``
 - **FFT** (filters of 5 or more at stride 1): products in the frequency domain, paid for with
   transforms and complex buffers moved through memory.
 
-Here every candidate is timed by the model's own closed form and the fastest is kept, so the
-choice follows the device: the same float32 3x3 layer runs Winograd on a V100 and TF32 implicit
+Every candidate is timed by the model's own closed form and the fastest is kept
+(``model.kernel.choose``, above this module: the closed form needs the rates), so the choice
+follows the device: the same float32 3x3 layer runs Winograd on a V100 and TF32 implicit
 GEMM on an A100.
 
 cuBLAS picks an output tile and a split of the reduction (split-K) so that small and skinny
@@ -26,7 +27,6 @@ shared memory, which the closed form does not see, so the heuristic keeps them o
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -34,25 +34,15 @@ from parsim.base.caching import cached
 from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
+from parsim.model.rates import Execution, matrix_format
 from parsim.stack import library_for
 from parsim.workloads.base import HOST, Kernel, Op, Workload
 from parsim.workloads.conv import FFT, GEMM, IMPLICIT_GEMM, WINOGRAD, ConvShape
 
-if TYPE_CHECKING:  # rates depend on this module, not the other way round
-    from parsim.model.rates import Execution
-
-__all__ = ["FFT", "GEMM", "IMPLICIT_GEMM", "WINOGRAD", "candidates", "choose", "gemm_tiling", "lower"]
+__all__ = ["FFT", "GEMM", "IMPLICIT_GEMM", "WINOGRAD", "candidates", "gemm_tiling", "lower"]
 
 CLEARLY_FASTER = 0.05
 """A smaller GEMM tile must save this share of the time to be chosen over a larger one."""
-
-
-def matrix_format(kernel: Kernel) -> str:
-    """The format the matrix units are rated for: ``tf32`` for a float32 TF32 kernel, the quantised
-    format of a quantised product, else its dtype."""
-    if kernel.math in QUANTISED_FORMATS:
-        return kernel.math
-    return "tf32" if kernel.math == "tf32" and kernel.dtype == "float32" else kernel.dtype
 
 
 def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
@@ -121,17 +111,6 @@ def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:
         gemm_mn=None,
         work_items=max(1, shape.batch * shape.filters * plane),
     )
-
-
-@cached(maxsize=65536)
-def choose(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> tuple[str, Kernel]:
-    """The fastest algorithm for ``kernel`` (an anonymous kernel shape) by the model's closed form."""
-    from parsim.model.kernel import closed_form_s  # the closed form times each candidate
-
-    offered = candidates(spec, kernel)
-    if len(offered) == 1:
-        return offered[0]
-    return min(offered, key=lambda item: closed_form_s(item[1], spec, mode, overlap))
 
 
 def stream_Bps_per_core(spec: ProcessorSpec) -> float | None:

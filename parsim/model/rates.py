@@ -15,12 +15,19 @@ from typing import NamedTuple
 
 from parsim.base.dtypes import QUANTISED_FORMATS
 from parsim.hardware.specs import ProcessorSpec
-from parsim.model.library import matrix_format
 from parsim.model.memory import Level, level
 from parsim.model.modes import busy_cores, lanes
 from parsim.model.numeric import Number
 from parsim.stack import library_for
 from parsim.workloads.base import Kernel
+
+
+def matrix_format(kernel: Kernel) -> str:
+    """The format the matrix units are rated for: ``tf32`` for a float32 TF32 kernel, the quantised
+    format of a quantised product, else its dtype."""
+    if kernel.math in QUANTISED_FORMATS:
+        return kernel.math
+    return "tf32" if kernel.math == "tf32" and kernel.dtype == "float32" else kernel.dtype
 
 
 class Execution(NamedTuple):

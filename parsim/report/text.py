@@ -30,6 +30,7 @@ def prediction_text(p: Prediction) -> str:
         f"  latency      {units.seconds(p.latency_s)}",
         f"  throughput   {units.si(p.throughput_per_s, '/s')}",
         f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory",
+        *_format_links(p),
         f"  bottleneck   {p.bottleneck} ({share:.0%} of the time)",
         "  breakdown    " + ", ".join(f"{k} {units.seconds(v)}" for k, v in p.breakdown.items() if v > 0),
         "  utilization  " + _format_utilization(p.busy),
@@ -43,6 +44,13 @@ def prediction_text(p: Prediction) -> str:
         lines.append(_format_layers(p.layers))
     lines += [f"  note: {note}" for note in p.notes]
     return "\n".join(lines)
+
+
+def _format_links(p: Prediction) -> list[str]:
+    """The bytes that crossed links, when any did (each collective's share is in the notes)."""
+    if not p.transfer_bytes:
+        return []
+    return [f"  over links   {units.si(p.transfer_bytes, 'B')} (copies, and what collectives send)"]
 
 
 def _format_utilization(busy: Mapping[Resource, float]) -> str:

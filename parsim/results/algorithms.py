@@ -11,23 +11,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from parsim.hardware.specs import ProcessorSpec, SystemSpec
-from parsim.model.library import choose, gemm_tiling
+from parsim.hardware.specs import SystemSpec
+from parsim.model.kernel import choose
+from parsim.model.library import gemm_tiling
+from parsim.model.placement import kernel_processor
 from parsim.model.rates import execution
 from parsim.workloads.base import HOST, Kernel, Workload
 
 LISTED = 3
 
 
-def _spec(system: SystemSpec, kernel: Kernel) -> ProcessorSpec:
-    return system.host if kernel.device == HOST or system.device is None else system.compute
-
-
 def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> str:
     """The library's algorithm for a convolution kernel (``""`` for any other kernel)."""
     if kernel.conv is None:
         return ""
-    return choose(_spec(system, kernel), mode, overlap, kernel)[0]
+    spec, kernel_mode = kernel_processor(system, kernel, mode)
+    return choose(spec, kernel_mode, overlap, kernel)[0]
 
 
 def layer_algorithms(
@@ -64,8 +63,8 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
     gemms = [k for k in kernels if k.gemm_mn is not None and k.conv is None]
     if 0 < len(gemms) <= LISTED and system.compute.is_gpu and gemms[0].device != HOST:
         for kernel in gemms:
-            spec = _spec(system, kernel)
-            tiling = gemm_tiling(spec, execution(spec, mode, kernel), kernel)
+            spec, kernel_mode = kernel_processor(system, kernel, mode)
+            tiling = gemm_tiling(spec, execution(spec, kernel_mode, kernel), kernel)
             split = f", reduction split {tiling.split} ways (split-K)" if tiling.split > 1 else ""
             lines.append(
                 f"{kernel.name}: {tiling.outputs} output tiles of {tiling.rows}x{tiling.columns}{split} "

@@ -4,7 +4,8 @@
 ``workloads.collective`` builds one collective from its parameters; its time comes from the model
 (``model.collectives``), and here, above the model, the prediction gets the figures a user holds
 against an ``all_reduce_perf`` run: the *algorithm bandwidth* (bytes over time) and the *bus
-bandwidth* (algorithm bandwidth times ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` for the others).
+bandwidth* (algorithm bandwidth times ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` for the others), both
+as ``model.collectives`` derives them.
 A 3D-parallel step (``workloads.parallel3d``) reports tokens/s, the TFLOP/s each GPU achieves
 (every FLOP it runs, recomputation included, as Megatron-LM's papers count them) and its model
 FLOPs utilisation (MFU: the model's FLOPs without recomputation over the matrix units' peak), and
@@ -20,7 +21,7 @@ from __future__ import annotations
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import SystemSpec
 from parsim.model import footprint
-from parsim.model.collectives import bus_factor, op_timing
+from parsim.model.collectives import algorithm_bandwidth_Bps, bus_bandwidth_Bps, group_of, op_timing
 from parsim.results.prediction import Prediction
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Params, Workload
@@ -36,12 +37,11 @@ def collective_metrics(workload: Workload, system: SystemSpec, prediction: Predi
     op = workload.ops[0]
     assert isinstance(op, AllReduce)  # a collective workload is one collective
     seconds = op_timing(system, op).seconds
-    ranks = system.total_gpus
-    algorithm_Bps = op.nbytes / seconds if seconds > 0 else 0.0
+    ranks = group_of(system, op).ranks
     return {
         "collective_s": seconds,
-        "algorithm_bandwidth_Bps": algorithm_Bps,
-        "bus_bandwidth_Bps": algorithm_Bps * bus_factor(op.kind, ranks),
+        "algorithm_bandwidth_Bps": algorithm_bandwidth_Bps(op.nbytes, seconds),
+        "bus_bandwidth_Bps": bus_bandwidth_Bps(op.kind, op.nbytes, seconds, ranks),
         "ranks": float(ranks),
     }
 

@@ -45,7 +45,8 @@ class Prediction:
         throughput_per_s: instances per second when issued back to back.
         flops: floating-point operations of one instance.
         bytes: memory traffic of the kernels (bytes read + written).
-        transfer_bytes: bytes crossing the link.
+        transfer_bytes: bytes crossing links: copies, and what the collectives send by their
+            algorithm (``model.traffic.link_bytes``).
         bottleneck: ``compute``, ``memory``, ``transfer`` or ``overhead``.
         breakdown: seconds per category, adding up to ``latency_s``.
         busy: fraction of the latency each resource was busy (``utilization`` names them).

@@ -19,6 +19,7 @@ import numpy
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.modes import lanes
+from parsim.model.roofline import attainable_per_s
 from parsim.results.prediction import Prediction
 
 
@@ -31,10 +32,11 @@ def attainable_flops_per_s(
     spec: ProcessorSpec, intensity: float, dtype: str = "float32", matrix: bool = True
 ) -> float:
     """FLOP/s the roofline allows at ``intensity`` FLOP/byte: the lower of the peak and the
-    bandwidth-fed rate (the effective memory bandwidth, as in ``parsim.plots.roofline``)."""
+    bandwidth-fed rate (the model's roofline rule, ``model.roofline``, on the chip's own peak and
+    memory bandwidth: the textbook figure, without a library's efficiency or smooth overlap)."""
     if not intensity > 0:
         raise ParsimError(f"arithmetic intensity must be positive: {intensity!r}")
-    return min(roofline_peak(spec, dtype, matrix), intensity * spec.memory.bandwidth_Bps)
+    return attainable_per_s(roofline_peak(spec, dtype, matrix), spec.memory.bandwidth_Bps, intensity)
 
 
 def ridge_intensity(spec: ProcessorSpec, dtype: str = "float32", matrix: bool = True) -> float:

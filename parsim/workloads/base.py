@@ -295,7 +295,8 @@ class AllReduce:
 
     For a ring all-reduce the buffer is cut into G chunks; in 2(G-1) steps every GPU sends one
     chunk to its ring neighbour (G-1 reduce-scatter steps, then G-1 all-gather steps), so each GPU
-    sends 2(G-1)/G x ``nbytes`` in all. ``model.collectives`` times every kind and algorithm.
+    sends 2(G-1)/G x ``nbytes`` in all. ``model.collectives`` times every kind and algorithm and
+    says the bytes each moves (``traffic``: an all-gather or a reduce-scatter sends half as much).
 
     Attributes:
         kind: ``all_reduce``, ``reduce_scatter``, ``all_gather`` or ``all_to_all``.
@@ -507,16 +508,6 @@ class Workload:
     def host_buffer_B(self) -> float:
         """Host memory the program's copies need: one buffer per copy to or from a GPU."""
         return sum(t.nbytes for t in self.transfers)
-
-    @property
-    def transfer_bytes(self) -> float:
-        """Bytes crossing links: copies, plus what each GPU sends in a ring all-reduce."""
-        ring = sum(
-            2 * (self.gpus - 1) / self.gpus * op.nbytes * self.gpus
-            for op in self.ops
-            if isinstance(op, AllReduce)
-        )
-        return sum(t.nbytes for t in self.transfers) + ring
 
     def param(self, key: str, default: Any = None) -> Any:
         return dict(self.params).get(key, default)

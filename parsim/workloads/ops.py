@@ -1,4 +1,4 @@
-"""The single-kernel workloads: elementwise ops, a reduction, matrix multiply and 3x3 convolution.
+"""The single-kernel workloads: elementwise ops, a reduction and matrix multiply (convolution: ``conv2d``).
 
 Each builder takes validated parameters and returns a ``Workload`` of one ``Kernel``. The
 numbers are the ones a roofline needs: FLOPs (an FMA counts two), bytes read and written once
@@ -17,7 +17,6 @@ import attrs
 from parsim.base.dtypes import Number, itemsize
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel, Params, Vectorised, Workload
-from parsim.workloads.conv import ConvShape
 
 
 @attrs.frozen
@@ -196,43 +195,6 @@ def matmul(params: Params) -> Workload:
 def vectorised_matmul(params: Params) -> Vectorised:
     part = gemm_parts(params["m"], params["n"], params["k"], params["dtype"])
     return Vectorised(footprint_B=part["bytes_read"] + part["bytes_written"], kernel=part)
-
-
-def conv2d(params: Params) -> Workload:
-    """Same-padded stride-1 convolution: as an implicit GEMM, or Winograd or FFT where the library
-    finds them faster for the shape and device.
-
-    Every output pixel of every filter is independent ("embarrassingly parallel"): M = batch x
-    height x width output pixels, N = filters, K = channels x kernel x kernel. ``algorithm`` pins
-    one of the library's algorithms, or ``tap-gemm``: one product per filter tap, as parsim's CuPy
-    measurement runs it (``tap_gemm``).
-    """
-    from parsim.workloads.tap_gemm import tap_gemm_footprint_B, tap_gemm_kernels
-
-    algorithm = params.get("algorithm", "auto")
-    if algorithm == "tap-gemm":
-        kernels = tap_gemm_kernels(params, _math(params))
-        return Workload(
-            name="conv2d", params=_items(params), ops=kernels, footprint_B=tap_gemm_footprint_B(params)
-        )
-    b, c, h, w = params["batch"], params["channels"], params["height"], params["width"]
-    f, r, dtype = params["filters"], params["kernel"], params["dtype"]
-    size = itemsize(dtype)
-    m, n, k = b * h * w, f, c * r * r
-    kernel = Kernel(
-        name=f"conv{r}x{r} {c}->{f} {h}x{w}",
-        flops=2.0 * m * n * k,
-        bytes_read=(b * c * h * w + f * c * r * r) * size,
-        bytes_written=b * f * h * w * size,
-        work_items=m * n,
-        dtype=dtype,
-        matrix=True,
-        python_ops_per_item=k,
-        gemm_mn=(m, n),
-        math=_math(params),
-        conv=ConvShape(b, c, h, w, f, r, 1, (r - 1) // 2, algorithm="" if algorithm == "auto" else algorithm),
-    )
-    return Workload(name="conv2d", params=_items(params), ops=(kernel,), footprint_B=kernel.bytes)
 
 
 def _math(params: Params) -> str:

@@ -15,7 +15,7 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from parsim.base.errors import ParsimError, closest
-from parsim.workloads import mlp, ops, training, transfers
+from parsim.workloads import conv2d, mlp, ops, training, transfers
 from parsim.workloads.base import Params, Vectorised, Workload
 
 Dtype = Literal["float16", "bfloat16", "float32", "float64"]
@@ -319,7 +319,7 @@ WORKLOADS: dict[str, WorkloadDef] = {
         split="items",
     ),
     "conv2d": WorkloadDef(
-        "conv2d", Conv2dParams, ops.conv2d, "3x3 convolution, same padding", split="items", samples=_batch
+        "conv2d", Conv2dParams, conv2d.conv2d, "3x3 convolution, same padding", split="items", samples=_batch
     ),
     "copy": WorkloadDef(
         "copy",

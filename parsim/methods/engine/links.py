@@ -1,7 +1,8 @@
 """Links between host and GPUs: copy engines, shared switch uplinks, and the all-reduce ring.
 
 Each GPU has its own copy engines (DMA units; with only one it cannot copy both ways at
-once). Bytes then flow through a fluid server per direction, and GPUs behind one PCIe switch
+once: ``model.placement`` says which lane a copy takes). Bytes then flow through a fluid server
+per direction of a duplex link (one for both ways otherwise), and GPUs behind one PCIe switch
 share that switch's uplink to the host: eight GPUs sending gradients at once each get an
 eighth of it. A copy costs the link latency, then its bytes at no more than the pinned (or
 pageable) bandwidth.
@@ -21,6 +22,7 @@ import simpy
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import FluidServer, Process
 from parsim.model.collectives import group_of, op_timing
+from parsim.model.placement import BOTH_WAYS, engine_lane, engines_per_lane, link_lane
 from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
@@ -42,22 +44,24 @@ class Links:
         self.gpus = system.gpus
         self.trace = trace
         self.system = system
-        engines = system.gpu.copy_engines
+        gpu, directions = system.gpu, ("h2d", "d2h")
         self._engines: list[dict[str, simpy.Resource]] = []
         for _ in range(system.gpus):
-            to_gpu = simpy.Resource(env, capacity=max(1, engines // 2))
-            from_gpu = to_gpu if engines < 2 else simpy.Resource(env, capacity=max(1, engines // 2))
-            self._engines.append({"h2d": to_gpu, "d2h": from_gpu})
+            engines = {
+                lane: simpy.Resource(env, capacity=engines_per_lane(gpu))
+                for lane in dict.fromkeys(engine_lane(gpu, d) for d in directions)
+            }
+            self._engines.append({d: engines[engine_lane(gpu, d)] for d in directions})
         switches = -(-system.gpus // system.gpus_per_switch)
         self._uplinks: list[dict[str, FluidServer]] = []
         for index in range(switches):
-            h2d = FluidServer(env, f"switch {index} h2d", self.link.bandwidth_Bps)
-            d2h = (
-                h2d
-                if not self.link.duplex
-                else FluidServer(env, f"switch {index} d2h", self.link.bandwidth_Bps)
-            )
-            self._uplinks.append({"h2d": h2d, "d2h": d2h})
+            uplinks = {
+                lane: FluidServer(
+                    env, f"switch {index} {'h2d' if lane == BOTH_WAYS else lane}", self.link.bandwidth_Bps
+                )
+                for lane in dict.fromkeys(link_lane(self.link, d) for d in directions)
+            }
+            self._uplinks.append({d: uplinks[link_lane(self.link, d)] for d in directions})
         self._per_switch = system.gpus_per_switch
         self.ring_link = system.ring_link
         self._nics: dict[int, FluidServer] = {}

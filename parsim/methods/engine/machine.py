@@ -20,7 +20,7 @@ from parsim.methods.engine.notes import Notes
 from parsim.methods.engine.processor import Processor, kernel_s
 from parsim.model.blocks import block_parts
 from parsim.model.kernel import shape
-from parsim.model.modes import default_mode
+from parsim.model.placement import host_mode
 from parsim.results import resources
 from parsim.results.resources import Resource
 from parsim.results.timeline import TraceEvent
@@ -58,8 +58,9 @@ class Machine:
         self._block_times: dict[tuple[int, int], tuple[Block, tuple[float, float]]] = {}
         kernel_trace = trace if record else None
         cpu_only = system.device is None
-        host_mode = mode if cpu_only else default_mode(system.host)
-        self.host = Processor(env, system.host, host_mode, overlap, kernel_trace, system, HOST, self.notes)
+        self.host = Processor(
+            env, system.host, host_mode(system, mode), overlap, kernel_trace, system, HOST, self.notes
+        )
         if cpu_only:
             self.devices = [self.host]
             self.links: Links | None = None

@@ -18,8 +18,6 @@ then a handful of events per GPU, while the trace still shows every kernel and p
 
 from __future__ import annotations
 
-import math
-
 import attrs
 import simpy
 
@@ -28,10 +26,10 @@ from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.notes import Notes
 from parsim.methods.engine.waves import Decomposition, decompose
-from parsim.model.kernel import combine, fork_join_s, leg, overlap_norm, shape
-from parsim.model.library import choose
+from parsim.model.kernel import choose, fork_join_s, overlap_norm, shape
 from parsim.model.memory import MAIN_MEMORY
 from parsim.model.rates import Execution, execution
+from parsim.model.roofline import combine, leg
 from parsim.results import resources
 from parsim.results.resources import Resource
 from parsim.results.timeline import TraceEvent
@@ -66,9 +64,10 @@ def phase_times(
     spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel
 ) -> tuple[tuple[float, float, float], ...]:
     """``(compute_s, memory_s, duration_s)`` of each phase; the first phase that moves bytes pays
-    the latency. The duration is the roofline of the two, where a GEMM library's smooth roofline
-    (``LibrarySpec.gemm_overlap_norm``) joins its multiply-adds and main memory: a tile waiting on
-    its operands from the shared cache stays a hard floor."""
+    the latency. The duration is the model's one roofline rule (``model.roofline.combine``): a GEMM
+    library's smooth roofline (``LibrarySpec.gemm_overlap_norm``) joins the phase's own
+    multiply-adds and main memory; its padded tiles, or a tile waiting on its operands from the
+    shared cache, stay a hard floor."""
     how = plan(spec, mode, overlap, kernel)
     runs, ex = how.kernel, how.ex
     norm = overlap_norm(spec, runs)
@@ -87,9 +86,7 @@ def phase_times(
             if not latency_paid:
                 memory_s += spec.memory.latency_s
                 latency_paid = True
-        duration = float(combine(phase.compute_s, memory_s, overlap))
-        if norm != math.inf and overlap != "serial":
-            duration = max(phase.compute_s, float(combine(phase.arithmetic_s, memory_s, overlap, norm)))
+        duration = float(combine(phase.compute_s, memory_s, overlap, norm, phase.arithmetic_s))
         times.append((phase.compute_s, memory_s, duration))
     return tuple(times)
 

@@ -26,11 +26,12 @@ from parsim import stack
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.machine import Machine
+from parsim.model import placement
 from parsim.model.issue import issue_s
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
 from parsim.stack import FrameworkSpec
-from parsim.workloads.base import HOST, Block, Kernel, Op, Transfer, Workload, stream_predecessors, thread_of
+from parsim.workloads.base import Block, Kernel, Op, Workload, stream_predecessors, thread_of
 
 
 @attrs.frozen
@@ -162,13 +163,13 @@ class _Program:
         self._awaited = {d for op_deps in deps for d in op_deps}
 
     def on_host(self, op: Op) -> bool:
-        return self.cpu_only or (isinstance(op, Kernel) and op.device == HOST)
+        return placement.on_host(self.system, op)
 
     def _chainable(self, index: int) -> bool:
         op = self.ops[index]
         return (
             isinstance(op, Kernel)
-            and (self.cpu_only or op.device != HOST)
+            and (self.cpu_only or not self.on_host(op))  # host work beside GPUs waits on its inputs
             and op.device in self._single_stream
         )
 
@@ -249,9 +250,8 @@ def _thread(
         yield env.timeout(dispatch_s)
         trace.append(TraceEvent(row, f"issue {op.name}", "overhead", start, env.now))
         process = env.process(machine.run(op, waits[first], finish))
-        if on_host:
-            yield process
-        elif isinstance(op, Transfer) and not op.pinned:
+        if placement.blocks_host(system, op):
             wait_start = env.now
             yield process
-            trace.append(TraceEvent(row, f"wait {op.name} (pageable)", "wait", wait_start, env.now))
+            if not on_host:  # a pageable copy: the driver stages it with the issuing thread
+                trace.append(TraceEvent(row, f"wait {op.name} (pageable)", "wait", wait_start, env.now))

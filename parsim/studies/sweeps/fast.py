@@ -20,6 +20,7 @@ from parsim.model import capacity, footprint, outcome, transfer
 from parsim.model.issue import issue_s
 from parsim.model.kernel import kernel_time, overlap_norm
 from parsim.model.modes import check_mode
+from parsim.model.placement import blocks_host, kernel_processor, on_host
 from parsim.model.rates import execution
 from parsim.workloads.base import Kernel, Vectorised
 from parsim.workloads.needs import MemoryNeeds
@@ -119,7 +120,7 @@ def _group(case: str, base: dict, points: list[dict], ids: list[str] | None) -> 
 def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> dict:
     """Duration, dispatch, latency, period, breakdown and bottleneck of every point."""
     if isinstance(op, Kernel):
-        spec = system.compute
+        spec, mode = kernel_processor(system, op, mode)
         k = q.kernel
         nbytes = k["bytes_read"] + k["bytes_written"]
         ex = execution(spec, mode, op, working_set_B=nbytes)
@@ -137,12 +138,12 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
             norm=overlap_norm(spec, op),
             thread_loads_B=k.get("thread_loads_B", 0.0),
         )
-        dispatch, host_waits = issue_s(system, None, system.device is None, op), system.device is None
+        dispatch, host_waits = issue_s(system, None, on_host(system, op), op), blocks_host(system, op)
         flops, moved, crossing = k["flops"], nbytes, 0.0 * nbytes
     else:
         duration = transfer.transfer_s(system.host_link, q.transfer_B, op.pinned, op.direction)
         kind = numpy.full(duration.shape, "transfer")
-        dispatch, host_waits = issue_s(system, None, False, op), not op.pinned
+        dispatch, host_waits = issue_s(system, None, on_host(system, op), op), blocks_host(system, op)
         flops, moved, crossing = 0.0 * q.transfer_B, 0.0 * q.transfer_B, q.transfer_B
     breakdown = outcome.single_op_breakdown(kind, duration, dispatch)
     return {
