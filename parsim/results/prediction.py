@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import attrs
 
 from parsim.base.frozen import FrozenMap, freeze, plain
+from parsim.model.footprint import MemoryBreakdown
 from parsim.results.resources import Resource
 from parsim.results.timeline import TraceEvent
 from parsim.workloads.records import Record
@@ -65,6 +66,8 @@ class Prediction:
         metrics: the workload's own figures by name, flattened from ``records``
             (``samples_per_s``, ``speedup``, ``time_to_first_token_s``...): what JSON carries.
         peer_link: id of the GPU-to-GPU link, or None.
+        memory: what fills each executing processor's memory, part by part, against its capacity
+            (``model.footprint``); None when the prediction was not checked against one.
         records: the workload's own figures as typed records (``workloads.records``: samples/s,
             scaling against one GPU, and the record its definition declares), in that order.
     """
@@ -92,6 +95,7 @@ class Prediction:
     nodes: int = 1
     metrics: Mapping[str, float] = attrs.field(init=False)
     peer_link: str | None = None
+    memory: MemoryBreakdown | None = None
     records: tuple[Record, ...] = attrs.field(default=(), converter=_records)
 
     def __attrs_post_init__(self) -> None:
@@ -132,6 +136,8 @@ class Prediction:
         for field in attrs.fields(Prediction):
             if field.name == "busy":
                 data["utilization"] = dict(self.utilization)
+            elif field.name == "memory":
+                data["memory"] = self.memory.to_dict() if self.memory is not None else None
             elif field.name not in ("trace", "records"):  # records: flattened into ``metrics``
                 data[field.name] = plain(getattr(self, field.name))
         data["flops_per_s"] = self.flops_per_s
