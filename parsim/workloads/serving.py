@@ -216,11 +216,12 @@ def _phase_kernels(
         tp=params["gpus"],
         kv_dtype=kv_type(params),
         kv_concat=stack.framework(params["framework"]).kv_cache_concat,
+        phase=phase,
     )
     if params["weights"] != "dtype":
         size = itemsize(params["dtype"])
         forward = [_quantised(k, params["weights"], size) if k.part in _LINEARS else k for k in forward]
-    return [attrs.evolve(k, phase=phase) for k in forward] if phase else forward
+    return forward
 
 
 def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:

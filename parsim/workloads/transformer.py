@@ -96,6 +96,7 @@ def transformer_kernels(
     dropout: bool = False,
     kv_concat: bool = False,
     code: str = "fused",
+    phase: str = "",
 ) -> tuple[list[Kernel], list[Kernel]]:
     """The forward and backward kernels of one step on one GPU (of ``tp``).
 
@@ -119,6 +120,7 @@ def transformer_kernels(
         kv_concat: inference grows the KV cache by concatenation: every step copies all of it.
         code: ``fused`` (the model's code runs fused kernels) or ``hf`` (Hugging Face's modules, one
             kernel per tensor op: ``transformer_eager`` for inference, ``transformer_hf`` for training).
+        phase: every kernel's ``Kernel.phase`` (an LLM request's ``prefill`` or ``decode``).
 
     Under ``numerics.primitive_layers`` inference runs the layers as an eager framework does
     (``transformer_eager``).
@@ -126,16 +128,16 @@ def transformer_kernels(
     new = seq if new_tokens is None else new_tokens
     _check(config, batch, new, past, tp, attention)
     if code == "hf" and train:
-        ops = Ops(numerics, device, optimizer, True, update)
+        ops = Ops(numerics, device, optimizer, True, update, phase)
         backward = hf.train_step(ops, _attention, config, batch, new, attention, dropout)
         return ops.forward, backward
     if (numerics.primitive_layers or code == "hf") and not train:
-        ops = Ops(numerics, device, optimizer, False, False)
+        ops = Ops(numerics, device, optimizer, False, False, phase)
         kv_size = kv_itemsize(kv_dtype or numerics.dtype)
         eager.forward(ops, _attention, config, batch, new, past, attention, tp, kv_size, kv_concat)
         return ops.forward, []
 
-    ops = Ops(numerics, device, optimizer, train, update)
+    ops = Ops(numerics, device, optimizer, train, update, phase)
     s, kv_size = ops.size, kv_itemsize(kv_dtype or numerics.dtype)
     d, hd, tokens, keys = config.hidden, config.head_dim, batch * new, past + new
     heads, kv_heads, width, vocab = (

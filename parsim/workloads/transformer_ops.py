@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
@@ -33,8 +31,10 @@ def block_layers(index: int) -> tuple[str, str]:
 class Ops:
     """Builds the kernels of one GPU's share of a step, in the layer_kernels conventions."""
 
-    def __init__(self, numerics: Numerics, device: int, optimizer: str, train: bool, update: bool):
-        self.numerics, self.device, self.optimizer = numerics, device, optimizer
+    def __init__(
+        self, numerics: Numerics, device: int, optimizer: str, train: bool, update: bool, phase: str = ""
+    ):
+        self.numerics, self.device, self.optimizer, self.phase = numerics, device, optimizer, phase
         self.train, self.update = train, update and train
         self.size = itemsize(numerics.dtype)
         self.forward: list[Kernel] = []
@@ -56,6 +56,7 @@ class Ops:
             layer=layer,
             cold_bytes=float(cold + written),
             cpu_library=self.numerics.cpu_library,
+            phase=self.phase,
             **extra,
         )
 
@@ -102,8 +103,11 @@ class Ops:
         s, weights = self.size, (k * n + (n if bias else 0)) * self.size
         reorder = {"reorder_B": float(weights)} if self.numerics.plain_weights else {}
         if self.numerics.casts:
-            cast = self._cast(layer, f"{what} cast weights", weights / s, "float32", self.numerics.dtype)
-            self.forward.append(attrs.evolve(cast, part=CAST_WEIGHTS))
+            self.forward.append(
+                self._cast(
+                    layer, f"{what} cast weights", weights / s, "float32", self.numerics.dtype, CAST_WEIGHTS
+                )
+            )
         self.forward.append(
             self.gemm(
                 layer,
@@ -141,7 +145,7 @@ class Ops:
             )
         return backward
 
-    def _cast(self, layer: str, what: str, items: float, source: str, target: str) -> Kernel:
+    def _cast(self, layer: str, what: str, items: float, source: str, target: str, part: str = "") -> Kernel:
         count = int(items)
         read, written = count * itemsize(source), count * itemsize(target)
         return Kernel(
@@ -154,6 +158,8 @@ class Ops:
             device=self.device,
             layer=layer,
             cold_bytes=float(read + written),
+            phase=self.phase,
+            part=part,
         )
 
     def update_of(self, layer: str, params: int) -> list[Kernel]:
