@@ -37,8 +37,8 @@ class Outcome:
     """What happened to every request (NaN times: refused), and the replicas' state over time.
 
     ``samples`` rows are ``SAMPLE_FIELDS``: taken at each arrival and at the start of each
-    iteration (after admission), per replica. ``steps`` rows are (requests in the step, its
-    seconds) per iteration.
+    iteration (after admission), per replica. ``steps`` rows are (requests in each step, seconds,
+    steps) per event: a static batch or a run of decode steps is one row.
     """
 
     stream: RequestStream
@@ -78,7 +78,7 @@ class _Replica:
 
 
 class _Simulation:
-    def __init__(self, stream: RequestStream, config: ServerConfig, step_time: StepTime) -> None:
+    def __init__(self, stream: RequestStream, config: ServerConfig, step_time: StepTime, fuse: bool) -> None:
         n = len(stream)
         self.stream, self.config, self.step_time = stream, config, step_time
         self.env = simpy.Environment()
@@ -96,7 +96,9 @@ class _Simulation:
         self.refused = whole > config.kv_blocks
         self.replicas = [_Replica(self, r) for r in range(config.replicas)]
         self.sample_rows: list[tuple[float, int, int, int, int]] = []
-        self.step_rows: list[tuple[int, float]] = []
+        self.step_rows: list[tuple[int, float, int]] = []
+        self.upcoming = 0.0  # the next arrival's time (inf after the last)
+        self.fuse = fuse
 
     def sample(self, replica: _Replica) -> None:
         used = self.config.kv_blocks - replica.free
@@ -105,6 +107,7 @@ class _Simulation:
     def arrivals(self) -> Any:
         env, config, arrival = self.env, self.config, self.stream.arrival_s
         for i in range(len(arrival)):
+            self.upcoming = float(arrival[i])
             if arrival[i] > env.now:
                 yield env.timeout(arrival[i] - env.now)
             if self.refused[i]:
@@ -114,6 +117,7 @@ class _Simulation:
             else:
                 target = min(self.replicas, key=_Replica.load)
             target.arrive(i)
+        self.upcoming = np.inf
 
     # -- iteration-level schedulers (continuous, chunked) -------------------------------------
 
@@ -159,6 +163,29 @@ class _Simulation:
         replica.free -= int(need.sum())
         self.held[decoding] += need
 
+    def _decode_run(self, replica: _Replica, decoding: np.ndarray, first_s: float) -> tuple[int, float]:
+        """Decode-only steps that can run as one timeout, and their seconds.
+
+        Nothing can change the batch before the first of its requests finishes or the next arrival
+        (to any replica) comes: admission waits on a finish (blocks, ``max_batch``, the chunk
+        budget) or on an arrival. So the steps up to the one that ends a request or spans the next
+        arrival run as one event, each still priced at its own context — unless their KV blocks do
+        not all fit, when one step runs alone (and the next may preempt).
+        """
+        batch, context = decoding.size, int(self.cached[decoding].sum())
+        last = int((self.output[decoding] - self.generated[decoding]).min())
+        gap = self.upcoming - self.env.now
+        steps, seconds = 1, first_s
+        while steps < last and seconds < gap:
+            seconds += self.step_time(0, batch, context + steps * batch)
+            steps += 1
+        if steps > 1:
+            more = (self.cached[decoding] + steps - 1) // self.config.block + 1 - self.held[decoding]
+            if int(more.sum()) > replica.free:
+                return 1, first_s
+            self._grow(replica, decoding, more)
+        return steps, seconds
+
     def iterate(self, replica: _Replica) -> Any:
         """The continuous or chunked scheduler of one replica, one iteration per timeout."""
         config, env = self.config, self.env
@@ -196,12 +223,14 @@ class _Simulation:
             if not prefill and decoding.size == 0:
                 continue  # everything was preempted: admit again
             tokens = sum(take for _, take in prefill)
-            seconds = self.step_time(tokens, int(decoding.size), int(self.cached[decoding].sum()))
+            steps, seconds = 1, self.step_time(tokens, int(decoding.size), int(self.cached[decoding].sum()))
+            if self.fuse and not prefill and decoding.size == replica.running.size:
+                steps, seconds = self._decode_run(replica, decoding, seconds)
             self.sample(replica)
-            self.step_rows.append((decoding.size + len(prefill), seconds))
+            self.step_rows.append((decoding.size + len(prefill), seconds, steps))
             yield env.timeout(seconds)
-            self.cached[decoding] += 1
-            self.generated[decoding] += 1
+            self.cached[decoding] += steps
+            self.generated[decoding] += steps
             for i, take in prefill:
                 self.cached[i] += take
                 self.prefill_left[i] -= take
@@ -254,19 +283,22 @@ class _Simulation:
             self.first_token[ids] = ends[0]
             self.finish[ids] = ends[self.output[ids] - 1]
             self.generated[ids] = self.output[ids]
-            self.step_rows.extend((size, s) for s in times)
+            self.step_rows.append((size, float(np.sum(times)), len(times)))
             yield env.timeout(float(ends[-1] - env.now))
             replica.running = replica.running[:0]
             replica.free = config.kv_blocks
 
 
-def simulate(stream: RequestStream, config: ServerConfig, step_time: StepTime) -> Outcome:
+def simulate(stream: RequestStream, config: ServerConfig, step_time: StepTime, *, fuse: bool = True) -> Outcome:
     """Serve ``stream`` with ``config``, each iteration priced by ``step_time``.
+
+    ``fuse``: run the decode-only steps nothing can interrupt as one event (``_decode_run``); the
+    result is the same as stepping them one by one (the tests compare), only faster.
 
     Raises:
         RuntimeError: a request neither finished nor refused (a scheduler bug, never user input).
     """
-    sim = _Simulation(stream, config, step_time)
+    sim = _Simulation(stream, config, step_time, fuse)
     sim.env.process(sim.arrivals())
     for replica in sim.replicas:
         sim.env.process(sim.static(replica) if config.scheduler == "static" else sim.iterate(replica))
@@ -275,7 +307,7 @@ def simulate(stream: RequestStream, config: ServerConfig, step_time: StepTime) -
     if int(finished.sum()) + int(sim.refused.sum()) != len(stream) or (finished & sim.refused).any():
         raise RuntimeError("serving simulation: a request neither finished nor was refused")
     samples = np.array(sim.sample_rows, dtype=np.float64).reshape(-1, len(SAMPLE_FIELDS))
-    steps = np.array(sim.step_rows, dtype=np.float64).reshape(-1, 2)
+    steps = np.array(sim.step_rows, dtype=np.float64).reshape(-1, 3)
     return Outcome(
         stream,
         config,
