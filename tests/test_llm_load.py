@@ -54,13 +54,17 @@ def test_continuous_prefills_first_then_decodes_together():
 
 def test_static_batch_waits_for_max_batch_and_runs_to_its_longest():
     # B fills the batch at 0.5: prefill 0.5-1.5 (both first tokens), decodes end at 2.5 and 3.5
-    ttft, e2e, _ = times(two_requests(), ServerConfig(kv_blocks=100, scheduler="static", max_batch=2, batch_timeout_s=10))
+    ttft, e2e, _ = times(
+        two_requests(), ServerConfig(kv_blocks=100, scheduler="static", max_batch=2, batch_timeout_s=10)
+    )
     assert ttft == [1.5, 1.0] and e2e == [3.5, 2.0]
 
 
 def test_static_batch_timeout_starts_a_partial_batch():
     # A alone at its timeout 0.2: prefill 0.2-1.2, done 3.2; B waits for the GPU, then 3.2-5.2
-    ttft, e2e, _ = times(two_requests(), ServerConfig(kv_blocks=100, scheduler="static", max_batch=2, batch_timeout_s=0.2))
+    ttft, e2e, _ = times(
+        two_requests(), ServerConfig(kv_blocks=100, scheduler="static", max_batch=2, batch_timeout_s=0.2)
+    )
     assert ttft == pytest.approx([1.2, 3.7]) and e2e == pytest.approx([3.2, 4.7])
 
 
@@ -124,7 +128,9 @@ def test_one_request_at_a_time_is_a_fifo_server_on_the_same_sample():
     np.testing.assert_allclose(outcome.admitted_s - stream.arrival_s, fifo_server(stream, d), atol=1e-9)
 
 
-@pytest.mark.parametrize(("rho", "requests"), [(0.5, 20_000), pytest.param(0.8, 100_000, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    ("rho", "requests"), [(0.5, 20_000), pytest.param(0.8, 100_000, marks=pytest.mark.slow)]
+)
 def test_md1_mean_wait(rho, requests):
     service, d = md1()
     stream = generate(rate=rho / d, requests=requests, prompt=8, output=4, seed=0)
@@ -133,7 +139,15 @@ def test_md1_mean_wait(rho, requests):
 
 
 def test_littles_law_on_2000_requests():
-    stream = generate(rate=30, requests=2000, prompt="lognormal:256:0.8", output="uniform:8:256", arrival="gamma", cv=2, seed=5)
+    stream = generate(
+        rate=30,
+        requests=2000,
+        prompt="lognormal:256:0.8",
+        output="uniform:8:256",
+        arrival="gamma",
+        cv=2,
+        seed=5,
+    )
     metrics = summarize(simulate(stream, ServerConfig(kv_blocks=3000, max_batch=32), affine))
     assert metrics.mean_in_system == pytest.approx(metrics.requests_per_s * metrics.e2e_mean_s, rel=0.02)
     # and the area under N(t) is the sum of the latencies, request by request
@@ -150,7 +164,9 @@ def test_past_capacity_the_tail_grows_with_the_requests():
 
 def test_same_seed_same_result_other_seed_other_sample():
     def run(seed: int) -> dict:
-        stream = generate(rate=20, requests=300, prompt="uniform:16:512", output="lognormal:64:0.5", seed=seed)
+        stream = generate(
+            rate=20, requests=300, prompt="uniform:16:512", output="lognormal:64:0.5", seed=seed
+        )
         return summarize(simulate(stream, ServerConfig(kv_blocks=800, scheduler="chunked"), affine)).as_dict()
 
     assert run(1) == run(1)
@@ -263,7 +279,9 @@ def test_kv_blocks_are_the_room_beside_the_weights():
 
 
 def mixed_load(rate: float, requests: int = 400) -> RequestStream:
-    return generate(rate, requests, prompt="lognormal:256:0.6", output="uniform:8:512", seed=7, max_context=4096)
+    return generate(
+        rate, requests, prompt="lognormal:256:0.6", output="uniform:8:512", seed=7, max_context=4096
+    )
 
 
 def best_rate(scheduler: str, steps: ModelSteps, target_s: float) -> float:

@@ -110,14 +110,18 @@ def read_text(path: Path, max_bytes: int, option: str = "") -> str:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | BINARY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         if Path(path).is_symlink():
-            raise ParsimError(f"{where}{path} is a symbolic link; parsim does not read through links") from None
+            raise ParsimError(
+                f"{where}{path} is a symbolic link; parsim does not read through links"
+            ) from None
         raise ParsimError(f"{where}cannot read {path} ({exc.strerror or exc.__class__.__name__})") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ParsimError(f"{where}{path} is not a regular file")
         if info.st_size > max_bytes:
-            raise ParsimError(f"{where}{path} has {info.st_size:,} bytes, above the {max_bytes:,} parsim reads")
+            raise ParsimError(
+                f"{where}{path} has {info.st_size:,} bytes, above the {max_bytes:,} parsim reads"
+            )
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:  # grew while we read
         raise ParsimError(f"{where}{path} has more than the {max_bytes:,} bytes parsim reads")

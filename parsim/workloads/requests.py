@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import csv
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -47,8 +47,14 @@ Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
 
-def _frozen_array(values: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
-    array = np.array(values, dtype=dtype)
+def _floats(values: npt.ArrayLike) -> Floats:
+    array: Floats = np.array(values, dtype=np.float64)
+    array.setflags(write=False)
+    return array
+
+
+def _ints(values: npt.ArrayLike) -> Ints:
+    array: Ints = np.array(values, dtype=np.int64)
     array.setflags(write=False)
     return array
 
@@ -58,9 +64,9 @@ class RequestStream:
     """Requests sorted by arrival: time (s, from the first arrival or the trace's start), prompt and
     output tokens; the arrays are read-only."""
 
-    arrival_s: Floats = attrs.field(converter=lambda v: _frozen_array(v, np.float64))
-    prompt_tokens: Ints = attrs.field(converter=lambda v: _frozen_array(v, np.int64))
-    output_tokens: Ints = attrs.field(converter=lambda v: _frozen_array(v, np.int64))
+    arrival_s: Floats = attrs.field(converter=_floats)
+    prompt_tokens: Ints = attrs.field(converter=_ints)
+    output_tokens: Ints = attrs.field(converter=_ints)
     source: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -100,7 +106,8 @@ class Lengths:
             drawn = rng.integers(int(self.a), int(self.b), size=count, endpoint=True).astype(float)
         else:
             drawn = np.rint(rng.lognormal(math.log(self.a), self.b, size=count))
-        return np.maximum(drawn, 1).astype(np.int64)
+        counts: Ints = np.maximum(drawn, 1).astype(np.int64)
+        return counts
 
 
 def lengths(spec: int | float | str | Lengths, field: str) -> Lengths:
@@ -122,7 +129,10 @@ def lengths(spec: int | float | str | Lengths, field: str) -> Lengths:
             raise field_error(field, "a whole number of tokens in 1..10,000,000", spec)
         return Lengths("constant", value)
     kind, *numbers = spec.split(":")
-    shapes = {"uniform": "uniform:a:b (1 <= a <= b)", "lognormal": "lognormal:median:sigma (median >= 1, sigma >= 0)"}
+    shapes = {
+        "uniform": "uniform:a:b (1 <= a <= b)",
+        "lognormal": "lognormal:median:sigma (median >= 1, sigma >= 0)",
+    }
     if kind not in shapes or len(numbers) != 2:
         raise field_error(field, "a token count or uniform:a:b or lognormal:median:sigma", spec)
     try:
@@ -213,7 +223,7 @@ def _seconds(text: str, row: int, column: str, path: Path) -> float:
         try:
             moment = datetime.fromisoformat(whole)
             if moment.tzinfo is None:  # a naive stamp is read as UTC: no daylight-saving jumps
-                moment = moment.replace(tzinfo=timezone.utc)
+                moment = moment.replace(tzinfo=UTC)
             stamp = moment.timestamp()
             value = stamp + (float("0." + fraction) if fraction else 0.0)
         except ValueError:
@@ -227,13 +237,17 @@ def _tokens(text: str, row: int, column: str, path: Path) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise ParsimError(f"{path}: row {row}, column {column}: not a whole number of tokens: {text!r}") from None
+        raise ParsimError(
+            f"{path}: row {row}, column {column}: not a whole number of tokens: {text!r}"
+        ) from None
     if not 1 <= value <= 10**7:
         raise ParsimError(f"{path}: row {row}, column {column}: must be 1..10,000,000 tokens: {text!r}")
     return value
 
 
-def load_trace(path: str | Path, *, max_context: int | None = None, budget: int = MAX_REQUESTS) -> RequestStream:
+def load_trace(
+    path: str | Path, *, max_context: int | None = None, budget: int = MAX_REQUESTS
+) -> RequestStream:
     """The requests of a CSV trace (see the module docstring); arrivals become seconds from the first.
 
     Rows are sorted by arrival (stable); lengths above ``max_context`` are truncated as ``generate``'s.
@@ -271,5 +285,7 @@ def load_trace(path: str | Path, *, max_context: int | None = None, budget: int 
         raise ParsimError(f"{path}: no requests after the header")
     order = np.argsort(np.array(arrivals), kind="stable")
     times = np.array(arrivals)[order]
-    p, o = truncate(np.array(prompts, dtype=np.int64)[order], np.array(outputs, dtype=np.int64)[order], max_context)
+    p, o = truncate(
+        np.array(prompts, dtype=np.int64)[order], np.array(outputs, dtype=np.int64)[order], max_context
+    )
     return RequestStream(times - times[0], p, o, f"trace {path.name}")

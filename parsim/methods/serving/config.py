@@ -51,22 +51,15 @@ class StepTime(Protocol):
     def __call__(self, prefill_tokens: int, decode_batch: int, decode_context_tokens: int) -> float: ...
 
 
-def _positive_int(name: str, most: int) -> object:
-    def check(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-            raise field_error(name, f"an integer in 1..{most:,}", value)
-
-    return check
-
-
-def _seconds(name: str, optional: bool = False) -> object:
-    def check(_: object, attribute: attrs.Attribute[float | None], value: float | None) -> None:
-        if optional and value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-            raise field_error(name, ">= 0 seconds" + (" or None" if optional else ""), value)
-
-    return check
+INTEGERS = {
+    "kv_blocks": 10**9,
+    "max_batch": 65_536,
+    "chunk": 10**6,
+    "max_prefill_tokens": 10**7,
+    "block": 4096,
+    "replicas": 1024,
+}
+"""Each integer field's largest value (all are >= 1)."""
 
 
 @attrs.frozen
@@ -77,19 +70,29 @@ class ServerConfig:
     ``max_num_batched_tokens``); a longer prompt still runs, alone.
     """
 
-    kv_blocks: int = attrs.field(validator=_positive_int("kv_blocks", 10**9))  # type: ignore[arg-type]
+    kv_blocks: int
     scheduler: str = "continuous"
-    max_batch: int = attrs.field(default=256, validator=_positive_int("max_batch", 65_536))  # type: ignore[arg-type]
-    batch_timeout_s: float = attrs.field(default=0.1, validator=_seconds("batch_timeout"))  # type: ignore[arg-type]
-    chunk: int = attrs.field(default=512, validator=_positive_int("chunk", 10**6))  # type: ignore[arg-type]
-    max_prefill_tokens: int = attrs.field(default=8192, validator=_positive_int("max_prefill_tokens", 10**7))  # type: ignore[arg-type]
-    block: int = attrs.field(default=16, validator=_positive_int("block", 4096))  # type: ignore[arg-type]
-    replicas: int = attrs.field(default=1, validator=_positive_int("replicas", 1024))  # type: ignore[arg-type]
+    max_batch: int = 256
+    batch_timeout_s: float = 0.1
+    chunk: int = 512
+    max_prefill_tokens: int = 8192
+    block: int = 16
+    replicas: int = 1
     router: str = "round_robin"
-    slo_ttft_s: float | None = attrs.field(default=None, validator=_seconds("slo_ttft", True))  # type: ignore[arg-type]
-    slo_tpot_s: float | None = attrs.field(default=None, validator=_seconds("slo_tpot", True))  # type: ignore[arg-type]
+    slo_ttft_s: float | None = None
+    slo_tpot_s: float | None = None
 
     def __attrs_post_init__(self) -> None:
+        for name, most in INTEGERS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                raise field_error(name, f"an integer in 1..{most:,}", value)
+        for name in ("batch_timeout_s", "slo_ttft_s", "slo_tpot_s"):
+            value = getattr(self, name)
+            if value is None and name != "batch_timeout_s":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise field_error(name, ">= 0 seconds", value)
         if self.scheduler not in SCHEDULERS:
             raise field_error("scheduler", f"one of {', '.join(SCHEDULERS)}", self.scheduler)
         if self.router not in ROUTERS:

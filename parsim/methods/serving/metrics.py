@@ -136,7 +136,9 @@ def summarize(outcome: Outcome) -> LoadMetrics:
         requests_per_s=rate,
         tokens_per_s=float(output.sum()) / duration if duration > 0 else 0.0,
         mean_in_system=in_system_area(arrival, finish) / duration if duration > 0 else 0.0,
-        batch_mean=float(np.average(outcome.steps[:, 0], weights=outcome.steps[:, 2])) if outcome.steps.size else 0.0,
+        batch_mean=float(np.average(outcome.steps[:, 0], weights=outcome.steps[:, 2]))
+        if outcome.steps.size
+        else 0.0,
         kv_cache_peak_fraction=peak / config.kv_blocks,
         duration_s=duration,
         goodput_requests_per_s=goodput,

@@ -52,7 +52,6 @@ class Outcome:
     steps: Floats
 
 
-
 class _Replica:
     """One copy of the model: its queue, running requests (admission order) and free KV blocks."""
 
@@ -102,7 +101,9 @@ class _Simulation:
 
     def sample(self, replica: _Replica) -> None:
         used = self.config.kv_blocks - replica.free
-        self.sample_rows.append((self.env.now, len(replica.waiting), replica.running.size, used, replica.index))
+        self.sample_rows.append(
+            (self.env.now, len(replica.waiting), replica.running.size, used, replica.index)
+        )
 
     def arrivals(self) -> Any:
         env, config, arrival = self.env, self.config, self.stream.arrival_s
@@ -124,7 +125,8 @@ class _Simulation:
     def _admit(self, replica: _Replica, budget: int, whole: bool) -> list[int]:
         """Waiting requests, front first, whose prompt blocks fit, up to ``max_batch`` running and
         ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may)."""
-        config, taken, tokens = self.config, [], 0
+        config, tokens = self.config, 0
+        taken: list[int] = []
         while replica.waiting and replica.running.size + len(taken) < config.max_batch:
             i = replica.waiting[0]
             need = config.blocks(int(self.prefill_left[i]))
@@ -289,7 +291,9 @@ class _Simulation:
             replica.free = config.kv_blocks
 
 
-def simulate(stream: RequestStream, config: ServerConfig, step_time: StepTime, *, fuse: bool = True) -> Outcome:
+def simulate(
+    stream: RequestStream, config: ServerConfig, step_time: StepTime, *, fuse: bool = True
+) -> Outcome:
     """Serve ``stream`` with ``config``, each iteration priced by ``step_time``.
 
     ``fuse``: run the decode-only steps nothing can interrupt as one event (``_decode_run``); the

@@ -173,10 +173,11 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     model = LLMS[str(make_workload("llm_serve", {**params, "prompt": 1, "output": 1}).param("model"))]
     prompt = min(prefill_tokens, model.context - 1)
     workload = make_workload("llm_serve", {**params, "batch": 1, "prompt": prompt, "output": 1})
-    config, values = LLMS[str(workload.param("model"))], dict(workload.params)
+    values: dict[str, Any] = dict(workload.params)
+    config = LLMS[str(values["model"])]
     weights, _, activations = footprint_parts(config, values, 1)
     room = system.device.memory.capacity_B - runtime_B(system, True) - weights - activations
-    per_block = kv_cache_bytes(config, 1, block, kv_type(values)) / int(values["gpus"])
+    per_block = kv_cache_bytes(config, 1, block, kv_type(values)) / float(values["gpus"])
     blocks = int(room // per_block)
     if blocks < 1:
         raise ParsimError(
@@ -186,6 +187,8 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     return blocks
 
 
-def replica_system(params: dict[str, Any], device: str, host: str | None = None, link: str | None = None) -> SystemSpec:
+def replica_system(
+    params: dict[str, Any], device: str, host: str | None = None, link: str | None = None
+) -> SystemSpec:
     """The system of one replica: ``gpus`` tensor-parallel GPUs of ``device``."""
     return registry.system(device, host, link, int(params.get("gpus", 1)))
