@@ -15,6 +15,7 @@ from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
 from parsim.workloads.llms import LLMS
 from parsim.workloads.registry import make_workload, validate_params
+from parsim.workloads.transformer_memory import layer_activation_B
 
 GPT3 = {"model": "gpt3-175b", "train": True, "dtype": "float16", "optimizer": "adam", "recompute": "full"}
 
@@ -78,16 +79,18 @@ def test_a_split_that_does_not_fit_names_the_smallest_that_does():
 
 
 def test_activation_memory_is_korthikantis():
-    lay = _layout(nodes=128, tp=8, pp=16, microbatches=192)
+    # Korthikanti et al. 2022, section 4: sbh (10 + 24/t + 5as/(ht)) bytes per layer in float16
+    # with Megatron-LM's dropouts on; their masks and the dropped probabilities go without them
     config = LLMS["gpt3-175b"]
-    sbh = 2048 * 1 * 12288
-    assert parallel3d.activation_B(config, lay, 2048, "float16", "none", "unfused") == pytest.approx(
-        sbh * (10 + 24 / 8 + 5 * 96 * 2048 / (12288 * 8))
-    )
-    assert parallel3d.activation_B(config, lay, 2048, "float16", "selective", "unfused") == pytest.approx(
-        sbh * (10 + 24 / 8)
-    )
-    assert parallel3d.activation_B(config, lay, 2048, "float16", "full", "unfused") == pytest.approx(2 * sbh)
+    sbh, a, s, h, t = 2048 * 1 * 12288, 96, 2048, 12288, 8
+
+    def per_layer(recompute, dropout):
+        return layer_activation_B(config, 1, 2048, "float16", 8, recompute, "unfused", dropout)
+
+    assert per_layer("none", True) == pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert per_layer("none", False) == pytest.approx(sbh * (8 + 24 / t + 2 * a * s / (h * t)))
+    assert per_layer("selective", True) == pytest.approx(sbh * (10 + 24 / t))
+    assert per_layer("full", True) == pytest.approx(2 * sbh)
     full = make_workload(
         "network", {**GPT3, "batch": 1536, "gpus": 8, "nodes": 128, "tp": 8, "pp": 16, "microbatches": 192}
     )

@@ -7,10 +7,11 @@ import parsim
 from parsim.base.errors import ParsimError
 from parsim.workloads import make_workload
 from parsim.workloads.base import Transfer
-from parsim.workloads.layers import Numerics, network_footprint_B
+from parsim.workloads.layers import Numerics, network_needs
 from parsim.workloads.llms import LLMS, llm
 from parsim.workloads.models import MODELS
-from parsim.workloads.transformer import kv_cache_bytes, transformer_footprint_B, transformer_kernels
+from parsim.workloads.transformer import kv_cache_bytes, transformer_kernels
+from parsim.workloads.transformer_memory import transformer_needs
 
 # Parameter totals as Hugging Face reports them for the checkpoints (the model cards' "Model size",
 # from the safetensors headers); configurations from each model's config.json.
@@ -131,8 +132,9 @@ def test_adam_adds_two_float32_moments_and_moves_its_bytes_a_parameter(framework
 def test_adam_for_cnns_and_the_mlp():
     layers = MODELS["resnet18"]()
     weights = sum(layer.params for layer in layers)
-    grow = network_footprint_B(layers, 4, FP32, True, "adam") - network_footprint_B(layers, 4, FP32, True)
-    assert grow == pytest.approx(8 * weights)
+    adam, sgd = network_needs(layers, 4, FP32, True, "adam"), network_needs(layers, 4, FP32, True)
+    assert adam.total_B - sgd.total_B == pytest.approx(8 * weights)
+    assert adam.optimizer_B == pytest.approx(8 * weights) and sgd.optimizer_B == 0
     for framework, per_weight in (("graph", 28), ("eager", 80)):  # fused; PyTorch's foreach passes
         resnet = make_workload(
             "network", {"model": "resnet18", "batch": 2, "optimizer": "adam", "framework": framework}
@@ -180,8 +182,8 @@ def test_tensor_parallel_gives_each_gpu_its_share():
     one, _ = transformer_kernels(config, 1, 512, FP32, False)
     two, _ = transformer_kernels(config, 1, 512, FP32, False, tp=2)
     assert _flops(two, "h.", True) == pytest.approx(_flops(one, "h.", True) / 2)
-    half = transformer_footprint_B(config, 1, 512, FP32, False, "sgd", tp=2)
-    assert half < 0.51 * transformer_footprint_B(config, 1, 512, FP32, False, "sgd")
+    half = transformer_needs(config, 1, 512, FP32, False, "sgd", tp=2).total_B
+    assert half < 0.51 * transformer_needs(config, 1, 512, FP32, False, "sgd").total_B
     with pytest.raises(ParsimError, match="over 3 GPUs must divide its 32 heads"):
         transformer_kernels(config, 1, 512, FP32, False, tp=3)
 

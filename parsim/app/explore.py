@@ -8,6 +8,7 @@ import streamlit as st
 from parsim import plots
 from parsim.app import editor, layout, urlstate
 from parsim.app.cache import cached_predict, resolve
+from parsim.app.memory import memory_bar
 from parsim.app.widgets import (
     cached_png,
     csv_download,
@@ -120,6 +121,7 @@ def show(p, spec, link, call: tuple) -> None:
     st.info(bottleneck_sentence(p, spec, link), icon=":material/lightbulb:")
     for note in p.notes:
         st.caption(note)
+    memory_bar(p.memory, "explore_memory")
     breakdown = pandas.DataFrame(
         {
             "category": list(p.breakdown),

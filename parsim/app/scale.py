@@ -15,6 +15,7 @@ import streamlit as st
 from parsim import plots
 from parsim.app import layout, scale_allreduce, scale_cluster, scale_splits
 from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
+from parsim.app.memory import memory_bar
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
 from parsim.base.errors import ParsimError
 from parsim.workloads.registry import model_names
@@ -138,6 +139,7 @@ def _step(model: str, changes: tuple, counts: tuple, labels: tuple) -> None:
     title = f"{case or labels[-1]}, G = {shown}: one step of {model}"
     png = cached_png(_step_figure, changes, counts, case or labels[-1], shown, title)
     show_png(png, "step", key="scale_step_png")
+    memory_bar(_step_of(changes, counts, case or labels[-1], shown).memory, "scale_step_memory")
 
 
 STEP_COLUMNS = {
@@ -148,12 +150,16 @@ STEP_COLUMNS = {
 }
 
 
-def _step_figure(changes: tuple, counts: tuple, label: str, gpus: int, title: str):
+def _step_of(changes: tuple, counts: tuple, label: str, gpus: int):
+    """The prediction of case ``label`` at ``gpus`` GPUs (the lesson's run is cached)."""
     result = scenario_in_pieces(
         str(scenario_path("data_parallel_scaling")), changes, counts, parts=len(counts)
     )
-    step = next(r for r in result.results if r.label == label and r.value == gpus)
-    return plots.timeline(step.prediction, title)
+    return next(r for r in result.results if r.label == label and r.value == gpus).prediction
+
+
+def _step_figure(changes: tuple, counts: tuple, label: str, gpus: int, title: str):
+    return plots.timeline(_step_of(changes, counts, label, gpus), title)
 
 
 def _serving(model: str, gpu: str) -> None:

@@ -21,6 +21,7 @@ import streamlit as st
 
 from parsim import plots
 from parsim.app import urlstate
+from parsim.app.memory import memory_bar
 from parsim.app.widgets import cached_png, csv_download, show_png
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
@@ -184,6 +185,7 @@ def view(settings: Settings) -> None:
         help="the step's time beyond one GPU's step alone: the all-reduce not hidden behind the "
         "backward pass, and the node's GPUs sharing PCIe and the host",
     )
+    memory_bar(step.memory, "nodes_memory")
     model = dict(params)["model"]
     title = f"{model} on {spec.id} ({spec.network.nic.id}), batch {dict(params)['batch']} per GPU"
     series = {

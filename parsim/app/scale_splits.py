@@ -18,6 +18,7 @@ from typing import NamedTuple
 import pandas
 import streamlit as st
 
+from parsim.app.memory import memory_bar
 from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on, step_timeline
 from parsim.app.widgets import csv_download
 from parsim.base.budget import APP
@@ -200,6 +201,7 @@ def _chosen(fitting: list[SplitRow], wanted: tuple, params: tuple, source: tuple
     columns[1].metric("TFLOP/s per GPU", f"{metrics['tflops_per_gpu']:.1f}", border=True)
     columns[2].metric("MFU", f"{metrics['mfu']:.1%}", border=True, help="model FLOPs over the peak")
     columns[3].metric("memory per GPU", gib(metrics["memory_per_gpu_B"]), border=True)
+    memory_bar(step.memory, "split_memory")
     shares = pandas.DataFrame(
         {
             "where the step goes": ["compute", "tensor-parallel", "data-parallel", "idle (bubble, waits)"],

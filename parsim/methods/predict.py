@@ -25,7 +25,7 @@ from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.methods import analytic
-from parsim.model import capacity, outcome, traffic, transfer
+from parsim.model import capacity, footprint, outcome, traffic, transfer
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
 from parsim.results import algorithms, cluster_figures, serving_figures, timeline
@@ -133,8 +133,8 @@ def predict(
     checks = {**serving_figures.SYSTEM_CHECKS, **cluster_figures.SYSTEM_CHECKS}
     if workload.name in checks:
         checks[workload.name](workload, system)
-    check_fits(workload, system)
-    prediction = _predict(workload, system, mode, method, overlap)
+    memory = check_fits(workload, system)
+    prediction = attrs.evolve(_predict(workload, system, mode, method, overlap), memory=memory)
     figures = {**serving_figures.METRICS, **cluster_figures.METRICS}
     if workload.name in figures:
         own = figures[workload.name](workload, system, prediction)
@@ -353,8 +353,9 @@ def _with_scaling(
         "single_gpu_latency_s": one_latency,
     }
     notes = prediction.notes
-    if single.footprint_B > system.gpu.memory.capacity_B:
-        need, has = gib(single.footprint_B), gib(system.gpu.memory.capacity_B)
+    alone = footprint.of_workload(single, one_gpu)
+    if not alone.fits:
+        need, has = gib(alone.need_B), gib(alone.capacity_B)
         notes += (f"the 1-GPU baseline would need {need} on a {has} GPU: a hypothetical reference",)
     return attrs.evolve(prediction, metrics=metrics, notes=notes)
 
@@ -364,15 +365,17 @@ def clear_caches() -> None:
     caching.clear_caches()
 
 
-def check_fits(workload: Workload, system: SystemSpec) -> None:
-    """Refuse a workload that needs a device it lacks, or whose data does not fit in memory."""
+def check_fits(workload: Workload, system: SystemSpec) -> footprint.MemoryBreakdown:
+    """Refuse a workload that needs a device it lacks, or whose data does not fit in memory;
+    return what fills each executing processor's memory."""
     if workload.needs_device and system.device is None:
         raise ParsimError(
             f"{workload.name} moves data over a link and needs a GPU device; "
             f"{system.host.id} is a CPU (try --device v100-pcie)"
         )
-    for spec, need, what in capacity.needs(
-        system, workload.footprint_B, workload.host_buffer_B, bool(workload.framework)
-    ):
-        if need > spec.memory.capacity_B:
-            raise ParsimError(capacity.too_big_message(workload.name, need, spec, what))
+    memory = footprint.of_workload(workload, system)
+    if not memory.fits:
+        raise ParsimError(memory.refusal(workload.name))
+    if capacity.host_too_big(system, workload.host_buffer_B):
+        raise ParsimError(capacity.host_message(workload.name, system, workload.host_buffer_B))
+    return memory

@@ -2,12 +2,15 @@
 
 Real programs fail with an out-of-memory error there, so a prediction would be a fiction. The
 executing processor holds the footprint (a framework process on a GPU also holds its runtime: the
-CUDA context and the libraries' workspaces); the host holds one buffer per copy that crosses the
-link, never the GPU's own data. Messages name the need and what the processor has, in GiB.
-Footprints may be one number or an array of them (a vectorised sweep).
+CUDA context and the libraries' workspaces): ``footprint.breakdown`` is that rule, part by part.
+The host holds one buffer per copy that crosses the link, never the GPU's own data: ``host_too_big``.
+Messages name the need and what the processor has, in GiB. Footprints may be one number or an
+array of them (a vectorised sweep).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from parsim.base.dtypes import Number
 from parsim.base.units import gib
@@ -20,14 +23,17 @@ def runtime_B(system: SystemSpec, in_framework: bool) -> float:
     return library_for(system.device is not None).runtime_B if in_framework else 0.0
 
 
-def needs(
-    system: SystemSpec, footprint_B: Number, host_buffer_B: Number, in_framework: bool
-) -> list[tuple[ProcessorSpec, Number, str]]:
-    """``(processor, bytes it must hold, how the message names its memory)`` for each memory to check."""
-    limits = [(system.compute, footprint_B + runtime_B(system, in_framework), "")]
-    if system.device is not None:
-        limits.append((system.host, host_buffer_B, "of host memory"))
-    return limits
+def host_too_big(system: SystemSpec, host_buffer_B: Number) -> Any:
+    """The host cannot hold the buffers that cross the link (False on a CPU: nothing crosses);
+    an array of answers for an array of buffers."""
+    if system.device is None:
+        return host_buffer_B != host_buffer_B  # False, shaped like the buffers
+    return host_buffer_B > system.host.memory.capacity_B
+
+
+def host_message(name: str, system: SystemSpec, host_buffer_B: float) -> str:
+    """``offload needs 102.7 GiB of host memory, xeon-e5-2630v3 has 64.0 GiB``."""
+    return too_big_message(name, host_buffer_B, system.host, "of host memory")
 
 
 def too_big_message(name: str, need_B: float, spec: ProcessorSpec, what: str = "") -> str:

@@ -37,6 +37,8 @@ def prediction_text(p: Prediction) -> str:
     ]
     if p.method == "engine":
         lines.append(f"  events       {p.events}")
+    if p.memory is not None and p.memory.itemised:
+        lines.append(f"  memory       {p.memory.line()}")
     lines += _format_metrics(p.metrics)
     if p.layers:
         lines.append(_format_layers(p.layers))

@@ -19,9 +19,8 @@ that does not fit and names the smallest that would.
 from __future__ import annotations
 
 from parsim.base.errors import ParsimError
-from parsim.base.units import gib
 from parsim.hardware.specs import SystemSpec
-from parsim.model.capacity import runtime_B
+from parsim.model import footprint
 from parsim.model.collectives import algorithm_bandwidth_Bps, bus_bandwidth_Bps, group_of, op_timing
 from parsim.results.prediction import Prediction
 from parsim.workloads import parallel3d
@@ -122,35 +121,29 @@ def check_parallel(workload: Workload, system: SystemSpec) -> None:
     """Refuse a 3D split whose fullest GPU does not fit, naming the smallest split that would."""
     if not workload.devices or system.device is None:
         return
-    room = system.gpu.memory.capacity_B - runtime_B(system, True)
-    if workload.footprint_B <= room:
+    memory = footprint.of_workload(workload, system)
+    if memory.fits:
         return
     params: Params = dict(workload.params)
     config = LLMS[str(params["model"])]
     numerics = numerics_of(params)
-    fitting = [
-        split for split in parallel3d.splits(config, params) if _memory(config, split, numerics) <= room
-    ]
-    have = f"{system.gpu.id} has {gib(system.gpu.memory.capacity_B)}"
-    split = f"tp={params['tp']} pp={params['pp']}"
-    need = f"network: {config.name} needs {gib(workload.footprint_B)} per GPU with {split}"
+    fitting = [split for split in parallel3d.splits(config, params) if _fits(config, split, numerics, system)]
+    need = memory.refusal(f"network: {config.name}", f"with tp={params['tp']} pp={params['pp']}")
     if not fitting:
         raise ParsimError(
-            f"{need}, {have}, and no split of these {params['gpus'] * params['nodes']} GPUs fits "
+            f"{need}; no split of these {params['gpus'] * params['nodes']} GPUs fits "
             "(try recompute=full, a smaller micro-batch or more nodes)"
         )
     best = min(fitting, key=lambda split: (split["tp"] * split["pp"], split["pp"]))
     raise ParsimError(
-        f"{need}, {have}; the smallest split that fits: tp={best['tp']} pp={best['pp']} "
+        f"{need}; the smallest split that fits: tp={best['tp']} pp={best['pp']} "
         f"microbatches={best['microbatches']}"
     )
 
 
-def _memory(config: LlmConfig, params: Params, numerics: Numerics) -> float:
-    lay = parallel3d.layout(config, params)
-    return parallel3d.memory_per_gpu_B(
-        config, lay, params["seq"], numerics, params["optimizer"], params["recompute"], params["attention"]
-    )
+def _fits(config: LlmConfig, params: Params, numerics: Numerics, system: SystemSpec) -> bool:
+    needs = parallel3d.memory_needs(config, parallel3d.layout(config, params), params, numerics)
+    return bool(footprint.breakdown(needs, system, True).fits)
 
 
 METRICS = {name: collective_metrics for name in KINDS} | {"network": parallel_metrics}

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from parsim.base.frozen import FrozenMap, freeze, plain
+from parsim.model.footprint import MemoryBreakdown
 from parsim.results.resources import Resource
 from parsim.results.timeline import TraceEvent
 
@@ -57,6 +58,8 @@ class Prediction:
         nodes: nodes of a cluster (1 for one machine).
         metrics: workload-specific figures (``samples_per_s``; for ``data_parallel`` also
             ``speedup``, ``efficiency`` and Amdahl's ``serial_fraction`` against one GPU).
+        memory: what fills each executing processor's memory, part by part, against its capacity
+            (``model.footprint``); None when the prediction was not checked against one.
     """
 
     workload: str
@@ -82,6 +85,7 @@ class Prediction:
     nodes: int = 1
     metrics: Mapping[str, float] = attrs.field(factory=FrozenMap, converter=freeze)
     peer_link: str | None = None
+    memory: MemoryBreakdown | None = None
 
     @property
     def utilization(self) -> Mapping[str, float]:
@@ -104,6 +108,8 @@ class Prediction:
         for field in attrs.fields(Prediction):
             if field.name == "busy":
                 data["utilization"] = dict(self.utilization)
+            elif field.name == "memory":
+                data["memory"] = self.memory.to_dict() if self.memory is not None else None
             elif field.name != "trace":
                 data[field.name] = plain(getattr(self, field.name))
         data["flops_per_s"] = self.flops_per_s

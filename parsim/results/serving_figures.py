@@ -15,11 +15,11 @@ from typing import Any
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib
 from parsim.hardware.specs import SystemSpec
-from parsim.model.capacity import runtime_B
+from parsim.model import footprint
 from parsim.results.prediction import Prediction
 from parsim.workloads.base import Workload
 from parsim.workloads.llms import LLMS, kv_cache_bytes
-from parsim.workloads.serving import NAME, PHASES, UNITS, footprint_parts, kv_type
+from parsim.workloads.serving import NAME, PHASES, UNITS, kv_type, memory_needs
 
 
 def check_system(workload: Workload, system: SystemSpec) -> None:
@@ -34,16 +34,16 @@ def check_system(workload: Workload, system: SystemSpec) -> None:
             raise ParsimError(f"{NAME}: weights={weights} needs {unit}; {where} has none ({family})")
     if device is None:
         return
-    config, batch = LLMS[params["model"]], params["batch"]
-    weights_B, cache, activations = footprint_parts(config, params, batch)
-    room = device.memory.capacity_B - runtime_B(system, True)
-    if weights_B + cache + activations > room:
+    memory = footprint.of_workload(workload, system)
+    if not memory.fits:
         most = max_batch(workload, system)
         fits = f"; batch {most} fits" if most else "; not even the weights fit"
         per = f" per GPU over {system.gpus}" if system.gpus > 1 else ""
+        cache, weights = gib(memory.needs.kv_cache_B), gib(memory.needs.weights_B)
         raise ParsimError(
-            f"{NAME}: needs {gib(cache)} for the KV cache at batch {batch} beside {gib(weights_B)} of "
-            f"weights{per}, {device.id} has {gib(device.memory.capacity_B)}{fits}"
+            f"{NAME}: needs {cache} for the KV cache at batch {params['batch']} beside {weights} of "
+            f"weights{per}, {device.id} has {gib(device.memory.capacity_B)}{fits} "
+            f"(in all {gib(memory.need_B)}: {memory.summary()})"
         )
 
 
@@ -55,10 +55,9 @@ def max_batch(workload: Workload, system: SystemSpec) -> int:
     if system.device is None:
         return 0
     params: dict[str, Any] = dict(workload.params)
-    config = LLMS[params["model"]]
-    weights, cache, activations = footprint_parts(config, params, 1)
-    room = system.device.memory.capacity_B - runtime_B(system, True) - weights
-    return max(0, int(room // (cache + activations)))
+    one = footprint.breakdown(memory_needs(LLMS[params["model"]], params, 1), system, True)
+    weights = one.needs.weights_B
+    return max(0, int((one.room_B - weights) // (one.needs.total_B - weights)))
 
 
 def phase_ends(prediction: Prediction) -> dict[str, float]:

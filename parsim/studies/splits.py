@@ -23,7 +23,7 @@ from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.methods.predict import predict
-from parsim.model.capacity import runtime_B
+from parsim.model import footprint
 from parsim.studies.sweeps.workers import watch_parent
 from parsim.workloads import parallel3d
 from parsim.workloads.llms import LLMS
@@ -88,7 +88,6 @@ def _table(
         raise ParsimError(f"splits: {model} is not a language model; tp and pp split transformers")
     config = LLMS[model]
     system = registry.cluster_system(spec, validated["nodes"])
-    room = system.gpu.memory.capacity_B - runtime_B(system, True)
     numerics = numerics_of(validated)
     rows = []
     found = parallel3d.splits(config, {**validated, "microbatches": 1}, micro)
@@ -100,10 +99,10 @@ def _table(
     rows: list[SplitRow] = []
     for split in found:
         lay = parallel3d.layout(config, split)
-        memory = parallel3d.memory_per_gpu_B(
-            config, lay, split["seq"], numerics, split["optimizer"], split["recompute"], split["attention"]
+        memory = footprint.breakdown(parallel3d.memory_needs(config, lay, split, numerics), system, True)
+        rows.append(
+            SplitRow(lay.tp, lay.pp, lay.dp, lay.microbatches, memory.needs.total_B, bool(memory.fits))
         )
-        rows.append(SplitRow(lay.tp, lay.pp, lay.dp, lay.microbatches, memory, memory <= room))
     fitting = [split for split, row in zip(found, rows, strict=True) if row.fits]
     if budget is not None:
         passes = sum(stage_passes(split) for split in fitting)

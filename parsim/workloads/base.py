@@ -32,6 +32,7 @@ from parsim.base.checks import (
 from parsim.base.dtypes import DTYPES, QUANTISED_FORMATS
 from parsim.base.errors import ParsimError, field_error
 from parsim.workloads.conv import ConvShape
+from parsim.workloads.needs import MemoryNeeds
 
 HOST = -1
 """``device`` of an op the host CPU runs itself."""
@@ -395,6 +396,8 @@ class Workload:
             ``cuda-graph``): every op then pays its host cost; empty for raw library calls.
         devices: GPUs the ops are placed on when more than ``gpus`` (a pipeline's stages, one
             representative GPU each); 0 means ``gpus``.
+        memory: its footprint part by part (weights, gradients, optimizer state, activations, KV
+            cache, workspace) when the workload declares them; ``footprint_B`` is then their sum.
     """
 
     name: str
@@ -407,8 +410,11 @@ class Workload:
     staging: bool = False
     framework: str = ""
     devices: int = 0
+    memory: MemoryNeeds | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.memory is not None:  # the parts are the footprint: one figure, never two
+            object.__setattr__(self, "footprint_B", float(self.memory.total_B))
         # Sequences given as lists become tuples (the workload is hashed as a cache key).
         if type(self.params) is not tuple:
             object.__setattr__(self, "params", tuple(self.params))
@@ -434,6 +440,11 @@ class Workload:
         if not good:
             explain(self, _WORKLOAD_RULES, f"workload {self.name!r}")
         self._check_order()
+
+    @property
+    def needs(self) -> MemoryNeeds:
+        """What one executing processor holds: the declared parts, or the footprint undivided."""
+        return self.memory if self.memory is not None else MemoryNeeds(data_B=self.footprint_B)
 
     def _check_order(self) -> None:
         """Every op is an op on an existing GPU, and waits only for earlier ops."""

@@ -27,7 +27,7 @@ import attrs
 
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import AllReduce, Kernel, Op, Transfer
-from parsim.workloads.optimizers import optimizer_state_B, update_kernel
+from parsim.workloads.optimizers import update_kernel
 
 MB = 1024 * 1024  # DDP's bucket_cap_mb counts mebibytes
 
@@ -67,20 +67,6 @@ def buckets(layer_params: Sequence[tuple[str, int]], bucket_params: float) -> li
         groups[-1].append((name, params))
         filled += params
     return [group for group in groups if group]
-
-
-def sharded_saving_B(params: int, sync: Sync, ranks: int, mixed: bool) -> float:
-    """Memory one GPU does not hold under ZeRO ``sync.zero`` with ``ranks`` data-parallel GPUs."""
-    if sync.zero == 0 or ranks == 1:
-        return 0.0
-    gone = 1.0 - 1.0 / ranks
-    saved = optimizer_state_B(sync.optimizer, params, sync.master_dtype)
-    master = itemsize(sync.master_dtype)
-    if sync.zero >= 2:
-        saved += params * master  # gradients
-    if sync.zero >= 3:
-        saved += params * (master + (itemsize(sync.weight_dtype) if mixed else 0))  # weights
-    return saved * gone
 
 
 def ring_step(

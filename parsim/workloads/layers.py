@@ -24,7 +24,8 @@ import attrs
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
 from parsim.workloads.conv import ConvShape, Pass
-from parsim.workloads.optimizers import optimizer_state_B, update_kernel
+from parsim.workloads.needs import MemoryNeeds
+from parsim.workloads.optimizers import parameter_needs, update_kernel
 
 Shape = tuple[int, ...]
 
@@ -399,9 +400,9 @@ def _saved(layer: Layer, after: Layer | None) -> bool:
     return True
 
 
-def network_footprint_B(
+def network_needs(
     layers: list[Layer], batch: int, numerics: Numerics, train: bool, optimizer: str = "sgd"
-) -> float:
+) -> MemoryNeeds:
     """Device memory of one step as a framework allocates it (PyTorch's autograd and caching allocator).
 
     Weights are kept in the master precision, plus the low-precision copies autocast caches under
@@ -412,19 +413,20 @@ def network_footprint_B(
     also keeps int64 indices. At the start of the backward pass all of
     that is held at once, with the gradients of the largest layer in flight; activations are freed
     as the backward pass goes. Inference holds only the largest input/output pair at a time. Adam
-    adds its two moments per parameter (``optimizer_state_B``).
+    adds its two moments per parameter (``parameter_needs``). The parts: ``MemoryNeeds``.
     """
-    size, master = itemsize(numerics.dtype), itemsize(numerics.master_dtype)
+    size = itemsize(numerics.dtype)
     params = sum(layer.params for layer in layers)
-    weights = params * master + (params * size if numerics.mixed else 0)
+    state = parameter_needs(params, numerics.dtype, numerics.mixed, train, optimizer)
     peak = max(batch * (layer.in_size + layer.out_size) for layer in layers) * size
     if not train:
-        return weights + peak
+        return attrs.evolve(state, workspace_B=float(peak))
     stored = layers[0].in_size + sum(
         layer.out_size
         for layer, after in zip(layers, [*layers[1:], None], strict=True)
         if _saved(layer, after)
     )
     indices = sum(layer.out_size for layer in layers if layer.kind == "maxpool") * itemsize("float64")
-    state = optimizer_state_B(optimizer, params, numerics.master_dtype)
-    return weights + params * master + state + batch * (stored * size + indices) + peak
+    return attrs.evolve(
+        state, activations_B=float(batch * (stored * size + indices)), workspace_B=float(peak)
+    )

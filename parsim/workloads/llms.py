@@ -18,8 +18,7 @@ against the published one (the parameter totals Hugging Face reports for the che
 | llama-3-8b | 8,030,261,248 | meta-llama/Meta-Llama-3-8B config.json (GQA, 8 KV heads) |
 
 The memory a model needs follows from the same numbers: ``kv_cache_bytes`` (keys and values of
-every layer for every token kept) and ``transformer_footprint_B`` (weights, gradients, optimizer
-state and the activations a training step saves for its backward, or the KV cache when serving).
+every layer for every token kept) here, the rest part by part in ``transformer_memory``.
 """
 
 from __future__ import annotations
@@ -28,10 +27,8 @@ from typing import Literal
 
 import attrs
 
-from parsim.base.dtypes import DTYPES, itemsize
+from parsim.base.dtypes import DTYPES
 from parsim.base.errors import ParsimError, closest
-from parsim.workloads.layers import Numerics
-from parsim.workloads.optimizers import optimizer_state_B
 
 _QUANTISED = {"int8": 1.0, "float8": 1.0, "int4": 0.5}  # KV-cache element types below 16 bits
 
@@ -295,51 +292,3 @@ def kv_itemsize(dtype: str) -> float:
 def kv_cache_bytes(config: LlmConfig, batch: int, tokens: int, kv_dtype: str) -> float:
     """Keys and values of ``tokens`` tokens for ``batch`` sequences over every layer."""
     return 2.0 * config.layers * config.kv_width * tokens * batch * kv_itemsize(kv_dtype)
-
-
-def transformer_footprint_B(
-    config: LlmConfig,
-    batch: int,
-    seq: int,
-    numerics: Numerics,
-    train: bool,
-    optimizer: str,
-    tp: int = 1,
-    attention: str = "flash",
-) -> float:
-    """Device memory of one GPU's share of a step, as PyTorch allocates it.
-
-    Weights in the master precision (+ the low-precision copies autocast makes under mixed
-    precision). Training adds a gradient per weight, Adam's two moments, and what each block
-    saves for its backward: the norms' inputs and outputs, q, k, v, the attention output (flash:
-    plus a float32 log-sum-exp per query; unfused: plus the S x S probabilities of every head),
-    the MLP's inner activations; then the final norm and the logits with their float32
-    log-probabilities. Inference holds the KV cache of the sequences and the largest activations.
-    """
-    size, master = itemsize(numerics.dtype), itemsize(numerics.master_dtype)
-    params = config.params / tp
-    weights = params * master + (params * size if numerics.mixed else 0)
-    tokens, d, hd = batch * seq, config.hidden, config.head_dim
-    heads, kv_heads, width, vocab = (
-        config.heads / tp,
-        config.kv_heads / tp,
-        config.mlp_hidden / tp,
-        config.vocab / tp,
-    )
-    inner = tokens * width * (2 if config.mlp == "gelu" else 3)
-    if not train:
-        cache = kv_cache_bytes(config, batch, seq, numerics.dtype) / tp
-        scores = batch * heads * seq * seq * size if attention == "unfused" else 0.0
-        return weights + cache + max(inner * size, scores, batch * vocab * size) + 2 * tokens * d * size
-    per_block = tokens * (4 * d + (2 * heads + 2 * kv_heads) * hd) * size + inner * size
-    per_block += batch * heads * seq * seq * size if attention == "unfused" else tokens * heads * 4
-    logits = tokens * vocab * (size + 4)
-    saved = config.layers * per_block + 2 * tokens * d * size + logits
-    in_flight = max(tokens * vocab, tokens * width) * size  # the largest gradient being computed
-    return (
-        weights
-        + params * master
-        + optimizer_state_B(optimizer, int(params), numerics.master_dtype)
-        + saved
-        + in_flight
-    )

@@ -18,7 +18,7 @@ import attrs
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.ops import _items, gemm_kernel
-from parsim.workloads.optimizers import optimizer_state_B, update_kernel
+from parsim.workloads.optimizers import parameter_needs, update_kernel
 
 
 def _streaming(
@@ -92,15 +92,16 @@ def mlp_train_step(params: Params) -> Workload:
     else:
         ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
         deps = ()
-    footprint = (2 * (w1 + w2) + n * (2 * d_in + 3 * hidden + 4 * d_out)) * size
-    footprint += optimizer_state_B(optimizer, w1 + w2, dtype)
+    # the weights, their gradients and the optimizer's state; x, h, relu(h), y and their gradients
+    state = parameter_needs(w1 + w2, dtype, False, True, optimizer)
+    memory = attrs.evolve(state, activations_B=float(n * (2 * d_in + 3 * hidden + 4 * d_out) * size))
     kinds = (("data", "copy"), ("fc1", "linear"), ("relu", "relu"), ("fc2", "linear"), ("loss", "mse"))
     return Workload(
         "mlp_train_step",
         _items(params),
         tuple(ops),
         deps,
-        footprint_B=footprint,
+        memory=memory,
         layers=kinds,
         staging=True,
         framework="" if params["framework"] == "none" else params["framework"],

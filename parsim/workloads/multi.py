@@ -41,7 +41,10 @@ def split_over_gpus(workload: Workload, gpus: int, how: str | None, instead: str
     ops = tuple(_share(op, gpus, g) for g in range(gpus) for op in workload.ops)
     per = len(workload.ops)
     deps = tuple(tuple(d + g * per for d in op_deps) for g in range(gpus) for op_deps in workload.deps)
-    return attrs.evolve(workload, ops=ops, deps=deps, footprint_B=workload.footprint_B / gpus, gpus=gpus)
+    memory = workload.memory.scaled(1 / gpus) if workload.memory is not None else None
+    return attrs.evolve(
+        workload, ops=ops, deps=deps, footprint_B=workload.footprint_B / gpus, memory=memory, gpus=gpus
+    )
 
 
 def _share(op: Op, gpus: int, device: int) -> Op:

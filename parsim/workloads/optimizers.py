@@ -3,16 +3,17 @@
 ``sgd``: ``w -= lr * g``. ``adam``: two moments per weight kept in the master precision (PyTorch's
 fused Adam reads w, g, m, v and writes w, m, v; its default ``foreach`` Adam makes eight passes over
 the same arrays, reading 12 and writing 8 per weight: see ``FrameworkSpec.fused_optimizer``).
-Every training workload (the MLP, the CNNs, the transformers, data parallel) takes its update from
-here.
+Every training workload (the MLP, the CNNs, the transformers, data parallel) takes its update,
+and the memory of its weights, gradients and optimizer state (``parameter_needs``), from here.
 """
 
 from __future__ import annotations
 
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
+from parsim.workloads.needs import MemoryNeeds
 
-__all__ = ["OPTIMIZERS", "adam_kernel", "optimizer_state_B", "sgd_kernel", "update_kernel"]
+__all__ = ["OPTIMIZERS", "adam_kernel", "optimizer_state_B", "parameter_needs", "sgd_kernel", "update_kernel"]
 
 
 def sgd_kernel(
@@ -108,3 +109,15 @@ def update_kernel(
 def optimizer_state_B(optimizer: str, params: int, master_dtype: str) -> float:
     """Memory the optimizer keeps besides weights and gradients: Adam's two moments per parameter."""
     return 2.0 * params * itemsize(master_dtype) if optimizer == "adam" else 0.0
+
+
+def parameter_needs(params: float, dtype: str, mixed: bool, train: bool, optimizer: str) -> MemoryNeeds:
+    """The parameter state of ``params`` weights: the weights in the master precision (+ the
+    ``dtype`` copy the kernels read under mixed precision); training adds a master-precision
+    gradient per weight and the optimizer's state. Mixed-precision Adam: 4 + 2 + 4 + 8 = 18 B."""
+    master = "float32" if mixed else dtype
+    weights = params * itemsize(master) + (params * itemsize(dtype) if mixed else 0.0)
+    if not train:
+        return MemoryNeeds(weights_B=weights)
+    state = optimizer_state_B(optimizer, int(params), master)
+    return MemoryNeeds(weights_B=weights, gradients_B=params * itemsize(master), optimizer_B=state)

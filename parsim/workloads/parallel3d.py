@@ -20,6 +20,7 @@ all-reduces), so the events grow with stages x micro-batches, not with layers, t
 Activation recomputation (Korthikanti et al. 2022): ``none`` keeps every layer's activations for
 the micro-batches in flight; ``selective`` recomputes the attention core in the backward pass;
 ``full`` keeps only each layer's input and runs its forward pass again before its backward pass.
+What each GPU holds is ``transformer_memory``'s, as for every transformer workload.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Block, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig
-from parsim.workloads.optimizers import optimizer_state_B, update_kernel
+from parsim.workloads.needs import MemoryNeeds
+from parsim.workloads.optimizers import update_kernel
 from parsim.workloads.transformer import transformer_kernels
+from parsim.workloads.transformer_memory import stage_layers, stage_params, transformer_needs
 
 TOKEN_ID_B = 8
 RECOMPUTE = ("none", "selective", "full")
@@ -104,15 +107,6 @@ def layout(config: LlmConfig, params: Params) -> Layout:
     return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches))
 
 
-def stage_layers(config: LlmConfig, pp: int) -> list[range]:
-    """The transformer blocks of each stage, as even as the count allows (earlier stages get one more)."""
-    base, extra = divmod(config.layers, pp)
-    bounds = [0]
-    for stage in range(pp):
-        bounds.append(bounds[-1] + base + (1 if stage < extra else 0))
-    return [range(bounds[s], bounds[s + 1]) for s in range(pp)]
-
-
 def _stage_of(layer: str, blocks: list[range]) -> int:
     if layer == "embed":
         return 0
@@ -122,55 +116,24 @@ def _stage_of(layer: str, blocks: list[range]) -> int:
     return len(blocks) - 1  # ln_f, lm_head, loss
 
 
-def stage_params(config: LlmConfig, blocks: list[range], stage: int) -> int:
-    """Parameters stage ``stage`` holds (before tensor parallelism); the last stage keeps its own
-    copy of tied embeddings for the LM head, as Megatron-LM does."""
-    held = len(blocks[stage]) * config.layer_params
-    if stage == 0:
-        held += config.embedding_params
-    if stage == len(blocks) - 1:
-        held += config.norm_params + (config.head_params or config.vocab * config.hidden) * (len(blocks) > 1)
-    return held
-
-
-def activation_B(
-    config: LlmConfig, lay: Layout, seq: int, dtype: str, recompute: str, attention: str
-) -> float:
-    """Activations one layer keeps for one micro-batch on one GPU (Korthikanti et al. 2022, section 4:
-    ``sbh (10 + 24/t + 5as/(ht))`` bytes in float16, the last term the attention scores an unfused
-    kernel stores; ``2sbh``, the layer's input, under full recomputation)."""
-    s, b, h, t = seq, lay.micro_batch, config.hidden, lay.tp
-    scale = itemsize(dtype) / 2
-    if recompute == "full":
-        return 2 * s * b * h * scale
-    scores = 5 * config.heads * s / (h * t) if attention == "unfused" and recompute == "none" else 0.0
-    return s * b * h * (10 + 24 / t + scores) * scale
-
-
-def memory_per_gpu_B(
-    config: LlmConfig,
-    lay: Layout,
-    seq: int,
-    numerics: Numerics,
-    optimizer: str,
-    recompute: str,
-    attention: str,
-) -> float:
-    """The fullest GPU's memory: its stage's weights, gradients and optimizer state over ``tp``, and
-    the activations of the micro-batches it holds at once under 1F1B (stage s: ``pp - s``)."""
-    blocks = stage_layers(config, lay.pp)
-    size, master = itemsize(numerics.dtype), itemsize(numerics.master_dtype)
-    per_param = master + (size if numerics.mixed else 0) + master
-    fullest = 0.0
-    for stage in range(lay.pp):
-        params = stage_params(config, blocks, stage) / lay.tp
-        state = params * per_param + optimizer_state_B(optimizer, int(params), numerics.master_dtype)
-        in_flight = min(lay.pp - stage, lay.microbatches)
-        acts = len(blocks[stage]) * activation_B(config, lay, seq, numerics.dtype, recompute, attention)
-        if stage == lay.pp - 1:  # the logits and their float32 log-probabilities
-            acts += seq * lay.micro_batch * config.vocab / lay.tp * (size + 4)
-        fullest = max(fullest, state + in_flight * acts)
-    return fullest
+def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> MemoryNeeds:
+    """The fullest GPU's memory, part by part (``transformer_memory.transformer_needs``): its
+    stage's weights, gradients and optimizer state over ``tp``, and the activations of the
+    micro-batches it holds at once under 1F1B (stage s: ``pp - s``)."""
+    return transformer_needs(
+        config,
+        lay.micro_batch,
+        params["seq"],
+        numerics,
+        True,
+        params["optimizer"],
+        tp=lay.tp,
+        pp=lay.pp,
+        microbatches=lay.microbatches,
+        recompute=params["recompute"],
+        attention=params["attention"],
+        dropout=params["dropout"],
+    )
 
 
 def _tp_all_reduces(
@@ -301,9 +264,7 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
         tuple(sorted(params.items())),
         tuple(ordered),
         tuple(deps),
-        footprint_B=memory_per_gpu_B(
-            config, lay, seq, numerics, params["optimizer"], params["recompute"], params["attention"]
-        ),
+        memory=memory_needs(config, lay, params, numerics),
         gpus=params["gpus"],
         devices=p,
         layers=layers + (("optimizer", "update"),),

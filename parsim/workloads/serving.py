@@ -46,9 +46,11 @@ from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
-from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm, transformer_footprint_B
+from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm
+from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.registry import WorkloadDef, _Params
 from parsim.workloads.transformer import transformer_kernels, transformer_layers
+from parsim.workloads.transformer_memory import transformer_needs
 
 NAME = "llm_serve"
 TOKEN_ID_B = 8  # int64 token ids
@@ -141,20 +143,21 @@ def weight_B(config: LlmConfig, params: Params) -> float:
     return float(linear * per + (config.params - linear) * size) / tp
 
 
-def footprint_parts(config: LlmConfig, params: Params, batch: int) -> tuple[float, float, float]:
-    """Per-GPU bytes of the weights, the KV cache at the end, and the prefill's peak activations.
-
-    The activations are ``transformer_footprint_B``'s inference figure less its weights and cache.
-    """
-    tp, numerics = params["gpus"], _numerics(params)
-    prompt, size = params["prompt"], itemsize(params["dtype"])
-    whole = transformer_footprint_B(
-        config, batch, prompt, numerics, False, "sgd", tp=tp, attention=params["attention"]
+def memory_needs(config: LlmConfig, params: Params, batch: int) -> MemoryNeeds:
+    """Per-GPU needs at ``batch`` sequences: the weights (quantised blocks' linears at their
+    format's bytes), the KV cache at the end of the output (in ``kv_dtype``), and the prefill's
+    hidden states and largest intermediate (``transformer_needs``, the one transformer formula)."""
+    prefill = transformer_needs(
+        config,
+        batch,
+        params["prompt"],
+        _numerics(params),
+        False,
+        tp=params["gpus"],
+        attention=params["attention"],
     )
-    prompt_cache = kv_cache_bytes(config, batch, prompt, params["dtype"])
-    activations = whole - config.params / tp * size - prompt_cache / tp
-    cache = kv_cache_bytes(config, batch, prompt + params["output"], kv_type(params)) / tp
-    return weight_B(config, params), cache, activations
+    cache = kv_cache_bytes(config, batch, params["prompt"] + params["output"], kv_type(params))
+    return attrs.evolve(prefill, weights_B=weight_B(config, params), kv_cache_B=cache / params["gpus"])
 
 
 def _quantised(kernel: Kernel, weights: str, size: int) -> Kernel:
@@ -249,13 +252,12 @@ def llm_serve(params: Params) -> Workload:
             ops.append(_stop_check(batch, phase))
             deps.append((len(ops) - 2,))
         barrier = (len(ops) - 1,)
-    weights, cache, activations = footprint_parts(config, params, batch)
     return Workload(
         NAME,
         tuple(sorted(params.items())),
         tuple(ops),
         tuple(deps),
-        footprint_B=weights + cache + activations,
+        memory=memory_needs(config, params, batch),
         gpus=tp,
         layers=(("data", "copy"), *transformer_layers(config, False), ("sample", "sampling")),
         staging=True,

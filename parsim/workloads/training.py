@@ -32,13 +32,15 @@ from parsim.workloads.layers import (
     Numerics,
     folded_layers,
     layer_kernels,
-    network_footprint_B,
+    network_needs,
 )
 from parsim.workloads.llms import LLMS, LlmConfig
 from parsim.workloads.models import MODELS
+from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.ops import _items
 from parsim.workloads.optimizers import update_kernel
-from parsim.workloads.transformer import transformer_footprint_B, transformer_kernels, transformer_layers
+from parsim.workloads.transformer import transformer_kernels, transformer_layers
+from parsim.workloads.transformer_memory import transformer_needs
 
 TOKEN_ID_B = 8  # a token id is an int64
 
@@ -105,12 +107,11 @@ def network(params: Params) -> Workload:
         ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
     else:
         ops.append(Transfer("d2h output", batch * layers[-1].out_size * size, "d2h", layer="data"))
-    footprint = network_footprint_B(layers, batch, numerics, train, optimizer)
     return Workload(
         "network",
         _items(params),
         tuple(ops),
-        footprint_B=footprint,
+        memory=network_needs(layers, batch, numerics, train, optimizer),
         layers=_kinds(layers),
         staging=True,
         framework=params["framework"],
@@ -145,8 +146,15 @@ def _language_model(params: Params) -> Workload:
         "network",
         _items(params),
         tuple(ops),
-        footprint_B=transformer_footprint_B(
-            config, batch, seq, numerics, train, optimizer, attention=attention
+        memory=transformer_needs(
+            config,
+            batch,
+            seq,
+            numerics,
+            train,
+            optimizer,
+            attention=attention,
+            dropout=params.get("dropout", False),
         ),
         layers=(("data", "copy"), *transformer_layers(config, train)),
         staging=True,
@@ -193,13 +201,12 @@ def data_parallel(params: Params) -> Workload:
         )
         shares = [ddp.GpuStep(step.input_B, *step.kernels(g)) for g in range(gpus)]
         ring_ops, ring_deps = ddp.ring_step(shares, step.layer_params, rule, ranks)
-        saving = ddp.sharded_saving_B(step.weights, rule, ranks, numerics.mixed)
         return Workload(
             "data_parallel",
             _items(params),
             tuple(ring_ops),
             tuple(ring_deps),
-            footprint_B=step.footprint_B - saving,
+            memory=step.memory.zero_sharded(rule.zero, ranks),
             gpus=gpus,
             layers=layers,
             framework=params["framework"],
@@ -247,7 +254,7 @@ def data_parallel(params: Params) -> Workload:
         _items(params),
         tuple(ops),
         tuple(deps),
-        footprint_B=step.footprint_B,
+        memory=step.memory,
         gpus=gpus,
         layers=layers,
         framework=params["framework"],
@@ -261,7 +268,7 @@ class _ShardStep:
     Attributes:
         input_B: bytes of the shard's input copied in.
         weights: parameters (the gradients to sum).
-        footprint_B: memory of the shard's step on one GPU.
+        memory: memory of the shard's step on one GPU, part by part.
         kinds: per-layer rows.
         kernels: GPU index -> that GPU's forward and backward kernels.
         layer_params: ``(layer, parameters)`` in the order the backward pass reaches the layers.
@@ -269,7 +276,7 @@ class _ShardStep:
 
     input_B: float
     weights: int
-    footprint_B: float
+    memory: MemoryNeeds
     kinds: tuple[tuple[str, str], ...]
     kernels: Callable[[int], tuple[list[Kernel], list[Kernel]]]
     layer_params: tuple[tuple[str, int], ...]
@@ -286,7 +293,7 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
                 config, shard, seq, numerics, True, attention=params["attention"], device=device, update=False
             )
 
-        footprint = transformer_footprint_B(
+        footprint = transformer_needs(
             config, shard, seq, numerics, True, optimizer, attention=params["attention"]
         )
         kinds = (("data", "copy"), *transformer_layers(config, True))
@@ -304,7 +311,7 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
         return forward, [k for _, backward in reversed(passes) for k in backward]
 
     input_B = shard * layers[0].in_size * itemsize(numerics.dtype)
-    footprint = network_footprint_B(layers, shard, numerics, True, optimizer)
+    footprint = network_needs(layers, shard, numerics, True, optimizer)
     weights = sum(layer.params for layer in layers)
     backward_order = tuple((layer.name, layer.params) for layer in reversed(layers))
     return _ShardStep(input_B, weights, footprint, _kinds(layers), network_of, backward_order)

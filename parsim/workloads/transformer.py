@@ -33,19 +33,13 @@ from parsim.workloads import transformer_eager as eager
 from parsim.workloads import transformer_hf as hf
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
-from parsim.workloads.llms import (
-    LlmConfig,
-    kv_cache_bytes,
-    kv_itemsize,
-    transformer_footprint_B,
-)
+from parsim.workloads.llms import LlmConfig, kv_cache_bytes, kv_itemsize
 from parsim.workloads.transformer_ops import Ops
 
-__all__ = [  # the memory side of the API lives with the configurations in llms.py
+__all__ = [  # the memory side of the API: llms.py (the KV cache) and transformer_memory.py
     "ATTENTIONS",
     "kv_cache_bytes",
     "kv_itemsize",
-    "transformer_footprint_B",
     "transformer_kernels",
     "transformer_layers",
 ]

@@ -16,13 +16,14 @@ import pandas
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
-from parsim.model import capacity, outcome, transfer
+from parsim.model import capacity, footprint, outcome, transfer
 from parsim.model.issue import issue_s
 from parsim.model.kernel import kernel_time, overlap_norm
 from parsim.model.modes import check_mode
 from parsim.model.placement import blocks_host, kernel_processor, on_host
 from parsim.model.rates import execution
 from parsim.workloads.base import Kernel, Vectorised
+from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.registry import lookup, make_workload, validate_params
 
 PLAIN_FIELDS = ("device", "host", "link", "mode", "overlap")
@@ -202,13 +203,22 @@ def _rows(case, points, call, system, mode, q, t, crosses_link, ids) -> pandas.D
     numeric += [f"{kind}_s" for kind in outcome.CATEGORIES]
     refused = numpy.zeros(len(points), dtype=bool)
     host_buffers = q.transfer_B if crosses_link else 0.0 * q.footprint_B
-    for spec, need, what in capacity.needs(system, q.footprint_B, host_buffers, in_framework=False):
-        too_big = (need > spec.memory.capacity_B) & ~refused
-        if too_big.any():
-            frame.loc[too_big, "error"] = [
-                capacity.too_big_message(call["workload"], value, spec, what) for value in need[too_big]
-            ]
-            refused |= too_big
+    data = numpy.broadcast_to(numpy.asarray(q.footprint_B, dtype=float), (len(points),))
+    memory = footprint.breakdown(MemoryNeeds(data_B=data), system, in_framework=False)
+    too_big = ~numpy.broadcast_to(numpy.asarray(memory.fits, dtype=bool), (len(points),))
+    if too_big.any():
+        frame.loc[too_big, "error"] = [
+            footprint.breakdown(MemoryNeeds(data_B=float(value)), system, False).refusal(call["workload"])
+            for value in data[too_big]
+        ]
+        refused |= too_big
+    too_big = numpy.broadcast_to(capacity.host_too_big(system, host_buffers), (len(points),)) & ~refused
+    if too_big.any():
+        frame.loc[too_big, "error"] = [
+            capacity.host_message(call["workload"], system, value)
+            for value in numpy.broadcast_to(host_buffers, (len(points),))[too_big]
+        ]
+        refused |= too_big
     if refused.any():
         frame.loc[refused, numeric] = numpy.nan
         frame.loc[refused, ["device", "host", "link", "mode", "method", "bottleneck"]] = None
