@@ -37,11 +37,11 @@ from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.predict import predict
-from parsim.model.capacity import runtime_B
+from parsim.model import footprint
 from parsim.results.serving_figures import phase_ends
 from parsim.workloads.llms import LLMS, kv_cache_bytes
 from parsim.workloads.registry import make_workload
-from parsim.workloads.serving import footprint_parts, kv_type
+from parsim.workloads.serving import kv_type, memory_needs
 
 LOW, HIGH = 16, 1024
 """The two contexts (cached tokens per request) each grid batch's decode step is predicted at."""
@@ -105,7 +105,9 @@ class ModelSteps:
         key = (batch, prompt)
         if key not in self._phases:
             params = {**self.params, "batch": batch, "prompt": prompt, "output": 2}
-            program = attrs.evolve(make_workload("llm_serve", params), name=STEP_NAME, footprint_B=0.0)
+            program = attrs.evolve(
+                make_workload("llm_serve", params), name=STEP_NAME, memory=None, footprint_B=0.0
+            )
             prediction = predict(
                 program, device=self.device, host=self.host, link=self.link, method=self.method, budget=None
             )
@@ -163,7 +165,8 @@ class ModelSteps:
 
 def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_tokens: int) -> int:
     """KV-cache blocks of ``block`` tokens one replica's GPUs hold beside the weights, the runtime and
-    the activations of a prefill of ``prefill_tokens`` tokens (what vLLM reserves by profiling one).
+    the activations of a prefill of ``prefill_tokens`` tokens (what vLLM reserves by profiling one):
+    the room ``model.footprint`` gives, less every part of ``llm_serve``'s needs but its cache.
 
     Raises:
         ParsimError: not even the weights and one prefill fit.
@@ -174,14 +177,13 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     prompt = min(prefill_tokens, model.context - 1)
     workload = make_workload("llm_serve", {**params, "batch": 1, "prompt": prompt, "output": 1})
     values: dict[str, Any] = dict(workload.params)
-    config = LLMS[str(values["model"])]
-    weights, _, activations = footprint_parts(config, values, 1)
-    room = system.device.memory.capacity_B - runtime_B(system, True) - weights - activations
-    per_block = kv_cache_bytes(config, 1, block, kv_type(values)) / float(values["gpus"])
+    needs = memory_needs(model, values, 1)
+    room = footprint.breakdown(needs, system, True).room_B - (needs.total_B - needs.kv_cache_B)
+    per_block = kv_cache_bytes(model, 1, block, kv_type(values)) / float(values["gpus"])
     blocks = int(room // per_block)
     if blocks < 1:
         raise ParsimError(
-            f"llm_load: {config.name}'s weights and a {prefill_tokens}-token prefill leave no room "
+            f"llm_load: {model.name}'s weights and a {prompt}-token prefill leave no room "
             f"for a KV cache on {system.device.id}"
         )
     return blocks
