@@ -9,7 +9,9 @@ and routes each request to a replica; one process per replica runs its scheduler
 Events scale with iterations, not with tokens x requests: an iteration is one SimPy timeout
 whatever its batch, a whole static batch is one, and the per-request bookkeeping of an iteration
 (tokens generated, tokens cached, KV blocks held) is a handful of NumPy operations on index arrays.
-An idle replica sleeps on an event the router triggers.
+Decode-only steps that nothing can interrupt (no request ends, no request arrives, their blocks
+fit) run as one timeout, each still priced at its own context: a decode-heavy load costs events
+per change of the batch, not per token. An idle replica sleeps on an event the router triggers.
 
 Nothing vanishes: each request ends finished (its first-token and finish times recorded) or
 refused at arrival because its prompt and output exceed the whole KV cache of a replica;
