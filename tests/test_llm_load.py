@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parsim.base.errors import ParsimError
 from parsim.methods.predict import predict
 from parsim.methods.serving.config import ServerConfig
 from parsim.methods.serving.metrics import in_system_area, summarize, timeline
@@ -301,3 +302,27 @@ def test_continuous_batching_doubles_static_throughput_at_the_same_latency(llama
     static = best_rate("static", llama_steps, 12.0)
     continuous = best_rate("continuous", llama_steps, 12.0)
     assert continuous >= 2 * static
+
+
+def test_a_mixed_step_is_the_prefill_of_every_token_plus_the_decodes_attention(llama_steps):
+    _, slope = llama_steps.decode_line(4)
+    mixed = llama_steps(256, 4, 4 * 1000)
+    assert mixed == pytest.approx(llama_steps.prefill_s(260) + slope * 1000)
+    assert llama_steps(512, 0, 0) == llama_steps.phases(1, 512)[0]  # a grid prompt: llm_serve's own
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("scheduler", "fifo", "'scheduler' must be one of static, continuous, chunked: 'fifo'"),
+        ("router", "random", "'router' must be one of round_robin, least_loaded: 'random'"),
+        ("max_batch", 0, "'max_batch' must be an integer in 1..65,536: 0"),
+        ("block", 1.5, "'block' must be an integer in 1..4,096: 1.5"),
+        ("slo_ttft_s", -1.0, "'slo_ttft_s' must be >= 0 seconds: -1.0"),
+        ("batch_timeout_s", None, "'batch_timeout_s' must be >= 0 seconds: None"),
+    ],
+)
+def test_bad_server_settings_are_one_line_errors(field, value, message):
+    with pytest.raises(ParsimError) as error:
+        ServerConfig(kv_blocks=10, **{field: value})
+    assert str(error.value) == message
