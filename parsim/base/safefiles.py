@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -95,3 +96,36 @@ def write_with(path: Path, writer: Callable[[IO[bytes]], object], option: str = 
     with replacing(path, binary=True, option=option) as out:
         writer(out)
     return Path(path)
+
+
+def read_text(path: Path, max_bytes: int, option: str = "") -> str:
+    """The text of the regular file ``path`` itself, never through a link, at most ``max_bytes``.
+
+    Read-only, ``O_NOFOLLOW`` (a link at the name is refused, not followed) and ``O_NONBLOCK`` (a
+    FIFO planted at the name does not hang the open); anything but a regular file (a FIFO, a device
+    such as ``/dev/zero``) and a file above ``max_bytes`` are refused in one line before reading.
+    """
+    where = f"'{option}': " if option else ""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | BINARY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if Path(path).is_symlink():
+            raise ParsimError(
+                f"{where}{path} is a symbolic link; parsim does not read through links"
+            ) from None
+        raise ParsimError(f"{where}cannot read {path} ({exc.strerror or exc.__class__.__name__})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ParsimError(f"{where}{path} is not a regular file")
+        if info.st_size > max_bytes:
+            raise ParsimError(
+                f"{where}{path} has {info.st_size:,} bytes, above the {max_bytes:,} parsim reads"
+            )
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # grew while we read
+        raise ParsimError(f"{where}{path} has more than the {max_bytes:,} bytes parsim reads")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ParsimError(f"{where}{path} is not UTF-8 text (byte {exc.start})") from None

@@ -1,0 +1,1 @@
+"""Requests under load: a request-level simulation of a serving system (schedulers, KV blocks, replicas)."""

@@ -1,0 +1,105 @@
+"""How a server under load is run: the scheduler, its limits, the KV cache, replicas, the SLOs.
+
+Three schedulers, as the serving systems name them:
+
+- ``static``: a batch starts when ``max_batch`` requests wait or the oldest has waited
+  ``batch_timeout_s``; its prompts are padded to the longest and prefilled together, then every slot
+  decodes until the batch's longest output ends (FasterTransformer, early TGI). A request's tokens
+  stream as they come, but its slot frees only when the whole batch ends.
+- ``continuous``: iteration-level scheduling (Orca, vLLM): requests join and leave the batch at every
+  step. When waiting requests fit, a step prefills them (and only them: prefills first, vLLM's
+  default); otherwise every running request decodes one token.
+- ``chunked``: a token budget per step (``chunk``, Sarathi-Serve, vLLM's chunked prefill): the
+  running decodes first, one token each, then the budget left goes to prompt tokens, in arrival
+  order, a prompt split over steps where it does not fit.
+
+The KV cache is paged (vLLM's PagedAttention): ``kv_blocks`` blocks of ``block`` tokens per
+replica. A request is admitted only when the blocks of its prompt fit (``static``: of its whole
+padded length); a decode that needs a new block when none is free preempts the most recently
+admitted running request, whose blocks are freed and whose prompt and tokens so far are
+recomputed later (vLLM's recompute preemption) — counted, never lost. A request longer than the
+whole cache is refused at arrival and reported.
+
+``replicas`` copies of the model each run their own scheduler behind one router: ``round_robin``
+(request i to replica i mod R) or ``least_loaded`` (the replica with the fewest requests waiting or
+running at the arrival).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import attrs
+
+from parsim.base.errors import ParsimError, field_error
+
+SCHEDULERS = ("static", "continuous", "chunked")
+ROUTERS = ("round_robin", "least_loaded")
+
+
+class StepTime(Protocol):
+    """Seconds one iteration of a replica takes.
+
+    Args:
+        prefill_tokens: prompt tokens processed in the step (of every request prefilling in it).
+        decode_batch: requests decoding one token each in the step.
+        decode_context_tokens: tokens already cached for those requests, summed (their attention
+            reads them all).
+    """
+
+    def __call__(self, prefill_tokens: int, decode_batch: int, decode_context_tokens: int) -> float: ...
+
+
+INTEGERS = {
+    "kv_blocks": 10**9,
+    "max_batch": 65_536,
+    "chunk": 10**6,
+    "max_prefill_tokens": 10**7,
+    "block": 4096,
+    "replicas": 1024,
+}
+"""Each integer field's largest value (all are >= 1)."""
+
+
+@attrs.frozen
+class ServerConfig:
+    """One serving configuration (see the module docstring); ``kv_blocks`` is per replica.
+
+    ``max_prefill_tokens`` bounds the prompt tokens of one ``continuous`` prefill step (vLLM's
+    ``max_num_batched_tokens``); a longer prompt still runs, alone.
+    """
+
+    kv_blocks: int
+    scheduler: str = "continuous"
+    max_batch: int = 256
+    batch_timeout_s: float = 0.1
+    chunk: int = 512
+    max_prefill_tokens: int = 8192
+    block: int = 16
+    replicas: int = 1
+    router: str = "round_robin"
+    slo_ttft_s: float | None = None
+    slo_tpot_s: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for name, most in INTEGERS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                raise field_error(name, f"an integer in 1..{most:,}", value)
+        for name in ("batch_timeout_s", "slo_ttft_s", "slo_tpot_s"):
+            value = getattr(self, name)
+            if value is None and name != "batch_timeout_s":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise field_error(name, ">= 0 seconds", value)
+        if self.scheduler not in SCHEDULERS:
+            raise field_error("scheduler", f"one of {', '.join(SCHEDULERS)}", self.scheduler)
+        if self.router not in ROUTERS:
+            raise field_error("router", f"one of {', '.join(ROUTERS)}", self.router)
+        if self.scheduler == "chunked" and self.chunk <= 1:
+            raise ParsimError(f"'chunk' must be > 1 token for scheduler=chunked: {self.chunk}")
+
+    def blocks(self, tokens: int) -> int:
+        """Blocks that hold ``tokens`` cached tokens."""
+        return -(-tokens // self.block)

@@ -1,0 +1,327 @@
+"""Requests under load, simulated: arrivals, a router, and each replica's scheduler as a SimPy process.
+
+The engine's second level (DESIGN, "Requests under load"): where ``methods.engine`` composes the
+kernels of one step, this composes steps into a server's life. One process replays the arrivals
+and routes each request to a replica; one process per replica runs its scheduler
+(``config.SCHEDULERS``): it picks the requests of the next iteration, asks the injected
+``StepTime`` how long that iteration takes, waits that long, and advances every request in it.
+
+Events scale with iterations, not with tokens x requests: an iteration is one SimPy timeout
+whatever its batch, a whole static batch is one, and the per-request bookkeeping of an iteration
+(tokens generated, tokens cached, KV blocks held) is a handful of NumPy operations on index arrays.
+Decode-only steps that nothing can interrupt (no request ends, no request arrives, their blocks
+fit) run as one timeout, each still priced at its own context: a decode-heavy load costs events
+per change of the batch, not per token. An idle replica sleeps on an event the router triggers.
+
+Nothing vanishes: each request ends finished (its first-token and finish times recorded) or
+refused at arrival because its prompt and output exceed the whole KV cache of a replica;
+``simulate`` checks that the two add up to the requests that arrived.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+import simpy
+
+from parsim.methods.serving.config import ServerConfig, StepTime
+from parsim.workloads.requests import Floats, Ints, RequestStream
+
+SAMPLE_FIELDS = ("time_s", "waiting", "running", "kv_blocks", "replica")
+
+
+@attrs.frozen(eq=False)
+class Outcome:
+    """What happened to every request (NaN times: refused), and the replicas' state over time.
+
+    ``samples`` rows are ``SAMPLE_FIELDS``: taken at each arrival and at the start of each
+    iteration (after admission), per replica. ``steps`` rows are (requests in each step, seconds,
+    steps) per event: a static batch or a run of decode steps is one row.
+    """
+
+    stream: RequestStream
+    config: ServerConfig
+    first_token_s: Floats
+    finish_s: Floats
+    admitted_s: Floats
+    preemptions: Ints
+    refused: npt.NDArray[np.bool_]
+    samples: Floats
+    steps: Floats
+
+
+class _Replica:
+    """One copy of the model: its queue, running requests (admission order) and free KV blocks."""
+
+    def __init__(self, sim: _Simulation, index: int) -> None:
+        self.sim, self.index = sim, index
+        self.waiting: collections.deque[int] = collections.deque()
+        self.running = np.empty(0, dtype=np.int64)
+        self.free = sim.config.kv_blocks
+        self.wake: simpy.Event | None = None
+
+    def load(self) -> int:
+        return len(self.waiting) + self.running.size
+
+    def arrive(self, request: int) -> None:
+        self.waiting.append(request)
+        self.sim.sample(self)
+        if self.wake is not None and not self.wake.triggered:
+            self.wake.succeed()
+
+    def sleep(self) -> simpy.Event:
+        self.wake = self.sim.env.event()
+        return self.wake
+
+
+class _Simulation:
+    def __init__(self, stream: RequestStream, config: ServerConfig, step_time: StepTime, fuse: bool) -> None:
+        n = len(stream)
+        self.stream, self.config, self.step_time = stream, config, step_time
+        self.env = simpy.Environment()
+        self.prompt = stream.prompt_tokens.astype(np.int64)
+        self.output = stream.output_tokens.astype(np.int64)
+        self.generated = np.zeros(n, dtype=np.int64)
+        self.cached = np.zeros(n, dtype=np.int64)
+        self.held = np.zeros(n, dtype=np.int64)
+        self.prefill_left = self.prompt.copy()
+        self.first_token = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.admitted = np.full(n, np.nan)
+        self.preemptions = np.zeros(n, dtype=np.int64)
+        whole = -(-(self.prompt + self.output) // config.block)
+        self.refused = whole > config.kv_blocks
+        self.replicas = [_Replica(self, r) for r in range(config.replicas)]
+        self.sample_rows: list[tuple[float, int, int, int, int]] = []
+        self.step_rows: list[tuple[int, float, int]] = []
+        self.upcoming = 0.0  # the next arrival's time (inf after the last)
+        self.fuse = fuse
+
+    def sample(self, replica: _Replica) -> None:
+        used = self.config.kv_blocks - replica.free
+        self.sample_rows.append(
+            (self.env.now, len(replica.waiting), replica.running.size, used, replica.index)
+        )
+
+    def arrivals(self) -> Any:
+        env, config, arrival = self.env, self.config, self.stream.arrival_s
+        for i in range(len(arrival)):
+            self.upcoming = float(arrival[i])
+            if arrival[i] > env.now:
+                yield env.timeout(arrival[i] - env.now)
+            if self.refused[i]:
+                continue
+            if config.router == "round_robin" or config.replicas == 1:
+                target = self.replicas[i % config.replicas]
+            else:
+                target = min(self.replicas, key=_Replica.load)
+            target.arrive(i)
+        self.upcoming = np.inf
+
+    # -- iteration-level schedulers (continuous, chunked) -------------------------------------
+
+    def _admit(self, replica: _Replica, budget: int, whole: bool) -> list[int]:
+        """Waiting requests, front first, whose prompt blocks fit, up to ``max_batch`` running and
+        ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may)."""
+        config, tokens = self.config, 0
+        taken: list[int] = []
+        while replica.waiting and replica.running.size + len(taken) < config.max_batch:
+            i = replica.waiting[0]
+            need = config.blocks(int(self.prefill_left[i]))
+            if need > replica.free or tokens >= budget:
+                break
+            if whole and taken and tokens + self.prefill_left[i] > budget:
+                break
+            replica.waiting.popleft()
+            replica.free -= need
+            self.held[i] = need
+            if np.isnan(self.admitted[i]):
+                self.admitted[i] = self.env.now
+            taken.append(i)
+            tokens += int(self.prefill_left[i])
+        return taken
+
+    def _preempt(self, replica: _Replica, decoding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Free blocks for the decodes' next tokens, preempting the latest admitted as needed."""
+        block = self.config.block
+        need = self.cached[decoding] // block + 1 - self.held[decoding]
+        while int(need.sum()) > replica.free:
+            victim = int(replica.running[-1])
+            replica.running = replica.running[:-1]
+            replica.free += int(self.held[victim])
+            self.held[victim] = 0
+            self.cached[victim] = 0
+            self.prefill_left[victim] = self.prompt[victim] + self.generated[victim]
+            self.preemptions[victim] += 1
+            replica.waiting.appendleft(victim)
+            keep = decoding != victim
+            decoding, need = decoding[keep], need[keep]
+        return decoding, need
+
+    def _grow(self, replica: _Replica, decoding: np.ndarray, need: np.ndarray) -> None:
+        """Give the decodes the blocks their next tokens need (``_preempt`` made room)."""
+        replica.free -= int(need.sum())
+        self.held[decoding] += need
+
+    def _decode_run(self, replica: _Replica, decoding: np.ndarray, first_s: float) -> tuple[int, float]:
+        """Decode-only steps that can run as one timeout, and their seconds.
+
+        Nothing can change the batch before the first of its requests finishes or the next arrival
+        (to any replica) comes: admission waits on a finish (blocks, ``max_batch``, the chunk
+        budget) or on an arrival. So the steps up to the one that ends a request or spans the next
+        arrival run as one event, each still priced at its own context — unless their KV blocks do
+        not all fit, when one step runs alone (and the next may preempt).
+        """
+        batch, context = decoding.size, int(self.cached[decoding].sum())
+        last = int((self.output[decoding] - self.generated[decoding]).min())
+        gap = self.upcoming - self.env.now
+        steps, seconds = 1, first_s
+        while steps < last and seconds < gap:
+            seconds += self.step_time(0, batch, context + steps * batch)
+            steps += 1
+        if steps > 1:
+            more = (self.cached[decoding] + steps - 1) // self.config.block + 1 - self.held[decoding]
+            if int(more.sum()) > replica.free:
+                return 1, first_s
+            self._grow(replica, decoding, more)
+        return steps, seconds
+
+    def iterate(self, replica: _Replica) -> Any:
+        """The continuous or chunked scheduler of one replica, one iteration per timeout."""
+        config, env = self.config, self.env
+        chunked = config.scheduler == "chunked"
+        while True:
+            if not replica.waiting and replica.running.size == 0:
+                yield replica.sleep()
+                continue
+            running = replica.running
+            decoding = running[self.prefill_left[running] == 0]
+            prefill: list[tuple[int, int]] = []
+            if chunked:
+                decoding, need = self._preempt(replica, decoding)
+                self._grow(replica, decoding, need)  # before admission takes the free blocks
+                budget = max(0, config.chunk - decoding.size)
+                for i in replica.running[self.prefill_left[replica.running] > 0]:
+                    take = min(int(self.prefill_left[i]), budget)
+                    if take:
+                        prefill.append((int(i), take))
+                        budget -= take
+                for i in self._admit(replica, budget, whole=False):
+                    take = min(int(self.prefill_left[i]), budget)
+                    prefill.append((i, take))
+                    budget -= take
+                    replica.running = np.append(replica.running, i)
+            else:
+                admitted = self._admit(replica, config.max_prefill_tokens, whole=True)
+                if admitted:
+                    decoding, need = decoding[:0], decoding[:0]
+                    prefill = [(i, int(self.prefill_left[i])) for i in admitted]
+                    replica.running = np.append(replica.running, admitted)
+                else:
+                    decoding, need = self._preempt(replica, decoding)
+                    self._grow(replica, decoding, need)
+            if not prefill and decoding.size == 0:
+                continue  # everything was preempted: admit again
+            tokens = sum(take for _, take in prefill)
+            steps, seconds = 1, self.step_time(tokens, int(decoding.size), int(self.cached[decoding].sum()))
+            if self.fuse and not prefill and decoding.size == replica.running.size:
+                steps, seconds = self._decode_run(replica, decoding, seconds)
+            self.sample(replica)
+            self.step_rows.append((decoding.size + len(prefill), seconds, steps))
+            yield env.timeout(seconds)
+            self.cached[decoding] += steps
+            self.generated[decoding] += steps
+            for i, take in prefill:
+                self.cached[i] += take
+                self.prefill_left[i] -= take
+                if self.prefill_left[i] == 0:
+                    self.generated[i] += 1
+                    if np.isnan(self.first_token[i]):
+                        self.first_token[i] = env.now
+            running = replica.running
+            done = self.generated[running] >= self.output[running]
+            if done.any():
+                ended = running[done]
+                self.finish[ended] = env.now
+                replica.free += int(self.held[ended].sum())
+                self.held[ended] = 0
+                replica.running = running[~done]
+
+    # -- static batches ------------------------------------------------------------------------
+
+    def static(self, replica: _Replica) -> Any:
+        """The static scheduler of one replica: one timeout per batch, tokens timed inside it."""
+        config, env, arrival = self.config, self.env, self.stream.arrival_s
+        while True:
+            if not replica.waiting:
+                yield replica.sleep()
+                continue
+            deadline = arrival[replica.waiting[0]] + config.batch_timeout_s
+            if len(replica.waiting) < config.max_batch and env.now < deadline:
+                yield env.any_of([replica.sleep(), env.timeout(deadline - env.now)])
+                continue
+            batch: list[int] = []
+            longest_prompt = longest_output = 0
+            while replica.waiting and len(batch) < config.max_batch:
+                i = replica.waiting[0]
+                p, o = max(longest_prompt, int(self.prompt[i])), max(longest_output, int(self.output[i]))
+                if (len(batch) + 1) * config.blocks(p + o) > config.kv_blocks:
+                    break
+                batch.append(replica.waiting.popleft())
+                longest_prompt, longest_output = p, o
+            size, ids = len(batch), np.array(batch, dtype=np.int64)
+            replica.running = ids
+            replica.free = config.kv_blocks - size * config.blocks(longest_prompt + longest_output)
+            self.admitted[ids] = env.now
+            self.sample(replica)
+            # token k (1..longest_output) of every slot is out after the prefill and k - 1 decodes,
+            # each over the padded context of the step
+            times = [self.step_time(size * longest_prompt, 0, 0)]
+            for step in range(1, longest_output):
+                times.append(self.step_time(0, size, size * (longest_prompt + step - 1)))
+            ends = env.now + np.cumsum(times)
+            self.first_token[ids] = ends[0]
+            self.finish[ids] = ends[self.output[ids] - 1]
+            self.generated[ids] = self.output[ids]
+            self.step_rows.append((size, float(np.sum(times)), len(times)))
+            yield env.timeout(float(ends[-1] - env.now))
+            replica.running = replica.running[:0]
+            replica.free = config.kv_blocks
+
+
+def simulate(
+    stream: RequestStream, config: ServerConfig, step_time: StepTime, *, fuse: bool = True
+) -> Outcome:
+    """Serve ``stream`` with ``config``, each iteration priced by ``step_time``.
+
+    ``fuse``: run the decode-only steps nothing can interrupt as one event (``_decode_run``); the
+    result is the same as stepping them one by one (the tests compare), only faster.
+
+    Raises:
+        RuntimeError: a request neither finished nor refused (a scheduler bug, never user input).
+    """
+    sim = _Simulation(stream, config, step_time, fuse)
+    sim.env.process(sim.arrivals())
+    for replica in sim.replicas:
+        sim.env.process(sim.static(replica) if config.scheduler == "static" else sim.iterate(replica))
+    sim.env.run()
+    finished = ~np.isnan(sim.finish)
+    if int(finished.sum()) + int(sim.refused.sum()) != len(stream) or (finished & sim.refused).any():
+        raise RuntimeError("serving simulation: a request neither finished nor was refused")
+    samples = np.array(sim.sample_rows, dtype=np.float64).reshape(-1, len(SAMPLE_FIELDS))
+    steps = np.array(sim.step_rows, dtype=np.float64).reshape(-1, 3)
+    return Outcome(
+        stream,
+        config,
+        sim.first_token,
+        sim.finish,
+        sim.admitted,
+        sim.preemptions,
+        sim.refused,
+        samples,
+        steps,
+    )

@@ -1,0 +1,196 @@
+"""What one serving iteration costs, from parsim's own model of ``llm_serve`` — no profiling.
+
+``llm_serve`` predicts a program of a prefill and one decode step (``workloads.serving``); with
+``output=2`` its decode step attends over exactly ``prompt`` cached tokens. So one prediction at
+``(batch=B, prompt=c)`` prices a decode step of B requests at c cached tokens each, and one at
+``(batch=1, prompt=N)`` a prefill of N tokens. An iteration of a serving simulation is priced from
+a few such predictions, cached:
+
+- prefill of N tokens: predicted at grid points (1, 2, 3, 4, 6, 8, 12, ... : powers of two and
+  1.5 times them) and interpolated linearly between them, so a prompt on the grid (512) is priced
+  exactly as ``llm_serve`` prices it; beyond the model's context (several prompts in one step)
+  it scales with N from the longest single prefill (prompts of one step are priced as one
+  sequence: their attention is a small part of a prefill);
+- decode of B requests over C cached tokens: every kernel but attention is the same whatever the
+  context and attention's bytes grow linearly with it, so the step is affine in the mean context
+  c = C / B: a(B) + s(B) c, a and s from two predictions per grid batch (contexts ``LOW`` and
+  ``HIGH``), linear in B between grid batches;
+- a step mixing prompt tokens with decodes (chunked prefill): the decodes' rows join the prefill's
+  GEMMs, which read the weights once, so the step is the prefill of N + B tokens plus the decodes'
+  attention over their context, s(B) c.
+
+A low load therefore reproduces ``llm_serve``: one request's first token comes after one prefill of
+its prompt, and its decode steps average a + s (prompt + (output - 2) / 2), ``llm_serve``'s mean step.
+
+The predictions are of the step's program alone: whether its KV cache fits is the simulation's
+paged-block accounting (``kv_blocks``), not the program's footprint check.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import attrs
+
+from parsim.base.errors import ParsimError
+from parsim.hardware import registry
+from parsim.hardware.specs import SystemSpec
+from parsim.methods.predict import predict
+from parsim.model import footprint
+from parsim.results.serving_figures import phase_ends
+from parsim.workloads.llms import LLMS, kv_cache_bytes
+from parsim.workloads.registry import make_workload
+from parsim.workloads.serving import kv_type, memory_needs
+
+LOW, HIGH = 16, 1024
+"""The two contexts (cached tokens per request) each grid batch's decode step is predicted at."""
+STEP_NAME = "llm_step"
+"""The name a priced step's program runs under (no workload's hooks or footprint check apply)."""
+
+
+def grid(most: int) -> list[int]:
+    """1, 2, 3, 4, 6, 8, 12, 16, ... (powers of two and 1.5 times them) up to ``most``, and ``most``."""
+    points, power = [1], 2
+    while power < most:
+        points += [p for p in (power, power * 3 // 2) if p < most]
+        power *= 2
+    return sorted(set(points + [most]))
+
+
+def _between(points: list[int], x: float) -> tuple[int, int, float]:
+    """The grid points around ``x`` and ``x``'s weight on the upper one (extrapolating past the ends)."""
+    k = min(max(bisect.bisect_left(points, x), 1), len(points) - 1)
+    lo, hi = points[k - 1], points[k]
+    return lo, hi, (x - lo) / (hi - lo)
+
+
+class ModelSteps:
+    """A ``StepTime`` for one model on one system, priced by ``predict`` (see the module docstring).
+
+    Args:
+        params: ``llm_serve`` parameters but the batch, prompt and output (model, dtype, weights,
+            kv_dtype, gpus, attention, framework).
+        device, host, link: the system, as ``predict`` takes them.
+        method: ``engine`` or ``analytic``.
+        max_batch: the largest decode batch the grid covers (larger ones extrapolate).
+    """
+
+    def __init__(
+        self,
+        params: dict[str, Any],
+        device: str,
+        *,
+        host: str | None = None,
+        link: str | None = None,
+        method: str = "engine",
+        max_batch: int = 256,
+    ) -> None:
+        fixed = {k: v for k, v in params.items() if k not in ("batch", "prompt", "output")}
+        self.params, self.method = fixed, method
+        self.device, self.host, self.link = device, host, link
+        model = make_workload("llm_serve", {**fixed, "prompt": 1, "output": 2}).param("model")
+        self.context = LLMS[str(model)].context
+        self.longest = self.context - 2  # llm_serve's prompt + output=2 stays within the context
+        self.prompts = grid(self.longest)
+        self.batches = grid(max(2, min(max_batch, 4096)))
+        self.high = min(HIGH, self.longest)
+        self._phases: dict[tuple[int, int], tuple[float, float]] = {}
+        self._lines: dict[int, tuple[float, float]] = {}  # per batch: the interpolated line
+        self._prefills: dict[int, float] = {}  # per prompt tokens
+        self.predictions = 0
+
+    def phases(self, batch: int, prompt: int) -> tuple[float, float]:
+        """``llm_serve``'s prefill and decode step at ``batch`` and ``prompt`` (output 2), in seconds."""
+        key = (batch, prompt)
+        if key not in self._phases:
+            params = {**self.params, "batch": batch, "prompt": prompt, "output": 2}
+            program = attrs.evolve(
+                make_workload("llm_serve", params), name=STEP_NAME, memory=None, footprint_B=0.0
+            )
+            prediction = predict(
+                program, device=self.device, host=self.host, link=self.link, method=self.method, budget=None
+            )
+            ends = phase_ends(prediction)
+            self._phases[key] = (ends["prefill"], ends["decode"] - ends["prefill"])
+            self.predictions += 1
+        return self._phases[key]
+
+    def prefill_s(self, tokens: int) -> float:
+        """One prefill of ``tokens`` prompt tokens."""
+        seconds = self._prefills.get(tokens)
+        if seconds is None:
+            seconds = self._prefills[tokens] = self._prefill(tokens)
+        return seconds
+
+    def _prefill(self, tokens: int) -> float:
+        if tokens > self.longest:
+            return self.phases(1, self.longest)[0] * tokens / self.longest
+        lo, hi, w = _between(self.prompts, tokens)
+        return (1 - w) * self.phases(1, lo)[0] + w * self.phases(1, hi)[0] if w else self.phases(1, lo)[0]
+
+    def decode_line(self, batch: int) -> tuple[float, float]:
+        """``(a, s)``: a decode step of ``batch`` requests at c cached tokens each takes a + s c."""
+        line = self._lines.get(batch)
+        if line is None:
+            line = self._lines[batch] = self._line(batch)
+        return line
+
+    def _line(self, batch: int) -> tuple[float, float]:
+
+        def at(b: int) -> tuple[float, float]:
+            low, high = self.phases(b, LOW)[1], self.phases(b, self.high)[1]
+            slope = (high - low) / (self.high - LOW)
+            return low - slope * LOW, slope
+
+        lo, hi, w = _between(self.batches, batch)
+        if w == 0:
+            return at(lo)
+        (a0, s0), (a1, s1) = at(lo), at(hi)
+        return (1 - w) * a0 + w * a1, (1 - w) * s0 + w * s1
+
+    def decode_s(self, batch: int, context_tokens: int) -> float:
+        """One decode step of ``batch`` requests over ``context_tokens`` cached tokens in all."""
+        a, s = self.decode_line(batch)
+        return a + s * context_tokens / batch
+
+    def __call__(self, prefill_tokens: int, decode_batch: int, decode_context_tokens: int) -> float:
+        if decode_batch == 0:
+            return self.prefill_s(prefill_tokens)
+        if prefill_tokens == 0:
+            return self.decode_s(decode_batch, decode_context_tokens)
+        _, s = self.decode_line(decode_batch)
+        return self.prefill_s(prefill_tokens + decode_batch) + s * decode_context_tokens / decode_batch
+
+
+def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_tokens: int) -> int:
+    """KV-cache blocks of ``block`` tokens one replica's GPUs hold beside the weights, the runtime and
+    the activations of a prefill of ``prefill_tokens`` tokens (what vLLM reserves by profiling one):
+    the room ``model.footprint`` gives, less every part of ``llm_serve``'s needs but its cache.
+
+    Raises:
+        ParsimError: not even the weights and one prefill fit.
+    """
+    if system.device is None:
+        raise ParsimError("serving under load needs a GPU device")
+    model = LLMS[str(make_workload("llm_serve", {**params, "prompt": 1, "output": 1}).param("model"))]
+    prompt = min(prefill_tokens, model.context - 1)
+    workload = make_workload("llm_serve", {**params, "batch": 1, "prompt": prompt, "output": 1})
+    values: dict[str, Any] = dict(workload.params)
+    needs = memory_needs(model, values, 1)
+    room = footprint.breakdown(needs, system, True).room_B - (needs.total_B - needs.kv_cache_B)
+    per_block = kv_cache_bytes(model, 1, block, kv_type(values)) / float(values["gpus"])
+    blocks = int(room // per_block)
+    if blocks < 1:
+        raise ParsimError(
+            f"llm_load: {model.name}'s weights and a {prompt}-token prefill leave no room "
+            f"for a KV cache on {system.device.id}"
+        )
+    return blocks
+
+
+def replica_system(
+    params: dict[str, Any], device: str, host: str | None = None, link: str | None = None
+) -> SystemSpec:
+    """The system of one replica: ``gpus`` tensor-parallel GPUs of ``device``."""
+    return registry.system(device, host, link, int(params.get("gpus", 1)))

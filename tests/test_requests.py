@@ -1,0 +1,150 @@
+"""Request streams: generated arrivals and lengths, and traces read from the user's file only."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from parsim.base.errors import ParsimError
+from parsim.workloads.requests import Lengths, generate, lengths, load_trace
+
+
+def test_constant_arrivals_are_evenly_spaced():
+    stream = generate(rate=4, requests=5, prompt=100, output=10, arrival="constant")
+    assert list(stream.arrival_s) == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert list(stream.prompt_tokens) == [100] * 5 and list(stream.output_tokens) == [10] * 5
+
+
+@pytest.mark.parametrize(("arrival", "cv"), [("poisson", 1.0), ("gamma", 3.0), ("gamma", 0.5)])
+def test_generated_gaps_have_the_rate_and_burstiness_asked(arrival, cv):
+    gaps = np.diff(generate(rate=10, requests=40_000, arrival=arrival, cv=cv, seed=4).arrival_s)
+    assert gaps.mean() == pytest.approx(0.1, rel=0.05)
+    assert gaps.std() / gaps.mean() == pytest.approx(cv, rel=0.05)
+
+
+def test_same_seed_same_stream_and_arrivals_independent_of_lengths():
+    one = generate(rate=3, requests=50, prompt="uniform:10:500", output="lognormal:100:0.5", seed=9)
+    assert one == generate(rate=3, requests=50, prompt="uniform:10:500", output="lognormal:100:0.5", seed=9)
+    assert one != generate(rate=3, requests=50, prompt="uniform:10:500", output="lognormal:100:0.5", seed=10)
+    other_lengths = generate(rate=3, requests=50, prompt=64, output=8, seed=9)
+    assert np.array_equal(one.arrival_s, other_lengths.arrival_s)
+
+
+def test_length_specs():
+    assert lengths(512, "prompt") == Lengths("constant", 512)
+    assert lengths("uniform:1:8", "prompt") == Lengths("uniform", 1, 8)
+    assert lengths("lognormal:1024:0.8", "prompt") == Lengths("lognormal", 1024, 0.8)
+    drawn = lengths("uniform:3:5", "p").sample(1000, np.random.default_rng(0))
+    assert set(drawn) == {3, 4, 5}
+    median = np.median(lengths("lognormal:200:0.7", "p").sample(20_000, np.random.default_rng(0)))
+    assert median == pytest.approx(200, rel=0.03)
+
+
+BAD_SPECS = ["0", "1.5", "uniform:5:2", "uniform:a:b", "normal:1:2", "lognormal:10:-1", "x"]
+
+
+@pytest.mark.parametrize("spec", BAD_SPECS)
+def test_bad_length_specs_are_one_line_errors_naming_the_field(spec):
+    with pytest.raises(ParsimError, match="'prompt' must be"):
+        lengths(spec, "prompt")
+
+
+def test_lengths_are_truncated_to_the_context():
+    stream = generate(rate=1, requests=3, prompt=5000, output=500, max_context=4096)
+    assert list(stream.prompt_tokens) == [4095] * 3 and list(stream.output_tokens) == [1] * 3
+    stream = generate(rate=1, requests=1, prompt=4000, output=500, max_context=4096)
+    assert (stream.prompt_tokens[0], stream.output_tokens[0]) == (4000, 96)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"rate": 0}, "rate"), ({"rate": -1}, "rate"), ({"arrival": "uniform"}, "arrival"), ({"cv": 0}, "cv")],
+)
+def test_bad_generator_inputs(kwargs, field):
+    with pytest.raises(ParsimError, match=f"'{field}' must be"):
+        generate(**{"rate": 1.0, "requests": 10, **kwargs})
+
+
+def test_request_budget():
+    with pytest.raises(ParsimError, match="above the budget of 100"):
+        generate(rate=1, requests=101, budget=100)
+
+
+# -- traces ------------------------------------------------------------------------------------
+
+
+def test_native_trace(tmp_path):
+    path = tmp_path / "requests.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n10.5,100,20\n10.0,50,5\n\n12,7,1\n")
+    stream = load_trace(path)
+    assert list(stream.arrival_s) == [0.0, 0.5, 2.0]  # sorted, from the first
+    assert list(stream.prompt_tokens) == [50, 100, 7] and list(stream.output_tokens) == [5, 20, 1]
+
+
+def test_azure_trace_timestamps_become_seconds(tmp_path):
+    path = tmp_path / "AzureLLMInferenceTrace_code.csv"
+    path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2023-11-16 18:15:46.6805900,374,44\n"
+        "2023-11-16 18:15:50.9951690,396,109\n"
+        "2023-11-16 18:16:00.0000000,4500,200\n"
+    )
+    stream = load_trace(path, max_context=4096)
+    assert stream.arrival_s == pytest.approx([0.0, 4.314579, 13.31941])
+    assert list(stream.prompt_tokens) == [374, 396, 4095] and list(stream.output_tokens) == [44, 109, 1]
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("1.0,abc,3", "row 2, column prompt_tokens: not a whole number of tokens: 'abc'"),
+        ("1.0,10,0", "row 2, column output_tokens: must be 1..10,000,000 tokens: '0'"),
+        ("-1,10,3", "row 2, column arrival_s: must be a finite time >= 0: '-1'"),
+        ("nan,10,3", "row 2, column arrival_s: must be a finite time >= 0: 'nan'"),
+        ("yesterday,10,3", "row 2, column arrival_s: not a time: 'yesterday'"),
+        ("1.0,10", "row 2 has 2 columns, the header 3"),
+    ],
+)
+def test_bad_trace_values_name_row_column_and_value(tmp_path, row, message):
+    path = tmp_path / "t.csv"
+    path.write_text(f"arrival_s,prompt_tokens,output_tokens\n{row}\n")
+    with pytest.raises(ParsimError) as error:
+        load_trace(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_trace_header_and_emptiness(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("time,in,out\n1,2,3\n")
+    with pytest.raises(ParsimError, match="the header must name arrival_s"):
+        load_trace(path)
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n")
+    with pytest.raises(ParsimError, match="no requests"):
+        load_trace(path)
+
+
+def test_trace_budget(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "1,2,3\n" * 11)
+    with pytest.raises(ParsimError, match="more than 10 requests"):
+        load_trace(path, budget=10)
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "1" * 5000 + ",2,3\n")
+    with pytest.raises(ParsimError, match="above the"):
+        load_trace(path, budget=10)
+
+
+def test_trace_is_never_read_through_a_link_nor_from_a_fifo(tmp_path):
+    real = tmp_path / "real.csv"
+    real.write_text("arrival_s,prompt_tokens,output_tokens\n0,1,1\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    with pytest.raises(ParsimError, match="symbolic link"):
+        load_trace(link)
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(ParsimError, match="not a regular file"):
+        load_trace(fifo)
+    with pytest.raises(ParsimError, match="cannot read"):
+        load_trace(tmp_path / "missing.csv")
