@@ -310,3 +310,29 @@ def test_the_measure_page_shows_no_server_folder(tmp_path, monkeypatch):
     ]
     assert shown and not any(str(tmp_path) in text for text in shown)
     assert any("the folder the app was started from" in text for text in shown)
+
+
+def test_explore_leads_an_llm_request_with_its_end_to_end_time_ttft_tpot_and_tokens_per_s():
+    """Issue 24: the headline 'latency' was the prefill and one step (43 ms), not the request (1.04 s)."""
+    at = app("explore", query={"explore_workload": "llm_serve", "explore_llm_serve_model": "llama-2-7b"})
+    assert not at.exception and not at.error
+    labels = [m.label for m in at.metric]
+    assert labels[:4] == ["end to end", "first token", "per output token", "tokens/s, all"]
+    assert "latency" not in labels and labels.count("first token") == 1
+    timed = ("end to end", "first token", "per output token")
+    shown = {m.label: seconds(m.value) for m in at.metric if m.label in timed}
+    # e2e = TTFT + (output - 1) x TPOT, output 128 by default
+    e2e = shown["first token"] + 127 * shown["per output token"]
+    assert shown["end to end"] == pytest.approx(e2e, rel=0.02)
+    sentence = at.info[0].value
+    assert "prefill compute-bound" in sentence and "decode memory-bound" in sentence
+
+
+def test_compare_llm_batching_shows_no_zero_per_token_time():
+    """Issue 24: a one-token request has no time per output token; the table showed 0 ms."""
+    at = app("compare")
+    at.segmented_control(key="compare_kind").set_value("LLM batching decode").run()
+    table = at.dataframe[0].value
+    assert not at.exception
+    assert "per_token_ms" not in table.columns or not (table["per_token_ms"] == 0).any()
+    assert (table["first_token_ms"] > 0).all()

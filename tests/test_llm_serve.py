@@ -315,3 +315,48 @@ def test_quantised_products_run_at_the_devices_int8_and_fp8_rates_where_it_has_t
     # an FP8-capable device without a listed FP8 rate multiplies at its float16 rate (bytes only)
     ada = first_token("rtx-4090", "dtype")
     assert first_token("rtx-4090", "float8") == pytest.approx(ada, rel=0.02)
+
+
+# -- issue 24: the bottleneck of each phase, and the weights' reads on the device-memory row ------
+
+
+def test_each_phase_is_judged_on_its_own_prefill_compute_decode_memory():
+    """The whole program is 78 % compute (the 35 ms prefill outweighs a 7.9 ms step); by phase, a
+    512-token prefill on an A100 is compute-bound and a batch-1 decode step memory-bound."""
+    from parsim.report.text import bottleneck_sentence, prediction_text
+    from parsim.results.serving_figures import phase_bounds
+
+    p = predict(build(model="llama-2-7b"), device="a100-80gb")
+    assert p.bottleneck == "compute"
+    bounds = {b.phase: b for b in phase_bounds(p)}
+    assert set(bounds) == {"prefill", "decode"}
+    assert bounds["prefill"].kind == "compute" and bounds["prefill"].share > 0.9
+    assert bounds["decode"].kind == "memory" and bounds["decode"].share > 0.95
+    # the decode step's busy time is (about) TPOT, the prefill's (about) TTFT
+    m = metrics(build(model="llama-2-7b"), "a100-80gb")
+    assert bounds["decode"].busy_s == pytest.approx(m["time_per_output_token_s"], rel=0.05)
+    assert bounds["prefill"].busy_s == pytest.approx(m["time_to_first_token_s"], rel=0.05)
+    sentence = bottleneck_sentence(p)
+    assert sentence.startswith("by phase: prefill compute-bound") and "decode memory-bound" in sentence
+    assert "phases       prefill compute-bound" in prediction_text(p)
+
+
+def test_a_workload_of_one_phase_keeps_its_single_bottleneck_sentence():
+    from parsim.report.text import bottleneck_sentence
+    from parsim.results.serving_figures import phase_bounds
+    from parsim.workloads.registry import make_workload
+
+    p = predict(make_workload("vector_add", {"n": 10**8}), device="a100-80gb")
+    assert phase_bounds(p) == [] and bottleneck_sentence(p).startswith("memory-bound")
+
+
+def test_decode_weight_reads_are_drawn_on_the_device_memory_row_not_l2():
+    """A decode GEMM's weights are cold bytes from HBM; only its few warm bytes fit in L2."""
+    p = predict(build(model="llama-2-7b"), device="a100-80gb")
+    rows: dict[str, float] = {}
+    for event in p.trace:
+        if event.resource.kind == "memory" and getattr(event.op, "phase", "") == "decode":
+            rows[event.resource.unit] = rows.get(event.resource.unit, 0.0) + event.end_s - event.start_s
+    assert rows["device memory"] > 10 * rows.get("L2", 0.0)
+    # 13.5 GB of weights at the A100's ~2 TB/s: several ms on the device-memory row per step
+    assert rows["device memory"] > 5e-3

@@ -69,7 +69,7 @@ def render(kind: str, model: str, gpu: str) -> None:
                 **({scenario.sweep.label: r.value} if scenario.sweep else {}),
                 "latency_ms": r.prediction.latency_s * 1e3,
                 "first_token_ms": metrics.get("time_to_first_token_s", float("nan")) * 1e3,
-                "per_token_ms": metrics.get("time_per_output_token_s", float("nan")) * 1e3,
+                "per_token_ms": _per_token_ms(r.prediction),
                 "tokens_per_s": metrics.get("tokens_per_s"),
                 "bottleneck": r.prediction.bottleneck,
             }
@@ -77,6 +77,14 @@ def render(kind: str, model: str, gpu: str) -> None:
     table = pandas.DataFrame(rows).dropna(axis="columns", how="all")
     st.dataframe(table, hide_index=True, key="compare_llm_table", column_config=COLUMNS)
     csv_download(table, stem, key="compare_llm_csv")
+
+
+def _per_token_ms(prediction) -> float:
+    """The time per output token in ms; none (NaN, a blank cell) for requests of one output token,
+    which have no token after the first (``llm_serve`` reports 0 s for them, not a time)."""
+    if int(prediction.params.get("output", 2)) <= 1:
+        return float("nan")
+    return prediction.metrics.get("time_per_output_token_s", float("nan")) * 1e3
 
 
 def _figure(path: str, stamp: float, changes: tuple):

@@ -27,6 +27,7 @@ from parsim.report.text import bottleneck_sentence, metric_texts
 from parsim.results.algorithms import describe
 from parsim.workloads.records import Throughput
 from parsim.workloads.registry import WORKLOADS
+from parsim.workloads.serving import ServingMetrics
 
 # Starting sizes: 100 M elements fill a GPU's memory bandwidth (a definition's ``example`` says its own).
 DEFAULTS = {"": {"n": 10**8}}
@@ -105,8 +106,19 @@ def show(p, spec, link, call: tuple) -> None:
 
     ``call`` are the arguments of ``cached_predict`` that made ``p``: the figures are cached by them.
     """
+    serving = next((r for r in p.records if isinstance(r, ServingMetrics)), None)
+    if serving is not None:
+        _serving_headline(serving)
     columns = st.columns(4)
-    columns[0].metric("latency", units.seconds(p.latency_s))
+    if serving is None:
+        columns[0].metric("latency", units.seconds(p.latency_s))
+    else:  # the simulated program is the prefill and one decode step, not the request
+        columns[0].metric(
+            "prefill + one step",
+            units.seconds(p.latency_s),
+            help="the simulated program: the request's"
+            " prefill and one representative decode step (the end-to-end time above adds the other steps)",
+        )
     columns[1].metric("throughput", units.si(p.throughput_per_s, "/s"))
     columns[2].metric(
         "compute achieved", units.si(p.flops_per_s, "FLOP/s"), help="floating-point operations per second"
@@ -115,6 +127,8 @@ def show(p, spec, link, call: tuple) -> None:
         "memory traffic", units.si(p.bytes_per_s, "B/s"), help="bytes moved to and from memory per second"
     )
     own = metric_texts(r for r in p.records if not isinstance(r, Throughput))
+    if serving is not None:
+        own = [(label, text) for label, text in own if label not in HEADLINE]
     if own:  # the workload's own figures (LLM serving: first token, per token, tokens/s...)
         for row in range(0, len(own), 4):
             for column, (label, text) in zip(st.columns(4), own[row : row + 4], strict=False):
@@ -142,6 +156,23 @@ def show(p, spec, link, call: tuple) -> None:
             layers = pandas.DataFrame([_layer_row(row) for row in p.layers])
             st.dataframe(layers, hide_index=True, key="explore_layers", column_config=COLUMNS)
             csv_download(layers, "layers", key="explore_layers_csv")
+
+
+HEADLINE = ("end to end", "first token", "per output token", "tokens/s, all")
+"""The ``ServingMetrics`` figures an LLM request leads with, in this order (their ``figure`` labels)."""
+
+
+def _serving_headline(serving: ServingMetrics) -> None:
+    """End-to-end time, time to first token, time per output token and tokens/s, first."""
+    texts = dict(serving.texts())
+    helps = {
+        "end to end": "the request: time to first token + (output - 1) x time per output token",
+        "first token": "TTFT: the prefill of the prompt, with the copies in and out",
+        "per output token": "TPOT: the mean decode step",
+        "tokens/s, all": "generated tokens of the whole batch per second",
+    }
+    for column, label in zip(st.columns(4), HEADLINE, strict=True):
+        column.metric(label, texts[label], help=helps[label])
 
 
 # Tables for people: times in us, shares in percent, work with SI prefixes; one column per quantity.

@@ -13,6 +13,7 @@ from parsim.base import units
 from parsim.results.algorithms import describe
 from parsim.results.prediction import Prediction
 from parsim.results.resources import Resource
+from parsim.results.serving_figures import phase_bounds
 from parsim.studies.scenarios import ScenarioResult
 from parsim.workloads.records import Record
 
@@ -33,6 +34,7 @@ def prediction_text(p: Prediction) -> str:
         f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory",
         *_format_links(p),
         f"  bottleneck   {p.bottleneck} ({share:.0%} of the time)",
+        *([f"  phases       {_phases_text(p)}"] if phase_bounds(p) else []),
         "  breakdown    " + ", ".join(f"{k} {units.seconds(v)}" for k, v in p.breakdown.items() if v > 0),
         "  utilization  " + _format_utilization(p.busy),
     ]
@@ -233,6 +235,8 @@ def bottleneck_sentence(p: Prediction, device=None, link=None) -> str:
     interpreter loop, one core's lanes in ``simd``, and so on; never the chip's peak when the mode
     uses a part of it. Example: ``memory-bound: 92% of the time waiting on 3.0 TB/s device memory``.
     """
+    if phase_bounds(p):
+        return f"by phase: {_phases_text(p)}"
     share = p.breakdown[p.bottleneck] / p.latency_s if p.latency_s else 0.0
     ex = _execution(p, device) if device is not None and p.bottleneck in ("compute", "memory") else None
     if p.bottleneck == "memory":
@@ -264,6 +268,16 @@ def bottleneck_sentence(p: Prediction, device=None, link=None) -> str:
         over = f" over {link.name} ({units.si(link.bandwidth_Bps, 'B/s')} per direction)" if link else ""
         return f"transfer-bound: {share:.0%} of the time moving data{over}"
     return f"overhead-bound: {share:.0%} of the time launching work or waiting on the host, not computing"
+
+
+def _phases_text(p: Prediction) -> str:
+    """``prefill compute-bound (96% of its 33.6 ms computing), decode memory-bound (...)``: each
+    phase judged on its own (``results.serving_figures.phase_bounds``), not the sum of both."""
+    doing = {"compute": "computing", "memory": "waiting on memory"}
+    return ", ".join(
+        f"{b.phase} {b.kind}-bound ({b.share:.0%} of its {units.seconds(b.busy_s)} {doing[b.kind]})"
+        for b in phase_bounds(p)
+    )
 
 
 def _execution(p: Prediction, device):

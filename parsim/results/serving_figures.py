@@ -11,7 +11,7 @@ found by their ops' ``phase`` field (``TraceEvent.op``), never by reading a labe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib
@@ -71,6 +71,41 @@ def phase_ends(prediction: Prediction) -> dict[str, float]:
         if phase:
             ends[phase] = max(ends.get(phase, 0.0), event.end_s)
     return ends
+
+
+class PhaseBound(NamedTuple):
+    """What bounds one phase of a prediction: its processors' busy time, and the kind that dominates it."""
+
+    phase: str
+    busy_s: float
+    kind: str
+    """``compute`` or ``memory``: the leg most of the phase's kernel time is spent on."""
+    share: float
+    """That kind's share of the phase's busy time."""
+
+
+def phase_bounds(prediction: Prediction) -> list[PhaseBound]:
+    """Each phase's bound, in order of first appearance, from the processors' rows of the trace
+    (their intervals are labelled by the leg that dominates them: ``TraceEvent.kind``).
+
+    A prediction whose kernels fall into fewer than two phases gets none: its one bottleneck says it
+    all. An LLM request's prefill (compute-bound) and decode step (memory-bound) are summed into
+    one breakdown otherwise, where the longer prefill hides that the decode waits on memory.
+    """
+    busy: dict[str, dict[str, float]] = {}
+    for event in prediction.trace:
+        phase = getattr(event.op, "phase", "")
+        if phase and event.resource.kind == "cores" and event.kind in ("compute", "memory"):
+            kinds = busy.setdefault(phase, {"compute": 0.0, "memory": 0.0})
+            kinds[event.kind] += event.end_s - event.start_s
+    if len(busy) < 2:
+        return []
+    bounds = []
+    for phase, kinds in busy.items():
+        total = kinds["compute"] + kinds["memory"]
+        kind = max(kinds, key=lambda k: kinds[k])
+        bounds.append(PhaseBound(phase, total, kind, kinds[kind] / total if total else 0.0))
+    return bounds
 
 
 def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> ServingMetrics:

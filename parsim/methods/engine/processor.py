@@ -27,7 +27,7 @@ from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.notes import Notes
 from parsim.methods.engine.waves import Decomposition, decompose
 from parsim.model.kernel import choose, fork_join_s, overlap_norm, shape
-from parsim.model.memory import MAIN_MEMORY
+from parsim.model.memory import MAIN_MEMORY, main_memory_name
 from parsim.model.rates import Execution, execution
 from parsim.model.roofline import combine, leg
 from parsim.results import resources
@@ -281,4 +281,16 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
             )
         )
         clock += duration
-    return _Layout(ex.memory.name or "", clock, tuple(phases), quantised)
+    return _Layout(_row_level(spec, kernel, ex.memory.name or ""), clock, tuple(phases), quantised)
+
+
+def _row_level(spec: ProcessorSpec, kernel: Kernel, level: str) -> str:
+    """The memory row a kernel's memory leg is drawn on: the level that serves most of its bytes.
+
+    ``level`` serves the warm bytes; the cold ones (a decode GEMM's weights, read once) always come
+    from main memory, so a kernel whose bytes are mostly cold is drawn on the device-memory row,
+    not on the cache that holds its few warm bytes.
+    """
+    if level in MAIN_MEMORY or kernel.cold_bytes * 2 <= kernel.bytes:
+        return level
+    return main_memory_name(spec)
