@@ -28,6 +28,7 @@ from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.methods import program
+from parsim.methods.serving import load
 from parsim.model import capacity, footprint
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
@@ -92,6 +93,9 @@ def predict(
         raise ParsimError(f"'overlap' must be one of {', '.join(OVERLAPS)}: {overlap!r}")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise ParsimError(f"'gpus' must be an integer >= 1: {gpus!r}")
+    requested = lookup(workload) if isinstance(workload, str) else capabilities(workload)
+    if requested is not None and requested.requests is not None:
+        return _under_load(requested, workload, params, device, cluster, host, link, method, gpus, budget)
     if cluster is not None:
         workload, system = _on_cluster(
             workload, params, cluster, device, host, link, gpus, gpus_per_switch, budget
@@ -142,6 +146,41 @@ def predict(
     if definition is not None and definition.baseline is not None:
         return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     return prediction
+
+
+def _under_load(
+    definition: WorkloadDef,
+    workload: str | Workload,
+    params: dict[str, Any] | None,
+    device: str | ProcessorSpec | None,
+    cluster: object,
+    host: str | ProcessorSpec | None,
+    link: str | LinkSpec | None,
+    method: str,
+    gpus: int | None,
+    budget: Budget | None,
+) -> Prediction:
+    """A workload predicted request by request (its definition counts ``requests``): the
+    simulation of a server under load (``methods.serving.load``), its requests within ``budget``.
+
+    Raises:
+        ParsimError: a cluster, no device, a ``gpus`` other than the workload's, invalid parameters.
+    """
+    if cluster is not None:
+        raise ParsimError(f"{definition.name} runs on --device (replicas= sets the copies), not --cluster")
+    if device is None:
+        raise ParsimError("give a device (--device)")
+    if isinstance(workload, str):
+        values = validate_params(definition.name, params or {})
+    elif params:
+        raise ParsimError("'params' only applies when the workload is given by name")
+    else:
+        values = dict(workload.params)
+    if gpus is not None and gpus != values.get("gpus", 1):
+        raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={values.get('gpus', 1)}")
+    return load.predict_requests(
+        definition, values, device, host=host, link=link, method=method, budget=budget
+    )
 
 
 def _on_cluster(
