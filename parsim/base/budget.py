@@ -34,6 +34,8 @@ class Budget:
         split_passes: stage passes summed over the splits a split search predicts.
         kept_rows: points of a sweep whose rows are kept in memory (no output file to write them to).
         workers: worker processes of one sweep.
+        requests: requests one simulation of a server under load serves (``llm_load``: the
+            simulation costs events per iteration, about 1 s per 1,000 requests on 2 cores).
         beyond: how to run a larger request, said after the refusal.
     """
 
@@ -43,6 +45,7 @@ class Budget:
     kept_rows: int
     workers: int
     beyond: str
+    requests: int = 100_000
 
     def check(self, count: float, bound: str, what: str) -> None:
         """Refuse ``count`` (of ``what``) when it is above this budget's ``bound`` field.
@@ -64,6 +67,7 @@ CLI = Budget(
     kept_rows=200_000,
     workers=256,
     beyond="add --no-limits if you mean it",
+    requests=100_000,
 )
 """The command line's budget (and the Python API's default)."""
 
@@ -74,6 +78,7 @@ APP = Budget(
     kept_rows=2_000,
     workers=1,
     beyond="run it from the command line instead (parsim predict / splits / sweep / run)",
+    requests=5_000,
 )
 """The app's budget: a classroom shares one server."""
 

@@ -15,47 +15,36 @@ the hooks registered for its kind (``results.catalog``: refusals, its typed metr
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import attrs
 
 from parsim.base import caching
 from parsim.base.budget import CLI, Budget, check_params
-from parsim.base.caching import cached
 from parsim.base.choices import METHODS, OVERLAPS
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
-from parsim.methods import analytic
-from parsim.model import capacity, footprint, outcome, traffic, transfer
+from parsim.methods import program
+from parsim.methods.serving import load
+from parsim.model import capacity, footprint
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
-from parsim.results import algorithms, timeline
 from parsim.results.catalog import hooks_for
 from parsim.results.prediction import Prediction
-from parsim.results.resources import NETWORK_ROW
-from parsim.results.timeline import TraceEvent
-from parsim.workloads.base import HOST, Block, Kernel, Workload
+from parsim.workloads.base import Workload
 from parsim.workloads.definition import WorkloadDef
 from parsim.workloads.multi import on_cpu, split_over_gpus
 from parsim.workloads.records import Record, Scaling, Throughput
 from parsim.workloads.registry import capabilities, cluster_names, lookup, make_workload, validate_params
 
-THROUGHPUT_REPEATS = 3
-LONG_PROGRAM_OPS = 500  # a program this long reaches its steady state within one instance
-
-
-def throughput_repeats(workload: Workload) -> int:
-    """Back-to-back instances simulated for the period: 3, or 2 for long programs (training steps).
-
-    The period is the mean gap between consecutive instance ends. With a few ops the second gap
-    can differ from the first while the pipeline fills; a program of hundreds of kernels is in
-    its steady state after one instance, and a third would only double the cost.
-    """
-    return 2 if len(workload.ops) >= LONG_PROGRAM_OPS else THROUGHPUT_REPEATS
+# what runs one built program lives beside this module (``program``: no circle through serving);
+# the names stay importable from here, where they have always been
+_timing, _predict, _layer_rows = program.timing, program.predict_program, program.layer_rows
+throughput_repeats, samples_per_step = program.throughput_repeats, program.samples_per_step
+THROUGHPUT_REPEATS, LONG_PROGRAM_OPS = program.THROUGHPUT_REPEATS, program.LONG_PROGRAM_OPS
 
 
 def predict(
@@ -104,6 +93,9 @@ def predict(
         raise ParsimError(f"'overlap' must be one of {', '.join(OVERLAPS)}: {overlap!r}")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise ParsimError(f"'gpus' must be an integer >= 1: {gpus!r}")
+    requested = lookup(workload) if isinstance(workload, str) else capabilities(workload)
+    if requested is not None and requested.requests is not None:
+        return _under_load(requested, workload, params, device, cluster, host, link, method, gpus, budget)
     if cluster is not None:
         workload, system = _on_cluster(
             workload, params, cluster, device, host, link, gpus, gpus_per_switch, budget
@@ -156,6 +148,41 @@ def predict(
     return prediction
 
 
+def _under_load(
+    definition: WorkloadDef,
+    workload: str | Workload,
+    params: dict[str, Any] | None,
+    device: str | ProcessorSpec | None,
+    cluster: object,
+    host: str | ProcessorSpec | None,
+    link: str | LinkSpec | None,
+    method: str,
+    gpus: int | None,
+    budget: Budget | None,
+) -> Prediction:
+    """A workload predicted request by request (its definition counts ``requests``): the
+    simulation of a server under load (``methods.serving.load``), its requests within ``budget``.
+
+    Raises:
+        ParsimError: a cluster, no device, a ``gpus`` other than the workload's, invalid parameters.
+    """
+    if cluster is not None:
+        raise ParsimError(f"{definition.name} runs on --device (replicas= sets the copies), not --cluster")
+    if device is None:
+        raise ParsimError("give a device (--device)")
+    if isinstance(workload, str):
+        values = validate_params(definition.name, params or {})
+    elif params:
+        raise ParsimError("'params' only applies when the workload is given by name")
+    else:
+        values = dict(workload.params)
+    if gpus is not None and gpus != values.get("gpus", 1):
+        raise ParsimError(f"'gpus' {gpus} contradicts the workload's gpus={values.get('gpus', 1)}")
+    return load.predict_requests(
+        definition, values, device, host=host, link=link, method=method, budget=budget
+    )
+
+
 def _on_cluster(
     workload: str | Workload,
     params: dict[str, Any] | None,
@@ -199,133 +226,6 @@ def _on_cluster(
             "(nodes= sets how many nodes)"
         )
     return workload, registry.cluster_system(spec, int(workload.param("nodes", 1)))
-
-
-@cached(maxsize=1024)
-def _timing(
-    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
-) -> tuple[float, float]:
-    """End of the first of several back-to-back instances, and the mean period between them."""
-    if method == "engine":
-        from parsim.methods.engine import simulate  # the engine is the only place SimPy is loaded
-
-        ends = simulate(
-            workload, system, mode, overlap, repeats=throughput_repeats(workload), record=False
-        ).instance_ends_s
-    else:
-        ends = analytic.schedule(
-            workload, system, mode, overlap, repeats=throughput_repeats(workload)
-        ).instance_ends_s
-    return ends[0], (ends[-1] - ends[0]) / (len(ends) - 1)
-
-
-def samples_per_step(workload: Workload) -> int | None:
-    """Samples one instance processes, as its definition counts them (None where there are none)."""
-    definition = capabilities(workload)
-    if definition is None or definition.samples is None:
-        return None
-    return definition.samples(dict(workload.params))
-
-
-@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
-def _predict(workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str) -> Prediction:
-    if method == "engine":
-        from parsim.methods.engine import simulate
-
-        simulated = simulate(workload, system, mode, overlap)
-        ends, trace, events, notes = (
-            simulated.instance_ends_s,
-            simulated.trace,
-            simulated.events,
-            simulated.notes,
-        )
-    else:
-        scheduled = analytic.schedule(workload, system, mode, overlap)
-        ends, trace, events, notes = scheduled.instance_ends_s, scheduled.trace, 0, ()
-    latency = ends[0]
-    # a pipelined step ends with every stage's optimizer step, and the next step's first forward
-    # pass waits for stage 0's, the last to finish: back-to-back steps are one latency apart
-    period = latency if workload.devices else _timing(workload, system, mode, method, overlap)[1]
-    throughput = 1.0 / period if period > 0 else math.inf
-    parts = timeline.breakdown(list(trace), latency)
-    samples = samples_per_step(workload)
-    records = (Throughput(samples * throughput),) if samples is not None else ()
-    return Prediction(
-        workload=workload.name,
-        params=dict(workload.params),
-        device=system.compute.id,
-        host=system.host.id,
-        link=system.link.id if system.link is not None else None,
-        mode=mode,
-        method=method,
-        latency_s=latency,
-        throughput_per_s=throughput,
-        flops=workload.flops,
-        bytes=workload.bytes,
-        transfer_bytes=traffic.link_bytes(workload, system),
-        bottleneck=outcome.bottleneck(parts),
-        breakdown=parts,
-        busy=timeline.utilization(list(trace), latency),
-        trace=trace,
-        events=events,
-        notes=tuple(notes)
-        + algorithms.notes(workload, system, mode, overlap)
-        + transfer.pageable_notes(workload, system.link)
-        + traffic.traffic_notes(workload, system),
-        layers=_layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
-        gpus=system.total_gpus,
-        nodes=system.nodes,
-        peer_link=system.peer_link.id if system.peer_link is not None else None,
-        records=records,
-    )
-
-
-def _layer_rows(
-    workload: Workload, trace: tuple[TraceEvent, ...], chosen: dict[str, dict[str, str]]
-) -> tuple[dict[str, object], ...]:
-    """Per-layer time (busy time of its ops on GPU 0 or the host; a pipeline's rows on every
-    stage's GPU), FLOPs, bytes and, for convolutions, the library's algorithm per pass
-    (``{"fwd": "winograd", ...}``)."""
-    if not workload.layers:
-        return ()
-    every = workload.devices > 0  # a pipeline: each stage's row is its own GPU's
-
-    def counted(device: int) -> bool:
-        return every or device in (0, HOST)
-
-    seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
-    for event in trace:
-        if (
-            event.layer in seconds
-            and not event.detail
-            and counted(event.resource.device)
-            and event.resource.kind != NETWORK_ROW  # the same collective as GPU0's ring row
-        ):
-            seconds[event.layer] += event.duration_s
-    flops = dict.fromkeys(seconds, 0.0)
-    moved = dict.fromkeys(seconds, 0.0)
-    per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples
-    for op in workload.ops:
-        if isinstance(op, Kernel) and op.layer in flops and counted(op.device):
-            flops[op.layer] += op.flops
-            moved[op.layer] += op.bytes
-        elif isinstance(op, Block) and op.layer in flops:
-            if id(op.kernels) not in per_shape:
-                per_shape[id(op.kernels)] = (op.flops, op.bytes)
-            shape = per_shape[id(op.kernels)]
-            flops[op.layer] += shape[0]
-            moved[op.layer] += shape[1]
-    return tuple(
-        {
-            "name": name,
-            "kind": kind,
-            "latency_s": seconds[name],
-            "flops": flops[name],
-            "bytes": moved[name],
-            **({"algorithms": chosen[name]} if name in chosen else {}),
-        }
-        for name, kind in workload.layers
-    )
 
 
 def _with_scaling(

@@ -73,6 +73,11 @@ class WorkloadDef:
         cluster: parameters it takes by default on a cluster (``--cluster``) besides ``nodes``
             (and ``gpus``, where it owns them), or None: it does not run on a cluster.
         example: the values a form starts from (the app's Explore page), besides the defaults.
+        requests: validated parameters -> requests one prediction simulates, for a workload whose
+            prediction is a request-level simulation of a server under load
+            (``methods.serving.load``) rather than one program's run; None for a program.
+            ``predict`` hands such a workload to that simulation, and counts its requests against
+            the budget first (0: the count comes from a trace file, checked as it is read).
     """
 
     name: str
@@ -91,6 +96,7 @@ class WorkloadDef:
     record: type[Record] | None = None
     cluster: tuple[tuple[str, object], ...] | None = None
     example: tuple[tuple[str, object], ...] = ()
+    requests: Callable[[Params], int] | None = None
 
     @property
     def owns_gpus(self) -> bool:

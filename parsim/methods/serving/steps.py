@@ -36,7 +36,7 @@ import attrs
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
-from parsim.methods.predict import predict
+from parsim.methods.program import predict_lowered
 from parsim.model import footprint
 from parsim.results.serving_figures import phase_ends
 from parsim.workloads.llms import LLMS, kv_cache_bytes
@@ -108,9 +108,8 @@ class ModelSteps:
             program = attrs.evolve(
                 make_workload("llm_serve", params), name=STEP_NAME, memory=None, footprint_B=0.0
             )
-            prediction = predict(
-                program, device=self.device, host=self.host, link=self.link, method=self.method, budget=None
-            )
+            system = registry.system(self.device, self.host, self.link, program.gpus)
+            prediction = predict_lowered(program, system, self.method)
             ends = phase_ends(prediction)
             self._phases[key] = (ends["prefill"], ends["decode"] - ends["prefill"])
             self.predictions += 1

@@ -1,0 +1,178 @@
+"""One built program on one resolved system -> ``Prediction``: the method's run, nothing around it.
+
+``predict`` resolves names, validates, splits over GPUs, lowers, checks modes and memory, and adds
+what a workload's hooks report; what it then asks for — the engine's or the analytic schedule of
+the program, its latency, its sustained period and its per-layer rows — lives here, so that
+what prices pieces of a larger simulation (``serving.steps``: one serving iteration) can ask for
+a program's prediction without importing ``predict``, which dispatches request-level workloads to
+that simulation (no import circle).
+"""
+
+from __future__ import annotations
+
+import math
+
+from parsim.base.caching import cached
+from parsim.hardware.specs import SystemSpec
+from parsim.methods import analytic
+from parsim.model import outcome, traffic, transfer
+from parsim.model.library import lower
+from parsim.model.modes import check_mode
+from parsim.results import algorithms, timeline
+from parsim.results.prediction import Prediction
+from parsim.results.resources import NETWORK_ROW
+from parsim.results.timeline import TraceEvent
+from parsim.workloads.base import HOST, Block, Kernel, Workload
+from parsim.workloads.records import Throughput
+from parsim.workloads.registry import capabilities
+
+THROUGHPUT_REPEATS = 3
+LONG_PROGRAM_OPS = 500  # a program this long reaches its steady state within one instance
+
+
+def throughput_repeats(workload: Workload) -> int:
+    """Back-to-back instances simulated for the period: 3, or 2 for long programs (training steps).
+
+    The period is the mean gap between consecutive instance ends. With a few ops the second gap
+    can differ from the first while the pipeline fills; a program of hundreds of kernels is in
+    its steady state after one instance, and a third would only double the cost.
+    """
+    return 2 if len(workload.ops) >= LONG_PROGRAM_OPS else THROUGHPUT_REPEATS
+
+
+@cached(maxsize=1024)
+def timing(
+    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+) -> tuple[float, float]:
+    """End of the first of several back-to-back instances, and the mean period between them."""
+    if method == "engine":
+        from parsim.methods.engine import simulate  # the engine is the only place SimPy is loaded
+
+        ends = simulate(
+            workload, system, mode, overlap, repeats=throughput_repeats(workload), record=False
+        ).instance_ends_s
+    else:
+        ends = analytic.schedule(
+            workload, system, mode, overlap, repeats=throughput_repeats(workload)
+        ).instance_ends_s
+    return ends[0], (ends[-1] - ends[0]) / (len(ends) - 1)
+
+
+def samples_per_step(workload: Workload) -> int | None:
+    """Samples one instance processes, as its definition counts them (None where there are none)."""
+    definition = capabilities(workload)
+    if definition is None or definition.samples is None:
+        return None
+    return definition.samples(dict(workload.params))
+
+
+@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
+def predict_program(
+    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+) -> Prediction:
+    if method == "engine":
+        from parsim.methods.engine import simulate
+
+        simulated = simulate(workload, system, mode, overlap)
+        ends, trace, events, notes = (
+            simulated.instance_ends_s,
+            simulated.trace,
+            simulated.events,
+            simulated.notes,
+        )
+    else:
+        scheduled = analytic.schedule(workload, system, mode, overlap)
+        ends, trace, events, notes = scheduled.instance_ends_s, scheduled.trace, 0, ()
+    latency = ends[0]
+    # a pipelined step ends with every stage's optimizer step, and the next step's first forward
+    # pass waits for stage 0's, the last to finish: back-to-back steps are one latency apart
+    period = latency if workload.devices else timing(workload, system, mode, method, overlap)[1]
+    throughput = 1.0 / period if period > 0 else math.inf
+    parts = timeline.breakdown(list(trace), latency)
+    samples = samples_per_step(workload)
+    records = (Throughput(samples * throughput),) if samples is not None else ()
+    return Prediction(
+        workload=workload.name,
+        params=dict(workload.params),
+        device=system.compute.id,
+        host=system.host.id,
+        link=system.link.id if system.link is not None else None,
+        mode=mode,
+        method=method,
+        latency_s=latency,
+        throughput_per_s=throughput,
+        flops=workload.flops,
+        bytes=workload.bytes,
+        transfer_bytes=traffic.link_bytes(workload, system),
+        bottleneck=outcome.bottleneck(parts),
+        breakdown=parts,
+        busy=timeline.utilization(list(trace), latency),
+        trace=trace,
+        events=events,
+        notes=tuple(notes)
+        + algorithms.notes(workload, system, mode, overlap)
+        + transfer.pageable_notes(workload, system.link)
+        + traffic.traffic_notes(workload, system),
+        layers=layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
+        gpus=system.total_gpus,
+        nodes=system.nodes,
+        peer_link=system.peer_link.id if system.peer_link is not None else None,
+        records=records,
+    )
+
+
+def layer_rows(
+    workload: Workload, trace: tuple[TraceEvent, ...], chosen: dict[str, dict[str, str]]
+) -> tuple[dict[str, object], ...]:
+    """Per-layer time (busy time of its ops on GPU 0 or the host; a pipeline's rows on every
+    stage's GPU), FLOPs, bytes and, for convolutions, the library's algorithm per pass
+    (``{"fwd": "winograd", ...}``)."""
+    if not workload.layers:
+        return ()
+    every = workload.devices > 0  # a pipeline: each stage's row is its own GPU's
+
+    def counted(device: int) -> bool:
+        return every or device in (0, HOST)
+
+    seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
+    for event in trace:
+        if (
+            event.layer in seconds
+            and not event.detail
+            and counted(event.resource.device)
+            and event.resource.kind != NETWORK_ROW  # the same collective as GPU0's ring row
+        ):
+            seconds[event.layer] += event.duration_s
+    flops = dict.fromkeys(seconds, 0.0)
+    moved = dict.fromkeys(seconds, 0.0)
+    per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples
+    for op in workload.ops:
+        if isinstance(op, Kernel) and op.layer in flops and counted(op.device):
+            flops[op.layer] += op.flops
+            moved[op.layer] += op.bytes
+        elif isinstance(op, Block) and op.layer in flops:
+            if id(op.kernels) not in per_shape:
+                per_shape[id(op.kernels)] = (op.flops, op.bytes)
+            shape = per_shape[id(op.kernels)]
+            flops[op.layer] += shape[0]
+            moved[op.layer] += shape[1]
+    return tuple(
+        {
+            "name": name,
+            "kind": kind,
+            "latency_s": seconds[name],
+            "flops": flops[name],
+            "bytes": moved[name],
+            **({"algorithms": chosen[name]} if name in chosen else {}),
+        }
+        for name, kind in workload.layers
+    )
+
+
+def predict_lowered(workload: Workload, system: SystemSpec, method: str = "engine") -> Prediction:
+    """A built program on ``system`` in the device's own mode, compute and memory overlapping:
+    lowered to its library's kernels and run by ``method`` (what ``predict`` does for a program
+    that needs no splitting, hooks or memory check)."""
+    return predict_program(
+        lower(workload, system), system, check_mode(system.compute, None), method, "roofline"
+    )
