@@ -4,7 +4,8 @@ and past one node: a cluster's nodes, the (tp, pp, dp) explorer and all-reduce b
 The first two tabs are lessons (``data_parallel_scaling`` and ``batching_latency_vs_throughput``) moved to
 the model, GPU and host you pick with ``scenarios.retarget``; a ring all-reduce case takes the
 chosen GPU's own NVLink when it has one (else peers talk over PCIe), and the case labels say which.
-The cluster tabs live in ``scale_cluster``, ``scale_splits`` and ``scale_allreduce``.
+The cluster tabs live in ``scale_cluster``, ``scale_splits`` and ``scale_allreduce``; serving under
+load (requests arriving over time) in ``scale_load``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots
-from parsim.app import layout, scale_allreduce, scale_cluster, scale_splits
+from parsim.app import layout, scale_allreduce, scale_cluster, scale_load, scale_splits
 from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
 from parsim.app.memory import memory_bar
 from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
@@ -30,12 +31,14 @@ TABS = [
     "Across nodes",
     "(tp, pp, dp) explorer",
     "All-reduce bandwidth",
+    "LLM serving under load",
 ]
 # the cluster tabs: (module, controls' heading); each module has controls() and view(settings)
 CLUSTER_TABS = {
     2: (scale_cluster, "Data-parallel training across nodes"),
     3: (scale_splits, "(tp, pp, dp) explorer"),
     4: (scale_allreduce, "All-reduce bus bandwidth"),
+    5: (scale_load, "LLM serving under load"),
 }
 
 

@@ -2,18 +2,20 @@
 over time, and the three schedulers side by side.
 
 The numbers come from ``methods.serving`` (``LoadMetrics`` per simulated load, ``LoadTimeline``);
-these functions only draw them. Where the latency "knee" is, is one rule written here
+these functions only draw them (any object with ``LoadMetrics``' field names will do: the
+``LoadRecord`` of ``llm_load`` too). Where the latency "knee" is, is one rule written here
 (``knee_rate``) so that the figure, the app and the lessons mark the same rate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy
 from matplotlib.figure import Figure
 
-from parsim.methods.serving.metrics import LoadMetrics, LoadTimeline
+from parsim.methods.serving.metrics import LoadTimeline
 from parsim.plots.axes import count_axis, plain_axis, time_axis
 from parsim.plots.style import _figure, legend, styled, suptitle, title
 
@@ -44,14 +46,14 @@ def knee_rate(rates: Sequence[float], p99_s: Sequence[float], factor: float = KN
     return None
 
 
-def _values(metrics: Sequence[LoadMetrics], field: str) -> list[float]:
+def _values(metrics: Sequence[Any], field: str) -> list[float]:
     return [float(getattr(m, field)) for m in metrics]
 
 
 @styled
 def latency_vs_rate(
     rates: Sequence[float],
-    metrics: Sequence[LoadMetrics],
+    metrics: Sequence[Any],
     latency: str = "ttft",
     slo_s: float | None = None,
     current_rate: float | None = None,
@@ -109,7 +111,7 @@ def load_timeline(timeline: LoadTimeline, title_text: str = "") -> Figure:
 
 
 @styled
-def schedulers(results: Mapping[str, LoadMetrics], title_text: str = "") -> Figure:
+def schedulers(results: Mapping[str, Any], title_text: str = "") -> Figure:
     """Each scheduler's P50/P99 TTFT and TPOT and its output tokens/s, side by side (one panel per
     figure, one bar group per scheduler), on the same requests."""
     names = list(results)
