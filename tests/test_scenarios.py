@@ -671,6 +671,94 @@ def claims_cluster_amdahl_gustafson():
     assert weak[-1].metrics["speedup"] / (1 / serial) == pytest.approx(7, abs=0.15)
 
 
+def _load(stem: str) -> dict[str, dict[float, dict]]:
+    """Each case's figures (``LoadMetrics`` by name) by request rate."""
+    result = lesson(stem)
+    return {label: {r.value: r.prediction.metrics for r in result.series(label)} for label in result.labels}
+
+
+def claims_llm_load_queueing_knee():
+    one, batched = _load("llm_load_queueing_knee").values()
+    low = one[0.1]
+    service = low["ttft_p50_s"] + 127 * low["tpot_p50_s"]  # D: a prefill and 127 decode steps
+    assert (low["ttft_p50_s"], low["tpot_p50_s"]) == (
+        pytest.approx(35.1e-3, abs=5e-5),
+        pytest.approx(7.91e-3, abs=5e-6),
+    )
+    assert service == pytest.approx(1.04, abs=0.005) and 1 / service == pytest.approx(0.96, abs=0.005)
+    assert low["e2e_p50_s"] == pytest.approx(1.04, abs=0.005)
+    said = {0.5: 0.584, 0.8: 2.77, 0.9: 7.48}
+    for rate, wait in said.items():
+        assert one[rate]["queue_mean_s"] == pytest.approx(wait, rel=0.005)
+    mdl = {0.5: 0.563, 0.8: 2.58, 0.9: 7.6}  # M/D/1's rho D / (2 (1 - rho)), rho = rate x D
+    for rate in (0.5, 0.7, 0.8, 0.9):
+        rho = rate * service
+        formula = rho * service / (2 * (1 - rho))
+        assert one[rate]["queue_mean_s"] == pytest.approx(formula, rel=0.12)  # "within about 10 %"
+        if rate in mdl:
+            assert formula == pytest.approx(mdl[rate], rel=0.01)
+    assert one[0.1]["ttft_p99_s"] == pytest.approx(1.03, abs=0.005)
+    assert one[0.9]["ttft_p99_s"] == pytest.approx(28.7, abs=0.05)
+    top = batched[0.9]
+    assert top["e2e_p50_s"] == pytest.approx(1.09, abs=0.005) and top["queue_mean_s"] == pytest.approx(
+        2.9e-3, abs=5e-5
+    )
+    assert top["ttft_p99_s"] == pytest.approx(65.1e-3, abs=5e-5)
+
+
+def claims_llm_load_continuous_batching():
+    static, continuous = _load("llm_load_continuous_batching").values()
+    assert [static[r]["requests_per_s"] for r in (2, 4, 8, 16)] == [pytest.approx(1.5, abs=0.04)] * 4
+    assert static[2]["requests_per_s"] == pytest.approx(1.53, abs=0.005)
+    assert static[2]["e2e_p50_s"] == pytest.approx(54, abs=0.5)
+    slow = static[1]
+    assert (slow["e2e_p50_s"], slow["ttft_p50_s"]) == (
+        pytest.approx(2.91, abs=0.005),
+        pytest.approx(1.43, abs=0.005),
+    )
+    fast = continuous[8]
+    assert (fast["requests_per_s"], fast["e2e_p50_s"]) == (
+        pytest.approx(7.54, abs=0.005),
+        pytest.approx(2.49, abs=0.005),
+    )
+    assert fast["ttft_p50_s"] == pytest.approx(48.2e-3, abs=5e-5)
+    # the issue's bar: >= 2x the requests/s at the same (here a lower) median latency
+    assert fast["e2e_p50_s"] < slow["e2e_p50_s"]
+    assert fast["requests_per_s"] / slow["requests_per_s"] == pytest.approx(7.7, abs=0.05)
+    assert continuous[12]["requests_per_s"] == pytest.approx(9.66, abs=0.005)
+    assert continuous[16]["requests_per_s"] == pytest.approx(9.7, abs=0.1)
+
+
+def claims_llm_load_chunked_prefill():
+    whole, chunked = _load("llm_load_chunked_prefill").values()
+    a, b = whole[6], chunked[6]
+    assert (a["ttft_p50_s"], a["tpot_p99_s"]) == (
+        pytest.approx(75.7e-3, abs=5e-5),
+        pytest.approx(34.8e-3, abs=5e-5),
+    )
+    assert (b["ttft_p50_s"], b["tpot_p99_s"]) == (
+        pytest.approx(128e-3, abs=5e-4),
+        pytest.approx(27.9e-3, abs=5e-5),
+    )
+    assert 1 - b["tpot_p99_s"] / a["tpot_p99_s"] == pytest.approx(0.20, abs=0.005)
+    assert (b["tpot_p50_s"], a["tpot_p50_s"]) == (
+        pytest.approx(19.5e-3, abs=5e-5),
+        pytest.approx(22e-3, abs=5e-5),
+    )
+    assert (whole[2]["ttft_p50_s"], chunked[2]["ttft_p50_s"]) == (
+        pytest.approx(69.1e-3, abs=5e-5),
+        pytest.approx(86e-3, abs=5e-4),
+    )
+    assert (chunked[8]["e2e_p99_s"], whole[8]["e2e_p99_s"]) == (
+        pytest.approx(8.2, abs=0.005),
+        pytest.approx(9.53, abs=0.005),
+    )
+    # the trade at every rate: chunking delays the first token and steadies the tokens after it
+    for rate in (2, 4, 6, 8):
+        assert chunked[rate]["ttft_p50_s"] > whole[rate]["ttft_p50_s"]
+        assert chunked[rate]["tpot_p99_s"] < whole[rate]["tpot_p99_s"]
+
+
 CLAIMS = {
     "batching_latency_vs_throughput": claims_batching,
     "cluster_allreduce_overlap": claims_cluster_allreduce_overlap,
@@ -687,6 +775,9 @@ CLAIMS = {
     "llm_70b_gpus": claims_llm_70b_gpus,
     "llm_batching_decode": claims_llm_batching_decode,
     "llm_kv_cache": claims_llm_kv_cache,
+    "llm_load_chunked_prefill": claims_llm_load_chunked_prefill,
+    "llm_load_continuous_batching": claims_llm_load_continuous_batching,
+    "llm_load_queueing_knee": claims_llm_load_queueing_knee,
     "llm_prefill_vs_decode": claims_llm_prefill_vs_decode,
     "matmul_roofline": claims_matmul_roofline,
     "mlp_training": claims_mlp_training,

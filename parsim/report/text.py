@@ -136,6 +136,9 @@ def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
     columns += [("latency", "right"), ("throughput", "right"), ("bottleneck", "right"), ("speed-up", "right")]
     columns += [("samples/s", "right")] if samples else []
     columns += [("vs 1 GPU", "right"), ("efficiency", "right")] if scaling else []
+    # requests under load (llm_load): the tail a user feels, beside the median request's latency
+    load = all("ttft_p50_s" in r.prediction.metrics for r in result.results)
+    columns += [(name, "right") for name in LOAD_COLUMNS.values()] if load else []
     baseline = {r.value: r.prediction.latency_s for r in result.series(result.labels[0])}
     rows = []
     for r in result.results:
@@ -145,6 +148,7 @@ def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
         row.append(f"{baseline[r.value] / p.latency_s:.3g}x")
         row += [units.si(metrics["samples_per_s"])] if samples else []
         row += [f"{metrics['speedup']:.2f}x", f"{metrics['efficiency']:.0%}"] if scaling else []
+        row += [_load_figure(name, metrics[name]) for name in LOAD_COLUMNS] if load else []
         rows.append(row)
     lines.append(table(columns, rows))
     for value, winner, loser in result.crossovers():
@@ -152,6 +156,24 @@ def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
     if spec.sweep is not None:
         lines += [f"never faster than {result.labels[0]}: {label}" for label in result.never_faster()]
     return "\n".join(lines)
+
+
+LOAD_COLUMNS = {
+    "ttft_p50_s": "P50 TTFT",
+    "ttft_p99_s": "P99 TTFT",
+    "tpot_p50_s": "P50 TPOT",
+    "tpot_p99_s": "P99 TPOT",
+    "e2e_p99_s": "P99 e2e",
+    "queue_mean_s": "mean wait",
+    "tokens_per_s": "tokens/s",
+}
+"""A load's figures a scenario table shows (``LoadMetrics`` names -> column headers)."""
+
+
+def _load_figure(name: str, value: float) -> str:
+    if value is None or value != value:  # NaN: no request had a second token
+        return "-"
+    return units.si(value, "/s") if name.endswith("_per_s") else units.seconds(value)
 
 
 def _value(value) -> str:
