@@ -181,3 +181,12 @@ def test_measure_page_shows_predicted_vs_published_when_asked():
     rows = next(f for f in frames if "source" in f.columns)
     assert len(rows) >= 80 and rows["source"].str.len().min() > 10
     assert len(at.get("image")) >= 1  # the predicted-vs-published figure
+
+
+@pytest.mark.slow
+def test_the_serving_lessons_open_on_the_learn_page():
+    """Issue 24: the lessons of requests under load run in the app like any other lesson."""
+    at = app("learn", query={"lesson": "llm_load_chunked_prefill"})
+    assert not at.exception and not at.error
+    assert "Chunked prefill trades time to first token" in " ".join(m.value for m in at.markdown)
+    assert len(at.get("image")) >= 1

@@ -41,6 +41,9 @@ ORDER = [
     "llm_batching_decode",
     "llm_kv_cache",
     "llm_70b_gpus",
+    "llm_load_queueing_knee",
+    "llm_load_continuous_batching",
+    "llm_load_chunked_prefill",
     "cluster_pipeline_bubble",
 ]
 KEY = "learn_lesson"
