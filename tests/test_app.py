@@ -275,7 +275,8 @@ def test_compare_offers_the_transformer_lessons_on_the_chosen_model_and_gpu():
     at.segmented_control(key="compare_kind").set_value("LLM prefill vs decode").run()
     at.selectbox(key="compare_llm_gpu").set_value("h100-sxm").run()
     table = at.dataframe[0].value
-    assert not at.exception and {"first_token_ms", "per_token_ms", "tokens_per_s"} <= set(table.columns)
+    assert not at.exception and {"first_token_ms", "tokens_per_s"} <= set(table.columns)
+    assert "per_token_ms" not in table.columns  # one-token requests: no time per output token (was 0 ms)
     prefill, decode = table["bottleneck"].iloc[0], table["bottleneck"].iloc[1]
     assert (prefill, decode) == ("compute", "memory")
 
