@@ -75,3 +75,18 @@ def test_schedulers_side_by_side_draw_each_ones_figures():
     assert heights == pytest.approx([results[n].tokens_per_s for n in results])
     p50s = [bar.get_height() for bar in ttft.patches[:3]]
     assert p50s == pytest.approx([results[n].ttft_p50_s for n in results])
+
+
+def test_a_serving_lesson_draws_ttft_and_tpot_of_each_case_against_rate():
+    rates = [4.0, 16.0]
+    series = {
+        name: (rates, [load(r, name)[0].as_dict() for r in rates]) for name in ("continuous", "chunked")
+    }
+    fig = serving.cases_vs_rate(series, "t")
+    drawn(fig)
+    ttft, tpot = fig.axes
+    assert ttft.yaxis.get_label().get_text().startswith("time to first token")
+    assert tpot.yaxis.get_label().get_text().startswith("time per output token")
+    lines = {line.get_label(): list(line.get_ydata()) for line in tpot.get_lines()}
+    assert lines["chunked: P99"] == [m["tpot_p99_s"] for m in series["chunked"][1]]
+    assert len(lines) == 4  # P50 and P99 of each case

@@ -57,6 +57,19 @@ def scenario(result) -> Figure:
             [[r.value for r in s] for s in series],
             spec.title,
         )
+    if spec.sweep is not None and all("ttft_p50_s" in r.prediction.metrics for r in result.results):
+        from parsim.plots.serving import cases_vs_rate  # requests under load: TTFT and TPOT
+
+        return cases_vs_rate(
+            {
+                label: (
+                    [r.value for r in result.series(label)],
+                    [r.prediction.metrics for r in result.series(label)],
+                )
+                for label in result.labels
+            },
+            spec.title,
+        )
     if spec.sweep is not None or spec.plot == "sweep":
         series = {
             label: (

@@ -47,7 +47,8 @@ def knee_rate(rates: Sequence[float], p99_s: Sequence[float], factor: float = KN
 
 
 def _values(metrics: Sequence[Any], field: str) -> list[float]:
-    return [float(getattr(m, field)) for m in metrics]
+    """``field`` of each: a record's attribute, or a prediction's ``metrics`` mapping's entry."""
+    return [float(m[field] if isinstance(m, Mapping) else getattr(m, field)) for m in metrics]
 
 
 @styled
@@ -133,4 +134,34 @@ def schedulers(results: Mapping[str, Any], title_text: str = "") -> Figure:
     count_axis(axes[2].yaxis, "output tokens/s")
     axes[2].grid(True, axis="y", alpha=0.25)
     suptitle(fig, title_text or "Schedulers on the same requests")
+    return fig
+
+
+@styled
+def cases_vs_rate(
+    series: Mapping[str, tuple[Sequence[float], Sequence[Any]]], title_text: str = ""
+) -> Figure:
+    """Each case's P50 (solid) and P99 (dashed) time to first token and time per output token
+    against request rate, one panel each: a serving lesson's figure (``plots.scenario``), where
+    the trade between the two is the point and one latency would hide it.
+
+    Args:
+        series: per case label, its rates and the figures (``LoadMetrics`` names) at each.
+    """
+    fig = _figure(12, 5.5)
+    axes = fig.subplots(1, 2)
+    for index, (label, (rates, metrics)) in enumerate(series.items()):
+        color = f"C{index}"
+        for ax, prefix in zip(axes, ("ttft", "tpot"), strict=True):
+            p50 = _values(metrics, f"{prefix}_p50_s")
+            p99 = _values(metrics, f"{prefix}_p99_s")
+            ax.plot(rates, p50, "o-", color=color, linewidth=2, label=f"{label}: P50")
+            ax.plot(rates, p99, "s--", color=color, linewidth=1.5, alpha=0.8, label=f"{label}: P99")
+    for ax, prefix in zip(axes, ("ttft", "tpot"), strict=True):
+        ax.set_yscale("log")
+        plain_axis(ax.xaxis, "request rate (requests/s)")
+        time_axis(ax.yaxis, LATENCIES[prefix][0])
+        ax.grid(True, which="both", alpha=0.25)
+    legend(axes[0], fontsize="small", loc="upper left")
+    suptitle(fig, title_text)
     return fig
