@@ -19,6 +19,7 @@ from parsim.base import jsontext, safefiles, units
 from parsim.base.choices import HardwareKind, Method, Mode, Overlap
 from parsim.base.errors import Interrupted, ParsimError, ParsimNote
 from parsim.base.paths import output_path
+from parsim.cli import capacity as cli_capacity
 from parsim.cli import measure as cli_measure
 from parsim.cli import splits as cli_splits
 from parsim.cli import sweep as cli_sweep
@@ -354,6 +355,7 @@ def _open_browser(port: int, wait_s: float = 60.0) -> None:
 cli_measure.register(app)
 cli_sweep.register(app)
 cli_splits.register(app)
+cli_capacity.register(app)
 
 
 def _note(message, category, *_args, **_kwargs) -> None:
