@@ -20,11 +20,29 @@ from parsim.workloads.load import LoadRecord
 
 DEVICE = "a100-80gb"
 ISSUE = ["model=llama-2-7b", "prompt=512", "output=128", "scheduler=continuous", "max_batch=64", "seed=1"]
-METRICS = (
-    "ttft_p50_s ttft_p90_s ttft_p99_s tpot_p50_s tpot_p90_s tpot_p99_s e2e_mean_s e2e_p50_s e2e_p90_s "
-    "e2e_p99_s queue_p99_s requests_arrived requests_completed requests_preempted requests_per_s "
-    "tokens_per_s mean_in_system batch_mean kv_cache_peak_fraction goodput_requests_per_s slo_attainment"
-).split()
+METRICS = [
+    "ttft_p50_s",
+    "ttft_p90_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "tpot_p90_s",
+    "tpot_p99_s",
+    "e2e_mean_s",
+    "e2e_p50_s",
+    "e2e_p90_s",
+    "e2e_p99_s",
+    "queue_p99_s",
+    "requests_arrived",
+    "requests_completed",
+    "requests_preempted",
+    "requests_per_s",
+    "tokens_per_s",
+    "mean_in_system",
+    "batch_mean",
+    "kv_cache_peak_fraction",
+    "goodput_requests_per_s",
+    "slo_attainment",
+]
 SLO = {"slo_ttft": 0.5, "slo_tpot": 0.05}
 
 
