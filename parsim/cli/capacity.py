@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
 
 
 def capacity(
-    workload: Annotated[str, typer.Argument(help="a workload served under load (parsim list)")],
+    workload: Annotated[str, typer.Argument(help="a workload served under load, e.g. llm_load")],
     params: Annotated[
         list[str] | None,
         typer.Argument(

@@ -160,7 +160,7 @@ def capacity_search(
     if target_per_s is not None and not (isinstance(target_per_s, (int, float)) and 0 < target_per_s < 1e6):
         raise ParsimError(f"capacity: the target 'rate' must be > 0 and < 1e6 requests/s: {target_per_s!r}")
     values = validated(params)
-    slo_ttft, slo_tpot = values["slo_ttft"], values["slo_tpot"]
+    slo_ttft, slo_tpot = values.get("slo_ttft"), values.get("slo_tpot")
     if slo_ttft is None and slo_tpot is None:
         raise ParsimError("capacity: give an SLO, slo_ttft= and/or slo_tpot= (seconds, at P90)")
     steps = load.model_steps(values, device, host, link, method)
