@@ -206,3 +206,12 @@ def test_capacity_cli_prints_the_curve_and_json(cli):
 def test_capacity_usage_errors_are_one_line_exit_2(cli, args, named):
     code, out, err = cli("capacity", *args, "--device", DEVICE)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and named in err
+
+
+def test_single_token_outputs_have_no_time_per_token(cli):
+    code, out, err = cli("predict", "llm_load", "requests=20", "output=1", "--device", DEVICE)
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if "per token" in line)
+    assert row.split()[2:] == ["-", "-", "-", "-"] and "nan" not in out
+    code, out, _ = cli("predict", "llm_load", "requests=20", "output=1", "--device", DEVICE, "--json")
+    assert json.loads(out)["metrics"]["tpot_p90_s"] is None  # JSON null, not NaN

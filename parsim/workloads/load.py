@@ -170,7 +170,8 @@ class LoadRecord(Record):
         """The latency percentiles: headers and rows (TTFT, TPOT, end to end, queueing)."""
 
         def row(label: str, *values: float | None) -> list[str]:
-            return [label, *("-" if v is None else units.seconds(v) for v in values)]
+            # None: no such figure; NaN: no request had one (every output a single token)
+            return [label, *("-" if v is None or v != v else units.seconds(v) for v in values)]
 
         return (
             ["latency", "P50", "P90", "P99", "mean"],
