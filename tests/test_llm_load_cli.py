@@ -215,3 +215,14 @@ def test_single_token_outputs_have_no_time_per_token(cli):
     assert row.split()[2:] == ["-", "-", "-", "-"] and "nan" not in out
     code, out, _ = cli("predict", "llm_load", "requests=20", "output=1", "--device", DEVICE, "--json")
     assert json.loads(out)["metrics"]["tpot_p90_s"] is None  # JSON null, not NaN
+
+
+def test_no_limits_lifts_the_request_budget_of_a_stream():
+    from parsim.base.budget import CLI
+    from parsim.methods.serving.load import stream_of
+    from parsim.studies.serving_load import validated
+
+    params = validated({"requests": 100_001})
+    with pytest.raises(ParsimError, match="100,001, above the command line's budget of 100,000"):
+        stream_of(params, CLI)
+    assert len(stream_of(params, None)) == 100_001  # generating is cheap; serving them is the cost
