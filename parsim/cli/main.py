@@ -261,7 +261,9 @@ def predict(
 
 @app.command()
 def run(
-    scenario: Annotated[Path, typer.Argument(help="scenario TOML file")],
+    scenario: Annotated[
+        Path, typer.Argument(help="a lesson's name (see parsim lessons) or a scenario TOML file")
+    ],
     plot: Annotated[Path | None, typer.Option(help="Save the scenario's figure as a PNG.")] = None,
     as_json: Json = False,
     lesson: Annotated[bool, typer.Option("--lesson/--no-lesson", help="Print the lesson text.")] = True,
@@ -285,6 +287,37 @@ def run(
     from parsim.report.text import scenario_text
 
     typer.echo(scenario_text(result, lesson))
+
+
+@app.command()
+def lessons(
+    name: Annotated[str | None, typer.Argument(help="a lesson's name: print its TOML")] = None,
+    copy_to: Annotated[
+        Path | None, typer.Option(help="Copy the lesson (and hardware files it names) to this .toml file.")
+    ] = None,
+    as_json: Json = False,
+):
+    """List the shipped lessons, print one, or copy one out to edit (run it with parsim run FILE)."""
+    from parsim.studies import lessons as shipped
+
+    if name is None:
+        if copy_to is not None:
+            _fail("'--copy-to' needs a lesson's name: parsim lessons NAME --copy-to FILE")
+        titles = shipped.titles()
+        if as_json:
+            typer.echo(jsontext.dumps([{"name": n, "title": t} for n, t in titles.items()]))
+            return
+        width = max((len(n) for n in titles), default=0)
+        for lesson_name, title in titles.items():
+            typer.echo(f"{lesson_name:<{width}}  {title}")
+        return
+    if not shipped.is_name(name):
+        _fail(f"'NAME' must be a lesson's name (no folder, no .toml): {name!r}")
+    if copy_to is None:
+        typer.echo(shipped.find(name).read_text(encoding="utf-8"), nl=False)
+        return
+    for written in shipped.copy(name, copy_to):
+        typer.echo(f"wrote {written}", err=True)
 
 
 def _save(figure, path: Path) -> None:

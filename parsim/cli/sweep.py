@@ -33,7 +33,8 @@ def register(app: typer.Typer) -> None:
 
 def sweep(
     scenario: Annotated[
-        Path | None, typer.Argument(help="scenario TOML whose cases are swept (optional)")
+        Path | None,
+        typer.Argument(help="a lesson's name or a scenario TOML whose cases are swept (optional)"),
     ] = None,
     grid: Annotated[
         list[str] | None,
