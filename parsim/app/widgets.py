@@ -16,6 +16,7 @@ import streamlit as st
 from parsim.app import layout, urlstate
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
+from parsim.base.paths import CALIBRATION
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
 from parsim.workloads.llms import llm
@@ -30,9 +31,7 @@ def load_calibrated() -> None:
     """Offer ``this-machine.toml`` from the working directory (written by ``parsim calibrate``)."""
     if st.session_state.get("calibrated_toml") is not None:
         return
-    from parsim.app.measure_here import CALIBRATION
-
-    path = Path(CALIBRATION)
+    path = Path(CALIBRATION)  # the one name, from base: measure_here imports this module, not back
     text = None
     if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
         text = path.read_text(errors="replace")
