@@ -74,7 +74,7 @@ def parallel_metrics(workload: Workload, system: SystemSpec, prediction: Predict
     for block in blocks:
         if id(block.kernels) not in own:
             own[id(block.kernels)] = sum(
-                k.flops for k in block.kernels if not k.name.endswith(parallel3d.RECOMPUTED)
+                k.work.flops for k in block.kernels if not k.name.endswith(parallel3d.RECOMPUTED)
             )
     model = sum(own[id(block.kernels)] for block in blocks)
     peak = system.gpu.peak_flops_per_s(str(params["dtype"]), matrix=True)
