@@ -19,6 +19,7 @@ from parsim.base import jsontext, safefiles, units
 from parsim.base.choices import HardwareKind, Method, Mode, Overlap
 from parsim.base.errors import Interrupted, ParsimError, ParsimNote
 from parsim.base.paths import output_path
+from parsim.cli import lessons as cli_lessons
 from parsim.cli import measure as cli_measure
 from parsim.cli import splits as cli_splits
 from parsim.cli import sweep as cli_sweep
@@ -289,37 +290,6 @@ def run(
     typer.echo(scenario_text(result, lesson))
 
 
-@app.command()
-def lessons(
-    name: Annotated[str | None, typer.Argument(help="a lesson's name: print its TOML")] = None,
-    copy_to: Annotated[
-        Path | None, typer.Option(help="Copy the lesson (and hardware files it names) to this .toml file.")
-    ] = None,
-    as_json: Json = False,
-):
-    """List the shipped lessons, print one, or copy one out to edit (run it with parsim run FILE)."""
-    from parsim.studies import lessons as shipped
-
-    if name is None:
-        if copy_to is not None:
-            _fail("'--copy-to' needs a lesson's name: parsim lessons NAME --copy-to FILE")
-        titles = shipped.titles()
-        if as_json:
-            typer.echo(jsontext.dumps([{"name": n, "title": t} for n, t in titles.items()]))
-            return
-        width = max((len(n) for n in titles), default=0)
-        for lesson_name, title in titles.items():
-            typer.echo(f"{lesson_name:<{width}}  {title}")
-        return
-    if not shipped.is_name(name):
-        _fail(f"'NAME' must be a lesson's name (no folder, no .toml): {name!r}")
-    if copy_to is None:
-        typer.echo(shipped.find(name).read_text(encoding="utf-8"), nl=False)
-        return
-    for written in shipped.copy(name, copy_to):
-        typer.echo(f"wrote {written}", err=True)
-
-
 def _save(figure, path: Path) -> None:
     safefiles.write_with(path, lambda out: figure.savefig(out, format="png", dpi=120), "--plot")
     typer.echo(f"saved {path}", err=True)
@@ -385,6 +355,7 @@ def _open_browser(port: int, wait_s: float = 60.0) -> None:
 
 
 cli_measure.register(app)
+cli_lessons.register(app)
 cli_sweep.register(app)
 cli_splits.register(app)
 
