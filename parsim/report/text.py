@@ -288,7 +288,7 @@ def _execution(p: Prediction, device):
     kernels = make_workload(p.workload, dict(p.params)).kernels
     if not kernels:
         return None
-    return execution(device, p.mode, max(kernels, key=lambda k: (k.flops, k.bytes)))
+    return execution(device, p.mode, max(kernels, key=lambda k: (k.work.flops, k.bytes)))
 
 
 def _who(device, ex, mode: str) -> str:
