@@ -5,10 +5,16 @@ prompts lognormal (median 512, sigma 0.8), outputs lognormal (median 128, sigma 
 scheduler and size: ``cold`` is the first run with a fresh step model (the ``llm_serve``
 predictions that price the steps included: their count in brackets), ``warm`` the same run again
 (the simulation alone, the step prices cached as a capacity search or a sweep reuses them).
+
+Then the command line as a user runs it (a fresh process each: start-up, pricing and simulation
+included): ``parsim predict llm_load`` at 1,000 and 10,000 requests (the issue's example load),
+and ``parsim capacity llm_load`` for P90 SLOs of 0.5 s TTFT and 50 ms TPOT (target: <= 30 s).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 from parsim.methods.predict import clear_caches
@@ -47,5 +53,26 @@ def main() -> None:
             )
 
 
+PREDICT = ["predict", "llm_load", "model=llama-2-7b", "rate=4", "prompt=512", "output=128"]
+PREDICT += ["scheduler=continuous", "max_batch=64", "seed=1", "--device", DEVICE]
+CAPACITY = ["capacity", "llm_load", "model=llama-2-7b", "prompt=512", "output=128"]
+CAPACITY += ["slo_ttft=0.5", "slo_tpot=0.05", "--device", DEVICE]
+
+
+def command_line() -> None:
+    """Wall time of the commands as a user types them (one fresh process each)."""
+    for name, args in (
+        ("predict, 1,000 requests", [*PREDICT, "requests=1000"]),
+        ("predict, 10,000 requests", [*PREDICT, "requests=10000"]),
+        ("capacity (1,000 requests per probe)", CAPACITY),
+    ):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "parsim", *args], capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()
+        print(f"parsim {name:38s} {seconds:6.2f} s  ({last[:90]})")
+
+
 if __name__ == "__main__":
     main()
+    command_line()

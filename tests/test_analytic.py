@@ -107,7 +107,7 @@ def test_engine_never_beats_the_analytic_roofline(op, n, mode, dtype, gpu):
     spec = system.compute
     kernel = workload.ops[0]
     bound = spec.dispatch_s + max(
-        kernel.flops / spec.peak_flops_per_s(dtype), kernel.bytes / spec.memory.bandwidth_Bps
+        kernel.work.flops / spec.peak_flops_per_s(dtype), kernel.bytes / spec.memory.bandwidth_Bps
     )
     assert closed >= bound * (1 - 1e-9)
 

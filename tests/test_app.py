@@ -227,7 +227,7 @@ def test_compare_renders_the_shipped_lessons_on_the_chosen_hardware():
     at = app("compare")
     at.selectbox(key="compare_op").set_value("relu").run()
     flynn = retarget(
-        load_scenario(ROOT / "scenarios" / "flynn_vector_add.toml"),
+        load_scenario(ROOT / "parsim" / "lessons" / "flynn_vector_add.toml"),
         cpu="laptop-4c-avx2",
         gpu="v100-pcie",
         workloads={"vector_add": "relu"},

@@ -109,7 +109,7 @@ def test_predict_plot(cli, tmp_path):
 
 def test_run_scenario_with_plot(cli, tmp_path):
     target = tmp_path / "flynn.png"
-    code, out, err = cli("run", str(ROOT / "scenarios/flynn_vector_add.toml"), "--plot", str(target))
+    code, out, err = cli("run", "flynn_vector_add", "--plot", str(target))
     assert code == 0, err
     assert "SISD" in out and "speed-up" in out and target.exists()
 

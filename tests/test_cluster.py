@@ -323,7 +323,7 @@ def test_measure_it_here_skips_cluster_lessons_and_says_why():
     from parsim.app.measure_here import plan
     from parsim.studies.scenarios import load_scenario
 
-    planned, skipped = plan(load_scenario("scenarios/cluster_ring_vs_tree.toml"), None, gpu=False)
+    planned, skipped = plan(load_scenario("cluster_ring_vs_tree"), None, gpu=False)
     assert not planned
     assert skipped and all("runs on a cluster" in line for line in skipped)
 

@@ -59,7 +59,7 @@ def prefill_kernels(batch: int, prompt: int) -> list[Kernel]:
     return _phase_kernels(LLAMA, params("eager", batch, prompt), 0, prompt, 0)
 
 
-PRIMITIVE = Kernel("mul", 1.0, 8.0, 4.0, 1, dtype="float32", primitive=True)  # a torch.mul in a module
+PRIMITIVE = Kernel.of("mul", 1.0, 8.0, 4.0, 1, dtype="float32", primitive=True)  # a torch.mul in a module
 
 
 def least_issue_s() -> float:
@@ -102,7 +102,7 @@ def test_an_eager_llama_layer_launches_41_kernels():
     }  # fmt: skip
     assert len(layer) == 41
     # operator calls: 2 norms, 7 linears, SDPA (its backend choice), the SiLU
-    assert sum(not k.primitive for k in layer) == 11
+    assert sum(not k.issue.primitive for k in layer) == 11
     fused = [k for k in decode_kernels("cuda-graph") if k.layer in ("h.3.attn", "h.3.mlp")]
     assert len(fused) == 13  # a fused engine: one kernel per norm, RoPE, SiLU x up
 
@@ -168,7 +168,7 @@ def test_a_module_call_and_a_primitive_op_cost_the_host_by_hand():
 
 
 def test_a_tiny_kernel_holds_the_gpu_for_the_eager_floor():
-    tiny = Kernel("add", 64.0, 512.0, 256.0, 64, dtype="float32")
+    tiny = Kernel.of("add", 64.0, 512.0, 256.0, 64, dtype="float32")
     assert gpu_kernel_s([tiny], H100, stack.framework("eager")) == pytest.approx(2.8e-6)
     assert gpu_kernel_s([tiny], H100, stack.framework("cuda-graph")) < 2.8e-6  # the roofline alone
     assert gpu_kernel_s([tiny] * 10, H100, stack.framework("eager")) == pytest.approx(28e-6)

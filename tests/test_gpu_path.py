@@ -63,7 +63,7 @@ def test_offload_chunks_as_the_model_does(standin, n, streams):
     copies = [stream for kind, stream in standin.events if kind == "h2d"]
     model = make_workload("offload", validate_params("offload", {"n": n, "streams": streams}))
     assert len(copies) == len(chunk_sizes(n, streams)) == len(model.kernels) == min(n, streams)
-    assert [k.work_items for k in model.kernels] == chunk_sizes(n, streams)
+    assert [k.work.work_items for k in model.kernels] == chunk_sizes(n, streams)
 
 
 # --- memory ------------------------------------------------------------------------------------

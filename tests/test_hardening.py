@@ -150,7 +150,7 @@ def test_hardware_in_a_scenario_is_found_beside_it(tmp_path, monkeypatch):
         (["predict", "vector_add", "n=1e30"], "vector_add: 'n' must be <= 1e+15: 1e+30"),
         (["predict", "vector_add", "n=10", "--gpus", "0"], "'--gpus'"),
         (["predict", "vector_add", "n=10", "--plot", "/proc/x.png"], "'--plot': cannot write in '/proc'"),
-        (["run", "scenarios/flynn_vector_add.toml", "--plot", "/proc/x.png"], "'--plot': cannot write"),
+        (["run", "flynn_vector_add", "--plot", "/proc/x.png"], "'--plot': cannot write"),
     ],
 )
 def test_cli_mistakes_are_one_line(cli, args, message):

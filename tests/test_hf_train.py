@@ -85,12 +85,16 @@ def test_the_loss_runs_on_float32_logits():
     """``logits.float()`` writes 8 x 1024 x 50,257 float32 logits (1.65 GB); log_softmax reads and
     writes them; its backward zero-fills their gradient, then reads two such arrays and writes one."""
     loss = {k.name: k for k in kernels(build(attention="unfused")) if k.layer == "loss"}
-    assert loss["loss logits.float() cast"].bytes_read == LOGITS * 2
-    assert loss["loss logits.float() cast"].bytes_written == LOGITS * 4 == 1_646_821_376
-    assert loss["loss log_softmax fwd"].bytes_read == loss["loss log_softmax fwd"].bytes_written == LOGITS * 4
-    assert loss["loss nll_loss bwd zero"].bytes_written == LOGITS * 4
-    assert loss["loss log_softmax bwd"].bytes_read == 2 * LOGITS * 4
-    assert loss["loss logits grad cast"].bytes_written == LOGITS * 2
+    assert loss["loss logits.float() cast"].work.bytes_read == LOGITS * 2
+    assert loss["loss logits.float() cast"].work.bytes_written == LOGITS * 4 == 1_646_821_376
+    assert (
+        loss["loss log_softmax fwd"].work.bytes_read
+        == loss["loss log_softmax fwd"].work.bytes_written
+        == LOGITS * 4
+    )
+    assert loss["loss nll_loss bwd zero"].work.bytes_written == LOGITS * 4
+    assert loss["loss log_softmax bwd"].work.bytes_read == 2 * LOGITS * 4
+    assert loss["loss logits grad cast"].work.bytes_written == LOGITS * 2
 
 
 def test_gelu_new_is_a_float32_island_under_autocast():
@@ -98,9 +102,9 @@ def test_gelu_new_is_a_float32_island_under_autocast():
     bytes) and c_proj casts it back to bfloat16."""
     mlp = {k.name: k for k in kernels(build()) if k.layer == "h.0.mlp"}
     n = 8 * 1024 * 3072
-    assert mlp["h.0.mlp gelu product fwd"].bytes_written == n * 4
-    assert mlp["h.0.mlp c_proj input cast"].bytes_read == n * 4
-    assert mlp["h.0.mlp c_proj input cast"].bytes_written == n * 2
+    assert mlp["h.0.mlp gelu product fwd"].work.bytes_written == n * 4
+    assert mlp["h.0.mlp c_proj input cast"].work.bytes_read == n * 4
+    assert mlp["h.0.mlp c_proj input cast"].work.bytes_written == n * 2
 
 
 def test_the_step_launches_the_measured_kernel_count():

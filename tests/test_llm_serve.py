@@ -49,7 +49,7 @@ def test_decode_step_reads_the_weights_and_the_kv_cache_at_the_bandwidth():
     workload = build(model="llama-2-7b", batch=1, prompt=512, output=128)
     weights = 2 * (6_738_415_616 - 32000 * 4096)
     cache = (512 + 63) * 0.5 * MiB
-    read = sum(k.bytes_read for k in phase(workload, "decode"))
+    read = sum(k.work.bytes_read for k in phase(workload, "decode"))
     assert read == pytest.approx(weights + cache, rel=0.005)
     # a100-80gb streams 1.75 TB/s: 13.47 GB per token is 7.7 ms
     tpot = metrics(workload, "a100-80gb")["time_per_output_token_s"]
@@ -136,8 +136,8 @@ def test_tensor_parallelism_halves_the_weights_and_adds_two_all_reduces_per_laye
     assert [op.name for op in decode[:2]] == ["all-reduce h.0.attn (decode)", "all-reduce h.0.mlp (decode)"]
     # each GPU reads half the weights per decode step (norms and attention's cache halve too);
     # the GPUs are symmetric, so GPU 0 is simulated as the representative of both
-    read_one = sum(k.bytes_read for k in phase(one, "decode"))
-    read_two = sum(k.bytes_read for k in phase(two, "decode"))
+    read_one = sum(k.work.bytes_read for k in phase(one, "decode"))
+    read_two = sum(k.work.bytes_read for k in phase(two, "decode"))
     assert read_two == pytest.approx(read_one / 2, rel=0.01)
     assert not phase(two, "decode", device=1)
     assert len(two.ops) == len(one.ops) + len(reduces)  # ops grow with layers, not with GPUs

@@ -113,8 +113,8 @@ def test_tap_gemm_is_the_kernels_the_measurement_runs():
                           "tap 0,0: out += product"]  # fmt: skip
     # the products do the convolution's multiply-adds, 2 b h w f c per tap; the adds one per output
     outputs, taps = 2 * 6 * 5 * 4, 9
-    assert sum(op.flops for op in program.ops if op.matrix) == 2 * (2 * 6 * 5) * 4 * 3 * taps
-    assert sum(op.flops for op in program.ops if not op.matrix) == outputs * taps
+    assert sum(op.work.flops for op in program.ops if op.work.matrix) == 2 * (2 * 6 * 5) * 4 * 3 * taps
+    assert sum(op.work.flops for op in program.ops if not op.work.matrix) == outputs * taps
     # bytes: the fill writes the output; each tap copies 4x3 weights and the 2x3x6x5 window (read and
     # written), the product reads the window and weights and writes the output, the add reads two
     # outputs and writes one (float32)
@@ -302,11 +302,11 @@ def test_the_relu_mask_and_the_update_are_modelled_byte_for_byte():
 
     ops = {op.name: op for op in make_workload("mlp_train_step", {**MLP, "dtype": "float32"}).ops}
     n = 8 * 12  # batch x hidden
-    assert (ops["mask = h > 0"].bytes_read, ops["mask = h > 0"].bytes_written) == (4 * n, n)
-    assert (ops["grad_h *= mask"].bytes_read, ops["grad_h *= mask"].bytes_written) == (5 * n, 4 * n)
+    assert (ops["mask = h > 0"].work.bytes_read, ops["mask = h > 0"].work.bytes_written) == (4 * n, n)
+    assert (ops["grad_h *= mask"].work.bytes_read, ops["grad_h *= mask"].work.bytes_written) == (5 * n, 4 * n)
     w1 = 16 * 12
-    assert (ops["grad_w1 *= lr"].bytes_read, ops["w1 -= grad_w1"].bytes_read) == (4 * w1, 8 * w1)
-    assert ops["loss = sum(square)"].bytes_read == 4 * 8 * 4
+    assert (ops["grad_w1 *= lr"].work.bytes_read, ops["w1 -= grad_w1"].work.bytes_read) == (4 * w1, 8 * w1)
+    assert ops["loss = sum(square)"].work.bytes_read == 4 * 8 * 4
 
 
 def test_adam_is_predicted_but_not_measured():

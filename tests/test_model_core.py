@@ -70,31 +70,38 @@ def test_the_cli_shows_the_note_in_one_line(cli, tmp_path):
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: Kernel("k", -1e9, 8, 8, 1), "kernel 'k': 'flops' must be >= 0: -1000000000.0"),
-        (lambda: Kernel("k", 1, 8, 8, 0), "kernel 'k': 'work_items' must be an integer >= 1: 0"),
-        (lambda: Kernel("k", 1, 8, 8, 1, dtype="int3"), "kernel 'k': 'dtype' must be one of"),
-        (lambda: Kernel("k", float("nan"), 8, 8, 1), "kernel 'k': 'flops' must be >= 0: nan"),
+        (lambda: Kernel.of("k", -1e9, 8, 8, 1), "kernel 'k': 'flops' must be >= 0: -1000000000.0"),
+        (lambda: Kernel.of("k", 1, 8, 8, 0), "kernel 'k': 'work_items' must be an integer >= 1: 0"),
+        (lambda: Kernel.of("k", 1, 8, 8, 1, dtype="int3"), "kernel 'k': 'dtype' must be one of"),
+        (lambda: Kernel.of("k", float("nan"), 8, 8, 1), "kernel 'k': 'flops' must be >= 0: nan"),
         (
-            lambda: Kernel("k", 1, 8, 8, 1, cold_bytes=17),
+            lambda: Kernel.of("k", 1, 8, 8, 1, cold_bytes=17),
             "'cold_bytes' must be <= bytes_read + bytes_written",
         ),
-        (lambda: Kernel("k", 1, 8, 8, 4, gemm_mn=(2, 0)), "'gemm_mn' must be None or two integers >= 1"),
+        (lambda: Kernel.of("k", 1, 8, 8, 4, gemm_mn=(2, 0)), "'gemm_mn' must be None or two integers >= 1"),
         (lambda: Transfer("t", -5, "h2d"), "'nbytes' must be >= 0: -5"),
         (lambda: Transfer("t", 5, "sideways"), "'direction' must be one of h2d, d2h: 'sideways'"),
         (lambda: AllReduce("a", float("inf")), "'nbytes' must be >= 0: inf"),
         (
-            lambda: Workload("w", (), (Kernel("a", 1, 8, 8, 1), Kernel("b", 1, 8, 8, 1)), deps=((1,), ())),
+            lambda: Workload(
+                "w", (), (Kernel.of("a", 1, 8, 8, 1), Kernel.of("b", 1, 8, 8, 1)), deps=((1,), ())
+            ),
             "workload 'w': op 0 ('a') may wait only for nothing (it is the first op): 1",
         ),
         (
-            lambda: Workload("w", (), (Kernel("a", 1, 8, 8, 1), Kernel("b", 1, 8, 8, 1)), deps=((), (5,))),
+            lambda: Workload(
+                "w", (), (Kernel.of("a", 1, 8, 8, 1), Kernel.of("b", 1, 8, 8, 1)), deps=((), (5,))
+            ),
             "workload 'w': op 1 ('b') may wait only for ops 0..0: 5",
         ),
         (
-            lambda: Workload("w", (), (Kernel("a", 1, 8, 8, 1),), deps=((), ())),
+            lambda: Workload("w", (), (Kernel.of("a", 1, 8, 8, 1),), deps=((), ())),
             "'deps' has 2 entries for 1 ops",
         ),
-        (lambda: Workload("w", (), (Kernel("a", 1, 8, 8, 1, device=2),)), "runs on GPU 2, but 'gpus' is 1"),
+        (
+            lambda: Workload("w", (), (Kernel.of("a", 1, 8, 8, 1, device=2),)),
+            "runs on GPU 2, but 'gpus' is 1",
+        ),
     ],
 )
 def test_invalid_work_is_refused_in_one_line(build, message):
@@ -106,12 +113,12 @@ def test_invalid_work_is_refused_in_one_line(build, message):
 def test_a_negative_flop_kernel_no_longer_predicts_6_5_us():
     # Before: Kernel(flops=-1e9) predicted 6.5 us on an H100; now it cannot be built at all.
     with pytest.raises(ParsimError, match="'flops' must be >= 0"):
-        parsim.predict(Workload("w", (), (Kernel("k", -1e9, 8, 8, 1),)), device="h100-sxm")
+        parsim.predict(Workload("w", (), (Kernel.of("k", -1e9, 8, 8, 1),)), device="h100-sxm")
 
 
 def test_a_forward_dependency_cannot_reach_the_engine_or_the_analytic_method():
     # Before: the engine deadlocked and reported 0.0 s; the analytic method raised IndexError.
-    ops = (Kernel("a", 1e6, 8e6, 4e6, 10**6), Kernel("b", 1e6, 8e6, 4e6, 10**6, stream=1))
+    ops = (Kernel.of("a", 1e6, 8e6, 4e6, 10**6), Kernel.of("b", 1e6, 8e6, 4e6, 10**6, stream=1))
     for method in ("engine", "analytic"):
         with pytest.raises(ParsimError, match="may wait only for"):
             parsim.predict(Workload("w", (), ops, deps=((1,), ())), device="t4", method=method)
@@ -121,7 +128,7 @@ def test_the_engine_refuses_to_report_a_latency_when_an_op_never_ran():
     # Validation makes this unreachable; the guard makes a future bug loud instead of a silent 0 s.
     # On a CPU the host runs op 0 itself and waits for op 1, which it has not issued yet.
     system = parsim.hardware.specs.SystemSpec(host=TINY_CPU)
-    work = Workload("w", (), (Kernel("a", 8, 8, 8, 8), Kernel("b", 8, 8, 8, 8, stream=1)))
+    work = Workload("w", (), (Kernel.of("a", 8, 8, 8, 8), Kernel.of("b", 8, 8, 8, 8, stream=1)))
     object.__setattr__(work, "deps", ((1,), ()))  # smuggle a forward edge past the validator
     with pytest.raises(RuntimeError, match="only 0 of 2 ops"):
         simulate(work, system, "simt")
@@ -212,12 +219,17 @@ def test_engine_and_analytic_share_the_kernel_rates():
     seconds, leg = kernel_time_s(kernel, spec, "simt")
     ex = execution(spec, "simt", kernel)
     compute = compute_s(
-        ex, kernel.flops, kernel.special_ops, kernel.work_items, kernel.python_ops_per_item, ex.cores
+        ex,
+        kernel.work.flops,
+        kernel.work.special_ops,
+        kernel.work.work_items,
+        kernel.issue.python_ops_per_item,
+        ex.cores,
     )
-    moved = memory_s(spec, ex, kernel.bytes, kernel.cold_bytes, ex.cores)
+    moved = memory_s(spec, ex, kernel.bytes, kernel.access.cold_bytes, ex.cores)
     assert leg == "compute"
     assert overlap_norm(spec, kernel) == 2.0
-    assert compute == pytest.approx(kernel.flops / ex.flops_per_s, rel=1e-12)
+    assert compute == pytest.approx(kernel.work.flops / ex.flops_per_s, rel=1e-12)
     assert seconds == pytest.approx(combine(compute, moved, "roofline", 2.0), rel=1e-12)
     assert seconds == pytest.approx((compute**2 + moved**2) ** 0.5, rel=1e-12)
     assert compute < seconds < compute * 1.001  # compute-bound: the memory leg adds ~0.002 %
@@ -259,9 +271,14 @@ def test_cublas_gemm_near_the_ridge_pays_the_smooth_roofline():
         kernel = gemm_kernel(m, n, k, "float16", "g")
         ex = execution(a100, "simt", kernel)
         c = compute_s(
-            ex, kernel.flops, kernel.special_ops, kernel.work_items, kernel.python_ops_per_item, ex.cores
+            ex,
+            kernel.work.flops,
+            kernel.work.special_ops,
+            kernel.work.work_items,
+            kernel.issue.python_ops_per_item,
+            ex.cores,
         )
-        mem = memory_s(a100, ex, kernel.bytes, kernel.cold_bytes, ex.cores)
+        mem = memory_s(a100, ex, kernel.bytes, kernel.access.cold_bytes, ex.cores)
         assert overlap_norm(a100, kernel) == 2.0
         return closed_form(kernel, a100, "simt", "roofline")[0] / max(c, mem)
 

@@ -32,7 +32,7 @@ def _both_ways() -> Workload:
 
 
 def _kernel(name: str, device: int = 0) -> Kernel:
-    return Kernel(name, flops=1e6, bytes_read=1e3, bytes_written=1e3, work_items=1000, device=device)
+    return Kernel.of(name, flops=1e6, bytes_read=1e3, bytes_written=1e3, work_items=1000, device=device)
 
 
 def _copy_ends(workload: Workload, system: SystemSpec) -> tuple[float, float]:

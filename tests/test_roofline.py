@@ -42,9 +42,14 @@ def test_textbook_roofline_is_the_same_rule_as_a_rate():
 def _legs(kernel):
     ex = execution(A100, "simt", kernel)
     compute = compute_s(
-        ex, kernel.flops, kernel.special_ops, kernel.work_items, kernel.python_ops_per_item, ex.cores
+        ex,
+        kernel.work.flops,
+        kernel.work.special_ops,
+        kernel.work.work_items,
+        kernel.issue.python_ops_per_item,
+        ex.cores,
     )
-    memory = memory_s(A100, ex, kernel.bytes, kernel.cold_bytes, ex.cores, kernel.work_items)
+    memory = memory_s(A100, ex, kernel.bytes, kernel.access.cold_bytes, ex.cores, kernel.work.work_items)
     return ex, compute, memory
 
 
@@ -54,7 +59,9 @@ def test_analytic_kernel_time_is_the_rule(mnk):
     ex, compute, memory = _legs(kernel)
     norm = overlap_norm(A100, kernel)
     assert norm == 2.0  # cuBLAS's smooth roofline
-    expected = combine(compute, memory, "roofline", norm) + fork_join_s(A100, ex, True, kernel.work_items)
+    expected = combine(compute, memory, "roofline", norm) + fork_join_s(
+        A100, ex, True, kernel.work.work_items
+    )
     assert kernel_time_s(kernel, A100, "simt")[0] == expected
 
 

@@ -27,7 +27,7 @@ from parsim.studies.teaching import ridge_intensity
 from parsim.workloads.llms import LLMS
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ROOT / "scenarios"
+SCENARIOS = ROOT / "parsim" / "lessons"
 REQUIRED = {
     "flynn_vector_add",
     "gpu_offload_crossover",
@@ -39,7 +39,7 @@ REQUIRED = {
 
 
 def test_required_scenarios_exist():
-    assert {p.stem for p in scenario_paths(ROOT / "scenarios")} >= REQUIRED
+    assert {p.stem for p in scenario_paths(ROOT / "parsim" / "lessons")} >= REQUIRED
 
 
 @functools.cache

@@ -28,7 +28,7 @@ from tests.systems import TINY_CPU, TINY_GPU, TINY_LINK
 def conv_kernel(shape: ConvShape, dtype: str = "float32", math: str = "") -> Kernel:
     m, n, k = shape.gemm_dims()
     size = 2 if dtype == "float16" else 4
-    return Kernel(
+    return Kernel.of(
         "conv",
         2.0 * m * n * k,
         (m * k // (shape.kernel**2) + n * k) * size,
@@ -62,7 +62,7 @@ def test_issue_cost_per_framework_hand_computed():
 def test_a_primitive_op_pays_the_dispatcher_not_a_module_call_hand_computed():
     system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK)  # host at 1 GHz, launches of 1 us
     eager = stack.framework("eager")
-    mul = Kernel("mul", 1.0, 8.0, 4.0, 1, dtype="float32", primitive=True)
+    mul = Kernel.of("mul", 1.0, 8.0, 4.0, 1, dtype="float32", primitive=True)
     assert issue_s(system, eager, False, mul) == pytest.approx(8_000 / 1e9 + 1e-6)
     # raw calls (no framework): a CuPy elementwise call, whatever the op is inside a model
     assert issue_s(system, None, False, mul) == pytest.approx(CUPY.call_s("elementwise", 1e-6))
@@ -136,7 +136,7 @@ def test_autocast_adds_casts_and_float32_master_weights():
     convs_and_linears = 21  # 20 convolutions + the classifier
     assert len(casts) == 2 * convs_and_linears  # weights down before the forward, gradients up after
     updates = [k for k in mixed.kernels if k.name.endswith("update")]
-    assert all(k.dtype == "float32" for k in updates)
+    assert all(k.work.dtype == "float32" for k in updates)
 
 
 # --- convolution algorithms ----------------------------------------------------------------------
@@ -146,7 +146,9 @@ def test_winograd_for_float32_3x3_on_cuda_cores():
     v100 = PROCESSORS["v100-sxm2"]
     name, runs = choose(v100, "simt", "roofline", conv_kernel(LAYER))
     assert name == WINOGRAD
-    assert runs.flops == pytest.approx(conv_kernel(LAYER).flops / 2.25)  # [LG16] 36 -> 16 multiplies
+    assert runs.work.flops == pytest.approx(
+        conv_kernel(LAYER).work.flops / 2.25
+    )  # [LG16] 36 -> 16 multiplies
     offered = dict(candidates(v100, conv_kernel(LAYER)))
     assert closed_form_s(runs, v100, "simt", "roofline") < closed_form_s(
         offered[IMPLICIT_GEMM], v100, "simt", "roofline"

@@ -52,7 +52,7 @@ def test_bad_grids(grid, zipped, expected):
 
 def test_tidy_rows_with_exact_grid_columns_and_prediction_fields():
     frame = sweep(
-        "scenarios/gpu_offload_crossover.toml",
+        "gpu_offload_crossover",
         {"workload.n": [1e3, 1e6], "device": ["v100-pcie", "h100-pcie"]},
     )
     assert len(frame) == 3 * 2 * 2
@@ -228,7 +228,7 @@ def test_measured_columns():
 
 
 def test_sweep_plot():
-    frame = sweep("scenarios/gpu_offload_crossover.toml", {"workload.n": "logspace:1e3:1e9:7"})
+    frame = sweep("gpu_offload_crossover", {"workload.n": "logspace:1e3:1e9:7"})
     figure = plots.sweep(frame, x="workload.n")
     assert figure.axes[0].get_xscale() == "log" and len(figure.axes[0].get_lines()) >= 3
 
@@ -237,7 +237,7 @@ def test_cli_sweep(cli, tmp_path):
     out, png = tmp_path / "c.csv", tmp_path / "c.png"
     code, stdout, err = cli(
         "sweep",
-        "scenarios/gpu_offload_crossover.toml",
+        "gpu_offload_crossover",
         "--grid",
         "workload.n=logspace:1e3:1e9:5",
         "--grid",

@@ -311,7 +311,7 @@ def test_grids_above_the_limit_are_refused_at_once(cli, grid, expected):
 
 def test_the_limit_counts_cases_and_is_documented():
     assert MAX_POINTS == 10_000_000
-    scenario = ROOT / "scenarios" / "gpu_offload_crossover.toml"  # three cases
+    scenario = ROOT / "parsim" / "lessons" / "gpu_offload_crossover.toml"  # three cases
     with pytest.raises(ParsimError, match=r"12,000,000 points \(4,000,000 for each of 3 cases\)"):
         sweep(scenario, {"workload.n": "range:1:4000001"})
 

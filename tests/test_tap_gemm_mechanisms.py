@@ -50,18 +50,18 @@ def test_littles_law_caps_the_cold_bytes_a_cache_level_does_not_serve():
 
 def test_data_stays_in_the_cache_only_while_the_loop_around_it_fits():
     # 25.7 MB alone fits the 52.4 MB L2; touched again only after 128.5 MB it comes from memory
-    alone = Kernel("copy", 0.0, 12.85e6, 12.85e6, 1_000_000)
-    looped = Kernel("copy", 0.0, 12.85e6, 12.85e6, 1_000_000, reuse_B=128.5e6)
+    alone = Kernel.of("copy", 0.0, 12.85e6, 12.85e6, 1_000_000)
+    looped = Kernel.of("copy", 0.0, 12.85e6, 12.85e6, 1_000_000, reuse_B=128.5e6)
     assert alone.working_set_B == 25.7e6 and looped.working_set_B == 128.5e6
     assert memory.level(H100, 132, alone.working_set_B).name == "L2"
     assert memory.level(H100, 132, looped.working_set_B).name == "device memory"
     # a loop smaller than the kernel's own bytes changes nothing
-    assert Kernel("copy", 0.0, 12.85e6, 12.85e6, 1, reuse_B=1e6).working_set_B == 25.7e6
+    assert Kernel.of("copy", 0.0, 12.85e6, 12.85e6, 1, reuse_B=1e6).working_set_B == 25.7e6
 
 
 def test_a_tap_is_issued_as_a_tensordot_not_a_matmul():
     program = tap_gemm(**ROW_HOST)
-    product = next(op for op in program.ops if op.matrix)
+    product = next(op for op in program.ops if op.work.matrix)
     assert issue_s(SYSTEM, None, False, product) == pytest.approx((53.4 + 5) * US)
     matmul = make_workload("matmul", {"m": 256, "n": 256, "k": 256, "dtype": "float16"}).ops[0]
     assert issue_s(SYSTEM, None, False, matmul) == pytest.approx((18.7 + 5) * US)
@@ -70,11 +70,11 @@ def test_a_tap_is_issued_as_a_tensordot_not_a_matmul():
 def test_the_copies_are_cupy_ufuncs_and_the_fill_a_memset():
     program = tap_gemm(**ROW_1X1)
     fill, window, product, add = program.ops  # a 1x1 filter's weights need no copy
-    assert (fill.bytes_read, fill.thread_loads_B) == (0.0, 0.0)
-    assert window.name.endswith("copy window") and window.thread_loads_B == 2.0  # one float16 load
+    assert (fill.work.bytes_read, fill.access.thread_loads_B) == (0.0, 0.0)
+    assert window.name.endswith("copy window") and window.access.thread_loads_B == 2.0  # one float16 load
     loop = program.footprint_B  # 12.85 MB in, 12.85 MB window, 2 x 51.4 MB out, 32 KB of weights
     assert loop == pytest.approx(128.5e6, rel=1e-3)
-    assert all(op.reuse_B == loop for op in program.ops)
+    assert all(op.access.reuse_B == loop for op in program.ops)
     # the window's 6,422,528 values come from memory, one 2-byte load in flight per thread:
     # 0.375 us + 6,422,528 x 1.3 us / 270,336 = 31.26 us (the bytes alone would take 8.9 us)
     elements = 32 * 64 * 56 * 56

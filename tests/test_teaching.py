@@ -95,7 +95,7 @@ def test_the_roofline_figure_draws_matrix_units_only_where_the_chip_has_them():
 
 
 def test_the_scaling_sentence_gives_the_predictions_fitted_fraction_and_the_sliders():
-    result = run_scenario(load_scenario(ROOT / "scenarios" / "data_parallel_scaling.toml"))
+    result = run_scenario(load_scenario(ROOT / "parsim" / "lessons" / "data_parallel_scaling.toml"))
     cases = teach.scaling_cases(result)
     host = result.series(result.labels[0])
     assert cases[0][1] == (1, 2, 4, 8)
@@ -180,7 +180,7 @@ def test_the_flynn_figure_caps_rows_and_has_a_legend_for_what_is_lit():
 
 
 def test_steps_that_light_the_same_lanes_share_one_figure():
-    result = run_scenario(load_scenario(ROOT / "scenarios" / "flynn_vector_add.toml"))
+    result = run_scenario(load_scenario(ROOT / "parsim" / "lessons" / "flynn_vector_add.toml"))
     times = time_steps([r.prediction for r in result.results], teach.STEPS)
     pictures = [teach.flynn_panels(result, t) for t in times]
 
@@ -264,10 +264,9 @@ def test_the_flynn_panel_steps_through_time_and_sizes():
 @pytest.mark.slow
 def test_a_lesson_without_a_visual_draws_nothing_and_a_broken_one_says_why(tmp_path, monkeypatch):
     assert len(_panel("streams_overlap").main) == 0
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenarios" / "flynn_vector_add.toml").write_text("title = [broken")
-    monkeypatch.chdir(tmp_path)  # the app reads the lessons in the working directory first
+    (tmp_path / "flynn_vector_add.toml").write_text("title = [broken")
+    monkeypatch.setenv("PARSIM_LESSONS", str(tmp_path))  # the app reads a course's own lessons
     at = _panel("flynn_vector_add")
     assert "not available" in at.warning[0].value
-    (tmp_path / "scenarios" / "flynn_vector_add.toml").unlink()
+    (tmp_path / "flynn_vector_add.toml").unlink()
     assert "missing" in _panel("flynn_vector_add").warning[0].value

@@ -43,15 +43,15 @@ def test_model_sizes_match_published_values(model):
 
 def test_resnet50_forward_flops_are_twice_the_macs():
     step = make_workload("network", {"model": "resnet50", "batch": 1, "train": False})
-    gemm_flops = sum(k.flops for k in step.kernels if k.matrix)
+    gemm_flops = sum(k.work.flops for k in step.kernels if k.work.matrix)
     assert gemm_flops == pytest.approx(2 * 4.09e9, rel=0.01)
 
 
 def test_training_costs_about_three_forward_passes():
     forward = make_workload("network", {"model": "resnet18", "batch": 8, "train": False})
     train = make_workload("network", {"model": "resnet18", "batch": 8, "train": True})
-    ratio = sum(k.flops for k in train.kernels if k.matrix) / sum(
-        k.flops for k in forward.kernels if k.matrix
+    ratio = sum(k.work.flops for k in train.kernels if k.work.matrix) / sum(
+        k.work.flops for k in forward.kernels if k.work.matrix
     )
     assert 2.9 < ratio < 3.0  # forward + two gradient GEMMs, minus the first layer's input gradient
 
@@ -77,7 +77,7 @@ def test_host_average_step_hand_computed():
     ops = (
         Transfer("d2h grads", 4000, "d2h", device=0),
         Transfer("d2h grads", 4000, "d2h", device=1),
-        Kernel("average", 2.0 * params, 8000, 4000, params, device=HOST),
+        Kernel.of("average", 2.0 * params, 8000, 4000, params, device=HOST),
         sgd_kernel("sgd", params, "float32", device=HOST),
         Transfer("h2d weights", 4000, "h2d", device=0),
         Transfer("h2d weights", 4000, "h2d", device=1),

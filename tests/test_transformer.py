@@ -55,7 +55,9 @@ def test_unknown_llm_suggests_the_closest():
 
 
 def _flops(kernels, prefix, matrix_only=False):
-    return sum(k.flops for k in kernels if k.layer.startswith(prefix) and (k.matrix or not matrix_only))
+    return sum(
+        k.work.flops for k in kernels if k.layer.startswith(prefix) and (k.work.matrix or not matrix_only)
+    )
 
 
 def test_one_gpt2_layer_forward_hand_computed():
@@ -70,7 +72,9 @@ def test_one_gpt2_layer_forward_hand_computed():
 
 def _attention_flops(kind, seq):
     forward, _ = transformer_kernels(GPT2, 1, seq, FP32, train=False, attention=kind)
-    return sum(k.flops for k in forward if k.layer == "h.0.attn" and ("attention" in k.name or "@" in k.name))
+    return sum(
+        k.work.flops for k in forward if k.layer == "h.0.attn" and ("attention" in k.name or "@" in k.name)
+    )
 
 
 def test_causal_mask_halves_flash_attention():
@@ -103,9 +107,9 @@ def test_flash_attention_traffic_stays_linear_in_seq():
 
 def test_training_step_is_about_three_forward_passes_and_six_n_per_token():
     forward, backward = transformer_kernels(GPT2, 1, 1024, FP32, train=True)
-    fwd = sum(k.flops for k in forward if k.matrix)
-    assert 1.9 < sum(k.flops for k in backward if k.matrix) / fwd < 2.2
-    total = sum(k.flops for k in forward + backward)
+    fwd = sum(k.work.flops for k in forward if k.work.matrix)
+    assert 1.9 < sum(k.work.flops for k in backward if k.work.matrix) / fwd < 2.2
+    total = sum(k.work.flops for k in forward + backward)
     assert total == pytest.approx(6 * GPT2.params * 1024, rel=0.15)
 
 
@@ -126,7 +130,7 @@ def test_adam_adds_two_float32_moments_and_moves_its_bytes_a_parameter(framework
     assert adam.footprint_B - sgd.footprint_B == pytest.approx(8 * GPT2.params)
     updates = [k for k in adam.kernels if k.name.endswith("update")]
     assert sum(k.bytes for k in updates) == pytest.approx(bytes_per_param * GPT2.params, rel=1e-9)
-    assert sum(k.work_items for k in updates) == GPT2.params
+    assert sum(k.work.work_items for k in updates) == GPT2.params
 
 
 def test_adam_for_cnns_and_the_mlp():
@@ -171,10 +175,10 @@ def test_decode_step_reads_the_whole_cache_and_computes_one_token():
     assert backward == []
     attention = next(k for k in forward if k.name == "h.0.attn flash attention fwd")
     keys = 4 * 1000 * 4096 * 2  # 4 sequences x 1000 keys x 32 heads x 128 x 2 B
-    assert attention.bytes_read == pytest.approx(2 * keys + 4 * 4096 * 2)
-    assert attention.flops == pytest.approx(4 * 128 * 4 * 32 * 1000)
+    assert attention.work.bytes_read == pytest.approx(2 * keys + 4 * 4096 * 2)
+    assert attention.work.flops == pytest.approx(4 * 128 * 4 * 32 * 1000)
     qkv = next(k for k in forward if k.name == "h.0.attn qkv fwd")
-    assert qkv.flops == 2 * 4 * 4096 * 3 * 4096
+    assert qkv.work.flops == 2 * 4 * 4096 * 3 * 4096
 
 
 def test_tensor_parallel_gives_each_gpu_its_share():
@@ -235,7 +239,7 @@ def test_data_parallel_and_serve_take_language_models():
     )
     updates = [k for k in step.kernels if k.layer == "sync"]
     assert [k.device for k in updates] == [0, 1]
-    assert all(k.work_items == GPT2.params and k.bytes == 28 * GPT2.params for k in updates)
+    assert all(k.work.work_items == GPT2.params and k.bytes == 28 * GPT2.params for k in updates)
     one = make_workload("network", {"model": "gpt2", "batch": 8, "seq": 256})
     per_gpu = [k for k in step.kernels if k.device == 1 and k.layer != "sync"]
     assert len(per_gpu) == len([k for k in one.kernels if not k.name.endswith("update")])

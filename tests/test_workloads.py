@@ -25,8 +25,13 @@ def kernel(name, **params) -> Kernel:
 )
 def test_vector_ops_float32(name, flops, read, special):
     k = kernel(name, n=1000)
-    assert (k.flops, k.bytes_read, k.special_ops, k.work_items) == (flops, read, special, 1000)
-    assert k.bytes_written == (4 if name == "reduce_sum" else 4000)
+    assert (k.work.flops, k.work.bytes_read, k.work.special_ops, k.work.work_items) == (
+        flops,
+        read,
+        special,
+        1000,
+    )
+    assert k.work.bytes_written == (4 if name == "reduce_sum" else 4000)
 
 
 def test_dtype_sets_the_element_size():
@@ -36,16 +41,16 @@ def test_dtype_sets_the_element_size():
 
 def test_matmul_counts():
     k = kernel("matmul", m=2, n=3, k=4)
-    assert k.flops == 2 * 2 * 3 * 4
+    assert k.work.flops == 2 * 2 * 3 * 4
     assert k.bytes == (2 * 4 + 4 * 3 + 2 * 3) * 4
-    assert k.matrix and k.gemm_mn == (2, 3) and k.work_items == 6
+    assert k.work.matrix and k.library.gemm_mn == (2, 3) and k.work.work_items == 6
 
 
 def test_conv2d_is_an_implicit_gemm():
     k = kernel("conv2d", batch=2, channels=3, height=8, width=8, filters=16, kernel=3)
-    assert k.flops == 2 * (2 * 8 * 8) * 16 * (3 * 9)
+    assert k.work.flops == 2 * (2 * 8 * 8) * 16 * (3 * 9)
     assert k.bytes == (2 * 3 * 64 + 16 * 3 * 9 + 2 * 16 * 64) * 4
-    assert k.gemm_mn == (128, 16)
+    assert k.library.gemm_mn == (128, 16)
 
 
 def test_copy_and_offload():
@@ -53,14 +58,14 @@ def test_copy_and_offload():
     assert copy == Transfer(name="d2h pageable", nbytes=400, direction="d2h", pinned=False)
     work = make_workload("offload", {"op": "vector_add", "n": 10, "streams": 3})
     assert [op.stream for op in work.ops] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
-    sizes = [op.work_items for op in work.kernels]
+    sizes = [op.work.work_items for op in work.kernels]
     assert sizes == [4, 3, 3]
     assert [op.nbytes for op in work.transfers if op.direction == "h2d"] == [32, 24, 24]
     assert work.flops == 10 and link_bytes(work, registry.system("v100-pcie")) == 80 + 40
 
 
 def test_numbers_in_scientific_notation_are_integers():
-    assert kernel("vector_add", n=1e8).work_items == 10**8
+    assert kernel("vector_add", n=1e8).work.work_items == 10**8
 
 
 @pytest.mark.parametrize(

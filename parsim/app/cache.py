@@ -16,6 +16,7 @@ from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.hardware.tomlio import loads_hardware
 from parsim.methods.predict import predict
+from parsim.studies import lessons
 from parsim.studies.scenarios import ScenarioResult, load_scenario, retarget, run_scenario
 
 
@@ -107,14 +108,13 @@ def as_changes(options: dict) -> tuple:
 
 
 def scenario_folder() -> Path:
-    """The lessons: ``scenarios/`` in the working directory, else the one beside the package."""
-    here = Path.cwd() / "scenarios"
-    return here if here.is_dir() else Path(__file__).resolve().parents[2] / "scenarios"
+    """The lessons: package data, or ``$PARSIM_LESSONS`` (``parsim.studies.lessons.folder``)."""
+    return lessons.folder()
 
 
 def scenario_path(stem: str) -> Path:
-    """One shipped lesson by its file name without ``.toml``."""
-    return scenario_folder() / f"{stem}.toml"
+    """One lesson by its file name without ``.toml``."""
+    return lessons.lesson_path(stem)
 
 
 @st.cache_data(show_spinner=False, max_entries=2)

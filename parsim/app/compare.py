@@ -1,6 +1,6 @@
 """Compare: the shipped lessons on the hardware, op and size you pick, and the size sweep with its crossover.
 
-Every comparison is a scenario file (``scenarios/``) moved to your choices with
+Every comparison is a lesson (``parsim/lessons/``) moved to your choices with
 ``scenarios.retarget``; this page only draws what the scenario run returns.
 """
 

@@ -57,7 +57,7 @@ def render() -> None:
         key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem),
     )
     if not paths:
-        st.error("no scenarios/ folder found next to the app")
+        st.error(f"no lessons found in {scenario_folder()}")
         return
     titles = {}
     for path in paths:

@@ -19,6 +19,8 @@ from parsim.base import jsontext, safefiles, units
 from parsim.base.choices import HardwareKind, Method, Mode, Overlap
 from parsim.base.errors import Interrupted, ParsimError, ParsimNote
 from parsim.base.paths import output_path
+from parsim.cli import capacity as cli_capacity
+from parsim.cli import lessons as cli_lessons
 from parsim.cli import measure as cli_measure
 from parsim.cli import splits as cli_splits
 from parsim.cli import sweep as cli_sweep
@@ -261,7 +263,9 @@ def predict(
 
 @app.command()
 def run(
-    scenario: Annotated[Path, typer.Argument(help="scenario TOML file")],
+    scenario: Annotated[
+        Path, typer.Argument(help="a lesson's name (see parsim lessons) or a scenario TOML file")
+    ],
     plot: Annotated[Path | None, typer.Option(help="Save the scenario's figure as a PNG.")] = None,
     as_json: Json = False,
     lesson: Annotated[bool, typer.Option("--lesson/--no-lesson", help="Print the lesson text.")] = True,
@@ -352,8 +356,10 @@ def _open_browser(port: int, wait_s: float = 60.0) -> None:
 
 
 cli_measure.register(app)
+cli_lessons.register(app)
 cli_sweep.register(app)
 cli_splits.register(app)
+cli_capacity.register(app)
 
 
 def _note(message, category, *_args, **_kwargs) -> None:

@@ -33,7 +33,8 @@ def register(app: typer.Typer) -> None:
 
 def sweep(
     scenario: Annotated[
-        Path | None, typer.Argument(help="scenario TOML whose cases are swept (optional)")
+        Path | None,
+        typer.Argument(help="a lesson's name or a scenario TOML whose cases are swept (optional)"),
     ] = None,
     grid: Annotated[
         list[str] | None,
@@ -73,11 +74,32 @@ def sweep(
     no_limits: NoLimits = False,
 ):
     """Predict every combination of the grid; rows to a table, a file and a plot."""
+    # Everything that can be wrong is refused here, before a cluster starts or a point is computed.
+    checked, x, hues = _checked(scenario, grid, zip_, base, method, measure, out, plot, x, y, hue)
+    _check_limits(budget_of(no_limits), workers, out, checked)
+    store = _open(checked, out, measure)
+    _execute(checked, store, out, workers, dask, dask_timeout)
+    rows, errors = store.counts()
+    typer.echo(f"{rows} points ({errors} with errors){f', saved {out}' if out else ''}")
+    frame = store.frame() if store.keep else None
+    if out is None:
+        _print_rows(frame, checked)
+    if plot is not None:
+        data = frame if frame is not None else _plotted(out, checked, [x, y, *(hues or [])])
+        _save_plot(plot, data, checked, x, y, hues)
+    from parsim.studies.sweeps.api import measure_failure
+
+    failure = measure_failure(store)
+    if failure:
+        raise ParsimError(failure)  # every row is saved; the exit code says the measuring failed
+
+
+def _checked(scenario, grid, zip_, base, method, measure, out, plot, x, y, hue):
+    """The planned sweep, the plot's x column and its hue columns, once every option is checked."""
     from parsim.base.units import parse_assignments
-    from parsim.studies.sweeps.api import dask_map, execute_plan, measure_failure, open_store, plan
+    from parsim.studies.sweeps.api import plan
     from parsim.studies.sweeps.grid import parse_grid_options
 
-    # Everything that can be wrong is refused here, before a cluster starts or a point is computed.
     fields = parse_grid_options(grid or [])
     if plot is not None:
         output_path(plot, (".png",), "--plot")
@@ -97,16 +119,34 @@ def sweep(
     _check_column("--y", y, checked.numeric)
     for name in hues or []:
         _check_column("--hue", name, checked.columns)
-    limits = budget_of(no_limits)
-    if limits is not None:
-        limits.check(workers, "workers", "--workers")
-        if out is None:
-            what = "points of a sweep without --out (its rows are kept in memory; --out writes them)"
-            limits.check(checked.total, "kept_rows", what)
+    return checked, x, hues
+
+
+def _check_limits(limits, workers: int, out: Path | None, checked) -> None:
+    """The user's budget: worker processes, and the rows a sweep without ``--out`` keeps in memory."""
+    if limits is None:
+        return
+    limits.check(workers, "workers", "--workers")
+    if out is None:
+        what = "points of a sweep without --out (its rows are kept in memory; --out writes them)"
+        limits.check(checked.total, "kept_rows", what)
+
+
+def _open(checked, out: Path | None, measure: bool):
+    """The sweep's store (rows kept in memory without ``--out``), saying what a resumed one kept."""
+    from parsim.studies.sweeps.api import open_store
+
     store = open_store(checked, keep=out is None or measure)
     if store.resumed:
         retried = f" ({store.resumed_failed} with errors, computed again)" if store.resumed_failed else ""
         typer.echo(f"resumed {out}: kept {store.resumed} rows from an earlier run{retried}", err=True)
+    return store
+
+
+def _execute(checked, store, out: Path | None, workers: int, dask: str | None, dask_timeout: float) -> None:
+    """Compute every point into ``store`` with a progress bar; Ctrl-C says what was kept."""
+    from parsim.studies.sweeps.api import dask_map, execute_plan
+
     try:
         mapper, close = dask_map(dask, workers if workers > 1 else 2, dask_timeout) if dask else (None, None)
     except BaseException:
@@ -114,16 +154,7 @@ def sweep(
         raise
     try:
         with typer.progressbar(length=1, label="sweeping") as bar:
-            state = {"done": 0}
-
-            def progress(done: int, total: int) -> None:
-                if done - state["done"] < max(1, total // 200) and done != total:
-                    return  # redraw at most ~200 times however long the sweep
-                bar.length = max(total, 1)
-                bar.update(done - state["done"])
-                state["done"] = done
-
-            execute_plan(checked, store, mapper or workers, progress)
+            execute_plan(checked, store, mapper or workers, _progress(bar))
     except KeyboardInterrupt:
         if out is None:
             raise Interrupted("no rows were kept (give --out to keep them)") from None
@@ -132,31 +163,44 @@ def sweep(
     finally:
         if close is not None:
             close()
-    rows, errors = store.counts()
-    typer.echo(f"{rows} points ({errors} with errors){f', saved {out}' if out else ''}")
-    frame = store.frame() if store.keep else None
-    if out is None:
-        shown = [
-            c
-            for c in [*checked.grid.fields, "case", "latency_s", *SERVING_COLUMNS, "bottleneck", "error"]
-            if c in frame.columns
-        ]
-        typer.echo(frame[shown].to_string(max_rows=40))
-    if plot is not None:
-        from parsim import plots
 
-        data = frame if frame is not None else _plotted(out, checked, [x, y, *(hues or [])])
-        data.attrs.update({"grid": list(checked.grid.fields), "log": sorted(checked.grid.log_fields)})
-        errors = data["error"].fillna("").astype(str) if "error" in data else None
-        if errors is not None and (errors != "").all():
-            first = errors.iloc[0]
-            raise ParsimError(f"'--plot': nothing to draw, every point has an error (the first: {first})")
-        figure = plots.sweep(data, x=x, y=y, hue=hues)
-        safefiles.write_with(plot, lambda out: figure.savefig(out, format="png", dpi=120), "--plot")
-        typer.echo(f"saved {plot}", err=True)
-    failure = measure_failure(store)
-    if failure:
-        raise ParsimError(failure)  # every row is saved; the exit code says the measuring failed
+
+def _progress(bar):
+    """A progress callback that redraws ``bar`` at most ~200 times however long the sweep."""
+    state = {"done": 0}
+
+    def progress(done: int, total: int) -> None:
+        if done - state["done"] < max(1, total // 200) and done != total:
+            return
+        bar.length = max(total, 1)
+        bar.update(done - state["done"])
+        state["done"] = done
+
+    return progress
+
+
+def _print_rows(frame, checked) -> None:
+    """The kept rows as a table: the grid, the case, the latency (and serving figures), the errors."""
+    shown = [
+        c
+        for c in [*checked.grid.fields, "case", "latency_s", *SERVING_COLUMNS, "bottleneck", "error"]
+        if c in frame.columns
+    ]
+    typer.echo(frame[shown].to_string(max_rows=40))
+
+
+def _save_plot(plot: Path, data, checked, x: str, y: str, hues: list[str] | None) -> None:
+    """Draw the sweep to ``plot``; refused when every point has an error (nothing to draw)."""
+    from parsim import plots
+
+    data.attrs.update({"grid": list(checked.grid.fields), "log": sorted(checked.grid.log_fields)})
+    errors = data["error"].fillna("").astype(str) if "error" in data else None
+    if errors is not None and (errors != "").all():
+        first = errors.iloc[0]
+        raise ParsimError(f"'--plot': nothing to draw, every point has an error (the first: {first})")
+    figure = plots.sweep(data, x=x, y=y, hue=hues)
+    safefiles.write_with(plot, lambda out: figure.savefig(out, format="png", dpi=120), "--plot")
+    typer.echo(f"saved {plot}", err=True)
 
 
 def _check_column(option: str, name: str, known: frozenset[str], why: str = "") -> None:

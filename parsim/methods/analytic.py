@@ -71,7 +71,7 @@ def _timed(
         spec, kernel_mode = placement.kernel_processor(system, op, mode)
         seconds, kind = kernel_time_s(op, spec, kernel_mode, overlap)
         if framework is not None and not host:
-            seconds = framework.floor(seconds, op.multi_tensor)
+            seconds = framework.floor(seconds, op.issue.multi_tensor)
         cores = busy_cores(spec, kernel_mode)
         row = resources.cores(system, HOST if host else op.device, cores)
         return seconds, kind, row, ("kernel", row.device), cores / spec.cores
@@ -147,5 +147,5 @@ def gpu_kernel_s(
     total = 0.0
     for kernel in kernels:
         seconds = kernel_time_s(kernel, spec, mode, overlap)[0]
-        total += framework.floor(seconds, kernel.multi_tensor) if framework else seconds
+        total += framework.floor(seconds, kernel.issue.multi_tensor) if framework else seconds
     return float(total)

@@ -6,7 +6,9 @@ chosen method once for the latency and the timeline, and three back-to-back inst
 sustained throughput (a pipelined GPU can start the next instance before the last finishes).
 Layered workloads get a per-layer breakdown; a workload whose definition names a one-GPU baseline
 (data-parallel training) is also predicted on one GPU to report speed-up, scaling efficiency and the
-serial fraction Amdahl's law implies.
+serial fraction Amdahl's law implies. A workload whose definition counts ``requests`` (a server
+under load) is no one program: it goes to the request-level simulation (``serving.load``), whose
+steps are priced by the program path (``program``) without coming back here.
 
 Nothing here names a workload: what is particular to one comes from its definition
 (``WorkloadDef``: how it splits, where it runs on a cluster, its samples and baseline) and from

@@ -148,7 +148,7 @@ def layer_rows(
     per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples
     for op in workload.ops:
         if isinstance(op, Kernel) and op.layer in flops and counted(op.device):
-            flops[op.layer] += op.flops
+            flops[op.layer] += op.work.flops
             moved[op.layer] += op.bytes
         elif isinstance(op, Block) and op.layer in flops:
             if id(op.kernels) not in per_shape:

@@ -32,7 +32,7 @@ def block_parts(
 
     def gpu_s(kernel: Kernel) -> float:
         seconds = kernel_seconds(kernel)
-        return framework.floor(seconds, kernel.multi_tensor) if framework else seconds
+        return framework.floor(seconds, kernel.issue.multi_tensor) if framework else seconds
 
     compute = sum(max(gpu_s(kernel), issue_s(system, framework, False, kernel)) for kernel in kernels)
     communication = sum(op_timing(system, op).seconds for op in collectives)

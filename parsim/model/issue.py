@@ -26,9 +26,9 @@ def call_kind(op: Op) -> str | None:
         return "copy"
     if not isinstance(op, Kernel):
         return None
-    if op.gemm_mn is not None:
-        return "tensordot" if op.op == "tensordot" else "gemm"
-    return "reduction" if op.op == "sum" else "elementwise"
+    if op.library.gemm_mn is not None:
+        return "tensordot" if op.work.op == "tensordot" else "gemm"
+    return "reduction" if op.work.op == "sum" else "elementwise"
 
 
 def issue_s(
@@ -41,7 +41,7 @@ def issue_s(
         framework: the framework the program runs in, or None for raw library calls.
         on_host: the host CPU runs the op itself (a CPU-only system, or host work beside GPUs).
         op: the op issued; a raw call of a kind CuPy issues pays CuPy's cost (None: a bare launch);
-            a primitive op inside an operator (``Kernel.primitive``) pays ``primitive_cycles``.
+            a primitive op inside an operator (``Issue.primitive``) pays ``primitive_cycles``.
     """
     host = system.host
     if on_host:
@@ -51,5 +51,5 @@ def issue_s(
     if framework is None:
         kind = call_kind(op) if op is not None else None
         return launch if kind is None else CUPY.call_s(kind, launch)
-    primitive = isinstance(op, Kernel) and op.primitive
+    primitive = isinstance(op, Kernel) and op.issue.primitive
     return framework.op_host_s(host.clock_Hz, primitive) + framework.launch_share * launch

@@ -62,9 +62,11 @@ def memory_s(
 def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
     """The smooth-roofline norm of ``kernel`` as it runs: its library's for a matrix product (not a
     convolution lowered to one), else the max."""
-    if kernel.gemm_mn is None or kernel.conv is not None:  # measured on cuBLAS products, not cuDNN's
+    if (
+        kernel.library.gemm_mn is None or kernel.library.conv is not None
+    ):  # measured on cuBLAS products, not cuDNN's
         return math.inf
-    norm = library_for(spec.is_gpu, kernel.cpu_library).gemm_overlap_norm
+    norm = library_for(spec.is_gpu, kernel.library.cpu_library).gemm_overlap_norm
     return math.inf if norm is None else norm
 
 
@@ -135,16 +137,16 @@ def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) ->
     seconds, bound = kernel_time(
         spec,
         execution(spec, mode, kernel),
-        flops=kernel.flops,
+        flops=kernel.work.flops,
         nbytes=kernel.bytes,
-        cold_bytes=kernel.cold_bytes,
-        items=kernel.work_items,
-        special=kernel.special_ops,
-        python_ops=kernel.python_ops_per_item,
-        gemm=kernel.gemm_mn is not None,
+        cold_bytes=kernel.access.cold_bytes,
+        items=kernel.work.work_items,
+        special=kernel.work.special_ops,
+        python_ops=kernel.issue.python_ops_per_item,
+        gemm=kernel.library.gemm_mn is not None,
         overlap=overlap,
         norm=overlap_norm(spec, kernel),
-        thread_loads_B=kernel.thread_loads_B,
+        thread_loads_B=kernel.access.thread_loads_B,
     )
     return float(seconds), str(bound)
 

@@ -47,16 +47,16 @@ CLEARLY_FASTER = 0.05
 
 def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     """The algorithms the library offers for ``kernel`` on ``spec``: ``(name, kernel as it runs)``."""
-    shape = kernel.conv
+    shape = kernel.library.conv
     if shape is None:
         return [("", kernel)]
-    library = library_for(spec.is_gpu, kernel.cpu_library)
+    library = library_for(spec.is_gpu, kernel.library.cpu_library)
     plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
     offered = [(GEMM if plain else IMPLICIT_GEMM, _on_tensor_cores(spec, kernel))]
     if shape.winograd_shape and library.winograd_reduction > 1:
         # the transformed products run on the vector units, with the compulsory traffic
         offered.append(
-            (WINOGRAD, attrs.evolve(kernel, flops=kernel.flops / library.winograd_reduction, matrix=False))
+            (WINOGRAD, kernel.but(flops=kernel.work.flops / library.winograd_reduction, matrix=False))
         )
     if library.fft_min_filter and shape.stride == 1 and shape.kernel >= library.fft_min_filter:
         offered.append((FFT, _fft(kernel, shape)))
@@ -75,20 +75,19 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
 
 def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
     """The GEMM-based pass as it runs: on a GPU's tensor cores, NCHW activations are transposed to
-    NHWC and back first (``Kernel.nchw_B`` read and written once more); elsewhere as given."""
+    NHWC and back first (``LibraryHints.nchw_B`` read and written once more); elsewhere as given."""
     if not (
-        kernel.nchw_B
+        kernel.library.nchw_B
         and spec.is_gpu
-        and kernel.matrix
+        and kernel.work.matrix
         and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
     ):
         return kernel
-    extra = kernel.nchw_B
-    return attrs.evolve(
-        kernel,
-        bytes_read=kernel.bytes_read + extra,
-        bytes_written=kernel.bytes_written + extra,
-        cold_bytes=kernel.cold_bytes + 2 * extra,
+    extra = kernel.library.nchw_B
+    return kernel.but(
+        bytes_read=kernel.work.bytes_read + extra,
+        bytes_written=kernel.work.bytes_written + extra,
+        cold_bytes=kernel.access.cold_bytes + 2 * extra,
     )
 
 
@@ -100,13 +99,12 @@ def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:
     planes = shape.batch * shape.channels + shape.filters * shape.channels + shape.batch * shape.filters
     transforms = 5.0 * planes * plane * math.log2(plane)  # radix-2 FFT: 5 n log2 n real FLOPs
     products = 8.0 * shape.batch * shape.filters * shape.channels * plane / 2  # complex MACs, real input
-    complex_bytes = 2 * 2 * planes * plane / 2 * itemsize(kernel.dtype)  # written once, read once
-    return attrs.evolve(
-        kernel,
+    complex_bytes = 2 * 2 * planes * plane / 2 * itemsize(kernel.work.dtype)  # written once, read once
+    return kernel.but(
         flops=transforms + products,
-        bytes_read=kernel.bytes_read + complex_bytes / 2,
-        bytes_written=kernel.bytes_written + complex_bytes / 2,
-        cold_bytes=min(kernel.cold_bytes + complex_bytes, kernel.bytes + complex_bytes),
+        bytes_read=kernel.work.bytes_read + complex_bytes / 2,
+        bytes_written=kernel.work.bytes_written + complex_bytes / 2,
+        cold_bytes=min(kernel.access.cold_bytes + complex_bytes, kernel.bytes + complex_bytes),
         matrix=False,
         gemm_mn=None,
         work_items=max(1, shape.batch * shape.filters * plane),
@@ -139,14 +137,16 @@ def tile_parts(
 ) -> tuple[float, float]:
     """One core's seconds for one tile's padded multiply-adds, and for its operands from the shared
     cache (0 where a BLAS micro-kernel keeps them in L1)."""
-    assert kernel.gemm_mn is not None  # only GEMM-shaped kernels are tiled
-    m, n = kernel.gemm_mn
-    depth = kernel.flops / (2.0 * m * n) / split  # the reduction each tile does
+    assert kernel.library.gemm_mn is not None  # only GEMM-shaped kernels are tiled
+    m, n = kernel.library.gemm_mn
+    depth = kernel.work.flops / (2.0 * m * n) / split  # the reduction each tile does
     compute = 2.0 * rows * columns * depth / ex.core_flops_per_s
     share = stream_Bps_per_core(spec) if spec.is_gpu else None
     if share is None:
         return compute, 0.0
-    element = 1 if kernel.math in QUANTISED_FORMATS else itemsize(kernel.dtype)  # int8/FP8: a byte
+    element = (
+        1 if kernel.library.math in QUANTISED_FORMATS else itemsize(kernel.work.dtype)
+    )  # int8/FP8: a byte
     return compute, (rows + columns) * depth * element / share
 
 
@@ -160,11 +160,11 @@ def tile_seconds(
 @cached(maxsize=65536)
 def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     """The tile and split-K the library chooses for ``kernel`` (see the module docstring)."""
-    assert kernel.gemm_mn is not None  # only GEMM-shaped kernels are tiled
-    m, n = kernel.gemm_mn
-    k = kernel.flops / (2.0 * m * n)
+    assert kernel.library.gemm_mn is not None  # only GEMM-shaped kernels are tiled
+    m, n = kernel.library.gemm_mn
+    k = kernel.work.flops / (2.0 * m * n)
     slots = ex.cores * ex.tiles_per_core
-    library = library_for(spec.is_gpu, kernel.cpu_library)
+    library = library_for(spec.is_gpu, kernel.library.cpu_library)
     fitting = [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_gpu else []
     # a CPU BLAS blocks to the matrix's edge (its register micro-tile is a few rows): a matrix-vector
     # product is not padded to a square block
@@ -187,27 +187,26 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
 
     A library that folds drops the foldable ops of a compiled inference graph (a batch norm into
     the convolution before it, a ReLU as its post-op); one that computes on blocked weights reads
-    and writes every eager call's plain weights once more (``Kernel.reorder_B``) before using them.
+    and writes every eager call's plain weights once more (``LibraryHints.reorder_B``) before using them.
     Host-side kernels are left alone.
 
     Raises:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
     """
-    if not any(k.foldable or k.reorder_B for k in workload.kernels):
+    if not any(k.library.foldable or k.library.reorder_B for k in workload.kernels):
         return workload
     ops: list[Op] = []
     for op in workload.ops:
         if isinstance(op, Kernel) and op.device != HOST:
-            library = library_for(system.compute.is_gpu, op.cpu_library)
-            if library.folds and op.foldable:
+            library = library_for(system.compute.is_gpu, op.library.cpu_library)
+            if library.folds and op.library.foldable:
                 continue
-            if library.blocked_weights and op.reorder_B:
-                extra = op.reorder_B
-                op = attrs.evolve(
-                    op,
-                    bytes_read=op.bytes_read + extra,
-                    bytes_written=op.bytes_written + extra,
-                    cold_bytes=op.cold_bytes + 2 * extra,
+            if library.blocked_weights and op.library.reorder_B:
+                extra = op.library.reorder_B
+                op = op.but(
+                    bytes_read=op.work.bytes_read + extra,
+                    bytes_written=op.work.bytes_written + extra,
+                    cold_bytes=op.access.cold_bytes + 2 * extra,
                     reorder_B=0.0,
                 )
         ops.append(op)

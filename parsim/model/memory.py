@@ -2,7 +2,7 @@
 
 A cache-aware roofline: the smallest level holding the working set serves it (data warm, as in a
 repeated measurement). The working set is the kernel's own bytes, or what the program touches
-between two uses of them where that is more (``Kernel.reuse_B``, a loop's bytes per iteration): a
+between two uses of them where that is more (``Access.reuse_B``, a loop's bytes per iteration): a
 least-recently-used cache keeps data only while what comes after it fits. Cache bandwidth grows
 with the cores using it (each core brings its own L1/L2 ports and L3 slice), so a mode with fewer
 cores gets what that many cores draw (the level's measured per-core figure, or an equal share).

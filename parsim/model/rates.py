@@ -25,9 +25,9 @@ from parsim.workloads.base import Kernel
 def matrix_format(kernel: Kernel) -> str:
     """The format the matrix units are rated for: ``tf32`` for a float32 TF32 kernel, the quantised
     format of a quantised product, else its dtype."""
-    if kernel.math in QUANTISED_FORMATS:
-        return kernel.math
-    return "tf32" if kernel.math == "tf32" and kernel.dtype == "float32" else kernel.dtype
+    if kernel.library.math in QUANTISED_FORMATS:
+        return kernel.library.math
+    return "tf32" if kernel.library.math == "tf32" and kernel.work.dtype == "float32" else kernel.work.dtype
 
 
 class Execution(NamedTuple):
@@ -74,24 +74,26 @@ def execution(
     ``working_set_B`` defaults to the kernel's own; a vectorised sweep passes an array of them.
     """
     cores, used = busy_cores(spec, mode), lanes(spec, mode)
-    core_flops = used * spec.lane_flops_per_s(kernel.dtype)
+    core_flops = used * spec.lane_flops_per_s(kernel.work.dtype)
     matrix_rates = dict(spec.matrix_flops_per_s)
     rated = matrix_format(kernel)
     if rated in QUANTISED_FORMATS and rated not in matrix_rates:
-        rated = kernel.dtype  # no quantised rate listed for this device: the dtype's tensor rate
-    on_matrix_units = kernel.matrix and used == spec.lanes_per_core and rated in matrix_rates
+        rated = kernel.work.dtype  # no quantised rate listed for this device: the dtype's tensor rate
+    on_matrix_units = kernel.work.matrix and used == spec.lanes_per_core and rated in matrix_rates
     if on_matrix_units:
         core_flops = max(core_flops, matrix_rates[rated] / spec.cores)
-    gemm = kernel.gemm_mn is not None
+    gemm = kernel.library.gemm_mn is not None
     if gemm:
         vector = spec.vector_matmul_efficiency
         core_flops *= spec.matmul_efficiency if on_matrix_units or vector is None else vector
-    if kernel.conv is not None:  # a framework convolution, through the device's kernel library
-        core_flops *= library_for(spec.is_gpu, kernel.cpu_library).conv_share(
+    if kernel.library.conv is not None:  # a framework convolution, through the device's kernel library
+        core_flops *= library_for(spec.is_gpu, kernel.library.cpu_library).conv_share(
             rated if on_matrix_units else None
         )
-    if kernel.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
-        core_flops *= library_for(spec.is_gpu, kernel.cpu_library).attention_share(kernel.fused_attention)
+    if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
+        core_flops *= library_for(spec.is_gpu, kernel.library.cpu_library).attention_share(
+            kernel.library.fused_attention
+        )
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
     return Execution(
         cores=cores,
@@ -101,7 +103,9 @@ def execution(
         * spec.clock_Hz
         * spec.sustained_share
         * (used / spec.lanes_per_core),
-        core_op_rate=dict(spec.op_rates_per_core).get(kernel.op) if kernel.op and used > 1 else None,
+        core_op_rate=dict(spec.op_rates_per_core).get(kernel.work.op)
+        if kernel.work.op and used > 1
+        else None,
         interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_gpu else 0.0,
         tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
         # A GEMM tile fills an SM's registers and shared memory: one per core at a time.

@@ -31,13 +31,19 @@ def prediction_text(p: Prediction) -> str:
         f"  on {where} ({p.mode}, {p.method})",
         f"  latency      {units.seconds(p.latency_s)}",
         f"  throughput   {units.si(p.throughput_per_s, '/s')}",
-        f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory",
+    ]
+    if p.busy:  # a program's run (a load's requests use no resource rows)
+        lines.append(
+            f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory"
+        )
+    lines += [
         *_format_links(p),
         f"  bottleneck   {p.bottleneck} ({share:.0%} of the time)",
         *([f"  phases       {_phases_text(p)}"] if phase_bounds(p) else []),
         "  breakdown    " + ", ".join(f"{k} {units.seconds(v)}" for k, v in p.breakdown.items() if v > 0),
-        "  utilization  " + _format_utilization(p.busy),
     ]
+    if p.busy:
+        lines.append("  utilization  " + _format_utilization(p.busy))
     if p.method == "engine":
         lines.append(f"  events       {p.events}")
     if p.memory is not None and p.memory.itemised:
@@ -80,9 +86,17 @@ def _format_utilization(busy: Mapping[Resource, float]) -> str:
 
 
 def _format_metrics(records: Iterable[Record]) -> list[str]:
+    records = list(records)
+    lines = []
+    for record in records:
+        grid = record.table()
+        if grid is not None:
+            headers, rows = grid
+            columns = [(headers[0], "left"), *((header, "right") for header in headers[1:])]
+            lines += ["  " + line for line in table(columns, rows).splitlines() if line.strip()]
     texts = metric_texts(records)
     width = max([13, *(len(label) + 1 for label, _ in texts)])
-    return [f"  {label:<{width}}{text}" for label, text in texts]
+    return lines + [f"  {label:<{width}}{text}" for label, text in texts]
 
 
 def metric_texts(records: Iterable[Record]) -> list[tuple[str, str]]:
@@ -310,7 +324,7 @@ def _execution(p: Prediction, device):
     kernels = make_workload(p.workload, dict(p.params)).kernels
     if not kernels:
         return None
-    return execution(device, p.mode, max(kernels, key=lambda k: (k.flops, k.bytes)))
+    return execution(device, p.mode, max(kernels, key=lambda k: (k.work.flops, k.bytes)))
 
 
 def _who(device, ex, mode: str) -> str:

@@ -23,7 +23,7 @@ LISTED = 3
 
 def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> str:
     """The library's algorithm for a convolution kernel (``""`` for any other kernel)."""
-    if kernel.conv is None:
+    if kernel.library.conv is None:
         return ""
     spec, kernel_mode = kernel_processor(system, kernel, mode)
     return choose(spec, kernel_mode, overlap, kernel)[0]
@@ -35,15 +35,15 @@ def layer_algorithms(
     """``{layer: {pass: algorithm}}`` for the convolutions of GPU 0 (or the host)."""
     chosen: dict[str, dict[str, str]] = {}
     for op in workload.kernels:
-        if op.conv is not None and op.device in (0, HOST):
-            chosen.setdefault(op.layer, {})[op.conv.pass_] = algorithm(system, mode, overlap, op)
+        if op.library.conv is not None and op.device in (0, HOST):
+            chosen.setdefault(op.layer, {})[op.library.conv.pass_] = algorithm(system, mode, overlap, op)
     return chosen
 
 
 def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tuple[str, ...]:
     """One line on the convolution algorithms, and one per GEMM tiling of a small program."""
     kernels = [k for k in workload.kernels if k.device in (0, HOST)]
-    convs = [k for k in kernels if k.conv is not None]
+    convs = [k for k in kernels if k.library.conv is not None]
     lines = []
     if len(convs) == 1:
         lines.append(f"{convs[0].name}: {algorithm(system, mode, overlap, convs[0])} (the library's fastest)")
@@ -54,13 +54,13 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
             f"convolution algorithms (fastest per shape, as cudnnFind): {parts} of {len(convs)} kernels"
         )
     asked = dict(workload.params).get("math") == "tf32"  # not PyTorch's default, which is silent on Volta
-    tf32 = [k for k in kernels if k.math == "tf32" and k.dtype == "float32" and k.device != HOST]
+    tf32 = [k for k in kernels if k.library.math == "tf32" and k.work.dtype == "float32" and k.device != HOST]
     if asked and tf32 and system.compute.is_gpu and "tf32" not in dict(system.compute.matrix_flops_per_s):
         lines.append(
             f"{system.compute.id} has no TF32 tensor cores (before Ampere): its float32 products run "
             "in IEEE float32 on the CUDA cores"
         )
-    gemms = [k for k in kernels if k.gemm_mn is not None and k.conv is None]
+    gemms = [k for k in kernels if k.library.gemm_mn is not None and k.library.conv is None]
     if 0 < len(gemms) <= LISTED and system.compute.is_gpu and gemms[0].device != HOST:
         for kernel in gemms:
             spec, kernel_mode = kernel_processor(system, kernel, mode)

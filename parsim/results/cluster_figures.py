@@ -82,7 +82,7 @@ def parallel_metrics(
     for block in blocks:
         if id(block.kernels) not in own:
             own[id(block.kernels)] = sum(
-                k.flops for k in block.kernels if k.phase != parallel3d.RECOMPUTE_PHASE
+                k.work.flops for k in block.kernels if k.phase != parallel3d.RECOMPUTE_PHASE
             )
     model = sum(own[id(block.kernels)] for block in blocks)
     peak = system.gpu.peak_flops_per_s(str(params["dtype"]), matrix=True)

@@ -42,15 +42,15 @@ class FrameworkSpec:
             casts depend only on the weights, so the executor runs them ahead of the activations
             and they are left out.
         compiles: the framework compiles the whole graph before running it, so the library can
-            fold inference ops (``Kernel.foldable``) and keep weights in its own layout; an eager
-            framework hands every call plain tensors (``Kernel.reorder_B``).
+            fold inference ops (``LibraryHints.foldable``) and keep weights in its own layout; an eager
+            framework hands every call plain tensors (``LibraryHints.reorder_B``).
         cpu_library: id of the kernel library the framework calls on a CPU.
         layout: the activations' default memory layout: ``nchw`` (PyTorch's contiguous format) or
             ``nhwc`` (TensorFlow's).
         primitive_cycles: host CPU cycles per *primitive* tensor op issued inside an operator's
             forward (``torch.mul`` in a Hugging Face RMSNorm): the Python binding, the dispatcher, the
             allocator and the launch, without the module call ``op_cycles`` pays; 0 where the
-            framework issues no such ops (``Kernel.primitive``).
+            framework issues no such ops (``Issue.primitive``).
         primitive_layers: composite layers run as the primitive tensor ops they are written in, one
             kernel each (Hugging Face's PyTorch modules: RMSNorm in float32, RoPE, SiLU x up, separate
             q, k and v projections); False: fused kernels (vLLM, TensorRT-LLM, compiled graphs).
@@ -84,7 +84,7 @@ class FrameworkSpec:
 
     def floor(self, seconds: float, multi_tensor: bool = False) -> float:
         """A kernel's time on the GPU: at least the framework's floor, unless it is one tensor's share
-        of a multi-tensor launch (``Kernel.multi_tensor``)."""
+        of a multi-tensor launch (``Issue.multi_tensor``)."""
         return seconds if multi_tensor else max(seconds, self.kernel_floor_s)
 
 
@@ -114,7 +114,7 @@ class LibrarySpec:
         runtime_B: device memory a framework process holds before its tensors (the CUDA context,
             cuDNN and cuBLAS handles and their workspaces); 0 on a CPU.
         folds: a compiled inference graph's foldable ops (batch norm, ReLU) vanish into the
-            convolutions (``Kernel.foldable``).
+            convolutions (``LibraryHints.foldable``).
         blocked_weights: convolutions compute on weights in a blocked layout, so the plain weights
             of an eager call are re-laid out every time: read and written once more.
     """

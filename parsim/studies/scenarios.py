@@ -48,11 +48,12 @@ from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.methods.predict import predict
 from parsim.results.prediction import Prediction
+from parsim.studies import lessons
+from parsim.studies.lessons import HARDWARE_FIELDS
 from parsim.workloads.registry import lookup
 
 MAX_FILE_BYTES = 1_000_000
 MAX_BRACKETS = 5_000
-HARDWARE_FIELDS = ("device", "host", "link", "cluster")
 
 
 def _printable(value: Any) -> Any:
@@ -112,12 +113,13 @@ class Scenario(BaseModel):
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file.
+    """Read and validate a scenario file, given by its path or, for a shipped lesson, its name
+    (``flynn_vector_add``: ``parsim.studies.lessons``).
 
     Raises:
-        ParsimError: missing, huge or malformed file, unknown keys, or invalid values.
+        ParsimError: unknown lesson, missing, huge or malformed file, unknown keys, or invalid values.
     """
-    path = Path(path)
+    path = lessons.find(path)
     if not path.is_file():
         raise ParsimError(f"{path}: no such scenario file")
     if path.stat().st_size > MAX_FILE_BYTES:
@@ -439,6 +441,7 @@ def run_scenario(scenario: Scenario) -> ScenarioResult:
     return ScenarioResult(scenario, tuple(results))
 
 
-def scenario_paths(folder: str | Path = "scenarios") -> list[Path]:
-    """The scenario files of a folder, sorted by name."""
-    return sorted(Path(folder).glob("*.toml"))
+def scenario_paths(folder: str | Path | None = None) -> list[Path]:
+    """The scenario files of a folder (default: the lessons, ``parsim.studies.lessons.folder()``),
+    sorted by name."""
+    return lessons.lesson_paths(folder)

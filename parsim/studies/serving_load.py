@@ -103,6 +103,28 @@ class Capacity:
         """GPUs of the replicas the target needs."""
         return None if self.replicas_needed is None else self.replicas_needed * self.gpus_per_replica
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready figures: the answer, then every probe's rate, replicas, meets and metrics."""
+        return {
+            "rate_per_s": self.rate_per_s,
+            "per_replica_per_s": self.per_replica_per_s,
+            "failing_rate_per_s": None if math.isinf(self.failing_rate_per_s) else self.failing_rate_per_s,
+            "replicas": self.replicas,
+            "gpus_per_replica": self.gpus_per_replica,
+            "target_per_s": self.target_per_s,
+            "replicas_needed": self.replicas_needed,
+            "gpus_needed": self.gpus_needed,
+            "probes": [
+                {
+                    "rate_per_s": p.rate_per_s,
+                    "replicas": p.replicas,
+                    "meets": p.meets,
+                    "metrics": p.record.as_dict(),
+                }
+                for p in self.probes
+            ],
+        }
+
 
 def meets(record: LoadRecord, slo_ttft_s: float | None, slo_tpot_s: float | None) -> bool:
     """P90 TTFT and P90 TPOT within the SLOs given (no TPOT: every output was one token)."""
@@ -138,7 +160,7 @@ def capacity_search(
     if target_per_s is not None and not (isinstance(target_per_s, (int, float)) and 0 < target_per_s < 1e6):
         raise ParsimError(f"capacity: the target 'rate' must be > 0 and < 1e6 requests/s: {target_per_s!r}")
     values = validated(params)
-    slo_ttft, slo_tpot = values["slo_ttft"], values["slo_tpot"]
+    slo_ttft, slo_tpot = values.get("slo_ttft"), values.get("slo_tpot")
     if slo_ttft is None and slo_tpot is None:
         raise ParsimError("capacity: give an SLO, slo_ttft= and/or slo_tpot= (seconds, at P90)")
     steps = load.model_steps(values, device, host, link, method)

@@ -2,7 +2,8 @@
 
 A workload is what a programmer writes, reduced to what hardware feels. A ``Kernel`` is one
 launch of parallel work (an elementwise op, a GEMM): how many FLOPs, how many bytes it reads
-and writes, how many independent work items it offers, and whether matrix units can do it. A
+and writes, how many independent work items it offers, and whether matrix units can do it
+(``workloads.kernel``: its facts in four records by concern). A
 ``Transfer`` is one copy across a link. A ``Workload`` is the host program: its ops in the order
 the host issues them, each on a stream; ops on one stream run in order, ops on different
 streams may overlap (the CUDA stream semantics), and ``deps`` adds cross-stream edges.
@@ -14,7 +15,6 @@ A mistake is refused in one line naming the op and the field, as hardware specs 
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Literal
 
 import attrs
@@ -22,260 +22,21 @@ import attrs
 from parsim.base.checks import (
     boolean,
     explain,
-    is_integer,
     non_negative,
     non_negative_int,
     one_of,
     positive_int,
     text,
 )
-from parsim.base.dtypes import DTYPES, QUANTISED_FORMATS
-from parsim.base.errors import ParsimError, field_error
-from parsim.workloads.conv import ConvShape
+from parsim.base.errors import ParsimError
+from parsim.workloads.kernel import HOST as HOST
+from parsim.workloads.kernel import Kernel as Kernel
+from parsim.workloads.kernel import device_index
 from parsim.workloads.needs import MemoryNeeds
 
-HOST = -1
-"""``device`` of an op the host CPU runs itself."""
 Params = dict[str, Any]
 """A workload's validated parameters, as its builder receives them."""
 _INF = float("inf")
-
-
-def _gemm_shape(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not None and not (
-        isinstance(value, tuple) and len(value) == 2 and all(is_integer(v) and v >= 1 for v in value)
-    ):
-        raise field_error(attribute.name, "None or two integers >= 1", value)
-
-
-def _device(instance: Any, attribute: Any, value: Any) -> None:
-    non_negative_int(instance, attribute, value + 1 if isinstance(value, int) else value)
-
-
-def _cold_bytes(instance: Any, attribute: Any, value: Any) -> None:
-    non_negative(instance, attribute, value)
-    if value > instance.bytes_read + instance.bytes_written:
-        raise field_error(attribute.name, "<= bytes_read + bytes_written", value)
-
-
-def _conv_shape(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not None and not isinstance(value, ConvShape):
-        raise field_error(attribute.name, "None or a ConvShape", value)
-
-
-def _whole_pair(value: Any) -> bool:
-    return (
-        type(value) is tuple
-        and len(value) == 2
-        and type(value[0]) is int
-        and type(value[1]) is int
-        and value[0] >= 1
-        and value[1] >= 1
-    )
-
-
-_KERNEL_RULES = {
-    "name": text,
-    "flops": non_negative,
-    "bytes_read": non_negative,
-    "bytes_written": non_negative,
-    "work_items": positive_int,
-    "dtype": one_of(tuple(DTYPES)),
-    "matrix": boolean,
-    "special_ops": non_negative,
-    "python_ops_per_item": non_negative,
-    "gemm_mn": _gemm_shape,
-    "stream": non_negative_int,
-    "device": _device,
-    "layer": text,
-    "cold_bytes": _cold_bytes,
-    "op": text,
-    "math": one_of(("", "tf32", *QUANTISED_FORMATS)),
-    "conv": _conv_shape,
-    "foldable": boolean,
-    "reorder_B": non_negative,
-    "cpu_library": text,
-    "nchw_B": non_negative,
-    "fused_attention": text,
-    "thread_loads_B": non_negative,
-    "primitive": boolean,
-    "multi_tensor": boolean,
-    "reuse_B": non_negative,
-    "phase": text,
-    "part": text,
-}
-
-
-@attrs.frozen(cache_hash=True)
-class Kernel:
-    """One launch of data-parallel work.
-
-    Attributes:
-        name: label shown in the timeline (``"relu"``, ``"matmul 4096x4096x4096"``).
-        flops: floating-point operations (an FMA counts two).
-        bytes_read: bytes loaded from memory.
-        bytes_written: bytes stored to memory.
-        work_items: independent items (output elements) the work splits into.
-        dtype: element type.
-        matrix: a dense matrix product that tensor cores / AMX can run.
-        special_ops: transcendental evaluations (``exp`` in a sigmoid).
-        python_ops_per_item: interpreted operations per item in a pure-Python loop (SISD demo).
-        gemm_mn: for GEMM-shaped kernels, the output matrix shape (M, N) that tiles are cut from.
-        stream: stream the host enqueues it on.
-        device: GPU index that runs it, or ``HOST`` (-1) for work the host CPU does itself.
-        layer: network layer it belongs to (for per-layer breakdowns), or empty.
-        op: the elementary operation (``add``, ``maximum``, ``exp``, ``sum``...) when the kernel
-            is one NumPy-style pass; a processor with a measured rate for it uses that rate
-            instead of its FLOP/s (see ``ProcessorSpec.op_rates_per_core``).
-        cold_bytes: part of the traffic that always comes from main memory whatever the
-            caches hold (a network's weights, streamed once per step); the rest is warm data
-            that a cache level serves when it fits.
-        math: ``tf32`` lets a float32 matrix product run on TF32 tensor cores (what frameworks
-            do for convolutions on Ampere and later); ``int8``/``float8``: a quantised product
-            (W8A8) at the matrix units' int8 or FP8 rate where the device has one, else at its
-            dtype's; empty means the dtype's own arithmetic.
-        conv: the convolution this kernel computes, when it is one: the kernel library chooses
-            its algorithm (implicit GEMM, Winograd, FFT) for the shape and the device.
-        foldable: an inference op a compiled graph may fold into the op before it (a batch norm
-            into the convolution's weights, a ReLU as its post-op); a library that folds drops it.
-        reorder_B: weight bytes an eager call hands over in the framework's plain layout; a
-            library that computes in a blocked layout (oneDNN) re-lays them out on every call.
-        cpu_library: the kernel library the framework uses on a CPU (``onednn``, ``thnn``);
-            empty: the CPU's usual one. GPUs use cuDNN/cuBLAS whatever the framework.
-        nchw_B: activation bytes (input and output) of a convolution pass whose tensors are in
-            the NCHW layout; tensor-core kernels compute in NHWC, so the library transposes them
-            (read and written once more) when it runs the pass on tensor cores.
-        fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
-            other kernel: its products run at the kernel library's ``attention_efficiency`` share of
-            the GEMM rate for that kind, not at cuBLAS's own.
-        thread_loads_B: on a GPU, bytes one thread loads for one element and waits for before the
-            next, for a kernel written one element per thread per loop iteration (CuPy's
-            elementwise kernels: one load per input); Little's law then caps its bandwidth
-            (``model.memory.latency_bound_s``). 0 for kernels that keep enough bytes in flight
-            (cuBLAS, cuDNN, CUB reductions, PyTorch's vectorised loops).
-        primitive: a primitive tensor op inside an operator's forward (``torch.mul`` in a Hugging
-            Face RMSNorm): an eager framework issues it for ``FrameworkSpec.primitive_cycles``, not
-            for a module call's ``op_cycles``.
-        multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
-            apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
-            (``FrameworkSpec.kernel_floor_s``) of its own.
-        reuse_B: distinct bytes the program touches between two uses of this kernel's data (a
-            loop's bytes per iteration, when the kernel runs in one), 0 when only its own count:
-            a cache serves the kernel's data warm only if it holds these too (``working_set_B``).
-        phase: the part of its workload's instance it belongs to, where the workload's figures
-            tell them apart (an LLM request's ``prefill`` and ``decode``, a training step's
-            ``recompute``: a forward pass run again, not model FLOPs); empty otherwise. Never
-            read from the name: the name is for people.
-        part: what the kernel computes within its layer, where a workload's own rules ask (a
-            linear layer's GEMMs: ``qkv``, ``out``, ``gate``, ``up``, ``down``; ``attention core``;
-            ``cast weights``), empty otherwise; like ``phase``, never read from the name.
-    """
-
-    name: str
-    flops: float
-    bytes_read: float
-    bytes_written: float
-    work_items: int
-    dtype: str = "float32"
-    matrix: bool = False
-    special_ops: float = 0.0
-    python_ops_per_item: float = 1.0
-    gemm_mn: tuple[int, int] | None = None
-    stream: int = 0
-    device: int = 0
-    layer: str = ""
-    cold_bytes: float = 0.0
-    op: str = ""
-    math: str = ""
-    conv: ConvShape | None = None
-    foldable: bool = False
-    reorder_B: float = 0.0
-    cpu_library: str = ""
-    nchw_B: float = 0.0
-    fused_attention: str = ""
-    thread_loads_B: float = 0.0
-    primitive: bool = False
-    multi_tensor: bool = False
-    reuse_B: float = 0.0
-    phase: str = ""
-    part: str = ""
-
-    def __attrs_post_init__(self) -> None:
-        # A training step builds thousands of kernels: one cheap test passes the good ones; only a
-        # failure runs the rules one by one to name the field.
-        try:
-            good = (
-                0 <= self.flops < _INF
-                and 0 <= self.bytes_read < _INF
-                and 0 <= self.bytes_written < _INF
-                and type(self.work_items) is int
-                and self.work_items >= 1
-                and 0 <= self.special_ops < _INF
-                and 0 <= self.python_ops_per_item < _INF
-                and 0 <= self.cold_bytes <= self.bytes_read + self.bytes_written
-                and self.dtype in DTYPES
-                and type(self.stream) is int
-                and self.stream >= 0
-                and type(self.device) is int
-                and self.device >= HOST
-                and (self.gemm_mn is None or _whole_pair(self.gemm_mn))
-                and type(self.matrix) is bool
-                and type(self.name) is str
-                and type(self.layer) is str
-                and type(self.op) is str
-                and (self.math == "" or self.math == "tf32" or self.math in QUANTISED_FORMATS)
-                and (self.conv is None or type(self.conv) is ConvShape)
-                and type(self.foldable) is bool
-                and 0 <= self.reorder_B < _INF
-                and type(self.cpu_library) is str
-                and 0 <= self.nchw_B < _INF
-                and type(self.fused_attention) is str
-                and 0 <= self.thread_loads_B < _INF
-                and type(self.primitive) is bool
-                and type(self.multi_tensor) is bool
-                and 0 <= self.reuse_B < _INF
-                and type(self.phase) is str
-                and type(self.part) is str
-            )
-        except TypeError:
-            good = False
-        if not good:
-            explain(self, _KERNEL_RULES, f"kernel {self.name!r}")
-
-    def cost_key(self) -> tuple[Any, ...]:
-        """Every field but the name, stream, device, layer, phase and part: all its timing depends on.
-
-        Fields are taken by name from the class (one added later is included, never dropped).
-        """
-        return tuple(_cost_fields_of(self))
-
-    @staticmethod
-    def anonymous(cost_key: tuple[Any, ...]) -> Kernel:
-        """A kernel with these costs and none of the fields that only label it (a timing cache key)."""
-        return Kernel(name="", **dict(zip(_COST_FIELDS, cost_key, strict=True)))
-
-    @property
-    def bytes(self) -> float:
-        """Bytes moved to and from memory."""
-        return self.bytes_read + self.bytes_written
-
-    @property
-    def working_set_B(self) -> float:
-        """Bytes a cache must hold to serve the kernel warm: its own warm bytes, or more where the
-        program touches more between two uses of them (``reuse_B``: a least-recently-used cache
-        keeps data only while what is touched after it fits). Decides which level serves them."""
-        return max(self.bytes_read + self.bytes_written - self.cold_bytes, self.reuse_B)
-
-    @property
-    def intensity(self) -> float:
-        """Arithmetic intensity in FLOP per byte (the roofline's x axis)."""
-        return self.flops / self.bytes if self.bytes else float("inf")
-
-
-_LABELS = ("name", "stream", "device", "layer", "phase", "part")
-"""Kernel fields that say where it runs and what it is, not what it costs."""
-_COST_FIELDS = tuple(f.name for f in attrs.fields(Kernel) if f.name not in _LABELS)
-_cost_fields_of = operator.attrgetter(*_COST_FIELDS)
 
 
 @attrs.frozen(cache_hash=True)
@@ -323,7 +84,7 @@ class AllReduce:
     name: str = attrs.field(validator=text)
     nbytes: float = attrs.field(validator=non_negative)
     stream: int = attrs.field(default=0, validator=non_negative_int)
-    device: int = attrs.field(default=-1, validator=_device)
+    device: int = attrs.field(default=-1, validator=device_index)
     layer: str = attrs.field(default="", validator=text)
     kind: str = attrs.field(default="all_reduce", validator=text)
     ranks: int = attrs.field(default=0, validator=non_negative_int)
@@ -337,8 +98,9 @@ class Vectorised:
 
     Attributes:
         footprint_B: memory the data occupies, per point.
-        kernel: the kernel's size-dependent ``Kernel`` fields (``flops``, ``bytes_read``,
-            ``bytes_written``, ``work_items``, ``special_ops``, ``python_ops_per_item``), for a kernel.
+        kernel: the kernel's size-dependent facts as ``Kernel.of`` takes them (``flops``,
+            ``bytes_read``, ``bytes_written``, ``work_items``, ``special_ops``,
+            ``python_ops_per_item``), for a kernel.
         transfer_B: bytes copied per point, for a copy.
     """
 
@@ -368,13 +130,13 @@ class Block:
     name: str = attrs.field(validator=text)
     kernels: tuple[Kernel, ...]
     collectives: tuple[AllReduce, ...] = ()
-    device: int = attrs.field(default=0, validator=_device)
+    device: int = attrs.field(default=0, validator=device_index)
     stream: int = attrs.field(default=0, validator=non_negative_int)
     layer: str = attrs.field(default="", validator=text)
 
     @property
     def flops(self) -> float:
-        return sum(k.flops for k in self.kernels)
+        return sum(k.work.flops for k in self.kernels)
 
     @property
     def bytes(self) -> float:
@@ -500,7 +262,7 @@ class Workload:
 
     @property
     def flops(self) -> float:
-        return sum(k.flops for k in self.kernels) + self._blocks("flops")
+        return sum(k.work.flops for k in self.kernels) + self._blocks("flops")
 
     @property
     def bytes(self) -> float:

@@ -33,7 +33,7 @@ def conv2d(params: Params) -> Workload:
     f, r, dtype = params["filters"], params["kernel"], params["dtype"]
     size = itemsize(dtype)
     m, n, k = b * h * w, f, c * r * r
-    kernel = Kernel(
+    kernel = Kernel.of(
         name=f"conv{r}x{r} {c}->{f} {h}x{w}",
         flops=2.0 * m * n * k,
         bytes_read=(b * c * h * w + f * c * r * r) * size,

@@ -167,10 +167,10 @@ class Numerics:
         conv_math: ``tf32`` when float32 convolutions may use TF32 tensor cores, else empty.
         linear_math: the same for linear layers (matrix products).
         plain_weights: an eager framework hands every call its weights in the plain layout (a
-            blocked-layout library re-lays them out each time: ``Kernel.reorder_B``).
-        cpu_library: the framework's kernel library on a CPU (``Kernel.cpu_library``).
+            blocked-layout library re-lays them out each time: ``LibraryHints.reorder_B``).
+        cpu_library: the framework's kernel library on a CPU (``LibraryHints.cpu_library``).
         layout: ``nchw`` (PyTorch's default memory format) or ``nhwc`` (channels-last, what
-            tensor cores compute in): ``Kernel.nchw_B``.
+            tensor cores compute in): ``LibraryHints.nchw_B``.
         foreach_optimizer: the optimizer runs as PyTorch's multi-tensor passes, not one fused kernel
             (``FrameworkSpec.fused_optimizer``).
         primitive_layers: a transformer's composite layers run as the primitive tensor ops they
@@ -226,7 +226,7 @@ def layer_kernels(
         # What a layer writes leaves the cache for main memory sooner or later, and a network's
         # weights are streamed from main memory once per step: both are cold traffic. Only the
         # activations a kernel reads right after the previous kernel wrote them can be warm.
-        return Kernel(
+        return Kernel.of(
             f"{layer.name} {step}",
             flops,
             read,
@@ -357,7 +357,7 @@ def layer_kernels(
 def _cast(layer: Layer, what: str, items: int, source: str, target: str, device: int) -> Kernel:
     """A mixed-precision cast of ``items`` values from ``source`` to ``target`` (autocast's copy)."""
     moved = items * (itemsize(source) + itemsize(target))
-    return Kernel(
+    return Kernel.of(
         f"{layer.name} {what}",
         float(items),
         items * itemsize(source),
@@ -373,7 +373,7 @@ def _cast(layer: Layer, what: str, items: int, source: str, target: str, device:
 FOLDED_AFTER = {"bn": ("conv",), "relu": ("conv", "bn", "linear", "add")}
 """For inference a compiled graph folds a batch norm into the convolution before it (scaled
 weights and a bias) and fuses a ReLU into the op before it as a post-op (oneDNN's fused
-convolutions, TensorFlow's remapper, TorchScript's freeze): ``Kernel.foldable``."""
+convolutions, TensorFlow's remapper, TorchScript's freeze): ``LibraryHints.foldable``."""
 
 
 def folded_layers(layers: list[Layer]) -> set[int]:

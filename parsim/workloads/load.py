@@ -91,10 +91,13 @@ def check_llm_load(name: str, given: Params, params: Params) -> Params:
     """The model's rules (``llm_serve``'s), the length specs, and a trace's fields against a stream's.
 
     With ``trace`` the file gives the arrivals and lengths: a stream's fields given besides are
-    refused, and dropped from the parameters when left at their defaults.
+    refused, and dropped from the parameters when left at their defaults; so are a trace and the
+    SLOs when not given.
     """
     check_llm_serve(name, given, {**serve_params(params), "prompt": 1, "output": 1})
-    if params["trace"] is not None:
+    unset = ("trace", "slo_ttft", "slo_tpot")  # not given: nothing to print or pass on
+    params = {key: value for key, value in params.items() if key not in unset or value is not None}
+    if params.get("trace") is not None:
         extra = [field for field in STREAM_FIELDS if field in given]
         if extra:
             raise ParsimError(
@@ -167,7 +170,8 @@ class LoadRecord(Record):
         """The latency percentiles: headers and rows (TTFT, TPOT, end to end, queueing)."""
 
         def row(label: str, *values: float | None) -> list[str]:
-            return [label, *("-" if v is None else units.seconds(v) for v in values)]
+            # None: no such figure; NaN: no request had one (every output a single token)
+            return [label, *("-" if v is None or v != v else units.seconds(v) for v in values)]
 
         return (
             ["latency", "P50", "P90", "P99", "mean"],

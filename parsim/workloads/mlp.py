@@ -25,7 +25,7 @@ def _streaming(
     name: str, n: int, flops: float, arrays_read: int, dtype: str, device: int = 0, layer: str = ""
 ) -> Kernel:
     size = itemsize(dtype)
-    return Kernel(
+    return Kernel.of(
         name, flops * n, arrays_read * n * size, n * size, n, dtype=dtype, device=device, layer=layer
     )
 
@@ -59,15 +59,17 @@ def mlp_train_step(params: Params) -> Workload:
         _layer(gemm_kernel(n, d_out, hidden, dtype, "y_pred = h_relu @ w2", math=linear), "fc2"),
         _streaming("diff = y_pred - y", n * d_out, 1, 2, dtype, layer="loss"),
         _streaming("square = diff * diff", n * d_out, 1, 1, dtype, layer="loss"),
-        Kernel("loss = sum(square)", n * d_out, n * d_out * size, size, n * d_out, dtype=dtype, layer="loss"),
+        Kernel.of(
+            "loss = sum(square)", n * d_out, n * d_out * size, size, n * d_out, dtype=dtype, layer="loss"
+        ),
         _streaming("grad_y = 2 * diff", n * d_out, 1, 1, dtype, layer="loss"),
         _layer(gemm_kernel(hidden, d_out, n, dtype, "grad_w2 = h_relu.T @ grad_y", math=linear), "fc2"),
         _layer(gemm_kernel(n, hidden, d_out, dtype, "grad_h = grad_y @ w2.T", math=linear), "fc2"),
         # the ReLU's gradient: a boolean mask (a byte per value), then a multiply by it
-        Kernel(
+        Kernel.of(
             "mask = h > 0", n * hidden, n * hidden * size, n * hidden, n * hidden, dtype=dtype, layer="relu"
         ),
-        Kernel(
+        Kernel.of(
             "grad_h *= mask",
             n * hidden,
             n * hidden * (size + 1),

@@ -54,15 +54,18 @@ def _share(op: Op, gpus: int, device: int) -> Op:
         return attrs.evolve(op, nbytes=op.nbytes / gpus, device=device)
     if isinstance(op, Block):
         raise ParsimError(f"{op.name}: a pipeline stage's pass cannot be split further over GPUs")
-    items = max(1, math.ceil(op.work_items / gpus))
-    gemm_mn = None if op.gemm_mn is None else (max(1, math.ceil(op.gemm_mn[0] / gpus)), op.gemm_mn[1])
-    return attrs.evolve(
-        op,
-        flops=op.flops / gpus,
-        bytes_read=op.bytes_read / gpus,
-        bytes_written=op.bytes_written / gpus,
+    items = max(1, math.ceil(op.work.work_items / gpus))
+    gemm_mn = (
+        None
+        if op.library.gemm_mn is None
+        else (max(1, math.ceil(op.library.gemm_mn[0] / gpus)), op.library.gemm_mn[1])
+    )
+    return op.but(
+        flops=op.work.flops / gpus,
+        bytes_read=op.work.bytes_read / gpus,
+        bytes_written=op.work.bytes_written / gpus,
         work_items=items,
-        special_ops=op.special_ops / gpus,
+        special_ops=op.work.special_ops / gpus,
         gemm_mn=gemm_mn,
         device=device,
     )

@@ -113,13 +113,13 @@ def elementwise_footprint_B(op: str, n: Number, dtype: str, fused: bool) -> Numb
 def elementwise_kernel(op: str, n: int, dtype: str, stream: int = 0, label: str | None = None) -> Kernel:
     """One fused elementwise kernel over ``n`` elements, reading its inputs and writing one output."""
     part = elementwise_parts(op, n, dtype)[0]
-    return Kernel(**{**part, "name": label or op}, dtype=dtype, stream=stream)
+    return Kernel.of(**{**part, "name": label or op}, dtype=dtype, stream=stream)
 
 
 def elementwise(op: str, params: Params) -> Workload:
     """Workload of one elementwise op (``vector_add``, ``saxpy``, ``relu``, ``sigmoid``)."""
     n, dtype, fused = params["n"], params["dtype"], params["fused"]
-    ops = tuple(Kernel(**part, dtype=dtype) for part in elementwise_parts(op, n, dtype, fused))
+    ops = tuple(Kernel.of(**part, dtype=dtype) for part in elementwise_parts(op, n, dtype, fused))
     return Workload(
         name=op, params=_items(params), ops=ops, footprint_B=elementwise_footprint_B(op, n, dtype, fused)
     )
@@ -151,7 +151,7 @@ def reduce_parts(n: Number, dtype: str) -> Params:
 def reduce_sum(params: Params) -> Workload:
     """Sum of ``n`` elements."""
     n, dtype = params["n"], params["dtype"]
-    kernel = Kernel(**reduce_parts(n, dtype), dtype=dtype)
+    kernel = Kernel.of(**reduce_parts(n, dtype), dtype=dtype)
     return Workload(name="reduce_sum", params=_items(params), ops=(kernel,), footprint_B=n * itemsize(dtype))
 
 
@@ -174,7 +174,7 @@ def gemm_parts(m: Number, n: Number, k: Number, dtype: str) -> Params:
 
 def gemm_kernel(m: int, n: int, k: int, dtype: str, name: str, stream: int = 0, math: str = "") -> Kernel:
     """One GEMM kernel, tiled over its (m, n) output (``math="tf32"``: on TF32 tensor cores)."""
-    return Kernel(
+    return Kernel.of(
         name=name,
         **gemm_parts(m, n, k, dtype),
         dtype=dtype,

@@ -31,7 +31,7 @@ def sgd_kernel(
     ``multi_tensor``: one layer's share of an optimizer step over all of them (``torch.optim``).
     """
     size = itemsize(dtype)
-    return Kernel(
+    return Kernel.of(
         name,
         2.0 * params,
         2 * params * size,
@@ -68,7 +68,7 @@ def adam_kernel(
     """
     size = itemsize(dtype)
     reads, writes = _FOREACH_ADAM if foreach else (4, 3)
-    return Kernel(
+    return Kernel.of(
         name,
         12.0 * params,
         reads * params * size,

@@ -44,6 +44,14 @@ class Record:
             if field.metadata.get(LABEL)
         ]
 
+    def table(self) -> tuple[list[str], list[list[str]]] | None:
+        """Figures read as a table (headers, rows of texts) before the labelled ones, or None.
+
+        A record of many related figures (a load's latency percentiles) prints them so; the
+        report and the app draw whatever table a record gives, without knowing the workload.
+        """
+        return None
+
 
 @attrs.frozen
 class Throughput(Record):

@@ -191,11 +191,11 @@ def _quantised(kernel: Kernel, weights: str, size: int) -> Kernel:
     """A block linear's forward GEMM reading its weights at ``weights``' bytes per element; int8 and
     float8 (W8A8) multiply at the matrix units' int8/FP8 rate where the device has one, int4
     (weight-only, W4A16) dequantises to ``dtype`` and multiplies at its rate."""
-    held = kernel.cold_bytes - kernel.bytes_written  # the weights: the GEMM's cold reads
+    held = kernel.access.cold_bytes - kernel.work.bytes_written  # the weights: the GEMM's cold reads
     less = held * (1 - WEIGHT_B[weights] / size)
-    math = weights if weights in QUANTISED_FORMATS else kernel.math
-    return attrs.evolve(
-        kernel, bytes_read=kernel.bytes_read - less, cold_bytes=kernel.cold_bytes - less, math=math
+    math = weights if weights in QUANTISED_FORMATS else kernel.library.math
+    return kernel.but(
+        bytes_read=kernel.work.bytes_read - less, cold_bytes=kernel.access.cold_bytes - less, math=math
     )
 
 
@@ -296,7 +296,7 @@ def llm_serve(params: Params) -> Workload:
 
 def _stop_check(batch: int, phase: str) -> Kernel:
     """The host reads the sampled tokens (a compare per sequence) before it issues the next phase."""
-    return Kernel(
+    return Kernel.of(
         f"stop check ({phase})",
         float(batch),
         float(batch * TOKEN_ID_B),
@@ -311,7 +311,7 @@ def _stop_check(batch: int, phase: str) -> Kernel:
 def _sample(config: LlmConfig, batch: int, size: int, phase: str) -> Kernel:
     """Greedy sampling on GPU 0: the argmax of each sequence's gathered logits."""
     logits = batch * config.vocab
-    return Kernel(
+    return Kernel.of(
         f"sample tokens ({phase})",
         float(logits),
         float(logits * size),

@@ -35,8 +35,6 @@ Three things decide that time, each modelled where it belongs:
 
 from __future__ import annotations
 
-import attrs
-
 from parsim.base.dtypes import itemsize
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel, Params
@@ -47,7 +45,7 @@ def _copy(name: str, n: int, dtype: str, reuse_B: float) -> Kernel:
     """CuPy's ``elementwise_copy`` of ``n`` values: a ufunc, one element per thread, one load each."""
     size = itemsize(dtype)
     loads = CUPY.thread_loads_B(1, size)
-    return Kernel(
+    return Kernel.of(
         name, 0.0, n * size, n * size, max(1, n), dtype=dtype, thread_loads_B=loads, reuse_B=reuse_B
     )
 
@@ -62,7 +60,7 @@ def tap_gemm_kernels(params: Params, math: str) -> tuple[Kernel, ...]:
     add = elementwise_parts("vector_add", outputs, dtype)[0]
     size = itemsize(dtype)
     # out.fill(0) on a contiguous array is cudaMemsetAsync: stores only, no CuPy kernel
-    kernels = [Kernel("out = 0", 0.0, 0.0, outputs * size, max(1, outputs), dtype=dtype, reuse_B=loop_B)]
+    kernels = [Kernel.of("out = 0", 0.0, 0.0, outputs * size, max(1, outputs), dtype=dtype, reuse_B=loop_B)]
     for i in range(r):
         for j in range(r):
             tap = f"tap {i},{j}"
@@ -71,9 +69,9 @@ def tap_gemm_kernels(params: Params, math: str) -> tuple[Kernel, ...]:
             if r > 1:  # ...then makes the weights cuBLAS-contiguous
                 kernels.append(_copy(f"{tap}: copy weights", f * c, dtype, loop_B))
             product = gemm_kernel(pixels, f, c, dtype, f"{tap}: window @ weights", math=math)
-            kernels.append(attrs.evolve(product, op="tensordot", reuse_B=loop_B))
+            kernels.append(product.but(op="tensordot", reuse_B=loop_B))
             kernels.append(
-                Kernel(**{**add, "name": f"{tap}: out += product", "op": ""}, dtype=dtype, reuse_B=loop_B)
+                Kernel.of(**{**add, "name": f"{tap}: out += product", "op": ""}, dtype=dtype, reuse_B=loop_B)
             )
     return tuple(kernels)
 

@@ -100,7 +100,7 @@ def network(params: Params) -> Workload:
     ]
     if not train and stack.framework(params["framework"]).compiles:
         for index in folded_layers(layers):
-            passes[index] = ([attrs.evolve(k, foldable=True) for k in passes[index][0]], [])
+            passes[index] = ([k.but(foldable=True) for k in passes[index][0]], [])
     ops: list[Op] = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
     ops += [k for forward, _ in passes for k in forward]
     if train:
@@ -227,7 +227,7 @@ def data_parallel(params: Params) -> Workload:
         last_of_device[g] = len(ops) - 1
     everything_back = tuple(last_of_device.values())
     ops.append(
-        Kernel(
+        Kernel.of(
             "average gradients (host)",
             float(gpus * weights),
             gpus * weights * master,

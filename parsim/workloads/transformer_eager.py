@@ -18,7 +18,7 @@ cellar separately instead of once for the whole dish:
 That makes 41 kernels per Llama layer where a fused engine runs about a dozen (the issue's H100
 profile: 1,334 kernels per decoded token of llama-2-7b, 32 layers). A module call (a norm, a
 linear, the activation) pays the framework's ``op_cycles`` to issue; the ops inside it, and the
-plain tensor arithmetic between modules, are ``Kernel.primitive`` and pay ``primitive_cycles``.
+plain tensor arithmetic between modules, are ``Issue.primitive`` and pay ``primitive_cycles``.
 """
 
 from __future__ import annotations

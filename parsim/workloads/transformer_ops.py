@@ -45,7 +45,7 @@ class Ops:
     ) -> Kernel:
         # What a kernel writes, and the weights (streamed once per step), is cold traffic: ``cold``.
         cold = extra.pop("cold", 0.0)
-        return Kernel(
+        return Kernel.of(
             f"{layer} {step}",
             float(flops),
             float(read),
@@ -148,7 +148,7 @@ class Ops:
     def _cast(self, layer: str, what: str, items: float, source: str, target: str, part: str = "") -> Kernel:
         count = int(items)
         read, written = count * itemsize(source), count * itemsize(target)
-        return Kernel(
+        return Kernel.of(
             f"{layer} {what}",
             float(count),
             read,

@@ -78,10 +78,10 @@ def phase_times(
             memory_s = ex.memory.stream_s(
                 spec,
                 phase.bytes,
-                runs.cold_bytes / runs.bytes,
+                runs.access.cold_bytes / runs.bytes,
                 phase.active_cores,
-                runs.work_items * phase.bytes / runs.bytes,  # the phase's share of the elements
-                runs.thread_loads_B,
+                runs.work.work_items * phase.bytes / runs.bytes,  # the phase's share of the elements
+                runs.access.thread_loads_B,
             )
             if not latency_paid:
                 memory_s += spec.memory.latency_s
@@ -94,7 +94,9 @@ def phase_times(
 def kernel_fork_join_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """The model's fork/join cost of spreading this kernel over the cores."""
     how = plan(spec, mode, overlap, kernel)
-    return float(fork_join_s(spec, how.ex, how.kernel.gemm_mn is not None, how.kernel.work_items))
+    return float(
+        fork_join_s(spec, how.ex, how.kernel.library.gemm_mn is not None, how.kernel.work.work_items)
+    )
 
 
 @cached(maxsize=16384)
@@ -222,7 +224,7 @@ class Processor:
         return start + self._floor(kernel, layout.duration_s)
 
     def _floor(self, kernel: Kernel, seconds: float) -> float:
-        return self.framework.floor(seconds, kernel.multi_tensor) if self.framework else seconds
+        return self.framework.floor(seconds, kernel.issue.multi_tensor) if self.framework else seconds
 
     def _row(self, what: int | str) -> Resource:
         """The row of ``what`` busy cores, or of a memory level, made once per processor."""
@@ -291,6 +293,6 @@ def _row_level(spec: ProcessorSpec, kernel: Kernel, level: str) -> str:
     from main memory, so a kernel whose bytes are mostly cold is drawn on the device-memory row,
     not on the cache that holds its few warm bytes.
     """
-    if level in MAIN_MEMORY or kernel.cold_bytes * 2 <= kernel.bytes:
+    if level in MAIN_MEMORY or kernel.access.cold_bytes * 2 <= kernel.bytes:
         return level
     return main_memory_name(spec)

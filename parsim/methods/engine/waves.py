@@ -69,18 +69,18 @@ def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec)
     their warps run the full tile's multiply-adds (tile quantisation), and a tile may wait on its
     operands from the shared cache. Other kernels share their work evenly among ``tiles`` chunks.
     """
-    if kernel.gemm_mn is not None and not ex.interpreted:
+    if kernel.library.gemm_mn is not None and not ex.interpreted:
         tiling = gemm_tiling(spec, ex, kernel)
         padded, operands = library.tile_parts(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
         # the smooth roofline weighs the product's own multiply-adds (as the closed form does); the
         # padding of edge tiles stays in the tile's hard floor
-        return tiling.tiles, max(padded, operands), kernel.flops / tiling.tiles / ex.core_flops_per_s
+        return tiling.tiles, max(padded, operands), kernel.work.flops / tiling.tiles / ex.core_flops_per_s
     seconds = compute_s(
         ex,
-        kernel.flops / tiles,
-        kernel.special_ops / tiles,
-        kernel.work_items / tiles,
-        kernel.python_ops_per_item,
+        kernel.work.flops / tiles,
+        kernel.work.special_ops / tiles,
+        kernel.work.work_items / tiles,
+        kernel.issue.python_ops_per_item,
         1,
     )
     return tiles, float(seconds), float(seconds)
@@ -89,9 +89,9 @@ def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec)
 def _chunks(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> int:
     """Tiles of a kernel that is not tiled as a GEMM: chunks of ``tile_items`` (or the GEMM's own
     output tiles when it runs in the interpreter)."""
-    if kernel.gemm_mn is not None:
+    if kernel.library.gemm_mn is not None:
         return gemm_tiling(spec, ex, kernel).tiles
-    return math.ceil(kernel.work_items / ex.tile_items)
+    return math.ceil(kernel.work.work_items / ex.tile_items)
 
 
 def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decomposition:

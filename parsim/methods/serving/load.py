@@ -165,7 +165,8 @@ def predict_requests(
         f"{system.total_gpus} GPU(s), {config.router} routing",
         f"KV cache: {config.kv_blocks:,} blocks of {config.block} tokens ({cache_tokens:,} tokens) "
         "per replica beside the weights",
-        "latency is the median request's end to end; throughput the completed requests per second",
+        "latency is the mean request's end to end (P50/P90/P99 above); "
+        "throughput the completed requests per second",
     )
     return Prediction(
         workload=definition.name,
@@ -175,7 +176,7 @@ def predict_requests(
         link=system.link.id if system.link is not None else None,
         mode=check_mode(system.compute, None),
         method=method,
-        latency_s=m.e2e_p50_s if m.requests_completed else 0.0,
+        latency_s=m.e2e_mean_s if m.requests_completed else 0.0,
         throughput_per_s=m.requests_per_s,
         flops=0.0,
         bytes=0.0,

@@ -1,0 +1,459 @@
+"""A kernel: one launch of data-parallel work, as a name, a place and four small records by concern.
+
+The model reads a kernel's facts in groups, and each group is a frozen record of its own:
+
+- ``Work``: what the roofline weighs — FLOPs, bytes, work items, element type, whether matrix
+  units can run it, transcendental evaluations, the elementary operation whose measured rate a
+  processor may have;
+- ``Access``: how its bytes reach the cores — traffic that always comes from main memory, the
+  loads a thread waits for one by one, the bytes touched between two uses of its data;
+- ``LibraryHints``: what the kernel library chooses from — the GEMM's output shape, the
+  convolution, the arithmetic (TF32, int8), foldable ops, layouts, the fused-attention kind;
+- ``Issue``: what the host pays to issue it — the interpreter's operations per item, a
+  framework's primitive op, a share of a multi-tensor launch.
+
+The name, stream, device, layer, phase and part stay on the kernel itself, as on every op (``Transfer``,
+``AllReduce``): they place it in the program and the timeline, and no timing depends on them, so
+``cost_key`` (the timing caches' key) is the four records. A kernel checks its records when it is
+built, with one cheap expression (a training step builds thousands); only a failure runs the
+rules one by one to name the field, prefixed by the kernel's name.
+
+The records are named tuples rather than attrs classes because every timing cache lookup hashes
+and compares them: a tuple does that in C, where attrs' generated ``__hash__``/``__eq__`` cost a
+Python call per record (a 3D-parallel lesson ran ~40 % slower that way). Compare a record with
+records of its own kind only (a tuple equals any tuple of the same values).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import attrs
+
+from parsim.base.checks import (
+    boolean,
+    explain,
+    is_integer,
+    non_negative,
+    non_negative_int,
+    one_of,
+    positive_int,
+    text,
+)
+from parsim.base.dtypes import DTYPES, QUANTISED_FORMATS
+from parsim.base.errors import ParsimError, field_error
+from parsim.workloads.conv import ConvShape
+
+HOST = -1
+"""``device`` of an op the host CPU runs itself."""
+_INF = float("inf")
+
+
+class Work(NamedTuple):
+    """What the roofline weighs.
+
+    Attributes:
+        flops: floating-point operations (an FMA counts two).
+        bytes_read: bytes loaded from memory.
+        bytes_written: bytes stored to memory.
+        work_items: independent items (output elements) the work splits into.
+        dtype: element type.
+        matrix: a dense matrix product that tensor cores / AMX can run.
+        special_ops: transcendental evaluations (``exp`` in a sigmoid).
+        op: the elementary operation (``add``, ``maximum``, ``exp``, ``sum``...) when the kernel
+            is one NumPy-style pass; a processor with a measured rate for it uses that rate
+            instead of its FLOP/s (see ``ProcessorSpec.op_rates_per_core``).
+    """
+
+    flops: float
+    bytes_read: float
+    bytes_written: float
+    work_items: int
+    dtype: str = "float32"
+    matrix: bool = False
+    special_ops: float = 0.0
+    op: str = ""
+
+
+class Access(NamedTuple):
+    """How the kernel's bytes reach the cores.
+
+    Attributes:
+        cold_bytes: part of the traffic that always comes from main memory whatever the
+            caches hold (a network's weights, streamed once per step); the rest is warm data
+            that a cache level serves when it fits.
+        thread_loads_B: on a GPU, bytes one thread loads for one element and waits for before the
+            next, for a kernel written one element per thread per loop iteration (CuPy's
+            elementwise kernels: one load per input); Little's law then caps its bandwidth
+            (``model.memory.latency_bound_s``). 0 for kernels that keep enough bytes in flight
+            (cuBLAS, cuDNN, CUB reductions, PyTorch's vectorised loops).
+        reuse_B: distinct bytes the program touches between two uses of this kernel's data (a
+            loop's bytes per iteration, when the kernel runs in one), 0 when only its own count:
+            a cache serves the kernel's data warm only if it holds these too (``working_set_B``).
+    """
+
+    cold_bytes: float = 0.0
+    thread_loads_B: float = 0.0
+    reuse_B: float = 0.0
+
+
+class LibraryHints(NamedTuple):
+    """What the kernel library chooses its algorithm, tiling and arithmetic from.
+
+    Attributes:
+        gemm_mn: for GEMM-shaped kernels, the output matrix shape (M, N) that tiles are cut from.
+        conv: the convolution this kernel computes, when it is one: the kernel library chooses
+            its algorithm (implicit GEMM, Winograd, FFT) for the shape and the device.
+        math: ``tf32`` lets a float32 matrix product run on TF32 tensor cores (what frameworks
+            do for convolutions on Ampere and later); ``int8``/``float8``: a quantised product
+            (W8A8) at the matrix units' int8 or FP8 rate where the device has one, else at its
+            dtype's; empty means the dtype's own arithmetic.
+        foldable: an inference op a compiled graph may fold into the op before it (a batch norm
+            into the convolution's weights, a ReLU as its post-op); a library that folds drops it.
+        reorder_B: weight bytes an eager call hands over in the framework's plain layout; a
+            library that computes in a blocked layout (oneDNN) re-lays them out on every call.
+        cpu_library: the kernel library the framework uses on a CPU (``onednn``, ``thnn``);
+            empty: the CPU's usual one. GPUs use cuDNN/cuBLAS whatever the framework.
+        nchw_B: activation bytes (input and output) of a convolution pass whose tensors are in
+            the NCHW layout; tensor-core kernels compute in NHWC, so the library transposes them
+            (read and written once more) when it runs the pass on tensor cores.
+        fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
+            other kernel: its products run at the kernel library's ``attention_efficiency`` share of
+            the GEMM rate for that kind, not at cuBLAS's own.
+    """
+
+    gemm_mn: tuple[int, int] | None = None
+    conv: ConvShape | None = None
+    math: str = ""
+    foldable: bool = False
+    reorder_B: float = 0.0
+    cpu_library: str = ""
+    nchw_B: float = 0.0
+    fused_attention: str = ""
+
+
+class Issue(NamedTuple):
+    """What the host pays to issue the kernel.
+
+    Attributes:
+        python_ops_per_item: interpreted operations per item in a pure-Python loop (SISD demo).
+        primitive: a primitive tensor op inside an operator's forward (``torch.mul`` in a Hugging
+            Face RMSNorm): an eager framework issues it for ``FrameworkSpec.primitive_cycles``, not
+            for a module call's ``op_cycles``.
+        multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
+            apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
+            (``FrameworkSpec.kernel_floor_s``) of its own.
+    """
+
+    python_ops_per_item: float = 1.0
+    primitive: bool = False
+    multi_tensor: bool = False
+
+
+PLAIN_ACCESS = Access()
+NO_LIBRARY_HINTS = LibraryHints()
+PLAIN_ISSUE = Issue()
+# the defaults are shared: most kernels have no hints, and immutable records are safe to share
+
+PARTS: dict[str, type[Work] | type[Access] | type[LibraryHints] | type[Issue]] = {
+    "work": Work,
+    "access": Access,
+    "library": LibraryHints,
+    "issue": Issue,
+}
+"""The kernel's records by its attribute name."""
+_PART_OF = {name: part for part, cls in PARTS.items() for name in cls._fields}
+
+
+class _Field(NamedTuple):
+    """What a field validator reads of an attrs attribute: its name (records are named tuples)."""
+
+    name: str
+
+
+def device_index(instance: Any, attribute: Any, value: Any) -> None:
+    """A GPU index, or ``HOST`` (-1) for work the host CPU does itself."""
+    non_negative_int(instance, attribute, value + 1 if isinstance(value, int) else value)
+
+
+def _gemm_shape(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not (
+        isinstance(value, tuple) and len(value) == 2 and all(is_integer(v) and v >= 1 for v in value)
+    ):
+        raise field_error(attribute.name, "None or two integers >= 1", value)
+
+
+def _conv_shape(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, ConvShape):
+        raise field_error(attribute.name, "None or a ConvShape", value)
+
+
+def _whole_pair(value: Any) -> bool:
+    return (
+        type(value) is tuple
+        and len(value) == 2
+        and type(value[0]) is int
+        and type(value[1]) is int
+        and value[0] >= 1
+        and value[1] >= 1
+    )
+
+
+_RULES: dict[type, dict[str, Any]] = {
+    Work: {
+        "flops": non_negative,
+        "bytes_read": non_negative,
+        "bytes_written": non_negative,
+        "work_items": positive_int,
+        "dtype": one_of(tuple(DTYPES)),
+        "matrix": boolean,
+        "special_ops": non_negative,
+        "op": text,
+    },
+    Access: {"cold_bytes": non_negative, "thread_loads_B": non_negative, "reuse_B": non_negative},
+    LibraryHints: {
+        "gemm_mn": _gemm_shape,
+        "conv": _conv_shape,
+        "math": one_of(("", "tf32", *QUANTISED_FORMATS)),
+        "foldable": boolean,
+        "reorder_B": non_negative,
+        "cpu_library": text,
+        "nchw_B": non_negative,
+        "fused_attention": text,
+    },
+    Issue: {"python_ops_per_item": non_negative, "primitive": boolean, "multi_tensor": boolean},
+}
+_PLACE_RULES = {
+    "name": text,
+    "stream": non_negative_int,
+    "device": device_index,
+    "layer": text,
+    "phase": text,
+    "part": text,
+}
+
+
+def _good(kernel: Kernel) -> bool:
+    """Every field of every record valid, in one expression (raises TypeError on a wrong type)."""
+    w, a, lib, i = kernel.work, kernel.access, kernel.library, kernel.issue
+    return (
+        type(w) is Work
+        and type(a) is Access
+        and type(lib) is LibraryHints
+        and type(i) is Issue
+        and 0 <= w.flops < _INF
+        and 0 <= w.bytes_read < _INF
+        and 0 <= w.bytes_written < _INF
+        and type(w.work_items) is int
+        and w.work_items >= 1
+        and 0 <= w.special_ops < _INF
+        and w.dtype in DTYPES
+        and type(w.matrix) is bool
+        and type(w.op) is str
+        and 0 <= i.python_ops_per_item < _INF
+        and type(i.primitive) is bool
+        and type(i.multi_tensor) is bool
+        and 0 <= a.cold_bytes <= w.bytes_read + w.bytes_written
+        and 0 <= a.thread_loads_B < _INF
+        and 0 <= a.reuse_B < _INF
+        and type(kernel.stream) is int
+        and kernel.stream >= 0
+        and type(kernel.device) is int
+        and kernel.device >= HOST
+        and type(kernel.name) is str
+        and type(kernel.layer) is str
+        and type(kernel.phase) is str
+        and type(kernel.part) is str
+        and (lib.gemm_mn is None or _whole_pair(lib.gemm_mn))
+        and (lib.math == "" or lib.math == "tf32" or lib.math in QUANTISED_FORMATS)
+        and (lib.conv is None or type(lib.conv) is ConvShape)
+        and type(lib.foldable) is bool
+        and 0 <= lib.reorder_B < _INF
+        and type(lib.cpu_library) is str
+        and 0 <= lib.nchw_B < _INF
+        and type(lib.fused_attention) is str
+    )
+
+
+SHARED_MAX = 1 << 16
+"""Checked records kept for sharing, per kind; the table starts again when it holds more."""
+_SHARED: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})
+
+
+def _share_records(kernel: Kernel) -> None:
+    """Give ``kernel`` the checked record equal to each of its own, where one exists.
+
+    A training step repeats a few kernel shapes over its layers, micro-batches and GPUs; sharing
+    their records keeps tens of thousands of equal tuples from living on, which the garbage
+    collector would otherwise walk again and again (a 3D-parallel lesson ran ~25 % slower). Only
+    records of a kernel that passed its checks are kept, so a shared record is always a valid one
+    (a value equal to a checked one, 2.0 for the integer 2, becomes that checked value).
+    """
+    for name, table in zip(("work", "access", "library", "issue"), _SHARED, strict=True):
+        record = getattr(kernel, name)
+        shared = table.get(record)
+        if shared is None:
+            if len(table) >= SHARED_MAX:
+                table.clear()
+            table[record] = record
+        elif shared is not record:
+            object.__setattr__(kernel, name, shared)
+
+
+def _explain(kernel: Kernel) -> None:
+    """Raise the first rule ``kernel`` breaks, naming the kernel and the field."""
+    what = f"kernel {kernel.name!r}"
+    explain(kernel, _PLACE_RULES, what)
+    for part, cls in PARTS.items():
+        record = getattr(kernel, part)
+        if type(record) is not cls:
+            raise ParsimError(f"{what}: {field_error(part, f'a {cls.__name__}', record)}")
+        for field, validate in _RULES[cls].items():
+            try:
+                validate(record, _Field(field), getattr(record, field))
+            except ParsimError as exc:
+                raise ParsimError(f"{what}: {exc}") from None
+    if kernel.access.cold_bytes > kernel.work.bytes_read + kernel.work.bytes_written:
+        bound = field_error("cold_bytes", "<= bytes_read + bytes_written", kernel.access.cold_bytes)
+        raise ParsimError(f"{what}: {bound}")
+    raise ParsimError(f"{what}: invalid")  # _good and the rules disagree: a bug in this module
+
+
+@attrs.frozen(cache_hash=True)
+class Kernel:
+    """One launch of data-parallel work (see the module's docstring for its records).
+
+    Attributes:
+        name: label shown in the timeline (``"relu"``, ``"matmul 4096x4096x4096"``).
+        work: what the roofline weighs (``Work``).
+        stream: stream the host enqueues it on.
+        device: GPU index that runs it, or ``HOST`` (-1) for work the host CPU does itself.
+        layer: network layer it belongs to (for per-layer breakdowns), or empty.
+        access: how its bytes reach the cores (``Access``).
+        library: what the kernel library chooses from (``LibraryHints``).
+        issue: what the host pays to issue it (``Issue``).
+        phase: the part of its workload's instance it belongs to, where the workload's figures
+            tell them apart (an LLM request's ``prefill`` and ``decode``, a training step's
+            ``recompute``: a forward pass run again, not model FLOPs); empty otherwise. Never
+            read from the name: the name is for people.
+        part: what the kernel computes within its layer, where a workload's own rules ask (a
+            linear layer's GEMMs: ``qkv``, ``out``, ``gate``, ``up``, ``down``; ``attention core``;
+            ``cast weights``), empty otherwise; like ``phase``, never read from the name.
+    """
+
+    name: str
+    work: Work
+    stream: int = 0
+    device: int = 0
+    layer: str = ""
+    access: Access = PLAIN_ACCESS
+    library: LibraryHints = NO_LIBRARY_HINTS
+    issue: Issue = PLAIN_ISSUE
+    phase: str = ""
+    part: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        try:
+            good = _good(self)
+        except TypeError:
+            good = False
+        if not good:
+            _explain(self)
+        _share_records(self)
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        flops: float,
+        bytes_read: float,
+        bytes_written: float,
+        work_items: int,
+        *,
+        stream: int = 0,
+        device: int = 0,
+        layer: str = "",
+        phase: str = "",
+        part: str = "",
+        dtype: str = "float32",
+        matrix: bool = False,
+        special_ops: float = 0.0,
+        op: str = "",
+        cold_bytes: float = 0.0,
+        thread_loads_B: float = 0.0,
+        reuse_B: float = 0.0,
+        gemm_mn: tuple[int, int] | None = None,
+        conv: ConvShape | None = None,
+        math: str = "",
+        foldable: bool = False,
+        reorder_B: float = 0.0,
+        cpu_library: str = "",
+        nchw_B: float = 0.0,
+        fused_attention: str = "",
+        python_ops_per_item: float = 1.0,
+        primitive: bool = False,
+        multi_tensor: bool = False,
+    ) -> Kernel:
+        """A kernel from its facts given flat, each filed into its record: what a builder writes,
+        and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
+        out rather than routed by name, so a misspelt fact fails type checking and the thousands
+        of kernels of a training step are built at the cost of the records themselves."""
+        # most kernels leave a record at its defaults and share the one default record (a tuple
+        # compares in C; a wrong value differs from the defaults, so it is still refused)
+        access = (cold_bytes, thread_loads_B, reuse_B)
+        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
+        issue = (python_ops_per_item, primitive, multi_tensor)
+        return cls(
+            name,
+            Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),
+            stream,
+            device,
+            layer,
+            PLAIN_ACCESS if access == PLAIN_ACCESS else Access(*access),
+            NO_LIBRARY_HINTS if library == NO_LIBRARY_HINTS else LibraryHints(*library),
+            PLAIN_ISSUE if issue == PLAIN_ISSUE else Issue(*issue),
+            phase,
+            part,
+        )
+
+    def but(self, **changes: Any) -> Kernel:
+        """This kernel with some facts changed, named flat as in ``of`` (or its name and place)."""
+        parts: dict[str, dict[str, Any]] = {}
+        own = {}
+        for fact, value in changes.items():
+            if fact in _PART_OF:
+                parts.setdefault(_PART_OF[fact], {})[fact] = value
+            elif fact in _PLACE_RULES:
+                own[fact] = value
+            else:
+                raise TypeError(f"Kernel.but() got an unexpected keyword argument {fact!r}")
+        for part, values in parts.items():
+            own[part] = getattr(self, part)._replace(**values)
+        return attrs.evolve(self, **own)
+
+    def cost_key(self) -> tuple[Work, Access, LibraryHints, Issue]:
+        """All that the kernel's timing depends on: its four records (not its name or place)."""
+        return (self.work, self.access, self.library, self.issue)
+
+    @staticmethod
+    def anonymous(cost_key: tuple[Work, Access, LibraryHints, Issue]) -> Kernel:
+        """A kernel with these costs and none of the fields that only label it (a timing cache key)."""
+        work, access, library, issue = cost_key
+        return Kernel("", work, access=access, library=library, issue=issue)
+
+    @property
+    def bytes(self) -> float:
+        """Bytes moved to and from memory."""
+        return self.work.bytes_read + self.work.bytes_written
+
+    @property
+    def working_set_B(self) -> float:
+        """Bytes a cache must hold to serve the kernel warm: its own warm bytes, or more where the
+        program touches more between two uses of them (``reuse_B``: a least-recently-used cache
+        keeps data only while what is touched after it fits). Decides which level serves them."""
+        return max(self.bytes - self.access.cold_bytes, self.access.reuse_B)
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOP per byte (the roofline's x axis)."""
+        return self.work.flops / self.bytes if self.bytes else float("inf")
