@@ -63,3 +63,12 @@ def test_static_batching_serves_fewer_requests_at_the_same_rate(view):
     view.radio(key="load_scheduler").set_value("static").run()
     static = float(shown(view)["served"].split()[0])
     assert not view.exception and static < continuous
+
+
+def test_a_number_box_never_offers_more_than_a_browser_holds():
+    """llm_load's seed goes to 2**63 - 1; Streamlit's box refuses a bound above 2**53 - 1."""
+    from parsim.app.widgets import BROWSER_INT, number_bounds
+    from parsim.workloads.load import LlmLoadParams
+
+    assert number_bounds(LlmLoadParams.model_fields["seed"], whole=True) == (0, BROWSER_INT)
+    assert number_bounds(LlmLoadParams.model_fields["requests"], whole=True)[0] == 1

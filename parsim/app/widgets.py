@@ -222,6 +222,10 @@ def _field_input(field: str, info, default, key: str):
     )
 
 
+BROWSER_INT = 2**53 - 1
+"""The largest integer a Streamlit number box takes (a JavaScript number holds it exactly)."""
+
+
 def number_bounds(info, whole: bool) -> tuple[float, float]:
     """The box's (min, max) from the field's own bounds: ``ge``/``le`` as they are, ``gt``/``lt`` one
     step inside for whole numbers (a float box cannot say "above 0": parsim refuses 0 when sent)."""
@@ -235,7 +239,8 @@ def number_bounds(info, whole: bool) -> tuple[float, float]:
             high = bound.le
         if getattr(bound, "lt", None) is not None:
             high = bound.lt - 1 if whole else bound.lt
-    return low, high
+    # a browser's number holds integers exactly only up to 2**53 - 1 (a seed may go to 2**63 - 1)
+    return max(low, -BROWSER_INT), min(high, BROWSER_INT)
 
 
 def png_bytes(figure, dpi: int = 110) -> bytes:
