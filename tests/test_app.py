@@ -337,3 +337,13 @@ def test_compare_llm_batching_shows_no_zero_per_token_time():
     assert not at.exception
     assert "per_token_ms" not in table.columns or not (table["per_token_ms"] == 0).any()
     assert (table["first_token_ms"] > 0).all()
+
+
+def test_explore_shows_the_figures_a_workload_declares_and_its_lessons():
+    # issue 22: a definition owns the figures that explain it; its lessons are found from the lessons
+    at = app()
+    assert [tab.label for tab in at.tabs] == ["Timeline", "Roofline", "Breakdown"]
+    assert any("[Flynn" in c.value and "/learn?lesson=flynn_vector_add" in c.value for c in at.caption)
+    at.selectbox(key="explore_workload").set_value("copy").run()
+    assert not at.exception
+    assert [tab.label for tab in at.tabs] == ["Timeline", "Breakdown"]  # a copy does no arithmetic

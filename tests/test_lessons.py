@@ -141,3 +141,22 @@ def test_a_course_points_parsim_at_its_own_lessons(tmp_path, monkeypatch):
     assert load_scenario("mine").title == "3x3 convolution: embarrassingly parallel"
     with pytest.raises(ParsimError, match="unknown lesson 'conv3x3'"):
         load_scenario("conv3x3")
+
+
+def test_a_workloads_lessons_are_found_from_the_lessons_themselves():
+    from parsim.studies.lessons import using
+
+    assert ("flynn_vector_add", lessons.titles()["flynn_vector_add"]) in using("vector_add")
+    assert {name for name, _ in using("llm_load")} >= {
+        "llm_load_queueing_knee",
+        "llm_load_continuous_batching",
+        "llm_load_chunked_prefill",
+    }
+    assert using("no_such_workload") == []
+
+
+def test_copies_and_collectives_are_not_explained_by_a_roofline():
+    from parsim.workloads.registry import WORKLOADS
+
+    assert "roofline" not in WORKLOADS["copy"].figures and "roofline" not in WORKLOADS["allreduce"].figures
+    assert WORKLOADS["matmul"].figures == ("timeline", "roofline", "breakdown")

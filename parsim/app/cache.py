@@ -117,6 +117,12 @@ def scenario_path(stem: str) -> Path:
     return lessons.lesson_path(stem)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_lessons_using(workload: str) -> list[tuple[str, str]]:
+    """The lessons that run ``workload`` (``parsim.studies.lessons.using``), read once per workload."""
+    return lessons.using(workload)
+
+
 @st.cache_data(show_spinner=False, max_entries=2)
 def cached_published() -> dict:
     """The shipped published measurements, each predicted (``parsim.studies.published.report``)."""

@@ -7,7 +7,7 @@ import streamlit as st
 
 from parsim import plots
 from parsim.app import editor, layout, urlstate
-from parsim.app.cache import cached_predict, resolve
+from parsim.app.cache import cached_lessons_using, cached_predict, resolve
 from parsim.app.memory import memory_bar
 from parsim.app.widgets import (
     cached_png,
@@ -138,26 +138,24 @@ def show(p, spec, link, call: tuple) -> None:
     for note in p.notes:
         st.caption(note)
     memory_bar(p.memory, "explore_memory")
-    breakdown = pandas.DataFrame(
-        {
-            "category": list(p.breakdown),
-            "time_us": [v * 1e6 for v in p.breakdown.values()],
-            "share": [v / p.latency_s for v in p.breakdown.values()],
-        }
-    )
-    timeline_tab, roofline_tab, table_tab = st.tabs(["Timeline", "Roofline", "Breakdown"])
-    with timeline_tab:
-        show_png(cached_png(_timeline, *call), "timeline", key="explore_timeline_png")
-    with roofline_tab:
-        show_png(cached_png(_roofline, *call), "roofline", key="explore_roofline_png")
-    with table_tab:
-        st.dataframe(breakdown, hide_index=True, key="explore_breakdown", column_config=COLUMNS)
-        csv_download(breakdown, "breakdown", key="explore_breakdown_csv")
-        if p.layers:
-            layers = pandas.DataFrame([_layer_row(row) for row in p.layers])
-            st.dataframe(layers, hide_index=True, key="explore_layers", column_config=COLUMNS)
-            csv_download(layers, "layers", key="explore_layers_csv")
+    figures = WORKLOADS[call[0]].figures  # the figures that explain this workload, its own choice
+    for figure, tab in zip(figures, st.tabs([TITLES[f] for f in figures]), strict=True):
+        with tab:
+            if figure == "timeline":
+                show_png(cached_png(_timeline, *call), "timeline", key="explore_timeline_png")
+            elif figure == "roofline":
+                show_png(cached_png(_roofline, *call), "roofline", key="explore_roofline_png")
+            else:
+                _breakdown_tables(p)
+    taught = cached_lessons_using(call[0])
+    if taught:  # the lessons that teach this workload, found from the lessons themselves
+        st.caption(
+            "Lessons with this workload: "
+            + ", ".join(f"[{title}](/learn?lesson={name})" for name, title in taught)
+        )
 
+
+TITLES = {"timeline": "Timeline", "roofline": "Roofline", "breakdown": "Breakdown"}
 
 HEADLINE = ("end to end", "first token", "per output token", "tokens/s, all")
 """The ``ServingMetrics`` figures an LLM request leads with, in this order (their ``figure`` labels)."""
@@ -174,6 +172,22 @@ def _serving_headline(serving: ServingMetrics) -> None:
     }
     for column, label in zip(st.columns(4), HEADLINE, strict=True):
         column.metric(label, texts[label], help=helps[label])
+
+
+def _breakdown_tables(p) -> None:
+    breakdown = pandas.DataFrame(
+        {
+            "category": list(p.breakdown),
+            "time_us": [v * 1e6 for v in p.breakdown.values()],
+            "share": [v / p.latency_s for v in p.breakdown.values()],
+        }
+    )
+    st.dataframe(breakdown, hide_index=True, key="explore_breakdown", column_config=COLUMNS)
+    csv_download(breakdown, "breakdown", key="explore_breakdown_csv")
+    if p.layers:
+        layers = pandas.DataFrame([_layer_row(row) for row in p.layers])
+        st.dataframe(layers, hide_index=True, key="explore_layers", column_config=COLUMNS)
+        csv_download(layers, "layers", key="explore_layers_csv")
 
 
 # Tables for people: times in us, shares in percent, work with SI prefixes; one column per quantity.

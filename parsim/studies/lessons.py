@@ -132,3 +132,20 @@ def titles() -> dict[str, str]:
             title = None
         found[path.stem] = title if isinstance(title, str) else "(not a readable lesson)"
     return found
+
+
+def using(workload: str) -> list[tuple[str, str]]:
+    """``(name, title)`` of the shipped lessons that run ``workload`` in a case or their defaults:
+    a workload's lessons are found from the lessons themselves, never listed by hand. Read without
+    validating the rest, like ``titles``; an unreadable lesson is skipped."""
+    found = []
+    for path in lesson_paths():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+            continue
+        parts = [data.get("defaults"), *(data.get("cases") or [])]
+        if any(isinstance(part, dict) and part.get("workload") == workload for part in parts):
+            title = data.get("title")
+            found.append((path.stem, title if isinstance(title, str) else path.stem))
+    return found

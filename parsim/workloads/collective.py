@@ -89,6 +89,7 @@ DEFINITIONS: tuple[WorkloadDef, ...] = tuple(
         kind=KIND,
         record=CollectiveMetrics,
         cluster=(),
+        figures=("timeline", "breakdown"),
     )
     for name, kind in KINDS.items()
 )

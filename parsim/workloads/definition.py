@@ -23,6 +23,9 @@ from parsim.workloads.base import Params, Vectorised, Workload
 from parsim.workloads.records import Record
 
 Dtype = Literal["float16", "bfloat16", "float32", "float64"]
+Figure = Literal["timeline", "roofline", "breakdown"]
+"""The figures a prediction can be explained by (``parsim.plots``; the app's Explore tabs)."""
+FIGURES: tuple[Figure, ...] = ("timeline", "roofline", "breakdown")
 MAX_ELEMENTS = 10**15  # far beyond any memory: keeps typos like n=1e30 out of float overflow
 
 
@@ -73,6 +76,8 @@ class WorkloadDef:
         cluster: parameters it takes by default on a cluster (``--cluster``) besides ``nodes``
             (and ``gpus``, where it owns them), or None: it does not run on a cluster.
         example: the values a form starts from (the app's Explore page), besides the defaults.
+        figures: the figures that explain it, in the order the app shows them: a copy or a
+            collective does no arithmetic, so a roofline says nothing about it.
         requests: validated parameters -> requests one prediction simulates, for a workload whose
             prediction is a request-level simulation of a server under load
             (``methods.serving.load``) rather than one program's run; None for a program.
@@ -97,6 +102,7 @@ class WorkloadDef:
     cluster: tuple[tuple[str, object], ...] | None = None
     example: tuple[tuple[str, object], ...] = ()
     requests: Callable[[Params], int] | None = None
+    figures: tuple[Figure, ...] = FIGURES
 
     @property
     def owns_gpus(self) -> bool:

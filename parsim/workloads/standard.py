@@ -280,6 +280,7 @@ DEFINITIONS: tuple[WorkloadDef, ...] = (
         ("n",),
         transfers.vectorised_copy,
         split="items",
+        figures=("timeline", "breakdown"),
     ),
     WorkloadDef(
         "mlp_train_step",
