@@ -11,6 +11,10 @@ end-to-end latency, the throughput, the preemptions, the KV cache's peak (``Load
 The model's own fields (``model``, ``dtype``, ``weights``, ``kv_dtype``, ``gpus``, ``attention``,
 ``framework``) are ``llm_serve``'s, and checked by its rules; each step is priced from
 ``llm_serve`` predictions.
+
+``disaggregated="P:D"`` serves on P prefill and D decode instances of ``gpus`` GPUs each, the KV
+cache of each request copied between them over the node's GPU link (``methods.serving.disagg``);
+TTFT ends at the prefill instance's first token. It needs ``scheduler=continuous`` and one replica.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import attrs
 from pydantic import Field
 
 from parsim.base import units
-from parsim.base.errors import ParsimError
+from parsim.base.errors import ParsimError, field_error
 from parsim.workloads import requests as request_streams
 from parsim.workloads.base import Params, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
@@ -75,11 +79,52 @@ class LlmLoadParams(ParamsModel):
     block: int = Field(16, gt=0, le=4096, description="tokens per KV-cache block")
     slo_ttft: float | None = Field(None, gt=0, le=3600, description="time-to-first-token SLO (s)")
     slo_tpot: float | None = Field(None, gt=0, le=3600, description="time-per-output-token SLO (s)")
+    disaggregated: str | None = Field(
+        None, description="P:D prefill and decode instances of gpus GPUs each (DistServe), KV over the link"
+    )
 
 
 def serve_params(params: Params) -> dict[str, Any]:
     """The ``llm_serve`` fields of ``llm_load`` parameters (which model runs how)."""
     return {name: params[name] for name in SERVE_FIELDS if name in params}
+
+
+MAX_INSTANCES = 1024
+"""Prefill or decode instances of a disaggregated server, at most (as ``replicas``)."""
+
+
+def parse_disaggregated(value: object) -> tuple[int, int]:
+    """``"P:D"`` as (P, D), prefill and decode instances, each in 1..``MAX_INSTANCES``.
+
+    Raises:
+        ParsimError: not two such counts joined by a colon.
+    """
+    parts = str(value).split(":")
+    if len(parts) == 2 and all(part.strip().isdigit() for part in parts):
+        split = int(parts[0]), int(parts[1])
+        if all(1 <= count <= MAX_INSTANCES for count in split):
+            return split
+    raise field_error("disaggregated", f"P:D, two instance counts in 1..{MAX_INSTANCES} (e.g. 1:1)", value)
+
+
+def _check_disaggregated(name: str, params: Params) -> Params:
+    """``disaggregated`` normalised to ``"P:D"``, refused beside a scheduler or replicas it excludes."""
+    if params.get("disaggregated") is None:
+        return params
+    try:
+        p, d = parse_disaggregated(params["disaggregated"])
+    except ParsimError as error:
+        raise ParsimError(f"{name}: {error}") from None
+    if params["scheduler"] != "continuous":
+        raise ParsimError(
+            f"{name}: 'disaggregated' needs scheduler=continuous (prefill instances run prefill-only "
+            f"iterations, decode instances decode-only ones): scheduler={params['scheduler']}"
+        )
+    if params["replicas"] != 1:
+        raise ParsimError(
+            f"{name}: 'disaggregated' replaces 'replicas' (P:D instances): replicas={params['replicas']}"
+        )
+    return {**params, "disaggregated": f"{p}:{d}"}
 
 
 def _length(value: object, field: str) -> int | str:
@@ -95,8 +140,9 @@ def check_llm_load(name: str, given: Params, params: Params) -> Params:
     SLOs when not given.
     """
     check_llm_serve(name, given, {**serve_params(params), "prompt": 1, "output": 1})
-    unset = ("trace", "slo_ttft", "slo_tpot")  # not given: nothing to print or pass on
+    unset = ("trace", "slo_ttft", "slo_tpot", "disaggregated")  # not given: nothing to print or pass on
     params = {key: value for key, value in params.items() if key not in unset or value is not None}
+    params = _check_disaggregated(name, params)
     if params.get("trace") is not None:
         extra = [field for field in STREAM_FIELDS if field in given]
         if extra:
@@ -165,6 +211,7 @@ class LoadRecord(Record):
     duration_s: float = figure("busy period", units.seconds)
     goodput_requests_per_s: float | None = figure("goodput", _rate)
     slo_attainment: float | None = figure("SLO attained", _percent)
+    kv_transfer_mean_s: float | None = figure()  # disaggregated only; the notes say it in words
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The latency percentiles: headers and rows (TTFT, TPOT, end to end, queueing)."""

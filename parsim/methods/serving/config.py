@@ -23,6 +23,9 @@ whole cache is refused at arrival and reported.
 ``replicas`` copies of the model each run their own scheduler behind one router: ``round_robin``
 (request i to replica i mod R) or ``least_loaded`` (the replica with the fewest requests waiting or
 running at the arrival).
+
+``disaggregated=(P, D)`` serves instead on P prefill and D decode instances of ``kv_blocks`` each
+(``methods.serving.disagg``): only with the ``continuous`` scheduler and one replica.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class ServerConfig:
     router: str = "round_robin"
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
+    disaggregated: tuple[int, int] | None = None
 
     def __attrs_post_init__(self) -> None:
         for name, most in INTEGERS.items():
@@ -99,7 +103,30 @@ class ServerConfig:
             raise field_error("router", f"one of {', '.join(ROUTERS)}", self.router)
         if self.scheduler == "chunked" and self.chunk <= 1:
             raise ParsimError(f"'chunk' must be > 1 token for scheduler=chunked: {self.chunk}")
+        if self.disaggregated is not None:
+            check_disaggregated(self.disaggregated, self.scheduler, self.replicas)
+
+    @property
+    def instances(self) -> int:
+        """Model instances, each with its own KV cache: the replicas, or P + D disaggregated."""
+        return self.replicas if self.disaggregated is None else sum(self.disaggregated)
 
     def blocks(self, tokens: int) -> int:
         """Blocks that hold ``tokens`` cached tokens."""
         return -(-tokens // self.block)
+
+
+def check_disaggregated(split: tuple[int, int], scheduler: str, replicas: int) -> None:
+    """Refuse a P:D split out of bounds, or with a scheduler or replicas it does not combine with."""
+    most = INTEGERS["replicas"]
+    for side, count in zip(("prefill", "decode"), split, strict=True):
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= most:
+            raise field_error(f"disaggregated ({side} instances)", f"an integer in 1..{most:,}", count)
+    if scheduler != "continuous":
+        raise ParsimError(
+            f"'disaggregated' needs scheduler=continuous (prefill instances run prefill-only "
+            f"iterations, decode instances decode-only ones): {scheduler}"
+        )
+    if replicas != 1:
+        raise ParsimError(f"'disaggregated' replaces 'replicas' (P:D instances): replicas={replicas}")
+

@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from parsim.base import units
 from parsim.base.budget import Budget
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
@@ -25,12 +26,13 @@ from parsim.hardware.specs import SystemSpec
 from parsim.methods.serving.config import ServerConfig
 from parsim.methods.serving.metrics import LoadMetrics, LoadTimeline, summarize, timeline
 from parsim.methods.serving.simulate import simulate
-from parsim.methods.serving.steps import ModelSteps, kv_blocks, replica_system
+from parsim.methods.serving.disagg import simulate_disaggregated
+from parsim.methods.serving.steps import ModelSteps, kv_blocks, kv_transfer, replica_system
 from parsim.model.modes import check_mode
 from parsim.results.prediction import Prediction
 from parsim.workloads.definition import WorkloadDef
 from parsim.workloads.llms import LLMS
-from parsim.workloads.load import serve_params
+from parsim.workloads.load import parse_disaggregated, serve_params
 from parsim.workloads.requests import RequestStream, generate, load_trace
 
 UNBOUNDED_REQUESTS = 10**7
@@ -92,6 +94,7 @@ def server(params: dict[str, Any], system: SystemSpec) -> ServerConfig:
         router=str(params["router"]),
         slo_ttft_s=params.get("slo_ttft"),
         slo_tpot_s=params.get("slo_tpot"),
+        disaggregated=parse_disaggregated(params["disaggregated"]) if params.get("disaggregated") else None,
     )
     # the activations reserved are those of the largest prefill one step runs (vLLM profiles one)
     largest = config.chunk if scheduler == "chunked" else config.max_prefill_tokens
@@ -135,9 +138,13 @@ def run(
         raise ParsimError(f"llm_load serves on GPUs: {system.compute.id} is a CPU (try --device a100-80gb)")
     config = server(params, system)
     priced = steps if steps is not None else model_steps(params, device, host, link, method)
-    outcome = simulate(stream, config, priced)
+    if config.disaggregated is None:
+        outcome, transfers = simulate(stream, config, priced), None
+    else:
+        copy_s = kv_transfer(serve_params(params), device, host, link)
+        outcome, transfers = simulate_disaggregated(stream, config, priced, copy_s)
     iterations = int(outcome.steps[:, 2].sum()) if outcome.steps.size else 0
-    return LoadRun(summarize(outcome), timeline(outcome), config, stream, iterations)
+    return LoadRun(summarize(outcome, transfers), timeline(outcome), config, stream, iterations)
 
 
 def predict_requests(
@@ -159,15 +166,24 @@ def predict_requests(
     serving = max(m.e2e_mean_s - waiting, 0.0) if m.e2e_mean_s == m.e2e_mean_s else 0.0
     record = definition.record(**m.as_dict()) if definition.record is not None else None
     cache_tokens = config.kv_blocks * config.block
-    notes = (
+    if config.disaggregated is None:
+        servers = f"{config.replicas} replica(s) of {system.total_gpus} GPU(s)"
+    else:
+        p, d = config.disaggregated
+        servers = f"disaggregated: {p} prefill and {d} decode instance(s) of {system.total_gpus} GPU(s)"
+    notes: tuple[str, ...] = (
         f"{len(done.stream):,} requests: {done.stream.source}; {config.scheduler} batching, "
-        f"at most {config.max_batch} per iteration, {config.replicas} replica(s) of "
-        f"{system.total_gpus} GPU(s), {config.router} routing",
+        f"at most {config.max_batch} per iteration, {servers}, {config.router} routing",
         f"KV cache: {config.kv_blocks:,} blocks of {config.block} tokens ({cache_tokens:,} tokens) "
-        "per replica beside the weights",
+        f"per {'replica' if config.disaggregated is None else 'instance'} beside the weights",
         "latency is the mean request's end to end (P50/P90/P99 above); "
         "throughput the completed requests per second",
     )
+    if m.kv_transfer_mean_s is not None:
+        notes += (
+            f"KV cache handed from prefill to decode instances in {units.seconds(m.kv_transfer_mean_s)} "
+            "on average (TTFT ends at the prefill instance's first token)",
+        )
     return Prediction(
         workload=definition.name,
         params=params,
@@ -186,7 +202,7 @@ def predict_requests(
         busy={},
         events=done.iterations,
         notes=notes,
-        gpus=system.total_gpus * config.replicas,
+        gpus=system.total_gpus * config.instances,
         peer_link=system.peer_link.id if system.peer_link is not None else None,
         records=(record,) if record is not None else (),
     )

@@ -59,6 +59,8 @@ class LoadMetrics:
     duration_s: float
     goodput_requests_per_s: float | None = None
     slo_attainment: float | None = None
+    kv_transfer_mean_s: float | None = None
+    """Disaggregated serving: the mean seconds of a KV cache's copy, prefill to decode instance."""
 
     def as_dict(self) -> dict[str, float | int | None]:
         """The figures by name (``Prediction.metrics``, JSON, sweeps)."""
@@ -93,8 +95,9 @@ def in_system_area(arrival_s: Floats, finish_s: Floats) -> float:
     return float(np.sum(count[:-1] * np.diff(times)))
 
 
-def summarize(outcome: Outcome) -> LoadMetrics:
-    """The ``LoadMetrics`` of a simulated ``Outcome``."""
+def summarize(outcome: Outcome, transfer_s: Floats | None = None) -> LoadMetrics:
+    """The ``LoadMetrics`` of a simulated ``Outcome`` (``transfer_s``: each request's KV copy, NaN
+    where none was made, from a disaggregated server)."""
     stream, config = outcome.stream, outcome.config
     served = ~outcome.refused
     arrival = stream.arrival_s[served]
@@ -109,7 +112,7 @@ def summarize(outcome: Outcome) -> LoadMetrics:
     duration = (float(finish.max()) - start) if completed else 0.0
     rate = completed / duration if duration > 0 else 0.0
     samples = outcome.samples
-    peak = float(_replica_peak(samples, config.replicas) if samples.size else 0.0)
+    peak = float(_replica_peak(samples, config.instances) if samples.size else 0.0)
     goodput = attainment = None
     if config.slo_ttft_s is not None or config.slo_tpot_s is not None:
         met = np.ones(completed, dtype=bool)
@@ -143,7 +146,15 @@ def summarize(outcome: Outcome) -> LoadMetrics:
         duration_s=duration,
         goodput_requests_per_s=goodput,
         slo_attainment=attainment,
+        kv_transfer_mean_s=_mean_transfer(transfer_s),
     )
+
+
+def _mean_transfer(transfer_s: Floats | None) -> float | None:
+    if transfer_s is None:
+        return None
+    made = transfer_s[~np.isnan(transfer_s)]
+    return float(made.mean()) if made.size else 0.0
 
 
 def _replica_peak(samples: Floats, replicas: int) -> float:
@@ -156,7 +167,7 @@ def _replica_peak(samples: Floats, replicas: int) -> float:
 def timeline(outcome: Outcome) -> LoadTimeline:
     """The replicas' samples merged into one step function of the totals over time."""
     samples = outcome.samples
-    replicas = outcome.config.replicas
+    replicas = outcome.config.instances
     if samples.size == 0:
         empty = np.zeros(0)
         return LoadTimeline(empty, empty, empty, empty)

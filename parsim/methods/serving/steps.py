@@ -29,6 +29,7 @@ paged-block accounting (``kv_blocks``), not the program's footprint check.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -38,6 +39,7 @@ from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.program import predict_lowered
 from parsim.model import footprint
+from parsim.model.transfer import transfer_s
 from parsim.results.serving_figures import phase_ends
 from parsim.workloads.llms import LLMS, kv_cache_bytes
 from parsim.workloads.registry import make_workload
@@ -193,3 +195,21 @@ def replica_system(
 ) -> SystemSpec:
     """The system of one replica: ``gpus`` tensor-parallel GPUs of ``device``."""
     return registry.system(device, host, link, int(params.get("gpus", 1)))
+
+
+def kv_transfer(
+    params: dict[str, Any], device: str, host: str | None = None, link: str | None = None
+) -> Callable[[int], float]:
+    """Seconds the KV cache of a ``tokens``-token prompt takes from a prefill to a decode instance
+    (``methods.serving.disagg``): each of the ``gpus`` GPUs copies its shard, bytes / gpus, to its
+    peer at once, one uncontended copy (``model.transfer.transfer_s``) over the link two GPUs of the
+    node talk over (``SystemSpec.ring_link``: NVLink on an SXM board, else PCIe)."""
+    values: dict[str, Any] = dict(make_workload("llm_serve", {**params, "prompt": 1, "output": 1}).params)
+    model, gpus = LLMS[str(values["model"])], int(values["gpus"])
+    pair = registry.system(device, host, link, 2).ring_link
+    kv = kv_type(values)
+
+    def seconds(tokens: int) -> float:
+        return float(transfer_s(pair, kv_cache_bytes(model, 1, tokens, kv) / gpus))
+
+    return seconds
