@@ -129,4 +129,3 @@ def check_disaggregated(split: tuple[int, int], scheduler: str, replicas: int) -
         )
     if replicas != 1:
         raise ParsimError(f"'disaggregated' replaces 'replicas' (P:D instances): replicas={replicas}")
-

@@ -24,9 +24,9 @@ from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.serving.config import ServerConfig
+from parsim.methods.serving.disagg import simulate_disaggregated
 from parsim.methods.serving.metrics import LoadMetrics, LoadTimeline, summarize, timeline
 from parsim.methods.serving.simulate import simulate
-from parsim.methods.serving.disagg import simulate_disaggregated
 from parsim.methods.serving.steps import ModelSteps, kv_blocks, kv_transfer, replica_system
 from parsim.model.modes import check_mode
 from parsim.results.prediction import Prediction
