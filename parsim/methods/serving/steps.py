@@ -36,9 +36,9 @@ import attrs
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
-from parsim.methods.program import predict_lowered
+from parsim.methods.program import trace_lowered
 from parsim.model import footprint
-from parsim.results.serving_figures import phase_ends
+from parsim.results.serving_figures import trace_phase_ends
 from parsim.workloads.llms import LLMS, kv_cache_bytes
 from parsim.workloads.registry import make_workload
 from parsim.workloads.serving import kv_type, memory_needs
@@ -109,8 +109,8 @@ class ModelSteps:
                 make_workload("llm_serve", params), name=STEP_NAME, memory=None, footprint_B=0.0
             )
             system = registry.system(self.device, self.host, self.link, program.gpus)
-            prediction = predict_lowered(program, system, self.method)
-            ends = phase_ends(prediction)
+            # the latency run alone: a step's price is when its phases end, not a throughput
+            ends = trace_phase_ends(trace_lowered(program, system, self.method))
             self._phases[key] = (ends["prefill"], ends["decode"] - ends["prefill"])
             self.predictions += 1
         return self._phases[key]
