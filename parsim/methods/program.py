@@ -184,9 +184,7 @@ def predict_lowered(workload: Workload, system: SystemSpec, method: str = "engin
     )
 
 
-def trace_lowered(
-    workload: Workload, system: SystemSpec, method: str = "engine"
-) -> tuple[TraceEvent, ...]:
+def trace_lowered(workload: Workload, system: SystemSpec, method: str = "engine") -> tuple[TraceEvent, ...]:
     """The trace of ``predict_lowered(workload, system, method)`` alone: its one traced run, without
     the throughput run (three more instances back to back), the breakdown, notes or layer rows.
     What prices a serving step needs, which reads only when each phase ends (``serving.steps``)."""

@@ -59,9 +59,13 @@ def grid(most: int) -> list[int]:
 
 
 def _between(points: list[int], x: float) -> tuple[int, int, float]:
-    """The grid points around ``x`` and ``x``'s weight on the upper one (extrapolating past the ends)."""
+    """The grid points around ``x`` and ``x``'s weight on the upper one (extrapolating past the ends);
+    ``x`` on a grid point is that point alone, weight 0: its neighbour below would get weight
+    0 and cost a prediction for nothing (0 * y + z is z, so the price is the same)."""
     k = min(max(bisect.bisect_left(points, x), 1), len(points) - 1)
     lo, hi = points[k - 1], points[k]
+    if x == hi:
+        return hi, hi, 0.0
     return lo, hi, (x - lo) / (hi - lo)
 
 
