@@ -40,7 +40,7 @@ from parsim.methods.program import trace_lowered
 from parsim.model import footprint
 from parsim.results.serving_figures import trace_phase_ends
 from parsim.workloads.llms import LLMS, kv_cache_bytes
-from parsim.workloads.registry import make_workload
+from parsim.workloads.registry import make_workload, validate_params
 from parsim.workloads.serving import kv_type, memory_needs
 
 LOW, HIGH = 16, 1024
@@ -93,7 +93,8 @@ class ModelSteps:
         fixed = {k: v for k, v in params.items() if k not in ("batch", "prompt", "output")}
         self.params, self.method = fixed, method
         self.device, self.host, self.link = device, host, link
-        model = make_workload("llm_serve", {**fixed, "prompt": 1, "output": 2}).param("model")
+        # the validated parameters name the model: building a program for it would be wasted
+        model = validate_params("llm_serve", {**fixed, "prompt": 1, "output": 2})["model"]
         self.context = LLMS[str(model)].context
         self.longest = self.context - 2  # llm_serve's prompt + output=2 stays within the context
         self.prompts = grid(self.longest)
@@ -176,7 +177,7 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     """
     if system.device is None:
         raise ParsimError("serving under load needs a GPU device")
-    model = LLMS[str(make_workload("llm_serve", {**params, "prompt": 1, "output": 1}).param("model"))]
+    model = LLMS[str(validate_params("llm_serve", {**params, "prompt": 1, "output": 1})["model"])]
     prompt = min(prefill_tokens, model.context - 1)
     workload = make_workload("llm_serve", {**params, "batch": 1, "prompt": prompt, "output": 1})
     values: dict[str, Any] = dict(workload.params)
