@@ -22,6 +22,11 @@ a few such predictions, cached:
 A low load therefore reproduces ``llm_serve``: one request's first token comes after one prefill of
 its prompt, and its decode steps average a + s (prompt + (output - 2) / 2), ``llm_serve``'s mean step.
 
+Each prediction is ``llm_serve``'s traced latency run alone (``program.trace_lowered``): a step's
+price is when its phases end, so the throughput run of a full prediction (three more instances back
+to back), its breakdown and layer rows would be thrown away. A size on a grid point is priced from
+that point's predictions only.
+
 The predictions are of the step's program alone: whether its KV cache fits is the simulation's
 paged-block accounting (``kv_blocks``), not the program's footprint check.
 """
