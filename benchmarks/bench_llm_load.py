@@ -9,10 +9,14 @@ predictions that price the steps included: their count in brackets), ``warm`` th
 Then the command line as a user runs it (a fresh process each: start-up, pricing and simulation
 included): ``parsim predict llm_load`` at 1,000 and 10,000 requests (the issue's example load),
 and ``parsim capacity llm_load`` for P90 SLOs of 0.5 s TTFT and 50 ms TPOT (target: <= 30 s).
+``--before DIR`` times the same commands from another checkout too (``git worktree add DIR main``),
+one process of each in turn, so that a change's before and after share the machine's load;
+``--cli`` times the command line alone.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -59,20 +63,34 @@ CAPACITY = ["capacity", "llm_load", "model=llama-2-7b", "prompt=512", "output=12
 CAPACITY += ["slo_ttft=0.5", "slo_tpot=0.05", "--device", DEVICE]
 
 
-def command_line() -> None:
+def timed(args: list[str], checkout: str | None) -> tuple[float, str]:
+    """Wall seconds of ``parsim ARGS`` in a fresh process (from ``checkout`` if given), its last line."""
+    env = dict(os.environ)
+    if checkout is not None:
+        env["PYTHONPATH"] = checkout
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "parsim", *args], capture_output=True, text=True, env=env, cwd=checkout
+    )
+    seconds = time.perf_counter() - start
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()
+    return seconds, last
+
+
+def command_line(before: str | None = None) -> None:
     """Wall time of the commands as a user types them (one fresh process each)."""
     for name, args in (
         ("predict, 1,000 requests", [*PREDICT, "requests=1000"]),
         ("predict, 10,000 requests", [*PREDICT, "requests=10000"]),
         ("capacity (1,000 requests per probe)", CAPACITY),
     ):
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "parsim", *args], capture_output=True, text=True)
-        seconds = time.perf_counter() - start
-        last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()
-        print(f"parsim {name:38s} {seconds:6.2f} s  ({last[:90]})")
+        then = f"  (before: {timed(args, before)[0]:6.2f} s)" if before is not None else ""
+        seconds, last = timed(args, None)
+        print(f"parsim {name:38s} {seconds:6.2f} s{then}  ({last[:80]})")
 
 
 if __name__ == "__main__":
-    main()
-    command_line()
+    flags = sys.argv[1:]
+    if "--cli" not in flags:
+        main()
+    command_line(flags[flags.index("--before") + 1] if "--before" in flags else None)

@@ -66,23 +66,29 @@ def samples_per_step(workload: Workload) -> int | None:
     return definition.samples(dict(workload.params))
 
 
-@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
-def predict_program(
+def latency_run(
     workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
-) -> Prediction:
+) -> tuple[tuple[float, ...], tuple[TraceEvent, ...], int, tuple[str, ...]]:
+    """The traced run of one instance: its end times, trace, event count and the method's notes."""
     if method == "engine":
         from parsim.methods.engine import simulate
 
         simulated = simulate(workload, system, mode, overlap)
-        ends, trace, events, notes = (
-            simulated.instance_ends_s,
-            simulated.trace,
+        return (
+            tuple(simulated.instance_ends_s),
+            tuple(simulated.trace),
             simulated.events,
-            simulated.notes,
+            tuple(simulated.notes),
         )
-    else:
-        scheduled = analytic.schedule(workload, system, mode, overlap)
-        ends, trace, events, notes = scheduled.instance_ends_s, scheduled.trace, 0, ()
+    scheduled = analytic.schedule(workload, system, mode, overlap)
+    return tuple(scheduled.instance_ends_s), tuple(scheduled.trace), 0, ()
+
+
+@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
+def predict_program(
+    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+) -> Prediction:
+    ends, trace, events, notes = latency_run(workload, system, mode, method, overlap)
     latency = ends[0]
     # a pipelined step ends with every stage's optimizer step, and the next step's first forward
     # pass waits for stage 0's, the last to finish: back-to-back steps are one latency apart
@@ -176,3 +182,11 @@ def predict_lowered(workload: Workload, system: SystemSpec, method: str = "engin
     return predict_program(
         lower(workload, system), system, check_mode(system.compute, None), method, "roofline"
     )
+
+
+def trace_lowered(workload: Workload, system: SystemSpec, method: str = "engine") -> tuple[TraceEvent, ...]:
+    """The trace of ``predict_lowered(workload, system, method)`` alone: its one traced run, without
+    the throughput run (three more instances back to back), the breakdown, notes or layer rows.
+    What prices a serving step needs, which reads only when each phase ends (``serving.steps``)."""
+    lowered = lower(workload, system)
+    return latency_run(lowered, system, check_mode(system.compute, None), method, "roofline")[1]

@@ -11,6 +11,7 @@ found by their ops' ``phase`` field (``TraceEvent.op``), never by reading a labe
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from parsim.base.errors import ParsimError
@@ -19,6 +20,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.model import footprint
 from parsim.results import hooks
 from parsim.results.prediction import Prediction
+from parsim.results.timeline import TraceEvent
 from parsim.workloads.base import Workload
 from parsim.workloads.llms import LLMS, kv_cache_bytes
 from parsim.workloads.serving import LLM_SERVE, NAME, UNITS, ServingMetrics, kv_type, memory_needs
@@ -65,8 +67,13 @@ def max_batch(workload: Workload, system: SystemSpec) -> int:
 def phase_ends(prediction: Prediction) -> dict[str, float]:
     """When each simulated phase's tokens reach the host: the end of the last interval of an op of
     that phase (its sampling, then the copy back, end it)."""
+    return trace_phase_ends(prediction.trace)
+
+
+def trace_phase_ends(trace: Iterable[TraceEvent]) -> dict[str, float]:
+    """``phase_ends`` of a trace alone (a serving step priced without a whole prediction)."""
     ends: dict[str, float] = {}
-    for event in prediction.trace:
+    for event in trace:
         phase = getattr(event.op, "phase", "")
         if phase:
             ends[phase] = max(ends.get(phase, 0.0), event.end_s)

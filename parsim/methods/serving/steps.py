@@ -22,6 +22,11 @@ a few such predictions, cached:
 A low load therefore reproduces ``llm_serve``: one request's first token comes after one prefill of
 its prompt, and its decode steps average a + s (prompt + (output - 2) / 2), ``llm_serve``'s mean step.
 
+Each prediction is ``llm_serve``'s traced latency run alone (``program.trace_lowered``): a step's
+price is when its phases end, so the throughput run of a full prediction (three more instances back
+to back), its breakdown and layer rows would be thrown away. A size on a grid point is priced from
+that point's predictions only.
+
 The predictions are of the step's program alone: whether its KV cache fits is the simulation's
 paged-block accounting (``kv_blocks``), not the program's footprint check.
 """
@@ -37,12 +42,12 @@ import attrs
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
-from parsim.methods.program import predict_lowered
+from parsim.methods.program import trace_lowered
 from parsim.model import footprint
 from parsim.model.transfer import transfer_s
-from parsim.results.serving_figures import phase_ends
+from parsim.results.serving_figures import trace_phase_ends
 from parsim.workloads.llms import LLMS, kv_cache_bytes
-from parsim.workloads.registry import make_workload
+from parsim.workloads.registry import make_workload, validate_params
 from parsim.workloads.serving import kv_type, memory_needs
 
 LOW, HIGH = 16, 1024
@@ -61,9 +66,13 @@ def grid(most: int) -> list[int]:
 
 
 def _between(points: list[int], x: float) -> tuple[int, int, float]:
-    """The grid points around ``x`` and ``x``'s weight on the upper one (extrapolating past the ends)."""
+    """The grid points around ``x`` and ``x``'s weight on the upper one (extrapolating past the ends);
+    ``x`` on a grid point is that point alone, weight 0: its neighbour below would get weight
+    0 and cost a prediction for nothing (0 * y + z is z, so the price is the same)."""
     k = min(max(bisect.bisect_left(points, x), 1), len(points) - 1)
     lo, hi = points[k - 1], points[k]
+    if x == hi:
+        return hi, hi, 0.0
     return lo, hi, (x - lo) / (hi - lo)
 
 
@@ -91,7 +100,8 @@ class ModelSteps:
         fixed = {k: v for k, v in params.items() if k not in ("batch", "prompt", "output")}
         self.params, self.method = fixed, method
         self.device, self.host, self.link = device, host, link
-        model = make_workload("llm_serve", {**fixed, "prompt": 1, "output": 2}).param("model")
+        # the validated parameters name the model: building a program for it would be wasted
+        model = validate_params("llm_serve", {**fixed, "prompt": 1, "output": 2})["model"]
         self.context = LLMS[str(model)].context
         self.longest = self.context - 2  # llm_serve's prompt + output=2 stays within the context
         self.prompts = grid(self.longest)
@@ -111,8 +121,8 @@ class ModelSteps:
                 make_workload("llm_serve", params), name=STEP_NAME, memory=None, footprint_B=0.0
             )
             system = registry.system(self.device, self.host, self.link, program.gpus)
-            prediction = predict_lowered(program, system, self.method)
-            ends = phase_ends(prediction)
+            # the latency run alone: a step's price is when its phases end, not a throughput
+            ends = trace_phase_ends(trace_lowered(program, system, self.method))
             self._phases[key] = (ends["prefill"], ends["decode"] - ends["prefill"])
             self.predictions += 1
         return self._phases[key]
@@ -174,7 +184,7 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     """
     if system.device is None:
         raise ParsimError("serving under load needs a GPU device")
-    model = LLMS[str(make_workload("llm_serve", {**params, "prompt": 1, "output": 1}).param("model"))]
+    model = LLMS[str(validate_params("llm_serve", {**params, "prompt": 1, "output": 1})["model"])]
     prompt = min(prefill_tokens, model.context - 1)
     workload = make_workload("llm_serve", {**params, "batch": 1, "prompt": prompt, "output": 1})
     values: dict[str, Any] = dict(workload.params)
