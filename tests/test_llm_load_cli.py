@@ -118,6 +118,17 @@ def test_a_trace_refuses_a_streams_fields(cli, tmp_path):
     assert code == 2 and "'rate' does not apply with trace=" in err
 
 
+def test_a_model_too_big_for_one_gpu_is_refused_with_its_memory_and_the_way_out(cli):
+    code, _, err = cli("predict", "llm_load", "model=llama-2-70b", "requests=10", "--device", "a100-80gb")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "no room for a KV cache on a100-80gb" in err and "weights 128.5" in err and "of 80.0 GiB" in err
+    assert "gpus=2" in err  # and gpus=2 does serve it:
+    code, out, _ = cli(
+        "predict", "llm_load", "model=llama-2-70b", "requests=10", "gpus=2", "--device", "a100-80gb"
+    )
+    assert code == 0 and "first token" in out
+
+
 def test_requests_above_the_budget_are_refused_before_any_work(cli):
     start = time.perf_counter()
     code, _, err = cli("predict", "llm_load", "requests=200000", "--device", DEVICE)

@@ -189,13 +189,15 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     workload = make_workload("llm_serve", {**params, "batch": 1, "prompt": prompt, "output": 1})
     values: dict[str, Any] = dict(workload.params)
     needs = memory_needs(model, values, 1)
-    room = footprint.breakdown(needs, system, True).room_B - (needs.total_B - needs.kv_cache_B)
+    breakdown = footprint.breakdown(needs, system, True)
+    room = breakdown.room_B - (needs.total_B - needs.kv_cache_B)
     per_block = kv_cache_bytes(model, 1, block, kv_type(values)) / float(values["gpus"])
     blocks = int(room // per_block)
-    if blocks < 1:
+    if blocks < 1:  # say what takes the memory and the way out: more GPUs per replica
         raise ParsimError(
             f"llm_load: {model.name}'s weights and a {prompt}-token prefill leave no room "
-            f"for a KV cache on {system.device.id}"
+            f"for a KV cache on {system.device.id} ({breakdown.line()}); give each replica more "
+            f"GPUs (gpus={2 * int(values['gpus'])}: tensor parallel)"
         )
     return blocks
 
