@@ -48,6 +48,7 @@ from parsim.model.transfer import transfer_s
 from parsim.results.serving_figures import trace_phase_ends
 from parsim.workloads.llms import LLMS, kv_cache_bytes
 from parsim.workloads.registry import make_workload, validate_params
+from parsim.workloads.serving import NAME as SERVE
 from parsim.workloads.serving import kv_type, memory_needs
 
 LOW, HIGH = 16, 1024
@@ -101,7 +102,7 @@ class ModelSteps:
         self.params, self.method = fixed, method
         self.device, self.host, self.link = device, host, link
         # the validated parameters name the model: building a program for it would be wasted
-        model = validate_params("llm_serve", {**fixed, "prompt": 1, "output": 2})["model"]
+        model = validate_params(SERVE, {**fixed, "prompt": 1, "output": 2})["model"]
         self.context = LLMS[str(model)].context
         self.longest = self.context - 2  # llm_serve's prompt + output=2 stays within the context
         self.prompts = grid(self.longest)
@@ -118,7 +119,7 @@ class ModelSteps:
         if key not in self._phases:
             params = {**self.params, "batch": batch, "prompt": prompt, "output": 2}
             program = attrs.evolve(
-                make_workload("llm_serve", params), name=STEP_NAME, memory=None, footprint_B=0.0
+                make_workload(SERVE, params), name=STEP_NAME, memory=None, footprint_B=0.0
             )
             system = registry.system(self.device, self.host, self.link, program.gpus)
             # the latency run alone: a step's price is when its phases end, not a throughput
@@ -184,9 +185,9 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     """
     if system.device is None:
         raise ParsimError("serving under load needs a GPU device")
-    model = LLMS[str(validate_params("llm_serve", {**params, "prompt": 1, "output": 1})["model"])]
+    model = LLMS[str(validate_params(SERVE, {**params, "prompt": 1, "output": 1})["model"])]
     prompt = min(prefill_tokens, model.context - 1)
-    workload = make_workload("llm_serve", {**params, "batch": 1, "prompt": prompt, "output": 1})
+    workload = make_workload(SERVE, {**params, "batch": 1, "prompt": prompt, "output": 1})
     values: dict[str, Any] = dict(workload.params)
     needs = memory_needs(model, values, 1)
     breakdown = footprint.breakdown(needs, system, True)
@@ -216,7 +217,7 @@ def kv_transfer(
     (``methods.serving.disagg``): each of the ``gpus`` GPUs copies its shard, bytes / gpus, to its
     peer at once, one uncontended copy (``model.transfer.transfer_s``) over the link two GPUs of the
     node talk over (``SystemSpec.ring_link``: NVLink on an SXM board, else PCIe)."""
-    values: dict[str, Any] = dict(make_workload("llm_serve", {**params, "prompt": 1, "output": 1}).params)
+    values: dict[str, Any] = dict(make_workload(SERVE, {**params, "prompt": 1, "output": 1}).params)
     model, gpus = LLMS[str(values["model"])], int(values["gpus"])
     pair = registry.system(device, host, link, 2).ring_link
     kv = kv_type(values)
