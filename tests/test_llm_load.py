@@ -76,6 +76,26 @@ def test_chunked_prefill_mixes_a_prompt_chunk_with_decodes():
     assert ttft == [2.0, 2.5] and e2e == [4.0, 3.5]
 
 
+def test_a_multi_step_window_holds_an_arrival_until_it_ends():
+    # vLLM's --num-scheduler-steps 3. A (0 s, 4+5): prefill 0-1, then a 3-step window 1-4; B
+    # (1.5 s, 4+2) waits for the window's end: prefill 4-5 (TTFT 3.5); then one step 5-6 ends both
+    # (each has 1 token left). One step at a time B would be admitted at 2 (TTFT 1.5).
+    stream = RequestStream([0.0, 1.5], [4, 4], [5, 2])
+    ttft, e2e, _ = times(stream, ServerConfig(kv_blocks=100, multi_step=3))
+    assert ttft == [1.0, 3.5] and e2e == [6.0, 4.5]
+    ttft, e2e, _ = times(stream, ServerConfig(kv_blocks=100))
+    assert ttft == [1.0, 1.5] and e2e == [6.0, 2.5]
+
+
+def test_a_request_ending_inside_a_window_is_seen_at_its_end():
+    # A and B (0 s, 4+2 and 4+5) prefill together 0-1; the window 1-4 ends A (token 2 made at 2,
+    # its slot and its end seen at 4); one more step 4-5 ends B
+    stream = RequestStream([0.0, 0.0], [4, 4], [2, 5])
+    ttft, e2e, outcome = times(stream, ServerConfig(kv_blocks=100, multi_step=3))
+    assert ttft == [1.0, 1.0] and e2e == [4.0, 5.0]
+    assert list(outcome.steps[:, 2]) == [1, 3, 1]  # the prefill, the window, the last step
+
+
 def test_out_of_blocks_preempts_the_latest_and_recomputes_it():
     # 1-token blocks, 6 of them. A (0 s, 2+4) and B (0.5 s, 2+3) prefill at 0-1 and 1-2, decode
     # together 2-3 (6 blocks used); at 3 both need a 7th: B (admitted last) is preempted, A decodes
@@ -183,10 +203,12 @@ def loads(draw):
     arrival = np.cumsum(draw(st.lists(st.floats(0, 2), min_size=n, max_size=n)))
     prompt = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
     output = draw(st.lists(st.integers(1, 20), min_size=n, max_size=n))
+    scheduler = draw(st.sampled_from(["static", "continuous", "chunked"]))
     config = ServerConfig(
         kv_blocks=draw(st.integers(1, 40)),
         block=draw(st.integers(1, 8)),
-        scheduler=draw(st.sampled_from(["static", "continuous", "chunked"])),
+        scheduler=scheduler,
+        multi_step=draw(st.integers(1, 4)) if scheduler == "continuous" else 1,
         max_batch=draw(st.integers(1, 6)),
         chunk=draw(st.integers(2, 24)),
         max_prefill_tokens=draw(st.integers(1, 64)),
@@ -320,9 +342,15 @@ def test_a_mixed_step_is_the_prefill_of_every_token_plus_the_decodes_attention(l
         ("block", 1.5, "'block' must be an integer in 1..4,096: 1.5"),
         ("slo_ttft_s", -1.0, "'slo_ttft_s' must be >= 0 seconds: -1.0"),
         ("batch_timeout_s", None, "'batch_timeout_s' must be >= 0 seconds: None"),
+        ("multi_step", 0, "'multi_step' must be an integer in 1..64: 0"),
     ],
 )
 def test_bad_server_settings_are_one_line_errors(field, value, message):
     with pytest.raises(ParsimError) as error:
         ServerConfig(kv_blocks=10, **{field: value})
     assert str(error.value) == message
+
+
+def test_multi_step_runs_only_with_the_continuous_scheduler():
+    with pytest.raises(ParsimError, match="'multi_step' .* needs scheduler=continuous"):
+        ServerConfig(kv_blocks=10, scheduler="chunked", multi_step=4)

@@ -23,6 +23,9 @@ PUBLISHED = {
     "llama-3-8b": 8030.3e6,
     "llama-2-13b": 13015.9e6,
     "llama-2-70b": 68976.6e6,
+    "llama-3-70b": 70553.7e6,
+    "llama-3.1-8b": 8030.3e6,
+    "llama-3.1-70b": 70553.7e6,
 }
 FP32 = Numerics()
 GPT2 = LLMS["gpt2"]

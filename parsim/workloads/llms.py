@@ -16,6 +16,8 @@ against the published one (the parameter totals Hugging Face reports for the che
 | llama-2-13b | 13,015,864,320 | meta-llama/Llama-2-13b-hf config.json; Touvron et al. 2023 Table 1 |
 | llama-2-70b | 68,976,648,192 | meta-llama/Llama-2-70b-hf config.json (GQA, 8 KV heads) |
 | llama-3-8b | 8,030,261,248 | meta-llama/Meta-Llama-3-8B config.json (GQA, 8 KV heads) |
+| llama-3-70b | 70,553,706,496 | meta-llama/Meta-Llama-3-70B config.json (GQA, 8 KV heads) |
+| llama-3.1-8b, llama-3.1-70b | as Llama 3 | meta-llama/Llama-3.1-*: Llama 3's shapes, context 131,072 |
 
 The memory a model needs follows from the same numbers: ``kv_cache_bytes`` (keys and values of
 every layer for every token kept) here, the rest part by part in ``transformer_memory``.
@@ -258,6 +260,43 @@ LLMS: dict[str, LlmConfig] = {
             8192,
             8_030_261_248,
             f"meta-llama/Meta-Llama-3-8B{_HF}; Meta Llama 3 model card",
+        ),
+        _llama(
+            "llama-3-70b",
+            80,
+            8192,
+            64,
+            8,
+            28672,
+            128256,
+            8192,
+            70_553_706_496,
+            f"meta-llama/Meta-Llama-3-70B{_HF}; Meta Llama 3 model card",
+        ),
+        # Llama 3.1: Llama 3's shapes with a 131,072-token context (RoPE scaled), as served
+        _llama(
+            "llama-3.1-8b",
+            32,
+            4096,
+            32,
+            8,
+            14336,
+            128256,
+            131072,
+            8_030_261_248,
+            f"meta-llama/Llama-3.1-8B{_HF}; Llama 3.1 model card (context 128K)",
+        ),
+        _llama(
+            "llama-3.1-70b",
+            80,
+            8192,
+            64,
+            8,
+            28672,
+            128256,
+            131072,
+            70_553_706_496,
+            f"meta-llama/Llama-3.1-70B{_HF}; Llama 3.1 model card (context 128K)",
         ),
         # the weak-scaling family of Megatron-LM's SC21 paper (layers, hidden size, heads, and
         # the parameter count the paper prints) and GPT-3 175B as its Table 2 trains it

@@ -76,6 +76,9 @@ class LlmLoadParams(ParamsModel):
     max_batch: int = Field(256, gt=0, le=65_536, description="requests in one iteration, at most")
     batch_timeout: float = Field(0.1, ge=0, le=3600, description="static: seconds the oldest waits")
     chunk: int = Field(512, gt=1, le=10**6, description="chunked: tokens per step")
+    multi_step: int = Field(
+        1, ge=1, le=64, description="continuous: decode steps per scheduling (vLLM --num-scheduler-steps)"
+    )
     block: int = Field(16, gt=0, le=4096, description="tokens per KV-cache block")
     slo_ttft: float | None = Field(None, gt=0, le=3600, description="time-to-first-token SLO (s)")
     slo_tpot: float | None = Field(None, gt=0, le=3600, description="time-per-output-token SLO (s)")

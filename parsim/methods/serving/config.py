@@ -9,6 +9,9 @@ Three schedulers, as the serving systems name them:
 - ``continuous``: iteration-level scheduling (Orca, vLLM): requests join and leave the batch at every
   step. When waiting requests fit, a step prefills them (and only them: prefills first, vLLM's
   default); otherwise every running request decodes one token.
+  With ``multi_step`` K > 1 (vLLM's ``--num-scheduler-steps``), a decode iteration runs K steps
+  before the scheduler looks again: a request that arrives meanwhile waits for the window's end,
+  one that ends inside it frees its slot (and is seen to end) only there.
 - ``chunked``: a token budget per step (``chunk``, Sarathi-Serve, vLLM's chunked prefill): the
   running decodes first, one token each, then the budget left goes to prompt tokens, in arrival
   order, a prompt split over steps where it does not fit.
@@ -61,6 +64,7 @@ INTEGERS = {
     "max_prefill_tokens": 10**7,
     "block": 4096,
     "replicas": 1024,
+    "multi_step": 64,
 }
 """Each integer field's largest value (all are >= 1)."""
 
@@ -85,6 +89,7 @@ class ServerConfig:
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
     disaggregated: tuple[int, int] | None = None
+    multi_step: int = 1
 
     def __attrs_post_init__(self) -> None:
         for name, most in INTEGERS.items():
@@ -103,6 +108,12 @@ class ServerConfig:
             raise field_error("router", f"one of {', '.join(ROUTERS)}", self.router)
         if self.scheduler == "chunked" and self.chunk <= 1:
             raise ParsimError(f"'chunk' must be > 1 token for scheduler=chunked: {self.chunk}")
+        if self.multi_step > 1 and (self.scheduler != "continuous" or self.disaggregated is not None):
+            raise ParsimError(
+                f"'multi_step' (decode steps per scheduling, vLLM's --num-scheduler-steps) needs "
+                f"scheduler=continuous on replicas, not disaggregated: multi_step={self.multi_step}, "
+                f"scheduler={self.scheduler}"
+            )
         if self.disaggregated is not None:
             check_disaggregated(self.disaggregated, self.scheduler, self.replicas)
 

@@ -190,6 +190,20 @@ class _Simulation:
             self._grow(replica, decoding, more)
         return steps, seconds
 
+    def _window(self, replica: _Replica, decoding: np.ndarray, first_s: float) -> tuple[int, float]:
+        """A multi-step decode window (``config.multi_step`` steps, fewer when every request in it
+        ends sooner) and its seconds: the batch stays whole (a request that ends early is masked,
+        not removed), each step priced at its own context. One step alone when the window's KV
+        blocks do not all fit (the next iteration may preempt)."""
+        batch, context = decoding.size, int(self.cached[decoding].sum())
+        steps = int(min(self.config.multi_step, (self.output[decoding] - self.generated[decoding]).max()))
+        more = (self.cached[decoding] + steps - 1) // self.config.block + 1 - self.held[decoding]
+        if steps <= 1 or int(more.sum()) > replica.free:
+            return 1, first_s
+        self._grow(replica, decoding, more)
+        seconds = first_s + sum(self.step_time(0, batch, context + k * batch) for k in range(1, steps))
+        return steps, seconds
+
     def iterate(self, replica: _Replica) -> Any:
         """The continuous or chunked scheduler of one replica, one iteration per timeout."""
         config, env = self.config, self.env
@@ -228,13 +242,16 @@ class _Simulation:
                 continue  # everything was preempted: admit again
             tokens = sum(take for _, take in prefill)
             steps, seconds = 1, self.step_time(tokens, int(decoding.size), int(self.cached[decoding].sum()))
-            if self.fuse and not prefill and decoding.size == replica.running.size:
+            if config.multi_step > 1 and not prefill:
+                steps, seconds = self._window(replica, decoding, seconds)
+            elif self.fuse and not prefill and decoding.size == replica.running.size:
                 steps, seconds = self._decode_run(replica, decoding, seconds)
             self.sample(replica)
             self.step_rows.append((decoding.size + len(prefill), seconds, steps))
             yield env.timeout(seconds)
-            self.cached[decoding] += steps
-            self.generated[decoding] += steps
+            made = np.minimum(steps, self.output[decoding] - self.generated[decoding])
+            self.cached[decoding] += made
+            self.generated[decoding] += made
             for i, take in prefill:
                 self.cached[i] += take
                 self.prefill_left[i] -= take
