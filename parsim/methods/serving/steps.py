@@ -118,9 +118,7 @@ class ModelSteps:
         key = (batch, prompt)
         if key not in self._phases:
             params = {**self.params, "batch": batch, "prompt": prompt, "output": 2}
-            program = attrs.evolve(
-                make_workload(SERVE, params), name=STEP_NAME, memory=None, footprint_B=0.0
-            )
+            program = attrs.evolve(make_workload(SERVE, params), name=STEP_NAME, memory=None, footprint_B=0.0)
             system = registry.system(self.device, self.host, self.link, program.gpus)
             # the latency run alone: a step's price is when its phases end, not a throughput
             ends = trace_phase_ends(trace_lowered(program, system, self.method))
