@@ -39,7 +39,7 @@ def test_the_set_spans_devices_batches_and_precisions():
     assert any(row.params.get("math") == "tf32" for row in ROWS)
 
 
-@pytest.mark.slow  # predicts all 175 published runs (~10 s)
+@pytest.mark.slow  # predicts all 295 published runs (~50 s)
 def test_no_published_run_is_refused(compared):
     refused = [(c.row.id, c.refused) for c in compared if c.refused]
     assert not refused
@@ -47,7 +47,14 @@ def test_no_published_run_is_refused(compared):
 
 # Known gaps (issue 14), kept visible: each fails today and the xfail is strict, so meeting the
 # target makes the test fail until the class leaves this list.
-NOT_MET_YET: dict[str, str] = {}
+NOT_MET_YET: dict[str, str] = {
+    # issue 24's published serving runs (SGLang 0.3/0.4, vLLM 0.6/0.8 on A100, H100, H200): 29 %
+    # against 25 %. The time to first token is 15-40 ms short everywhere (the engine's per-request
+    # work: HTTP, tokenising, scheduling, detokenising) and the per-token time 17-38 % short on
+    # SGLang 0.3 and vLLM (their per-step host work, hidden by SGLang 0.4's overlap scheduler);
+    # both are issue 26's engine mechanisms (items 3 and 5)
+    "serving": "per-request and per-step serving-engine overhead not modelled (issue 26)",
+}
 
 
 @pytest.mark.slow  # predicts all published runs (~10 s)
@@ -158,7 +165,7 @@ def test_bad_files_are_refused_in_one_line(tmp_path, text, message):
         load_rows(path)
 
 
-@pytest.mark.slow  # predicts all 175 published runs (~10 s)
+@pytest.mark.slow  # predicts all 295 published runs (~50 s)
 def test_cli_summary_and_json(cli, tmp_path):
     code, out, _ = cli("validate", "--published", "--summary")
     assert code == 0 and "single-GPU training throughput" in out and "MAPE" in out

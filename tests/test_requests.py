@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from parsim.base.errors import ParsimError
-from parsim.workloads.requests import Lengths, generate, lengths, load_trace
+from parsim.workloads.requests import Lengths, generate, lengths, load_trace, sharegpt_pairs
 
 
 def test_constant_arrivals_are_evenly_spaced():
@@ -42,7 +42,25 @@ def test_length_specs():
     assert median == pytest.approx(200, rel=0.03)
 
 
-BAD_SPECS = ["0", "1.5", "uniform:5:2", "uniform:a:b", "normal:1:2", "lognormal:10:-1", "x"]
+def test_sharegpt_lengths_are_the_published_sample_and_keep_real_pairs():
+    pairs = sharegpt_pairs()
+    # vLLM's 200-prompt ShareGPT sample (surajssd/llm-k8s, qps 04): its published token totals
+    assert pairs.shape == (200, 2) and pairs[:, 0].sum() == 42659 and pairs[:, 1].sum() == 42449
+    assert np.median(pairs[:, 0]) == 87.5 and pairs[:, 0].min() >= 4 and pairs[:, 0].max() <= 1024
+    # up to 200 requests: each pair once (as a benchmark sends each prompt once), shuffled by seed
+    stream = generate(rate=4, requests=200, prompt="sharegpt", output="sharegpt", seed=3)
+    drawn = sorted(zip(stream.prompt_tokens.tolist(), stream.output_tokens.tolist(), strict=True))
+    assert drawn == sorted(map(tuple, pairs.tolist()))
+    assert stream != generate(rate=4, requests=200, prompt="sharegpt", output="sharegpt", seed=4)
+    # beyond: drawn with replacement, still real pairs; one field alone draws its column
+    known = set(map(tuple, pairs.tolist()))
+    more = generate(rate=4, requests=1000, prompt="sharegpt", output="sharegpt", seed=3)
+    assert set(zip(more.prompt_tokens.tolist(), more.output_tokens.tolist(), strict=True)) <= known
+    alone = generate(rate=4, requests=300, prompt="sharegpt", output=64, seed=3)
+    assert set(alone.prompt_tokens.tolist()) <= set(pairs[:, 0].tolist()) and set(alone.output_tokens) == {64}
+
+
+BAD_SPECS = ["0", "1.5", "uniform:5:2", "uniform:a:b", "normal:1:2", "lognormal:10:-1", "x", "ShareGPT:1"]
 
 
 @pytest.mark.parametrize("spec", BAD_SPECS)

@@ -258,9 +258,9 @@ def _published() -> None:
         st.subheader("Predicted vs published")
         st.write(
             "What people really measured on GPUs and CPUs (NVIDIA DeepLearningExamples, DeepBench, "
-            "bandwidthTest logs, framework benchmarks; each row with its source), against parsim's "
-            "prediction of the same run — no GPU needed here. Each point is one measurement: inside "
-            "the grey band the prediction meets the class's target."
+            "bandwidthTest logs, framework and serving-engine benchmarks; each row with its source), "
+            "against parsim's prediction of the same run — no GPU needed here. Each point is one "
+            "measurement: inside the grey band the prediction meets the class's target."
         )
         if not st.session_state.get(PUBLISHED_SHOWN):
             if not st.button("Predict the published runs", key="published_show"):
@@ -277,6 +277,9 @@ def _published() -> None:
                     "target": s["target"],
                     "met": "yes" if s["met"] else "no",
                     "Spearman": s["spearman"],
+                    "MAPE by percentile": ", ".join(
+                        f"{tag} {mape:.0%}" for tag, mape in s.get("by_percentile", {}).items()
+                    ),
                     "worst row": None
                     if s["worst"] is None
                     else f"{s['worst']['id']} ({s['worst']['error']:+.0%})",

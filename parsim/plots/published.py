@@ -28,6 +28,11 @@ UNITS = {
     "time_per_output_token_s": "time per output token",
     "bus_bandwidth_Bps": "nccl-tests bus bandwidth",
     "megatron_tflops_per_gpu": "TFLOP/s per GPU (Megatron's count)",
+    **{
+        f"{what}_{percentile}_s": f"{label} {percentile.upper()}"
+        for what, label in (("ttft", "first token"), ("tpot", "per token"), ("e2e", "end to end"))
+        for percentile in ("p50", "p90", "p99")
+    },
 }
 """A legend label for each metric of ``parsim.studies.published.METRICS`` (a test keeps them in step)."""
 

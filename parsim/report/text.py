@@ -337,8 +337,8 @@ def _who(device, ex, mode: str) -> str:
 def _figure(metric: str, value: float | None) -> str:
     if value is None:
         return "-"
-    if metric in ("latency_s", "seconds"):
-        return units.seconds(value)
+    if metric == "seconds" or (metric.endswith("_s") and not metric.endswith("per_s")):
+        return units.seconds(value)  # latency_s, time_to_first_token_s, ttft_p99_s ...
     if metric == "efficiency":
         return f"{value:.1%}"
     if metric in ("bytes_per_s", "bus_bandwidth_Bps"):
@@ -395,6 +395,10 @@ def published_text(data: dict, rows: bool = True) -> str:
         )
     headers = [("class", "left"), ("rows", right), ("MAPE", right), ("target", right), ("Spearman", right)]
     lines.append(table([*headers, ("worst row", "left")], summaries))
+    for s in data["classes"].values():
+        if s.get("by_percentile"):
+            parts = ", ".join(f"{tag} {_percent(mape)}" for tag, mape in s["by_percentile"].items())
+            lines.append(f"{s['what']}: MAPE by percentile: {parts}")
     for s in data["classes"].values():
         lines += [f"refused: {r['id']}: {r['why']}" for r in s["refused"]]
     return "\n".join(lines)

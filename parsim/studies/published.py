@@ -59,6 +59,7 @@ CLASSES: dict[str, tuple[str, float]] = {
     "collective": ("nccl-tests all-reduce bus bandwidth", 0.15),
     "cluster-scaling": ("multi-node scaling efficiency (points)", 0.10),
     "megatron": ("Megatron-LM GPT TFLOP/s per GPU", 0.15),
+    "serving": ("LLM serving under load (P50/P99 latency)", 0.25),
 }
 """Each class: what it holds and its MAPE target (for a ``POINTS`` class: mean absolute error in
 percentage points of efficiency)."""
@@ -73,6 +74,10 @@ SERVING_METRICS = (
     "time_per_output_token_s",
 )
 CLUSTER_METRICS = ("bus_bandwidth_Bps", "megatron_tflops_per_gpu")
+LOAD_METRICS = tuple(
+    f"{what}_{percentile}_s" for what in ("ttft", "tpot", "e2e") for percentile in ("p50", "p90", "p99")
+)
+"""``llm_load``'s percentiles (``LoadRecord``): a serving run under load at its published rate."""
 METRICS = (
     "samples_per_s",
     "latency_s",
@@ -81,6 +86,7 @@ METRICS = (
     "bytes_per_s",
     *SERVING_METRICS,
     *CLUSTER_METRICS,
+    *LOAD_METRICS,
 )
 COLUMNS = ("id", "class", "workload", "params", "device", "host", "link", "gpus", "metric", "value", "source")
 
@@ -200,7 +206,6 @@ def predicted(row: Row) -> float:
     if row.cores is not None:
         device = slice_of(registry.processor(row.device), row.cores)
     p = predict(row.workload, row.params, device=device, host=row.host, link=row.link)
-    device_s = p.latency_s - p.breakdown["overhead"]  # what CUDA events around the op measure
     if row.metric == "samples_per_s":
         per_instance = float(p.metrics["samples_per_s"])
         if row.instances == 1:
@@ -208,8 +213,9 @@ def predicted(row: Row) -> float:
         samples = per_instance / p.throughput_per_s
         socket = registry.processor(row.device).memory.bandwidth_Bps
         return throughput_mode(per_instance, row.instances, p.bytes / samples, socket)
-    if row.metric == "efficiency" or row.metric in SERVING_METRICS:
+    if row.metric == "efficiency" or row.metric in SERVING_METRICS or row.metric in LOAD_METRICS:
         return float(p.metrics[row.metric])
+    device_s = p.latency_s - p.breakdown["overhead"]  # what CUDA events around the op measure
     if row.metric == "seconds":
         return device_s
     if row.metric == "bytes_per_s":
@@ -290,8 +296,20 @@ def summary(compared: list[Compared]) -> dict:
             "worst": None if worst is None else {"id": worst.row.id, "error": worst.error},
             "spearman": _spearman([c.row.value for c in scored], [c.predicted or 0.0 for c in scored]),
             "refused": [{"id": c.row.id, "why": c.refused} for c in members if c.refused],
+            "by_percentile": _by_percentile(scored),
         }
     return classes
+
+
+def _by_percentile(scored: list[Compared]) -> dict[str, float]:
+    """MAPE per percentile (``{"P50": ..., "P99": ...}``) of a class whose rows are latency
+    percentiles; empty for every other class."""
+    errors: dict[str, list[float]] = {}
+    for c in scored:
+        tag = next((part for part in c.row.metric.split("_") if part in ("p50", "p90", "p99")), None)
+        if tag is not None and c.error is not None:
+            errors.setdefault(tag.upper(), []).append(abs(c.error))
+    return {tag: float(numpy.mean(errors[tag])) for tag in sorted(errors)}
 
 
 def report(compared: list[Compared]) -> dict:

@@ -5,7 +5,8 @@ an output length. A stream is either *generated* — arrivals at ``rate`` reques
 process (exponential gaps: memoryless, what independent users produce), a gamma renewal process
 (gaps with coefficient of variation ``cv``: cv > 1 is burstier than Poisson, cv = 1 is Poisson,
 cv -> 0 is regular) or ``constant`` (evenly spaced) — with lengths a number or a distribution
-(``uniform:a:b``, ``lognormal:median:sigma``); or *loaded* from a trace file the user names
+(``uniform:a:b``, ``lognormal:median:sigma``, or ``sharegpt``: see ``SHAREGPT``); or *loaded*
+from a trace file the user names
 (``arrival_s,prompt_tokens,output_tokens``, or the Azure LLM inference trace's
 ``TIMESTAMP,ContextTokens,GeneratedTokens``).
 
@@ -23,8 +24,10 @@ larger than ``TRACE_BYTES_PER_ROW`` bytes per allowed row — never through a sy
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -42,6 +45,18 @@ TRACE_BYTES_PER_ROW = 256
 """A trace file may hold this many bytes per allowed row (an Azure row is about 35)."""
 NATIVE = ("arrival_s", "prompt_tokens", "output_tokens")
 AZURE = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+SHAREGPT = "sharegpt_lengths.csv"
+"""``prompt=sharegpt`` / ``output=sharegpt``: the lengths of a real ShareGPT sample, as the serving
+benchmarks of vLLM and SGLang draw it (the first human turn as the prompt, the first reply's length
+as the output; dropped if either is under 4 tokens, the prompt over 1,024 or both over 2,048). The
+file ``parsim/data/sharegpt_lengths.csv`` holds the 200 (prompt, generated) token counts, Llama 3
+tokenizer, of vLLM 0.8.3's ``benchmark_serving.py --dataset-name sharegpt --num-prompts 200``
+(seed 0) as published in surajssd/llm-k8s@58b61c59450e06073120a8ad166c1e9c333851a7
+results_serving_meta-llama-Llama-3.3-70B-Instruct/01_tp8_pp1/..._sharegpt_qps_04.json
+(``input_lens``, ``output_lens``): prompts mean 213, median 88, P90 619; outputs mean 212, median
+151 (some replies end at once). Requests draw (prompt, output) pairs from it with replacement:
+with both fields ``sharegpt`` a request keeps a real pair."""
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -89,17 +104,31 @@ class RequestStream:
         return hash((self.arrival_s.tobytes(), self.prompt_tokens.tobytes(), self.output_tokens.tobytes()))
 
 
+@functools.cache
+def sharegpt_pairs() -> Ints:
+    """The (prompt, output) token counts of the ShareGPT sample (``SHAREGPT``), one row each."""
+    text = (resources.files("parsim") / "data" / SHAREGPT).read_text(encoding="utf-8")
+    rows = [line.split(",") for line in text.splitlines()[1:] if line.strip()]
+    pairs: Ints = np.array(rows, dtype=np.int64)
+    return pairs
+
+
 @attrs.frozen
 class Lengths:
-    """A length distribution: ``constant`` (a), ``uniform`` (integers a..b) or ``lognormal``
-    (median a, sigma b of the log)."""
+    """A length distribution: ``constant`` (a), ``uniform`` (integers a..b), ``lognormal``
+    (median a, sigma b of the log) or ``sharegpt`` (column a of ``sharegpt_pairs``: 0 prompts,
+    1 outputs, drawn by row)."""
 
-    kind: Literal["constant", "uniform", "lognormal"]
+    kind: Literal["constant", "uniform", "lognormal", "sharegpt"]
     a: float
     b: float = 0.0
 
     def sample(self, count: int, rng: np.random.Generator) -> Ints:
         """``count`` lengths (at least 1 token each)."""
+        if self.kind == "sharegpt":
+            pairs = sharegpt_pairs()
+            column: Ints = pairs[_rows(len(pairs), count, rng), int(self.a)]
+            return column
         if self.kind == "constant":
             drawn = np.full(count, self.a)
         elif self.kind == "uniform":
@@ -110,6 +139,17 @@ class Lengths:
         return counts
 
 
+LENGTH_SPECS = "a token count or uniform:a:b or lognormal:median:sigma or sharegpt"
+
+
+def _rows(size: int, count: int, rng: np.random.Generator) -> Ints:
+    """``count`` rows of a sample of ``size``: each once, shuffled, while they last (as a benchmark
+    sends each prompt once), then drawn with replacement."""
+    if count <= size:
+        return rng.permutation(size)[:count]
+    return np.concatenate([rng.permutation(size), rng.integers(0, size, size=count - size)])
+
+
 def lengths(spec: int | float | str | Lengths, field: str) -> Lengths:
     """A ``Lengths`` from a number of tokens, ``uniform:a:b`` or ``lognormal:median:sigma``.
 
@@ -118,13 +158,15 @@ def lengths(spec: int | float | str | Lengths, field: str) -> Lengths:
     """
     if isinstance(spec, Lengths):
         return spec
+    if spec == "sharegpt":
+        return Lengths("sharegpt", 0 if field == "prompt" else 1)
     if isinstance(spec, bool):
-        raise field_error(field, "a token count or uniform:a:b or lognormal:median:sigma", spec)
+        raise field_error(field, LENGTH_SPECS, spec)
     if isinstance(spec, (int, float)) or (isinstance(spec, str) and ":" not in spec):
         try:
             value = float(spec)
         except ValueError:
-            raise field_error(field, "a token count or uniform:a:b or lognormal:median:sigma", spec) from None
+            raise field_error(field, LENGTH_SPECS, spec) from None
         if not (value >= 1 and value == int(value) and value <= 10**7):
             raise field_error(field, "a whole number of tokens in 1..10,000,000", spec)
         return Lengths("constant", value)
@@ -134,7 +176,7 @@ def lengths(spec: int | float | str | Lengths, field: str) -> Lengths:
         "lognormal": "lognormal:median:sigma (median >= 1, sigma >= 0)",
     }
     if kind not in shapes or len(numbers) != 2:
-        raise field_error(field, "a token count or uniform:a:b or lognormal:median:sigma", spec)
+        raise field_error(field, LENGTH_SPECS, spec)
     try:
         a, b = float(numbers[0]), float(numbers[1])
     except ValueError:
@@ -209,7 +251,13 @@ def generate(
     streams = [np.random.default_rng(child) for child in np.random.SeedSequence(int(seed)).spawn(3)]
     arrivals = np.cumsum(gaps(arrival, float(rate), count, streams[0], float(cv)))
     arrivals -= arrivals[0]  # the first request arrives at 0
-    p, o = truncate(prompts.sample(count, streams[1]), outputs.sample(count, streams[2]), max_context)
+    # both ShareGPT: one draw of rows, so that each request keeps a real (prompt, output) pair
+    if prompts.kind == outputs.kind == "sharegpt":
+        rows = sharegpt_pairs()[_rows(len(sharegpt_pairs()), count, streams[1])]
+        drawn_prompts, drawn_outputs = rows[:, 0], rows[:, 1]
+    else:
+        drawn_prompts, drawn_outputs = prompts.sample(count, streams[1]), outputs.sample(count, streams[2])
+    p, o = truncate(drawn_prompts, drawn_outputs, max_context)
     source = f"{arrival} arrivals at {rate:g}/s" + (f" (cv {cv:g})" if arrival == "gamma" else "")
     return RequestStream(arrivals, p, o, f"{source}, seed {seed}")
 
