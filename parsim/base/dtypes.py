@@ -14,10 +14,15 @@ DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 
 QUANTISED_FORMATS: tuple[str, ...] = ("int8", "float8")
 """Quantised products (int8 or FP8 weights and activations, W8A8) a matrix unit may be rated for."""
 
-MATRIX_FORMATS: tuple[str, ...] = (*DTYPES, "tf32", *QUANTISED_FORMATS)
+RATED_ONLY_FORMATS: tuple[str, ...] = ("float4",)
+"""Formats a datasheet rates the matrix units for but no workload computes in yet: Blackwell's FP4
+(NVFP4/MXFP4) tensor rate is kept on the spec sheet, shown by ``hardware show``, and used by nothing
+until a workload carries half-byte elements."""
+
+MATRIX_FORMATS: tuple[str, ...] = (*DTYPES, "tf32", *QUANTISED_FORMATS, *RATED_ONLY_FORMATS)
 """What matrix units can be rated for: the element types, TF32 (float32 data, 10-bit mantissa
-products on tensor cores, what frameworks use for float32 convolutions on Ampere and later), and the
-quantised int8 and FP8 products of quantised LLM serving."""
+products on tensor cores, what frameworks use for float32 convolutions on Ampere and later), the
+quantised int8 and FP8 products of quantised LLM serving, and the rated-only FP4."""
 
 
 Number = Any

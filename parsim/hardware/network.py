@@ -58,7 +58,7 @@ class NetworkSpec:
     """
 
     nic: NicSpec
-    nics_per_node: int = attrs.field(validator=whole_within(1, 64))
+    nics_per_node: int = attrs.field(validator=whole_within(1, 1024))  # NVL72: 72 per rack
     nodes_per_leaf: int = attrs.field(default=32, validator=whole_within(1, 4096))
     oversubscription: float = attrs.field(default=1.0, validator=within(1.0, 64.0))
 
@@ -99,7 +99,7 @@ class ClusterSpec:
     id: str = attrs.field(validator=text)
     name: str = attrs.field(validator=text)
     device: str = attrs.field(validator=_part_id)
-    gpus_per_node: int = attrs.field(validator=whole_within(1, 64))
+    gpus_per_node: int = attrs.field(validator=whole_within(1, 1024))  # an NVLink rack: 72
     fabric: str = attrs.field(validator=_part_id)
     host: str = attrs.field(validator=_part_id)
     network: NetworkSpec

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from parsim.hardware.presets_cpu import CPU_PRESETS
 from parsim.hardware.presets_gpu import GPU_PRESETS
+from parsim.hardware.presets_gpu_current import CURRENT_GPU_PRESETS
 from parsim.hardware.presets_links import LINK_PRESETS
 
-PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS}
+PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS, **CURRENT_GPU_PRESETS}
 LINKS = dict(LINK_PRESETS)

@@ -23,6 +23,23 @@ Sources, abbreviated in the comments:
   "InfiniBand 100 Gb/sec (4X EDR)", one NIC (mlx5_0) per node.
 - [AWSP3] aws-samples/deep-learning-models issue #2 and the EC2 instance-type page: p3.16xlarge =
   8x V100-SXM2-16GB joined by NVLink, 25 Gbps Ethernet (TCP, no RDMA).
+- [DGXH200] NVIDIA DGX H200 datasheet: 8x H200 141 GB, 4 NVSwitches, 8 single-port ConnectX-7
+  400 Gb/s InfiniBand/Ethernet for the compute fabric, 2x Xeon Platinum 8480C.
+- [DGXB200] NVIDIA DGX B200 datasheet: 8x B200 (1,440 GB), 2 NVSwitch chips, NVLink 5 1.8 TB/s per
+  GPU (14.4 TB/s aggregate), 8 single-port ConnectX-7 400 Gb/s (4 OSFP ports), 2x Xeon Platinum 8570.
+- [NVL72] NVIDIA GB200 NVL72 / DGX GB200 datasheets: 72 Blackwell GPUs and 36 Grace CPUs in one
+  NVLink domain (130 TB/s, 1.8 TB/s per GPU through 9 NVLink switch trays); 72 single-port
+  ConnectX-7 400 Gb/s InfiniBand for the compute fabric (one per GPU).
+- [AWSP4D] AWS EC2 P4 instance page: p4d.24xlarge = 8x A100 40GB, NVSwitch (600 GB/s), 4x 100 Gbps
+  Elastic Fabric Adapter (400 Gbps), 2x Xeon 8275CL.
+- [AWSP5] AWS EC2 P5 instance page: p5.48xlarge = 8x H100 80GB SXM, NVSwitch (900 GB/s), 3,200 Gbps
+  of EFA (32 x 100 Gbps, second-generation EFA), 2x AMD EPYC 7R13.
+- [EFA] AWS Elastic Fabric Adapter documentation: SRD transport (reliable, out-of-order, multipath)
+  through libfabric; NCCL uses it through the aws-ofi-nccl plugin.
+- [GCPA3] Google Cloud GPU machine types: A3 Mega (a3-megagpu-8g) = 8x H100 80GB, NVLink/NVSwitch,
+  8x 200 Gbps GPU NICs (1,600 Gbps, GPUDirect-TCPXO) plus one host NIC; 2x Xeon Sapphire Rapids.
+- [AZND] Microsoft Learn, ND H100 v5 series: 8x H100 SXM 80GB (NVLink 4), 8x 400 Gb/s NDR
+  InfiniBand (one ConnectX-7 per GPU, 3.2 Tb/s per VM), 2x Xeon Platinum 8480C.
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
 """
@@ -71,7 +88,29 @@ ETH_25G = NicSpec(
     latency_s=25e-6,  # kernel sockets: tens of microseconds per message
 )
 
-NIC_PRESETS: dict[str, NicSpec] = {nic.id: nic for nic in (IB_EDR, IB_HDR, IB_NDR, ROCE_100G, ETH_25G)}
+EFA_100G = NicSpec(
+    id="efa-100g",
+    name="AWS Elastic Fabric Adapter, 100 Gb/s (SRD)",
+    peak_bandwidth_Bps=12.5e9,  # [ETH] 100 Gb/s of data per direction ([AWSP4D] [AWSP5] 100 Gbps adapters)
+    # estimate: ~90 % of the line rate, as RoCE (roce-100g: 92 %) less SRD's larger headers
+    bandwidth_Bps=11.25e9,
+    # estimate: libfabric + SRD add ~10 us to a small message ([EFA]: no kernel bypass of the switch
+    # hops' ordering, a user-space provider) on top of NCCL's proxy
+    latency_s=15e-6,
+)
+
+ETH_200G_TCPXO = NicSpec(
+    id="eth-200g-tcpxo",
+    name="200 Gb/s Ethernet GPU NIC with GPUDirect-TCPXO (GCP A3 Mega)",
+    peak_bandwidth_Bps=25e9,  # [ETH] 200 Gb/s of data per direction ([GCPA3] 200 Gbps per GPU NIC)
+    # estimate: ~85 % of the line rate: TCP offloaded to the NIC, below RDMA's ~92-96 %
+    bandwidth_Bps=21.25e9,
+    latency_s=15e-6,  # estimate: as EFA; an offloaded TCP stack costs more per message than RDMA
+)
+
+NIC_PRESETS: dict[str, NicSpec] = {
+    nic.id: nic for nic in (IB_EDR, IB_HDR, IB_NDR, ROCE_100G, ETH_25G, EFA_100G, ETH_200G_TCPXO)
+}
 """NIC presets by id."""
 
 DGX_A100 = ClusterSpec(
@@ -136,7 +175,97 @@ AWS_P3_25G = ClusterSpec(
     network=NetworkSpec(ETH_25G, nics_per_node=1),  # [AWSP3]
 )
 
+# Current systems and rented clusters: the node and its NICs from each vendor's page; hosts only issue
+# work, so a host the presets lack is stood in for by the nearest preset (said per cluster).
+
+DGX_H200 = ClusterSpec(
+    id="dgx-h200",
+    name="NVIDIA DGX H200 nodes (8x H200, NVSwitch, 8x NDR InfiniBand)",
+    device="h200",  # [DGXH200]
+    gpus_per_node=8,
+    fabric="nvlink4",  # [DGXH200] 4 NVSwitches, 900 GB/s per GPU
+    host="xeon-8480",  # [DGXH200] 2x Xeon Platinum 8480C
+    network=NetworkSpec(IB_NDR, nics_per_node=8, nodes_per_leaf=32),  # [DGXH200] [SPOD]
+)
+
+DGX_B200 = ClusterSpec(
+    id="dgx-b200",
+    name="NVIDIA DGX B200 nodes (8x B200, NVLink 5 NVSwitch, 8x NDR InfiniBand)",
+    device="b200",  # [DGXB200]
+    gpus_per_node=8,
+    fabric="nvlink5",  # [DGXB200] NVLink 5 through 2 NVSwitch chips, 1.8 TB/s per GPU
+    host="xeon-8480",  # [DGXB200] 2x Xeon Platinum 8570 (Emerald Rapids); stand-in: Sapphire Rapids
+    network=NetworkSpec(IB_NDR, nics_per_node=8, nodes_per_leaf=32),  # [DGXB200] [SPOD]
+)
+
+GB200_NVL72 = ClusterSpec(
+    id="gb200-nvl72",
+    name="NVIDIA GB200 NVL72 racks (72 B200 in one NVLink 5 domain, 72x NDR InfiniBand)",
+    device="b200",  # [NVL72] Blackwell GPUs (the GB200's run at up to 1,200 W; the 1,000 W B200 preset)
+    gpus_per_node=72,  # [NVL72] one NVLink domain of 72 GPUs: the rack is the node
+    fabric="nvlink5",  # [NVL72] 1.8 TB/s per GPU to every other GPU of the rack through the switch trays
+    host="grace-nvl72",  # [NVL72] the rack's 36 Grace CPUs as one host
+    host_link="pcie5-x16",  # estimate: NVLink-C2C (900 GB/s) left out: copies priced at PCIe Gen5 x16
+    gpus_per_switch=2,  # [NVL72] each Grace hosts 2 GPUs: no uplink shared wider than a superchip
+    network=NetworkSpec(IB_NDR, nics_per_node=72, nodes_per_leaf=8),  # [NVL72] one 400G NIC per GPU
+)
+
+AWS_P4D = ClusterSpec(
+    id="aws-p4d",
+    name="AWS p4d.24xlarge nodes (8x A100 40GB, NVSwitch, 4x 100 Gb/s EFA)",
+    device="a100-40gb",  # [AWSP4D]
+    gpus_per_node=8,
+    fabric="nvlink3",  # [AWSP4D] NVSwitch, 600 GB/s per GPU
+    host="xeon-e5-2630v3",  # [AWSP4D] 2x Xeon 8275CL; only issues work here (as dgx-a100)
+    network=NetworkSpec(EFA_100G, nics_per_node=4),  # [AWSP4D] 400 Gbps of EFA
+)
+
+AWS_P5 = ClusterSpec(
+    id="aws-p5",
+    name="AWS p5.48xlarge nodes (8x H100 SXM, NVSwitch, 32x 100 Gb/s EFA)",
+    device="h100-sxm",  # [AWSP5]
+    gpus_per_node=8,
+    fabric="nvlink4",  # [AWSP5] NVSwitch, 900 GB/s per GPU
+    host="epyc-9654",  # [AWSP5] 2x AMD EPYC 7R13 (Milan); stand-in: the Genoa preset
+    network=NetworkSpec(EFA_100G, nics_per_node=32),  # [AWSP5] 3,200 Gbps of EFA
+)
+
+GCP_A3 = ClusterSpec(
+    id="gcp-a3",
+    name="Google Cloud A3 Mega nodes (8x H100 SXM, NVSwitch, 8x 200 Gb/s GPUDirect-TCPXO)",
+    device="h100-sxm",  # [GCPA3]
+    gpus_per_node=8,
+    fabric="nvlink4",  # [GCPA3] NVLink / NVSwitch
+    host="xeon-8480",  # [GCPA3] 2x Sapphire Rapids
+    network=NetworkSpec(ETH_200G_TCPXO, nics_per_node=8),  # [GCPA3] one 200 Gbps NIC per GPU
+)
+
+AZURE_ND_H100_V5 = ClusterSpec(
+    id="azure-nd-h100-v5",
+    name="Azure ND H100 v5 nodes (8x H100 SXM, NVSwitch, 8x NDR InfiniBand)",
+    device="h100-sxm",  # [AZND]
+    gpus_per_node=8,
+    fabric="nvlink4",  # [AZND] NVLink 4
+    host="xeon-8480",  # [AZND] 2x Xeon Platinum 8480C
+    network=NetworkSpec(IB_NDR, nics_per_node=8),  # [AZND] one 400 Gb/s ConnectX-7 per GPU
+)
+
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
-    c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR, AWS_P3_25G)
+    c.id: c
+    for c in (
+        DGX_A100,
+        DGX_H100,
+        PCIE_H100_2NIC,
+        OCI_A100_ROCE,
+        V100_1EDR,
+        AWS_P3_25G,
+        DGX_H200,
+        DGX_B200,
+        GB200_NVL72,
+        AWS_P4D,
+        AWS_P5,
+        GCP_A3,
+        AZURE_ND_H100_V5,
+    )
 }
 """Cluster presets by id."""

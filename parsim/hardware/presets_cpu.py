@@ -27,6 +27,10 @@ Sources, abbreviated in the comments:
   Rapids socket, 233 GB/s (LIKWID maintainer's test node).
 - [AMX] Intel, "Accelerate AI workloads with Intel AMX" / Intel AMX overview: 1024 BF16 FLOP per
   cycle per core.
+- [GB200] NVIDIA GB200 NVL72 datasheet: 36 Grace CPUs and 72 Blackwell GPUs per rack; 2,592 Arm
+  Neoverse V2 cores; up to 17 TB LPDDR5X at up to 18.4 TB/s. [GRACE] NVIDIA Grace CPU datasheet /
+  tuning guide: 72 Neoverse V2 cores per CPU, 4x 128-bit SVE2 pipes per core, 64 KB L1d + 1 MB L2
+  per core, 114 MB L3 per CPU, up to 3.1 GHz.
 - [HBV4] Microsoft Learn, Azure HPC STREAM benchmark page: HBv4 (2x 96-core Genoa-X, 12 channels
   DDR5-4800 each) STREAM triad ~650-780 GB/s.
 """
@@ -222,7 +226,34 @@ EPYC_9654 = _cpu(
     ),
 )
 
+# The host side of a GB200 NVL72 rack, one "node" of the gb200-nvl72 cluster: its 36 Grace CPUs as one
+# host, as dual-xeon-e5-2630v3 joins two sockets (in a cluster the host only issues work)
+GRACE_NVL72 = _cpu(
+    id="grace-nvl72",
+    name="36x NVIDIA Grace (2,592 Neoverse V2 cores): the hosts of one GB200 NVL72 rack, as one",
+    cores=2592,  # [GB200] 36 Grace CPUs x 72 Neoverse V2 cores
+    lanes_per_core=16,  # [GRACE] 4 SVE2 pipes x 128 bits = 16 float32 lanes with FMA
+    clock_Hz=3.0e9,  # estimate: [GRACE] up to 3.1 GHz; ~3.0 GHz all-core under vector load
+    fma=True,  # [GRACE] SVE2 / NEON fused multiply-add
+    fp64_ratio=0.5,  # 2 float64 lanes per 128-bit pipe vs 4 float32
+    fp16_ratio=2.0,  # [GRACE] Armv9 FP16 arithmetic: 8 half lanes per 128-bit pipe
+    matmul_efficiency=0.8,  # estimate: NVPL/OpenBLAS reach ~80 % of the SVE2 peak on large GEMMs
+    special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log ~1 result/cycle/core on 128-bit pipes
+    memory=MemorySpec(
+        # estimate: 80 % of the datasheet peak, the share STREAM reaches on DDR5 (xeon-8480: 78 %)
+        bandwidth_Bps=14.7e12,
+        peak_bandwidth_Bps=18.4e12,  # [GB200] up to 18.4 TB/s LPDDR5X per rack
+        latency_s=120e-9,  # estimate: mesh + LPDDR5X load-to-use ~110-130 ns
+        capacity_B=36 * 480e9,  # [GB200] up to 17 TB LPDDR5X: 36 x 480 GB
+        per_core_bandwidth_Bps=20e9,  # estimate: one Neoverse V2 core streams ~15-25 GB/s
+        # [GRACE] 64 KB L1d + 1 MB L2 per core, 36 x 114 MB L3 (one level); estimate: 64/32/8 B/cycle/core
+        caches=_caches(2592, 3.0e9, 64 * KiB, 1 * MiB, 36 * 114 * MiB, 64, 32, 8),
+    ),
+    max_gpus=72,  # [GB200] 72 Blackwell GPUs per rack (2 per Grace)
+)
+
 CPU_PRESETS: dict[str, ProcessorSpec] = {
-    p.id: p for p in (LAPTOP_4C_AVX2, I7_3820, XEON_E5_2630V3, DUAL_XEON_E5_2630V3, XEON_8480, EPYC_9654)
+    p.id: p
+    for p in (LAPTOP_4C_AVX2, I7_3820, XEON_E5_2630V3, DUAL_XEON_E5_2630V3, XEON_8480, EPYC_9654, GRACE_NVL72)
 }
 """CPU presets by id."""

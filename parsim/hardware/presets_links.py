@@ -27,6 +27,8 @@ Sources, abbreviated in the comments:
   direction, 300 GB/s total, on SXM2 boards (DGX-1's hybrid cube mesh, DGX-2's NVSwitch).
 - [WP-A100] / [WP-H100] NVIDIA Ampere and Hopper whitepapers (NVLink3: 12 links, 600 GB/s total;
   NVLink4: 18 links, 900 GB/s total).
+- [WP-B200] NVIDIA HGX B200 / GB200 NVL72 datasheets: fifth-generation NVLink, 18 links, 1.8 TB/s
+  total per GPU (900 GB/s per direction).
 """
 
 from __future__ import annotations
@@ -105,7 +107,19 @@ NVLINK4 = LinkSpec(
     kind="nvlink",
 )
 
+NVLINK5 = LinkSpec(
+    id="nvlink5",
+    name="NVLink 5 (B200, 18 links)",
+    # estimate: 83 % of the 900 GB/s peak, the share [NCCL] measures for NVLink 4 (380 of 450 GB/s)
+    bandwidth_Bps=750e9,
+    peak_bandwidth_Bps=900e9,  # [WP-B200] 18 links x 50 GB/s per direction (1.8 TB/s both ways)
+    pageable_bandwidth_Bps=340e9,  # estimate: 45 % of pinned as for PCIe (host<->device use only)
+    latency_s=3e-6,  # estimate: as NVLink 4; a small P2P copy is driver-dominated
+    duplex=True,  # NVLink sub-links are unidirectional pairs: both directions at full speed
+    kind="nvlink",
+)
+
 LINK_PRESETS: dict[str, LinkSpec] = {
-    link.id: link for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK2, NVLINK3, NVLINK4)
+    link.id: link for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK2, NVLINK3, NVLINK4, NVLINK5)
 }
 """Link presets by id."""
