@@ -15,12 +15,20 @@ from pathlib import Path
 import pytest
 
 from parsim.base.dtypes import MATRIX_FORMATS as DTYPES
-from parsim.hardware import presets_cpu, presets_gpu, presets_links
+from parsim.hardware import presets_cpu, presets_gpu, presets_gpu_current, presets_links
 from parsim.hardware.presets import LINKS, PROCESSORS
 
 DATA = Path(presets_cpu.__file__).parent / "data" / "measurements.csv"
 TOLERANCE = 0.15
-CPU_IDS = ["laptop-4c-avx2", "i7-3820", "xeon-e5-2630v3", "dual-xeon-e5-2630v3", "xeon-8480", "epyc-9654"]
+CPU_IDS = [
+    "laptop-4c-avx2",
+    "i7-3820",
+    "xeon-e5-2630v3",
+    "dual-xeon-e5-2630v3",
+    "xeon-8480",
+    "epyc-9654",
+    "grace-nvl72",
+]
 GPU_IDS = [
     "gtx-980",
     "gtx-1080",
@@ -35,7 +43,8 @@ GPU_IDS = [
     "h200",
     "rtx-4090",
 ]
-LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4"]
+CURRENT_GPU_IDS = sorted(presets_gpu_current.CURRENT_GPU_PRESETS)  # tests/test_presets_current.py names them
+LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4", "nvlink5"]
 PROCESSOR_QUANTITIES = {"memory_bandwidth_Bps", "dispatch_s", "matmul_flops_per_s"}
 LINK_QUANTITIES = {"link_bandwidth_Bps", "link_pageable_bandwidth_Bps"}
 HEADER = ["preset_id", "quantity", "value", "unit", "source", "dtype"]
@@ -77,7 +86,7 @@ def test_every_preset_id_exists_with_its_kind():
     assert sorted(presets_cpu.CPU_PRESETS) == sorted(CPU_IDS)
     assert sorted(presets_gpu.GPU_PRESETS) == sorted(GPU_IDS)
     assert sorted(LINKS) == sorted(LINK_IDS)
-    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS)
+    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS + CURRENT_GPU_IDS)
     for pid, spec in PROCESSORS.items():
         assert spec.id == pid
         assert spec.kind == ("cpu" if pid in CPU_IDS else "gpu")
@@ -85,12 +94,12 @@ def test_every_preset_id_exists_with_its_kind():
         assert link.id == lid
 
 
-@pytest.mark.parametrize("pid", GPU_IDS)
+@pytest.mark.parametrize("pid", GPU_IDS + CURRENT_GPU_IDS)
 def test_gpu_default_link_exists(pid):
     assert PROCESSORS[pid].default_link in LINKS
 
 
-@pytest.mark.parametrize("pid", GPU_IDS)
+@pytest.mark.parametrize("pid", GPU_IDS + CURRENT_GPU_IDS)
 def test_gpu_conventions(pid):
     spec = PROCESSORS[pid]
     assert spec.warp_size == 32
@@ -180,7 +189,13 @@ def test_sanity_orderings():
         return LINKS[lid].bandwidth_Bps
 
     assert link_bw("pcie5-x16") > link_bw("pcie4-x16") > link_bw("pcie3-x16")
-    assert link_bw("nvlink4") > link_bw("nvlink3") > link_bw("nvlink2") > link_bw("pcie5-x16")
+    assert (
+        link_bw("nvlink5")
+        > link_bw("nvlink4")
+        > link_bw("nvlink3")
+        > link_bw("nvlink2")
+        > link_bw("pcie5-x16")
+    )
     assert bw("dual-xeon-e5-2630v3") == pytest.approx(2 * bw("xeon-e5-2630v3"))
 
 
@@ -236,7 +251,9 @@ def _uncommented_numeric_fields(path: Path) -> tuple[int, list[str]]:
     return found, missing
 
 
-@pytest.mark.parametrize("module", [presets_cpu, presets_gpu, presets_links], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [presets_cpu, presets_gpu, presets_gpu_current, presets_links], ids=lambda m: m.__name__
+)
 def test_every_numeric_field_has_a_source_comment(module):
     found, missing = _uncommented_numeric_fields(Path(module.__file__))
     assert found >= 20, "the checker found suspiciously few numeric fields"

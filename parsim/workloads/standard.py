@@ -127,9 +127,9 @@ class NetworkParams(_ModelParams):
     batch: int = Field(1, gt=0, le=10**6, description="samples per step (the global batch when split)")
     train: bool = True
     optimizer: Optimizer = _OPTIMIZER
-    gpus: int = Field(1, gt=0, le=64, description="GPUs per node (language-model training: tp x pp x dp)")
+    gpus: int = Field(1, gt=0, le=72, description="GPUs per node (language-model training: tp x pp x dp)")
     nodes: int = Field(1, gt=0, le=65_536, description="nodes of the cluster (--cluster)")
-    tp: int = Field(1, gt=0, le=64, description="tensor-parallel GPUs (inside a node)")
+    tp: int = Field(1, gt=0, le=72, description="tensor-parallel GPUs (inside a node)")
     pp: int = Field(1, gt=0, le=1024, description="pipeline stages")
     microbatches: int = Field(1, gt=0, le=65_536, description="micro-batches per replica and step (1F1B)")
     recompute: Literal["none", "selective", "full"] = Field(
@@ -152,7 +152,7 @@ class ServeParams(_ModelParams):
 class DataParallelParams(_ModelParams):
     model: Model = "resnet50"
     batch: int = Field(256, gt=0, le=10**6, description="global batch (strong) or per GPU (weak)")
-    gpus: int = Field(1, gt=0, le=64, description="GPUs the batch is split over")
+    gpus: int = Field(1, gt=0, le=72, description="GPUs the batch is split over")
     sync: Literal["host", "ring"] = "host"
     scaling: Literal["strong", "weak"] = "strong"
     optimizer: Optimizer = _OPTIMIZER
