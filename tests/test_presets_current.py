@@ -9,6 +9,7 @@ cannot be faster than the same weak-scaled step on one node.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 import parsim
 from parsim.base.dtypes import MATRIX_FORMATS
 from parsim.hardware import presets_cluster, presets_gpu_current
-from parsim.hardware.presets import LINKS, PROCESSORS
+from parsim.hardware.presets import LINKS, PROCESSORS, source_of
 from parsim.hardware.registry import cluster_ids
 
 NEW_GPUS = [
@@ -175,3 +176,28 @@ def test_every_new_cluster_cites_its_sources():
     text = Path(presets_cluster.__file__).read_text(encoding="utf-8")
     for tag in ("[DGXH200]", "[DGXB200]", "[NVL72]", "[AWSP4D]", "[AWSP5]", "[GCPA3]", "[AZND]"):
         assert text.count(tag) >= 3, tag  # in the sources list and next to the numbers
+
+
+@pytest.mark.parametrize(
+    "pid", NEW_GPUS + NEW_CLUSTERS + ["nvlink5", "efa-100g", "eth-200g-tcpxo", "grace-nvl72"]
+)
+def test_hardware_list_names_a_source_for_every_new_id(pid, cli):
+    assert source_of(pid) and not source_of(pid).startswith("cited in")  # a line of its own
+    code, out, _ = cli("hardware", "list", "--json")
+    row = next(r for r in json.loads(out) if r["id"] == pid)
+    assert code == 0 and row["source"] == source_of(pid)
+
+
+def test_old_presets_point_at_their_module():
+    assert source_of("h100-sxm") == "cited in parsim/hardware/presets_gpu.py"
+    assert source_of("dgx-a100") == "cited in parsim/hardware/presets_cluster.py"
+    assert source_of("no-such-id") == ""
+
+
+def test_fp8_serving_where_the_unit_exists_and_refused_on_ampere():
+    fp8 = parsim.predict("llm_serve", {"model": "llama-2-7b", "weights": "float8"}, device="b200")
+    fp16 = parsim.predict("llm_serve", {"model": "llama-2-7b"}, device="b200")
+    # one byte per weight instead of two: the memory-bound decode step gets faster
+    assert fp8.metrics["time_per_output_token_s"] < fp16.metrics["time_per_output_token_s"]
+    with pytest.raises(parsim.ParsimError, match="FP8 tensor cores"):
+        parsim.predict("llm_serve", {"model": "llama-2-7b", "weights": "float8"}, device="a10g")

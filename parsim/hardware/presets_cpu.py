@@ -257,3 +257,6 @@ CPU_PRESETS: dict[str, ProcessorSpec] = {
     for p in (LAPTOP_4C_AVX2, I7_3820, XEON_E5_2630V3, DUAL_XEON_E5_2630V3, XEON_8480, EPYC_9654, GRACE_NVL72)
 }
 """CPU presets by id."""
+
+SOURCES: dict[str, str] = {"grace-nvl72": "GB200 NVL72 datasheet (36 Grace, 18.4 TB/s LPDDR5X); estimates"}
+"""One line per preset where it is not the module's comments alone (``parsim hardware list``)."""

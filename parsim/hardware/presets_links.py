@@ -123,3 +123,6 @@ LINK_PRESETS: dict[str, LinkSpec] = {
     link.id: link for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK2, NVLINK3, NVLINK4, NVLINK5)
 }
 """Link presets by id."""
+
+SOURCES: dict[str, str] = {"nvlink5": "B200 datasheet (1.8 TB/s per GPU); effective estimate as NVLink 4"}
+"""One line per preset where it is not the module's comments alone (``parsim hardware list``)."""

@@ -67,12 +67,16 @@ PHASES = ("prefill", "decode")
 # (A100: 624 TOPS), Ada (RTX 4090: 660.6 TOPS) and Hopper (H100 SXM5: 1979 TOPS); FP8 tensor cores
 # on Ada (RTX 4090: 330.3 TFLOP/s) and Hopper (H100 SXM5: 1979 TFLOP/s), none on Ampere or Volta.
 # int4 weight-only kernels (AWQ's GEMM, Marlin) need Turing (compute capability 7.5) or later.
-_INT8 = ("t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx-4090")
+# The current GPUs of parsim/hardware/presets_gpu_current.py: every one is Ampere or later (INT8);
+# FP8 on Blackwell (B200: 4.5 PFLOP/s dense), Hopper (H100 NVL) and Ada (L40S, L4).
+_FP8 = ("h100-pcie", "h100-sxm", "h200", "rtx-4090", "b200", "h100-nvl", "l40s", "l4")
+_AMPERE = ("a100-pcie-40gb", "a100-pcie-80gb", "a10g", "rtx-3090", "rtx-a6000")
+_INT8 = ("t4", "a100-40gb", "a100-80gb", *_FP8, *_AMPERE)
 UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "int8": ("INT8 tensor cores", _INT8, "Turing and later"),
     "int4": ("int4 weight-only GEMM kernels", _INT8, "Turing and later"),
     "int8-weight-only": ("int8 weight-only GEMM kernels", _INT8, "Turing and later"),
-    "float8": ("FP8 tensor cores", ("h100-pcie", "h100-sxm", "h200", "rtx-4090"), "H100 and later, Ada"),
+    "float8": ("FP8 tensor cores", _FP8, "H100 and later, Ada"),
 }
 
 
