@@ -44,7 +44,7 @@ GPU_IDS = [
     "rtx-4090",
 ]
 CURRENT_GPU_IDS = sorted(presets_gpu_current.CURRENT_GPU_PRESETS)  # tests/test_presets_current.py names them
-LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4", "nvlink5"]
+LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "nvlink-c2c"]
 PROCESSOR_QUANTITIES = {"memory_bandwidth_Bps", "dispatch_s", "matmul_flops_per_s"}
 LINK_QUANTITIES = {"link_bandwidth_Bps", "link_pageable_bandwidth_Bps"}
 HEADER = ["preset_id", "quantity", "value", "unit", "source", "dtype"]

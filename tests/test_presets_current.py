@@ -22,6 +22,7 @@ from parsim.hardware.registry import cluster_ids
 
 NEW_GPUS = [
     "b200",
+    "gb200",
     "h100-nvl",
     "a100-pcie-40gb",
     "a100-pcie-80gb",
@@ -36,6 +37,7 @@ NEW_CLUSTERS = ["gb200-nvl72", "dgx-h200", "dgx-b200", "aws-p4d", "aws-p5", "gcp
 # Dense FP16 tensor peaks as the datasheets print them (sparse figures halved), FLOP/s
 FP16_DENSE = {
     "b200": 2250e12,  # HGX B200: 4.5 PFLOP/s sparse
+    "gb200": 2500e12,  # GB200 NVL72: 5 PFLOP/s sparse per GPU
     "h100-nvl": 835.5e12,  # H100 NVL: 1671 TFLOP/s sparse
     "a100-pcie-40gb": 312e12,  # A100: 624 sparse
     "a100-pcie-80gb": 312e12,
@@ -47,6 +49,7 @@ FP16_DENSE = {
 }
 PEAK_BANDWIDTH = {  # datasheet memory bandwidth, B/s
     "b200": 8e12,
+    "gb200": 8e12,
     "h100-nvl": 3.9e12,
     "a100-pcie-40gb": 1555e9,
     "a100-pcie-80gb": 1935e9,

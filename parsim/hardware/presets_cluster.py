@@ -200,12 +200,11 @@ DGX_B200 = ClusterSpec(
 
 GB200_NVL72 = ClusterSpec(
     id="gb200-nvl72",
-    name="NVIDIA GB200 NVL72 racks (72 B200 in one NVLink 5 domain, 72x NDR InfiniBand)",
-    device="b200",  # [NVL72] Blackwell GPUs (the GB200's run at up to 1,200 W; the 1,000 W B200 preset)
+    name="NVIDIA GB200 NVL72 racks (72 Blackwell GPUs in one NVLink 5 domain, 72x NDR InfiniBand)",
+    device="gb200",  # [NVL72] 72 Blackwell GPUs of 36 GB200 superchips
     gpus_per_node=72,  # [NVL72] one NVLink domain of 72 GPUs: the rack is the node
     fabric="nvlink5",  # [NVL72] 1.8 TB/s per GPU to every other GPU of the rack through the switch trays
-    host="grace-nvl72",  # [NVL72] the rack's 36 Grace CPUs as one host
-    host_link="pcie5-x16",  # estimate: NVLink-C2C (900 GB/s) left out: copies priced at PCIe Gen5 x16
+    host="grace-nvl72",  # [NVL72] the rack's 36 Grace CPUs as one host, over NVLink-C2C (gb200's link)
     gpus_per_switch=2,  # [NVL72] each Grace hosts 2 GPUs: no uplink shared wider than a superchip
     network=NetworkSpec(IB_NDR, nics_per_node=72, nodes_per_leaf=8),  # [NVL72] one 400G NIC per GPU
 )

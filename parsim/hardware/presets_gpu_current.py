@@ -13,6 +13,12 @@ Sources, abbreviated in the comments ([X] = github.com/X); [PG], [TK], [CS], [CU
 - [WP-B200] NVIDIA HGX B200 / DGX B200 datasheets (1,000 W B200, per GPU: FP4 9 / FP8 4.5 / FP16
   2.25 / TF32 1.1 PFLOP/s dense, FP64 40 TFLOP/s, FP32 80 TFLOP/s, 180 GB HBM3e, 8 TB/s, NVLink 5
   1.8 TB/s), tabulated per GPU with dense and sparse columns at glennklockwood.com/garden/processors/B200.
+- [WP-GB200] NVIDIA GB200 NVL72 datasheet, per GPU at up to 1,200 W (tabulated beside [WP-B200] on
+  the same page): FP4 10 / FP8 5 / FP16 2.5 / TF32 1.25 PFLOP/s dense, FP64 45 TFLOP/s; 13.4 TB
+  HBM3e and 576 TB/s per 72 GPUs (186 GB, 8 TB/s each); NVLink-C2C to its Grace CPU.
+- [AZ-GB200] Azure/AI-benchmarking-guide@2a370be6de9586d365feed77e014a73f25198f4d
+  Azure_Results/ND_GB200_v6_results.md: an ND GB200 v6 VM (4 GB200 "185GB"), nvbandwidth host to
+  device 201 GB/s, cuBLASLt FP8 GEMM, nccl-tests all-reduce.
 - [B200-DQ] public notes of B200 runs quoting ``nvidia-smi``/deviceQuery: 148 SMs, 1965 MHz maximum SM
   clock, L2 129536 KiB (e.g. a BF16 GEMM study on a 1,000 W B200 with driver 580.126.09).
 - [WP-H100NVL] NVIDIA H100 datasheet, H100 NVL column (per GPU: FP16/BF16 1671, FP8 3341, TF32 835
@@ -84,6 +90,28 @@ B200 = _gpu(
             # [B200-DQ] L2 129536 KiB; bandwidth estimate: 3x effective DRAM bandwidth
             CacheLevel(name="L2", size_B=129536 * KiB, bandwidth_Bps=3 * 6.6e12),
         ),
+    ),
+)
+
+# The Blackwell GPU of a GB200 superchip: the B200's die at the NVL72's higher power, its Grace CPU over
+# NVLink-C2C instead of PCIe
+GB200 = attrs.evolve(
+    B200,
+    id="gb200",
+    name="NVIDIA Blackwell GPU of a GB200 superchip, 186 GB (GB200 NVL72, 1200 W)",
+    matrix_flops_per_s=(
+        ("bfloat16", 2500e12),  # [WP-GB200] BF16 tensor 5 PFLOP/s with sparsity, 2.5 dense
+        ("float16", 2500e12),  # [WP-GB200] FP16 tensor 2.5 PFLOP/s dense
+        ("float4", 10000e12),  # [WP-GB200] FP4 tensor 20 PFLOP/s with sparsity, 10 dense
+        ("float64", 45e12),  # [WP-GB200] FP64 / FP64 tensor 45 TFLOP/s
+        ("float8", 5000e12),  # [WP-GB200] FP8 tensor 10 PFLOP/s with sparsity, 5 dense
+        ("int8", 5000e12),  # [WP-GB200] INT8 tensor 5 POPS dense
+        ("tf32", 1250e12),  # [WP-GB200] TF32 tensor 2.5 PFLOP/s with sparsity, 1.25 dense
+    ),
+    default_link="nvlink-c2c",  # [WP-GB200] the GPU reaches its Grace CPU over NVLink-C2C
+    memory=attrs.evolve(
+        B200.memory,
+        capacity_B=186 * GB,  # [WP-GB200] 13.4 TB HBM3e in 72 GPUs = 186 GB ([AZ-GB200] "185GB")
     ),
 )
 
@@ -333,12 +361,14 @@ RTX_A6000 = _gpu(
 )
 
 CURRENT_GPU_PRESETS: dict[str, ProcessorSpec] = {
-    p.id: p for p in (B200, H100_NVL, A100_PCIE_40GB, A100_PCIE_80GB, L40S, A10G, L4, RTX_3090, RTX_A6000)
+    p.id: p
+    for p in (B200, GB200, H100_NVL, A100_PCIE_40GB, A100_PCIE_80GB, L40S, A10G, L4, RTX_3090, RTX_A6000)
 }
 """Current NVIDIA GPU presets by id."""
 
 SOURCES: dict[str, str] = {
     "b200": "HGX/DGX B200 datasheet; 148 SMs, 1965 MHz from nvidia-smi; bandwidth estimate",
+    "gb200": "GB200 NVL72 datasheet; B200 die as b200; Azure ND GB200 v6 host link",
     "h100-nvl": "H100 datasheet (NVL column); bandwidth estimate",
     "a100-pcie-40gb": "A100 datasheet (PCIe); gpu-benches A100 40GB stream triad",
     "a100-pcie-80gb": "A100 datasheet (PCIe); bandwidth estimate from A100 80GB SXM",

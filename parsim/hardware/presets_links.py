@@ -27,6 +27,11 @@ Sources, abbreviated in the comments:
   direction, 300 GB/s total, on SXM2 boards (DGX-1's hybrid cube mesh, DGX-2's NVSwitch).
 - [WP-A100] / [WP-H100] NVIDIA Ampere and Hopper whitepapers (NVLink3: 12 links, 600 GB/s total;
   NVLink4: 18 links, 900 GB/s total).
+- [AZ-GB200] Azure/AI-benchmarking-guide@2a370be6de9586d365feed77e014a73f25198f4d
+  Azure_Results/ND_GB200_v6_results.md, "NV Bandwidth": host to device 201 GB/s, device to host
+  193 GB/s on a GB200 (nvbandwidth, copy engines).
+- [WP-GB200] NVIDIA GB200 NVL72 datasheet / Grace Blackwell superchip: NVLink-C2C, 900 GB/s
+  between a Grace CPU and its GPUs (450 GB/s per direction).
 - [WP-B200] NVIDIA HGX B200 / GB200 NVL72 datasheets: fifth-generation NVLink, 18 links, 1.8 TB/s
   total per GPU (900 GB/s per direction).
 """
@@ -119,10 +124,27 @@ NVLINK5 = LinkSpec(
     kind="nvlink",
 )
 
+# The host<->GPU link of a Grace Blackwell superchip: NVLink physically, but in parsim's terms a host
+# link (kind "pcie": copies to and from the host take it; GPUs talk over their own NVLink 5)
+NVLINK_C2C = LinkSpec(
+    id="nvlink-c2c",
+    name="NVLink-C2C (Grace to Blackwell, host link of a GB200 superchip)",
+    bandwidth_Bps=200e9,  # [AZ-GB200] nvbandwidth host to device 201 GB/s, device to host 193 GB/s
+    peak_bandwidth_Bps=450e9,  # [WP-GB200] 900 GB/s both ways = 450 GB/s per direction
+    pageable_bandwidth_Bps=90e9,  # estimate: 45 % of pinned as for PCIe
+    latency_s=2.5e-6,  # estimate: as PCIe: the copy engine's fixed cost, not the wire's
+    duplex=True,  # [WP-GB200] both directions at once
+    kind="pcie",
+)
+
 LINK_PRESETS: dict[str, LinkSpec] = {
-    link.id: link for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK2, NVLINK3, NVLINK4, NVLINK5)
+    link.id: link
+    for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK2, NVLINK3, NVLINK4, NVLINK5, NVLINK_C2C)
 }
 """Link presets by id."""
 
-SOURCES: dict[str, str] = {"nvlink5": "B200 datasheet (1.8 TB/s per GPU); effective estimate as NVLink 4"}
+SOURCES: dict[str, str] = {
+    "nvlink5": "B200 datasheet (1.8 TB/s per GPU); effective estimate as NVLink 4",
+    "nvlink-c2c": "GB200 datasheet (900 GB/s); Azure ND GB200 v6 nvbandwidth",
+}
 """One line per preset where it is not the module's comments alone (``parsim hardware list``)."""

@@ -69,7 +69,7 @@ PHASES = ("prefill", "decode")
 # int4 weight-only kernels (AWQ's GEMM, Marlin) need Turing (compute capability 7.5) or later.
 # The current GPUs of parsim/hardware/presets_gpu_current.py: every one is Ampere or later (INT8);
 # FP8 on Blackwell (B200: 4.5 PFLOP/s dense), Hopper (H100 NVL) and Ada (L40S, L4).
-_FP8 = ("h100-pcie", "h100-sxm", "h200", "rtx-4090", "b200", "h100-nvl", "l40s", "l4")
+_FP8 = ("h100-pcie", "h100-sxm", "h200", "rtx-4090", "b200", "gb200", "h100-nvl", "l40s", "l4")
 _AMPERE = ("a100-pcie-40gb", "a100-pcie-80gb", "a10g", "rtx-3090", "rtx-a6000")
 _INT8 = ("t4", "a100-40gb", "a100-80gb", *_FP8, *_AMPERE)
 UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
