@@ -27,6 +27,7 @@ CPU_IDS = [
     "dual-xeon-e5-2630v3",
     "xeon-8480",
     "epyc-9654",
+    "grace-x2",
     "grace-nvl72",
 ]
 GPU_IDS = [

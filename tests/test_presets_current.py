@@ -32,7 +32,16 @@ NEW_GPUS = [
     "rtx-3090",
     "rtx-a6000",
 ]
-NEW_CLUSTERS = ["gb200-nvl72", "dgx-h200", "dgx-b200", "aws-p4d", "aws-p5", "gcp-a3", "azure-nd-h100-v5"]
+NEW_CLUSTERS = [
+    "gb200-nvl72",
+    "azure-nd-gb200-v6",
+    "dgx-h200",
+    "dgx-b200",
+    "aws-p4d",
+    "aws-p5",
+    "gcp-a3",
+    "azure-nd-h100-v5",
+]
 
 # Dense FP16 tensor peaks as the datasheets print them (sparse figures halved), FLOP/s
 FP16_DENSE = {
@@ -165,6 +174,7 @@ def test_cluster_nics_match_the_rented_configurations():
         "dgx-h200": 3200,
         "dgx-b200": 3200,
         "gb200-nvl72": 72 * 400,
+        "azure-nd-gb200-v6": 4 * 400,
     }
     for cid, line_rate in gbps.items():
         network = presets_cluster.CLUSTER_PRESETS[cid].network
@@ -177,12 +187,12 @@ def test_cluster_nics_match_the_rented_configurations():
 
 def test_every_new_cluster_cites_its_sources():
     text = Path(presets_cluster.__file__).read_text(encoding="utf-8")
-    for tag in ("[DGXH200]", "[DGXB200]", "[NVL72]", "[AWSP4D]", "[AWSP5]", "[GCPA3]", "[AZND]"):
+    for tag in ("[DGXH200]", "[DGXB200]", "[NVL72]", "[AZGB200]", "[AWSP4D]", "[AWSP5]", "[GCPA3]", "[AZND]"):
         assert text.count(tag) >= 3, tag  # in the sources list and next to the numbers
 
 
 @pytest.mark.parametrize(
-    "pid", NEW_GPUS + NEW_CLUSTERS + ["nvlink5", "efa-100g", "eth-200g-tcpxo", "grace-nvl72"]
+    "pid", NEW_GPUS + NEW_CLUSTERS + ["nvlink5", "efa-100g", "eth-200g-tcpxo", "grace-x2", "grace-nvl72"]
 )
 def test_hardware_list_names_a_source_for_every_new_id(pid, cli):
     assert source_of(pid) and not source_of(pid).startswith("cited in")  # a line of its own

@@ -30,6 +30,8 @@ Sources, abbreviated in the comments:
 - [NVL72] NVIDIA GB200 NVL72 / DGX GB200 datasheets: 72 Blackwell GPUs and 36 Grace CPUs in one
   NVLink domain (130 TB/s, 1.8 TB/s per GPU through 9 NVLink switch trays); 72 single-port
   ConnectX-7 400 Gb/s InfiniBand for the compute fabric (one per GPU).
+- [AZGB200] Microsoft Learn, ND GB200 v6 series: 4 Blackwell GPUs and 2 Grace CPUs per VM (one
+  GB200 NVL72 compute tray), NVLink 5 between the GPUs, 4x 400 Gb/s NDR InfiniBand per VM.
 - [AWSP4D] AWS EC2 P4 instance page: p4d.24xlarge = 8x A100 40GB, NVSwitch (600 GB/s), 4x 100 Gbps
   Elastic Fabric Adapter (400 Gbps), 2x Xeon 8275CL.
 - [AWSP5] AWS EC2 P5 instance page: p5.48xlarge = 8x H100 80GB SXM, NVSwitch (900 GB/s), 3,200 Gbps
@@ -209,6 +211,16 @@ GB200_NVL72 = ClusterSpec(
     network=NetworkSpec(IB_NDR, nics_per_node=72, nodes_per_leaf=8),  # [NVL72] one 400G NIC per GPU
 )
 
+AZURE_ND_GB200_V6 = ClusterSpec(
+    id="azure-nd-gb200-v6",
+    name="Azure ND GB200 v6 VMs (4 GB200 GPUs, NVLink 5, 4x NDR InfiniBand)",
+    device="gb200",  # [AZGB200]
+    gpus_per_node=4,  # [AZGB200] one compute tray of an NVL72 rack per VM
+    fabric="nvlink5",  # [AZGB200] NVLink 5 between the VM's GPUs
+    host="grace-x2",  # [AZGB200] 2 Grace CPUs per VM
+    network=NetworkSpec(IB_NDR, nics_per_node=4),  # [AZGB200] one 400 Gb/s NIC per GPU
+)
+
 AWS_P4D = ClusterSpec(
     id="aws-p4d",
     name="AWS p4d.24xlarge nodes (8x A100 40GB, NVSwitch, 4x 100 Gb/s EFA)",
@@ -261,6 +273,7 @@ CLUSTER_PRESETS: dict[str, ClusterSpec] = {
         DGX_H200,
         DGX_B200,
         GB200_NVL72,
+        AZURE_ND_GB200_V6,
         AWS_P4D,
         AWS_P5,
         GCP_A3,
@@ -275,6 +288,7 @@ SOURCES: dict[str, str] = {
     "dgx-h200": "NVIDIA DGX H200 datasheet",
     "dgx-b200": "NVIDIA DGX B200 datasheet",
     "gb200-nvl72": "NVIDIA GB200 NVL72 / DGX GB200 datasheets",
+    "azure-nd-gb200-v6": "Microsoft Learn, ND GB200 v6 series",
     "aws-p4d": "AWS EC2 P4 instance page (p4d.24xlarge)",
     "aws-p5": "AWS EC2 P5 instance page (p5.48xlarge)",
     "gcp-a3": "Google Cloud GPU machine types (A3 Mega)",

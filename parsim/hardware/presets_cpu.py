@@ -31,6 +31,8 @@ Sources, abbreviated in the comments:
   Neoverse V2 cores; up to 17 TB LPDDR5X at up to 18.4 TB/s. [GRACE] NVIDIA Grace CPU datasheet /
   tuning guide: 72 Neoverse V2 cores per CPU, 4x 128-bit SVE2 pipes per core, 64 KB L1d + 1 MB L2
   per core, 114 MB L3 per CPU, up to 3.1 GHz.
+- [AZ-GB200] Azure/AI-benchmarking-guide@2a370be6de9586d365feed77e014a73f25198f4d
+  Azure_Results/ND_GB200_v6_results.md, "CPU STREAM": triad 763 GB/s on an ND GB200 v6 VM (2 Grace).
 - [HBV4] Microsoft Learn, Azure HPC STREAM benchmark page: HBv4 (2x 96-core Genoa-X, 12 channels
   DDR5-4800 each) STREAM triad ~650-780 GB/s.
 """
@@ -226,37 +228,58 @@ EPYC_9654 = _cpu(
     ),
 )
 
-# The host side of a GB200 NVL72 rack, one "node" of the gb200-nvl72 cluster: its 36 Grace CPUs as one
-# host, as dual-xeon-e5-2630v3 joins two sockets (in a cluster the host only issues work)
-GRACE_NVL72 = _cpu(
-    id="grace-nvl72",
-    name="36x NVIDIA Grace (2,592 Neoverse V2 cores): the hosts of one GB200 NVL72 rack, as one",
-    cores=2592,  # [GB200] 36 Grace CPUs x 72 Neoverse V2 cores
-    lanes_per_core=16,  # [GRACE] 4 SVE2 pipes x 128 bits = 16 float32 lanes with FMA
-    clock_Hz=3.0e9,  # estimate: [GRACE] up to 3.1 GHz; ~3.0 GHz all-core under vector load
-    fma=True,  # [GRACE] SVE2 / NEON fused multiply-add
-    fp64_ratio=0.5,  # 2 float64 lanes per 128-bit pipe vs 4 float32
-    fp16_ratio=2.0,  # [GRACE] Armv9 FP16 arithmetic: 8 half lanes per 128-bit pipe
-    matmul_efficiency=0.8,  # estimate: NVPL/OpenBLAS reach ~80 % of the SVE2 peak on large GEMMs
-    special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log ~1 result/cycle/core on 128-bit pipes
-    memory=MemorySpec(
-        # estimate: 80 % of the datasheet peak, the share STREAM reaches on DDR5 (xeon-8480: 78 %)
-        bandwidth_Bps=14.7e12,
-        peak_bandwidth_Bps=18.4e12,  # [GB200] up to 18.4 TB/s LPDDR5X per rack
-        latency_s=120e-9,  # estimate: mesh + LPDDR5X load-to-use ~110-130 ns
-        capacity_B=36 * 480e9,  # [GB200] up to 17 TB LPDDR5X: 36 x 480 GB
-        per_core_bandwidth_Bps=20e9,  # estimate: one Neoverse V2 core streams ~15-25 GB/s
-        # [GRACE] 64 KB L1d + 1 MB L2 per core, 36 x 114 MB L3 (one level); estimate: 64/32/8 B/cycle/core
-        caches=_caches(2592, 3.0e9, 64 * KiB, 1 * MiB, 36 * 114 * MiB, 64, 32, 8),
-    ),
-    max_gpus=72,  # [GB200] 72 Blackwell GPUs per rack (2 per Grace)
+
+# Grace hosts of Blackwell GPUs, ``cpus`` Grace CPUs as one host (as dual-xeon-e5-2630v3 joins two
+# sockets; in a cluster the host only issues work and copies): two per Azure ND GB200 v6 VM, 36 per
+# GB200 NVL72 rack. Each Grace hosts two Blackwell GPUs ([GB200]).
+def _grace(id: str, name: str, cpus: int) -> ProcessorSpec:
+    cores = 72 * cpus  # [GRACE] 72 Neoverse V2 cores per Grace ([GB200]: 2,592 in 36)
+    return _cpu(
+        id=id,
+        name=name,
+        cores=cores,
+        lanes_per_core=16,  # [GRACE] 4 SVE2 pipes x 128 bits = 16 float32 lanes with FMA
+        clock_Hz=3.0e9,  # estimate: [GRACE] up to 3.1 GHz; ~3.0 GHz all-core under vector load
+        fma=True,  # [GRACE] SVE2 / NEON fused multiply-add
+        fp64_ratio=0.5,  # 2 float64 lanes per 128-bit pipe vs 4 float32
+        fp16_ratio=2.0,  # [GRACE] Armv9 FP16 arithmetic: 8 half lanes per 128-bit pipe
+        matmul_efficiency=0.8,  # estimate: NVPL/OpenBLAS reach ~80 % of the SVE2 peak on large GEMMs
+        special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log ~1 result/cycle/core, 128-bit pipes
+        memory=MemorySpec(
+            bandwidth_Bps=cpus * 381.5e9,  # [AZ-GB200] CPU STREAM triad 763 GB/s on a VM's 2 Grace
+            peak_bandwidth_Bps=cpus * 512e9,  # [GB200] 18.4 TB/s LPDDR5X per 36 Grace: ~512 GB/s each
+            latency_s=120e-9,  # estimate: mesh + LPDDR5X load-to-use ~110-130 ns
+            capacity_B=cpus * 480e9,  # [GB200] up to 17 TB LPDDR5X per 36 Grace: 480 GB each
+            per_core_bandwidth_Bps=20e9,  # estimate: one Neoverse V2 core streams ~15-25 GB/s
+            # [GRACE] 64 KB L1d + 1 MB L2 per core, 114 MB L3 per Grace (one level); estimate: 64/32/8 B/cycle
+            caches=_caches(cores, 3.0e9, 64 * KiB, 1 * MiB, cpus * 114 * MiB, 64, 32, 8),
+        ),
+        max_gpus=2 * cpus,  # [GB200] two Blackwell GPUs per Grace
+    )
+
+
+GRACE_X2 = _grace("grace-x2", "2x NVIDIA Grace (144 Neoverse V2 cores): the host of a 4-GPU GB200 board", 2)
+GRACE_NVL72 = _grace(
+    "grace-nvl72", "36x NVIDIA Grace (2,592 Neoverse V2 cores): the hosts of one GB200 NVL72 rack, as one", 36
 )
 
 CPU_PRESETS: dict[str, ProcessorSpec] = {
     p.id: p
-    for p in (LAPTOP_4C_AVX2, I7_3820, XEON_E5_2630V3, DUAL_XEON_E5_2630V3, XEON_8480, EPYC_9654, GRACE_NVL72)
+    for p in (
+        LAPTOP_4C_AVX2,
+        I7_3820,
+        XEON_E5_2630V3,
+        DUAL_XEON_E5_2630V3,
+        XEON_8480,
+        EPYC_9654,
+        GRACE_X2,
+        GRACE_NVL72,
+    )
 }
 """CPU presets by id."""
 
-SOURCES: dict[str, str] = {"grace-nvl72": "GB200 NVL72 datasheet (36 Grace, 18.4 TB/s LPDDR5X); estimates"}
+SOURCES: dict[str, str] = {
+    "grace-x2": "Grace datasheet; Azure ND GB200 v6 CPU STREAM triad",
+    "grace-nvl72": "GB200 NVL72 datasheet (36 Grace, 18.4 TB/s LPDDR5X); Azure ND GB200 v6 STREAM",
+}
 """One line per preset where it is not the module's comments alone (``parsim hardware list``)."""
