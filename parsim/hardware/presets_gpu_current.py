@@ -217,7 +217,9 @@ L40S = _gpu(
 A10G = _gpu(
     id="a10g",
     name="NVIDIA A10G 24 GB (GA102, Ampere; AWS G5)",
-    cores=80,  # [A10G] 80 SMs (10,240 CUDA cores)
+    # estimate: 80 SMs (10,240 CUDA cores) as deviceQuery on AWS G5 reports; [A10G]: more CUDA-core throughput
+    # than the A10 (72 SMs at 1695 MHz, 31.2 TFLOP/s)
+    cores=80,
     lanes_per_core=128,  # [WP-GA102] 128 FP32 cores per GA102 SM
     clock_Hz=1710e6,  # estimate: the boost AWS G5 reports (80 x 128 x 2 x 1710 MHz = 35 TFLOP/s FP32)
     fp64_ratio=1 / 64,  # [PG] cc 8.6: 2 FP64 vs 128 FP32 results/clock/SM
