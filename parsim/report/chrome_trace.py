@@ -96,7 +96,7 @@ def event_count(predictions: Iterable[Prediction] = (), loads: Iterable[LoadTime
 def check_budget(budget: Budget | None, count: int) -> None:
     """Refuse a trace of ``count`` events above ``budget``'s ``trace_events`` (None: no bound)."""
     if budget is not None:
-        budget.check(count, "trace_events", "the trace's events")
+        budget.check(count, "trace_events", "the trace's event count")
 
 
 def prediction_trace(prediction: Prediction, budget: Budget | None = None) -> dict[str, Any]:
