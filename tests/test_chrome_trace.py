@@ -306,7 +306,8 @@ def test_a_trace_above_the_budget_is_refused_before_it_is_built(ddp):
     assert count >= len(ddp.trace)
     small = Budget("a test", 1, split_passes=1, kept_rows=1, workers=1, beyond="so", trace_events=count - 1)
     with pytest.raises(
-        ParsimError, match=rf"^the trace's event count is {count:,}, above a test's budget of {count - 1:,}; so$"
+        ParsimError,
+        match=rf"^the trace's event count is {count:,}, above a test's budget of {count - 1:,}; so$",
     ):
         chrome_trace.prediction_trace(ddp, budget=small)
     chrome_trace.prediction_trace(ddp, budget=attrs.evolve(small, trace_events=count))
@@ -403,7 +404,9 @@ def test_a_trace_above_the_command_lines_budget_is_one_line(cli, tmp_path, monke
     out = tmp_path / "t.json"
     code, _, err = cli("predict", "vector_add", "n=1e6", "--device", "a100-80gb", "--trace", str(out))
     assert code == 2
-    assert err.startswith("error: the trace's event count is ") and "above the command line's budget of 2" in err
+    assert (
+        err.startswith("error: the trace's event count is ") and "above the command line's budget of 2" in err
+    )
     assert len(err.strip().splitlines()) == 1
     assert not out.exists()
     code, _, err = cli(
