@@ -199,8 +199,12 @@ def _process_of(resource: Resource) -> tuple[int, int]:
 
 def _process_name(key: tuple[int, int], prediction: Prediction, label: str) -> str:
     kind, device = key
-    if kind == 0:
-        name = f"host ({prediction.host})" if prediction.link or prediction.gpus > 1 else prediction.device
+    if kind == 0:  # the host beside a GPU, or the CPU that runs everything
+        name = (
+            f"host ({prediction.host})"
+            if prediction.host != prediction.device
+            else f"CPU ({prediction.device})"
+        )
     elif kind == 1:
         name = f"GPU{device} ({prediction.device})"
     else:
