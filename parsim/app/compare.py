@@ -12,9 +12,11 @@ import streamlit as st
 from parsim import plots
 from parsim.app import compare_llm, layout
 from parsim.app.cache import as_changes, cached_scenario, scenario_in_pieces, scenario_path
-from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
+from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png, trace_download
 from parsim.base import units
+from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
+from parsim.report import chrome_trace
 from parsim.workloads.registry import workload_names
 
 # comparison -> (scenario file, figure)
@@ -86,6 +88,8 @@ def render() -> None:
     )
     title = f"{result.scenario.title} ({op}, n = {units.si(n)})"
     show_png(cached_png(_comparison_figure, *args, figure, title), "comparison", key="compare_png")
+    if figure == "timelines":
+        trace_download(_comparison_trace, *args, title, name="comparison", key="compare_trace")
     st.dataframe(table, hide_index=True, key="compare_table", column_config=TABLE_COLUMNS)
     csv_download(table, "comparison", key="compare_csv")
     st.subheader("Size sweep: where does the GPU win?")
@@ -101,6 +105,11 @@ def _comparison_figure(path: str, stamp: float, changes: tuple, figure: str, tit
     result = cached_scenario(path, stamp, changes)
     draw = plots.timelines if figure == "timelines" else plots.bars
     return draw([r.label for r in result.results], [r.prediction for r in result.results], title)
+
+
+def _comparison_trace(path: str, stamp: float, changes: tuple, title: str):
+    result = cached_scenario(path, stamp, changes)
+    return chrome_trace.cases_trace([(r.label, r.prediction) for r in result.results], title, budget=APP)
 
 
 def _sweep_figure(path: str, changes: tuple):

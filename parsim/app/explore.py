@@ -17,12 +17,15 @@ from parsim.app.widgets import (
     processor_picker,
     runs_on_cpu,
     show_png,
+    trace_download,
     workload_form,
 )
 from parsim.base import units
+from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.model.modes import default_mode, modes_for
+from parsim.report import chrome_trace
 from parsim.report.text import bottleneck_sentence, metric_texts
 from parsim.results.algorithms import describe
 from parsim.workloads.records import Throughput
@@ -97,6 +100,10 @@ def _timeline(*call):
     return plots.timeline(cached_predict(*call))
 
 
+def _trace(*call):
+    return chrome_trace.prediction_trace(cached_predict(*call), budget=APP)
+
+
 def _roofline(*call):
     p = cached_predict(*call)
     return plots.roofline(p, registry.processor(resolve(call[2])), dtype=p.params.get("dtype", "float32"))
@@ -143,6 +150,7 @@ def show(p, spec, link, call: tuple) -> None:
         with tab:
             if figure == "timeline":
                 show_png(cached_png(_timeline, *call), "timeline", key="explore_timeline_png")
+                trace_download(_trace, *call, name="timeline", key="explore_timeline_trace")
             elif figure == "roofline":
                 show_png(cached_png(_roofline, *call), "roofline", key="explore_roofline_png")
             else:

@@ -14,9 +14,11 @@ import streamlit as st
 from parsim import plots
 from parsim.app import layout, measure_here, teach
 from parsim.app.cache import cached_scenario, scenario_folder
-from parsim.app.widgets import cached_png, csv_download, figure, show_png
+from parsim.app.widgets import cached_png, csv_download, figure, show_png, trace_download
+from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.measure.backends import gpu_available
+from parsim.report import chrome_trace
 from parsim.studies.scenarios import load_scenario, scenario_paths
 
 # A course order: Flynn's taxonomy first, then data movement, then deep learning (clusters with
@@ -84,6 +86,8 @@ def render() -> None:
     st.markdown(f"## {result.scenario.title}")
     st.markdown(result.scenario.lesson)
     show_png(cached_png(_lesson_figure, str(path), stamp), stem, key="learn_png")
+    if result.scenario.plot == "timeline" and result.scenario.sweep is None:  # the figure is timelines
+        trace_download(_lesson_trace, str(path), stamp, name=stem, key="learn_trace")
     teach.panel(stem)
     sweep = result.scenario.sweep
     table = pandas.DataFrame(
@@ -111,6 +115,12 @@ def render() -> None:
     )
     csv_download(table.rename(columns={"latency": "latency_ms"}), stem, key="learn_csv")
     _measure_here(stem, result.scenario)
+
+
+def _lesson_trace(path: str, stamp: float):
+    result = cached_scenario(path, stamp)
+    cases = [(r.label, r.prediction) for r in result.results]
+    return chrome_trace.cases_trace(cases, result.scenario.title, budget=APP)
 
 
 def _lesson_figure(path: str, stamp: float):

@@ -17,8 +17,10 @@ from parsim import plots
 from parsim.app import layout, scale_allreduce, scale_cluster, scale_load, scale_splits
 from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
 from parsim.app.memory import memory_bar
-from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
+from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png, trace_download
+from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
+from parsim.report import chrome_trace
 from parsim.workloads.registry import model_names
 
 GPU_COUNTS = (1, 2, 4, 8)
@@ -142,6 +144,9 @@ def _step(model: str, changes: tuple, counts: tuple, labels: tuple) -> None:
     title = f"{case or labels[-1]}, G = {shown}: one step of {model}"
     png = cached_png(_step_figure, changes, counts, case or labels[-1], shown, title)
     show_png(png, "step", key="scale_step_png")
+    trace_download(
+        _step_trace, changes, counts, case or labels[-1], shown, name="step", key="scale_step_trace"
+    )
     memory_bar(_step_of(changes, counts, case or labels[-1], shown).memory, "scale_step_memory")
 
 
@@ -159,6 +164,10 @@ def _step_of(changes: tuple, counts: tuple, label: str, gpus: int):
         str(scenario_path("data_parallel_scaling")), changes, counts, parts=len(counts)
     )
     return next(r for r in result.results if r.label == label and r.value == gpus).prediction
+
+
+def _step_trace(changes: tuple, counts: tuple, label: str, gpus: int):
+    return chrome_trace.prediction_trace(_step_of(changes, counts, label, gpus), budget=APP)
 
 
 def _step_figure(changes: tuple, counts: tuple, label: str, gpus: int, title: str):

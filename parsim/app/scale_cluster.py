@@ -22,7 +22,7 @@ import streamlit as st
 from parsim import plots
 from parsim.app import urlstate
 from parsim.app.memory import memory_bar
-from parsim.app.widgets import cached_png, csv_download, show_png
+from parsim.app.widgets import cached_png, csv_download, show_png, trace_download
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import seconds, si
@@ -31,6 +31,7 @@ from parsim.hardware.network import ClusterSpec
 from parsim.hardware.presets_cluster import NIC_PRESETS
 from parsim.methods.predict import predict
 from parsim.plots.lines import sweep_lines
+from parsim.report import chrome_trace
 from parsim.workloads.registry import model_names
 from parsim.workloads.standard import DATA_PARALLEL
 
@@ -96,12 +97,19 @@ def timeline_figure(workload: str, params: tuple, cluster: tuple[str, str], titl
     return plots.timeline(predict_on(workload, params, cluster), title)
 
 
+def timeline_trace(workload: str, params: tuple, cluster: tuple[str, str]):
+    return chrome_trace.prediction_trace(predict_on(workload, params, cluster), budget=APP)
+
+
 @st.fragment
 def step_timeline(workload: str, params: tuple, cluster: tuple[str, str], title: str, key: str) -> None:
     """One step's timeline, drawn only when asked (a fragment: its toggle reruns only itself)."""
     if st.toggle("draw the step's timeline", value=True, key=f"{key}_show"):
         png = cached_png(timeline_figure, workload, params, cluster, title)
         show_png(png, key.replace("_", "-"), key=f"{key}_png")
+        trace_download(
+            timeline_trace, workload, params, cluster, name=key.replace("_", "-"), key=f"{key}_trace"
+        )
 
 
 class Settings(NamedTuple):

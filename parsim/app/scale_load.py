@@ -20,11 +20,12 @@ import pandas
 import streamlit as st
 
 from parsim.app.cache import resolve
-from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
+from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png, trace_download
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import seconds, si
 from parsim.plots import serving
+from parsim.report import chrome_trace
 from parsim.studies.serving_load import capacity_search, run_load
 from parsim.workloads.registry import llm_names
 
@@ -111,6 +112,11 @@ def _timeline(params: tuple, gpu: str, rate: float, scheduler: str):
     return serving.load_timeline(cached_load(params, gpu, rate, scheduler)[1], title)
 
 
+def _load_trace(params: tuple, gpu: str, rate: float, scheduler: str):
+    title = f"{scheduler} batching at {rate:g} requests/s"
+    return chrome_trace.load_trace(cached_load(params, gpu, rate, scheduler)[1], title, budget=APP)
+
+
 def _schedulers(params: tuple, gpu: str, rate: float):
     results = {name: cached_load(params, gpu, rate, name)[0] for name in SCHEDULERS}
     return serving.schedulers(results, f"Static vs continuous vs chunked at {rate:g} requests/s")
@@ -162,6 +168,7 @@ def view(settings: Settings) -> None:
         key="load_curves_png",
     )
     show_png(cached_png(_timeline, params, gpu, rate, scheduler), "load_timeline", key="load_timeline_png")
+    trace_download(_load_trace, params, gpu, rate, scheduler, name="load_timeline", key="load_timeline_trace")
     show_png(cached_png(_schedulers, params, gpu, rate), "schedulers", key="load_schedulers_png")
     _capacity(params, gpu, scheduler)
 

@@ -266,6 +266,32 @@ def show_png(png: bytes, name: str, key: str) -> None:
     st.download_button("Download PNG", png, file_name=f"{name}.png", mime="image/png", key=key)
 
 
+def trace_download(build, *args, name: str, key: str) -> None:
+    """A button that downloads the timeline ``build(*args)`` makes as a Chrome Trace Event file, for
+    Perfetto or ``chrome://tracing`` (``report.chrome_trace``; built once per arguments, within the
+    app's budget: a trace above it is refused in place)."""
+    try:
+        data = _trace_bytes(f"{build.__module__}.{build.__qualname__}", build, *args)
+    except ParsimError as exc:
+        st.caption(f"trace: {exc}")
+        return
+    st.download_button(
+        "Download trace (Perfetto)",
+        data,
+        file_name=f"{name}.json",
+        mime="application/json",
+        key=key,
+        help="the timeline in the Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing",
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _trace_bytes(name: str, _build, *args) -> bytes:
+    from parsim.report.chrome_trace import dumps
+
+    return dumps(_build(*args)).encode("utf-8")
+
+
 def cached_png(draw, *args) -> bytes:
     """PNG of ``draw(*args)``, drawn once per builder, arguments and style (the arguments must hash).
 

@@ -36,6 +36,9 @@ class Budget:
         workers: worker processes of one sweep.
         requests: requests one simulation of a server under load serves (``llm_load``: the
             simulation costs events per iteration, about 1 s per 1,000 requests on 2 cores).
+        trace_events: events of one trace file (``--trace``, the app's trace download): an event
+            per busy interval of the timeline, two counter samples per interval of a bandwidth row
+            (``report.chrome_trace.event_count``).
         beyond: how to run a larger request, said after the refusal.
     """
 
@@ -46,6 +49,7 @@ class Budget:
     workers: int
     beyond: str
     requests: int = 100_000
+    trace_events: int = 1_000_000
 
     def check(self, count: float, bound: str, what: str) -> None:
         """Refuse ``count`` (of ``what``) when it is above this budget's ``bound`` field.
@@ -68,6 +72,7 @@ CLI = Budget(
     workers=256,
     beyond="add --no-limits if you mean it",
     requests=100_000,
+    trace_events=1_000_000,
 )
 """The command line's budget (and the Python API's default)."""
 
@@ -79,6 +84,7 @@ APP = Budget(
     workers=1,
     beyond="run it from the command line instead (parsim predict / splits / sweep / run)",
     requests=5_000,
+    trace_events=100_000,
 )
 """The app's budget: a classroom shares one server."""
 

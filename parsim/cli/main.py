@@ -24,6 +24,7 @@ from parsim.cli import lessons as cli_lessons
 from parsim.cli import measure as cli_measure
 from parsim.cli import splits as cli_splits
 from parsim.cli import sweep as cli_sweep
+from parsim.cli import traces as cli_traces
 from parsim.cli.limits import NoLimits, budget_of
 
 _show_warning = warnings.showwarning
@@ -48,7 +49,7 @@ def hardware_list(
     as_json: Json = False,
 ):
     """Every preset with its headline figures."""
-    from parsim.hardware.presets import LINKS, PROCESSORS, source_of
+    from parsim.hardware.presets import LINKS, PROCESSORS
     from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
 
     rows = []
@@ -101,6 +102,8 @@ def hardware_list(
                     "nics_per_node": cluster.network.nics_per_node,
                 }
             )
+    from parsim.hardware.sources import source_of
+
     for row in rows:
         row["source"] = source_of(row["id"])
     if as_json:
@@ -228,7 +231,10 @@ def predict(
     gpus: Annotated[int | None, typer.Option(help="GPUs to spread the work over", min=1)] = None,
     gpus_per_switch: Annotated[int | None, typer.Option(help="GPUs behind one PCIe switch", min=1)] = None,
     as_json: Json = False,
-    trace: Annotated[bool, typer.Option("--trace", help="Include the full trace in --json.")] = False,
+    json_trace: Annotated[
+        bool, typer.Option("--json-trace", help="Include the full trace (every busy interval) in --json.")
+    ] = False,
+    trace: Annotated[Path | None, typer.Option("--trace", metavar="FILE.json", help=cli_traces.HELP)] = None,
     plot: Annotated[Path | None, typer.Option(help="Save the timeline as a PNG.")] = None,
     no_limits: NoLimits = False,
 ):
@@ -237,10 +243,13 @@ def predict(
 
     if plot is not None:
         output_path(plot, (".png",), "--plot")
+    trace = cli_traces.checked(trace)
+    given = units.parse_assignments(params or [])
+    device = device if device is not None or cluster is not None else "laptop-4c-avx2"
     result = run_predict(
         workload,
-        units.parse_assignments(params or []),
-        device=device if device is not None or cluster is not None else "laptop-4c-avx2",
+        given,
+        device=device,
         cluster=cluster,
         host=host,
         link=link,
@@ -255,8 +264,19 @@ def predict(
         from parsim import plots
 
         _save(plots.timeline(result), plot)
+    if trace is not None:
+        cli_traces.write_prediction(
+            trace,
+            result,
+            given,
+            device=device,
+            host=host,
+            link=link,
+            method=method,
+            budget=budget_of(no_limits),
+        )
     if as_json:
-        typer.echo(jsontext.dumps(result.to_dict(trace=trace)))
+        typer.echo(jsontext.dumps(result.to_dict(trace=json_trace)))
         return
     from parsim.report.text import prediction_text
 
@@ -271,17 +291,21 @@ def run(
     plot: Annotated[Path | None, typer.Option(help="Save the scenario's figure as a PNG.")] = None,
     as_json: Json = False,
     lesson: Annotated[bool, typer.Option("--lesson/--no-lesson", help="Print the lesson text.")] = True,
+    trace: Annotated[Path | None, typer.Option("--trace", metavar="FILE.json", help=cli_traces.HELP)] = None,
 ):
     """Run a scenario: predict every case and compare them."""
     from parsim.studies.scenarios import load_scenario, run_scenario
 
     if plot is not None:
         output_path(plot, (".png",), "--plot")
+    trace = cli_traces.checked(trace)
     result = run_scenario(load_scenario(scenario))
     if plot is not None:
         from parsim import plots
 
         _save(plots.scenario(result), plot)
+    if trace is not None:
+        cli_traces.write_scenario(trace, result, budget_of(False))
     if as_json:
         rows = [{"label": r.label, "value": r.value, **r.prediction.to_dict()} for r in result.results]
         typer.echo(

@@ -11,7 +11,6 @@ host to device), ``link_pageable_bandwidth_Bps``, ``dispatch_s`` (kernel launch 
 
 from __future__ import annotations
 
-from parsim.hardware import presets_cluster, presets_cpu, presets_gpu, presets_gpu_current, presets_links
 from parsim.hardware.presets_cpu import CPU_PRESETS
 from parsim.hardware.presets_gpu import GPU_PRESETS
 from parsim.hardware.presets_gpu_current import CURRENT_GPU_PRESETS
@@ -19,19 +18,3 @@ from parsim.hardware.presets_links import LINK_PRESETS
 
 PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS, **CURRENT_GPU_PRESETS}
 LINKS = dict(LINK_PRESETS)
-
-_MODULES = (presets_cpu, presets_gpu, presets_gpu_current, presets_links, presets_cluster)
-
-
-def source_of(preset_id: str) -> str:
-    """Where a preset's numbers come from: its one-line source where its module keeps one, else the
-    module whose comments cite every number."""
-    for module in _MODULES:
-        line = getattr(module, "SOURCES", {}).get(preset_id)
-        if line:
-            return line
-    for module in _MODULES:
-        tables = [v for k, v in vars(module).items() if k.endswith("_PRESETS") and isinstance(v, dict)]
-        if any(preset_id in table for table in tables):
-            return f"cited in parsim/hardware/{module.__name__.rsplit('.', 1)[-1]}.py"
-    return ""

@@ -281,17 +281,3 @@ CLUSTER_PRESETS: dict[str, ClusterSpec] = {
     )
 }
 """Cluster presets by id."""
-
-SOURCES: dict[str, str] = {
-    "efa-100g": "AWS EFA documentation (100 Gb/s); effective and latency estimates",
-    "eth-200g-tcpxo": "Google Cloud A3 Mega page (200 Gb/s per GPU NIC); estimates",
-    "dgx-h200": "NVIDIA DGX H200 datasheet",
-    "dgx-b200": "NVIDIA DGX B200 datasheet",
-    "gb200-nvl72": "NVIDIA GB200 NVL72 / DGX GB200 datasheets",
-    "azure-nd-gb200-v6": "Microsoft Learn, ND GB200 v6 series",
-    "aws-p4d": "AWS EC2 P4 instance page (p4d.24xlarge)",
-    "aws-p5": "AWS EC2 P5 instance page (p5.48xlarge)",
-    "gcp-a3": "Google Cloud GPU machine types (A3 Mega)",
-    "azure-nd-h100-v5": "Microsoft Learn, ND H100 v5 series",
-}
-"""One line per preset where it is not the module's comments alone (``parsim hardware list``)."""

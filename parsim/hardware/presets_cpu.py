@@ -277,9 +277,3 @@ CPU_PRESETS: dict[str, ProcessorSpec] = {
     )
 }
 """CPU presets by id."""
-
-SOURCES: dict[str, str] = {
-    "grace-x2": "Grace datasheet; Azure ND GB200 v6 CPU STREAM triad",
-    "grace-nvl72": "GB200 NVL72 datasheet (36 Grace, 18.4 TB/s LPDDR5X); Azure ND GB200 v6 STREAM",
-}
-"""One line per preset where it is not the module's comments alone (``parsim hardware list``)."""

@@ -367,17 +367,3 @@ CURRENT_GPU_PRESETS: dict[str, ProcessorSpec] = {
     for p in (B200, GB200, H100_NVL, A100_PCIE_40GB, A100_PCIE_80GB, L40S, A10G, L4, RTX_3090, RTX_A6000)
 }
 """Current NVIDIA GPU presets by id."""
-
-SOURCES: dict[str, str] = {
-    "b200": "HGX/DGX B200 datasheet; 148 SMs, 1965 MHz from nvidia-smi; bandwidth estimate",
-    "gb200": "GB200 NVL72 datasheet; B200 die as b200; Azure ND GB200 v6 host link",
-    "h100-nvl": "H100 datasheet (NVL column); bandwidth estimate",
-    "a100-pcie-40gb": "A100 datasheet (PCIe); gpu-benches A100 40GB stream triad",
-    "a100-pcie-80gb": "A100 datasheet (PCIe); bandwidth estimate from A100 80GB SXM",
-    "l40s": "L40S datasheet; gpu-benches L40 stream and latency",
-    "a10g": "GA102 whitepaper rates (estimate); Baseten A10 vs A10G; A10 copy",
-    "l4": "L4 datasheet; bandwidth and held clock estimates",
-    "rtx-3090": "GA102 whitepaper; device-benchmarks copy and FP32 matmul",
-    "rtx-a6000": "RTX A6000 datasheet, GA102 whitepaper; bandwidth estimate",
-}
-"""One line per preset: where its numbers come from (``parsim hardware list``); details in the comments."""

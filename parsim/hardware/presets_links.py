@@ -142,9 +142,3 @@ LINK_PRESETS: dict[str, LinkSpec] = {
     for link in (PCIE3_X16, PCIE4_X16, PCIE5_X16, NVLINK2, NVLINK3, NVLINK4, NVLINK5, NVLINK_C2C)
 }
 """Link presets by id."""
-
-SOURCES: dict[str, str] = {
-    "nvlink5": "B200 datasheet (1.8 TB/s per GPU); effective estimate as NVLink 4",
-    "nvlink-c2c": "GB200 datasheet (900 GB/s); Azure ND GB200 v6 nvbandwidth",
-}
-"""One line per preset where it is not the module's comments alone (``parsim hardware list``)."""
