@@ -48,8 +48,10 @@ def hardware_list(
     as_json: Json = False,
 ):
     """Every preset with its headline figures."""
-    from parsim.hardware.presets import LINKS, PROCESSORS
-    from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
+    from parsim.hardware.presets import LINKS, PROCESSORS, SOURCES
+    from parsim.hardware.presets_cluster import CLUSTER_PRESETS, CLUSTER_SOURCES, NIC_PRESETS
+
+    cited = "parsim/hardware/presets_cluster.py (cited per number)"
 
     rows = []
     for spec in PROCESSORS.values():
@@ -63,6 +65,8 @@ def hardware_list(
                     "fp32_flops_per_s": spec.vector_flops_per_s("float32"),
                     "memory_bandwidth_Bps": spec.memory.bandwidth_Bps,
                     "memory_B": spec.memory.capacity_B,
+                    "cores_are": "CUs" if spec.is_gpu and spec.platform == "rocm" else "",
+                    "source": SOURCES.get(spec.id, ""),
                 }
             )
     for spec in LINKS.values():
@@ -74,6 +78,7 @@ def hardware_list(
                     "name": spec.name,
                     "bandwidth_Bps": spec.bandwidth_Bps,
                     "latency_s": spec.latency_s,
+                    "source": SOURCES.get(spec.id, ""),
                 }
             )
     for nic in NIC_PRESETS.values():
@@ -85,6 +90,7 @@ def hardware_list(
                     "name": nic.name,
                     "bandwidth_Bps": nic.bandwidth_Bps,
                     "latency_s": nic.latency_s,
+                    "source": cited,
                 }
             )
     for cluster in CLUSTER_PRESETS.values():
@@ -99,6 +105,7 @@ def hardware_list(
                     "fabric": cluster.fabric,
                     "nic": cluster.network.nic.id,
                     "nics_per_node": cluster.network.nics_per_node,
+                    "source": CLUSTER_SOURCES.get(cluster.id, cited),
                 }
             )
     if as_json:
@@ -117,12 +124,12 @@ def hardware_list(
             )
         else:
             headline = (
-                f"{row['cores']} {'SMs' if row['kind'] == 'gpu' else 'cores'}, "
+                f"{row['cores']} {row['cores_are'] or ('SMs' if row['kind'] == 'gpu' else 'cores')}, "
                 f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
                 f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}"
             )
-        lines.append([row["id"], row["kind"], row["name"], headline])
-    columns = [("id", "left"), ("kind", "left"), ("name", "left"), ("headline", "left")]
+        lines.append([row["id"], row["kind"], row["name"], headline, row["source"]])
+    columns = [("id", "left"), ("kind", "left"), ("name", "left"), ("headline", "left"), ("source", "left")]
     from parsim.report.text import table
 
     typer.echo(table(columns, lines))

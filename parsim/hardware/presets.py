@@ -11,9 +11,18 @@ host to device), ``link_pageable_bandwidth_Bps``, ``dispatch_s`` (kernel launch 
 
 from __future__ import annotations
 
+from parsim.hardware.presets_amd import AMD_GPU_PRESETS, AMD_LINK_PRESETS, AMD_SOURCES
 from parsim.hardware.presets_cpu import CPU_PRESETS
 from parsim.hardware.presets_gpu import GPU_PRESETS
 from parsim.hardware.presets_links import LINK_PRESETS
 
-PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS}
-LINKS = dict(LINK_PRESETS)
+PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS, **AMD_GPU_PRESETS}
+LINKS = {**LINK_PRESETS, **AMD_LINK_PRESETS}
+
+SOURCES: dict[str, str] = {
+    **{key: "parsim/hardware/presets_cpu.py (cited per number)" for key in CPU_PRESETS},
+    **{key: "parsim/hardware/presets_gpu.py (cited per number)" for key in GPU_PRESETS},
+    **{key: "parsim/hardware/presets_links.py (cited per number)" for key in LINK_PRESETS},
+    **AMD_SOURCES,
+}
+"""Where each preset's numbers come from, in a line: the module that cites them, or a summary."""

@@ -23,6 +23,8 @@ Sources, abbreviated in the comments:
   "InfiniBand 100 Gb/sec (4X EDR)", one NIC (mlx5_0) per node.
 - [AWSP3] aws-samples/deep-learning-models issue #2 and the EC2 instance-type page: p3.16xlarge =
   8x V100-SXM2-16GB joined by NVLink, 25 Gbps Ethernet (TCP, no RDMA).
+- [NDMI300X] Microsoft Azure documentation, "ND MI300X v5 sizes series": 8x AMD Instinct MI300X joined
+  by Infinity Fabric (fully connected), 2x Xeon Platinum 8480C, 8x 400 Gb/s NDR InfiniBand (one per GPU).
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
 """
@@ -136,7 +138,23 @@ AWS_P3_25G = ClusterSpec(
     network=NetworkSpec(ETH_25G, nics_per_node=1),  # [AWSP3]
 )
 
+MI300X_NODE = ClusterSpec(
+    id="mi300x-node",
+    name="AMD MI300X nodes (8x MI300X, Infinity Fabric mesh, 8x NDR InfiniBand)",
+    device="mi300x",  # [NDMI300X]
+    gpus_per_node=8,
+    fabric="infinity-fabric-mi300x",  # [NDMI300X] every GPU has a link to each of its 7 peers
+    host="xeon-8480",  # [NDMI300X] 2x Xeon Platinum 8480C
+    network=NetworkSpec(IB_NDR, nics_per_node=8),  # [NDMI300X] 8x 400 Gb/s InfiniBand
+)
+
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
-    c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR, AWS_P3_25G)
+    c.id: c
+    for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR, AWS_P3_25G, MI300X_NODE)
 }
 """Cluster presets by id."""
+
+CLUSTER_SOURCES: dict[str, str] = {
+    "mi300x-node": "Azure ND MI300X v5 documentation (8x MI300X, Xeon 8480C, 8x NDR InfiniBand)",
+}
+"""Where a cluster preset's parts come from, in one line (others: this module's citations)."""
