@@ -149,8 +149,7 @@ MI300X_NODE = ClusterSpec(
 )
 
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
-    c.id: c
-    for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR, AWS_P3_25G, MI300X_NODE)
+    c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR, AWS_P3_25G, MI300X_NODE)
 }
 """Cluster presets by id."""
 

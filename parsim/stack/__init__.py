@@ -3,4 +3,12 @@
 from parsim.stack.presets import FRAMEWORKS, LIBRARIES, framework, library_for, library_of
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
-__all__ = ["FRAMEWORKS", "LIBRARIES", "FrameworkSpec", "LibrarySpec", "framework", "library_for", "library_of"]
+__all__ = [
+    "FRAMEWORKS",
+    "LIBRARIES",
+    "FrameworkSpec",
+    "LibrarySpec",
+    "framework",
+    "library_for",
+    "library_of",
+]
