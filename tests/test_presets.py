@@ -35,7 +35,17 @@ GPU_IDS = [
     "h200",
     "rtx-4090",
 ]
-LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4"]
+AMD_IDS = ["mi250x", "mi250x-module", "mi300x"]  # presets_amd.py, conventions in tests/test_amd.py
+LINK_IDS = [
+    "pcie3-x16",
+    "pcie4-x16",
+    "pcie5-x16",
+    "nvlink2",
+    "nvlink3",
+    "nvlink4",
+    "infinity-fabric-mi300x",
+    "xgmi-mi250x",
+]
 PROCESSOR_QUANTITIES = {"memory_bandwidth_Bps", "dispatch_s", "matmul_flops_per_s"}
 LINK_QUANTITIES = {"link_bandwidth_Bps", "link_pageable_bandwidth_Bps"}
 HEADER = ["preset_id", "quantity", "value", "unit", "source", "dtype"]
@@ -77,7 +87,7 @@ def test_every_preset_id_exists_with_its_kind():
     assert sorted(presets_cpu.CPU_PRESETS) == sorted(CPU_IDS)
     assert sorted(presets_gpu.GPU_PRESETS) == sorted(GPU_IDS)
     assert sorted(LINKS) == sorted(LINK_IDS)
-    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS)
+    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS + AMD_IDS)
     for pid, spec in PROCESSORS.items():
         assert spec.id == pid
         assert spec.kind == ("cpu" if pid in CPU_IDS else "gpu")
@@ -85,7 +95,7 @@ def test_every_preset_id_exists_with_its_kind():
         assert link.id == lid
 
 
-@pytest.mark.parametrize("pid", GPU_IDS)
+@pytest.mark.parametrize("pid", GPU_IDS + AMD_IDS)
 def test_gpu_default_link_exists(pid):
     assert PROCESSORS[pid].default_link in LINKS
 

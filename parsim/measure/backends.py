@@ -71,8 +71,8 @@ class CupyBackend:
         self.xp = import_cupy()
         if not self.xp.cuda.is_available():
             raise ParsimError(
-                "CuPy is installed but finds no GPU (no NVIDIA or ROCm driver, or no device visible to "
-                "this process): GPU measurements need a machine with one"
+                "CuPy is installed but finds no CUDA GPU (nor, built for ROCm, an AMD one: no driver or no "
+                "device visible to this process): GPU measurements need a machine with one"
             )
 
     @property
