@@ -66,13 +66,20 @@ PHASES = ("prefill", "decode")
 # ([WP-*] in parsim/hardware/presets_gpu.py): INT8 tensor cores on Turing (T4: 130 TOPS), Ampere
 # (A100: 624 TOPS), Ada (RTX 4090: 660.6 TOPS) and Hopper (H100 SXM5: 1979 TOPS); FP8 tensor cores
 # on Ada (RTX 4090: 330.3 TFLOP/s) and Hopper (H100 SXM5: 1979 TFLOP/s), none on Ampere or Volta.
-# int4 weight-only kernels (AWQ's GEMM, Marlin) need Turing (compute capability 7.5) or later.
-_INT8 = ("t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx-4090")
+# int4 weight-only kernels (AWQ's GEMM, Marlin) need Turing (compute capability 7.5) or later. AMD
+# Instinct ([DS-*] in parsim/hardware/presets_amd.py): INT8 matrix cores on CDNA 2 (MI250X: 383 TOPS)
+# and CDNA 3 (MI300X: 2614.9 TOPS), FP8 on CDNA 3 only (MI300X: 2614.9 TFLOP/s).
+_AMD_INT8 = ("mi250x", "mi250x-module", "mi300x")
+_INT8 = ("t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx-4090", *_AMD_INT8)
 UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "int8": ("INT8 tensor cores", _INT8, "Turing and later"),
     "int4": ("int4 weight-only GEMM kernels", _INT8, "Turing and later"),
     "int8-weight-only": ("int8 weight-only GEMM kernels", _INT8, "Turing and later"),
-    "float8": ("FP8 tensor cores", ("h100-pcie", "h100-sxm", "h200", "rtx-4090"), "H100 and later, Ada"),
+    "float8": (
+        "FP8 tensor cores",
+        ("h100-pcie", "h100-sxm", "h200", "rtx-4090", "mi300x"),
+        "H100 and later, Ada, MI300X",
+    ),
 }
 
 
