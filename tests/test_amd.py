@@ -5,6 +5,8 @@ libraries a device of that platform gets, the mi300x-node cluster, and the Measu
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parsim.hardware import registry
 from parsim.hardware.presets import LINKS, PROCESSORS, SOURCES
@@ -132,3 +134,56 @@ def test_calibrating_a_rocm_gpu_gives_a_rocm_spec_with_wavefronts_of_64(monkeypa
     assert spec.platform == "rocm" and spec.warp_size == 64 and spec.cores == 304
     assert spec.lanes_per_core == 128  # gfx942, as the mi300x preset counts its packed FP32 lanes
     assert spec.vector_flops_per_s("float32") == pytest.approx(163.4e12, rel=1e-3)
+
+
+def test_a_whole_calibration_on_rocm_records_the_platform(monkeypatch, tmp_path):
+    """calibrate_gpu end to end on the stand-in built for ROCm (each operation timed once for real,
+    NumPy standing in for the GPU), with copy times of a PCIe Gen5 link: 10 us + bytes / 50 GB/s."""
+    import time
+
+    from parsim.measure import backends, gpu_calibrate, lock
+    from parsim.measure.timing import Timing
+
+    monkeypatch.setattr(lock, "LOCK_PATH", tmp_path / "measure.lock")
+    cupy_standin.install(monkeypatch, device=cupy_standin.MI300X, hip=True)
+
+    def once(self, function, budget_s=0.2):
+        start = time.perf_counter()
+        function()
+        seconds = time.perf_counter() - start
+        return Timing(seconds, seconds, seconds, 1)
+
+    monkeypatch.setattr(backends.CupyBackend, "time", once)
+    monkeypatch.setattr(gpu_calibrate, "GEMM_EDGE", {True: 64, False: 64})
+    monkeypatch.setattr(gpu_calibrate, "STREAM_ITEMS", {True: 2**20, False: 2**20})
+    monkeypatch.setattr(gpu_calibrate, "measure_launch_s", lambda cupy, tiny, budget_s: 7e-6)
+    sizes = tuple(2**k for k in range(10, 29, 2))
+
+    def copy_s(direction, pinned, size):
+        return 10e-6 + size / (50e9 if pinned else 10e9)
+
+    device, link, _raw = gpu_calibrate.calibrate_gpu(quick=True, copy_sizes_B=sizes, copy_timer=copy_s)
+    assert device.platform == "rocm" and device.warp_size == 64
+    assert (device.cores, device.lanes_per_core) == (304, 128)
+    assert device.name == "AMD Instinct MI300X (calibrated)"
+    assert link.bandwidth_Bps == pytest.approx(50e9, rel=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    preset=st.sampled_from(AMD),
+    m=st.integers(1, 8192),
+    n=st.integers(1, 8192),
+    k=st.integers(1, 8192),
+    dtype=st.sampled_from(["float16", "bfloat16", "float32", "float64"]),
+)
+def test_no_product_beats_the_instinct_roofline(preset, m, n, k, dtype):
+    """Any product: at least its FLOPs at the matrix peak, and its operands at the peak bandwidth."""
+    spec = PROCESSORS[preset]
+    p = predict("matmul", {"m": m, "n": n, "k": k, "dtype": dtype}, device=preset, method="analytic")
+    device_s = p.latency_s - p.breakdown["overhead"]
+    size = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}[dtype]
+    assert device_s >= 2.0 * m * n * k / spec.peak_flops_per_s(dtype, matrix=True) * (1 - 1e-9)
+    assert device_s >= (m * k + k * n + m * n) * size / max(
+        [spec.memory.peak_bandwidth_Bps] + [c.bandwidth_Bps for c in spec.memory.caches]
+    ) * (1 - 1e-9)
