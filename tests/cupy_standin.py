@@ -83,12 +83,33 @@ H100_SXM = {
 }
 """An H100 SXM's device properties, for ``make(device=H100_SXM)``."""
 
+MI300X = {
+    # what hipGetDeviceProperties reports on an MI300X (ROCm 6): CuPy on ROCm keeps CUDA's key names;
+    # 304 CUs, 2100 MHz, 191.98 GiB (rocminfo: 196288 MiB on Azure's VF), 4 MB L2 of one XCD
+    "name": b"AMD Instinct MI300X",
+    "gcnArchName": b"gfx942:sramecc+:xnack-",
+    "major": 9,
+    "minor": 4,
+    "multiProcessorCount": 304,
+    "clockRate": 2100000,
+    "totalGlobalMem": 196288 * 2**20,
+    "l2CacheSize": 4 * 2**20,
+    "maxThreadsPerMultiProcessor": 2048,
+    "warpSize": 64,
+    "asyncEngineCount": 2,
+}
+"""An MI300X's device properties, for ``make(device=MI300X, hip=True)`` (CuPy built for ROCm)."""
+
 
 def make(
-    recorder: Recorder | None = None, free_bytes: int = 16 * 2**30, device: dict | None = None
+    recorder: Recorder | None = None,
+    free_bytes: int = 16 * 2**30,
+    device: dict | None = None,
+    hip: bool = False,
 ) -> tuple[types.ModuleType, types.ModuleType]:
     """A fresh ``(cupy, cupyx)`` pair sharing one ``Recorder`` (at ``cupy.recorder``); ``device``
-    overrides the device properties it reports (default: an A100-like "Stand-in GPU")."""
+    overrides the device properties it reports (default: an A100-like "Stand-in GPU"); ``hip`` makes
+    it CuPy built for ROCm (``cupy.cuda.runtime.is_hip``)."""
     rec = recorder or Recorder()
 
     class ndarray(numpy.ndarray):  # noqa: N801 - CuPy's name
@@ -244,6 +265,7 @@ def make(
         driverGetVersion=lambda: 13000,
         memGetInfo=lambda: (free_bytes - rec.device_live, free_bytes),
         CUDARuntimeError=CUDARuntimeError,
+        is_hip=hip,
     )
     cuda = types.SimpleNamespace(
         is_available=lambda: True,

@@ -14,7 +14,7 @@ from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import save_hardware
 from parsim.measure import present
-from parsim.measure.present import NAME_PATTERNS, Identity, match_preset, present_gpu
+from parsim.measure.present import NAME_PATTERNS, UNREPORTED, Identity, match_preset, present_gpu
 from tests import cupy_standin
 
 GIB = 2**30
@@ -33,6 +33,9 @@ REPORTED = {
     "h100-sxm": ("NVIDIA H100 80GB HBM3", 132, 85_031_714_816),
     "h200": ("NVIDIA H200", 132, 143771 * 2**20),
     "rtx-4090": ("NVIDIA GeForce RTX 4090", 128, 24564 * 2**20),
+    # what ROCm reports (rocminfo "Marketing Name", CUs, memory): Azure ND MI300X v5 and an MI250X GCD
+    "mi300x": ("AMD Instinct MI300X", 304, 196288 * 2**20),
+    "mi250x": ("AMD Instinct MI250X", 110, 65520 * 2**20),
 }
 
 # Neighbours that must match no preset: same family, another board
@@ -49,11 +52,15 @@ NEIGHBOURS = [
     ("NVIDIA H200 NVL", 132, 141 * GIB),
     ("NVIDIA GeForce RTX 4090 D", 114, 24 * GIB),
     ("Stand-in GPU", 108, 16 * GIB),
+    ("AMD Instinct MI250", 104, 64 * GIB),  # the MI250's GCD: 104 CUs
+    ("AMD Instinct MI300A", 228, 128 * GIB),
+    ("AMD Instinct MI325X", 304, 256 * GIB),
+    ("AMD Instinct MI300X", 38, 24 * GIB),  # one XCD of an MI300X in CPX partition mode
 ]
 
 
 def test_every_gpu_preset_has_a_rule():
-    gpus = {key for key, spec in PROCESSORS.items() if spec.kind == "gpu"}
+    gpus = {key for key, spec in PROCESSORS.items() if spec.kind == "gpu"} - UNREPORTED
     assert set(NAME_PATTERNS) == gpus
     assert set(REPORTED) == gpus
 

@@ -45,7 +45,19 @@ GPU_IDS = [
     "rtx-4090",
 ]
 CURRENT_GPU_IDS = sorted(presets_gpu_current.CURRENT_GPU_PRESETS)  # tests/test_presets_current.py names them
-LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "nvlink-c2c"]
+AMD_IDS = ["mi250x", "mi250x-module", "mi300x"]  # presets_amd.py, conventions in tests/test_amd.py
+LINK_IDS = [
+    "pcie3-x16",
+    "pcie4-x16",
+    "pcie5-x16",
+    "nvlink2",
+    "nvlink3",
+    "nvlink4",
+    "nvlink5",
+    "nvlink-c2c",
+    "infinity-fabric-mi300x",
+    "xgmi-mi250x",
+]
 PROCESSOR_QUANTITIES = {"memory_bandwidth_Bps", "dispatch_s", "matmul_flops_per_s"}
 LINK_QUANTITIES = {"link_bandwidth_Bps", "link_pageable_bandwidth_Bps"}
 HEADER = ["preset_id", "quantity", "value", "unit", "source", "dtype"]
@@ -87,7 +99,7 @@ def test_every_preset_id_exists_with_its_kind():
     assert sorted(presets_cpu.CPU_PRESETS) == sorted(CPU_IDS)
     assert sorted(presets_gpu.GPU_PRESETS) == sorted(GPU_IDS)
     assert sorted(LINKS) == sorted(LINK_IDS)
-    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS + CURRENT_GPU_IDS)
+    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS + CURRENT_GPU_IDS + AMD_IDS)
     for pid, spec in PROCESSORS.items():
         assert spec.id == pid
         assert spec.kind == ("cpu" if pid in CPU_IDS else "gpu")
@@ -95,7 +107,7 @@ def test_every_preset_id_exists_with_its_kind():
         assert link.id == lid
 
 
-@pytest.mark.parametrize("pid", GPU_IDS + CURRENT_GPU_IDS)
+@pytest.mark.parametrize("pid", GPU_IDS + CURRENT_GPU_IDS + AMD_IDS)
 def test_gpu_default_link_exists(pid):
     assert PROCESSORS[pid].default_link in LINKS
 

@@ -51,6 +51,7 @@ def hardware_list(
     """Every preset with its headline figures."""
     from parsim.hardware.presets import LINKS, PROCESSORS
     from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
+    from parsim.hardware.sources import source_of
 
     rows = []
     for spec in PROCESSORS.values():
@@ -64,6 +65,7 @@ def hardware_list(
                     "fp32_flops_per_s": spec.vector_flops_per_s("float32"),
                     "memory_bandwidth_Bps": spec.memory.bandwidth_Bps,
                     "memory_B": spec.memory.capacity_B,
+                    "cores_are": "CUs" if spec.is_gpu and spec.platform == "rocm" else "",
                 }
             )
     for spec in LINKS.values():
@@ -102,8 +104,6 @@ def hardware_list(
                     "nics_per_node": cluster.network.nics_per_node,
                 }
             )
-    from parsim.hardware.sources import source_of
-
     for row in rows:
         row["source"] = source_of(row["id"])
     if as_json:
@@ -122,7 +122,7 @@ def hardware_list(
             )
         else:
             headline = (
-                f"{row['cores']} {'SMs' if row['kind'] == 'gpu' else 'cores'}, "
+                f"{row['cores']} {row['cores_are'] or ('SMs' if row['kind'] == 'gpu' else 'cores')}, "
                 f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
                 f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}"
             )

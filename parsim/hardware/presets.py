@@ -11,10 +11,11 @@ host to device), ``link_pageable_bandwidth_Bps``, ``dispatch_s`` (kernel launch 
 
 from __future__ import annotations
 
+from parsim.hardware.presets_amd import AMD_GPU_PRESETS, AMD_LINK_PRESETS
 from parsim.hardware.presets_cpu import CPU_PRESETS
 from parsim.hardware.presets_gpu import GPU_PRESETS
 from parsim.hardware.presets_gpu_current import CURRENT_GPU_PRESETS
 from parsim.hardware.presets_links import LINK_PRESETS
 
-PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS, **CURRENT_GPU_PRESETS}
-LINKS = dict(LINK_PRESETS)
+PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS, **CURRENT_GPU_PRESETS, **AMD_GPU_PRESETS}
+LINKS = {**LINK_PRESETS, **AMD_LINK_PRESETS}

@@ -42,6 +42,8 @@ Sources, abbreviated in the comments:
   8x 200 Gbps GPU NICs (1,600 Gbps, GPUDirect-TCPXO) plus one host NIC; 2x Xeon Sapphire Rapids.
 - [AZND] Microsoft Learn, ND H100 v5 series: 8x H100 SXM 80GB (NVLink 4), 8x 400 Gb/s NDR
   InfiniBand (one ConnectX-7 per GPU, 3.2 Tb/s per VM), 2x Xeon Platinum 8480C.
+- [NDMI300X] Microsoft Azure documentation, "ND MI300X v5 sizes series": 8x AMD Instinct MI300X joined
+  by Infinity Fabric (fully connected), 2x Xeon Platinum 8480C, 8x 400 Gb/s NDR InfiniBand (one per GPU).
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
 """
@@ -261,6 +263,16 @@ AZURE_ND_H100_V5 = ClusterSpec(
     network=NetworkSpec(IB_NDR, nics_per_node=8),  # [AZND] one 400 Gb/s ConnectX-7 per GPU
 )
 
+MI300X_NODE = ClusterSpec(
+    id="mi300x-node",
+    name="AMD MI300X nodes (8x MI300X, Infinity Fabric mesh, 8x NDR InfiniBand)",
+    device="mi300x",  # [NDMI300X]
+    gpus_per_node=8,
+    fabric="infinity-fabric-mi300x",  # [NDMI300X] every GPU has a link to each of its 7 peers
+    host="xeon-8480",  # [NDMI300X] 2x Xeon Platinum 8480C
+    network=NetworkSpec(IB_NDR, nics_per_node=8),  # [NDMI300X] 8x 400 Gb/s InfiniBand
+)
+
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
     c.id: c
     for c in (
@@ -278,6 +290,7 @@ CLUSTER_PRESETS: dict[str, ClusterSpec] = {
         AWS_P5,
         GCP_A3,
         AZURE_ND_H100_V5,
+        MI300X_NODE,
     )
 }
 """Cluster presets by id."""

@@ -129,12 +129,12 @@ def system(
             f"'gpus' must be <= {host_spec.max_gpus} (the most {host_spec.id} can host): {gpus}"
         )
     chosen = link(link_, "link") if link_ is not None else None
-    if chosen is not None and chosen.kind == "nvlink" and compute.peer_link is None:
+    if chosen is not None and chosen.joins_gpus and compute.peer_link is None:
         raise ParsimError(
-            f"'link': {compute.id} has no NVLink, so {chosen.id} cannot join its GPUs; "
+            f"'link': {compute.id} has no {chosen.family}, so {chosen.id} cannot join its GPUs; "
             f"its GPUs talk over PCIe ({compute.default_link}): leave 'link' out or name a PCIe link"
         )
-    peer = chosen if chosen is not None and chosen.kind == "nvlink" else None
+    peer = chosen if chosen is not None and chosen.joins_gpus else None
     host_link = chosen if chosen is not None and peer is None else None
     if peer is None and gpus > 1 and compute.peer_link is not None:
         peer = preset_link(compute.peer_link, "peer_link")  # an SXM board's GPUs talk over its own NVLink
@@ -202,7 +202,7 @@ def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> System
         link=host_link,
         gpus=spec.gpus_per_node,
         gpus_per_switch=min(spec.gpus_per_switch, spec.gpus_per_node),
-        peer_link=fabric if fabric.kind == "nvlink" else None,
+        peer_link=fabric if fabric.joins_gpus else None,
         nodes=count,
         network=spec.network,
     )

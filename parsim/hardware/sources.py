@@ -65,6 +65,13 @@ SOURCES: dict[str, str] = {
     "oci-a100-roce": "OCI BM.GPU4.8 (oracle-japan/ocitutorials nccl-tests page)",
     "v100-1edr": "Oneflow-Inc/DLPerf report (4 nodes of 8x V100, one EDR NIC each)",
     "aws-p3-25g": "AWS p3.16xlarge instance page; aws-samples/deep-learning-models issue 2",
+    # AMD Instinct (presets_amd.py)
+    "mi300x": "AMD MI300X data sheet, CDNA 3 white paper; Azure ND MI300X v5 benchmarks (STREAM, hipBLASLt)",
+    "mi250x": "AMD MI250X data sheet, CDNA 2 white paper (per GCD); hipBLAS #584 (DGEMM); HBM estimate",
+    "mi250x-module": "AMD MI250X data sheet, CDNA 2 white paper (both GCDs); hipBLAS #584; HBM estimate",
+    "infinity-fabric-mi300x": "CDNA 3 white paper (7 x 64 GB/s); Azure ND MI300X v5 rccl-tests busbw",
+    "xgmi-mi250x": "CDNA 2 white paper (4 x 50 GB/s); effective share estimated from MI300X's RCCL",
+    "mi300x-node": "Azure ND MI300X v5 documentation (8x MI300X, Xeon 8480C, 8x NDR InfiniBand)",
     "efa-100g": "AWS EFA documentation (100 Gb/s); effective and latency estimates",
     "eth-200g-tcpxo": "Google Cloud A3 Mega page (200 Gb/s per GPU NIC); estimates",
     "dgx-h200": "NVIDIA DGX H200 datasheet",

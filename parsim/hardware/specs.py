@@ -37,6 +37,9 @@ from parsim.base.dtypes import MATRIX_FORMATS
 from parsim.base.errors import ParsimError, field_error
 from parsim.hardware.network import NetworkSpec
 
+GPU_PLATFORMS = ("cuda", "rocm")
+"""The GPU software platforms a device's frameworks call: NVIDIA's CUDA libraries or AMD's ROCm."""
+
 
 def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> None:
     for key, rate in pairs:
@@ -193,8 +196,10 @@ class ProcessorSpec:
         max_gpus: GPUs this CPU can host in one machine (PCIe lanes and slots; hosts only).
         memory: the processor's main memory and caches.
         default_link: id of the link preset this device usually sits on (GPUs).
-        peer_link: id of the GPU-to-GPU link preset the board has (an SXM board's NVLink), or
-            None where peers talk over PCIe. Predictions use it only when asked (``--link``).
+        peer_link: id of the GPU-to-GPU link preset the board has (an SXM board's NVLink, an
+            Instinct board's Infinity Fabric), or None where peers talk over PCIe.
+        platform: the GPU software platform whose libraries frameworks call on it: ``cuda``
+            (cuBLAS, cuDNN, NCCL) or ``rocm`` (rocBLAS/hipBLASLt, MIOpen, RCCL); ignored on CPUs.
     """
 
     id: str
@@ -230,6 +235,7 @@ class ProcessorSpec:
     vector_matmul_efficiency: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(fraction)
     )
+    platform: Literal["cuda", "rocm"] = attrs.field(default="cuda", validator=one_of(GPU_PLATFORMS))
 
     @property
     def sustained_share(self) -> float:
@@ -295,7 +301,7 @@ class PageableCopy:
             )
 
 
-LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink"}
+LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink", "xgmi": "Infinity Fabric"}
 
 
 def _pageable(instance: Any, attribute: Any, value: Any) -> None:
@@ -313,9 +319,9 @@ class LinkSpec:
     Attributes:
         id: preset id (``"pcie3-x16"``).
         name: human-readable name.
-        kind: ``pcie`` (host<->GPU, and GPU peer-to-peer through the host's PCIe) or ``nvlink``
-            (GPU to GPU: given as ``--link`` it carries all-reduce traffic while copies to the
-            host keep the GPU's PCIe link).
+        kind: ``pcie`` (host<->GPU, and GPU peer-to-peer through the host's PCIe), ``nvlink``
+            or ``xgmi`` (AMD's Infinity Fabric): GPU to GPU, given as ``--link`` they carry
+            all-reduce traffic while copies to the host keep the GPU's PCIe link.
         bandwidth_Bps: effective bandwidth per direction with pinned host memory.
         peak_bandwidth_Bps: theoretical bandwidth per direction.
         pageable_bandwidth_Bps: effective bandwidth from pageable memory (staged through a
@@ -334,14 +340,21 @@ class LinkSpec:
     pageable_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
     latency_s: float = attrs.field(validator=SECONDS)
     duplex: bool = attrs.field(default=True, validator=boolean)
-    kind: Literal["pcie", "nvlink"] = attrs.field(default="pcie", validator=one_of(tuple(LINK_FAMILIES)))
+    kind: Literal["pcie", "nvlink", "xgmi"] = attrs.field(
+        default="pcie", validator=one_of(tuple(LINK_FAMILIES))
+    )
     pageable_h2d: PageableCopy | None = attrs.field(default=None, validator=_pageable)
     pageable_d2h: PageableCopy | None = attrs.field(default=None, validator=_pageable)
 
     @property
     def family(self) -> str:
-        """How timelines name the link's rows: ``PCIe`` or ``NVLink``."""
+        """How timelines name the link's rows: ``PCIe``, ``NVLink`` or ``Infinity Fabric``."""
         return LINK_FAMILIES[self.kind]
+
+    @property
+    def joins_gpus(self) -> bool:
+        """A GPU-to-GPU fabric (NVLink, Infinity Fabric), not the host's PCIe."""
+        return self.kind != "pcie"
 
     def __attrs_post_init__(self) -> None:
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:

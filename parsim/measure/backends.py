@@ -71,8 +71,8 @@ class CupyBackend:
         self.xp = import_cupy()
         if not self.xp.cuda.is_available():
             raise ParsimError(
-                "CuPy is installed but finds no CUDA GPU (no NVIDIA driver or no device visible to this "
-                "process): GPU measurements need a machine with one"
+                "CuPy is installed but finds no CUDA GPU (nor, built for ROCm, an AMD one: no driver or no "
+                "device visible to this process): GPU measurements need a machine with one"
             )
 
     @property
@@ -106,6 +106,12 @@ class CupyBackend:
     def dtype(self, name: str):
         """The element type ``name`` as CuPy takes it (bfloat16 comes from ml_dtypes)."""
         return array_dtype(self.xp, name)
+
+
+def platform_of(cupy) -> str:
+    """``rocm`` where CuPy runs on AMD's HIP (``cupy.cuda.runtime.is_hip``), else ``cuda``: CuPy on ROCm
+    keeps the ``cupy.cuda`` names, so everything else measures the same way on both."""
+    return "rocm" if getattr(cupy.cuda.runtime, "is_hip", False) else "cuda"
 
 
 def import_cupy():

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from parsim.hardware.specs import CacheLevel, LinkSpec, MemorySpec, PageableCopy, ProcessorSpec
 from parsim.measure import gpu, kernels, plausible
-from parsim.measure.backends import CupyBackend, gpu_errors, host_free_memory_B
+from parsim.measure.backends import CupyBackend, gpu_errors, host_free_memory_B, platform_of
 from parsim.measure.linkfit import fit_latency_bandwidth, fit_pageable
 from parsim.measure.lock import measurement_lock
 from parsim.measure.timing import time_callable
@@ -54,6 +54,10 @@ LANES_BY_CC = {
     (9, 0): 128,
 }
 
+# FP32 lanes per CU on ROCm by architecture (gcnArchName), as the AMD Instinct presets count them
+# (parsim/hardware/presets_amd.py): CDNA 1-2 64; CDNA 3 issues packed FP32, counted as 128
+LANES_BY_GFX = {"gfx908": 64, "gfx90a": 64, "gfx940": 128, "gfx941": 128, "gfx942": 128}
+
 
 def calibrate_gpu(
     quick: bool = True,
@@ -73,7 +77,10 @@ def calibrate_gpu(
 def _calibrate_gpu(quick, progress, copy_sizes_B, copy_timer) -> tuple[ProcessorSpec, LinkSpec, dict]:
     backend = CupyBackend()
     cupy = backend.xp
-    properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    properties = {
+        **cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id),
+        "platform": platform_of(cupy),  # CUDA's properties do not say; HIP's runtime does
+    }
     raw: dict = {}
     budget = 0.2 if quick else 0.6
     steps = ["launch overhead", "device bandwidth", "GEMM FLOP/s", "PCIe copies"]
@@ -222,6 +229,10 @@ def _vector_peak(properties: dict) -> float:
 
 
 def _lanes(properties: dict) -> int:
+    if properties.get("platform") == "rocm":
+        arch = properties.get("gcnArchName", b"")
+        arch = arch.decode() if isinstance(arch, bytes) else str(arch)
+        return LANES_BY_GFX.get(arch.split(":")[0], 64)
     return LANES_BY_CC.get((int(properties["major"]), int(properties["minor"])), 128)
 
 
@@ -229,6 +240,7 @@ def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
     name = properties["name"].decode() if isinstance(properties["name"], bytes) else str(properties["name"])
     sms, clock = int(properties["multiProcessorCount"]), float(properties["clockRate"]) * 1e3
     lanes = _lanes(properties)
+    rocm = properties.get("platform") == "rocm"
     vector_peak = _vector_peak(properties)
     fp32 = raw["gemm_float32_flops_per_s"]
     efficiency = min(0.95, fp32 / vector_peak)
@@ -254,11 +266,13 @@ def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
         matmul_efficiency=efficiency,
         special_per_core_per_cycle=16,
         dispatch_s=dispatch_s(raw),
-        warp_size=32,
+        # 32 on NVIDIA; a wavefront of 64 on AMD Instinct (HIP reports it as warpSize)
+        warp_size=int(properties.get("warpSize", 64 if rocm else 32)),
         tile_items=256,
         tiles_per_core=max(1, int(properties["maxThreadsPerMultiProcessor"]) // 256),
-        copy_engines=max(1, int(properties["asyncEngineCount"])),
+        copy_engines=max(1, int(properties.get("asyncEngineCount", 2))),
         default_link=None,
+        platform="rocm" if rocm else "cuda",
     )
 
 

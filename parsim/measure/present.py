@@ -47,8 +47,15 @@ NAME_PATTERNS = {
     "h100-sxm": r"NVIDIA H100 80GB HBM3",  # the SXM5 board (H100 NVL and GH200 have their own names)
     "h200": r"NVIDIA H200",  # the SXM board (H200 NVL is named so, and runs at 600 W)
     "rtx-4090": r"NVIDIA GeForce RTX 4090",  # the 4090 D is named so (114 SMs)
+    # hipDeviceProp_t.name on ROCm (rocminfo's "Marketing Name"); "VF" in a virtual machine (Azure's)
+    "mi300x": r"AMD Instinct MI300X( VF)?",  # not MI300A/MI325X; a CPX partition shows 38 CUs
+    "mi250x": r"AMD Instinct MI250X(/MI250)?",  # one GCD; a plain MI250 GCD has 104 CUs
 }
-"""One CUDA name pattern per GPU preset (tests check that every GPU preset has one)."""
+"""One CUDA/HIP name pattern per GPU preset that a runtime reports as one device (tests check that
+every other GPU preset is in ``UNREPORTED``)."""
+
+UNREPORTED = frozenset({"mi250x-module"})
+"""GPU presets no runtime shows as one device: ROCm shows an MI250X's two GCDs as two GPUs."""
 
 
 @attrs.frozen
@@ -60,9 +67,11 @@ class Identity:
     memory_B: float
     clock_Hz: float = 0.0
     capability: str = ""
+    platform: str = "cuda"
 
     def describe(self) -> str:
-        return f"{self.name}, {self.sms} SMs, {self.memory_B / 2**30:.1f} GiB"
+        cores = "CUs" if self.platform == "rocm" else "SMs"  # HIP's multiProcessorCount counts CUs
+        return f"{self.name}, {self.sms} {cores}, {self.memory_B / 2**30:.1f} GiB"
 
 
 @attrs.frozen
@@ -102,10 +111,10 @@ class PresentGpu:
 
 
 def identify(cupy=None) -> Identity:
-    """The present GPU as CUDA reports it (``getDeviceProperties`` of the current device)."""
-    if cupy is None:
-        from parsim.measure.backends import CupyBackend
+    """The present GPU as CUDA or ROCm reports it (``getDeviceProperties`` of the current device)."""
+    from parsim.measure.backends import CupyBackend, platform_of
 
+    if cupy is None:
         cupy = CupyBackend().xp
     properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     name = properties["name"]
@@ -115,6 +124,7 @@ def identify(cupy=None) -> Identity:
         memory_B=float(properties["totalGlobalMem"]),
         clock_Hz=float(properties.get("clockRate", 0)) * 1e3,
         capability=f"{properties.get('major', '?')}.{properties.get('minor', '?')}",
+        platform=platform_of(cupy),
     )
 
 

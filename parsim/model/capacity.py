@@ -15,12 +15,12 @@ from typing import Any
 from parsim.base.dtypes import Number
 from parsim.base.units import gib
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
-from parsim.stack import library_for
+from parsim.stack import library_of
 
 
 def runtime_B(system: SystemSpec, in_framework: bool) -> float:
     """Device memory a framework process holds before any tensor (0 on a CPU, or for raw kernels)."""
-    return library_for(system.device is not None).runtime_B if in_framework else 0.0
+    return library_of(system.device).runtime_B if in_framework else 0.0
 
 
 def host_too_big(system: SystemSpec, host_buffer_B: Number) -> Any:

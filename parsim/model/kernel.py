@@ -27,7 +27,7 @@ from parsim.model.library import candidates
 from parsim.model.numeric import Number, where
 from parsim.model.rates import Execution, execution
 from parsim.model.roofline import combine, leg
-from parsim.stack import library_for
+from parsim.stack import library_of
 from parsim.workloads.base import Kernel
 
 
@@ -66,7 +66,7 @@ def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
         kernel.library.gemm_mn is None or kernel.library.conv is not None
     ):  # measured on cuBLAS products, not cuDNN's
         return math.inf
-    norm = library_for(spec.is_gpu, kernel.library.cpu_library).gemm_overlap_norm
+    norm = library_of(spec, kernel.library.cpu_library).gemm_overlap_norm
     return math.inf if norm is None else norm
 
 

@@ -35,7 +35,7 @@ from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.model.rates import Execution, matrix_format
-from parsim.stack import library_for
+from parsim.stack import library_of
 from parsim.workloads.base import HOST, Kernel, Op, Workload
 from parsim.workloads.conv import FFT, GEMM, IMPLICIT_GEMM, WINOGRAD, ConvShape
 
@@ -50,7 +50,7 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     shape = kernel.library.conv
     if shape is None:
         return [("", kernel)]
-    library = library_for(spec.is_gpu, kernel.library.cpu_library)
+    library = library_of(spec, kernel.library.cpu_library)
     plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
     offered = [(GEMM if plain else IMPLICIT_GEMM, _on_tensor_cores(spec, kernel))]
     if shape.winograd_shape and library.winograd_reduction > 1:
@@ -164,7 +164,7 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     m, n = kernel.library.gemm_mn
     k = kernel.work.flops / (2.0 * m * n)
     slots = ex.cores * ex.tiles_per_core
-    library = library_for(spec.is_gpu, kernel.library.cpu_library)
+    library = library_of(spec, kernel.library.cpu_library)
     fitting = [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_gpu else []
     # a CPU BLAS blocks to the matrix's edge (its register micro-tile is a few rows): a matrix-vector
     # product is not padded to a square block
@@ -198,7 +198,7 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     ops: list[Op] = []
     for op in workload.ops:
         if isinstance(op, Kernel) and op.device != HOST:
-            library = library_for(system.compute.is_gpu, op.library.cpu_library)
+            library = library_of(system.compute, op.library.cpu_library)
             if library.folds and op.library.foldable:
                 continue
             if library.blocked_weights and op.library.reorder_B:

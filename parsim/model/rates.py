@@ -18,7 +18,7 @@ from parsim.hardware.specs import ProcessorSpec
 from parsim.model.memory import Level, level
 from parsim.model.modes import busy_cores, lanes
 from parsim.model.numeric import Number
-from parsim.stack import library_for
+from parsim.stack import library_of
 from parsim.workloads.base import Kernel
 
 
@@ -87,11 +87,11 @@ def execution(
         vector = spec.vector_matmul_efficiency
         core_flops *= spec.matmul_efficiency if on_matrix_units or vector is None else vector
     if kernel.library.conv is not None:  # a framework convolution, through the device's kernel library
-        core_flops *= library_for(spec.is_gpu, kernel.library.cpu_library).conv_share(
+        core_flops *= library_of(spec, kernel.library.cpu_library).conv_share(
             rated if on_matrix_units else None
         )
     if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
-        core_flops *= library_for(spec.is_gpu, kernel.library.cpu_library).attention_share(
+        core_flops *= library_of(spec, kernel.library.cpu_library).attention_share(
             kernel.library.fused_attention
         )
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock

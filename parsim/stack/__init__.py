@@ -1,6 +1,14 @@
 """The software stack (frameworks and kernel libraries): specs, cited presets and lookup by id."""
 
-from parsim.stack.presets import FRAMEWORKS, LIBRARIES, framework, library_for
+from parsim.stack.presets import FRAMEWORKS, LIBRARIES, framework, library_for, library_of
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
-__all__ = ["FRAMEWORKS", "LIBRARIES", "FrameworkSpec", "LibrarySpec", "framework", "library_for"]
+__all__ = [
+    "FRAMEWORKS",
+    "LIBRARIES",
+    "FrameworkSpec",
+    "LibrarySpec",
+    "framework",
+    "library_for",
+    "library_of",
+]

@@ -33,11 +33,19 @@ Sources, abbreviated in the comments:
   LLaMA-2 projections for 1 to 4096 tokens. At 128 tokens (A100) they take 1.70-1.76x the max of
   compute at peak and weight streaming, 0.94-0.98x their sum; sqrt(compute^2 + memory^2) with
   the devices' efficiencies follows every size from 16 to 4096 tokens within ~10 %.
+- [MIOPEN] ROCm/MIOpen documentation, "Convolution algorithms" (miopenConvFwdAlgorithm_t: GEMM, Direct,
+  FFT, Winograd, ImplicitGEMM; ``miopenFindConvolutionForwardAlgorithm`` times them, as cudnnFind does).
+- [TENSILE] ROCm/Tensile (hipBLASLt's and rocBLAS's GEMM generator): kernels named by their macro tile
+  ``MT<rows>x<cols>x<depth>`` on the matrix cores (MFMA instructions), 256x256 the largest.
+- [AZ-MI300X] samuel-bohman/AI-benchmarking-guide@3de0c294fd1059a91a2c158712c4a078619d73e8
+  Azure_Results/ND_MI300X_v5_results.md (a fork of Azure/AI-benchmarking-guide): 8x MI300X, ROCm 6.2,
+  RCCL 2.22.3: hipBLASLt FP8 GEMM, BabelStream, FlashAttention-2, TransferBench and rccl-tests tables.
 """
 
 from __future__ import annotations
 
 from parsim.base.errors import ParsimError
+from parsim.hardware.specs import ProcessorSpec
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
 EAGER = FrameworkSpec(
@@ -158,7 +166,41 @@ THNN = LibrarySpec(
     conv_efficiency=0.14,
 )
 
-LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN, THNN)}
+ROCM = LibrarySpec(
+    id="rocm",
+    name="MIOpen, rocBLAS/hipBLASLt and RCCL (AMD Instinct GPUs, ROCm)",
+    winograd_reduction=36 / 16,  # [MIOPEN] Winograd solvers for 3x3 filters; [LG16] F(2x2, 3x3)
+    fft_min_filter=5,  # [MIOPEN] miopenConvolutionFwdAlgoFFT, as cuDNN's FFT a candidate for large filters
+    # estimate: hipBLASLt's main loop streams operands through the LDS as cuBLAS's does through shared
+    # memory; no per-size timing of hipBLASLt is public, so cuBLAS's smooth roofline ([VIDUR]) is kept
+    gemm_overlap_norm=2.0,
+    # [TENSILE] macro tiles up to 256x256 (MT256x128x16 is what rocBLAS runs for an 8192^3 SGEMM on gfx90a,
+    # ROCm/rocm-libraries issue #9453), down to 32x32; then (8, 128): a product of a few rows runs as
+    # rocBLAS's gemv, as cuBLAS's does
+    gemm_tiles=(
+        (256, 256),
+        (256, 128),
+        (128, 256),
+        (128, 128),
+        (128, 64),
+        (64, 128),
+        (64, 64),
+        (32, 32),
+        (8, 128),
+    ),
+    # estimate: MIOpen's implicit-GEMM (igemm) solvers at rocBLAS's rate, as cuDNN's are taken at cuBLAS's;
+    # no published ResNet rows on Instinct GPUs to fit a share against yet
+    conv_efficiency=1.0,
+    # [AZ-MI300X] FlashAttention-2 on an MI300X: 328.6 TFLOP/s (head dim 64, batch 2, sequence 8192), of
+    # the 575 TFLOP/s hipBLASLt's rate (1307.4 peak x 0.44): 0.57; flash-v1 keeps cuDNN's v1/v2 ratio (1/2)
+    attention_efficiency=(("flash-v1", 0.285), ("flash", 0.57)),
+    # estimate: as CUDA's: a PyTorch process's HIP context with rocBLAS/MIOpen loaded and their workspaces
+    runtime_B=1.0 * 2**30,
+)
+
+LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ROCM, ONEDNN, THNN)}
+GPU_LIBRARIES: dict[str, LibrarySpec] = {"cuda": CUDNN, "rocm": ROCM}
+"""The kernel library frameworks call on a GPU of each platform (``ProcessorSpec.platform``)."""
 CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN)}
 """The kernel libraries a framework may call on a CPU (``FrameworkSpec.cpu_library``)."""
 
@@ -170,15 +212,23 @@ def framework(name: str) -> FrameworkSpec:
     return FRAMEWORKS[name]
 
 
-def library_for(is_gpu: bool, cpu_library: str = "") -> LibrarySpec:
-    """The kernel library a framework uses on a GPU (cuDNN) or a CPU (``cpu_library``; empty: a
-    CPU's usual one, oneDNN).
+def library_of(spec: ProcessorSpec | None, cpu_library: str = "") -> LibrarySpec:
+    """The kernel library a framework uses on processor ``spec`` (None: a CPU-only system's host):
+    its platform's on a GPU (cuDNN on CUDA, MIOpen/rocBLAS on ROCm), ``cpu_library`` on a CPU."""
+    if spec is not None and spec.is_gpu:
+        return library_for(True, cpu_library, spec.platform)
+    return library_for(False, cpu_library)
+
+
+def library_for(is_gpu: bool, cpu_library: str = "", platform: str = "cuda") -> LibrarySpec:
+    """The kernel library a framework uses on a GPU of ``platform`` (cuDNN on CUDA, the ROCm libraries
+    on ROCm) or a CPU (``cpu_library``; empty: a CPU's usual one, oneDNN).
 
     Raises:
         ParsimError: ``cpu_library`` names no CPU library parsim knows (it is not guessed).
     """
     if is_gpu:
-        return CUDNN
+        return GPU_LIBRARIES[platform]
     if not cpu_library:
         return ONEDNN
     chosen = CPU_LIBRARIES.get(cpu_library)

@@ -410,7 +410,7 @@ def retarget(
 
 def _is_nvlink(link) -> bool:
     try:
-        return registry.link(link).kind == "nvlink"
+        return registry.link(link).joins_gpus
     except ParsimError:
         return False
 

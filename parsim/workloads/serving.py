@@ -68,15 +68,18 @@ PHASES = ("prefill", "decode")
 # on Ada (RTX 4090: 330.3 TFLOP/s) and Hopper (H100 SXM5: 1979 TFLOP/s), none on Ampere or Volta.
 # int4 weight-only kernels (AWQ's GEMM, Marlin) need Turing (compute capability 7.5) or later.
 # The current GPUs of parsim/hardware/presets_gpu_current.py: every one is Ampere or later (INT8);
-# FP8 on Blackwell (B200: 4.5 PFLOP/s dense), Hopper (H100 NVL) and Ada (L40S, L4).
-_FP8 = ("h100-pcie", "h100-sxm", "h200", "rtx-4090", "b200", "gb200", "h100-nvl", "l40s", "l4")
+# FP8 on Blackwell (B200: 4.5 PFLOP/s dense), Hopper (H100 NVL) and Ada (L40S, L4). AMD Instinct
+# ([DS-*] in parsim/hardware/presets_amd.py): INT8 matrix cores on CDNA 2 (MI250X: 383 TOPS) and
+# CDNA 3 (MI300X: 2614.9 TOPS), FP8 on CDNA 3 only (MI300X: 2614.9 TFLOP/s).
+_FP8 = ("h100-pcie", "h100-sxm", "h200", "rtx-4090", "b200", "gb200", "h100-nvl", "l40s", "l4", "mi300x")
 _AMPERE = ("a100-pcie-40gb", "a100-pcie-80gb", "a10g", "rtx-3090", "rtx-a6000")
-_INT8 = ("t4", "a100-40gb", "a100-80gb", *_FP8, *_AMPERE)
+_AMD_INT8 = ("mi250x", "mi250x-module")
+_INT8 = ("t4", "a100-40gb", "a100-80gb", *_FP8, *_AMPERE, *_AMD_INT8)
 UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "int8": ("INT8 tensor cores", _INT8, "Turing and later"),
     "int4": ("int4 weight-only GEMM kernels", _INT8, "Turing and later"),
     "int8-weight-only": ("int8 weight-only GEMM kernels", _INT8, "Turing and later"),
-    "float8": ("FP8 tensor cores", _FP8, "H100 and later, Ada"),
+    "float8": ("FP8 tensor cores", _FP8, "H100 and later, Ada, MI300X"),
 }
 
 
