@@ -231,7 +231,8 @@ def test_a_kv_cache_that_does_not_fit_is_refused_with_the_need():
         (
             "float8",
             "a100-80gb",
-            "llm_serve: weights=float8 needs FP8 tensor cores; a100-80gb has none (H100 and later, Ada)",
+            "llm_serve: weights=float8 needs FP8 tensor cores; a100-80gb has none "
+            "(H100 and later, Ada, MI300X)",
         ),
         ("int8", "v100-sxm2", "llm_serve: weights=int8 needs INT8 tensor cores; v100-sxm2 has none"),
         ("int4", "gtx-1080", "llm_serve: weights=int4 needs int4 weight-only GEMM kernels"),

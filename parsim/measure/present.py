@@ -47,6 +47,17 @@ NAME_PATTERNS = {
     "h100-sxm": r"NVIDIA H100 80GB HBM3",  # the SXM5 board (H100 NVL and GH200 have their own names)
     "h200": r"NVIDIA H200",  # the SXM board (H200 NVL is named so, and runs at 600 W)
     "rtx-4090": r"NVIDIA GeForce RTX 4090",  # the 4090 D is named so (114 SMs)
+    # the current GPUs of presets_gpu_current.py, as nvidia-smi and deviceQuery logs name them
+    "b200": r"NVIDIA B200",
+    "gb200": r"NVIDIA GB200",
+    "h100-nvl": r"NVIDIA H100 NVL",
+    "a100-pcie-40gb": r"NVIDIA A100-PCIE-40GB",
+    "a100-pcie-80gb": r"NVIDIA A100 80GB PCIe",
+    "l40s": r"NVIDIA L40S",  # not the L40 (same AD102, 142 SMs, slower tensor rate)
+    "a10g": r"NVIDIA A10G",  # AWS's variant; the A10 is named so
+    "l4": r"NVIDIA L4",
+    "rtx-3090": r"NVIDIA GeForce RTX 3090",  # the 3090 Ti has 84 SMs
+    "rtx-a6000": r"NVIDIA RTX A6000",  # not the RTX 6000 Ada Generation
     # hipDeviceProp_t.name on ROCm (rocminfo's "Marketing Name"); "VF" in a virtual machine (Azure's)
     "mi300x": r"AMD Instinct MI300X( VF)?",  # not MI300A/MI325X; a CPX partition shows 38 CUs
     "mi250x": r"AMD Instinct MI250X(/MI250)?",  # one GCD; a plain MI250 GCD has 104 CUs
