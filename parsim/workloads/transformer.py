@@ -156,7 +156,7 @@ def transformer_kernels(
     )
     if config.position == "learned":
         ops.forward.append(ops.stream(EMBEDDING, "position add", tokens * d, 1, 2, cold=rows))
-    positions = config.context * d if config.position == "learned" else 0
+    positions = config.position_rows * d
     embed_bwd = [
         ops.kernel(EMBEDDING, "bwd", tokens * d, rows + ids, (vocab * d + positions) * s, tokens * d)
     ]
