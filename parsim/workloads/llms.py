@@ -58,6 +58,17 @@ BUILT_IN = (
     "megatron-530b",
     "megatron-1t",
     "gpt3-175b",
+    "llama-1-65b",
+    "llama-3.1-405b",
+    "mistral-7b",
+    "bloom-176b",
+    "mpt-7b",
+    "mpt-30b",
+    "opt-13b",
+    "opt-66b",
+    "opt-175b",
+    "falcon-40b",
+    "gpt-neox-20b",
 )
 """The built-in models' ids, in the order the choices list them (``parsim/models/<id>.json``)."""
 MODELS_FOLDER = "models"
