@@ -193,7 +193,8 @@ def workload_form(
     if "model" in fields:  # the model first: which other fields apply depends on it
         with columns[0]:
             info = fields["model"]
-            literal = [a for a in (info.annotation, *typing.get_args(info.annotation)) if typing.get_args(a)]
+            kinds = (info.annotation, *typing.get_args(info.annotation))  # Literal[names] | str, or str
+            literal = [a for a in kinds if typing.get_origin(a) is typing.Literal]
             options = typing.get_args(literal[0]) if literal else tuple(llm_names())  # llm_serve: text
             default_model = start.get("model", info.default)
             values["model"] = model_picker(
