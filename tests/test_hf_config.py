@@ -243,3 +243,48 @@ def test_a_gpt2_config_counts_12_l_d2_plus_13_l_d(layers, heads, head_dim, vocab
     }
     config = parse_config(json.dumps(data), "gpt2.json")
     assert config.params == layers * (12 * d * d + 13 * d) + (vocab + positions) * d + 2 * d
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=50),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    architecture=st.sampled_from(
+        ["LlamaForCausalLM", "MistralForCausalLM", "GPT2LMHeadModel", "OPTForCausalLM"]
+    ),
+    field=st.sampled_from(
+        [
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "vocab_size",
+            "n_embd",
+            "n_head",
+            "ffn_dim",
+            "tie_word_embeddings",
+            "rope_scaling",
+            "sliding_window",
+            "hidden_act",
+        ]
+    ),
+    value=_JSON,
+)
+def test_any_value_of_any_field_is_a_model_or_one_line(architecture, field, value):
+    data = {**LLAMA_2_7B, "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024, "ffn_dim": 3072}
+    data = {**data, "architectures": [architecture], field: value}
+    try:
+        config = parse_config(json.dumps(data), "fuzz.json")
+    except ParsimError as error:
+        assert str(error).startswith("fuzz.json: ") and "\n" not in str(error) and len(str(error)) < 600
+    else:
+        assert config.params > 0 and config.hidden % config.heads == 0 and config.heads % config.kv_heads == 0
