@@ -347,3 +347,14 @@ def test_explore_shows_the_figures_a_workload_declares_and_its_lessons():
     at.selectbox(key="explore_workload").set_value("copy").run()
     assert not at.exception
     assert [tab.label for tab in at.tabs] == ["Timeline", "Breakdown"]  # a copy does no arithmetic
+
+
+def test_explore_asks_for_a_config_json_upload_for_a_model_of_ones_own():
+    at = app("explore")
+    at.selectbox(key="explore_workload").set_value("llm_serve").run()
+    at.selectbox(key="explore_llm_serve_model").set_value("uploaded config.json").run()
+    assert not at.exception
+    assert any("upload a model's config.json" in i.value for i in at.info)
+    at.selectbox(key="explore_llm_serve_model").set_value("mistral-7b").run()
+    assert not at.exception and at.metric
+    assert not any("upload a model's config.json" in i.value for i in at.info)

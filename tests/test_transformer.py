@@ -1,7 +1,10 @@
 """Transformers: published parameter counts, hand-computed FLOPs and bytes, attention's S x S traffic,
 Adam's memory and traffic, event counts that grow with layers only, and one-line refusals."""
 
+import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import parsim
 from parsim.base.errors import ParsimError
@@ -10,7 +13,7 @@ from parsim.workloads.base import Transfer
 from parsim.workloads.layers import Numerics, network_needs
 from parsim.workloads.llms import LLMS, llm
 from parsim.workloads.models import MODELS
-from parsim.workloads.transformer import kv_cache_bytes, transformer_kernels
+from parsim.workloads.transformer import _causal_pairs, kv_cache_bytes, transformer_kernels
 from parsim.workloads.transformer_memory import transformer_needs
 
 # Parameter totals as Hugging Face reports them for the checkpoints (the model cards' "Model size",
@@ -26,6 +29,16 @@ PUBLISHED = {
     "llama-3-70b": 70553.7e6,
     "llama-3.1-8b": 8030.3e6,
     "llama-3.1-70b": 70553.7e6,
+    # issue 25's presets: the papers' and model cards' figures
+    "llama-1-65b": 65.2e9,  # Touvron et al. 2023 (LLaMA) Table 2
+    "llama-3.1-405b": 405e9,  # The Llama 3 Herd of Models, Table 3
+    "mistral-7b": 7.3e9,  # Jiang et al. 2023 (Mistral 7B)
+    "bloom-176b": 176_247e6,  # BLOOM paper Table 1: 176,247M
+    "mpt-7b": 6.7e9,  # MosaicML, Introducing MPT-7B
+    "mpt-30b": 30e9,  # MosaicML, MPT-30B
+    "opt-66b": 66e9,  # Zhang et al. 2022 (OPT) Table 1
+    "opt-175b": 175e9,  # Zhang et al. 2022 (OPT) Table 1
+    "gpt-neox-20b": 20_554_567_680,  # Black et al. 2022, the model card's exact count
 }
 FP32 = Numerics()
 GPT2 = LLMS["gpt2"]
@@ -43,6 +56,33 @@ def test_gpt3_sizes_match_the_papers_rounded_counts(name):
     config = LLMS[name]
     assert config.params == pytest.approx(config.published_params, rel=0.02)
     assert config.context == 2048 and config.head_dim in (64, 96, 128)
+
+
+def test_counts_whose_published_figure_is_a_rounded_name():
+    # OPT-13B: Table 1's "13B" rounds 12.85B (two significant digits, as GPT-3's sizes above)
+    assert LLMS["opt-13b"].params == pytest.approx(13e9, rel=0.02)
+    # Falcon-40B: "40B" is the name; its config (60 layers of 8192, 128 heads in 8 KV groups of 64,
+    # a 4 x 8192 MLP without biases, two LayerNorms, tied 65,024-token embedding) counts 41.3B
+    d, qkv = 8192, (128 + 2 * 8) * 64
+    layer = d * qkv + d * d + 2 * d * 4 * d + 2 * 2 * d
+    assert LLMS["falcon-40b"].params == 60 * layer + 65024 * d + 2 * d == 41_303_293_952
+
+
+@pytest.mark.parametrize(
+    ("name", "position", "kv_heads", "extra"),
+    [
+        ("bloom-176b", "alibi", 112, {"embedding_norm": True, "fused_qkv": True}),
+        ("mpt-7b", "alibi", 32, {"norm_bias": False, "bias": False, "tied_embeddings": True}),
+        ("falcon-40b", "rotary", 8, {"layer_norms": 2, "bias": False, "tied_embeddings": True}),
+        ("opt-66b", "learned", 72, {"extra_positions": 2, "activation": "relu", "fused_qkv": False}),
+        ("gpt-neox-20b", "rotary", 64, {"tied_embeddings": False, "fused_qkv": True}),
+        ("mistral-7b", "rotary", 8, {"sliding_window": 4096, "context": 32768}),
+    ],
+)
+def test_presets_keep_their_architecture(name, position, kv_heads, extra):
+    config = LLMS[name]
+    assert (config.position, config.kv_heads) == (position, kv_heads)
+    assert {key: getattr(config, key) for key in extra} == extra
 
 
 def test_gqa_shrinks_keys_and_values():
@@ -261,3 +301,29 @@ def test_megatron_sizes_match_the_papers_counts(name):
     config = LLMS[name]
     assert abs(config.params - config.published_params) <= 0.05e9
     assert config.vocab == 51200 and config.context == 2048 and config.tied_embeddings
+
+
+def _flash_fwd(config, batch, new, past):
+    numerics = Numerics(dtype="float16")
+    forward, _ = transformer_kernels(config, batch, past + new, numerics, False, past=past, new_tokens=new)
+    return next(k for k in forward if k.name == "h.0.attn flash attention fwd")
+
+
+def test_sliding_window_caps_flash_attention_work_and_reads():
+    # Mistral-7B: 32 heads of 128, 8 KV heads, window 4096. A prefill of 8192 tokens: query p sees
+    # min(p, 4096) keys: 4096 x 4097 / 2 for the first 4096, 4096 each for the rest
+    mistral = LLMS["mistral-7b"]
+    pairs = 32 * (4096 * 4097 / 2 + 4096 * 4096)
+    assert _flash_fwd(mistral, 1, 8192, 0).work.flops == 4 * 128 * pairs
+    unwindowed = _flash_fwd(attrs.evolve(mistral, sliding_window=0), 1, 8192, 0)
+    assert unwindowed.work.flops == 4 * 128 * 32 * 8192 * 8193 / 2
+    # decoding one token: 4096 keys (and their cache reads) however long the context
+    late, later = _flash_fwd(mistral, 1, 1, 20_000), _flash_fwd(mistral, 1, 1, 30_000)
+    assert late.work.flops == later.work.flops == 4 * 128 * 32 * 4096
+    assert late.bytes == later.bytes < _flash_fwd(attrs.evolve(mistral, sliding_window=0), 1, 1, 20_000).bytes
+
+
+@given(past=st.integers(0, 300), new=st.integers(1, 300), window=st.integers(0, 400))
+def test_causal_pairs_closed_form_is_the_sum(past, new, window):
+    expected = sum(min(p + 1, window) if window else p + 1 for p in range(past, past + new))
+    assert _causal_pairs(past, new, window) == expected

@@ -247,7 +247,8 @@ def test_a_workload_built_by_hand_gets_no_hooks():
 
 def test_lists_of_choices_are_derived_from_the_definitions():
     model = standard.NetworkParams.model_fields["model"].annotation
-    assert typing.get_args(model) == (*MODELS, *LLMS)
+    choices, text = typing.get_args(model)  # the names, or a language model's config.json path
+    assert typing.get_args(choices) == (*MODELS, *LLMS) and text is str
     op = standard.OffloadParams.model_fields["op"].annotation
     assert typing.get_args(op) == tuple(ops.ELEMENTWISE)
 

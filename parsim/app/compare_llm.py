@@ -12,10 +12,10 @@ import streamlit as st
 
 from parsim import plots
 from parsim.app.cache import as_changes, cached_scenario, scenario_path
-from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png
+from parsim.app.widgets import cached_png, csv_download, model_picker, processor_picker, show_png
 from parsim.base.errors import ParsimError
 from parsim.studies.scenarios import load_scenario
-from parsim.workloads.llms import LLMS
+from parsim.workloads.llms import llm
 from parsim.workloads.registry import llm_names
 
 # comparison -> (scenario file, the sweep parameter bounded by the context, if any)
@@ -38,9 +38,7 @@ def controls(kind: str) -> tuple[str, str | None]:
     defaults = load_scenario(scenario_path(stem)).defaults
     start = defaults.params.get("model", "llama-2-7b")
     names = llm_names()
-    model = st.selectbox(
-        "language model", names, index=names.index(start), key="compare_llm_model", bind="query-params"
-    )
+    model = model_picker("language model", names, start, "compare_llm_model")
     gpu = processor_picker("GPU", "compare_llm_gpu", kind="gpu", default=defaults.device or "a100-80gb")
     return model, gpu
 
@@ -51,7 +49,7 @@ def render(kind: str, model: str, gpu: str) -> None:
     scenario = load_scenario(path)
     options: dict = {"gpu": gpu, "params": {"model": model}}
     if bounded is not None and scenario.sweep is not None:
-        context = LLMS[model].context
+        context = llm(model).context
         options["values"] = [v for v in scenario.sweep.values if v <= context]
     try:
         args = (str(path), path.stat().st_mtime, as_changes(options))

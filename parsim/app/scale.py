@@ -17,7 +17,14 @@ from parsim import plots
 from parsim.app import layout, scale_allreduce, scale_cluster, scale_load, scale_splits
 from parsim.app.cache import as_changes, scenario_in_pieces, scenario_path
 from parsim.app.memory import memory_bar
-from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png, trace_download
+from parsim.app.widgets import (
+    cached_png,
+    csv_download,
+    model_picker,
+    processor_picker,
+    show_png,
+    trace_download,
+)
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.report import chrome_trace
@@ -77,7 +84,7 @@ def render() -> None:
 
 def _model(key: str, default: str) -> str:
     names = model_names()
-    return st.selectbox("model", names, index=names.index(default), key=key, bind="query-params")
+    return model_picker("model", names, default, key)
 
 
 def _training_controls() -> tuple | None:

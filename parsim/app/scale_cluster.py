@@ -22,7 +22,7 @@ import streamlit as st
 from parsim import plots
 from parsim.app import urlstate
 from parsim.app.memory import memory_bar
-from parsim.app.widgets import cached_png, csv_download, show_png, trace_download
+from parsim.app.widgets import cached_png, csv_download, model_picker, show_png, trace_download
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import seconds, si
@@ -122,9 +122,7 @@ class Settings(NamedTuple):
 def controls() -> Settings:
     source, nodes = cluster_picker("nodes", 16)
     names = model_names()
-    model = st.selectbox(
-        "model", names, index=names.index("resnet50"), key="nodes_model", bind="query-params"
-    )
+    model = model_picker("model", names, "resnet50", "nodes_model")
     batch = st.number_input(
         "batch per GPU",
         min_value=1,

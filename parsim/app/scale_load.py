@@ -20,7 +20,14 @@ import pandas
 import streamlit as st
 
 from parsim.app.cache import resolve
-from parsim.app.widgets import cached_png, csv_download, processor_picker, show_png, trace_download
+from parsim.app.widgets import (
+    cached_png,
+    csv_download,
+    model_picker,
+    processor_picker,
+    show_png,
+    trace_download,
+)
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import seconds, si
@@ -47,7 +54,7 @@ class Settings(NamedTuple):
 
 def controls() -> Settings:
     names = llm_names()
-    model = st.selectbox("language model", names, index=names.index("llama-2-7b"), key="load_model")
+    model = model_picker("language model", names, "llama-2-7b", "load_model")
     gpu = processor_picker("GPU", "load_gpu", kind="gpu", default="a100-80gb")
     prompt = st.number_input("prompt tokens", 16, 4000, 512, step=64, key="load_prompt")
     output = st.number_input("output tokens", 2, 2000, 128, step=32, key="load_output")

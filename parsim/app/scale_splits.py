@@ -20,7 +20,7 @@ import streamlit as st
 
 from parsim.app.memory import memory_bar
 from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on, step_timeline
-from parsim.app.widgets import csv_download
+from parsim.app.widgets import csv_download, model_picker
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib, si
@@ -41,9 +41,7 @@ class Settings(NamedTuple):
 
 def controls() -> Settings:
     names = llm_names()
-    model = st.selectbox(
-        "language model", names, index=names.index("megatron-7.5b"), key="split_model", bind="query-params"
-    )
+    model = model_picker("language model", names, "megatron-7.5b", "split_model")
     source, nodes = cluster_picker("split", 8)
     batch = st.number_input(
         "global batch (sequences)",

@@ -19,12 +19,14 @@ from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
 from parsim.hardware.tomlio import MAX_FILE_BYTES, loads_hardware
-from parsim.workloads.llms import llm
+from parsim.workloads.hf_config import MAX_CONFIG_BYTES
+from parsim.workloads.llms import is_llm, llm, register_upload
 from parsim.workloads.multi import on_cpu
 from parsim.workloads.registry import WORKLOADS, llm_names, make_workload
 from parsim.workloads.standard import SEQUENCE_FIELDS
 
 UPLOADED = "uploaded hardware file"
+UPLOADED_MODEL = "uploaded config.json"
 THIS_MACHINE = "this machine (calibrated)"
 
 
@@ -117,6 +119,43 @@ def upload(label: str, key: str) -> str | None:
     return st.session_state.get(stored)
 
 
+def model_picker(label: str, names, default: str, key: str, help: str | None = None) -> str:
+    """A model by id, or a Hugging Face ``config.json`` uploaded (``upload_model``); while that choice
+    has no valid upload yet, the page says so and stops there."""
+    options = [*names, UPLOADED_MODEL]
+    index = options.index(default) if default in options else 0
+    choice = st.selectbox(label, options, index=index, key=key, help=help, bind="query-params")
+    if choice != UPLOADED_MODEL:
+        return str(choice)
+    name = upload_model(f"{label}: a Hugging Face config.json", f"{key}_upload")
+    if name is None:
+        st.info("upload a model's config.json (Llama, Mistral, Qwen2, GPT-2, GPT-NeoX, OPT, Falcon ...)")
+        st.stop()
+    return name
+
+
+def upload_model(label: str, key: str) -> str | None:
+    """The model name of an uploaded config.json, read from its bytes in memory (nothing is written
+    to disk) by ``hf_config`` with a file's bounds; on a bad file, say why and keep the last good one."""
+    stored = f"{key}_good"
+    file = st.file_uploader(
+        label, type=["json"], key=key, max_upload_size=max(1, MAX_CONFIG_BYTES // 1_000_000)
+    )
+    if file is not None:
+        data = file.getvalue()
+        try:
+            llm(register_upload(data, file.name))  # a mixture of experts is read, then refused
+            st.session_state[stored] = (data, file.name)
+        except ParsimError as exc:
+            st.error(f"{exc} — keeping the previous model")
+    good = st.session_state.get(stored)
+    if good is None:
+        return None
+    name = register_upload(*good)  # again: the registry keeps the last few uploads of every session
+    st.caption(llm(name).summary())
+    return name
+
+
 @cached(maxsize=64)
 def runs_on_cpu(name: str) -> bool:
     """Whether a workload makes sense without a GPU (copies and offloads do not), as the model says."""
@@ -153,10 +192,15 @@ def workload_form(
     columns = st.columns(2)
     if "model" in fields:  # the model first: which other fields apply depends on it
         with columns[0]:
-            values["model"] = _field_input(
-                "model", fields["model"], start.get("model", fields["model"].default), f"{key}_{name}_model"
+            info = fields["model"]
+            kinds = (info.annotation, *typing.get_args(info.annotation))  # Literal[names] | str, or str
+            literal = [a for a in kinds if typing.get_origin(a) is typing.Literal]
+            options = typing.get_args(literal[0]) if literal else tuple(llm_names())  # llm_serve: text
+            default_model = start.get("model", info.default)
+            values["model"] = model_picker(
+                "model", options, default_model, f"{key}_{name}_model", info.description
             )
-    language = values.get("model") in llm_names()
+    language = is_llm(values.get("model"))
     shown = [
         (field, info)
         for field, info in fields.items()
@@ -176,8 +220,6 @@ def workload_form(
 def _field_input(field: str, info, default, key: str):
     annotation = info.annotation
     options = typing.get_args(annotation)
-    if field == "model" and annotation is str:  # a language model named by text (llm_serve)
-        annotation, options = typing.Literal, tuple(llm_names())
     if typing.get_origin(annotation) is typing.Literal or annotation is typing.Literal:
         return st.selectbox(
             field,

@@ -15,6 +15,7 @@ from parsim.results.prediction import Prediction
 from parsim.results.resources import Resource
 from parsim.results.serving_figures import phase_bounds
 from parsim.studies.scenarios import ScenarioResult
+from parsim.workloads.llms import is_llm, llm
 from parsim.workloads.records import Record
 
 
@@ -29,6 +30,7 @@ def prediction_text(p: Prediction) -> str:
     lines = [
         f"{p.workload} {params}",
         f"  on {where} ({p.mode}, {p.method})",
+        *([f"  model        {llm(model).summary()}"] if is_llm(model := p.params.get("model")) else []),
         f"  latency      {units.seconds(p.latency_s)}",
         f"  throughput   {units.si(p.throughput_per_s, '/s')}",
     ]

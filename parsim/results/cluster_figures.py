@@ -31,7 +31,7 @@ from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Params, Workload
 from parsim.workloads.collective import KIND, CollectiveMetrics
 from parsim.workloads.layers import Numerics
-from parsim.workloads.llms import LLMS, LlmConfig
+from parsim.workloads.llms import LlmConfig, llm
 from parsim.workloads.parallel3d import ParallelMetrics
 from parsim.workloads.standard import NETWORK
 from parsim.workloads.training import numerics_of
@@ -73,7 +73,7 @@ def parallel_metrics(
     if not workload.devices:
         return None
     params: Params = dict(workload.params)
-    config = LLMS[str(params["model"])]
+    config = llm(str(params["model"]))
     lay = parallel3d.layout(config, params)
     step = prediction.latency_s
     blocks = [op for op in workload.ops if isinstance(op, Block)]
@@ -141,7 +141,7 @@ def check_parallel(workload: Workload, system: SystemSpec) -> None:
     if memory.fits:
         return
     params: Params = dict(workload.params)
-    config = LLMS[str(params["model"])]
+    config = llm(str(params["model"]))
     numerics = numerics_of(params)
     fitting = [split for split in parallel3d.splits(config, params) if _fits(config, split, numerics, system)]
     need = memory.refusal(f"network: {config.name}", f"with tp={params['tp']} pp={params['pp']}")

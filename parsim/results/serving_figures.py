@@ -22,7 +22,7 @@ from parsim.results import hooks
 from parsim.results.prediction import Prediction
 from parsim.results.timeline import TraceEvent
 from parsim.workloads.base import Workload
-from parsim.workloads.llms import LLMS, kv_cache_bytes
+from parsim.workloads.llms import kv_cache_bytes, llm
 from parsim.workloads.serving import LLM_SERVE, NAME, UNITS, ServingMetrics, kv_type, memory_needs
 
 
@@ -59,7 +59,7 @@ def max_batch(workload: Workload, system: SystemSpec) -> int:
     if system.device is None:
         return 0
     params: dict[str, Any] = dict(workload.params)
-    one = footprint.breakdown(memory_needs(LLMS[params["model"]], params, 1), system, True)
+    one = footprint.breakdown(memory_needs(llm(params["model"]), params, 1), system, True)
     weights = one.needs.weights_B
     return max(0, int((one.room_B - weights) // (one.needs.total_B - weights)))
 
@@ -127,7 +127,7 @@ def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction
     first_token = ends["prefill"]
     per_token = ends.get("decode", first_token) - first_token
     e2e = first_token + (output - 1) * per_token
-    config = LLMS[params["model"]]
+    config = llm(params["model"])
     return ServingMetrics(
         time_to_first_token_s=first_token,
         time_per_output_token_s=per_token,

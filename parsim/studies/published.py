@@ -227,9 +227,9 @@ def megatron_flops(params: dict) -> float:
     """FLOPs of one step as Narayanan et al. 2021 count them (their eq. 3, recomputation included):
     ``96 B s l h^2 (1 + s / 6h + V / 16 l h)``, so a predicted step time converts to the TFLOP/s
     per GPU their tables print."""
-    from parsim.workloads.llms import LLMS
+    from parsim.workloads.llms import llm
 
-    config = LLMS[str(params["model"])]
+    config = llm(str(params["model"]))
     batch, seq = float(params["batch"]), float(params.get("seq") or config.context)
     layers, hidden, vocab = config.layers, config.hidden, config.vocab
     return 96 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))

@@ -26,7 +26,7 @@ from parsim.methods.predict import predict
 from parsim.model import footprint
 from parsim.studies.sweeps.workers import watch_parent
 from parsim.workloads import parallel3d
-from parsim.workloads.llms import LLMS
+from parsim.workloads.llms import is_llm, llm
 from parsim.workloads.registry import validate_params
 from parsim.workloads.training import numerics_of
 
@@ -84,9 +84,9 @@ def _table(
 ) -> tuple[SplitRow, ...]:
     validated = validate_params("network", dict(items))
     model = validated["model"]
-    if model not in LLMS:
+    if not is_llm(model):
         raise ParsimError(f"splits: {model} is not a language model; tp and pp split transformers")
-    config = LLMS[model]
+    config = llm(model)
     system = registry.cluster_system(spec, validated["nodes"])
     numerics = numerics_of(validated)
     rows = []

@@ -22,7 +22,7 @@ from parsim.base.errors import ParsimError, closest
 from parsim.workloads import standard
 from parsim.workloads.base import Params, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
-from parsim.workloads.llms import LLMS
+from parsim.workloads.llms import LLMS, is_llm
 from parsim.workloads.models import MODELS
 
 
@@ -94,11 +94,16 @@ def validate_params(name: str, params: Params) -> Params:
 
 
 def _check_model_name(name: str, model: type[ParamsModel], params: Params) -> None:
-    """An unknown ``model`` is refused with the closest names (there are a dozen to choose from)."""
+    """An unknown ``model`` is refused with the closest names (there are dozens to choose from); a
+    language model's ``config.json`` path (or a registered upload) passes, read when resolved."""
     value = params.get("model")
     if "model" not in model.model_fields or not isinstance(value, str) or value in model_names():
         return
-    raise ParsimError(f"{name}: unknown 'model' {value!r}; {closest(value, model_names())}")
+    if is_llm(value):
+        return
+    raise ParsimError(
+        f"{name}: unknown 'model' {value!r}; {closest(value, model_names())} (or a path to a config.json)"
+    )
 
 
 def _check_numbers(name: str, model: type[ParamsModel], params: Params) -> None:

@@ -48,7 +48,7 @@ from parsim.base.errors import ParsimError
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.layers import Numerics
-from parsim.workloads.llms import LLMS, LlmConfig, kv_cache_bytes, llm
+from parsim.workloads.llms import LlmConfig, kv_cache_bytes, llm
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels, transformer_layers
@@ -248,7 +248,7 @@ def llm_serve(params: Params) -> Workload:
     one of them (GPU 0) is simulated as the representative of all: the ops grow with the layers,
     not with ``gpus``, and each all-reduce still spans every GPU's ring port.
     """
-    config = LLMS[params["model"]]
+    config = llm(params["model"])
     batch, prompt, output, tp = params["batch"], params["prompt"], params["output"], params["gpus"]
     size = itemsize(params["dtype"])
 

@@ -3,7 +3,7 @@
 Each is a parameter model (pydantic: bounds, defaults, descriptions) and a ``WorkloadDef`` in
 ``DEFINITIONS``, which ``registry`` registers. Lists of choices are derived from what they choose
 among: the elementwise operations from ``ops.ELEMENTWISE``, the networks from ``models.MODELS`` and
-``llms.LLMS``.
+``llms.LLMS``; a language model may also be named by the path of its ``config.json``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from parsim.base.errors import ParsimError
 from parsim.workloads import conv2d, mlp, ops, training, transfers
 from parsim.workloads.base import Params
 from parsim.workloads.definition import MAX_ELEMENTS, ParamsModel, WorkloadDef
-from parsim.workloads.llms import LLMS
+from parsim.workloads.llms import LLMS, is_llm, llm
 from parsim.workloads.models import MODELS
 from parsim.workloads.parallel3d import ParallelMetrics
 
@@ -25,9 +25,10 @@ if TYPE_CHECKING:  # the choices are data: to the type checker, names
     Model = str
 else:
     ElementwiseOp = Literal[tuple(ops.ELEMENTWISE)]
-    Model = Literal[(*MODELS, *LLMS)]
+    Model = Literal[(*MODELS, *LLMS)] | str  # or a config.json path: ``registry`` checks the name
 """The elementwise operations (``ops.ELEMENTWISE``) and the networks (the CNNs and MLP of
-``models.MODELS``, then the language models of ``llms.LLMS``): derived, no hand-kept list."""
+``models.MODELS``, then the language models of ``llms.LLMS``): derived, no hand-kept list; any
+other text is a language model's ``config.json`` (``llms.llm`` reads it)."""
 
 
 class VectorParams(ParamsModel):
@@ -196,8 +197,11 @@ SEQUENCE_FIELDS = ("seq", "attention", "dropout", "code")
 def _check_model(name: str, given: Params, params: Params) -> Params:
     """A language model's ``seq`` defaults to its context and may not exceed it; a CNN takes none."""
     model = params["model"]
-    if model in LLMS:
-        context = LLMS[model].context
+    if is_llm(model):
+        try:
+            context = llm(model).context
+        except ParsimError as error:
+            raise ParsimError(f"{name}: {error}") from None
         seq = params["seq"] or context
         if seq > context:
             raise ParsimError(f"{name}: 'seq' {seq} is above {model}'s context of {context} tokens")

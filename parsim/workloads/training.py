@@ -5,9 +5,10 @@ These are the situations of the background articles, as programs of kernels and 
 
 - ``network``: a model's layers, forward only or forward + backward + the optimizer's update
   (SGD or Adam); on a GPU the input batch is copied in first and the loss copied back. A
-  language model (``llms.LLMS``) is built by ``transformer.transformer_kernels``: its input is
-  ``seq`` int64 token ids per sample, its per-layer rows its embedding, each block's attention
-  and MLP, the final norm, the LM head and the loss.
+  language model (``llms.llm``: an id or a config.json) is built by
+  ``transformer.transformer_kernels``: its input is ``seq`` int64 token ids per sample, its
+  per-layer rows its embedding, each block's attention and MLP, the final norm, the LM head and
+  the loss.
 - ``serve``: inference on a batch: copy in, forward, copy the outputs back.
 - ``data_parallel``: the batch is split over G GPUs (of each of ``nodes`` nodes); each runs
   forward and backward on its shard; then either gradients go to the host, are averaged and
@@ -34,7 +35,7 @@ from parsim.workloads.layers import (
     layer_kernels,
     network_needs,
 )
-from parsim.workloads.llms import LLMS, LlmConfig
+from parsim.workloads.llms import LlmConfig, is_llm, llm
 from parsim.workloads.models import MODELS
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.ops import _items
@@ -76,7 +77,7 @@ def network(params: Params) -> Workload:
     """One step of a model: input copied in, layers (forward, backward, update), loss copied back;
     over several GPUs, a language model's step split by tensor, pipeline and data parallelism."""
     if parallel3d.applies(params):
-        if params["model"] not in LLMS or not params["train"]:
+        if not is_llm(params["model"]) or not params["train"]:
             raise ParsimError(
                 "network: gpus, nodes, tp, pp, microbatches and recompute apply to training a language "
                 f"model; {params['model']} {'trains' if params['train'] else 'infers'} on one GPU "
@@ -86,8 +87,8 @@ def network(params: Params) -> Workload:
             raise ParsimError(
                 "network: code=hf is modelled for one GPU's step; the split step runs code=fused"
             )
-        return parallel3d.parallel_step(LLMS[params["model"]], params, numerics_of(params))
-    if params["model"] in LLMS:
+        return parallel3d.parallel_step(llm(params["model"]), params, numerics_of(params))
+    if is_llm(params["model"]):
         return _language_model(params)
     layers = MODELS[params["model"]]()
     batch, dtype, train = params["batch"], params["dtype"], params["train"]
@@ -122,7 +123,7 @@ def network(params: Params) -> Workload:
 def _language_model(params: Params) -> Workload:
     """One step of a language model over ``batch`` x ``seq`` tokens: ids in, loss (or the next
     token's logits) out."""
-    config = LLMS[params["model"]]
+    config = llm(params["model"])
     batch, seq, train = params["batch"], params["seq"], params["train"]
     optimizer, attention = params.get("optimizer", "sgd"), params["attention"]
     numerics = numerics_of(params)
@@ -286,8 +287,8 @@ class _ShardStep:
 def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
     """The per-GPU step of ``params['model']`` (a CNN, the MLP or a language model) over ``shard`` samples."""
     optimizer = params.get("optimizer", "sgd")
-    if params["model"] in LLMS:
-        config, seq = LLMS[params["model"]], params["seq"]
+    if is_llm(params["model"]):
+        config, seq = llm(params["model"]), params["seq"]
 
         def language(device: int) -> tuple[list[Kernel], list[Kernel]]:
             return transformer_kernels(

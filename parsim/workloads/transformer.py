@@ -156,7 +156,7 @@ def transformer_kernels(
     )
     if config.position == "learned":
         ops.forward.append(ops.stream(EMBEDDING, "position add", tokens * d, 1, 2, cold=rows))
-    positions = config.context * d if config.position == "learned" else 0
+    positions = config.position_rows * d
     embed_bwd = [
         ops.kernel(EMBEDDING, "bwd", tokens * d, rows + ids, (vocab * d + positions) * s, tokens * d)
     ]
@@ -174,7 +174,19 @@ def transformer_kernels(
                 ops.kernel(attn, "kv cache write", cached, cached * s, cached * kv_size, cached)
             )
         back += _attention(
-            ops, attn, attention, batch, new, keys, heads, kv_heads, hd, kv_size, train, dropout
+            ops,
+            attn,
+            attention,
+            batch,
+            new,
+            keys,
+            heads,
+            kv_heads,
+            hd,
+            kv_size,
+            train,
+            dropout,
+            window=config.sliding_window,
         )
         back += ops.linear(attn, "out", tokens, d, heads * hd, config.bias, train)[::-1]
         back += ops.pointwise(attn, "residual add", tokens * d, (1, 2, 0), (1, 2, 1))
@@ -218,20 +230,28 @@ def _attention(
     kv_size: float,
     train: bool,
     dropout: bool = False,
+    window: int = 0,
 ) -> list[Kernel]:
     """Attention of ``new`` queries over ``keys`` keys per sequence: forward now, backward returned.
+
+    ``window`` (sliding-window attention, Mistral's 4,096): a fused kernel sees only the last
+    ``window`` keys of each query and skips the tiles outside them (FlashAttention-2's
+    ``window_size``), so its work and the keys it reads stop growing with the context; the
+    unfused form still computes the whole square and masks it.
 
     With ``dropout`` (training), the unfused form drops probabilities in one more pass over the
     square (the probabilities in, the kept ones and a byte of mask per element out; backward reads
     the mask again); a fused kernel draws its mask on chip."""
     s = ops.size
+    fused = kind != "unfused"
+    seen = min(keys, window + new - 1) if window and fused else keys  # keys any new query sees
     q_B = batch * new * heads * hd * s  # q, the output and their gradients
-    kv_B = batch * keys * kv_heads * hd * kv_size  # k or v, from the cache when serving
-    cache_B = 2 * batch * (keys - new) * kv_heads * hd * kv_size  # past keys and values: cold
+    kv_B = batch * seen * kv_heads * hd * kv_size  # k or v, from the cache when serving
+    cache_B = 2 * batch * (seen - new) * kv_heads * hd * kv_size  # past keys and values: cold
     bh, items = batch * heads, batch * new * heads * hd
-    if kind != "unfused":
-        # causal: query j of the new ones sees the past and new keys up to itself
-        pairs = bh * (new * (keys - new) + new * (new + 1) / 2)
+    if fused:
+        # causal: query j of the new ones sees the past and new keys up to itself (within the window)
+        pairs = bh * _causal_pairs(keys - new, new, window)
         lse = batch * new * heads * 4  # float32 log-sum-exp per query, kept for the backward
         shape = {
             "matrix": True,
@@ -294,3 +314,14 @@ def _attention(
         ops.gemm(layer, "dq = ds@k bwd", bh * new, hd, keys, square + kv_B, q_B),
         ops.gemm(layer, "dk = dsT@q bwd", bh * keys, hd, new, square + q_B, kv_B),
     ][::-1]
+
+
+def _causal_pairs(past: int, new: int, window: int = 0) -> float:
+    """(query, key) pairs of ``new`` queries after ``past`` cached tokens, causal: the query at
+    position p sees min(p + 1, window) keys (all p + 1 without a window); summed in closed form."""
+    low, high = past + 1, past + new  # keys seen by the first and the last new query, unwindowed
+    if not window or high <= window:
+        return new * (low + high) / 2
+    if low > window:
+        return float(new * window)
+    return (window - low + 1) * (low + window) / 2 + (high - window) * window

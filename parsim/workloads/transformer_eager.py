@@ -60,7 +60,7 @@ def forward(
     )
     if config.position == "learned":
         ops.forward.append(ops.stream(EMBEDDING, "position add", tokens * d, 1, 2, cold=rows, primitive=True))
-    else:
+    elif config.position == "rotary":  # ALiBi: a bias on the scores, no table
         rotary_tables(ops, tokens, hd)
 
     def norm(layer: str, what: str) -> None:

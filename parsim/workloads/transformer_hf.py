@@ -96,7 +96,12 @@ def train_step(
 
     ``flash`` is ``transformer._attention`` (SDPA's fused kernel); ``dropout``: the model is in train
     mode, its three dropouts at work."""
-    if config.norm != "layernorm" or config.mlp != "gelu" or config.position != "learned":
+    if (
+        config.norm != "layernorm"
+        or config.mlp != "gelu"
+        or config.position != "learned"
+        or not config.fused_qkv
+    ):
         raise ParsimError(f"code=hf: training is modelled for the GPT-2 family only, not {config.name}")
     step = _Step(ops, config, batch * seq, dropout)
     groups = [step.embedding()]
@@ -184,11 +189,11 @@ class _Step:
         g.forward(g.op("position gather", n, n * w, n * w, 0, module=True))
         g.forward(g.op("position add fwd", n, 2 * n * w, n * w))
         grads = [g.op("position grad batch sum", n, n * w, n * w)]
-        for table, rows in (("wte", c.vocab), ("wpe", c.context)):
+        for table, rows in (("wte", c.vocab), ("wpe", c.position_rows)):
             grads += self._embedding_backward(g, table, rows, t, d)
         g.grad(*grads)
         self.drop(g, "embed", n, w)
-        return g.backward() + self.ops.update_of("embed", c.vocab * d + c.context * d)
+        return g.backward() + self.ops.update_of("embed", (c.vocab + c.position_rows) * d)
 
     def _embedding_backward(self, g: Group, table: str, rows: int, t: int, d: int) -> list[Kernel]:
         ids = t * _TOKEN_ID_B

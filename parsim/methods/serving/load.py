@@ -31,7 +31,7 @@ from parsim.methods.serving.steps import ModelSteps, kv_blocks, kv_transfer, rep
 from parsim.model.modes import check_mode
 from parsim.results.prediction import Prediction
 from parsim.workloads.definition import WorkloadDef
-from parsim.workloads.llms import LLMS
+from parsim.workloads.llms import llm
 from parsim.workloads.load import parse_disaggregated, serve_params
 from parsim.workloads.requests import RequestStream, generate, load_trace
 
@@ -61,7 +61,7 @@ def stream_of(params: dict[str, Any], budget: Budget | None) -> RequestStream:
     Raises:
         ParsimError: above the budget's requests (before generating any), or a bad trace file.
     """
-    context = LLMS[str(params["model"])].context
+    context = llm(str(params["model"])).context
     most = request_budget(budget)
     if params.get("trace") is not None:
         return load_trace(str(params["trace"]), max_context=context, budget=most)

@@ -46,7 +46,7 @@ from parsim.methods.program import trace_lowered
 from parsim.model import footprint
 from parsim.model.transfer import transfer_s
 from parsim.results.serving_figures import trace_phase_ends
-from parsim.workloads.llms import LLMS, kv_cache_bytes
+from parsim.workloads.llms import kv_cache_bytes, llm
 from parsim.workloads.registry import make_workload, validate_params
 from parsim.workloads.serving import NAME as SERVE
 from parsim.workloads.serving import kv_type, memory_needs
@@ -103,7 +103,7 @@ class ModelSteps:
         self.device, self.host, self.link = device, host, link
         # the validated parameters name the model: building a program for it would be wasted
         model = validate_params(SERVE, {**fixed, "prompt": 1, "output": 2})["model"]
-        self.context = LLMS[str(model)].context
+        self.context = llm(str(model)).context
         self.longest = self.context - 2  # llm_serve's prompt + output=2 stays within the context
         self.prompts = grid(self.longest)
         self.batches = grid(max(2, min(max_batch, 4096)))
@@ -183,7 +183,7 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     """
     if system.device is None:
         raise ParsimError("serving under load needs a GPU device")
-    model = LLMS[str(validate_params(SERVE, {**params, "prompt": 1, "output": 1})["model"])]
+    model = llm(str(validate_params(SERVE, {**params, "prompt": 1, "output": 1})["model"]))
     prompt = min(prefill_tokens, model.context - 1)
     workload = make_workload(SERVE, {**params, "batch": 1, "prompt": prompt, "output": 1})
     values: dict[str, Any] = dict(workload.params)
@@ -216,7 +216,7 @@ def kv_transfer(
     peer at once, one uncontended copy (``model.transfer.transfer_s``) over the link two GPUs of the
     node talk over (``SystemSpec.ring_link``: NVLink on an SXM board, else PCIe)."""
     values: dict[str, Any] = dict(make_workload(SERVE, {**params, "prompt": 1, "output": 1}).params)
-    model, gpus = LLMS[str(values["model"])], int(values["gpus"])
+    model, gpus = llm(str(values["model"])), int(values["gpus"])
     pair = registry.system(device, host, link, 2).ring_link
     kv = kv_type(values)
 

@@ -1,0 +1,396 @@
+"""Any Hugging Face model: a ``config.json`` read into an ``LlmConfig``.
+
+A checkpoint on the Hugging Face Hub describes its transformer in ``config.json``: the class that
+builds it (``architectures``) and the numbers that class reads (``hidden_size``,
+``num_hidden_layers``, ...; GPT-2 and BLOOM spell them ``n_embd``, ``n_layer``; MPT ``d_model``).
+Each architecture below names the fields its class reads and the choices its code makes without a
+field (Llama's gated SiLU MLP and RMSNorm, OPT's two extra position rows, Qwen2's q/k/v biases).
+Fields parsim does not need (dropout, token ids, ``torch_dtype``) are ignored; a field it reads
+with a value it cannot model is refused in one line naming the file, the field and the value, as
+is an unknown architecture. The built-in models (``parsim/models/<id>.json``) are such files,
+read by the same reader, with ``_source`` (where the numbers come from) and ``_published_params``
+(the count the tests compare with) added.
+
+A file is read with ``safefiles.read_text``: never through a symbolic link, a regular file only,
+at most ``MAX_CONFIG_BYTES``; what a message echoes of it is a field's name and a short value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from parsim.base.errors import ParsimError
+from parsim.base.safefiles import read_text
+from parsim.workloads.llm_config import LlmConfig
+
+MAX_CONFIG_BYTES = 1_000_000
+"""A config.json parsim reads holds at most this many bytes (Hugging Face's are a few kB)."""
+_LIMITS = {  # generous bounds, so a typo is refused before it costs memory or time
+    "layers": 100_000,
+    "hidden": 10**6,
+    "heads": 10**5,
+    "mlp_hidden": 10**7,
+    "vocab": 10**8,
+    "context": 10**8,
+    "experts": 10**5,
+}
+ROPE_SCALINGS = ("default", "linear", "dynamic", "yarn", "longrope", "su", "llama3")
+"""RoPE scaling types of ``rope_scaling`` (``type`` or ``rope_type``): stored, not costed."""
+GELUS = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "quick_gelu")
+
+
+class _Fields:
+    """The fields of one parsed file, each read with its bound and refused in one line."""
+
+    def __init__(self, data: dict[str, Any], where: str) -> None:
+        self.data, self.where = data, where
+
+    def error(self, field: str, bound: str, value: object) -> ParsimError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return ParsimError(f"{self.where}: '{field}' must be {bound}: {shown}")
+
+    def get(self, *names: str, default: Any = None) -> tuple[str, Any]:
+        """The first of ``names`` the file gives (its name and value), else the first name and ``default``."""
+        for name in names:
+            if self.data.get(name) is not None:
+                return name, self.data[name]
+        return names[0], default
+
+    def whole(self, *names: str, default: int | None = None, limit: str = "") -> int:
+        name, value = self.get(*names, default=default)
+        if value is None:
+            raise ParsimError(f"{self.where}: missing '{name}' (a whole number)")
+        high = _LIMITS.get(limit or name, 10**8)
+        if type(value) is float and value.is_integer():
+            value = int(value)
+        if type(value) is not int or not 1 <= value <= high:
+            raise self.error(name, f"a whole number in 1..{high:,}", value)
+        return value
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.data.get(name, default)
+        value = default if value is None else value
+        if type(value) is not bool:
+            raise self.error(name, "true or false", value)
+        return value
+
+    def choice(self, name: str, known: tuple[str, ...], default: str) -> str:
+        value = self.data.get(name, default)
+        value = default if value is None else value
+        if value not in known:
+            raise self.error(name, f"one of {', '.join(known)}", value)
+        return str(value)
+
+
+def _rope(fields: _Fields) -> dict[str, Any]:
+    theta = fields.data.get("rope_theta", 10000.0)
+    if type(theta) not in (int, float) or not 0 < theta < 1e12:
+        raise fields.error("rope_theta", "a positive number", theta)
+    scaling = fields.data.get("rope_scaling") or {}
+    if not isinstance(scaling, dict):
+        raise fields.error("rope_scaling", "an object or null", scaling)
+    kind = scaling.get("rope_type", scaling.get("type", "")) if scaling else ""
+    if scaling and kind not in ROPE_SCALINGS:
+        raise fields.error("rope_scaling.rope_type", f"one of {', '.join(ROPE_SCALINGS)}", kind)
+    return {"rope_theta": float(theta), "rope_scaling": str(kind)}
+
+
+def _heads(fields: _Fields, hidden: int, heads: int, kv_heads: int) -> None:
+    if hidden % heads:
+        raise fields.error("num_attention_heads", f"a divisor of the hidden size {hidden}", heads)
+    if heads % kv_heads:
+        raise fields.error("num_key_value_heads", f"a divisor of the {heads} attention heads", kv_heads)
+    given = fields.data.get("head_dim")
+    if given is not None and given != hidden // heads:
+        raise fields.error("head_dim", f"hidden size / heads = {hidden // heads} (parsim's attention)", given)
+
+
+def _llama(fields: _Fields, family: str) -> dict[str, Any]:
+    """Llama, Mistral, Mixtral and Qwen2: gated MLP, RMSNorm, rotary positions, untied by default."""
+    hidden, heads = (
+        fields.whole("hidden_size", limit="hidden"),
+        fields.whole("num_attention_heads", limit="heads"),
+    )
+    kv_heads = fields.whole("num_key_value_heads", default=heads, limit="heads")
+    _heads(fields, hidden, heads, kv_heads)
+    fields.choice("hidden_act", ("silu", "swish"), "silu")  # the gate's SiLU: SwiGLU
+    windowed = family in ("mistral", "mixtral") or fields.flag("use_sliding_window", False)  # Qwen2's
+    given = fields.data.get("sliding_window") is not None  # null: the whole context
+    window = fields.whole("sliding_window", limit="context") if windowed and given else 0
+    experts, top = 1, 1
+    if family == "mixtral":
+        experts = fields.whole("num_local_experts", default=8, limit="experts")
+        top = fields.whole("num_experts_per_tok", default=2, limit="experts")
+        if top > experts:
+            raise fields.error("num_experts_per_tok", f"at most num_local_experts ({experts})", top)
+    bias = fields.flag("attention_bias", False)
+    if fields.flag("mlp_bias", False) != bias:
+        raise fields.error("mlp_bias", f"as attention_bias ({str(bias).lower()}) in parsim", not bias)
+    return {
+        "layers": fields.whole("num_hidden_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "mlp_hidden": fields.whole("intermediate_size", limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_position_embeddings", limit="context"),
+        "mlp": "swiglu",
+        "norm": "rmsnorm",
+        "position": "rotary",
+        "tied_embeddings": fields.flag("tie_word_embeddings", False),
+        "bias": bias,
+        "qkv_bias": family == "qwen2",  # Qwen2Attention: q, k and v with biases, o_proj without
+        "sliding_window": window,
+        "experts": experts,
+        "experts_per_token": top,
+        **_rope(fields),
+    }
+
+
+def _gpt2(fields: _Fields) -> dict[str, Any]:
+    """GPT-2: learned positions, LayerNorm, GELU MLP of 4 x n_embd unless n_inner, one QKV matrix."""
+    hidden, heads = fields.whole("n_embd", limit="hidden"), fields.whole("n_head", limit="heads")
+    _heads(fields, hidden, heads, heads)
+    inner = fields.data.get("n_inner")
+    return {
+        "layers": fields.whole("n_layer", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": heads,
+        "mlp_hidden": 4 * hidden if inner is None else fields.whole("n_inner", limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("n_positions", "n_ctx", limit="context"),
+        "mlp": "gelu",
+        "activation": fields.choice("activation_function", (*GELUS, "relu"), "gelu_new"),
+        "norm": "layernorm",
+        "position": "learned",
+        "tied_embeddings": fields.flag("tie_word_embeddings", True),
+        "bias": True,
+        "fused_qkv": True,
+    }
+
+
+def _neox(fields: _Fields) -> dict[str, Any]:
+    """GPT-NeoX (Pythia): rotary positions, LayerNorm, GELU MLP, biases, one QKV matrix, untied."""
+    hidden, heads = (
+        fields.whole("hidden_size", limit="hidden"),
+        fields.whole("num_attention_heads", limit="heads"),
+    )
+    _heads(fields, hidden, heads, heads)
+    return {
+        "layers": fields.whole("num_hidden_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": heads,
+        "mlp_hidden": fields.whole("intermediate_size", limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_position_embeddings", limit="context"),
+        "mlp": "gelu",
+        "activation": fields.choice("hidden_act", (*GELUS, "relu"), "gelu"),
+        "norm": "layernorm",
+        "position": "rotary",
+        "tied_embeddings": fields.flag("tie_word_embeddings", False),
+        "bias": fields.flag("attention_bias", True),
+        "fused_qkv": True,
+        **_rope(fields),
+    }
+
+
+def _opt(fields: _Fields) -> dict[str, Any]:
+    """OPT: learned positions with 2 extra rows (OPTLearnedPositionalEmbedding's offset), ReLU MLP."""
+    hidden, heads = (
+        fields.whole("hidden_size", limit="hidden"),
+        fields.whole("num_attention_heads", limit="heads"),
+    )
+    _heads(fields, hidden, heads, heads)
+    projected = fields.data.get("word_embed_proj_dim", hidden)
+    if projected != hidden:
+        raise fields.error(
+            "word_embed_proj_dim", f"the hidden size {hidden} (no projected embeddings)", projected
+        )
+    if not fields.flag("do_layer_norm_before", True):
+        raise fields.error(
+            "do_layer_norm_before", "true (pre-norm; OPT-350M's post-norm is not modelled)", False
+        )
+    return {
+        "layers": fields.whole("num_hidden_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": heads,
+        "mlp_hidden": fields.whole("ffn_dim", limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_position_embeddings", limit="context"),
+        "mlp": "gelu",
+        "activation": fields.choice("activation_function", ("relu", *GELUS), "relu"),
+        "norm": "layernorm",
+        "position": "learned",
+        "extra_positions": 2,
+        "tied_embeddings": fields.flag("tie_word_embeddings", True),
+        "bias": fields.flag("enable_bias", True),
+    }
+
+
+def _falcon(fields: _Fields) -> dict[str, Any]:
+    """Falcon: rotary (or ALiBi) positions, GELU MLP of 4 x hidden, one QKV matrix, tied; multi-query
+    (one KV head) or, in the new decoder architecture, ``num_kv_heads`` groups and two norms."""
+    hidden = fields.whole("hidden_size", limit="hidden")
+    heads = fields.whole("num_attention_heads", "n_head", limit="heads")
+    new = fields.flag("new_decoder_architecture", False)
+    if new:
+        kv_heads = fields.whole("num_kv_heads", "n_head_kv", default=heads, limit="heads")
+    else:
+        kv_heads = 1 if fields.flag("multi_query", True) else heads
+    _heads(fields, hidden, heads, kv_heads)
+    parallel = fields.flag("parallel_attn", True)
+    return {
+        "layers": fields.whole("num_hidden_layers", "n_layer", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "mlp_hidden": fields.whole("ffn_hidden_size", default=4 * hidden, limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_position_embeddings", default=2048, limit="context"),
+        "mlp": "gelu",
+        "activation": "gelu",
+        "norm": "layernorm",
+        "position": "alibi" if fields.flag("alibi", False) else "rotary",
+        "tied_embeddings": fields.flag("tie_word_embeddings", True),
+        "bias": fields.flag("bias", False),
+        "fused_qkv": True,
+        "layer_norms": 2 if new or not parallel else 1,  # parallel_attn: one input_layernorm
+        **_rope(fields),
+    }
+
+
+def _bloom(fields: _Fields) -> dict[str, Any]:
+    """BLOOM: ALiBi (no position table), a LayerNorm after the embedding, GELU MLP of 4 x hidden,
+    biases, tied; its config gives no context: ``seq_length``, else the 2,048 tokens it was trained on
+    (BigScience Workshop 2022, "BLOOM", Section 3.4: sequence length 2048)."""
+    hidden = fields.whole("hidden_size", "n_embed", limit="hidden")
+    heads = fields.whole("n_head", "num_attention_heads", limit="heads")
+    _heads(fields, hidden, heads, heads)
+    return {
+        "layers": fields.whole("n_layer", "num_hidden_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": heads,
+        "mlp_hidden": 4 * hidden,
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("seq_length", default=2048, limit="context"),
+        "mlp": "gelu",
+        "activation": "gelu",
+        "norm": "layernorm",
+        "position": "alibi",
+        "embedding_norm": True,
+        "tied_embeddings": fields.flag("tie_word_embeddings", True),
+        "bias": True,
+        "fused_qkv": True,
+    }
+
+
+def _mpt(fields: _Fields) -> dict[str, Any]:
+    """MPT: ALiBi, LayerNorm and linears without biases (``no_bias``), GELU MLP of
+    ``expansion_ratio`` x d_model, one QKV matrix, tied."""
+    hidden, heads = fields.whole("d_model", limit="hidden"), fields.whole("n_heads", limit="heads")
+    attention = fields.data.get("attn_config") or {}
+    if not isinstance(attention, dict):
+        raise fields.error("attn_config", "an object", attention)
+    kv_heads = attention.get("kv_n_heads") or heads
+    if attention.get("attn_type", "multihead_attention") != "multihead_attention":
+        kv_heads = _Fields(attention, fields.where).whole("kv_n_heads", limit="heads")
+    _heads(fields, hidden, heads, kv_heads)
+    ratio = fields.data.get("expansion_ratio", 4)
+    if type(ratio) not in (int, float) or not 0 < ratio <= 64 or (ratio * hidden) % 1:
+        raise fields.error("expansion_ratio", "a positive number (x d_model whole)", ratio)
+    no_bias = fields.flag("no_bias", True)
+    alibi = attention.get("alibi", True)
+    return {
+        "layers": fields.whole("n_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "mlp_hidden": int(ratio * hidden),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_seq_len", limit="context"),
+        "mlp": "gelu",
+        "activation": "gelu",
+        "norm": "layernorm",
+        "norm_bias": not no_bias,
+        "position": "alibi" if alibi else "learned",
+        "tied_embeddings": fields.flag("tie_word_embeddings", True),
+        "bias": not no_bias,
+        "fused_qkv": True,
+    }
+
+
+ARCHITECTURES: dict[str, Callable[[_Fields], dict[str, Any]]] = {
+    "LlamaForCausalLM": lambda f: _llama(f, "llama"),
+    "MistralForCausalLM": lambda f: _llama(f, "mistral"),
+    "MixtralForCausalLM": lambda f: _llama(f, "mixtral"),
+    "Qwen2ForCausalLM": lambda f: _llama(f, "qwen2"),
+    "GPT2LMHeadModel": _gpt2,
+    "GPTNeoXForCausalLM": _neox,
+    "OPTForCausalLM": _opt,
+    "FalconForCausalLM": _falcon,
+    "BloomForCausalLM": _bloom,
+    "MPTForCausalLM": _mpt,
+}
+"""The classes of ``architectures`` parsim reads, each with the reader of its fields."""
+
+
+def parse_config(text: str, where: str, name: str | None = None) -> LlmConfig:
+    """The model of config.json text ``text`` (``where``: the file, for messages; ``name``: its id,
+    by default ``where``).
+
+    Raises:
+        ParsimError: one line naming ``where`` and the field: not JSON, an unknown architecture, a
+            missing field or a value parsim cannot model.
+    """
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        detail = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ParsimError(f"{where}: not JSON{detail}") from None
+    if not isinstance(data, dict):
+        raise ParsimError(f"{where}: a config.json holds an object, not {type(data).__name__}")
+    fields = _Fields(data, where)
+    architectures = data.get("architectures")
+    if not isinstance(architectures, list) or len(architectures) != 1:
+        raise fields.error("architectures", "a list of one class name", architectures)
+    architecture = architectures[0]
+    if architecture not in ARCHITECTURES:
+        raise fields.error("architectures", f"one of {', '.join(ARCHITECTURES)}", architecture)
+    shape = ARCHITECTURES[architecture](fields)
+    published = data.get("_published_params", 0)
+    if type(published) is not int or published < 0:
+        raise fields.error("_published_params", "a whole number >= 0", published)
+    source = data.get("_source", where)
+    if not isinstance(source, str):
+        raise fields.error("_source", "text", source)
+    return LlmConfig(name=name or where, published_params=published, source=source, **shape)
+
+
+def _no_constant(value: str) -> None:
+    raise ValueError(f"{value} is not a JSON number")
+
+
+def read_config(path: str | Path, name: str | None = None) -> LlmConfig:
+    """The model of the config.json at ``path`` (read by ``safefiles.read_text``: no link, a regular
+    file of at most ``MAX_CONFIG_BYTES``), named ``name`` or the path as given."""
+    text = read_text(Path(path), MAX_CONFIG_BYTES, option="model")
+    return parse_config(text, str(path), name)
+
+
+def parse_upload(data: bytes, filename: str) -> LlmConfig:
+    """The model of an uploaded config.json's bytes, with the bounds of a file on disk."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ParsimError(f"{filename}: {len(data):,} bytes, above the {MAX_CONFIG_BYTES:,} parsim reads")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ParsimError(f"{filename}: not UTF-8 text (byte {exc.start})") from None
+    return parse_config(text, filename)
