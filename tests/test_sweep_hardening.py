@@ -182,7 +182,7 @@ def test_a_scenario_with_empty_sweep_values_is_one_line(cli, tmp_path, values):
         (["--grid", "overlap=both"], "'overlap' must be one of roofline, serial: 'both'"),
         (["--set", "method=magic"], "'method' must be one of engine, analytic: 'magic'"),
         (["--grid", "workload=vectr_add"], "unknown workload 'vectr_add'; did you mean vector_add?"),
-        (["--grid", "device=h100"], "'device': unknown processor 'h100'; closest: h100-pcie"),
+        (["--grid", "device=h100"], "'device': unknown processor 'h100'; closest: h100-nvl, h100-pcie"),
         (["--grid", "host=nope"], "'host': unknown processor 'nope'"),
         (["--grid", "link=nope"], "'link': unknown link 'nope'"),
         (["--grid", "gpus=1.5"], "'gpus' must be a whole number: 1.5"),
