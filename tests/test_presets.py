@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from parsim.base.dtypes import MATRIX_FORMATS as DTYPES
-from parsim.hardware import presets_cpu, presets_gpu, presets_links
+from parsim.hardware import presets_cpu, presets_gpu, presets_links, presets_tpu
 from parsim.hardware.presets import LINKS, PROCESSORS
 
 DATA = Path(presets_cpu.__file__).parent / "data" / "measurements.csv"
@@ -35,7 +35,9 @@ GPU_IDS = [
     "h200",
     "rtx-4090",
 ]
+TPU_IDS = ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
 LINK_IDS = ["pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink2", "nvlink3", "nvlink4"]
+ICI_IDS = ["ici-v4", "ici-v5e", "ici-v5p", "ici-v6e"]
 PROCESSOR_QUANTITIES = {"memory_bandwidth_Bps", "dispatch_s", "matmul_flops_per_s"}
 LINK_QUANTITIES = {"link_bandwidth_Bps", "link_pageable_bandwidth_Bps"}
 HEADER = ["preset_id", "quantity", "value", "unit", "source", "dtype"]
@@ -76,11 +78,12 @@ def _effective(row: dict[str, str]) -> float:
 def test_every_preset_id_exists_with_its_kind():
     assert sorted(presets_cpu.CPU_PRESETS) == sorted(CPU_IDS)
     assert sorted(presets_gpu.GPU_PRESETS) == sorted(GPU_IDS)
-    assert sorted(LINKS) == sorted(LINK_IDS)
-    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS)
+    assert sorted(presets_tpu.TPU_PRESETS) == sorted(TPU_IDS)
+    assert sorted(LINKS) == sorted(LINK_IDS + ICI_IDS)
+    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS + TPU_IDS)
     for pid, spec in PROCESSORS.items():
         assert spec.id == pid
-        assert spec.kind == ("cpu" if pid in CPU_IDS else "gpu")
+        assert spec.kind == ("cpu" if pid in CPU_IDS else "tpu" if pid in TPU_IDS else "gpu")
     for lid, link in LINKS.items():
         assert link.id == lid
 
@@ -236,7 +239,9 @@ def _uncommented_numeric_fields(path: Path) -> tuple[int, list[str]]:
     return found, missing
 
 
-@pytest.mark.parametrize("module", [presets_cpu, presets_gpu, presets_links], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [presets_cpu, presets_gpu, presets_links, presets_tpu], ids=lambda m: m.__name__
+)
 def test_every_numeric_field_has_a_source_comment(module):
     found, missing = _uncommented_numeric_fields(Path(module.__file__))
     assert found >= 20, "the checker found suspiciously few numeric fields"

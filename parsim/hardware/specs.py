@@ -38,6 +38,11 @@ from parsim.base.errors import ParsimError, field_error
 from parsim.hardware.network import NetworkSpec
 
 
+PROCESSOR_KINDS = ("cpu", "gpu", "tpu")
+ACCELERATOR_KINDS = ("gpu", "tpu")
+"""Processors that sit beside a host CPU and run its kernels."""
+
+
 def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> None:
     for key, rate in pairs:
         if not is_number(rate) or not 1.0 <= rate <= 1e19:
@@ -157,8 +162,9 @@ class ProcessorSpec:
     Attributes:
         id: preset id (``"h100-sxm"``) or a free name for a user file.
         name: human-readable model name.
-        kind: ``"cpu"`` or ``"gpu"``.
-        cores: CPU cores, or GPU streaming multiprocessors (SMs).
+        kind: ``"cpu"``, ``"gpu"`` or ``"tpu"`` (an accelerator whose matrix units are systolic
+            arrays: ``cores`` are its TensorCores, the lanes its vector unit's).
+        cores: CPU cores, GPU streaming multiprocessors (SMs), or a TPU's TensorCores.
         lanes_per_core: float32 SIMD lanes per core (AVX2 with two FMA ports: 16; an Ampere
             SM: 64 or 128 FP32 CUDA cores).
         clock_Hz: clock under load (all-core turbo / boost), what datasheet peaks are quoted at.
@@ -193,13 +199,21 @@ class ProcessorSpec:
         max_gpus: GPUs this CPU can host in one machine (PCIe lanes and slots; hosts only).
         memory: the processor's main memory and caches.
         default_link: id of the link preset this device usually sits on (GPUs).
-        peer_link: id of the GPU-to-GPU link preset the board has (an SXM board's NVLink), or
-            None where peers talk over PCIe. Predictions use it only when asked (``--link``).
+        peer_link: id of the GPU-to-GPU link preset the board has (an SXM board's NVLink, a TPU's
+            ICI), or None where peers talk over PCIe.
+        systolic_array: edge of the matrix units' systolic arrays (a TPU's MXU: 128, or 256 on
+            v6e); None where the matrix units are not systolic arrays (tensor cores, AMX). A matrix
+            product's reduction and output-column dimensions are padded up to this edge
+            (``model.systolic``).
+        matrix_units_per_core: systolic arrays (MXUs) per core; the matrix peak is shared by them.
+        onchip_memory_B: software-managed on-chip memory of the whole chip (a TPU's VMEM and CMEM),
+            recorded from the data sheet; 0 where none is documented. Not a cache level: XLA stages
+            tiles through it, the model streams operands from HBM.
     """
 
     id: str
     name: str
-    kind: Literal["cpu", "gpu"] = attrs.field(validator=one_of(("cpu", "gpu")))
+    kind: Literal["cpu", "gpu", "tpu"] = attrs.field(validator=one_of(PROCESSOR_KINDS))
     cores: int = attrs.field(validator=whole_within(1, 10**6))
     lanes_per_core: int = attrs.field(validator=whole_within(1, 4096))
     clock_Hz: float = attrs.field(validator=CLOCK)
@@ -230,6 +244,15 @@ class ProcessorSpec:
     vector_matmul_efficiency: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(fraction)
     )
+    systolic_array: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(whole_within(2, 4096))
+    )
+    matrix_units_per_core: int = attrs.field(default=1, validator=whole_within(1, 1024))
+    onchip_memory_B: float = attrs.field(default=0.0, validator=within(0.0, 1e12, "B"))
+
+    def __attrs_post_init__(self) -> None:
+        if (self.kind == "tpu") != (self.systolic_array is not None):
+            raise field_error("systolic_array", "given exactly when kind is tpu", self.systolic_array)
 
     @property
     def sustained_share(self) -> float:
@@ -241,6 +264,16 @@ class ProcessorSpec:
     @property
     def is_gpu(self) -> bool:
         return self.kind == "gpu"
+
+    @property
+    def core_unit(self) -> str:
+        """What timelines call one core: ``SM`` on a GPU, ``TensorCore`` on a TPU, else ``core``."""
+        return {"gpu": "SM", "tpu": "TensorCore"}.get(self.kind, "core")
+
+    @property
+    def is_accelerator(self) -> bool:
+        """A device beside a host CPU (a GPU or a TPU): device memory, a host link, launches."""
+        return self.kind in ACCELERATOR_KINDS
 
     def lane_flops_per_s(self, dtype: str = "float32") -> float:
         """Peak FLOP/s of one vector lane for ``dtype``: an FMA counts two FLOPs per cycle."""
@@ -295,7 +328,9 @@ class PageableCopy:
             )
 
 
-LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink"}
+LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink", "ici": "ICI"}
+PEER_KINDS = ("nvlink", "ici")
+"""Links that join accelerators directly (an NVLink, a TPU's inter-chip interconnect), not the host."""
 
 
 def _pageable(instance: Any, attribute: Any, value: Any) -> None:
@@ -315,7 +350,8 @@ class LinkSpec:
         name: human-readable name.
         kind: ``pcie`` (host<->GPU, and GPU peer-to-peer through the host's PCIe) or ``nvlink``
             (GPU to GPU: given as ``--link`` it carries all-reduce traffic while copies to the
-            host keep the GPU's PCIe link).
+            host keep the GPU's PCIe link) or ``ici`` (a TPU's inter-chip interconnect: a peer link
+            like NVLink, one torus link per direction).
         bandwidth_Bps: effective bandwidth per direction with pinned host memory.
         peak_bandwidth_Bps: theoretical bandwidth per direction.
         pageable_bandwidth_Bps: effective bandwidth from pageable memory (staged through a
@@ -334,9 +370,14 @@ class LinkSpec:
     pageable_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
     latency_s: float = attrs.field(validator=SECONDS)
     duplex: bool = attrs.field(default=True, validator=boolean)
-    kind: Literal["pcie", "nvlink"] = attrs.field(default="pcie", validator=one_of(tuple(LINK_FAMILIES)))
+    kind: Literal["pcie", "nvlink", "ici"] = attrs.field(default="pcie", validator=one_of(tuple(LINK_FAMILIES)))
     pageable_h2d: PageableCopy | None = attrs.field(default=None, validator=_pageable)
     pageable_d2h: PageableCopy | None = attrs.field(default=None, validator=_pageable)
+
+    @property
+    def is_peer(self) -> bool:
+        """Joins accelerators directly (NVLink, ICI): carries collectives, never host copies."""
+        return self.kind in PEER_KINDS
 
     @property
     def family(self) -> str:

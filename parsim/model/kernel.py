@@ -66,13 +66,13 @@ def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
         kernel.library.gemm_mn is None or kernel.library.conv is not None
     ):  # measured on cuBLAS products, not cuDNN's
         return math.inf
-    norm = library_for(spec.is_gpu, kernel.library.cpu_library).gemm_overlap_norm
+    norm = library_for(spec.kind, kernel.library.cpu_library).gemm_overlap_norm
     return math.inf if norm is None else norm
 
 
 def fork_join_s(spec: ProcessorSpec, ex: Execution, gemm: bool, items: Number) -> Number:
     """Fork/join cost when a CPU op spreads over more than one core (0 on GPUs, for GEMMs, one tile)."""
-    if spec.is_gpu or gemm or ex.cores == 1:
+    if spec.is_accelerator or gemm or ex.cores == 1:
         return 0.0
     return where(items > ex.tile_items, spec.parallel_dispatch_s, 0.0)
 

@@ -87,11 +87,11 @@ def execution(
         vector = spec.vector_matmul_efficiency
         core_flops *= spec.matmul_efficiency if on_matrix_units or vector is None else vector
     if kernel.library.conv is not None:  # a framework convolution, through the device's kernel library
-        core_flops *= library_for(spec.is_gpu, kernel.library.cpu_library).conv_share(
+        core_flops *= library_for(spec.kind, kernel.library.cpu_library).conv_share(
             rated if on_matrix_units else None
         )
     if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
-        core_flops *= library_for(spec.is_gpu, kernel.library.cpu_library).attention_share(
+        core_flops *= library_for(spec.kind, kernel.library.cpu_library).attention_share(
             kernel.library.fused_attention
         )
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
@@ -106,7 +106,7 @@ def execution(
         core_op_rate=dict(spec.op_rates_per_core).get(kernel.work.op)
         if kernel.work.op and used > 1
         else None,
-        interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_gpu else 0.0,
+        interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_accelerator else 0.0,
         tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
         # A GEMM tile fills an SM's registers and shared memory: one per core at a time.
         tiles_per_core=1 if gemm or used == 1 else spec.tiles_per_core,

@@ -158,7 +158,14 @@ THNN = LibrarySpec(
     conv_efficiency=0.14,
 )
 
-LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN, THNN)}
+XLA = LibrarySpec(
+    id="xla",
+    name="XLA on TPUs (the compiler lowers every op; products on the MXUs, padded to the array)",
+    # estimate: libtpu and the runtime hold a few hundred MB of HBM before any array (no public figure)
+    runtime_B=0.5 * 2**30,
+)
+
+LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ONEDNN, THNN, XLA)}
 CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN)}
 """The kernel libraries a framework may call on a CPU (``FrameworkSpec.cpu_library``)."""
 
@@ -170,15 +177,17 @@ def framework(name: str) -> FrameworkSpec:
     return FRAMEWORKS[name]
 
 
-def library_for(is_gpu: bool, cpu_library: str = "") -> LibrarySpec:
-    """The kernel library a framework uses on a GPU (cuDNN) or a CPU (``cpu_library``; empty: a
-    CPU's usual one, oneDNN).
+def library_for(kind: str, cpu_library: str = "") -> LibrarySpec:
+    """The kernel library a framework uses on a processor of ``kind``: cuDNN on a GPU, XLA on a
+    TPU, on a CPU ``cpu_library`` (empty: a CPU's usual one, oneDNN).
 
     Raises:
         ParsimError: ``cpu_library`` names no CPU library parsim knows (it is not guessed).
     """
-    if is_gpu:
+    if kind == "gpu":
         return CUDNN
+    if kind == "tpu":
+        return XLA
     if not cpu_library:
         return ONEDNN
     chosen = CPU_LIBRARIES.get(cpu_library)

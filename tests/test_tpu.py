@@ -1,0 +1,123 @@
+"""TPUs: presets, the systolic array's padding rule, and predictions that respect the chip's limits."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from parsim.base.errors import ParsimError
+from parsim.hardware import registry
+from parsim.hardware.presets import LINKS, PROCESSORS
+from parsim.methods.predict import predict
+from parsim.model import systolic
+from parsim.model.kernel import kernel_time_s
+from parsim.model.modes import check_mode, default_mode
+from parsim.workloads.registry import make_workload
+
+TPUS = ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
+
+
+def _matmul(size: int, dtype: str = "bfloat16"):
+    return make_workload("matmul", {"m": size, "n": size, "k": size, "dtype": dtype}).kernels[0]
+
+
+@pytest.mark.parametrize("pid", TPUS)
+def test_tpu_presets_are_tpus_with_their_ici(pid):
+    spec = PROCESSORS[pid]
+    assert spec.kind == "tpu" and spec.is_accelerator and not spec.is_gpu
+    assert spec.systolic_array == (256 if pid == "tpu-v6e" else 128)
+    assert LINKS[spec.peer_link].kind == "ici" and LINKS[spec.peer_link].is_peer
+    assert spec.default_link in LINKS
+    # the clock derived from the bf16 peak and the MXUs gives back the peak
+    per_cycle = spec.cores * spec.matrix_units_per_core * spec.systolic_array**2 * 2
+    assert per_cycle * spec.clock_Hz == pytest.approx(dict(spec.matrix_flops_per_s)["bfloat16"])
+    assert default_mode(spec) == "mimd+simd"
+    with pytest.raises(ParsimError, match="simt needs a GPU"):
+        check_mode(spec, "simt")
+
+
+def test_tpu_v4_clock_is_the_papers():
+    assert PROCESSORS["tpu-v4"].clock_Hz == pytest.approx(1050e6, rel=1e-3)  # Jouppi et al., ISCA 2023
+
+
+def test_a_systolic_array_needs_a_tpu():
+    import attrs
+
+    with pytest.raises(ParsimError, match="systolic_array"):
+        attrs.evolve(PROCESSORS["a100-80gb"], systolic_array=128)
+    with pytest.raises(ParsimError, match="systolic_array"):
+        attrs.evolve(PROCESSORS["tpu-v5e"], systolic_array=None)
+
+
+def test_padded_product_by_hand():
+    """4097^3 on a v5e: k and n padded to 33 x 128 = 4224, m to 513 x 8 = 4104 rows."""
+    spec = PROCESSORS["tpu-v5e"]
+    seconds, leg = kernel_time_s(_matmul(4097), spec, "mimd+simd")
+    assert leg == "compute"
+    assert seconds == pytest.approx(2 * 4104 * 4224 * 4224 / (197e12 * 0.85), rel=1e-9)
+    unpadded, _ = kernel_time_s(_matmul(4096), spec, "mimd+simd")
+    assert unpadded == pytest.approx(2 * 4096**3 / (197e12 * 0.85), rel=1e-9)
+
+
+def test_129_costs_like_256_on_a_128_array_and_not_on_a_256_one():
+    pad = systolic.padding(PROCESSORS["tpu-v5e"], _matmul(129))
+    assert (pad.padded_m, pad.padded_n, pad.padded_k) == (136, 256, 256)
+    assert pad.used == pytest.approx(129**3 / (136 * 256 * 256))
+    assert "MXU 128x128" in pad.sentence() and "k=129 padded to 256" in pad.sentence()
+    wide = systolic.padding(PROCESSORS["tpu-v6e"], _matmul(129))
+    assert (wide.padded_n, wide.padded_k) == (256, 256)
+    assert systolic.padding(PROCESSORS["tpu-v6e"], _matmul(256)).used == 1.0
+    assert systolic.padding(PROCESSORS["a100-80gb"], _matmul(129)) is None  # tensor cores: no such rule
+
+
+@given(
+    m=st.integers(1, 5000), n=st.integers(1, 5000), k=st.integers(1, 5000), pid=st.sampled_from(TPUS)
+)
+def test_padding_only_grows_to_whole_arrays(m, n, k, pid):
+    spec = PROCESSORS[pid]
+    kernel = make_workload("matmul", {"m": m, "n": n, "k": k, "dtype": "bfloat16"}).kernels[0]
+    pad = systolic.padding(spec, kernel)
+    edge = spec.systolic_array
+    assert pad.padded_n % edge == 0 and pad.padded_k % edge == 0 and pad.padded_m % systolic.ROWS == 0
+    assert pad.padded_n - edge < n <= pad.padded_n and pad.padded_k - edge < k <= pad.padded_k
+    assert 0 < pad.used <= 1
+    assert systolic.padded(spec, kernel).work.flops >= kernel.work.flops
+
+
+def test_the_note_and_the_bottleneck_sentence_say_padded():
+    from parsim.report.text import bottleneck_sentence
+
+    p = predict("matmul", {"m": 4097, "n": 4097, "k": 4097, "dtype": "bfloat16"}, device="tpu-v5e")
+    assert any("k=4097 padded to 4224" in note for note in p.notes)
+    sentence = bottleneck_sentence(p, PROCESSORS["tpu-v5e"])
+    assert sentence.startswith("compute-bound") and "MXU 128x128" in sentence
+
+
+CASES = [
+    ("matmul", {"m": 4096, "n": 4096, "k": 4096, "dtype": "bfloat16"}),
+    ("network", {"model": "gpt2", "batch": 8, "train": True, "dtype": "bfloat16"}),
+    ("llm_serve", {"model": "llama-2-7b"}),
+]
+
+
+@pytest.mark.parametrize("pid", TPUS)
+@pytest.mark.parametrize(("workload", "params"), CASES, ids=[c[0] for c in CASES])
+def test_predictions_on_each_tpu_respect_its_peaks(pid, workload, params):
+    spec = PROCESSORS[pid]
+    p = predict(workload, dict(params), device=pid)
+    assert math.isfinite(p.latency_s) and p.latency_s > 0
+    peak = max(rate for _, rate in spec.matrix_flops_per_s)
+    assert 0 < p.flops_per_s <= peak  # never faster than the MXUs
+    assert p.memory is not None and p.memory.fits
+    system = registry.system(pid)
+    assert system.link.id == spec.default_link
+
+
+@pytest.mark.parametrize("pid", TPUS)
+def test_a_newer_tpu_never_loses_a_big_product_to_an_older_one(pid):
+    order = ["tpu-v5e", "tpu-v4", "tpu-v5p", "tpu-v6e"]  # bf16 peaks 197 < 275 < 459 < 918
+    times = [kernel_time_s(_matmul(8192), PROCESSORS[p], "mimd+simd")[0] for p in order]
+    assert times == sorted(times, reverse=True)
