@@ -73,9 +73,7 @@ def test_129_costs_like_256_on_a_128_array_and_not_on_a_256_one():
     assert systolic.padding(PROCESSORS["a100-80gb"], _matmul(129)) is None  # tensor cores: no such rule
 
 
-@given(
-    m=st.integers(1, 5000), n=st.integers(1, 5000), k=st.integers(1, 5000), pid=st.sampled_from(TPUS)
-)
+@given(m=st.integers(1, 5000), n=st.integers(1, 5000), k=st.integers(1, 5000), pid=st.sampled_from(TPUS))
 def test_padding_only_grows_to_whole_arrays(m, n, k, pid):
     spec = PROCESSORS[pid]
     kernel = make_workload("matmul", {"m": m, "n": n, "k": k, "dtype": "bfloat16"}).kernels[0]

@@ -86,7 +86,9 @@ def _controls() -> tuple | None:
         "method", ["engine", "analytic"], horizontal=True, key="explore_method", bind="query-params"
     )
     # a server under load (requests over time) has its own view: Scale out, "LLM serving under load"
-    names = [n for n in WORKLOADS if WORKLOADS[n].requests is None and (spec.is_accelerator or runs_on_cpu(n))]
+    names = [
+        n for n in WORKLOADS if WORKLOADS[n].requests is None and (spec.is_accelerator or runs_on_cpu(n))
+    ]
     workload, params = workload_form("explore", names=names, overrides=DEFAULTS)
     if not spec.is_accelerator:
         st.caption("copies, offloads and multi-GPU training need a GPU: pick one as the device to see them")

@@ -37,7 +37,6 @@ from parsim.base.dtypes import MATRIX_FORMATS
 from parsim.base.errors import ParsimError, field_error
 from parsim.hardware.network import NetworkSpec
 
-
 PROCESSOR_KINDS = ("cpu", "gpu", "tpu")
 ACCELERATOR_KINDS = ("gpu", "tpu")
 """Processors that sit beside a host CPU and run its kernels."""
@@ -370,7 +369,9 @@ class LinkSpec:
     pageable_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
     latency_s: float = attrs.field(validator=SECONDS)
     duplex: bool = attrs.field(default=True, validator=boolean)
-    kind: Literal["pcie", "nvlink", "ici"] = attrs.field(default="pcie", validator=one_of(tuple(LINK_FAMILIES)))
+    kind: Literal["pcie", "nvlink", "ici"] = attrs.field(
+        default="pcie", validator=one_of(tuple(LINK_FAMILIES))
+    )
     pageable_h2d: PageableCopy | None = attrs.field(default=None, validator=_pageable)
     pageable_d2h: PageableCopy | None = attrs.field(default=None, validator=_pageable)
 

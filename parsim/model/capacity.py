@@ -20,7 +20,9 @@ from parsim.stack import library_for
 
 def runtime_B(system: SystemSpec, in_framework: bool) -> float:
     """Device memory a framework process holds before any tensor (0 on a CPU, or for raw kernels)."""
-    return library_for(system.device.kind if system.device is not None else "cpu").runtime_B if in_framework else 0.0
+    if not in_framework:
+        return 0.0
+    return library_for(system.device.kind if system.device is not None else "cpu").runtime_B
 
 
 def host_too_big(system: SystemSpec, host_buffer_B: Number) -> Any:

@@ -167,7 +167,9 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     k = kernel.work.flops / (2.0 * m * n)
     slots = ex.cores * ex.tiles_per_core
     library = library_for(spec.kind, kernel.library.cpu_library)
-    fitting = [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_accelerator else []
+    fitting = (
+        [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_accelerator else []
+    )
     # a CPU BLAS blocks to the matrix's edge (its register micro-tile is a few rows): a matrix-vector
     # product is not padded to a square block
     shapes = fitting or [(min(spec.matmul_tile, m), min(spec.matmul_tile, n))]

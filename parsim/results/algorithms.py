@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Mapping
 
 from parsim.hardware.specs import SystemSpec
-from parsim.model.kernel import choose
 from parsim.model import systolic
+from parsim.model.kernel import choose
 from parsim.model.library import gemm_tiling
 from parsim.model.placement import kernel_processor
 from parsim.model.rates import execution
