@@ -17,6 +17,19 @@ def test_hardware_list(cli):
         assert preset in out
 
 
+def test_every_preset_says_where_its_numbers_come_from(cli):
+    from parsim.hardware.presets import LINKS, PROCESSORS
+    from parsim.hardware.presets_cluster import CLUSTER_PRESETS, NIC_PRESETS
+    from parsim.hardware.sources import SOURCES
+
+    ids = {*PROCESSORS, *LINKS, *NIC_PRESETS, *CLUSTER_PRESETS}
+    assert ids == set(SOURCES), "a preset without its line in parsim/hardware/sources.py, or a stale line"
+    code, out, _ = cli("hardware", "list", "--json")
+    rows = json.loads(out)
+    assert code == 0 and {row["id"] for row in rows} == ids
+    assert all(row["source"] == SOURCES[row["id"]] and len(row["source"]) > 20 for row in rows)
+
+
 def test_hardware_list_json_by_kind(cli):
     code, out, _ = cli("hardware", "list", "--kind", "link", "--json")
     assert code == 0 and {row["kind"] for row in json.loads(out)} == {"link"}

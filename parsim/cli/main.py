@@ -101,6 +101,10 @@ def hardware_list(
                     "nics_per_node": cluster.network.nics_per_node,
                 }
             )
+    from parsim.hardware.sources import source_of
+
+    for row in rows:
+        row["source"] = source_of(row["id"])
     if as_json:
         typer.echo(jsontext.dumps(rows))
         return
@@ -121,8 +125,8 @@ def hardware_list(
                 f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
                 f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}"
             )
-        lines.append([row["id"], row["kind"], row["name"], headline])
-    columns = [("id", "left"), ("kind", "left"), ("name", "left"), ("headline", "left")]
+        lines.append([row["id"], row["kind"], row["name"], headline, row["source"]])
+    columns = [("id", "left"), ("kind", "left"), ("name", "left"), ("headline", "left"), ("source", "left")]
     from parsim.report.text import table
 
     typer.echo(table(columns, lines))

@@ -24,7 +24,6 @@ larger than ``TRACE_BYTES_PER_ROW`` bytes per allowed row — never through a sy
 from __future__ import annotations
 
 import csv
-import functools
 import math
 from datetime import UTC, datetime
 from importlib import resources
@@ -35,6 +34,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from parsim.base.caching import cached
 from parsim.base.errors import ParsimError, field_error
 from parsim.base.safefiles import read_text
 
@@ -104,7 +104,7 @@ class RequestStream:
         return hash((self.arrival_s.tobytes(), self.prompt_tokens.tobytes(), self.output_tokens.tobytes()))
 
 
-@functools.cache
+@cached(maxsize=1)
 def sharegpt_pairs() -> Ints:
     """The (prompt, output) token counts of the ShareGPT sample (``SHAREGPT``), one row each."""
     text = (resources.files("parsim") / "data" / SHAREGPT).read_text(encoding="utf-8")
