@@ -38,6 +38,15 @@ SOURCES: dict[str, str] = {
     "nvlink2": "NVIDIA V100 whitepaper (6 NVLink 2.0 links)",
     "nvlink3": "NVIDIA A100 whitepaper (12 links); GPUInspector.jl DGX A100 P2P",
     "nvlink4": "NVIDIA H100 whitepaper (18 links); NVIDIA/nccl issue 1264 P2P test",
+    # TPUs and their ICI links (presets_tpu.py)
+    "tpu-v4": "Google Cloud TPU v4 system architecture page; Jouppi et al., ISCA 2023",
+    "tpu-v5e": "Google Cloud TPU v5e system architecture page",
+    "tpu-v5p": "Google Cloud TPU v5p system architecture page",
+    "tpu-v6e": "Google Cloud TPU v6e (Trillium) system architecture page",
+    "ici-v4": "Jouppi et al., ISCA 2023 (six ICI links of 50 GB/s per direction)",
+    "ici-v5e": "Google Cloud TPU v5e page (400 GBps bidirectional ICI over 4 ports)",
+    "ici-v5p": "Google Cloud TPU v5p page (1200 GBps bidirectional ICI, 3D torus)",
+    "ici-v6e": "Google Cloud TPU v6e page (800 GBps bidirectional ICI over 4 ports)",
     # NICs and clusters (presets_cluster.py)
     "ib-edr": "InfiniBand specification (EDR 4x); ib_write_bw results",
     "ib-hdr": "InfiniBand specification (HDR 4x); ib_write_bw results",
