@@ -119,3 +119,63 @@ def test_a_newer_tpu_never_loses_a_big_product_to_an_older_one(pid):
     order = ["tpu-v5e", "tpu-v4", "tpu-v5p", "tpu-v6e"]  # bf16 peaks 197 < 275 < 459 < 918
     times = [kernel_time_s(_matmul(8192), PROCESSORS[p], "mimd+simd")[0] for p in order]
     assert times == sorted(times, reverse=True)
+
+
+# --- XLA: the stack on a TPU ----------------------------------------------------------------------
+
+
+def _gpt2_inference(framework: str = "xla"):
+    params = {
+        "model": "gpt2",
+        "batch": 1,
+        "seq": 128,
+        "dtype": "bfloat16",
+        "framework": framework,
+        "train": False,
+    }
+    return make_workload("network", params)
+
+
+def test_xla_fuses_each_elementwise_consumer_of_a_product():
+    from parsim.model.fusion import fuse_epilogues
+
+    workload = _gpt2_inference()
+    fused = fuse_epilogues(workload, registry.system("tpu-v5e"))
+    # per layer: the residual add after the output projection, the GELU after the up projection and
+    # the residual add after the down projection
+    assert len(fused.ops) == len(workload.ops) - 3 * 12
+    assert fuse_epilogues(workload, registry.system("a100-80gb")) is workload  # cuBLAS does not fuse
+    names = [op.name for op in workload.ops]
+    up = workload.ops[names.index("h.0.mlp up fwd")]
+    gelu = workload.ops[names.index("h.0.mlp gelu fwd")]
+    after = fused.ops[[op.name for op in fused.ops].index("h.0.mlp up fwd")]
+    assert after.work.bytes_written == gelu.work.bytes_written  # GELU's output, not the product's
+    assert after.work.bytes_read == up.work.bytes_read  # GELU read nothing but the product's output
+    assert after.work.flops == up.work.flops  # its arithmetic hides under the product (vector unit)
+
+
+def test_xla_is_the_default_framework_on_a_tpu_only():
+    tpu = predict("network", {"model": "gpt2", "batch": 1, "seq": 128}, device="tpu-v5e")
+    assert dict(tpu.params)["framework"] == "xla"
+    gpu = predict("network", {"model": "gpt2", "batch": 1, "seq": 128}, device="a100-80gb")
+    assert dict(gpu.params)["framework"] == "eager"
+    asked = predict(
+        "network", {"model": "gpt2", "batch": 1, "seq": 128, "framework": "eager"}, device="tpu-v5e"
+    )
+    assert dict(asked.params)["framework"] == "eager"
+
+
+@pytest.mark.parametrize("method", ["engine", "analytic"])
+def test_a_jitted_step_pays_its_dispatch_once(method):
+    from parsim.stack import framework
+
+    p = predict(
+        "network",
+        {"model": "gpt2", "batch": 1, "seq": 128, "dtype": "bfloat16"},
+        device="tpu-v5e",
+        method=method,
+    )
+    steps = [e for e in p.trace if e.label == "dispatch the compiled step"]
+    assert len(steps) == 1
+    host = registry.processor("xeon-e5-2630v3")
+    assert steps[0].end_s - steps[0].start_s == pytest.approx(framework("xla").step_cycles / host.clock_Hz)

@@ -9,6 +9,7 @@ pays only a share of each launch. A *primitive* op inside an operator's forward 
 ops of a Hugging Face RMSNorm) pays the framework's ``primitive_cycles`` instead: the dispatcher and
 the launch, not a module call. On a GPU the host then moves on while the device works, so when
 this host time exceeds the kernel's, the GPU idles behind the host: the timeline shows the gaps.
+A compiled framework (XLA's jitted step) pays instead once per step, before the step's first op.
 """
 
 from __future__ import annotations
@@ -53,3 +54,11 @@ def issue_s(
         return launch if kind is None else CUPY.call_s(kind, launch)
     primitive = isinstance(op, Kernel) and op.issue.primitive
     return framework.op_host_s(host.clock_Hz, primitive) + framework.launch_share * launch
+
+
+def step_issue_s(system: SystemSpec, framework: FrameworkSpec | None, index: int, per_instance: int) -> float:
+    """Host seconds to dispatch a compiled step, charged to op ``index`` when it opens a step (an
+    instance of ``per_instance`` ops); 0 for every other op and for frameworks that issue per op."""
+    if framework is None or not framework.step_cycles or index % per_instance:
+        return 0.0
+    return framework.step_host_s(system.host.clock_Hz)

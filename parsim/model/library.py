@@ -35,6 +35,7 @@ from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.model import systolic
+from parsim.model.fusion import fuse_epilogues
 from parsim.model.rates import Execution, matrix_format
 from parsim.stack import library_for
 from parsim.workloads.base import HOST, Kernel, Op, Workload
@@ -199,6 +200,7 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     Raises:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
     """
+    workload = fuse_epilogues(workload, system)  # XLA: element-wise consumers inside the product
     if not any(k.library.foldable or k.library.reorder_B for k in workload.kernels):
         return workload
     ops: list[Op] = []

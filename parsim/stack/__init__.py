@@ -1,6 +1,14 @@
 """The software stack (frameworks and kernel libraries): specs, cited presets and lookup by id."""
 
-from parsim.stack.presets import FRAMEWORKS, LIBRARIES, framework, library_for
+from parsim.stack.presets import DEVICE_FRAMEWORKS, FRAMEWORKS, LIBRARIES, framework, library_for
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
-__all__ = ["FRAMEWORKS", "LIBRARIES", "FrameworkSpec", "LibrarySpec", "framework", "library_for"]
+__all__ = [
+    "DEVICE_FRAMEWORKS",
+    "FRAMEWORKS",
+    "LIBRARIES",
+    "FrameworkSpec",
+    "LibrarySpec",
+    "framework",
+    "library_for",
+]

@@ -78,8 +78,10 @@ _OPTIMIZER: Any = Field("sgd", description="sgd (w -= lr g) or adam (two moments
 class _FrameworkParams(ParamsModel):
     """What every deep-learning workload shares: the framework and its float32 arithmetic."""
 
-    framework: Literal["eager", "graph", "cuda-graph", "torch7"] = Field(
-        "eager", description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript) or cuda-graph"
+    framework: Literal["eager", "graph", "cuda-graph", "torch7", "xla"] = Field(
+        "eager",
+        description="eager (PyTorch), graph (TensorFlow/TorchScript), cuda-graph, or xla (one jitted step; "
+        "the default on a TPU)",
     )
     math: Literal["default", "tf32", "ieee"] = Field(
         "default",
@@ -93,7 +95,7 @@ class _FrameworkParams(ParamsModel):
 
 
 class MlpTrainParams(_FrameworkParams):
-    framework: Literal["eager", "graph", "cuda-graph", "torch7", "none"] = Field(  # type: ignore[assignment]
+    framework: Literal["eager", "graph", "cuda-graph", "torch7", "xla", "none"] = Field(  # type: ignore[assignment]
         "eager",
         description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), cuda-graph, or none: NumPy/CuPy "
         "calls with no framework (what parsim measures)",
