@@ -9,7 +9,8 @@ The rule, structural (no op names): on a library that ``fuses_elementwise``, a d
 directly follows a matrix product on the same device in a program without dependencies, is not a
 product itself, and has one work item per element of the product's output (``m x n``), folds into
 that product; one consumer per product (the layer norm after a fused residual add is a row
-reduction and stays a pass of its own). The fused kernel reads the product's inputs plus whatever else the element-wise op
+reduction and stays a pass of its own). The fused kernel reads the product's inputs plus whatever
+else the element-wise op
 read besides the product's output (the residual), and writes the element-wise op's output instead
 of the product's; the element-wise arithmetic runs on the vector unit while the matrix units work
 on the next tile, hidden under the product, so the product's FLOPs (and its padding to the
