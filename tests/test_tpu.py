@@ -179,3 +179,73 @@ def test_a_jitted_step_pays_its_dispatch_once(method):
     assert len(steps) == 1
     host = registry.processor("xeon-e5-2630v3")
     assert steps[0].end_s - steps[0].start_s == pytest.approx(framework("xla").step_cycles / host.clock_Hz)
+
+
+# --- the ICI torus and the pods -------------------------------------------------------------------
+
+
+def test_all_reduce_on_a_4x4_torus_by_hand():
+    """16 v5e chips, 1 GB, links of 50 GB/s per direction and 2 us: x then y, two links at once."""
+    from parsim.model.torus import torus_collective
+
+    link = LINKS["ici-v5e"]
+    timing = torus_collective("all_reduce", 1e9, (4, 4), link)
+    x = 2 * 3 / 4 * 1e9 / (2 * 50e9)  # 15 ms: reduce-scatter + all-gather along x
+    y = 2 * 3 / 4 * 0.25e9 / (2 * 50e9)  # 3.75 ms: a quarter of the data along y
+    assert timing.bandwidth_s == pytest.approx(x + y)
+    assert timing.bandwidth_s == pytest.approx(1e9 * 15 / 16 / 50e9)  # the telescoped form
+    assert timing.latency_s == pytest.approx((2 * 3 + 2 * 3) * 2e-6)
+    half = torus_collective("reduce_scatter", 1e9, (4, 4), link)
+    assert half.bandwidth_s == pytest.approx(timing.bandwidth_s / 2)
+
+
+@given(
+    dims=st.lists(st.integers(1, 16), min_size=2, max_size=3).map(tuple),
+    nbytes=st.floats(1.0, 1e11),
+    kind=st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"]),
+)
+def test_a_torus_collective_is_never_faster_than_the_injection_bound(dims, nbytes, kind):
+    from parsim.model.torus import injection_bound_s, torus_collective
+
+    link = LINKS["ici-v5p"]
+    timing = torus_collective(kind, nbytes, dims, link)
+    assert timing.bandwidth_s >= injection_bound_s(kind, nbytes, dims, link) * (1 - 1e-12)
+    assert timing.seconds >= timing.bandwidth_s >= 0
+
+
+@pytest.mark.parametrize(
+    ("pod", "shape"), [("tpu-v4-pod", (4, 4, 4)), ("tpu-v5p-pod", (4, 4, 4)), ("tpu-v5e-pod", (16, 16))]
+)
+def test_pods_are_tori_and_their_collectives_run_on_the_torus(pod, shape):
+    from parsim.model.collectives import TORUS, collective
+
+    system = registry.cluster_system(pod)
+    assert system.torus == shape and system.device.kind == "tpu" and system.ring_link.kind == "ici"
+    timing = collective(system, "all_reduce", 1e9)
+    assert timing.algorithm == TORUS
+    n = system.total_gpus
+    assert timing.bandwidth_s == pytest.approx(1e9 * (n - 1) / n / system.ring_link.bandwidth_Bps)
+
+
+@pytest.mark.parametrize("pod", ["tpu-v4-pod", "tpu-v5p-pod", "tpu-v5e-pod"])
+def test_a_pod_runs_data_parallel_training(pod):
+    params = {
+        "model": "gpt2",
+        "batch": 8,
+        "seq": 1024,
+        "sync": "ring",
+        "scaling": "weak",
+        "dtype": "bfloat16",
+    }
+    p = predict("data_parallel", params, cluster=pod)
+    assert dict(p.params)["framework"] == "xla"
+    assert p.latency_s > 0 and any("torus" in note for note in p.notes)
+
+
+def test_torus_shapes_are_balanced():
+    from parsim.hardware.network import torus_shape
+
+    assert torus_shape(64, 3) == (4, 4, 4)
+    assert torus_shape(128, 3) == (8, 4, 4)
+    assert torus_shape(256, 2) == (16, 16)
+    assert math.prod(torus_shape(96, 3)) == 96

@@ -23,6 +23,9 @@ Sources, abbreviated in the comments:
   "InfiniBand 100 Gb/sec (4X EDR)", one NIC (mlx5_0) per node.
 - [AWSP3] aws-samples/deep-learning-models issue #2 and the EC2 instance-type page: p3.16xlarge =
   8x V100-SXM2-16GB joined by NVLink, 25 Gbps Ethernet (TCP, no RDMA).
+- [V4] / [V5P] / [V5E] cloud.google.com/tpu/docs/v4, v5p, v5e: chips per host, torus dimensions, pod
+  and cube sizes, the v5e hosts' 2 x 100 Gbps NICs, v5p's 50 Gbps of data center network per chip.
+- [J23] Jouppi et al., ISCA 2023: six ICI links per TPU v4 chip.
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
 """
@@ -136,7 +139,59 @@ AWS_P3_25G = ClusterSpec(
     network=NetworkSpec(ETH_25G, nics_per_node=1),  # [AWSP3]
 )
 
+# TPU pods: every chip of the slice is on the ICI torus (``torus_dims``), the NICs (Google's data
+# center network) only join slices; ``nodes`` are hosts. The hosts' CPUs are not documented: the
+# EPYC 9654 preset stands in (estimate), it only issues the jitted step.
+TPU_V4_POD = ClusterSpec(
+    id="tpu-v4-pod",
+    name="Cloud TPU v4 slice (4 chips per host, 3D torus of ICI; 64 chips = one 4x4x4 cube)",
+    device="tpu-v4",
+    gpus_per_node=4,  # [V4] a v4 host drives 4 chips (2x2x1)
+    fabric="ici-v4",  # [J23] six ICI links per chip
+    host="epyc-9654",  # estimate: stand-in host
+    # estimate: two 100 Gb/s NICs per host, as the v5e page documents for its hosts
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),
+    nodes=16,  # [V4] a 4x4x4 cube, the unit the optical switches join into slices
+    torus_dims=3,  # [V4] 3D torus
+)
+
+TPU_V5P_POD = ClusterSpec(
+    id="tpu-v5p-pod",
+    name="Cloud TPU v5p slice (4 chips per host, 3D torus of ICI; 64 chips = one 4x4x4 cube)",
+    device="tpu-v5p",
+    gpus_per_node=4,  # [V5P] 2x2x1: 4 chips per host
+    fabric="ici-v5p",
+    host="epyc-9654",  # estimate: stand-in host
+    # [V5P] data center network 50 Gbps per chip: 200 Gb/s per host, taken as two 100 Gb/s NICs
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),
+    nodes=16,  # [V5P] 4x4x4: 64 chips on 16 hosts
+    torus_dims=3,  # [V5P] 3D torus
+)
+
+TPU_V5E_POD = ClusterSpec(
+    id="tpu-v5e-pod",
+    name="Cloud TPU v5e pod (8 chips per host, 16x16 2D torus of ICI)",
+    device="tpu-v5e",
+    gpus_per_node=8,  # [V5E] 8 chips per host
+    fabric="ici-v5e",
+    host="epyc-9654",  # estimate: stand-in host
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),  # [V5E] per-host NICs: 2 x 100 Gbps
+    nodes=32,  # [V5E] 256 chips per pod
+    torus_dims=2,  # [V5E] 2D torus
+)
+
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
-    c.id: c for c in (DGX_A100, DGX_H100, PCIE_H100_2NIC, OCI_A100_ROCE, V100_1EDR, AWS_P3_25G)
+    c.id: c
+    for c in (
+        DGX_A100,
+        DGX_H100,
+        PCIE_H100_2NIC,
+        OCI_A100_ROCE,
+        V100_1EDR,
+        AWS_P3_25G,
+        TPU_V4_POD,
+        TPU_V5P_POD,
+        TPU_V5E_POD,
+    )
 }
 """Cluster presets by id."""

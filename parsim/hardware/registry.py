@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
-from parsim.hardware.network import ClusterSpec
+from parsim.hardware.network import ClusterSpec, torus_shape
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.hardware.tomlio import load_hardware
 
@@ -185,7 +185,7 @@ def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> System
         raise ParsimError(f"'nodes' must be an integer >= 1: {count!r}")
     device = processor(spec.device, "cluster.device")
     if not device.is_accelerator:
-        raise ParsimError(f"'cluster.device' must be a GPU preset: {spec.device} is a CPU")
+        raise ParsimError(f"'cluster.device' must be a GPU or TPU preset: {spec.device} is a CPU")
     host = processor(spec.host, "cluster.host")
     if host.is_accelerator:
         raise ParsimError(f"'cluster.host' must be a CPU preset: {spec.host} is a GPU")
@@ -205,6 +205,7 @@ def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> System
         peer_link=fabric if fabric.is_peer else None,
         nodes=count,
         network=spec.network,
+        torus=torus_shape(spec.gpus_per_node * count, spec.torus_dims) if spec.torus_dims else (),
     )
 
 

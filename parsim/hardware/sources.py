@@ -59,6 +59,9 @@ SOURCES: dict[str, str] = {
     "oci-a100-roce": "OCI BM.GPU4.8 (oracle-japan/ocitutorials nccl-tests page)",
     "v100-1edr": "Oneflow-Inc/DLPerf report (4 nodes of 8x V100, one EDR NIC each)",
     "aws-p3-25g": "AWS p3.16xlarge instance page; aws-samples/deep-learning-models issue 2",
+    "tpu-v4-pod": "Google Cloud TPU v4 page (4 chips per host, 3D torus, 4x4x4 cubes)",
+    "tpu-v5p-pod": "Google Cloud TPU v5p page (4 chips per host, 3D torus, DCN per chip)",
+    "tpu-v5e-pod": "Google Cloud TPU v5e page (8 chips per host, 16x16 2D torus, 2x 100G NICs)",
 }
 """One line per preset id: the datasheet behind the peaks and the measurements behind the rest."""
 

@@ -14,6 +14,7 @@ STREAM-like benchmark or a bandwidth test measures); datasheet peaks are kept be
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -420,6 +421,8 @@ class SystemSpec:
             peer-to-peer over ``link``.
         nodes: identical machines of ``gpus`` GPUs each (a cluster); more than one needs a network.
         network: the NICs and switches between nodes (``hardware.network``).
+        torus: the shape of the torus the ``peer_link`` joins every chip of every node into (a TPU
+            slice: ``(4, 4, 4)``); empty where the nodes talk over the network.
     """
 
     host: ProcessorSpec
@@ -430,8 +433,11 @@ class SystemSpec:
     peer_link: LinkSpec | None = None
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
     network: NetworkSpec | None = None
+    torus: tuple[int, ...] = attrs.field(default=(), converter=tuple)
 
     def __attrs_post_init__(self) -> None:
+        if self.torus and math.prod(self.torus) != self.gpus * self.nodes:
+            raise field_error("torus", f"a shape of {self.gpus * self.nodes} chips", self.torus)
         if self.nodes > 1 and (self.network is None or self.device is None):
             raise field_error("nodes", "1 unless the system has GPUs and a network (--cluster)", self.nodes)
         if self.host.kind != "cpu":

@@ -268,7 +268,7 @@ def _with_scaling(
     gpus = system.total_gpus
     assert definition.baseline is not None and definition.samples is not None  # the caller checked
     single = make_workload(workload.name, definition.baseline(dict(workload.params)))
-    one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1)
+    one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1, torus=())
     one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
     speedup = (
