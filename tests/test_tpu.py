@@ -249,3 +249,16 @@ def test_torus_shapes_are_balanced():
     assert torus_shape(128, 3) == (8, 4, 4)
     assert torus_shape(256, 2) == (16, 16)
     assert math.prod(torus_shape(96, 3)) == 96
+
+
+def test_data_parallel_recompute_runs_the_forward_again_and_keeps_less():
+    base = {"model": "gpt2", "batch": 2, "seq": 512, "sync": "ring", "dtype": "bfloat16", "gpus": 2}
+    plain = make_workload("data_parallel", base)
+    again = make_workload("data_parallel", {**base, "recompute": "full"})
+    recomputed = [k for k in again.kernels if k.name.endswith("(recomputed)")]
+    assert recomputed and len(again.kernels) == len(plain.kernels) + len(recomputed)
+    names = {k.name for k in plain.kernels}
+    assert all(k.name.removesuffix(" (recomputed)") in names for k in recomputed)
+    assert again.memory.activations_B < plain.memory.activations_B
+    with pytest.raises(ParsimError, match="recompute"):
+        make_workload("data_parallel", {"model": "resnet18", "batch": 2, "recompute": "full"})

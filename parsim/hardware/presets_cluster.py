@@ -23,8 +23,9 @@ Sources, abbreviated in the comments:
   "InfiniBand 100 Gb/sec (4X EDR)", one NIC (mlx5_0) per node.
 - [AWSP3] aws-samples/deep-learning-models issue #2 and the EC2 instance-type page: p3.16xlarge =
   8x V100-SXM2-16GB joined by NVLink, 25 Gbps Ethernet (TCP, no RDMA).
-- [V4] / [V5P] / [V5E] cloud.google.com/tpu/docs/v4, v5p, v5e: chips per host, torus dimensions, pod
-  and cube sizes, the v5e hosts' 2 x 100 Gbps NICs, v5p's 50 Gbps of data center network per chip.
+- [V4] / [V5P] / [V5E] / [V6E] cloud.google.com/tpu/docs/v4, v5p, v5e, v6e: chips per host, torus
+  dimensions, pod and cube sizes, the v5e hosts' 2 x 100 Gbps NICs, v5p's 50 Gbps of data center
+  network per chip.
 - [J23] Jouppi et al., ISCA 2023: six ICI links per TPU v4 chip.
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
@@ -180,6 +181,18 @@ TPU_V5E_POD = ClusterSpec(
     torus_dims=2,  # [V5E] 2D torus
 )
 
+TPU_V6E_POD = ClusterSpec(
+    id="tpu-v6e-pod",
+    name="Cloud TPU v6e (Trillium) pod (8 chips per host, 16x16 2D torus of ICI)",
+    device="tpu-v6e",
+    gpus_per_node=8,  # [V6E] 8 chips per host
+    fabric="ici-v6e",
+    host="epyc-9654",  # estimate: stand-in host
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),  # estimate: as v5e's hosts (not documented)
+    nodes=32,  # [V6E] 256 chips per pod
+    torus_dims=2,  # [V6E] 2D torus
+)
+
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
     c.id: c
     for c in (
@@ -192,6 +205,7 @@ CLUSTER_PRESETS: dict[str, ClusterSpec] = {
         TPU_V4_POD,
         TPU_V5P_POD,
         TPU_V5E_POD,
+        TPU_V6E_POD,
     )
 }
 """Cluster presets by id."""

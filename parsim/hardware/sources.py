@@ -62,6 +62,7 @@ SOURCES: dict[str, str] = {
     "tpu-v4-pod": "Google Cloud TPU v4 page (4 chips per host, 3D torus, 4x4x4 cubes)",
     "tpu-v5p-pod": "Google Cloud TPU v5p page (4 chips per host, 3D torus, DCN per chip)",
     "tpu-v5e-pod": "Google Cloud TPU v5e page (8 chips per host, 16x16 2D torus, 2x 100G NICs)",
+    "tpu-v6e-pod": "Google Cloud TPU v6e page (8 chips per host, 16x16 2D torus)",
 }
 """One line per preset id: the datasheet behind the peaks and the measurements behind the rest."""
 
