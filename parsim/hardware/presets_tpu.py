@@ -58,7 +58,10 @@ _TPU_COMMON: dict[str, Any] = dict(
     fp64_ratio=1 / 16,  # estimate: no float64 hardware; XLA emulates it in float32 pairs
     # estimate: XLA tiles a large product to fill the MXUs; no public GEMM benchmark per chip
     matmul_efficiency=0.85,
-    special_per_core_per_cycle=128.0,  # estimate: one transcendental per lane row per cycle
+    # estimate: the transcendental unit takes one 8x128 vector register per cycle, as the VPU issues
+    # one per cycle (no public figure); 1/8 of that would make a softmax's exponentials, not its
+    # products, the cost of a fused attention kernel
+    special_per_core_per_cycle=1024.0,
     # estimate: ops of one compiled XLA program follow each other on the chip's scalar unit, without
     # a host launch; ~1 us each
     dispatch_s=1e-6,
