@@ -262,3 +262,27 @@ def test_data_parallel_recompute_runs_the_forward_again_and_keeps_less():
     assert again.memory.activations_B < plain.memory.activations_B
     with pytest.raises(ParsimError, match="recompute"):
         make_workload("data_parallel", {"model": "resnet18", "batch": 2, "recompute": "full"})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"torus_dims": 4}, "'torus_dims' must be one of 0, 2, 3: 4"),
+        ({"fabric": "ici-v5e", "gpus_per_node": 0}, "'gpus_per_node'"),
+    ],
+)
+def test_bad_pod_fields_are_one_line(change, message):
+    import attrs
+
+    from parsim.hardware.presets_cluster import CLUSTER_PRESETS
+
+    with pytest.raises(ParsimError, match=message):
+        attrs.evolve(CLUSTER_PRESETS["tpu-v5e-pod"], **change)
+
+
+def test_a_torus_must_hold_every_chip():
+    import attrs
+
+    system = registry.cluster_system("tpu-v5e-pod")
+    with pytest.raises(ParsimError, match="'torus' must be a shape of 256 chips"):
+        attrs.evolve(system, torus=(8, 8))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.base.checks import BANDWIDTH, SECONDS, preset_id, text, whole_within, within
+from parsim.base.checks import BANDWIDTH, SECONDS, one_of, preset_id, text, whole_within, within
 from parsim.base.errors import field_error
 
 
@@ -109,7 +109,7 @@ class ClusterSpec:
     host_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_part_id))
     gpus_per_switch: int = attrs.field(default=4, validator=whole_within(1, 64))
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
-    torus_dims: int = attrs.field(default=0, validator=attrs.validators.in_((0, 2, 3)))
+    torus_dims: int = attrs.field(default=0, validator=one_of((0, 2, 3)))
 
 
 def torus_shape(chips: int, dims: int) -> tuple[int, ...]:
