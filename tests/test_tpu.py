@@ -115,6 +115,14 @@ def test_predictions_on_each_tpu_respect_its_peaks(pid, workload, params):
 
 
 @pytest.mark.parametrize("pid", TPUS)
+@pytest.mark.parametrize(("workload", "params"), CASES, ids=[c[0] for c in CASES])
+def test_the_engine_and_the_closed_forms_agree_on_a_tpu(pid, workload, params):
+    engine = predict(workload, dict(params), device=pid).latency_s
+    analytic = predict(workload, dict(params), device=pid, method="analytic").latency_s
+    assert analytic == pytest.approx(engine, rel=0.05)  # the same padding, fusion and step dispatch
+
+
+@pytest.mark.parametrize("pid", TPUS)
 def test_a_newer_tpu_never_loses_a_big_product_to_an_older_one(pid):
     order = ["tpu-v5e", "tpu-v4", "tpu-v5p", "tpu-v6e"]  # bf16 peaks 197 < 275 < 459 < 918
     times = [kernel_time_s(_matmul(8192), PROCESSORS[p], "mimd+simd")[0] for p in order]
