@@ -44,7 +44,7 @@ def test_datasheet_peaks_come_out_of_the_lanes_and_clocks():
 
 def test_infinity_fabric_links_are_gpu_to_gpu_and_named_so():
     fabric = LINKS["infinity-fabric-mi300x"]
-    assert fabric.kind == "xgmi" and fabric.joins_gpus and fabric.family == "Infinity Fabric"
+    assert fabric.kind == "xgmi" and fabric.is_peer and fabric.family == "Infinity Fabric"
     assert fabric.peak_bandwidth_Bps == 7 * 64e9  # 7 links of 16 lanes x 32 Gb/s per direction
     assert LINKS["xgmi-mi250x"].peak_bandwidth_Bps == 4 * 50e9
     system = registry.system("mi300x", gpus=8)

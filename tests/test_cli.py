@@ -156,8 +156,8 @@ def test_run_scenario_with_plot(cli, tmp_path):
         (["run", "nope.toml"], "no such scenario file"),
         (["hardware", "show", "h100"], "closest: "),
         (
-            ["hardware", "list", "--kind", "tpu"],
-            "'--kind' must be one of cpu, gpu, link, nic, cluster: 'tpu'",
+            ["hardware", "list", "--kind", "fpga"],
+            "'--kind' must be one of cpu, gpu, tpu, link, nic, cluster: 'fpga'",
         ),
     ],
 )

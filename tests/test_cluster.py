@@ -174,7 +174,7 @@ def test_bad_cluster_files_say_which_field(change, message):
 
 def test_a_cluster_file_may_only_name_gpus_and_cpus_it_should():
     spec = loads_hardware(CLUSTER_TOML.replace('device = "t4"', 'device = "xeon-8480"'))
-    with pytest.raises(ParsimError, match="must be a GPU preset"):
+    with pytest.raises(ParsimError, match="must be a GPU or TPU preset"):
         registry.cluster_system(spec, 1)
 
 

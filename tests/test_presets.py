@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from parsim.base.dtypes import MATRIX_FORMATS as DTYPES
-from parsim.hardware import presets_cpu, presets_gpu, presets_gpu_current, presets_links
+from parsim.hardware import presets_cpu, presets_gpu, presets_gpu_current, presets_links, presets_tpu
 from parsim.hardware.presets import LINKS, PROCESSORS
 
 DATA = Path(presets_cpu.__file__).parent / "data" / "measurements.csv"
@@ -46,6 +46,7 @@ GPU_IDS = [
 ]
 CURRENT_GPU_IDS = sorted(presets_gpu_current.CURRENT_GPU_PRESETS)  # tests/test_presets_current.py names them
 AMD_IDS = ["mi250x", "mi250x-module", "mi300x"]  # presets_amd.py, conventions in tests/test_amd.py
+TPU_IDS = ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
 LINK_IDS = [
     "pcie3-x16",
     "pcie4-x16",
@@ -58,6 +59,7 @@ LINK_IDS = [
     "infinity-fabric-mi300x",
     "xgmi-mi250x",
 ]
+ICI_IDS = ["ici-v4", "ici-v5e", "ici-v5p", "ici-v6e"]
 PROCESSOR_QUANTITIES = {"memory_bandwidth_Bps", "dispatch_s", "matmul_flops_per_s"}
 LINK_QUANTITIES = {"link_bandwidth_Bps", "link_pageable_bandwidth_Bps"}
 HEADER = ["preset_id", "quantity", "value", "unit", "source", "dtype"]
@@ -98,11 +100,12 @@ def _effective(row: dict[str, str]) -> float:
 def test_every_preset_id_exists_with_its_kind():
     assert sorted(presets_cpu.CPU_PRESETS) == sorted(CPU_IDS)
     assert sorted(presets_gpu.GPU_PRESETS) == sorted(GPU_IDS)
-    assert sorted(LINKS) == sorted(LINK_IDS)
-    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS + CURRENT_GPU_IDS + AMD_IDS)
+    assert sorted(presets_tpu.TPU_PRESETS) == sorted(TPU_IDS)
+    assert sorted(LINKS) == sorted(LINK_IDS + ICI_IDS)
+    assert sorted(PROCESSORS) == sorted(CPU_IDS + GPU_IDS + CURRENT_GPU_IDS + AMD_IDS + TPU_IDS)
     for pid, spec in PROCESSORS.items():
         assert spec.id == pid
-        assert spec.kind == ("cpu" if pid in CPU_IDS else "gpu")
+        assert spec.kind == ("cpu" if pid in CPU_IDS else "tpu" if pid in TPU_IDS else "gpu")
     for lid, link in LINKS.items():
         assert link.id == lid
 
@@ -265,7 +268,9 @@ def _uncommented_numeric_fields(path: Path) -> tuple[int, list[str]]:
 
 
 @pytest.mark.parametrize(
-    "module", [presets_cpu, presets_gpu, presets_gpu_current, presets_links], ids=lambda m: m.__name__
+    "module",
+    [presets_cpu, presets_gpu, presets_gpu_current, presets_links, presets_tpu],
+    ids=lambda m: m.__name__,
 )
 def test_every_numeric_field_has_a_source_comment(module):
     found, missing = _uncommented_numeric_fields(Path(module.__file__))

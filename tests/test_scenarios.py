@@ -140,6 +140,21 @@ def claims_matmul_roofline():
     assert by_label("matmul_roofline")["A100 float16 (tensor cores)"][0].bottleneck == "overhead"
 
 
+def claims_systolic_vs_simt():
+    # 512 -> 513 is padded to 640 in k and n on the TPU's 128x128 MXUs (compute-bound: 1.56x the
+    # work), a few per cent on the GPUs; 128 -> 129 is hidden by memory on the TPU
+    result = lesson("systolic_vs_simt")
+    at = {(r.label.split(" ")[0], r.value): r.prediction for r in result.results}
+    assert at[("TPU", 513)].latency_s / at[("TPU", 512)].latency_s == pytest.approx((640 / 512) ** 2, rel=0.1)
+    for gpu in ("A100", "H100"):
+        assert at[(gpu, 513)].latency_s / at[(gpu, 512)].latency_s < 1.1
+    assert at[("TPU", 128)].bottleneck == "memory"
+    assert at[("TPU", 129)].latency_s / at[("TPU", 128)].latency_s < 1.2
+    assert any("25% of the array used" in note for note in at[("TPU", 129)].notes)
+    big = at[("TPU", 4097)].latency_s / at[("TPU", 4096)].latency_s
+    assert big == pytest.approx((4224 / 4096) ** 2, rel=0.03)
+
+
 def test_matmul_lesson_shows_no_memory_bound_stretch_but_a_skinny_product_has_one():
     # The lesson (issue 13 bug 5) says: flat, then compute; the ridge is crossed under the launch
     # overhead; a skinny product (m = n = 8192, k = 16) is memory-bound at about 8 FLOPs per byte.
@@ -783,6 +798,7 @@ CLAIMS = {
     "mlp_training": claims_mlp_training,
     "pcie_pinned_vs_pageable": claims_pcie,
     "streams_overlap": claims_streams,
+    "systolic_vs_simt": claims_systolic_vs_simt,
 }
 
 

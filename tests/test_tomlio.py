@@ -80,7 +80,7 @@ def test_huge_and_missing_files(tmp_path):
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ('kind = "cpu"', 'kind = "tpu"', "'kind' must be one of cpu, gpu: 'tpu'"),
+        ('kind = "cpu"', 'kind = "fpga"', "'kind' must be one of cpu, gpu, tpu: 'fpga'"),
         ("fma = true", 'fma = "no"', "'fma' must be true or false: 'no'"),
         ("cores = 2", "cores = [1, 2]", "'cores' must be an integer from 1 to 1000000"),
         (

@@ -285,10 +285,10 @@ def test_kind_defaults_to_the_name_and_collectives_share_one():
 
 
 def test_an_unknown_cpu_library_is_refused_not_taken_for_onednn():
-    assert library_for(False) is ONEDNN
-    assert library_for(False, "thnn") is THNN
+    assert library_for("cpu") is ONEDNN
+    assert library_for("cpu", "thnn") is THNN
     with pytest.raises(ParsimError, match=r"^'cpu_library' must be one of onednn, thnn: 'mkl'$"):
-        library_for(False, "mkl")
+        library_for("cpu", "mkl")
 
 
 # --- no import circle among the workloads and the results ---------------------------------------------

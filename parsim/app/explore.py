@@ -49,7 +49,7 @@ def render() -> None:
     except ParsimError as exc:
         st.error(str(exc))
         return
-    system = registry.system(resolve(device), resolve(host), resolve(link)) if spec.is_gpu else None
+    system = registry.system(resolve(device), resolve(host), resolve(link)) if spec.is_accelerator else None
     show(
         p,
         spec,
@@ -76,7 +76,7 @@ def _controls() -> tuple | None:
         return None
     name = label_of(device)
     host = link = None
-    if spec.is_gpu:
+    if spec.is_accelerator:
         host = processor_picker("host CPU", "explore_host", kind="cpu", default="xeon-e5-2630v3")
         if host is None:
             return None
@@ -89,9 +89,11 @@ def _controls() -> tuple | None:
         "method", ["engine", "analytic"], horizontal=True, key="explore_method", bind="query-params"
     )
     # a server under load (requests over time) has its own view: Scale out, "LLM serving under load"
-    names = [n for n in WORKLOADS if WORKLOADS[n].requests is None and (spec.is_gpu or runs_on_cpu(n))]
+    names = [
+        n for n in WORKLOADS if WORKLOADS[n].requests is None and (spec.is_accelerator or runs_on_cpu(n))
+    ]
     workload, params = workload_form("explore", names=names, overrides=DEFAULTS)
-    if not spec.is_gpu:
+    if not spec.is_accelerator:
         st.caption("copies, offloads and multi-GPU training need a GPU: pick one as the device to see them")
     return workload, params, device, host, link, mode, method, spec
 

@@ -21,4 +21,4 @@ OVERLAPS: tuple[str, ...] = get_args(Overlap)
 Backend = Literal["numpy", "cupy"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 
-HardwareKind = Literal["cpu", "gpu", "link", "nic", "cluster"]
+HardwareKind = Literal["cpu", "gpu", "tpu", "link", "nic", "cluster"]

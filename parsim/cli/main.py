@@ -45,7 +45,7 @@ def _fail(message: str) -> None:
 
 @hardware_app.command("list")
 def hardware_list(
-    kind: Annotated[HardwareKind | None, typer.Option(help="cpu, gpu, link, nic or cluster")] = None,
+    kind: Annotated[HardwareKind | None, typer.Option(help="cpu, gpu, tpu, link, nic or cluster")] = None,
     as_json: Json = False,
 ):
     """Every preset with its headline figures."""
@@ -62,10 +62,11 @@ def hardware_list(
                     "kind": spec.kind,
                     "name": spec.name,
                     "cores": spec.cores,
+                    "core_unit": spec.core_unit,
                     "fp32_flops_per_s": spec.vector_flops_per_s("float32"),
+                    "bf16_matrix_flops_per_s": dict(spec.matrix_flops_per_s).get("bfloat16"),
                     "memory_bandwidth_Bps": spec.memory.bandwidth_Bps,
                     "memory_B": spec.memory.capacity_B,
-                    "cores_are": "CUs" if spec.is_gpu and spec.platform == "rocm" else "",
                 }
             )
     for spec in LINKS.values():
@@ -121,9 +122,14 @@ def hardware_list(
                 f"{units.si(row['bandwidth_Bps'], 'B/s')} per direction, {units.seconds(row['latency_s'])}"
             )
         else:
+            matrix = row["bf16_matrix_flops_per_s"] if row["kind"] == "tpu" else None
+            rate = (
+                f"{units.si(matrix, 'FLOP/s')} bf16 (MXU)"
+                if matrix
+                else f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32"
+            )
             headline = (
-                f"{row['cores']} {row['cores_are'] or ('SMs' if row['kind'] == 'gpu' else 'cores')}, "
-                f"{units.si(row['fp32_flops_per_s'], 'FLOP/s')} fp32, "
+                f"{row['cores']} {row['core_unit']}{'s' if row['cores'] > 1 else ''}, {rate}, "
                 f"{units.si(row['memory_bandwidth_Bps'], 'B/s')}, {units.gib(row['memory_B'])}"
             )
         lines.append([row["id"], row["kind"], row["name"], headline, row["source"]])

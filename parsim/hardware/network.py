@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.base.checks import BANDWIDTH, SECONDS, preset_id, text, whole_within, within
+from parsim.base.checks import BANDWIDTH, SECONDS, one_of, preset_id, text, whole_within, within
 from parsim.base.errors import field_error
 
 
@@ -94,6 +94,9 @@ class ClusterSpec:
         gpus_per_switch: GPUs sharing one PCIe switch uplink to the host.
         network: NICs and switches between nodes.
         nodes: nodes when a prediction does not say (``nodes=`` on the command line).
+        torus_dims: 2 or 3 where every chip of every node is joined by the ``fabric`` into one
+            torus of that many dimensions (a TPU slice: ICI between hosts too, the NICs only reach
+            other slices); 0 for a cluster whose nodes talk over their NICs.
     """
 
     id: str = attrs.field(validator=text)
@@ -106,3 +109,20 @@ class ClusterSpec:
     host_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_part_id))
     gpus_per_switch: int = attrs.field(default=4, validator=whole_within(1, 64))
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
+    torus_dims: int = attrs.field(default=0, validator=one_of((0, 2, 3)))
+
+
+def torus_shape(chips: int, dims: int) -> tuple[int, ...]:
+    """The most balanced ``dims``-dimensional torus of ``chips`` chips, largest edge first (64 chips in
+    3D: 4x4x4; 128: 8x4x4; 256 in 2D: 16x16), as TPU slices are shaped."""
+    if dims <= 1:
+        return (chips,)
+    best: tuple[int, ...] | None = None
+    for edge in range(1, chips + 1):
+        if chips % edge or edge**dims > chips:
+            continue
+        shape = tuple(sorted((edge, *torus_shape(chips // edge, dims - 1)), reverse=True))
+        if best is None or (max(shape), sum(shape)) < (max(best), sum(best)):
+            best = shape
+    assert best is not None
+    return best

@@ -1,4 +1,4 @@
-"""All hardware presets in two tables: processors (CPUs and GPUs) and links.
+"""All hardware presets in two tables: processors (CPUs, GPUs and TPUs) and links.
 
 The preset modules keep one spec sheet per device with a cited source next to every number;
 ``data/measurements.csv`` holds the public measurements the effective figures must reproduce
@@ -16,6 +16,7 @@ from parsim.hardware.presets_cpu import CPU_PRESETS
 from parsim.hardware.presets_gpu import GPU_PRESETS
 from parsim.hardware.presets_gpu_current import CURRENT_GPU_PRESETS
 from parsim.hardware.presets_links import LINK_PRESETS
+from parsim.hardware.presets_tpu import ICI_PRESETS, TPU_PRESETS
 
-PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS, **CURRENT_GPU_PRESETS, **AMD_GPU_PRESETS}
-LINKS = {**LINK_PRESETS, **AMD_LINK_PRESETS}
+PROCESSORS = {**CPU_PRESETS, **GPU_PRESETS, **CURRENT_GPU_PRESETS, **AMD_GPU_PRESETS, **TPU_PRESETS}
+LINKS = {**LINK_PRESETS, **AMD_LINK_PRESETS, **ICI_PRESETS}

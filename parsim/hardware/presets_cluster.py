@@ -44,6 +44,10 @@ Sources, abbreviated in the comments:
   InfiniBand (one ConnectX-7 per GPU, 3.2 Tb/s per VM), 2x Xeon Platinum 8480C.
 - [NDMI300X] Microsoft Azure documentation, "ND MI300X v5 sizes series": 8x AMD Instinct MI300X joined
   by Infinity Fabric (fully connected), 2x Xeon Platinum 8480C, 8x 400 Gb/s NDR InfiniBand (one per GPU).
+- [V4] / [V5P] / [V5E] / [V6E] cloud.google.com/tpu/docs/v4, v5p, v5e, v6e: chips per host, torus
+  dimensions, pod and cube sizes, the v5e hosts' 2 x 100 Gbps NICs, v5p's 50 Gbps of data center
+  network per chip.
+- [J23] Jouppi et al., ISCA 2023: six ICI links per TPU v4 chip.
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
 """
@@ -273,6 +277,59 @@ MI300X_NODE = ClusterSpec(
     network=NetworkSpec(IB_NDR, nics_per_node=8),  # [NDMI300X] 8x 400 Gb/s InfiniBand
 )
 
+# TPU pods: every chip of the slice is on the ICI torus (``torus_dims``), the NICs (Google's data
+# center network) only join slices; ``nodes`` are hosts. The hosts' CPUs are not documented: the
+# EPYC 9654 preset stands in (estimate), it only issues the jitted step.
+TPU_V4_POD = ClusterSpec(
+    id="tpu-v4-pod",
+    name="Cloud TPU v4 slice (4 chips per host, 3D torus of ICI; 64 chips = one 4x4x4 cube)",
+    device="tpu-v4",
+    gpus_per_node=4,  # [V4] a v4 host drives 4 chips (2x2x1)
+    fabric="ici-v4",  # [J23] six ICI links per chip
+    host="epyc-9654",  # estimate: stand-in host
+    # estimate: two 100 Gb/s NICs per host, as the v5e page documents for its hosts
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),
+    nodes=16,  # [V4] a 4x4x4 cube, the unit the optical switches join into slices
+    torus_dims=3,  # [V4] 3D torus
+)
+
+TPU_V5P_POD = ClusterSpec(
+    id="tpu-v5p-pod",
+    name="Cloud TPU v5p slice (4 chips per host, 3D torus of ICI; 64 chips = one 4x4x4 cube)",
+    device="tpu-v5p",
+    gpus_per_node=4,  # [V5P] 2x2x1: 4 chips per host
+    fabric="ici-v5p",
+    host="epyc-9654",  # estimate: stand-in host
+    # [V5P] data center network 50 Gbps per chip: 200 Gb/s per host, taken as two 100 Gb/s NICs
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),
+    nodes=16,  # [V5P] 4x4x4: 64 chips on 16 hosts
+    torus_dims=3,  # [V5P] 3D torus
+)
+
+TPU_V5E_POD = ClusterSpec(
+    id="tpu-v5e-pod",
+    name="Cloud TPU v5e pod (8 chips per host, 16x16 2D torus of ICI)",
+    device="tpu-v5e",
+    gpus_per_node=8,  # [V5E] 8 chips per host
+    fabric="ici-v5e",
+    host="epyc-9654",  # estimate: stand-in host
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),  # [V5E] per-host NICs: 2 x 100 Gbps
+    nodes=32,  # [V5E] 256 chips per pod
+    torus_dims=2,  # [V5E] 2D torus
+)
+
+TPU_V6E_POD = ClusterSpec(
+    id="tpu-v6e-pod",
+    name="Cloud TPU v6e (Trillium) pod (8 chips per host, 16x16 2D torus of ICI)",
+    device="tpu-v6e",
+    gpus_per_node=8,  # [V6E] 8 chips per host
+    fabric="ici-v6e",
+    host="epyc-9654",  # estimate: stand-in host
+    network=NetworkSpec(ROCE_100G, nics_per_node=2),  # estimate: as v5e's hosts (not documented)
+    nodes=32,  # [V6E] 256 chips per pod
+    torus_dims=2,  # [V6E] 2D torus
+)
+
 CLUSTER_PRESETS: dict[str, ClusterSpec] = {
     c.id: c
     for c in (
@@ -291,6 +348,10 @@ CLUSTER_PRESETS: dict[str, ClusterSpec] = {
         GCP_A3,
         AZURE_ND_H100_V5,
         MI300X_NODE,
+        TPU_V4_POD,
+        TPU_V5P_POD,
+        TPU_V5E_POD,
+        TPU_V6E_POD,
     )
 }
 """Cluster presets by id."""

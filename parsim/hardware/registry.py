@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
-from parsim.hardware.network import ClusterSpec
+from parsim.hardware.network import ClusterSpec, torus_shape
 from parsim.hardware.specs import LinkSpec, ProcessorSpec, SystemSpec
 from parsim.hardware.tomlio import load_hardware
 
@@ -111,7 +111,7 @@ def system(
             PCIe-switch topology of 8-GPU servers).
     """
     compute = processor(device, "device")
-    if not compute.is_gpu:
+    if not compute.is_accelerator:
         if host is not None and processor(host, "host") != compute:
             raise ParsimError(
                 f"'host' only applies with a GPU device; {compute.id} is a CPU and runs the work itself"
@@ -122,19 +122,19 @@ def system(
             raise ParsimError(f"'gpus' needs a GPU device; {compute.id} is a CPU: {gpus}")
         return SystemSpec(host=compute)
     host_spec = processor(host if host is not None else DEFAULT_HOST, "host")
-    if host_spec.is_gpu:
+    if host_spec.is_accelerator:
         raise ParsimError(f"'host' must be a CPU: {host_spec.id} is a GPU")
     if gpus > host_spec.max_gpus:
         raise ParsimError(
             f"'gpus' must be <= {host_spec.max_gpus} (the most {host_spec.id} can host): {gpus}"
         )
     chosen = link(link_, "link") if link_ is not None else None
-    if chosen is not None and chosen.joins_gpus and compute.peer_link is None:
+    if chosen is not None and chosen.is_peer and compute.peer_link is None:
         raise ParsimError(
             f"'link': {compute.id} has no {chosen.family}, so {chosen.id} cannot join its GPUs; "
             f"its GPUs talk over PCIe ({compute.default_link}): leave 'link' out or name a PCIe link"
         )
-    peer = chosen if chosen is not None and chosen.joins_gpus else None
+    peer = chosen if chosen is not None and chosen.is_peer else None
     host_link = chosen if chosen is not None and peer is None else None
     if peer is None and gpus > 1 and compute.peer_link is not None:
         peer = preset_link(compute.peer_link, "peer_link")  # an SXM board's GPUs talk over its own NVLink
@@ -151,7 +151,7 @@ def system(
 
 
 def kind_of(source: str | ProcessorSpec | None) -> str | None:
-    """``"cpu"`` or ``"gpu"`` for a processor source, None where it names no processor."""
+    """``"cpu"``, ``"gpu"`` or ``"tpu"`` for a processor source, None where it names no processor."""
     if source is None:
         return None
     try:
@@ -184,10 +184,10 @@ def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> System
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ParsimError(f"'nodes' must be an integer >= 1: {count!r}")
     device = processor(spec.device, "cluster.device")
-    if not device.is_gpu:
-        raise ParsimError(f"'cluster.device' must be a GPU preset: {spec.device} is a CPU")
+    if not device.is_accelerator:
+        raise ParsimError(f"'cluster.device' must be a GPU or TPU preset: {spec.device} is a CPU")
     host = processor(spec.host, "cluster.host")
-    if host.is_gpu:
+    if host.is_accelerator:
         raise ParsimError(f"'cluster.host' must be a CPU preset: {spec.host} is a GPU")
     fabric = preset_link(spec.fabric, "cluster.fabric")
     host_link = preset_link(spec.host_link or device.default_link or "", "cluster.host_link")
@@ -202,9 +202,10 @@ def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> System
         link=host_link,
         gpus=spec.gpus_per_node,
         gpus_per_switch=min(spec.gpus_per_switch, spec.gpus_per_node),
-        peer_link=fabric if fabric.joins_gpus else None,
+        peer_link=fabric if fabric.is_peer else None,
         nodes=count,
         network=spec.network,
+        torus=torus_shape(spec.gpus_per_node * count, spec.torus_dims) if spec.torus_dims else (),
     )
 
 

@@ -53,6 +53,15 @@ SOURCES: dict[str, str] = {
     "nvlink4": "NVIDIA H100 whitepaper (18 links); NVIDIA/nccl issue 1264 P2P test",
     "nvlink5": "B200 datasheet (1.8 TB/s per GPU); effective estimate as NVLink 4",
     "nvlink-c2c": "GB200 datasheet (900 GB/s); Azure ND GB200 v6 nvbandwidth",
+    # TPUs and their ICI links (presets_tpu.py)
+    "tpu-v4": "Google Cloud TPU v4 system architecture page; Jouppi et al., ISCA 2023",
+    "tpu-v5e": "Google Cloud TPU v5e system architecture page",
+    "tpu-v5p": "Google Cloud TPU v5p system architecture page",
+    "tpu-v6e": "Google Cloud TPU v6e (Trillium) system architecture page",
+    "ici-v4": "Jouppi et al., ISCA 2023 (six ICI links of 50 GB/s per direction)",
+    "ici-v5e": "Google Cloud TPU v5e page (400 GBps bidirectional ICI over 4 ports)",
+    "ici-v5p": "Google Cloud TPU v5p page (1200 GBps bidirectional ICI, 3D torus)",
+    "ici-v6e": "Google Cloud TPU v6e page (800 GBps bidirectional ICI over 4 ports)",
     # NICs and clusters (presets_cluster.py)
     "ib-edr": "InfiniBand specification (EDR 4x); ib_write_bw results",
     "ib-hdr": "InfiniBand specification (HDR 4x); ib_write_bw results",
@@ -82,6 +91,10 @@ SOURCES: dict[str, str] = {
     "aws-p5": "AWS EC2 P5 instance page (p5.48xlarge)",
     "gcp-a3": "Google Cloud GPU machine types (A3 Mega)",
     "azure-nd-h100-v5": "Microsoft Learn, ND H100 v5 series",
+    "tpu-v4-pod": "Google Cloud TPU v4 page (4 chips per host, 3D torus, 4x4x4 cubes)",
+    "tpu-v5p-pod": "Google Cloud TPU v5p page (4 chips per host, 3D torus, DCN per chip)",
+    "tpu-v5e-pod": "Google Cloud TPU v5e page (8 chips per host, 16x16 2D torus, 2x 100G NICs)",
+    "tpu-v6e-pod": "Google Cloud TPU v6e page (8 chips per host, 16x16 2D torus)",
 }
 """One line per preset id: the datasheet behind the peaks and the measurements behind the rest."""
 

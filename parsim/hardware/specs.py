@@ -14,6 +14,7 @@ STREAM-like benchmark or a bandwidth test measures); datasheet peaks are kept be
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -39,6 +40,9 @@ from parsim.hardware.network import NetworkSpec
 
 GPU_PLATFORMS = ("cuda", "rocm")
 """The GPU software platforms a device's frameworks call: NVIDIA's CUDA libraries or AMD's ROCm."""
+PROCESSOR_KINDS = ("cpu", "gpu", "tpu")
+ACCELERATOR_KINDS = ("gpu", "tpu")
+"""Processors that sit beside a host CPU and run its kernels."""
 
 
 def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> None:
@@ -160,8 +164,9 @@ class ProcessorSpec:
     Attributes:
         id: preset id (``"h100-sxm"``) or a free name for a user file.
         name: human-readable model name.
-        kind: ``"cpu"`` or ``"gpu"``.
-        cores: CPU cores, or GPU streaming multiprocessors (SMs).
+        kind: ``"cpu"``, ``"gpu"`` or ``"tpu"`` (an accelerator whose matrix units are systolic
+            arrays: ``cores`` are its TensorCores, the lanes its vector unit's).
+        cores: CPU cores, GPU streaming multiprocessors (SMs), or a TPU's TensorCores.
         lanes_per_core: float32 SIMD lanes per core (AVX2 with two FMA ports: 16; an Ampere
             SM: 64 or 128 FP32 CUDA cores).
         clock_Hz: clock under load (all-core turbo / boost), what datasheet peaks are quoted at.
@@ -197,14 +202,23 @@ class ProcessorSpec:
         memory: the processor's main memory and caches.
         default_link: id of the link preset this device usually sits on (GPUs).
         peer_link: id of the GPU-to-GPU link preset the board has (an SXM board's NVLink, an
-            Instinct board's Infinity Fabric), or None where peers talk over PCIe.
+            Instinct board's Infinity Fabric, a TPU's ICI), or None where peers talk over PCIe.
         platform: the GPU software platform whose libraries frameworks call on it: ``cuda``
-            (cuBLAS, cuDNN, NCCL) or ``rocm`` (rocBLAS/hipBLASLt, MIOpen, RCCL); ignored on CPUs.
+            (cuBLAS, cuDNN, NCCL) or ``rocm`` (rocBLAS/hipBLASLt, MIOpen, RCCL); ignored on CPUs
+            and TPUs.
+        systolic_array: edge of the matrix units' systolic arrays (a TPU's MXU: 128, or 256 on
+            v6e); None where the matrix units are not systolic arrays (tensor cores, AMX). A matrix
+            product's reduction and output-column dimensions are padded up to this edge
+            (``model.systolic``).
+        matrix_units_per_core: systolic arrays (MXUs) per core; the matrix peak is shared by them.
+        onchip_memory_B: software-managed on-chip memory of the whole chip (a TPU's VMEM and CMEM),
+            recorded from the data sheet; 0 where none is documented. Not a cache level: XLA stages
+            tiles through it, the model streams operands from HBM.
     """
 
     id: str
     name: str
-    kind: Literal["cpu", "gpu"] = attrs.field(validator=one_of(("cpu", "gpu")))
+    kind: Literal["cpu", "gpu", "tpu"] = attrs.field(validator=one_of(PROCESSOR_KINDS))
     cores: int = attrs.field(validator=whole_within(1, 10**6))
     lanes_per_core: int = attrs.field(validator=whole_within(1, 4096))
     clock_Hz: float = attrs.field(validator=CLOCK)
@@ -236,6 +250,15 @@ class ProcessorSpec:
         default=None, validator=attrs.validators.optional(fraction)
     )
     platform: Literal["cuda", "rocm"] = attrs.field(default="cuda", validator=one_of(GPU_PLATFORMS))
+    systolic_array: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(whole_within(2, 4096))
+    )
+    matrix_units_per_core: int = attrs.field(default=1, validator=whole_within(1, 1024))
+    onchip_memory_B: float = attrs.field(default=0.0, validator=within(0.0, 1e12, "B"))
+
+    def __attrs_post_init__(self) -> None:
+        if (self.kind == "tpu") != (self.systolic_array is not None):
+            raise field_error("systolic_array", "given exactly when kind is tpu", self.systolic_array)
 
     @property
     def sustained_share(self) -> float:
@@ -247,6 +270,19 @@ class ProcessorSpec:
     @property
     def is_gpu(self) -> bool:
         return self.kind == "gpu"
+
+    @property
+    def core_unit(self) -> str:
+        """What timelines call one core: ``SM`` on a CUDA GPU, ``CU`` on a ROCm one, ``TensorCore``
+        on a TPU, else ``core``."""
+        if self.kind == "gpu" and self.platform == "rocm":
+            return "CU"
+        return {"gpu": "SM", "tpu": "TensorCore"}.get(self.kind, "core")
+
+    @property
+    def is_accelerator(self) -> bool:
+        """A device beside a host CPU (a GPU or a TPU): device memory, a host link, launches."""
+        return self.kind in ACCELERATOR_KINDS
 
     def lane_flops_per_s(self, dtype: str = "float32") -> float:
         """Peak FLOP/s of one vector lane for ``dtype``: an FMA counts two FLOPs per cycle."""
@@ -301,7 +337,10 @@ class PageableCopy:
             )
 
 
-LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink", "xgmi": "Infinity Fabric"}
+LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink", "xgmi": "Infinity Fabric", "ici": "ICI"}
+PEER_KINDS = ("nvlink", "xgmi", "ici")
+"""Links that join accelerators directly (NVLink, AMD's Infinity Fabric, a TPU's inter-chip
+interconnect), not the host."""
 
 
 def _pageable(instance: Any, attribute: Any, value: Any) -> None:
@@ -319,9 +358,10 @@ class LinkSpec:
     Attributes:
         id: preset id (``"pcie3-x16"``).
         name: human-readable name.
-        kind: ``pcie`` (host<->GPU, and GPU peer-to-peer through the host's PCIe), ``nvlink``
-            or ``xgmi`` (AMD's Infinity Fabric): GPU to GPU, given as ``--link`` they carry
-            all-reduce traffic while copies to the host keep the GPU's PCIe link.
+        kind: ``pcie`` (host<->GPU, and GPU peer-to-peer through the host's PCIe), ``nvlink`` or
+            ``xgmi`` (AMD's Infinity Fabric): GPU to GPU, given as ``--link`` they carry all-reduce
+            traffic while copies to the host keep the GPU's PCIe link; or ``ici`` (a TPU's
+            inter-chip interconnect: a peer link like NVLink, one torus link per direction).
         bandwidth_Bps: effective bandwidth per direction with pinned host memory.
         peak_bandwidth_Bps: theoretical bandwidth per direction.
         pageable_bandwidth_Bps: effective bandwidth from pageable memory (staged through a
@@ -340,21 +380,22 @@ class LinkSpec:
     pageable_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
     latency_s: float = attrs.field(validator=SECONDS)
     duplex: bool = attrs.field(default=True, validator=boolean)
-    kind: Literal["pcie", "nvlink", "xgmi"] = attrs.field(
+    kind: Literal["pcie", "nvlink", "xgmi", "ici"] = attrs.field(
         default="pcie", validator=one_of(tuple(LINK_FAMILIES))
     )
     pageable_h2d: PageableCopy | None = attrs.field(default=None, validator=_pageable)
     pageable_d2h: PageableCopy | None = attrs.field(default=None, validator=_pageable)
 
     @property
-    def family(self) -> str:
-        """How timelines name the link's rows: ``PCIe``, ``NVLink`` or ``Infinity Fabric``."""
-        return LINK_FAMILIES[self.kind]
+    def is_peer(self) -> bool:
+        """Joins accelerators directly (NVLink, Infinity Fabric, ICI): carries collectives, never
+        host copies."""
+        return self.kind in PEER_KINDS
 
     @property
-    def joins_gpus(self) -> bool:
-        """A GPU-to-GPU fabric (NVLink, Infinity Fabric), not the host's PCIe."""
-        return self.kind != "pcie"
+    def family(self) -> str:
+        """How timelines name the link's rows: ``PCIe``, ``NVLink``, ``Infinity Fabric``, ``ICI``."""
+        return LINK_FAMILIES[self.kind]
 
     def __attrs_post_init__(self) -> None:
         if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
@@ -391,6 +432,8 @@ class SystemSpec:
             peer-to-peer over ``link``.
         nodes: identical machines of ``gpus`` GPUs each (a cluster); more than one needs a network.
         network: the NICs and switches between nodes (``hardware.network``).
+        torus: the shape of the torus the ``peer_link`` joins every chip of every node into (a TPU
+            slice: ``(4, 4, 4)``); empty where the nodes talk over the network.
     """
 
     host: ProcessorSpec
@@ -401,8 +444,11 @@ class SystemSpec:
     peer_link: LinkSpec | None = None
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
     network: NetworkSpec | None = None
+    torus: tuple[int, ...] = attrs.field(default=(), converter=tuple)
 
     def __attrs_post_init__(self) -> None:
+        if self.torus and math.prod(self.torus) != self.gpus * self.nodes:
+            raise field_error("torus", f"a shape of {self.gpus * self.nodes} chips", self.torus)
         if self.nodes > 1 and (self.network is None or self.device is None):
             raise field_error("nodes", "1 unless the system has GPUs and a network (--cluster)", self.nodes)
         if self.host.kind != "cpu":

@@ -27,7 +27,7 @@ from parsim.base.caching import cached
 from parsim.hardware.specs import SystemSpec
 from parsim.model import collectives, placement, transfer
 from parsim.model.blocks import block_parts
-from parsim.model.issue import issue_s
+from parsim.model.issue import issue_s, step_issue_s
 from parsim.model.kernel import kernel_time_s
 from parsim.model.modes import busy_cores, default_mode
 from parsim.results import resources
@@ -123,6 +123,12 @@ def schedule(
         clock = host_clock.get(thread, 0.0)
         if on_host and not cpu_only:
             clock = max(clock, ready)
+        step_s = step_issue_s(system, framework, index, per_instance)
+        if step_s:  # a compiled step is dispatched once, before its first op
+            trace.append(
+                TraceEvent(thread_row, "dispatch the compiled step", "overhead", clock, clock + step_s)
+            )
+            clock += step_s
         dispatch_s = 0.0 if isinstance(op, Block) else issue_s(system, framework, on_host, op)
         trace.append(TraceEvent(thread_row, f"issue {op.name}", "overhead", clock, clock + dispatch_s))
         clock += dispatch_s

@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from parsim import stack
 from parsim.base import caching
 from parsim.base.budget import CLI, Budget, check_params
 from parsim.base.choices import METHODS, OVERLAPS
@@ -47,6 +48,28 @@ from parsim.workloads.registry import capabilities, cluster_names, lookup, make_
 _timing, _predict, _layer_rows = program.timing, program.predict_program, program.layer_rows
 throughput_repeats, samples_per_step = program.throughput_repeats, program.samples_per_step
 THROUGHPUT_REPEATS, LONG_PROGRAM_OPS = program.THROUGHPUT_REPEATS, program.LONG_PROGRAM_OPS
+
+
+def device_defaults(
+    workload: str,
+    params: dict[str, Any] | None,
+    device: str | ProcessorSpec | None,
+    cluster: str | ClusterSpec | None = None,
+) -> dict[str, Any] | None:
+    """``params`` with the framework a device of its kind runs by default (XLA on a TPU), where the
+    workload takes a framework and the user named none."""
+    if params is not None and "framework" in params:
+        return params
+    if device is None and cluster is not None:
+        try:
+            device = registry.cluster(cluster).device
+        except ParsimError:
+            return params  # the cluster's own error comes later, with its field
+    chosen = stack.DEVICE_FRAMEWORKS.get(registry.kind_of(device) or "")
+    definition = lookup(workload)
+    if chosen is None or "framework" not in definition.params.model_fields:
+        return params
+    return {**(params or {}), "framework": chosen}
 
 
 def predict(
@@ -95,6 +118,8 @@ def predict(
         raise ParsimError(f"'overlap' must be one of {', '.join(OVERLAPS)}: {overlap!r}")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise ParsimError(f"'gpus' must be an integer >= 1: {gpus!r}")
+    if isinstance(workload, str):
+        params = device_defaults(workload, params, device, cluster)
     requested = lookup(workload) if isinstance(workload, str) else capabilities(workload)
     if requested is not None and requested.requests is not None:
         return _under_load(requested, workload, params, device, cluster, host, link, method, gpus, budget)
@@ -243,7 +268,7 @@ def _with_scaling(
     gpus = system.total_gpus
     assert definition.baseline is not None and definition.samples is not None  # the caller checked
     single = make_workload(workload.name, definition.baseline(dict(workload.params)))
-    one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1)
+    one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1, torus=())
     one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
     speedup = (

@@ -20,6 +20,8 @@ cards (``NetworkSpec.gpu_share_Bps``).
 - **All-to-all**: each GPU sends ``1/n`` of its buffer to every other GPU; what goes to another
   node goes through its NIC share (and the spine).
 - ``auto`` takes the faster of ring and tree, as NCCL's tuner does from its own cost model.
+- **Torus** (a TPU slice, ``SystemSpec.torus``): no NICs and no NCCL; ring phases along the
+  torus' dimensions over the chips' ICI links (``model.torus``), whatever ``algorithm`` says.
 
 Inside one node the ring is exactly ``transfer.ring_all_reduce_s``: ``2(G-1)`` steps of the link's
 latency plus one chunk. ``bus_bandwidth_Bps`` converts a time into nccl-tests' "bus bandwidth"
@@ -35,6 +37,7 @@ import attrs
 
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import SystemSpec
+from parsim.model.torus import group_dims, torus_collective
 from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads.base import AllReduce
 
@@ -45,6 +48,8 @@ KINDS = (*COLLECTIVES, SEND)
 """What an ``AllReduce`` op may be: a collective, or a pipeline stage's send to the next (a group
 of 2 GPUs: ``per_node`` 1 when they sit in different nodes)."""
 ALGORITHMS = ("auto", "ring", "tree")
+TORUS = "torus"
+"""What a collective on a TPU slice's torus reports as its algorithm."""
 
 
 @attrs.frozen
@@ -179,7 +184,7 @@ class _Fabric:
 
 def _fabric(system: SystemSpec, group: Group) -> _Fabric:
     ring = system.ring_link
-    if group.nodes == 1:
+    if group.nodes == 1 or system.torus:  # a torus joins every chip of every host by its links
         return _Fabric(ring.bandwidth_Bps, ring.latency_s, math.inf, math.inf, 0.0, 1.0)
     if system.network is None:
         raise ParsimError(f"a collective over {group.nodes} nodes needs a network (--cluster)")
@@ -240,6 +245,9 @@ def collective(
         raise ParsimError(f"'algorithm' tree applies to all_reduce only (NCCL runs {kind} as a ring)")
     if kind == SEND:
         return _send(system, group, nbytes)
+    if system.torus and kind != "all_to_all":  # a TPU slice: rings along the torus' dimensions
+        on_torus = torus_collective(kind, nbytes, group_dims(n, system.torus), system.ring_link)
+        return Timing(on_torus.seconds, on_torus.latency_s, on_torus.bandwidth_s, TORUS)
     fabric = _fabric(system, group)
     if kind == "all_to_all":
         return _all_to_all(fabric, group, nbytes)
@@ -259,7 +267,7 @@ def collective(
 def _send(system: SystemSpec, group: Group, nbytes: float) -> Timing:
     """One GPU sending ``nbytes`` to a GPU of the next pipeline stage: through its NIC share
     between nodes, over the node's GPU fabric inside one."""
-    if group.nodes > 1:
+    if group.nodes > 1 and not system.torus:
         if system.network is None:
             raise ParsimError("a send between nodes needs a network (--cluster)")
         latency, rate = system.network.nic.latency_s, system.network.gpu_share_Bps(system.gpus)

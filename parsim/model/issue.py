@@ -9,12 +9,15 @@ pays only a share of each launch. A *primitive* op inside an operator's forward 
 ops of a Hugging Face RMSNorm) pays the framework's ``primitive_cycles`` instead: the dispatcher and
 the launch, not a module call. On a GPU the host then moves on while the device works, so when
 this host time exceeds the kernel's, the GPU idles behind the host: the timeline shows the gaps.
+A compiled framework (XLA's jitted step) pays instead once per step, before the step's first op;
+a raw call on a TPU is itself one jitted call (JAX), and pays that.
 """
 
 from __future__ import annotations
 
 from parsim.hardware.specs import SystemSpec
-from parsim.stack import FrameworkSpec
+from parsim.stack import DEVICE_FRAMEWORKS, FrameworkSpec
+from parsim.stack import framework as framework_spec
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel, Op, Transfer
 
@@ -48,8 +51,18 @@ def issue_s(
         framework_s = framework.op_host_s(host.clock_Hz) if framework and system.device is None else 0.0
         return framework_s + host.dispatch_s
     launch = system.gpu.dispatch_s
+    if framework is None and system.gpu.kind in DEVICE_FRAMEWORKS:  # a TPU's raw call: one jitted call
+        return framework_spec(DEVICE_FRAMEWORKS[system.gpu.kind]).step_host_s(host.clock_Hz) + launch
     if framework is None:
         kind = call_kind(op) if op is not None else None
         return launch if kind is None else CUPY.call_s(kind, launch)
     primitive = isinstance(op, Kernel) and op.issue.primitive
     return framework.op_host_s(host.clock_Hz, primitive) + framework.launch_share * launch
+
+
+def step_issue_s(system: SystemSpec, framework: FrameworkSpec | None, index: int, per_instance: int) -> float:
+    """Host seconds to dispatch a compiled step, charged to op ``index`` when it opens a step (an
+    instance of ``per_instance`` ops); 0 for every other op and for frameworks that issue per op."""
+    if framework is None or not framework.step_cycles or index % per_instance:
+        return 0.0
+    return framework.step_host_s(system.host.clock_Hz)

@@ -72,7 +72,7 @@ def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
 
 def fork_join_s(spec: ProcessorSpec, ex: Execution, gemm: bool, items: Number) -> Number:
     """Fork/join cost when a CPU op spreads over more than one core (0 on GPUs, for GEMMs, one tile)."""
-    if spec.is_gpu or gemm or ex.cores == 1:
+    if spec.is_accelerator or gemm or ex.cores == 1:
         return 0.0
     return where(items > ex.tile_items, spec.parallel_dispatch_s, 0.0)
 

@@ -34,6 +34,8 @@ from parsim.base.caching import cached
 from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec, SystemSpec
+from parsim.model import systolic
+from parsim.model.fusion import fuse_epilogues
 from parsim.model.rates import Execution, matrix_format
 from parsim.stack import library_of
 from parsim.workloads.base import HOST, Kernel, Op, Workload
@@ -47,6 +49,7 @@ CLEARLY_FASTER = 0.05
 
 def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     """The algorithms the library offers for ``kernel`` on ``spec``: ``(name, kernel as it runs)``."""
+    kernel = systolic.padded(spec, kernel)  # a TPU's MXU pads the product to its edge
     shape = kernel.library.conv
     if shape is None:
         return [("", kernel)]
@@ -78,7 +81,7 @@ def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
     NHWC and back first (``LibraryHints.nchw_B`` read and written once more); elsewhere as given."""
     if not (
         kernel.library.nchw_B
-        and spec.is_gpu
+        and spec.is_accelerator
         and kernel.work.matrix
         and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
     ):
@@ -141,7 +144,7 @@ def tile_parts(
     m, n = kernel.library.gemm_mn
     depth = kernel.work.flops / (2.0 * m * n) / split  # the reduction each tile does
     compute = 2.0 * rows * columns * depth / ex.core_flops_per_s
-    share = stream_Bps_per_core(spec) if spec.is_gpu else None
+    share = stream_Bps_per_core(spec) if spec.is_accelerator else None
     if share is None:
         return compute, 0.0
     element = (
@@ -165,10 +168,14 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     k = kernel.work.flops / (2.0 * m * n)
     slots = ex.cores * ex.tiles_per_core
     library = library_of(spec, kernel.library.cpu_library)
-    fitting = [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_gpu else []
+    fitting = (
+        [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_accelerator else []
+    )
     # a CPU BLAS blocks to the matrix's edge (its register micro-tile is a few rows): a matrix-vector
     # product is not padded to a square block
     shapes = fitting or [(min(spec.matmul_tile, m), min(spec.matmul_tile, n))]
+    if spec.systolic_array is not None:  # XLA splits the (already padded) rows among the TensorCores
+        shapes = [(min(m, systolic.round_up(m / spec.cores, systolic.ROWS)), n)]
     best: tuple[float, Tiling] | None = None
     for rows, columns in shapes:  # largest first
         outputs = math.ceil(m / rows) * math.ceil(n / columns)
@@ -193,6 +200,7 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     Raises:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
     """
+    workload = fuse_epilogues(workload, system)  # XLA: element-wise consumers inside the product
     if not any(k.library.foldable or k.library.reorder_B for k in workload.kernels):
         return workload
     ops: list[Op] = []

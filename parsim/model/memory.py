@@ -40,7 +40,7 @@ MAIN_MEMORY = ("DRAM", "device memory")
 
 
 def main_memory_name(spec: ProcessorSpec) -> str:
-    return "device memory" if spec.is_gpu else "DRAM"
+    return "device memory" if spec.is_accelerator else "DRAM"
 
 
 class Level(NamedTuple):
@@ -99,7 +99,7 @@ def latency_bound_s(
     latency under load (``MemorySpec.loaded_latency_s``) and on a CPU (its cores' own ceiling,
     ``per_core_bandwidth_Bps``, is the Little's law of a CPU)."""
     latency = spec.memory.loaded_latency_s
-    if not spec.is_gpu or latency is None:
+    if not spec.is_accelerator or latency is None:
         return 0.0 * thread_loads_B
     threads = active_cores * spec.tiles_per_core * spec.tile_items
     in_flight_B = threads * thread_loads_B
@@ -117,7 +117,7 @@ def _caches(spec: ProcessorSpec, cores: int) -> tuple[tuple[float, float, float]
             cache.per_core_bandwidth_Bps or cache.bandwidth_Bps / spec.cores,
         )
         for cache in spec.memory.caches
-        if not (spec.is_gpu and cache.per_core)  # a GPU's L1 is invalidated at every launch
+        if not (spec.is_accelerator and cache.per_core)  # a GPU's L1 is invalidated at every launch
     )
 
 
@@ -139,7 +139,7 @@ def level(spec: ProcessorSpec, cores: int, working_set_B: Number) -> Level:
         bandwidth, core_bandwidth = interpolate(memory.curve, working_set_B)
     name = None
     if not isinstance(index, numpy.ndarray):
-        usable = [cache for cache in memory.caches if not (spec.is_gpu and cache.per_core)]
+        usable = [cache for cache in memory.caches if not (spec.is_accelerator and cache.per_core)]
         name = usable[index].name if index >= 0 else main_memory_name(spec)
     main = index < 0
     return Level(name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps, main)

@@ -6,6 +6,9 @@
 - ``mimd``: every core, one lane each (scalar threads).
 - ``mimd+simd``: every core with all its lanes (a real multicore CPU; the CPU default).
 - ``simt``: a GPU's SMs running warps of 32 lanes in lockstep (the GPU default).
+
+A TPU's TensorCores are VLIW cores driving a vector unit (and matrix units fed by it): its default
+is ``mimd+simd``, every TensorCore with all its lanes; ``simt`` is a GPU's alone.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ __all__ = ["MODES", "Mode", "busy_cores", "check_mode", "default_mode", "lanes",
 
 
 def default_mode(spec: ProcessorSpec) -> str:
-    """``simt`` on a GPU, ``mimd+simd`` on a CPU."""
+    """``simt`` on a GPU, ``mimd+simd`` on a CPU or a TPU."""
     return "simt" if spec.is_gpu else "mimd+simd"
 
 
@@ -40,7 +43,9 @@ def check_mode(spec: ProcessorSpec, mode: str | None) -> str:
     if mode not in MODES:
         raise ParsimError(f"'mode' must be one of {', '.join(MODES)}: {mode!r}")
     if mode == "simt" and not spec.is_gpu:
-        raise ParsimError(f"'mode' simt needs a GPU; {spec.id} is a CPU (use sisd, simd, mimd or mimd+simd)")
+        raise ParsimError(
+            f"'mode' simt needs a GPU; {spec.id} is a {spec.kind.upper()} (use sisd, simd, mimd or mimd+simd)"
+        )
     return mode
 
 

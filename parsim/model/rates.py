@@ -106,7 +106,9 @@ def execution(
         core_op_rate=dict(spec.op_rates_per_core).get(kernel.work.op)
         if kernel.work.op and used > 1
         else None,
-        interpreted_element_s=spec.interpreted_element_s if mode == "sisd" and not spec.is_gpu else 0.0,
+        interpreted_element_s=(
+            spec.interpreted_element_s if mode == "sisd" and not spec.is_accelerator else 0.0
+        ),
         tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
         # A GEMM tile fills an SM's registers and shared memory: one per core at a time.
         tiles_per_core=1 if gemm or used == 1 else spec.tiles_per_core,

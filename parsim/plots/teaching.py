@@ -137,7 +137,7 @@ def _cells(grid: Grid, rows: int) -> numpy.ndarray:
 
 
 def _status(grid: Grid, spec: ProcessorSpec, latency_s: float) -> str:
-    unit = "SMs" if spec.is_gpu else "cores"
+    unit = f"{spec.core_unit}s"
     if grid.state == "working":
         cores = int(grid.busy.any(axis=1).sum())
         width = int(grid.busy.any(axis=0).sum())
@@ -174,7 +174,7 @@ def flynn_grids(
         if spec.warp_size > 1:
             warps = numpy.arange(spec.warp_size, lanes, spec.warp_size) - 0.5
             ax.vlines(warps, -0.5, rows - 0.5, color="black", linewidth=1.2)
-        unit = "SM" if spec.is_gpu else "core"
+        unit = spec.core_unit
         ax.set_yticks(range(0, rows, 1 if rows <= 8 else 4))
         ax.set_xticks([0, lanes - 1], ["1", str(lanes)])
         ax.set_ylabel(unit + ("s" if rows > 1 else ""))

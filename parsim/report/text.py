@@ -301,7 +301,9 @@ def bottleneck_sentence(p: Prediction, device=None, link=None) -> str:
             return f"compute-bound: {share:.0%} of the time computing at up to {rate} (measured) on {who}"
         rate = units.si(ex.flops_per_s, "FLOP/s")
         dtype, who = p.params.get("dtype", "float32"), _who(device, ex, p.mode)
-        return f"compute-bound: {share:.0%} of the time computing at up to {rate} {dtype} on {who}"
+        return f"compute-bound: {share:.0%} of the time computing at up to {rate} {dtype} on {who}" + _padded(
+            p, device
+        )
     if p.bottleneck == "transfer":
         over = f" over {link.name} ({units.si(link.bandwidth_Bps, 'B/s')} per direction)" if link else ""
         return f"transfer-bound: {share:.0%} of the time moving data{over}"
@@ -329,9 +331,19 @@ def _execution(p: Prediction, device):
     return execution(device, p.mode, max(kernels, key=lambda k: (k.work.flops, k.bytes)))
 
 
+def _padded(p: Prediction, device) -> str:
+    """``; MXU 128x128: k=129 padded to 256, ...`` where the heaviest product runs on a systolic array."""
+    from parsim.model.systolic import padding
+    from parsim.workloads.registry import make_workload
+
+    gemms = [k for k in make_workload(p.workload, dict(p.params)).kernels if k.library.gemm_mn is not None]
+    pad = padding(device, max(gemms, key=lambda k: k.work.flops)) if gemms else None
+    return f"; {pad.sentence()}" if pad is not None else ""
+
+
 def _who(device, ex, mode: str) -> str:
     """``1 core x 16 lanes (simd)``: the part of the chip the mode keeps busy."""
-    cores = f"{ex.cores} {'SM' if device.is_gpu else 'core'}{'s' if ex.cores > 1 else ''}"
+    cores = f"{ex.cores} {device.core_unit}{'s' if ex.cores > 1 else ''}"
     lanes = f"{ex.lanes} lanes" if ex.lanes > 1 else "one lane"
     return f"{cores} x {lanes} ({mode})"
 

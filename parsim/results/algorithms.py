@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from parsim.hardware.specs import SystemSpec
+from parsim.model import systolic
 from parsim.model.kernel import choose
 from parsim.model.library import gemm_tiling
 from parsim.model.placement import kernel_processor
@@ -61,9 +62,13 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
             "in IEEE float32 on the CUDA cores"
         )
     gemms = [k for k in kernels if k.library.gemm_mn is not None and k.library.conv is None]
-    if 0 < len(gemms) <= LISTED and system.compute.is_gpu and gemms[0].device != HOST:
+    if 0 < len(gemms) <= LISTED and system.compute.is_accelerator and gemms[0].device != HOST:
         for kernel in gemms:
             spec, kernel_mode = kernel_processor(system, kernel, mode)
+            pad = systolic.padding(spec, kernel)
+            if pad is not None:  # a systolic array: the padding is what matters, not a tile choice
+                lines.append(f"{kernel.name}: {pad.sentence()}")
+                continue
             tiling = gemm_tiling(spec, execution(spec, kernel_mode, kernel), kernel)
             split = f", reduction split {tiling.split} ways (split-K)" if tiling.split > 1 else ""
             lines.append(

@@ -83,7 +83,7 @@ def _processor(system: SystemSpec, device: int) -> tuple[int, str, bool]:
     """(device index, core unit, tagged) of the processor running work placed on ``device``."""
     if system.device is None or device == HOST:  # a CPU-only system runs everything on the host
         return HOST, "core", system.device is not None
-    return device, "SM" if system.gpu.is_gpu else "core", system.gpus > 1
+    return device, system.gpu.core_unit, system.gpus > 1
 
 
 def cores(system: SystemSpec, device: int, busy: int, first: int = 0) -> Resource:

@@ -1,9 +1,10 @@
 """The software stack (frameworks and kernel libraries): specs, cited presets and lookup by id."""
 
-from parsim.stack.presets import FRAMEWORKS, LIBRARIES, framework, library_for, library_of
+from parsim.stack.presets import DEVICE_FRAMEWORKS, FRAMEWORKS, LIBRARIES, framework, library_for, library_of
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
 __all__ = [
+    "DEVICE_FRAMEWORKS",
     "FRAMEWORKS",
     "LIBRARIES",
     "FrameworkSpec",

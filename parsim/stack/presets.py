@@ -28,6 +28,11 @@ Sources, abbreviated in the comments:
   ``_foreach_mul_`` and ``_foreach_addcmul_`` (v), ``_foreach_sqrt``, ``_foreach_div_``, ``_foreach_add_``
   (the denominator) and ``_foreach_addcdiv_`` (the weights): 12 arrays read and 8 written per weight;
   ``fused=True`` is opt-in.
+- [XLAJIT] JAX docs, "Just-in-time compilation" and "Asynchronous dispatch": a jitted function is
+  traced and compiled once; each later call dispatches the compiled executable, no Python per op.
+- [XLAFUSE] OpenXLA docs, "XLA architecture" / operation fusion: element-wise operations are fused
+  into their producers and consumers (including a dot's output), so intermediates are never
+  written to memory.
 - [VIDUR] microsoft/vidur@7d47513363ec447a741ac5e47241580b47724fbf
   data/profiling/compute/{a100,h100}/meta-llama/Llama-2-{7b,70b}-hf/mlp.csv: cuBLAS times of the
   LLaMA-2 projections for 1 to 4096 tokens. At 128 tokens (A100) they take 1.70-1.76x the max of
@@ -91,6 +96,19 @@ CUDA_GRAPH = FrameworkSpec(
     autocast=True,
 )
 
+XLA_JIT = FrameworkSpec(
+    id="xla",
+    name="XLA: one jitted step (JAX, PyTorch/XLA), compiled ahead; the default on a TPU",
+    op_cycles=0.0,  # [XLAJIT] nothing runs on the host per operator once the step is compiled
+    launch_share=1.0,  # each fused op still pays the device's own issue cost (dispatch_s) on the chip
+    autocast=False,  # mixed precision is part of the traced program, not inserted casts
+    compiles=True,  # the whole step is one compiled program
+    fused_optimizer=True,  # the optimizer update is traced into the step and fused by XLA
+    # estimate: a jitted call's Python dispatch and the runtime's launch of one executable, ~100k
+    # cycles (~40 us on the default 2.6 GHz host), paid once per step [XLAJIT]
+    step_cycles=100_000.0,
+)
+
 TORCH7 = FrameworkSpec(
     id="torch7",
     name="Lua Torch 7 (nn / cudnn.torch modules called from LuaJIT, no autograd tape)",
@@ -101,7 +119,10 @@ TORCH7 = FrameworkSpec(
     cpu_library="thnn",  # [JCJ] CPU runs use Torch's own nn backend, not MKL-DNN
 )
 
-FRAMEWORKS: dict[str, FrameworkSpec] = {spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7)}
+FRAMEWORKS: dict[str, FrameworkSpec] = {spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7, XLA_JIT)}
+DEVICE_FRAMEWORKS = {"tpu": XLA_JIT.id}
+"""The framework a workload runs in by default on a device of that kind, where it is not the
+workload's own default (every TPU program is an XLA program)."""
 
 CUDNN = LibrarySpec(
     id="cudnn",
@@ -198,7 +219,15 @@ ROCM = LibrarySpec(
     runtime_B=1.0 * 2**30,
 )
 
-LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ROCM, ONEDNN, THNN)}
+XLA = LibrarySpec(
+    id="xla",
+    name="XLA on TPUs (the compiler lowers every op; products on the MXUs, padded to the array)",
+    # estimate: libtpu and the runtime hold a few hundred MB of HBM before any array (no public figure)
+    runtime_B=0.5 * 2**30,
+    fuses_elementwise=True,  # [XLAFUSE] element-wise consumers fused into the product's output
+)
+
+LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ROCM, ONEDNN, THNN, XLA)}
 GPU_LIBRARIES: dict[str, LibrarySpec] = {"cuda": CUDNN, "rocm": ROCM}
 """The kernel library frameworks call on a GPU of each platform (``ProcessorSpec.platform``)."""
 CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN)}
@@ -206,7 +235,7 @@ CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN
 
 
 def framework(name: str) -> FrameworkSpec:
-    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``, ``torch7``)."""
+    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``, ``torch7``, ``xla``)."""
     if name not in FRAMEWORKS:
         raise ParsimError(f"'framework' must be one of {', '.join(FRAMEWORKS)}: {name!r}")
     return FRAMEWORKS[name]
@@ -214,21 +243,25 @@ def framework(name: str) -> FrameworkSpec:
 
 def library_of(spec: ProcessorSpec | None, cpu_library: str = "") -> LibrarySpec:
     """The kernel library a framework uses on processor ``spec`` (None: a CPU-only system's host):
-    its platform's on a GPU (cuDNN on CUDA, MIOpen/rocBLAS on ROCm), ``cpu_library`` on a CPU."""
-    if spec is not None and spec.is_gpu:
-        return library_for(True, cpu_library, spec.platform)
-    return library_for(False, cpu_library)
+    its platform's on a GPU (cuDNN on CUDA, MIOpen/rocBLAS on ROCm), XLA on a TPU, ``cpu_library``
+    on a CPU."""
+    if spec is None:
+        return library_for("cpu", cpu_library)
+    return library_for(spec.kind, cpu_library, spec.platform)
 
 
-def library_for(is_gpu: bool, cpu_library: str = "", platform: str = "cuda") -> LibrarySpec:
-    """The kernel library a framework uses on a GPU of ``platform`` (cuDNN on CUDA, the ROCm libraries
-    on ROCm) or a CPU (``cpu_library``; empty: a CPU's usual one, oneDNN).
+def library_for(kind: str, cpu_library: str = "", platform: str = "cuda") -> LibrarySpec:
+    """The kernel library a framework uses on a processor of ``kind``: on a GPU its ``platform``'s
+    (cuDNN on CUDA, the ROCm libraries on ROCm), XLA on a TPU, on a CPU ``cpu_library`` (empty: a
+    CPU's usual one, oneDNN).
 
     Raises:
         ParsimError: ``cpu_library`` names no CPU library parsim knows (it is not guessed).
     """
-    if is_gpu:
+    if kind == "gpu":
         return GPU_LIBRARIES[platform]
+    if kind == "tpu":
+        return XLA
     if not cpu_library:
         return ONEDNN
     chosen = CPU_LIBRARIES.get(cpu_library)

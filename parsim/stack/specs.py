@@ -62,6 +62,9 @@ class FrameworkSpec:
             ``foreach`` Adam(W), eight multi-tensor passes over all the weights (80 bytes per weight).
         kernel_floor_s: the shortest time one of the framework's kernels holds the GPU (launch, grid
             ramp-up and drain), whatever little work it does; 0: the roofline alone.
+        step_cycles: host CPU cycles to dispatch one whole compiled step (a jitted function's call:
+            its arguments checked and the executable launched), paid once per step before its first
+            op; 0 for frameworks that pay per operator instead.
     """
 
     id: str = attrs.field(validator=text)
@@ -77,6 +80,11 @@ class FrameworkSpec:
     kv_cache_concat: bool = attrs.field(default=False, validator=boolean)
     kernel_floor_s: float = attrs.field(default=0.0, validator=within(0.0, 1e-3))
     fused_optimizer: bool = attrs.field(default=True, validator=boolean)
+    step_cycles: float = attrs.field(default=0.0, validator=non_negative)
+
+    def step_host_s(self, host_clock_Hz: float) -> float:
+        """Host seconds to dispatch one compiled step at ``host_clock_Hz``."""
+        return self.step_cycles / host_clock_Hz
 
     def op_host_s(self, host_clock_Hz: float, primitive: bool = False) -> float:
         """Host seconds per operator (``primitive``: per primitive op inside one) at ``host_clock_Hz``."""
@@ -117,6 +125,8 @@ class LibrarySpec:
             convolutions (``LibraryHints.foldable``).
         blocked_weights: convolutions compute on weights in a blocked layout, so the plain weights
             of an eager call are re-laid out every time: read and written once more.
+        fuses_elementwise: the compiler fuses an element-wise op on a product's output into the
+            product (``model.fusion``): no separate pass over memory.
     """
 
     id: str = attrs.field(validator=text)
@@ -138,6 +148,7 @@ class LibrarySpec:
     runtime_B: float = attrs.field(default=0.0, validator=non_negative)
     folds: bool = attrs.field(default=False, validator=boolean)
     blocked_weights: bool = attrs.field(default=False, validator=boolean)
+    fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
 
     def conv_share(self, matrix_format: str | None) -> float:
         """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)."""

@@ -410,7 +410,7 @@ def retarget(
 
 def _is_nvlink(link) -> bool:
     try:
-        return registry.link(link).joins_gpus
+        return registry.link(link).is_peer
     except ParsimError:
         return False
 

@@ -79,7 +79,7 @@ class Grid(NamedTuple):
 
 def core_events(prediction: Prediction, spec: ProcessorSpec) -> list:
     """The intervals of ``spec``'s core groups in the prediction's timeline (its cores, or SMs)."""
-    unit = "SM" if spec.is_gpu else "core"
+    unit = spec.core_unit
     return [e for e in prediction.trace if e.resource.kind == "cores" and e.resource.unit == unit]
 
 

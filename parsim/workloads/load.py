@@ -55,7 +55,9 @@ class LlmLoadParams(ParamsModel):
     )
     gpus: int = Field(1, gt=0, le=64, description="tensor-parallel GPUs of one replica")
     attention: Literal["flash", "flash-v1", "unfused"] = Field("flash", description="as llm_serve")
-    framework: Literal["eager", "graph", "cuda-graph"] = Field("cuda-graph", description="as llm_serve")
+    framework: Literal["eager", "graph", "cuda-graph", "xla"] = Field(
+        "cuda-graph", description="as llm_serve"
+    )
     replicas: int = Field(1, gt=0, le=1024, description="copies of the model behind the router")
     router: Literal["round_robin", "least_loaded"] = Field("round_robin", description="request -> replica")
     rate: float = Field(1.0, gt=0, le=1e6, description="requests per second (all replicas)")

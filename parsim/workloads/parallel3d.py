@@ -193,6 +193,18 @@ class _Stage:
     grads_B: float
 
 
+def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
+    """The forward kernels the backward pass runs again: all of them (``full``), the attention core
+    (``selective``) or none, renamed and in the recompute phase."""
+    if recompute == "full":
+        again = forward
+    elif recompute == "selective":
+        again = [k for k in forward if k.part == ATTENTION_CORE]
+    else:
+        again = []
+    return [attrs.evolve(k, name=k.name + RECOMPUTED, phase=RECOMPUTE_PHASE) for k in again]
+
+
 def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
     seq, recompute = params["seq"], params["recompute"]
     forward, backward = transformer_kernels(
@@ -217,12 +229,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         fwd = [k for k in forward if stage_of(k) == s]
         bwd = [k for k in backward if stage_of(k) == s]
         layers = len(blocks[s])
-        again: list[Kernel] = []
-        if recompute == "full":
-            again = fwd
-        elif recompute == "selective":
-            again = [k for k in fwd if k.part == ATTENTION_CORE]
-        again = [attrs.evolve(k, name=k.name + RECOMPUTED, phase=RECOMPUTE_PHASE) for k in again]
+        again = recomputed(fwd, recompute)
         tp_fwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "forward")
         tp_bwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "backward")
         tp_again = tp_fwd if recompute == "full" else ()

@@ -129,8 +129,10 @@ class LlmServeParams(ParamsModel):
         "flash",
         description="fused FlashAttention-2 (flash), FlashAttention v1 or QK^T, softmax, xV (unfused)",
     )
-    framework: Literal["eager", "graph", "cuda-graph"] = Field(
-        "cuda-graph", description="cuda-graph (vLLM, TensorRT-LLM), graph, or eager PyTorch"
+    framework: Literal["eager", "graph", "cuda-graph", "xla"] = Field(
+        "cuda-graph",
+        description="cuda-graph (vLLM, TensorRT-LLM), graph, eager PyTorch, or xla (JetStream-like; the "
+        "default on a TPU)",
     )
 
 

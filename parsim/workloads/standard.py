@@ -79,8 +79,10 @@ _OPTIMIZER: Any = Field("sgd", description="sgd (w -= lr g) or adam (two moments
 class _FrameworkParams(ParamsModel):
     """What every deep-learning workload shares: the framework and its float32 arithmetic."""
 
-    framework: Literal["eager", "graph", "cuda-graph", "torch7"] = Field(
-        "eager", description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript) or cuda-graph"
+    framework: Literal["eager", "graph", "cuda-graph", "torch7", "xla"] = Field(
+        "eager",
+        description="eager (PyTorch), graph (TensorFlow/TorchScript), cuda-graph, or xla (one jitted step; "
+        "the default on a TPU)",
     )
     math: Literal["default", "tf32", "ieee"] = Field(
         "default",
@@ -94,7 +96,7 @@ class _FrameworkParams(ParamsModel):
 
 
 class MlpTrainParams(_FrameworkParams):
-    framework: Literal["eager", "graph", "cuda-graph", "torch7", "none"] = Field(  # type: ignore[assignment]
+    framework: Literal["eager", "graph", "cuda-graph", "torch7", "xla", "none"] = Field(  # type: ignore[assignment]
         "eager",
         description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), cuda-graph, or none: NumPy/CuPy "
         "calls with no framework (what parsim measures)",
@@ -162,6 +164,11 @@ class DataParallelParams(_ModelParams):
     overlap: bool = Field(True, description="all-reduce buckets during the backward pass (DDP) or after it")
     zero: int = Field(
         0, ge=0, le=3, description="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3)"
+    )
+    recompute: Literal["none", "selective", "full"] = Field(
+        "none",
+        description="language models: activation recomputation (as network's): none, selective (the "
+        "attention core) or full (FSDP runs such as MaxText's: zero=3 recompute=full)",
     )
 
 

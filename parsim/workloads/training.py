@@ -287,21 +287,26 @@ class _ShardStep:
 def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
     """The per-GPU step of ``params['model']`` (a CNN, the MLP or a language model) over ``shard`` samples."""
     optimizer = params.get("optimizer", "sgd")
+    recompute = params.get("recompute", "none")
     if is_llm(params["model"]):
         config, seq = llm(params["model"]), params["seq"]
 
         def language(device: int) -> tuple[list[Kernel], list[Kernel]]:
-            return transformer_kernels(
+            forward, backward = transformer_kernels(
                 config, shard, seq, numerics, True, attention=params["attention"], device=device, update=False
             )
+            # the backward pass first computes again what was not kept (as the 3D path does)
+            return forward, [*parallel3d.recomputed(forward, recompute), *backward]
 
         footprint = transformer_needs(
-            config, shard, seq, numerics, True, optimizer, attention=params["attention"]
+            config, shard, seq, numerics, True, optimizer, attention=params["attention"], recompute=recompute
         )
         kinds = (("data", "copy"), *transformer_layers(config, True))
         return _ShardStep(
             shard * seq * TOKEN_ID_B, config.params, footprint, kinds, language, llm_layer_params(config)
         )
+    if recompute != "none":
+        raise ParsimError(f"data_parallel: 'recompute' {recompute} applies to language models only")
     layers = MODELS[params["model"]]()
 
     def network_of(device: int) -> tuple[list[Kernel], list[Kernel]]:

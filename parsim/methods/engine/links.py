@@ -102,14 +102,15 @@ class Links:
         group = group_of(self.system, op)
         start = self.env.now
         network = self.system.network
-        if group.nodes > 1 and network is not None:
+        across = group.nodes > 1 and not self.system.torus  # a TPU slice's torus joins its hosts itself
+        if across and network is not None:
             share = network.gpu_share_Bps(self.system.gpus)
             yield self.env.timeout(timing.latency_s)
             yield self._nic(op.device, share).transfer(timing.bandwidth_s * share, share)
         else:
             yield self.env.timeout(timing.seconds)
         rows = [resources.ring(self.system, g) for g in self._ring_rows(op)]
-        if self.system.nodes > 1 and group.nodes > 1:
+        if self.system.nodes > 1 and across:
             rows.append(resources.network(self.system))  # the node's NICs carry it to the other nodes
         for row in rows:
             self.trace.append(

@@ -27,7 +27,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.machine import Machine
 from parsim.model import placement
-from parsim.model.issue import issue_s
+from parsim.model.issue import issue_s, step_issue_s
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
 from parsim.stack import FrameworkSpec
@@ -222,6 +222,11 @@ def _thread(
         op = program.ops[first]
         on_host = program.on_host(op)
         dispatch_s = issue_s(system, program.framework, on_host, op)
+        step_s = step_issue_s(system, program.framework, first, program.per_instance)
+        if step_s:  # a compiled step is dispatched once, before its first op
+            start = env.now
+            yield env.timeout(step_s)
+            trace.append(TraceEvent(row, "dispatch the compiled step", "overhead", start, env.now))
         finish = completion.finisher(segment)
         if isinstance(op, Kernel) and (len(segment) > 1 or program.cpu_only):
             kernels = [k for i in segment if isinstance(k := program.ops[i], Kernel)]  # a chain is kernels

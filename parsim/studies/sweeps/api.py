@@ -232,7 +232,10 @@ def _measure_rows(store: Store, kinds: dict[str, str]) -> None:
         try:
             # the device that ran it, by the kind its source says (a file's id is no preset)
             kind = _text(row.get("device.kind")) or kinds.get(str(row.get("device_used")))
-            gpu = (kind or registry.processor(row["device_used"]).kind) == "gpu"
+            kind = kind or registry.processor(row["device_used"]).kind
+            if kind == "tpu":
+                raise ParsimError("no TPU backend: parsim measures CPUs (NumPy) and GPUs (CuPy)")
+            gpu = kind == "gpu"
             backend = "cupy" if gpu else "numpy"
             if backend not in present:
                 raise ParsimError(f"no {backend} backend here")
