@@ -94,7 +94,7 @@ def test_devices_are_grouped_cpu_then_gpu_by_their_full_names():
     at = app()
     shown = at.selectbox(key="explore_device").options
     kinds = [label.split(" · ")[0] for label in shown if " · " in label]
-    assert kinds == sorted(kinds, key=lambda k: k != "CPU") and {"CPU", "GPU"} == set(kinds)
+    assert kinds == sorted(kinds, key=lambda k: k != "CPU") and {"CPU", "GPU", "TPU"} == set(kinds)
     assert "GPU · NVIDIA Tesla T4 (TU104, Turing) (t4)" in shown
 
 

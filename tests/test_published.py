@@ -54,6 +54,10 @@ NOT_MET_YET: dict[str, str] = {
     # SGLang 0.3 and vLLM (their per-step host work, hidden by SGLang 0.4's overlap scheduler);
     # both are issue 26's engine mechanisms (items 3 and 5)
     "serving": "per-request and per-step serving-engine overhead not modelled (issue 26)",
+    # issue 25's MaxText runs on a v6e-256 slice: 24.8 % against 20 %. GPT-3 175B reaches ~54 % of
+    # the 918 TFLOP/s peak where the TPU presets assume 85 % (an estimate: no public per-chip GEMM
+    # benchmark); Llama 2 70B's recipe recomputes less than parsim's full recompute
+    "tpu-training": "the MXU's achieved share of peak is an estimate (no public TPU GEMM benchmark)",
 }
 
 
@@ -72,9 +76,10 @@ def test_each_class_meets_its_target(compared, klass):
     assert result["mape"] <= result["target"], (klass, result["mape"], result["worst"])
 
 
-NARROW = {"scaling", "cluster-scaling", "megatron"}
+NARROW = {"scaling", "cluster-scaling", "megatron", "tpu-training"}
 """Classes whose published values sit close together (efficiencies of 0.7-1; 135-163 TFLOP/s per
-GPU): their ranks are mostly measurement noise, so only their errors are checked."""
+GPU): their ranks are mostly measurement noise, so only their errors are checked; the TPU class has
+two rows, too few to rank."""
 UNORDERED_YET: dict[str, str] = {
     # "collective" left this list with the GB200 and MI300X rows (Spearman 0.71 -> 0.95): the
     # classes' wider span orders well, though the A100 plateau near 170 GB/s from 64 to 256 MB

@@ -418,6 +418,11 @@ class LinkSpec:
                 )
 
 
+def _int_tuple(value: Any) -> tuple[int, ...]:
+    """A torus shape as a tuple (a list from a file or a caller is accepted)."""
+    return tuple(value)
+
+
 @attrs.frozen(cache_hash=True)
 class SystemSpec:
     """What a prediction runs on: a host CPU, optionally accelerators and their link.
@@ -444,7 +449,7 @@ class SystemSpec:
     peer_link: LinkSpec | None = None
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
     network: NetworkSpec | None = None
-    torus: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    torus: tuple[int, ...] = attrs.field(default=(), converter=_int_tuple)
 
     def __attrs_post_init__(self) -> None:
         if self.torus and math.prod(self.torus) != self.gpus * self.nodes:
