@@ -201,10 +201,10 @@ def _check_model(name: str, given: Params, params: Params) -> Params:
     if is_llm(model):
         try:
             config = llm(model)
-            if name == "data_parallel" or params.get("train", False):  # serve only infers
-                require_inference(config, name)
         except ParsimError as error:
             raise ParsimError(f"{name}: {error}") from None
+        if name == "data_parallel" or params.get("train", False):  # serve only infers
+            require_inference(config, name)
         context = config.context
         seq = params["seq"] or context
         if seq > context:
