@@ -19,7 +19,7 @@ from parsim.workloads.base import AllReduce, Kernel, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.llms import LLMS
-from parsim.workloads.moe import Routing, active_params, expected_experts, expert_params
+from parsim.workloads.moe import Routing, expected_experts
 from parsim.workloads.serving import NAME, LlmServeParams, check_llm_serve, llm_serve
 from parsim.workloads.transformer import transformer_kernels
 
@@ -66,7 +66,7 @@ def test_total_and_active_parameters_match_the_published_ones(name):
     total, active = ACTIVE[name]
     config = LLMS[name]
     assert config.params == pytest.approx(total, rel=0.01)
-    assert active_params(config) == pytest.approx(active, rel=0.015)
+    assert config.active_params == pytest.approx(active, rel=0.015)
 
 
 def test_mixtral_8x7b_counts_by_hand():
@@ -75,8 +75,8 @@ def test_mixtral_8x7b_counts_by_hand():
     config = LLMS["mixtral-8x7b"]
     layer = 41_943_040 + 8 * 176_160_768 + 4096 * 8 + 2 * 4096
     assert config.params == 32 * layer + 2 * 32000 * 4096 + 4096 == 46_702_792_704
-    assert expert_params(config) == 32 * 8 * 176_160_768
-    assert active_params(config) == 46_702_792_704 - 32 * 6 * 176_160_768 == 12_879_925_248
+    assert config.expert_params == 32 * 8 * 176_160_768
+    assert config.active_params == 46_702_792_704 - 32 * 6 * 176_160_768 == 12_879_925_248
 
 
 def test_union_of_experts_known_values():
@@ -150,8 +150,8 @@ def test_expert_parallelism_shards_only_the_experts():
     config = LLMS["mixtral-8x7b"]
     assert one.memory.weights_B == pytest.approx(2 * config.params / 8)
     # ep=8 (tp 1): every GPU keeps the attention, embeddings and head, 1/8 of the experts
-    dense = config.params - expert_params(config)
-    assert sharded.memory.weights_B == pytest.approx(2 * (dense + expert_params(config) / 8))
+    dense = config.params - config.expert_params
+    assert sharded.memory.weights_B == pytest.approx(2 * (dense + config.expert_params / 8))
 
 
 @pytest.mark.parametrize(
@@ -186,7 +186,7 @@ def _decode_s(model: str, gpus: int, batch: int = 1) -> float:
 def test_batch_1_decode_reads_k_experts_not_all(model, gpus):
     config = LLMS[model]
     memory = registry.system("h100-sxm", None, None, gpus, None).device.memory
-    one_expert_B = 2 * expert_params(config) / config.experts / gpus  # every layer's, bfloat16
+    one_expert_B = 2 * config.expert_params / config.experts / gpus  # every layer's, bfloat16
     tpot = _decode_s(model, gpus)
     assert tpot >= config.experts_per_token * one_expert_B / memory.peak_bandwidth_Bps
     assert tpot < config.experts * one_expert_B / memory.bandwidth_Bps

@@ -81,22 +81,6 @@ def expected_experts(tokens: float, experts: int, top_k: int, probs: Sequence[fl
     return float(sum(1.0 - (1.0 - min(1.0, top_k * p)) ** tokens for p in shares))
 
 
-def expert_params(config: LlmConfig) -> int:
-    """Parameters of every expert of every block (0 for a dense model): what ``ep`` shards."""
-    if not config.moe:
-        return 0
-    biases = ((config.mlp_matrices - 1) * config.mlp_hidden + config.hidden) if config.bias else 0
-    return config.layers * config.experts * (config.mlp_matrices * config.hidden * config.mlp_hidden + biases)
-
-
-def active_params(config: LlmConfig) -> int:
-    """Parameters one token uses: all but the ``E - k`` experts it is not routed to."""
-    if not config.moe:
-        return config.params
-    unused = config.experts - config.experts_per_token
-    return config.params - expert_params(config) // config.experts * unused
-
-
 def dispatch_B(tokens: int, config: LlmConfig, size: float) -> float:
     """One GPU's all-to-all buffer: its tokens' k copies of the hidden state (dispatch or combine)."""
     return float(tokens * config.experts_per_token * config.hidden * size)

@@ -55,7 +55,7 @@ from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer,
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, llm
-from parsim.workloads.moe import ROUTE, Routing, check_routing, dispatch_B, expert_params
+from parsim.workloads.moe import ROUTE, Routing, check_routing, dispatch_B
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels, transformer_layers
@@ -214,7 +214,7 @@ def weight_B(config: LlmConfig, params: Params) -> float:
     size, tp, ep = itemsize(params["dtype"]), tensor_parallel(params), int(params.get("ep", 1))
     linear = config.layers * (config.attention_params + config.mlp_params)
     per = WEIGHT_B.get(params["weights"], float(size))
-    experts = expert_params(config)
+    experts = config.expert_params
     held = (linear - experts) * per + experts * per / ep + (config.params - linear) * size
     return float(held) / tp
 

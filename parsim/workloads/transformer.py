@@ -6,7 +6,8 @@ tokens), so a step has as many events as the model has layers, whatever the batc
 - ``h.i.attn``: norm, the QKV projection (one GEMM), rotary embedding on q and k (RoPE models),
   attention, the output projection and the residual add;
 - ``h.i.mlp``: norm, up GEMM, GELU, down GEMM (GPT-2) or gate and up GEMMs, SiLU x up, down GEMM
-  (SwiGLU, Llama), and the residual add;
+  (SwiGLU, Llama), and the residual add; a mixture of experts' MLP is its router, top-k and
+  grouped expert GEMMs (``moe``: inference only);
 - around them: token (+ learned position) embedding, a final norm, the LM head and, for
   training, the cross-entropy over every token's logits.
 
