@@ -6,6 +6,7 @@ bounds and the decode step's place between k experts' bytes and all experts' byt
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -196,3 +197,37 @@ def test_decode_reads_more_experts_as_the_batch_grows():
     # U(n) grows from k = 2 to E = 8: the decode step's expert bytes grow, its time with them
     steps = [_decode_s("mixtral-8x7b", 2, batch) for batch in (1, 4, 64)]
     assert steps[0] < steps[1] < steps[2]
+
+
+@pytest.mark.parametrize("given", [{"gpus": 8, "ep": 8, "batch": 64}, {"gpus": 8, "ep": 2, "batch": 16}])
+def test_engine_and_analytic_agree_with_expert_parallelism(given):
+    workload = build(model="mixtral-8x7b", prompt=128, output=32, dtype="bfloat16", **given)
+    system = registry.system("h100-sxm", None, None, workload.gpus, None)
+    engine, analytic = (
+        serve_metrics(workload, system, predict(workload, device="h100-sxm", method=method)).as_dict()
+        for method in ("engine", "analytic")
+    )
+    assert engine["e2e_latency_s"] == pytest.approx(analytic["e2e_latency_s"], rel=0.02)
+
+
+def test_the_all_to_alls_are_on_the_critical_path():
+    # the same ep=8 request with every dispatch and combine emptied: the prefill gets faster by
+    # exactly their bandwidth time (64 ops of 8 x 128 tokens x 2 x 4096 x 2 B, 7/8 of each over
+    # NVLink, one after another; their latency stays)
+    workload = build(model="mixtral-8x7b", batch=64, prompt=128, output=8, gpus=8, ep=8, dtype="bfloat16")
+    empty = attrs.evolve(
+        workload,
+        ops=tuple(
+            attrs.evolve(op, nbytes=0.0) if isinstance(op, AllReduce) and op.kind == "all_to_all" else op
+            for op in workload.ops
+        ),
+    )
+    system = registry.system("h100-sxm", None, None, 8, None)
+    ttft = [
+        serve_metrics(w, system, predict(w, device="h100-sxm", method="analytic")).as_dict()[
+            "time_to_first_token_s"
+        ]
+        for w in (workload, empty)
+    ]
+    moved = 64 * 8 * 128 * 2 * 4096 * 2 * 7 / 8
+    assert ttft[0] - ttft[1] == pytest.approx(moved / system.ring_link.bandwidth_Bps, rel=0.01)
