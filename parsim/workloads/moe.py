@@ -45,8 +45,6 @@ from parsim.workloads.transformer_ops import Ops
 
 ROUTE = "route"
 """``Kernel.part`` of the softmax/top-k: the all-to-all dispatch goes after it."""
-EXPERT_PARTS = ("gate", "up", "down")
-"""``Kernel.part`` of the grouped expert GEMMs (the blocks' linears, quantised as the dense ones)."""
 
 
 @attrs.frozen
