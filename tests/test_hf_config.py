@@ -124,17 +124,16 @@ def test_qwen2_counts_its_qkv_biases_and_ignores_an_unused_window():
     assert config.sliding_window == 0 and config.rope_theta == 1e6
 
 
-def test_mixtral_is_read_counted_and_refused_by_the_workloads(tmp_path):
+def test_mixtral_is_read_counted_and_served(tmp_path):
     config = parse_config(json.dumps(MIXTRAL), "mixtral.json")
     assert (config.experts, config.experts_per_token) == (8, 2)
     assert config.params == 46_702_792_704  # Mixtral-8x7B: 46.7B (Jiang et al. 2024)
     path = _write(tmp_path, MIXTRAL)
-    with pytest.raises(
-        ParsimError, match=r"mixture of experts \(8 experts, 2 per token\) is not modelled yet"
-    ):
-        llm(str(path))
-    with pytest.raises(ParsimError, match="llm_serve: .*is not modelled yet"):
-        predict("llm_serve", {"model": str(path)}, device="h100-sxm")
+    assert attrs.evolve(llm(str(path)), name="m", source="", published_params=0) == attrs.evolve(
+        LLMS["mixtral-8x7b"], name="m", source="", published_params=0
+    )
+    with pytest.raises(ParsimError, match="network: .*a mixture of experts: modelled for inference"):
+        predict("network", {"model": str(path), "batch": 1, "seq": 64}, device="h100-sxm")
 
 
 @pytest.mark.parametrize(

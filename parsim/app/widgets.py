@@ -144,7 +144,7 @@ def upload_model(label: str, key: str) -> str | None:
     if file is not None:
         data = file.getvalue()
         try:
-            llm(register_upload(data, file.name))  # a mixture of experts is read, then refused
+            llm(register_upload(data, file.name))  # a file the reader refuses is one line
             st.session_state[stored] = (data, file.name)
         except ParsimError as exc:
             st.error(f"{exc} — keeping the previous model")

@@ -327,6 +327,45 @@ def _mpt(fields: _Fields) -> dict[str, Any]:
     }
 
 
+def _dbrx(fields: _Fields) -> dict[str, Any]:
+    """DBRX: a mixture of ``moe_num_experts`` gated-SiLU experts (``ffn_config``), LayerNorm without
+    bias, rotary positions, grouped-query attention in one Wqkv matrix (``attn_config``), no biases,
+    untied; ``clip_qkv`` clamps q, k, v elementwise (a streaming op, not costed)."""
+    hidden, heads = fields.whole("d_model", limit="hidden"), fields.whole("n_heads", limit="heads")
+    parts = {}
+    for part in ("attn_config", "ffn_config"):
+        value = fields.data.get(part) or {}
+        if not isinstance(value, dict):
+            raise fields.error(part, "an object", value)
+        parts[part] = _Fields(value, f"{fields.where}: {part}")
+    attention, ffn = parts["attn_config"], parts["ffn_config"]
+    kv_heads = attention.whole("kv_n_heads", default=heads, limit="heads")
+    _heads(fields, hidden, heads, kv_heads)
+    experts = ffn.whole("moe_num_experts", default=4, limit="experts")
+    top = ffn.whole("moe_top_k", default=1, limit="experts")
+    if top > experts:
+        raise ffn.error("moe_top_k", f"at most moe_num_experts ({experts})", top)
+    return {
+        "layers": fields.whole("n_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "mlp_hidden": ffn.whole("ffn_hidden_size", default=3584, limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_seq_len", limit="context"),
+        "mlp": "swiglu",
+        "norm": "layernorm",
+        "norm_bias": False,
+        "position": "rotary",
+        "tied_embeddings": fields.flag("tie_word_embeddings", False),
+        "bias": False,
+        "fused_qkv": True,
+        "experts": experts,
+        "experts_per_token": top,
+        **_rope(attention),
+    }
+
+
 ARCHITECTURES: dict[str, Callable[[_Fields], dict[str, Any]]] = {
     "LlamaForCausalLM": lambda f: _llama(f, "llama"),
     "MistralForCausalLM": lambda f: _llama(f, "mistral"),
@@ -338,6 +377,7 @@ ARCHITECTURES: dict[str, Callable[[_Fields], dict[str, Any]]] = {
     "FalconForCausalLM": _falcon,
     "BloomForCausalLM": _bloom,
     "MPTForCausalLM": _mpt,
+    "DbrxForCausalLM": _dbrx,
 }
 """The classes of ``architectures`` parsim reads, each with the reader of its fields."""
 

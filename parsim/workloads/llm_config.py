@@ -123,6 +123,19 @@ class LlmConfig:
         return self.experts * one + (self.hidden * self.experts if self.moe else 0)
 
     @property
+    def expert_params(self) -> int:
+        """Every expert of every block (0 for a dense model): what expert parallelism shards."""
+        if not self.moe:
+            return 0
+        return self.layers * (self.mlp_params - self.hidden * self.experts)
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: all but the ``experts - experts_per_token`` it is not routed to."""
+        unused = self.experts - self.experts_per_token
+        return self.params - self.expert_params // self.experts * unused
+
+    @property
     def layer_params(self) -> int:
         """One block: its norms, attention and MLP."""
         return self.layer_norms * self.norm_params + self.attention_params + self.mlp_params
@@ -150,9 +163,14 @@ class LlmConfig:
     def summary(self) -> str:
         """One line for reports: the derived parameter count and the shape it comes from."""
         window = f", window {self.sliding_window:,}" if self.sliding_window else ""
+        experts = (
+            f" x {self.experts} experts, {self.experts_per_token} per token: {self.active_params:,} active"
+            if self.moe
+            else ""
+        )
         return (
             f"{self.name}: {self.params:,} parameters ({self.layers} layers, hidden {self.hidden}, "
-            f"{self.heads} heads / {self.kv_heads} KV, {self.mlp} MLP {self.mlp_hidden}, "
+            f"{self.heads} heads / {self.kv_heads} KV, {self.mlp} MLP {self.mlp_hidden}{experts}, "
             f"vocab {self.vocab:,}, "
             f"context {self.context:,}, {self.position} positions{window})"
         )

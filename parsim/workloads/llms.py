@@ -6,8 +6,8 @@ built-in ones ship as package data, ``parsim/models/<id>.json``, each with the s
 derived count against); ``LLMS`` is their registry, by id, in the order of ``BUILT_IN``. A user
 names a model by id or by the path of its ``config.json`` (``model=path/to/config.json``); the app
 registers an upload's bytes under a name of their hash. ``llm`` is the one resolver every workload,
-figure and study calls: an id, a registered upload or a path, a ParsimError otherwise, and a
-mixture-of-experts model refused (its fields are read and kept: MoE is not modelled yet).
+figure and study calls: an id, a registered upload or a path, a ParsimError otherwise. A mixture of
+experts (``experts``, ``experts_per_token``) is modelled for inference by ``moe``.
 
 The memory a model needs follows from the same numbers: ``kv_cache_bytes`` (keys and values of
 every layer for every token kept) here, the rest part by part in ``transformer_memory``.
@@ -69,6 +69,9 @@ BUILT_IN = (
     "opt-175b",
     "falcon-40b",
     "gpt-neox-20b",
+    "mixtral-8x7b",
+    "mixtral-8x22b",
+    "dbrx",
 )
 """The built-in models' ids, in the order the choices list them (``parsim/models/<id>.json``)."""
 MODELS_FOLDER = "models"
@@ -98,8 +101,7 @@ def llm(name: str) -> LlmConfig:
     of a ``config.json`` (read again when the file changed).
 
     Raises:
-        ParsimError: an unknown name (with the closest ids), a file ``hf_config`` refuses, or a
-            mixture of experts (read, but not modelled yet).
+        ParsimError: an unknown name (with the closest ids), or a file ``hf_config`` refuses.
     """
     if name in LLMS:
         return LLMS[name]
@@ -109,11 +111,6 @@ def llm(name: str) -> LlmConfig:
         config = _from_file(name)
     else:
         raise ParsimError(f"unknown model {name!r}; {closest(str(name), LLMS)} (or a path to a config.json)")
-    if config.moe:
-        raise ParsimError(
-            f"{name}: mixture of experts ({config.experts} experts, {config.experts_per_token} per token) "
-            "is not modelled yet"
-        )
     return config
 
 

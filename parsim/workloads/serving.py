@@ -32,6 +32,12 @@ unit.
 columns and vocabulary, and two ring all-reduces per layer (after the attention output projection
 and after the MLP down projection) sum the partial activations, batch x new tokens x hidden, over
 the board's NVLink or else PCIe.
+
+A mixture of experts (``moe``: routing, the union of the experts a step reads) takes ``imbalance``
+and ``capacity_factor``, and ``ep=P`` shards its experts over P of the ``gpus``: the ``gpus / P``
+tensor-parallel GPUs of each of P attention replicas serve ``ceil(batch / P)`` sequences, and every
+MoE block adds an all-to-all dispatch (after the top-k) and combine (after the experts' down
+projection) over the P GPUs of the EP group, each GPU's buffer its tokens' k hidden states.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer,
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, llm
+from parsim.workloads.moe import ROUTE, Routing, check_routing, dispatch_B
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels, transformer_layers
@@ -134,6 +141,16 @@ class LlmServeParams(ParamsModel):
         description="cuda-graph (vLLM, TensorRT-LLM), graph, eager PyTorch, or xla (JetStream-like; the "
         "default on a TPU)",
     )
+    ep: int = Field(1, gt=0, le=64, description="expert-parallel GPUs of the gpus (mixture of experts)")
+    imbalance: float = Field(
+        1.0, ge=1.0, le=1000.0, description="mixture of experts: the busiest expert's tokens over the mean"
+    )
+    capacity_factor: float = Field(
+        0.0,
+        ge=0.0,
+        le=1000.0,
+        description="mixture of experts: rows an expert takes over the mean (0: dropless)",
+    )
 
 
 def check_llm_serve(name: str, given: Params, params: Params) -> Params:
@@ -148,13 +165,35 @@ def check_llm_serve(name: str, given: Params, params: Params) -> Params:
             f"{name}: prompt {params['prompt']} + output {params['output']} = {tokens} tokens are above "
             f"{config.name}'s context of {config.context} tokens"
         )
-    gpus = params["gpus"]
+    check_routing(config, routing(params), params["gpus"], name)
+    gpus = tensor_parallel(params)
     if config.heads % gpus or config.kv_heads % gpus or config.mlp_hidden % gpus:
         raise ParsimError(
             f"{name}: gpus={gpus} does not divide {config.name}'s {config.heads} heads / "
             f"{config.kv_heads} KV heads (MLP width {config.mlp_hidden})"
         )
     return params
+
+
+def routing(params: Params, tokens: int = 0) -> Routing:
+    """A mixture of experts' routing under ``params`` (``tokens``: routed over the EP group per step)."""
+    return Routing(
+        float(params.get("imbalance", 1.0)),
+        float(params.get("capacity_factor", 0.0)),
+        int(params.get("ep", 1)),
+        tokens,
+    )
+
+
+def tensor_parallel(params: Params) -> int:
+    """GPUs each layer's heads and columns are split over: ``gpus / ep``."""
+    return int(params["gpus"]) // int(params.get("ep", 1))
+
+
+def replica_batch(params: Params, batch: int | None = None) -> int:
+    """Sequences one attention replica serves: ``ceil(batch / ep)`` (the busiest replica's)."""
+    ep = int(params.get("ep", 1))
+    return -(-int(params["batch"] if batch is None else batch) // ep)
 
 
 def _numerics(params: Params) -> Numerics:
@@ -172,28 +211,32 @@ def kv_type(params: Params) -> str:
 
 
 def weight_B(config: LlmConfig, params: Params) -> float:
-    """Bytes of the weights on one GPU: quantised blocks' linears, the rest in ``dtype``."""
-    size, tp = itemsize(params["dtype"]), int(params["gpus"])
+    """Bytes of the weights on one GPU: quantised blocks' linears, the rest in ``dtype``; a mixture
+    of experts' experts sharded over ``ep`` GPUs as well."""
+    size, tp, ep = itemsize(params["dtype"]), tensor_parallel(params), int(params.get("ep", 1))
     linear = config.layers * (config.attention_params + config.mlp_params)
     per = WEIGHT_B.get(params["weights"], float(size))
-    return float(linear * per + (config.params - linear) * size) / tp
+    experts = config.expert_params
+    held = (linear - experts) * per + experts * per / ep + (config.params - linear) * size
+    return float(held) / tp
 
 
 def memory_needs(config: LlmConfig, params: Params, batch: int) -> MemoryNeeds:
     """Per-GPU needs at ``batch`` sequences: the weights (quantised blocks' linears at their
     format's bytes), the KV cache at the end of the output (in ``kv_dtype``), and the prefill's
     hidden states and largest intermediate (``transformer_needs``, the one transformer formula)."""
+    tp, local = tensor_parallel(params), replica_batch(params, batch)
     prefill = transformer_needs(
         config,
-        batch,
+        local,
         params["prompt"],
         _numerics(params),
         False,
-        tp=params["gpus"],
+        tp=tp,
         attention=params["attention"],
     )
-    cache = kv_cache_bytes(config, batch, params["prompt"] + params["output"], kv_type(params))
-    return attrs.evolve(prefill, weights_B=weight_B(config, params), kv_cache_B=cache / params["gpus"])
+    cache = kv_cache_bytes(config, local, params["prompt"] + params["output"], kv_type(params))
+    return attrs.evolve(prefill, weights_B=weight_B(config, params), kv_cache_B=cache / tp)
 
 
 def _quantised(kernel: Kernel, weights: str, size: int) -> Kernel:
@@ -214,7 +257,7 @@ def _phase_kernels(
     """One GPU's kernels of ``phase`` (``Kernel.phase`` says which: the figures find them by it)."""
     forward, _ = transformer_kernels(
         config,
-        params["batch"],
+        replica_batch(params),
         past + new,
         _numerics(params),
         False,
@@ -222,10 +265,11 @@ def _phase_kernels(
         past=past,
         new_tokens=new,
         device=device,
-        tp=params["gpus"],
+        tp=tensor_parallel(params),
         kv_dtype=kv_type(params),
         kv_concat=stack.framework(params["framework"]).kv_cache_concat,
         phase=phase,
+        routing=routing(params, params["batch"] * new),
     )
     if params["weights"] != "dtype":
         size = itemsize(params["dtype"])
@@ -234,13 +278,48 @@ def _phase_kernels(
 
 
 def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:
-    """Cut one GPU's phase after each row-parallel layer (where the all-reduces go)."""
+    """Cut one GPU's phase after each row-parallel layer (where the all-reduces go) and after a
+    mixture of experts' top-k (where its dispatch goes)."""
     segments: list[list[Kernel]] = [[]]
     for kernel in kernels:
         segments[-1].append(kernel)
-        if kernel.part in _REDUCED_AFTER:
+        if kernel.part in _REDUCED_AFTER or kernel.part == ROUTE:
             segments.append([])
     return segments
+
+
+def _collectives(config: LlmConfig, params: Params, after: Kernel, new: int, phase: str) -> list[AllReduce]:
+    """The collectives after ``after``, the last kernel of a segment: the tensor-parallel all-reduce
+    after a row-parallel layer, and a mixture of experts' all-to-all dispatch after its top-k and
+    combine after its experts' down projection (each GPU's buffer: its tokens' k hidden states)."""
+    tp, ep, layer = tensor_parallel(params), int(params.get("ep", 1)), after.layer
+    size = itemsize(params["dtype"])
+    tokens = replica_batch(params) * new
+    moving = dispatch_B(tokens, config, size)
+    found: list[AllReduce] = []
+    if ep > 1 and after.part == ROUTE:
+        found.append(
+            AllReduce(
+                f"all-to-all dispatch {layer} ({phase})", moving, layer=layer, kind="all_to_all", ranks=ep
+            )
+        )
+    if ep > 1 and after.part == "down":
+        found.append(
+            AllReduce(
+                f"all-to-all combine {layer} ({phase})", moving, layer=layer, kind="all_to_all", ranks=ep
+            )
+        )
+    if tp > 1 and after.part in _REDUCED_AFTER:
+        ranks = tp if ep > 1 else 0  # the whole system when it is one tensor-parallel group
+        found.append(
+            AllReduce(
+                f"all-reduce {layer} ({phase})",
+                float(tokens * config.hidden * size),
+                layer=layer,
+                ranks=ranks,
+            )
+        )
+    return found
 
 
 def llm_serve(params: Params) -> Workload:
@@ -251,12 +330,8 @@ def llm_serve(params: Params) -> Workload:
     not with ``gpus``, and each all-reduce still spans every GPU's ring port.
     """
     config = llm(params["model"])
-    batch, prompt, output, tp = params["batch"], params["prompt"], params["output"], params["gpus"]
+    batch, prompt, output = params["batch"], params["prompt"], params["output"]
     size = itemsize(params["dtype"])
-
-    def hidden_B(new: int) -> float:
-        """An all-reduce's buffer: every new token's hidden state."""
-        return float(batch * new * config.hidden * size)
 
     ops: list[Op] = [Transfer("h2d prompt ids", batch * prompt * TOKEN_ID_B, "h2d", layer="data")]
     deps: list[tuple[int, ...]] = [()]
@@ -273,15 +348,13 @@ def llm_serve(params: Params) -> Workload:
                 ops += segment
                 deps += [barrier] + [()] * (len(segment) - 1)
                 ends.append(len(ops) - 1)
-            if tp > 1 and index < len(per_gpu[0]) - 1:
-                layer = per_gpu[0][index][-1].layer
-                ops.append(
-                    AllReduce(f"all-reduce {layer} ({phase})", hidden_B(new), layer=layer)
-                )  # on the ring
-                deps.append(tuple(ends))
+            last = per_gpu[0][index]
+            found = _collectives(config, params, last[-1], new, phase) if index < len(per_gpu[0]) - 1 else []
+            barrier = tuple(ends)
+            for collective in found:  # on the ring (all-reduce) or every pair of the EP group
+                ops.append(collective)
+                deps.append(barrier)
                 barrier = (len(ops) - 1,)
-            else:
-                barrier = tuple(ends)
         ops.append(_sample(config, batch, size, phase))
         deps.append(barrier)
         ops.append(Transfer(f"d2h tokens ({phase})", batch * TOKEN_ID_B, "d2h", layer="sample", phase=phase))
@@ -296,7 +369,7 @@ def llm_serve(params: Params) -> Workload:
         tuple(ops),
         tuple(deps),
         memory=memory_needs(config, params, batch),
-        gpus=tp,
+        gpus=params["gpus"],
         layers=(("data", "copy"), *transformer_layers(config, False), ("sample", "sampling")),
         staging=True,
         framework=params["framework"],

@@ -18,6 +18,7 @@ from parsim.workloads.base import Params
 from parsim.workloads.definition import MAX_ELEMENTS, ParamsModel, WorkloadDef
 from parsim.workloads.llms import LLMS, is_llm, llm
 from parsim.workloads.models import MODELS
+from parsim.workloads.moe import require_inference
 from parsim.workloads.parallel3d import ParallelMetrics
 
 if TYPE_CHECKING:  # the choices are data: to the type checker, names
@@ -206,9 +207,12 @@ def _check_model(name: str, given: Params, params: Params) -> Params:
     model = params["model"]
     if is_llm(model):
         try:
-            context = llm(model).context
+            config = llm(model)
         except ParsimError as error:
             raise ParsimError(f"{name}: {error}") from None
+        if name == "data_parallel" or params.get("train", False):  # serve only infers
+            require_inference(config, name)
+        context = config.context
         seq = params["seq"] or context
         if seq > context:
             raise ParsimError(f"{name}: 'seq' {seq} is above {model}'s context of {context} tokens")

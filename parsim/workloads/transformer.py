@@ -6,7 +6,8 @@ tokens), so a step has as many events as the model has layers, whatever the batc
 - ``h.i.attn``: norm, the QKV projection (one GEMM), rotary embedding on q and k (RoPE models),
   attention, the output projection and the residual add;
 - ``h.i.mlp``: norm, up GEMM, GELU, down GEMM (GPT-2) or gate and up GEMMs, SiLU x up, down GEMM
-  (SwiGLU, Llama), and the residual add;
+  (SwiGLU, Llama), and the residual add; a mixture of experts' MLP is its router, top-k and
+  grouped expert GEMMs (``moe``: inference only);
 - around them: token (+ learned position) embedding, a final norm, the LM head and, for
   training, the cross-entropy over every token's logits.
 
@@ -34,6 +35,7 @@ from parsim.workloads import transformer_hf as hf
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, kv_itemsize
+from parsim.workloads.moe import Routing, moe_mlp, require_inference
 from parsim.workloads.transformer_ops import ATTENTION_CORE, EMBEDDING, Ops, block_layers
 
 __all__ = [  # the memory side of the API: llms.py (the KV cache) and transformer_memory.py
@@ -97,6 +99,7 @@ def transformer_kernels(
     kv_concat: bool = False,
     code: str = "fused",
     phase: str = "",
+    routing: Routing | None = None,
 ) -> tuple[list[Kernel], list[Kernel]]:
     """The forward and backward kernels of one step on one GPU (of ``tp``).
 
@@ -121,12 +124,20 @@ def transformer_kernels(
         code: ``fused`` (the model's code runs fused kernels) or ``hf`` (Hugging Face's modules, one
             kernel per tensor op: ``transformer_eager`` for inference, ``transformer_hf`` for training).
         phase: every kernel's ``Kernel.phase`` (an LLM request's ``prefill`` or ``decode``).
+        routing: a mixture of experts' routing (``moe.Routing``; default balanced, dropless, no ep).
 
     Under ``numerics.primitive_layers`` inference runs the layers as an eager framework does
     (``transformer_eager``).
     """
     new = seq if new_tokens is None else new_tokens
     _check(config, batch, new, past, tp, attention)
+    if config.moe and train:
+        require_inference(config, "network")
+    if config.moe and (numerics.primitive_layers or code == "hf"):
+        raise ParsimError(
+            f"{config.name}: a mixture of experts runs fused kernels here (framework=graph or "
+            "cuda-graph, code=fused), not an eager framework's tensor ops"
+        )
     if code == "hf" and train:
         ops = Ops(numerics, device, optimizer, True, update, phase)
         backward = hf.train_step(ops, _attention, config, batch, new, attention, dropout)
@@ -193,14 +204,17 @@ def transformer_kernels(
         groups.append(back[::-1] + ops.update_of(attn, config.norm_params + config.attention_params // tp))
 
         back = ops.pointwise(mlp, "ln_2", tokens * d, (norm_flops, 1, 0), (8, 2, 1))
-        if config.mlp == "gelu":
+        if config.moe:  # inference only (refused above for training)
+            moe_mlp(ops, mlp, config, tokens, width, routing or Routing())
+        elif config.mlp == "gelu":
             back += ops.linear(mlp, "up", tokens, width, d, config.bias, train)[::-1]
             back += ops.pointwise(mlp, "gelu", tokens * width, (8, 1, 1), (10, 2, 1))
         else:
             back += ops.linear(mlp, "gate", tokens, width, d, config.bias, train)[::-1]
             back += ops.linear(mlp, "up", tokens, width, d, config.bias, train)[::-1]
             back += ops.pointwise(mlp, "silu x up", tokens * width, (5, 2, 1), (10, 3, 2))
-        back += ops.linear(mlp, "down", tokens, d, width, config.bias, train)[::-1]
+        if not config.moe:
+            back += ops.linear(mlp, "down", tokens, d, width, config.bias, train)[::-1]
         back += ops.pointwise(mlp, "residual add", tokens * d, (1, 2, 0), (1, 2, 1))
         groups.append(back[::-1] + ops.update_of(mlp, config.norm_params + config.mlp_params // tp))
 

@@ -110,6 +110,7 @@ def transformer_needs(
     tokens = batch * seq
     vocab, inner = config.vocab / t, (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t
     if not train:
+        inner *= config.experts_per_token  # a mixture of experts: each token's k experts' rows
         scores = batch * config.heads / t * seq * seq * size if attention == "unfused" else 0.0
         return attrs.evolve(
             parameter_needs(config.params / t, numerics.dtype, numerics.mixed, False, optimizer),

@@ -1,0 +1,180 @@
+"""Mixture of experts: top-k routing, the experts a step touches, and their grouped GEMMs.
+
+A mixture-of-experts (MoE) block replaces the one MLP by ``E`` expert MLPs and a router: a
+``hidden x E`` GEMM scores each token, a softmax and a top-k pick the ``k`` experts it goes to,
+each of those runs the token through its MLP and the outputs are summed with the router's
+weights. Like a hospital triage desk sending each patient to k of E specialists: each patient costs
+k consultations (a token's FLOPs are k experts'), but the specialists who must come in to work
+today are the union of those any patient was sent to.
+
+That union is what a step *reads*. With ``n`` tokens in a step and expert ``i`` picked by a token
+with probability ``k p_i``, the expected number of distinct experts touched is
+
+    U(n) = sum_i [1 - (1 - k p_i)^n]      (uniform p_i = 1/E: E [1 - (1 - k/E)^n]),
+
+``k`` at ``n = 1`` and ``E`` as ``n`` grows: decode at batch 1 reads k experts' weights, a large
+batch (or any prefill) all E, so MoE decode is memory-bound on the union of the active experts.
+
+The grouped expert GEMM of a GPU holding ``E_local`` experts is priced as ``E_local`` GEMMs of the
+busiest expert's rows, ``r = min(imbalance, capacity_factor) x n k / E``: ``imbalance`` is the most
+loaded expert's tokens over the mean (1.0: balanced, then the rows are exactly ``n k E_local / E``,
+k experts' FLOPs per token); ``capacity_factor`` (Switch Transformer, GShard) caps an expert at
+``capacity x mean`` rows and drops the tokens above it (0: dropless, as Mixtral is served). A
+grouped GEMM's wave ends with its busiest expert, and a capacity-padded batched GEMM computes
+``E x capacity`` rows whatever the routing, so the busiest expert's rows set every expert's
+here (under ``imbalance=1`` nothing is padded). Its weight traffic is the local share of U(n).
+
+Expert parallelism (``ep``) shards the experts over ``ep`` GPUs, E/ep each; each GPU sends its
+tokens' k copies of the hidden state to the experts' GPUs (all-to-all dispatch) and gets the
+results back (all-to-all combine): a buffer of ``tokens x k x hidden`` elements per GPU, of which
+``(ep-1)/ep`` leaves it (``model.collectives`` prices the all-to-all). ``check_routing`` refuses
+what cannot be split. Training a mixture of experts is not modelled (``require_inference``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+
+from parsim.base.errors import ParsimError
+from parsim.workloads.base import Kernel
+from parsim.workloads.llm_config import LlmConfig
+from parsim.workloads.transformer_ops import Ops
+
+ROUTE = "route"
+"""``Kernel.part`` of the softmax/top-k: the all-to-all dispatch goes after it."""
+
+
+@attrs.frozen
+class Routing:
+    """How a step's tokens reach the experts.
+
+    Attributes:
+        imbalance: the most loaded expert's tokens over the mean (>= 1; 1: balanced).
+        capacity_factor: an expert computes at most this x the mean rows, the rest dropped
+            (0: dropless).
+        ep: GPUs the experts are sharded over (expert parallelism).
+        tokens: tokens routed in the step over the whole EP group (0: this GPU's own).
+    """
+
+    imbalance: float = 1.0
+    capacity_factor: float = 0.0
+    ep: int = 1
+    tokens: int = 0
+
+    @property
+    def load(self) -> float:
+        """The busiest expert's rows over the mean: min(imbalance, capacity)."""
+        return min(self.imbalance, self.capacity_factor) if self.capacity_factor else self.imbalance
+
+
+def expected_experts(tokens: float, experts: int, top_k: int, probs: Sequence[float] | None = None) -> float:
+    """U(n): the expected number of distinct experts ``tokens`` tokens touch, each picking
+    ``top_k`` of ``experts`` (expert i with probability ``top_k x probs[i]``; uniform by default)."""
+    if tokens <= 0:
+        return 0.0
+    shares = [1.0 / experts] * experts if probs is None else list(probs)
+    return float(sum(1.0 - (1.0 - min(1.0, top_k * p)) ** tokens for p in shares))
+
+
+def dispatch_B(tokens: int, config: LlmConfig, size: float) -> float:
+    """One GPU's all-to-all buffer: its tokens' k copies of the hidden state (dispatch or combine)."""
+    return float(tokens * config.experts_per_token * config.hidden * size)
+
+
+def check_routing(config: LlmConfig, routing: Routing, gpus: int, where: str) -> None:
+    """Refuse, in one line, routing that the model or the GPUs cannot take."""
+    if routing.imbalance < 1 or not math.isfinite(routing.imbalance):
+        raise ParsimError(
+            f"{where}: 'imbalance' must be >= 1 (the busiest expert over the mean): {routing.imbalance}"
+        )
+    if routing.capacity_factor < 0 or not math.isfinite(routing.capacity_factor):
+        raise ParsimError(f"{where}: 'capacity_factor' must be >= 0 (0: dropless): {routing.capacity_factor}")
+    if routing.ep == 1:
+        return
+    if not config.moe:
+        raise ParsimError(f"{where}: 'ep' must be 1 for {config.name}, a dense model: {routing.ep}")
+    if config.experts % routing.ep:
+        raise ParsimError(f"{where}: 'ep' must divide {config.name}'s {config.experts} experts: {routing.ep}")
+    if routing.ep > gpus or gpus % routing.ep:
+        raise ParsimError(f"{where}: 'ep' must divide gpus={gpus}: {routing.ep}")
+
+
+def require_inference(config: LlmConfig, where: str) -> None:
+    """Refuse training a mixture of experts (its backward pass and router losses are not modelled)."""
+    if config.moe:
+        raise ParsimError(
+            f"{where}: {config.name} is a mixture of experts: modelled for inference (network train=false, "
+            "llm_serve, llm_load), not for training"
+        )
+
+
+def moe_mlp(ops: Ops, layer: str, config: LlmConfig, tokens: int, width: int, routing: Routing) -> None:
+    """The forward kernels of one MoE block's MLP on one GPU (``ops``: a ``transformer_ops.Ops``):
+    router GEMM, softmax/top-k, the grouped gate/up GEMMs, SiLU x up (or GELU), the grouped down GEMM
+    and the weighted sum of each token's k outputs. ``width``: an expert's inner width on this GPU."""
+    s, d, experts, k = ops.size, config.hidden, config.experts, config.experts_per_token
+    routed = routing.tokens or tokens  # the tokens every expert of the EP group may receive
+    local = experts // routing.ep
+    rows = local * routing.load * routed * k / experts  # E_local experts x the busiest's rows
+    touched = expected_experts(routed, experts, k) / routing.ep  # of the local experts, expected
+    ops.forward.append(
+        ops.gemm(
+            layer,
+            "router fwd",
+            tokens,
+            experts,
+            d,
+            (tokens * d + d * experts) * s,
+            tokens * experts * s,
+            cold=d * experts * s,
+            part="router",
+        )
+    )
+    ops.forward.append(
+        ops.kernel(
+            layer,
+            "softmax top-k fwd",
+            5.0 * tokens * experts,
+            tokens * experts * s,
+            tokens * k * (s + 4),
+            tokens * experts,
+            special_ops=tokens * experts,
+            part=ROUTE,
+        )
+    )
+    bias = 1 if config.bias else 0
+    matrices = ("up",) if config.mlp == "gelu" else ("gate", "up")
+    for what in matrices:
+        ops.forward.append(_grouped(ops, layer, what, rows, width, d, touched * (d + bias) * width))
+    act, flops = ("gelu", 8) if config.mlp == "gelu" else ("silu x up", 5)  # as the dense MLP's
+    n = max(1, math.ceil(rows * width))
+    ops.forward.append(ops.stream(layer, f"experts {act} fwd", n, flops, len(matrices), special_ops=n))
+    ops.forward.append(_grouped(ops, layer, "down", rows, d, width, touched * (width * d + bias * d)))
+    out = tokens * k * d  # each token's k outputs, weighted and summed
+    ops.forward.append(
+        ops.kernel(layer, "combine fwd", 2.0 * out, out * s, tokens * d * s, out, part="combine")
+    )
+
+
+def _grouped(ops: Ops, layer: str, what: str, rows: float, n: int, k: int, weights: float) -> Kernel:
+    """One grouped GEMM over ``rows`` rows in all (``[rows, k] @ [k, n]`` per expert), reading
+    ``weights`` elements of the experts it touches (cold: streamed once per step)."""
+    s = ops.size
+    m = max(1, math.ceil(rows))
+    return ops.kernel(
+        layer,
+        f"experts {what} fwd",
+        2.0 * rows * n * k,
+        rows * k * s + weights * s,
+        rows * n * s,
+        m * n,
+        matrix=True,
+        gemm_mn=(m, max(1, n)),
+        python_ops_per_item=k,
+        math=ops.numerics.linear_math,
+        cold=weights * s,
+        part=what,
+    )
