@@ -117,3 +117,11 @@ def test_appending_follows_no_link(tmp_path, victim):
 @pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="O_NOFOLLOW is POSIX")
 def test_every_open_for_writing_asks_the_kernel_not_to_follow():
     assert safefiles.NOFOLLOW == os.O_NOFOLLOW
+
+
+def test_reading_a_folder_is_one_line_naming_it(tmp_path):
+    # os.open of a folder succeeds read-only; os.fdopen then raised IsADirectoryError naming fd 3
+    folder = tmp_path / "config.json"
+    folder.mkdir()
+    with pytest.raises(ParsimError, match=rf"^'model': {folder} is not a regular file$"):
+        safefiles.read_text(folder, 1000, option="model")

@@ -114,10 +114,11 @@ def read_text(path: Path, max_bytes: int, option: str = "") -> str:
                 f"{where}{path} is a symbolic link; parsim does not read through links"
             ) from None
         raise ParsimError(f"{where}cannot read {path} ({exc.strerror or exc.__class__.__name__})") from None
+    info = os.fstat(fd)  # before fdopen, which refuses a folder naming the descriptor ('3')
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ParsimError(f"{where}{path} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ParsimError(f"{where}{path} is not a regular file")
         if info.st_size > max_bytes:
             raise ParsimError(
                 f"{where}{path} has {info.st_size:,} bytes, above the {max_bytes:,} parsim reads"
