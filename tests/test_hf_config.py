@@ -333,3 +333,16 @@ def test_mpt_kv_heads_follow_the_attention_class():
     assert kv({"attn_type": "multihead_attention", "kv_n_heads": 1}) == 32
     assert kv({"attn_type": "multiquery_attention"}) == 1
     assert kv({"attn_type": "grouped_query_attention", "kv_n_heads": 8}) == 8
+
+
+def test_a_model_deeper_than_the_layer_bound_is_refused_before_any_op_is_built(cli, tmp_path):
+    # 100,000 layers of width 64 passed the reader and took 3 minutes and 4 GB in llm_serve (8 ops
+    # a layer, every op an event): the bound is what a prediction may cost, not a typo guard
+    tiny = {**LLAMA_2_7B, "hidden_size": 64, "num_attention_heads": 1, "num_key_value_heads": 1}
+    tiny = {**tiny, "intermediate_size": 64, "vocab_size": 100}
+    assert parse_config(json.dumps({**tiny, "num_hidden_layers": 1024}), "deep.json").layers == 1024
+    path = _write(tmp_path, {**tiny, "num_hidden_layers": 100_000})
+    code, out, err = cli("predict", "llm_serve", f"model={path}", "prompt=16", "--device", "h100-sxm")
+    assert code == 2 and out == ""
+    bound = "'num_hidden_layers' must be a whole number in 1..1,024: 100000"
+    assert err == f"error: llm_serve: {path}: {bound}\n"

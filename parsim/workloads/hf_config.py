@@ -29,7 +29,11 @@ from parsim.workloads.llm_config import LlmConfig
 MAX_CONFIG_BYTES = 1_000_000
 """A config.json parsim reads holds at most this many bytes (Hugging Face's are a few kB)."""
 _LIMITS = {  # generous bounds, so a typo is refused before it costs memory or time
-    "layers": 100_000,
+    # layers cost work: every layer is ops (events) of every prediction and of every step a load
+    # simulation prices (measured on 2 cores: 1,000 layers ~2 s in llm_serve, ~23 s in llm_load
+    # at requests=5000; 100,000 layers took 181 s and 4.3 GB in llm_serve). 1,024 is above the
+    # deepest published transformer (DeepNet: 1,000 layers, Wang et al. 2022, arXiv:2203.00555)
+    "layers": 1_024,
     "hidden": 10**6,
     "heads": 10**5,
     "mlp_hidden": 10**7,
