@@ -454,3 +454,12 @@ def test_perfetto_loads_every_op(step3d, tmp_path):
         processor.close()
     assert loaded == written
     assert {_row(name) for name in _threads(document).values()} <= {_row(n) for n in threads if n}
+
+
+def test_the_saved_line_of_a_trace_name_with_control_characters_is_one_line(cli, tmp_path):
+    # a name with a newline printed two lines, one with ESC a raw terminal escape (on a terminal)
+    out = tmp_path / "a\nb\x1b[31m.json"
+    code, _, err = cli("predict", "vector_add", "n=1e6", "--device", "a100-80gb", "--trace", str(out))
+    assert code == 0 and out.exists()
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert f"saved {tmp_path}/a\\nb\\x1b[31m.json (open it in" in err

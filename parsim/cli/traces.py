@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from parsim.base.budget import Budget
+from parsim.base.errors import printable
 from parsim.base.paths import output_path
 
 if TYPE_CHECKING:  # imported when a trace is written: the command line starts without them
@@ -73,4 +74,4 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     from parsim.report import chrome_trace
 
     chrome_trace.write(path, document, OPTION)
-    typer.echo(f"saved {path} (open it in https://ui.perfetto.dev or chrome://tracing)", err=True)
+    typer.echo(f"saved {printable(path)} (open it in https://ui.perfetto.dev or chrome://tracing)", err=True)
