@@ -125,3 +125,11 @@ def test_reading_a_folder_is_one_line_naming_it(tmp_path):
     folder.mkdir()
     with pytest.raises(ParsimError, match=rf"^'model': {folder} is not a regular file$"):
         safefiles.read_text(folder, 1000, option="model")
+
+
+def test_a_name_too_long_to_look_up_is_one_line_not_an_oserror(tmp_path):
+    # Path.is_symlink of such a name raised ENAMETOOLONG inside the handler (Python 3.11): an
+    # OSError reached API callers (llm("a/a/.../x.json"))
+    name = tmp_path / ("a/" * 3000 + "x.json")
+    with pytest.raises(ParsimError, match=r"^'model': cannot read .*x\.json \(File name too long\)$"):
+        safefiles.read_text(name, 1000, option="model")
