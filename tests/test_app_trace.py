@@ -75,3 +75,30 @@ def test_the_served_load_and_the_cluster_step_offer_their_traces():
     at = app("scale", {"scale_tab": "Across nodes"})
     assert not at.exception
     assert LABEL in _labels(at)
+
+
+def test_an_uploaded_model_deep_enough_to_pass_the_trace_budget_is_refused_in_place():
+    # issue 25's red team: the upload widget cannot be driven by AppTest, so the page is given the
+    # state a valid upload leaves (its bytes and name); a 1,024-layer model (the reader's bound)
+    # predicts in about 2 s, but its trace (~133,000 events) is above the app's 100,000
+    deep = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 64,
+        "num_attention_heads": 1,
+        "num_hidden_layers": 1024,
+        "intermediate_size": 64,
+        "vocab_size": 100,
+        "max_position_embeddings": 4096,
+    }
+    at = app("explore", {"explore_workload": "llm_serve"})
+    key = "explore_llm_serve_model"
+    at.session_state[f"{key}_upload_good"] = (json.dumps(deep).encode(), "deep\x1b[31m.json")
+    at.selectbox(key=key).set_value("uploaded config.json").run()
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert any(
+        c.startswith("trace: the trace's event count is ") and "the app's budget of 100,000" in c
+        for c in captions
+    )
+    assert any("(1024 layers, hidden 64" in c for c in captions)
+    assert LABEL not in _labels(at)

@@ -454,3 +454,29 @@ def test_perfetto_loads_every_op(step3d, tmp_path):
         processor.close()
     assert loaded == written
     assert {_row(name) for name in _threads(document).values()} <= {_row(n) for n in threads if n}
+
+
+def test_the_saved_line_of_a_trace_name_with_control_characters_is_one_line(cli, tmp_path):
+    # a name with a newline printed two lines, one with ESC a raw terminal escape (on a terminal)
+    out = tmp_path / "a\nb\x1b[31m.json"
+    code, _, err = cli("predict", "vector_add", "n=1e6", "--device", "a100-80gb", "--trace", str(out))
+    assert code == 0 and out.exists()
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert f"saved {tmp_path}/a\\nb\\x1b[31m.json (open it in" in err
+
+
+def test_a_scenario_of_served_loads_is_refused_not_written_empty(cli, tmp_path):
+    # the shipped lesson llm_load_queueing_knee wrote a trace with no event and said "saved"
+    out = tmp_path / "knee.json"
+    scenario = tmp_path / "load.toml"
+    scenario.write_text(
+        'title = "load"\nlesson = "x"\nplot = "bars"\n[defaults]\nworkload = "llm_load"\n'
+        'device = "a100-80gb"\n'
+        'params = { model = "gpt2", requests = 20, rate = 1.0 }\n[[cases]]\nlabel = "one"\n'
+    )
+    code, out_text, err = cli("run", str(scenario), "--trace", str(out))
+    assert code == 2 and not out.exists() and out_text == ""
+    assert err == (
+        "error: '--trace': case 'one' is a served load (llm_load), which has no op timeline; "
+        "trace it with parsim predict llm_load ... --trace\n"
+    )

@@ -67,3 +67,9 @@ def test_output_paths_are_checked_before_any_work(tmp_path, name, suffixes, mess
 def test_a_pseudo_file_system_is_not_a_place_for_results():
     with pytest.raises(ParsimError, match="cannot write in '/proc'"):
         output_path("/proc/x.csv", (".csv",), "out")
+
+
+def test_an_output_name_too_long_is_one_line_naming_the_option(tmp_path):
+    # Path.is_dir raised ENAMETOOLONG (an OSError, without the option's name) on Python 3.11
+    with pytest.raises(ParsimError, match=r"^'--trace': cannot write .*\.json \(File name too long\)$"):
+        output_path(tmp_path / ("a" * 300 + ".json"), (".json",), "--trace")

@@ -237,3 +237,13 @@ def test_no_limits_lifts_the_request_budget_of_a_stream():
     with pytest.raises(ParsimError, match="100,001, above the command line's budget of 100,000"):
         stream_of(params, CLI)
     assert len(stream_of(params, None)) == 100_001  # generating is cheap; serving them is the cost
+
+
+def test_the_request_budget_line_names_the_count_once(cli):
+    # was "llm_load: requests = 100,001 is 100,001, above ..."
+    code, _, err = cli("predict", "llm_load", "requests=100001", "prompt=sharegpt", "--device", DEVICE)
+    assert code == 2
+    assert err == (
+        "error: llm_load: requests is 100,001, above the command line's budget of 100,000; "
+        "add --no-limits if you mean it\n"
+    )

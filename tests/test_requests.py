@@ -166,3 +166,22 @@ def test_trace_is_never_read_through_a_link_nor_from_a_fifo(tmp_path):
         load_trace(fifo)
     with pytest.raises(ParsimError, match="cannot read"):
         load_trace(tmp_path / "missing.csv")
+
+
+def test_a_huge_field_or_header_of_a_trace_is_one_short_line(tmp_path):
+    # a field above the csv module's 131,072 characters raised csv.Error (a traceback in the CLI);
+    # a 5,000-digit token count and a long header were echoed whole
+    huge = tmp_path / "huge.csv"
+    huge.write_text("x" * 200_000 + "\n1,2,3\n")
+    with pytest.raises(ParsimError, match=r"huge\.csv: row 1: field larger than field limit"):
+        load_trace(huge)
+    digits = tmp_path / "digits.csv"
+    digits.write_text("arrival_s,prompt_tokens,output_tokens\n0," + "9" * 5000 + ",3\n")
+    with pytest.raises(ParsimError, match=r"row 2, column prompt_tokens: not a whole number") as error:
+        load_trace(digits)
+    assert len(str(error.value)) < 200
+    header = tmp_path / "header.csv"
+    header.write_text(",".join(["column"] * 10_000) + "\n1,2,3\n")
+    with pytest.raises(ParsimError, match=r"the header must name") as error:
+        load_trace(header)
+    assert len(str(error.value)) < 300

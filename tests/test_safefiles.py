@@ -117,3 +117,19 @@ def test_appending_follows_no_link(tmp_path, victim):
 @pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="O_NOFOLLOW is POSIX")
 def test_every_open_for_writing_asks_the_kernel_not_to_follow():
     assert safefiles.NOFOLLOW == os.O_NOFOLLOW
+
+
+def test_reading_a_folder_is_one_line_naming_it(tmp_path):
+    # os.open of a folder succeeds read-only; os.fdopen then raised IsADirectoryError naming fd 3
+    folder = tmp_path / "config.json"
+    folder.mkdir()
+    with pytest.raises(ParsimError, match=rf"^'model': {folder} is not a regular file$"):
+        safefiles.read_text(folder, 1000, option="model")
+
+
+def test_a_name_too_long_to_look_up_is_one_line_not_an_oserror(tmp_path):
+    # Path.is_symlink of such a name raised ENAMETOOLONG inside the handler (Python 3.11): an
+    # OSError reached API callers (llm("a/a/.../x.json"))
+    name = tmp_path / ("a/" * 3000 + "x.json")
+    with pytest.raises(ParsimError, match=r"^'model': cannot read .*x\.json \(File name too long\)$"):
+        safefiles.read_text(name, 1000, option="model")

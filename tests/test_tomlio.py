@@ -1,5 +1,7 @@
 """Hardware TOML files: round trips, and every kind of bad file refused with a clear line."""
 
+import os
+
 import pytest
 
 from parsim.base.errors import ParsimError
@@ -92,3 +94,19 @@ def test_huge_and_missing_files(tmp_path):
 )
 def test_wrong_types_are_one_line_errors(old, new, expected):
     assert expected in _bad(dumps_hardware(TINY_CPU).replace(old, new))
+
+
+def test_a_linked_or_special_hardware_file_is_refused_not_followed(tmp_path):
+    # issue 25's red team: `hardware show` and --device read a link's target (here a TOML file
+    # elsewhere) though a model's config.json is refused through one; a FIFO was "no such file"
+    target = tmp_path / "elsewhere.toml"
+    target.write_text(dumps_hardware(TINY_CPU))
+    link = tmp_path / "cpu.toml"
+    link.symlink_to(target)
+    with pytest.raises(ParsimError, match=r"cpu\.toml is a symbolic link; parsim does not read through"):
+        load_hardware(link)
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ParsimError, match=r"fifo\.toml is not a regular file"):
+        load_hardware(fifo)
+    assert load_hardware(target) == TINY_CPU

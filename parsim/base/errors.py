@@ -19,10 +19,16 @@ class ParsimError(ValueError):
     """
 
     def __init__(self, message: object = "") -> None:
-        text = str(message)
-        if not text.isprintable():
-            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-        super().__init__(text)
+        super().__init__(printable(message))
+
+
+def printable(text: object) -> str:
+    """``text`` with line breaks and control characters escaped (``\\n``, ``\\x1b``): one line that
+    no terminal reads as a command, for anything echoed from a user's file or file name."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def field_error(field: str, bound: str, value: object) -> ParsimError:

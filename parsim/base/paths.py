@@ -26,10 +26,13 @@ def output_path(path: str | Path, suffixes: tuple[str, ...], option: str) -> Pat
     if path.suffix.lower() not in suffixes:
         raise ParsimError(f"'{option}' must end in {', '.join(suffixes)}: {str(path)!r}")
     folder = path.parent
-    if not folder.is_dir():
-        raise ParsimError(f"'{option}': folder {str(folder)!r} does not exist")
-    if path.is_dir():
-        raise ParsimError(f"'{option}': {str(path)!r} is a folder, not a file")
+    try:  # a name too long to look up raises ENAMETOOLONG from is_dir (Python 3.11)
+        if not folder.is_dir():
+            raise ParsimError(f"'{option}': folder {str(folder)!r} does not exist")
+        if path.is_dir():
+            raise ParsimError(f"'{option}': {str(path)!r} is a folder, not a file")
+    except OSError as exc:
+        raise ParsimError(f"'{option}': cannot write {path} ({exc.strerror or exc})") from None
     refuse_link(path, option)
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".parsim-probe-"):

@@ -26,16 +26,25 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 BINARY = getattr(os, "O_BINARY", 0)
 
 
+def _is_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link; False when it cannot even be looked up (a name too long
+    raises ENAMETOOLONG from ``lstat`` on Python 3.11), which the caller's own error then names."""
+    try:
+        return Path(path).is_symlink()
+    except OSError:
+        return False
+
+
 def refuse_link(path: Path, option: str = "") -> None:
     """Refuse ``path`` in one line when it is a symbolic link (parsim does not follow links)."""
-    if Path(path).is_symlink():
+    if _is_link(path):
         where = f"'{option}': " if option else ""
         raise ParsimError(f"{where}{path} is a symbolic link; parsim does not write through links")
 
 
 def _refused(path: Path, option: str, exc: OSError) -> ParsimError:
     where = f"'{option}': " if option else ""
-    if Path(path).is_symlink():
+    if _is_link(path):
         return ParsimError(f"{where}{path} is a symbolic link; parsim does not write through links")
     return ParsimError(f"{where}cannot write {path} ({exc.strerror or exc.__class__.__name__})")
 
@@ -109,15 +118,16 @@ def read_text(path: Path, max_bytes: int, option: str = "") -> str:
     try:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | BINARY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        if Path(path).is_symlink():
+        if _is_link(path):
             raise ParsimError(
                 f"{where}{path} is a symbolic link; parsim does not read through links"
             ) from None
         raise ParsimError(f"{where}cannot read {path} ({exc.strerror or exc.__class__.__name__})") from None
+    info = os.fstat(fd)  # before fdopen, which refuses a folder naming the descriptor ('3')
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ParsimError(f"{where}{path} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ParsimError(f"{where}{path} is not a regular file")
         if info.st_size > max_bytes:
             raise ParsimError(
                 f"{where}{path} has {info.st_size:,} bytes, above the {max_bytes:,} parsim reads"

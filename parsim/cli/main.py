@@ -305,7 +305,9 @@ def run(
     if plot is not None:
         output_path(plot, (".png",), "--plot")
     trace = cli_traces.checked(trace)
-    result = run_scenario(load_scenario(scenario))
+    loaded = load_scenario(scenario)
+    cli_traces.check_scenario(trace, loaded)
+    result = run_scenario(loaded)
     if plot is not None:
         from parsim import plots
 

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from parsim.base.budget import Budget
+from parsim.base.errors import ParsimError, printable
 from parsim.base.paths import output_path
 
 if TYPE_CHECKING:  # imported when a trace is written: the command line starts without them
     from parsim.results.prediction import Prediction
-    from parsim.studies.scenarios import ScenarioResult
+    from parsim.studies.scenarios import Scenario, ScenarioResult
 
 OPTION = "--trace"
 HELP = "Write the timeline to this .json file in the Chrome Trace Event format (Perfetto, chrome://tracing)."
@@ -61,6 +62,25 @@ def write_prediction(
     _write(path, document)
 
 
+def check_scenario(path: Path | None, scenario: Scenario) -> None:
+    """Refuse a trace of a scenario with a served load among its cases, before running it: a load
+    has no op timeline (its trace is ``parsim predict llm_load --trace``'s), so its processes would
+    be empty (a load-only lesson's file held no event at all)."""
+    if path is None:
+        return
+    from parsim.studies.scenarios import case_labels, resolve
+    from parsim.workloads.registry import lookup
+
+    for label, raw in zip(case_labels(scenario), scenario.cases, strict=True):
+        workload = resolve(scenario, raw).workload
+        definition = lookup(workload)
+        if definition is not None and definition.requests is not None:
+            raise ParsimError(
+                f"'{OPTION}': case {label!r} is a served load ({workload}), which has no op timeline; "
+                f"trace it with parsim predict {workload} ... --trace"
+            )
+
+
 def write_scenario(path: Path, result: ScenarioResult, budget: Budget | None) -> None:
     """Write every case's timeline of a scenario run to ``path``, each case in its own processes."""
     from parsim.report import chrome_trace
@@ -73,4 +93,4 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     from parsim.report import chrome_trace
 
     chrome_trace.write(path, document, OPTION)
-    typer.echo(f"saved {path} (open it in https://ui.perfetto.dev or chrome://tracing)", err=True)
+    typer.echo(f"saved {printable(path)} (open it in https://ui.perfetto.dev or chrome://tracing)", err=True)

@@ -46,14 +46,16 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec | 
         ParsimError: missing/huge/malformed file (with line), unknown section or key, bad value.
     """
     path = Path(path)
+    if path.is_symlink():  # never followed, as a model's config.json (safefiles.read_text says so)
+        return loads_hardware(safefiles.read_text(path, MAX_FILE_BYTES), source=str(path))
     if path.is_dir():
         raise ParsimError(f"{path}: is a directory, not a hardware file")
-    if not path.is_file():
+    if not path.exists():
         raise ParsimError(f"{path}: no such hardware file")
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ParsimError(f"{path}: hardware file is larger than {MAX_FILE_BYTES} bytes")
-    # utf-8-sig: a byte-order mark that an editor put first is not part of the TOML
-    return loads_hardware(path.read_bytes().decode("utf-8-sig", errors="replace"), source=str(path))
+    # read_text: no link, a regular file (a FIFO does not hang), UTF-8 (a byte-order mark dropped)
+    return loads_hardware(safefiles.read_text(path, MAX_FILE_BYTES), source=str(path))
 
 
 def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec | NicSpec:

@@ -29,7 +29,11 @@ from parsim.workloads.llm_config import LlmConfig
 MAX_CONFIG_BYTES = 1_000_000
 """A config.json parsim reads holds at most this many bytes (Hugging Face's are a few kB)."""
 _LIMITS = {  # generous bounds, so a typo is refused before it costs memory or time
-    "layers": 100_000,
+    # layers cost work: every layer is ops (events) of every prediction and of every step a load
+    # simulation prices (measured on 2 cores: 1,000 layers ~2 s in llm_serve, ~23 s in llm_load
+    # at requests=5000; 100,000 layers took 181 s and 4.3 GB in llm_serve). 1,024 is above the
+    # deepest published transformer (DeepNet: 1,000 layers, Wang et al. 2022, arXiv:2203.00555)
+    "layers": 1_024,
     "hidden": 10**6,
     "heads": 10**5,
     "mlp_hidden": 10**7,
@@ -39,19 +43,21 @@ _LIMITS = {  # generous bounds, so a typo is refused before it costs memory or t
 }
 ROPE_SCALINGS = ("default", "linear", "dynamic", "yarn", "longrope", "su", "llama3")
 """RoPE scaling types of ``rope_scaling`` (``type`` or ``rope_type``): stored, not costed."""
+MPT_ATTENTIONS = ("multihead_attention", "multiquery_attention", "grouped_query_attention")
+"""MPT's ``attn_config.attn_type`` values (llm-foundry's attention classes)."""
 GELUS = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_accurate", "quick_gelu")
 
 
 class _Fields:
     """The fields of one parsed file, each read with its bound and refused in one line."""
 
-    def __init__(self, data: dict[str, Any], where: str) -> None:
-        self.data, self.where = data, where
+    def __init__(self, data: dict[str, Any], where: str, prefix: str = "") -> None:
+        self.data, self.where, self.prefix = data, where, prefix  # prefix: a nested object's name
 
     def error(self, field: str, bound: str, value: object) -> ParsimError:
         shown = repr(value)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        return ParsimError(f"{self.where}: '{field}' must be {bound}: {shown}")
+        return ParsimError(f"{self.where}: '{self.prefix}{field}' must be {bound}: {shown}")
 
     def get(self, *names: str, default: Any = None) -> tuple[str, Any]:
         """The first of ``names`` the file gives (its name and value), else the first name and ``default``."""
@@ -63,7 +69,7 @@ class _Fields:
     def whole(self, *names: str, default: int | None = None, limit: str = "") -> int:
         name, value = self.get(*names, default=default)
         if value is None:
-            raise ParsimError(f"{self.where}: missing '{name}' (a whole number)")
+            raise ParsimError(f"{self.where}: missing '{self.prefix}{name}' (a whole number)")
         high = _LIMITS.get(limit or name, 10**8)
         if type(value) is float and value.is_integer():
             value = int(value)
@@ -99,11 +105,13 @@ def _rope(fields: _Fields) -> dict[str, Any]:
     return {"rope_theta": float(theta), "rope_scaling": str(kind)}
 
 
-def _heads(fields: _Fields, hidden: int, heads: int, kv_heads: int) -> None:
+def _heads(
+    fields: _Fields, hidden: int, heads: int, kv_heads: int, kv_field: str = "num_key_value_heads"
+) -> None:
     if hidden % heads:
         raise fields.error("num_attention_heads", f"a divisor of the hidden size {hidden}", heads)
     if heads % kv_heads:
-        raise fields.error("num_key_value_heads", f"a divisor of the {heads} attention heads", kv_heads)
+        raise fields.error(kv_field, f"a divisor of the {heads} attention heads", kv_heads)
     given = fields.data.get("head_dim")
     if given is not None and given != hidden // heads:
         raise fields.error("head_dim", f"hidden size / heads = {hidden // heads} (parsim's attention)", given)
@@ -299,15 +307,18 @@ def _mpt(fields: _Fields) -> dict[str, Any]:
     attention = fields.data.get("attn_config") or {}
     if not isinstance(attention, dict):
         raise fields.error("attn_config", "an object", attention)
-    kv_heads = attention.get("kv_n_heads") or heads
-    if attention.get("attn_type", "multihead_attention") != "multihead_attention":
-        kv_heads = _Fields(attention, fields.where).whole("kv_n_heads", limit="heads")
-    _heads(fields, hidden, heads, kv_heads)
+    inner = _Fields(attention, fields.where, "attn_config.")
+    kind = inner.choice("attn_type", MPT_ATTENTIONS, "multihead_attention")
+    # llm-foundry's attention classes: MultiheadAttention passes kv_n_heads = n_heads (a kv_n_heads
+    # in attn_config is ignored), MultiQueryAttention 1, GroupedQueryAttention attn_config's
+    kv_heads = {"multihead_attention": heads, "multiquery_attention": 1}.get(kind)
+    kv_heads = kv_heads or inner.whole("kv_n_heads", limit="heads")
+    _heads(fields, hidden, heads, kv_heads, "attn_config.kv_n_heads")
     ratio = fields.data.get("expansion_ratio", 4)
     if type(ratio) not in (int, float) or not 0 < ratio <= 64 or (ratio * hidden) % 1:
         raise fields.error("expansion_ratio", "a positive number (x d_model whole)", ratio)
     no_bias = fields.flag("no_bias", True)
-    alibi = attention.get("alibi", True)
+    alibi = inner.flag("alibi", True)
     return {
         "layers": fields.whole("n_layers", limit="layers"),
         "hidden": hidden,
@@ -402,7 +413,7 @@ def parse_config(text: str, where: str, name: str | None = None) -> LlmConfig:
     if not isinstance(architectures, list) or len(architectures) != 1:
         raise fields.error("architectures", "a list of one class name", architectures)
     architecture = architectures[0]
-    if architecture not in ARCHITECTURES:
+    if not isinstance(architecture, str) or architecture not in ARCHITECTURES:  # [[1]]: unhashable
         raise fields.error("architectures", f"one of {', '.join(ARCHITECTURES)}", architecture)
     shape = ARCHITECTURES[architecture](fields)
     published = data.get("_published_params", 0)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -262,6 +263,12 @@ def generate(
     return RequestStream(arrivals, p, o, f"{source}, seed {seed}")
 
 
+def _shown(text: str) -> str:
+    """``text`` as a message shows it: quoted, cut to 40 characters (a file's value may be huge)."""
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def _seconds(text: str, row: int, column: str, path: Path) -> float:
     """A time stamp as seconds: a number, or an ISO date and time (Azure: 7 fractional digits)."""
     try:
@@ -275,9 +282,9 @@ def _seconds(text: str, row: int, column: str, path: Path) -> float:
             stamp = moment.timestamp()
             value = stamp + (float("0." + fraction) if fraction else 0.0)
         except ValueError:
-            raise ParsimError(f"{path}: row {row}, column {column}: not a time: {text!r}") from None
+            raise ParsimError(f"{path}: row {row}, column {column}: not a time: {_shown(text)}") from None
     if not math.isfinite(value) or value < 0:
-        raise ParsimError(f"{path}: row {row}, column {column}: must be a finite time >= 0: {text!r}")
+        raise ParsimError(f"{path}: row {row}, column {column}: must be a finite time >= 0: {_shown(text)}")
     return value
 
 
@@ -286,10 +293,10 @@ def _tokens(text: str, row: int, column: str, path: Path) -> int:
         value = int(text.strip())
     except ValueError:
         raise ParsimError(
-            f"{path}: row {row}, column {column}: not a whole number of tokens: {text!r}"
+            f"{path}: row {row}, column {column}: not a whole number of tokens: {_shown(text)}"
         ) from None
     if not 1 <= value <= 10**7:
-        raise ParsimError(f"{path}: row {row}, column {column}: must be 1..10,000,000 tokens: {text!r}")
+        raise ParsimError(f"{path}: row {row}, column {column}: must be 1..10,000,000 tokens: {_shown(text)}")
     return value
 
 
@@ -307,15 +314,21 @@ def load_trace(
     path = Path(path)
     text = read_text(path, TRACE_BYTES_PER_ROW * (budget + 1), option="trace")
     reader = csv.reader(text.splitlines())
+    try:
+        return _rows_of(reader, path, max_context, budget)
+    except csv.Error as exc:  # a field above the csv module's limit (131,072 characters), say
+        raise ParsimError(f"{path}: row {reader.line_num}: {exc}") from None
+
+
+def _rows_of(reader: Iterator[list[str]], path: Path, max_context: int | None, budget: int) -> RequestStream:
     header = [name.strip() for name in next(reader, [])]
     for names in (NATIVE, AZURE):
         if all(name in header for name in names):
             columns = [header.index(name) for name in names]
             break
     else:
-        raise ParsimError(
-            f"{path}: the header must name {','.join(NATIVE)} or {','.join(AZURE)}: {','.join(header)!r}"
-        )
+        given = _shown(",".join(header))
+        raise ParsimError(f"{path}: the header must name {','.join(NATIVE)} or {','.join(AZURE)}: {given}")
     arrivals: list[float] = []
     prompts: list[int] = []
     outputs: list[int] = []

@@ -66,7 +66,7 @@ def stream_of(params: dict[str, Any], budget: Budget | None) -> RequestStream:
     if params.get("trace") is not None:
         return load_trace(str(params["trace"]), max_context=context, budget=most)
     if budget is not None:
-        budget.check(int(params["requests"]), "requests", f"llm_load: requests = {params['requests']:,}")
+        budget.check(int(params["requests"]), "requests", "llm_load: requests")
     return generate(
         float(params["rate"]),
         int(params["requests"]),
