@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from parsim.base.errors import ParsimError
-from parsim.base.safefiles import refuse_link
+from parsim.base.safefiles import refuse_link, shown_name
 
 
 def output_path(path: str | Path, suffixes: tuple[str, ...], option: str) -> Path:
@@ -32,7 +32,7 @@ def output_path(path: str | Path, suffixes: tuple[str, ...], option: str) -> Pat
         if path.is_dir():
             raise ParsimError(f"'{option}': {str(path)!r} is a folder, not a file")
     except OSError as exc:
-        raise ParsimError(f"'{option}': cannot write {path} ({exc.strerror or exc})") from None
+        raise ParsimError(f"'{option}': cannot write {shown_name(path)} ({exc.strerror or exc})") from None
     refuse_link(path, option)
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".parsim-probe-"):

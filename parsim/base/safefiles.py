@@ -35,6 +35,13 @@ def _is_link(path: Path) -> bool:
         return False
 
 
+def shown_name(name: str | Path) -> str:
+    """A file name as errors show it: a name above 80 characters cut to its ends (the system
+    refuses such names anyway, and a 4,000-character one must not fill the terminal)."""
+    text = str(name)
+    return f"{text[:40]}...{text[-30:]}" if len(text) > 80 else text
+
+
 def refuse_link(path: Path, option: str = "") -> None:
     """Refuse ``path`` in one line when it is a symbolic link (parsim does not follow links)."""
     if _is_link(path):
@@ -46,7 +53,7 @@ def _refused(path: Path, option: str, exc: OSError) -> ParsimError:
     where = f"'{option}': " if option else ""
     if _is_link(path):
         return ParsimError(f"{where}{path} is a symbolic link; parsim does not write through links")
-    return ParsimError(f"{where}cannot write {path} ({exc.strerror or exc.__class__.__name__})")
+    return ParsimError(f"{where}cannot write {shown_name(path)} ({exc.strerror or exc.__class__.__name__})")
 
 
 def open_append(path: Path, option: str = "") -> IO[str]:

@@ -442,8 +442,8 @@ def main() -> None:
 
 def _file_error(exc: OSError) -> str:
     """``exc`` as ``<file>: <reason>``, a long name cut to its ends."""
-    name = str(exc.filename) if exc.filename is not None else ""
-    if len(name) > 80:
-        name = f"{name[:40]}...{name[-30:]}"
+    from parsim.base.safefiles import shown_name
+
+    name = shown_name(exc.filename) if exc.filename is not None else ""
     reason = exc.strerror or exc.__class__.__name__
     return f"{name!r}: {reason}" if name else reason
