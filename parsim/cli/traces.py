@@ -73,7 +73,7 @@ def check_scenario(path: Path | None, scenario: Scenario) -> None:
 
     for label, raw in zip(case_labels(scenario), scenario.cases, strict=True):
         workload = resolve(scenario, raw).workload
-        definition = lookup(workload)
+        definition = lookup(workload) if workload is not None else None
         if definition is not None and definition.requests is not None:
             raise ParsimError(
                 f"'{OPTION}': case {label!r} is a served load ({workload}), which has no op timeline; "

@@ -212,7 +212,7 @@ def _process_name(key: tuple[int, int], prediction: Prediction, label: str) -> s
     return f"{label}: {name}" if label else name
 
 
-def _row_order(row: Resource) -> tuple:
+def _row_order(row: Resource) -> tuple[int, bool, int, str]:
     step = _ROW_ORDER.get(row.direction or row.kind, 99)
     return (step, row.unit != "PCIe", row.first if row.kind == "thread" else 0, row.label)
 
