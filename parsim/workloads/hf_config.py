@@ -117,12 +117,15 @@ def _heads(
         raise fields.error("head_dim", f"hidden size / heads = {hidden // heads} (parsim's attention)", given)
 
 
+def _hidden_and_heads(fields: _Fields) -> tuple[int, int]:
+    """The model width and its attention heads under Hugging Face's usual names (in that order, so
+    a file with both wrong names the width first)."""
+    return fields.whole("hidden_size", limit="hidden"), fields.whole("num_attention_heads", limit="heads")
+
+
 def _llama(fields: _Fields, family: str) -> dict[str, Any]:
     """Llama, Mistral, Mixtral and Qwen2: gated MLP, RMSNorm, rotary positions, untied by default."""
-    hidden, heads = (
-        fields.whole("hidden_size", limit="hidden"),
-        fields.whole("num_attention_heads", limit="heads"),
-    )
+    hidden, heads = _hidden_and_heads(fields)
     kv_heads = fields.whole("num_key_value_heads", default=heads, limit="heads")
     _heads(fields, hidden, heads, kv_heads)
     fields.choice("hidden_act", ("silu", "swish"), "silu")  # the gate's SiLU: SwiGLU
@@ -184,10 +187,7 @@ def _gpt2(fields: _Fields) -> dict[str, Any]:
 
 def _neox(fields: _Fields) -> dict[str, Any]:
     """GPT-NeoX (Pythia): rotary positions, LayerNorm, GELU MLP, biases, one QKV matrix, untied."""
-    hidden, heads = (
-        fields.whole("hidden_size", limit="hidden"),
-        fields.whole("num_attention_heads", limit="heads"),
-    )
+    hidden, heads = _hidden_and_heads(fields)
     _heads(fields, hidden, heads, heads)
     return {
         "layers": fields.whole("num_hidden_layers", limit="layers"),
@@ -210,10 +210,7 @@ def _neox(fields: _Fields) -> dict[str, Any]:
 
 def _opt(fields: _Fields) -> dict[str, Any]:
     """OPT: learned positions with 2 extra rows (OPTLearnedPositionalEmbedding's offset), ReLU MLP."""
-    hidden, heads = (
-        fields.whole("hidden_size", limit="hidden"),
-        fields.whole("num_attention_heads", limit="heads"),
-    )
+    hidden, heads = _hidden_and_heads(fields)
     _heads(fields, hidden, heads, heads)
     projected = fields.data.get("word_embed_proj_dim", hidden)
     if projected != hidden:
