@@ -200,7 +200,8 @@ def test_cli_published_refuses_measuring_options(cli):
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
         ("tf32_patch", 0.34, "tf32-training"),
         ("onednn_patch", 1.0, "modern-cpu"),
-        ("thnn_patch", 0.14, "torch7-cpu"),
+        ("thnn_patch", 0.2, "torch7-cpu"),
+        ("thnn_pixels_patch", 320.0, "torch7-cpu"),
         ("attention_patch", 0.22, "flash-training"),
     ],
 )
