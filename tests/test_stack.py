@@ -7,6 +7,8 @@ import re
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import parsim
 from parsim import stack
@@ -316,3 +318,15 @@ def test_thnn_runs_late_resnet_stages_slower_per_flop_than_early_ones():
         (49 / (49 + share)) / (3136 / (3136 + share))
     )
     assert rate(late, "onednn") == rate(early, "onednn")  # oneDNN: one product over the batch
+
+
+@given(
+    pixels=st.floats(1.0, 1e6),
+    more=st.floats(0.0, 1e6),
+    half=st.floats(0.0, 1e4),
+    share=st.floats(0.01, 1.0),
+)
+def test_conv_share_grows_with_pixels_and_never_exceeds_the_flat_share(pixels, more, half, share):
+    library = attrs.evolve(stack.presets.THNN, conv_efficiency=share, per_image_half_pixels=half)
+    small, large = library.conv_share(None, pixels), library.conv_share(None, pixels + more)
+    assert 0.0 < small <= large <= share
