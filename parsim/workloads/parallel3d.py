@@ -33,6 +33,7 @@ import attrs
 from parsim.base import units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
+from parsim.workloads import megatron
 from parsim.workloads.base import AllReduce, Block, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig
@@ -63,7 +64,7 @@ class ParallelMetrics(Record):
         compute_share, tp_comm_share, dp_comm_share, idle_share: of each stage's GPU time,
             averaged over the stages: kernels, tensor-parallel all-reduces, the gradient
             all-reduce, and the rest (pipeline bubble, waits for sends).
-        bubble_ideal: ``(p - 1) / (m + p - 1)``, the 1F1B bubble of equal stages.
+        bubble_ideal: ``(p - 1) / (v m + p - 1)``, the 1F1B bubble of equal stages (v virtual stages).
         memory_per_gpu_B: the fullest GPU's footprint.
         tp, pp, dp, micro_batch: the split.
     """
@@ -76,7 +77,7 @@ class ParallelMetrics(Record):
     tp_comm_share: float = figure("tensor-par.", lambda v: f"{v:.0%} (all-reduces inside each pass)")
     dp_comm_share: float = figure("data-par.", lambda v: f"{v:.0%} (gradient all-reduce)")
     idle_share: float = figure("idle", lambda v: f"{v:.0%} (pipeline bubble, waits)")
-    bubble_ideal: float = figure("1F1B bubble", lambda v: f"{v:.1%} = (p-1)/(m+p-1)")
+    bubble_ideal: float = figure("1F1B bubble", lambda v: f"{v:.1%} = (p-1)/(vm+p-1)")
     memory_per_gpu_B: float = figure("memory/GPU", units.gib)
     tp: float = figure()
     pp: float = figure()
@@ -86,8 +87,9 @@ class ParallelMetrics(Record):
 
 def applies(params: Params) -> bool:
     """The step is split over GPUs (or recomputes activations): the 3D path, not one GPU's program."""
-    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches"))
-    return split or params.get("recompute", "none") != "none"
+    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches", "cp"))
+    features = megatron.features_of(params)
+    return split or params.get("recompute", "none") != "none" or features != megatron.Features()
 
 
 @attrs.frozen
@@ -100,18 +102,24 @@ class Layout:
     gpus_per_node: int
     microbatches: int
     micro_batch: int
+    cp: int = 1
+    virtual_stages: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     def dp_per_node(self) -> int:
-        """Data-parallel peers of a GPU in its own node (they are ``tp`` apart)."""
-        return math.gcd(self.dp, max(1, self.gpus_per_node // self.tp))
+        """Gradient-reduction peers (data x context parallel) of a GPU in its own node (``tp`` apart)."""
+        return math.gcd(self.dp * self.cp, max(1, self.gpus_per_node // self.tp))
+
+    def cp_per_node(self) -> int:
+        """Context-parallel peers of a GPU in its own node (``tp`` apart, Megatron's tp-cp-dp-pp order)."""
+        return math.gcd(self.cp, max(1, self.gpus_per_node // self.tp))
 
     def crosses_nodes(self, stage: int) -> bool:
         """Stage ``stage`` sends to the next one through the NICs (they sit in different nodes)."""
-        span = self.tp * self.dp
+        span = self.tp * self.cp * self.dp
         return span >= self.gpus_per_node or (stage + 1) * span % self.gpus_per_node == 0
 
 
@@ -123,26 +131,28 @@ def layout(config: LlmConfig, params: Params) -> Layout:
             a pipeline deeper than the layers, or a batch that is not whole micro-batches.
     """
     per_node, nodes, tp, pp = params["gpus"], params["nodes"], params["tp"], params["pp"]
+    cp, chunks = int(params.get("cp", 1)), int(params.get("virtual_stages", 1))
     gpus = per_node * nodes
     name = "network"
     if tp > per_node:
         raise ParsimError(
             f"{name}: tp={tp} is larger than a node's {per_node} GPUs: tensor parallelism stays inside a node"
         )
-    if gpus % (tp * pp):
+    if gpus % (tp * pp * cp):
         raise ParsimError(
-            f"{name}: tp x pp = {tp * pp} does not divide the {gpus} GPUs ({nodes} nodes x {per_node}): "
-            "tp x pp x dp must equal them"
+            f"{name}: tp x cp x pp = {tp * cp * pp} does not divide the {gpus} GPUs ({nodes} nodes x "
+            f"{per_node}): tp x cp x pp x dp must equal them"
         )
     if pp > config.layers:
         raise ParsimError(f"{name}: pp={pp} is deeper than {config.name}'s {config.layers} layers")
-    dp, microbatches = gpus // (tp * pp), params["microbatches"]
+    dp, microbatches = gpus // (tp * pp * cp), params["microbatches"]
     if params["batch"] % (dp * microbatches):
         raise ParsimError(
             f"{name}: 'batch' {params['batch']} is not a whole number of micro-batches: it must divide by "
             f"dp x microbatches = {dp} x {microbatches}"
         )
-    return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches))
+    megatron.check(megatron.features_of(params), params, config.layers, pp, microbatches)
+    return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches), cp, chunks)
 
 
 def _stage_of(config: LlmConfig, blocks: list[range]) -> Callable[[Kernel], int]:
@@ -156,11 +166,18 @@ def _stage_of(config: LlmConfig, blocks: list[range]) -> Callable[[Kernel], int]
 def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> MemoryNeeds:
     """The fullest GPU's memory, part by part (``transformer_memory.transformer_needs``): its
     stage's weights, gradients and optimizer state over ``tp``, and the activations of the
-    micro-batches it holds at once under 1F1B (stage s: ``pp - s``)."""
-    return transformer_needs(
+    micro-batches it holds at once under 1F1B (stage s: ``pp - s``).
+
+    Megatron's features (``megatron``): context parallelism keeps seq/cp tokens per GPU; sequence
+    parallelism splits the replicated activations over tp; the interleaved schedule holds
+    ``1 + (p - 1) / (p v)`` times the activations (Korthikanti et al. 2022, section 4.2.3); the
+    distributed optimizer keeps 1/(dp cp) of the float32 master weights and of Adam's moments; FP8
+    adds a one-byte copy of each weight."""
+    features = megatron.features_of(params)
+    needs = transformer_needs(
         config,
         lay.micro_batch,
-        params["seq"],
+        params["seq"] // lay.cp,
         numerics,
         True,
         params["optimizer"],
@@ -170,7 +187,21 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         recompute=params["recompute"],
         attention=params["attention"],
         dropout=params["dropout"],
+        sequence_parallel=features.sequence_parallel,
     )
+    activations = needs.activations_B
+    if lay.virtual_stages > 1:
+        activations *= 1 + (lay.pp - 1) / (lay.pp * lay.virtual_stages)
+    weights, optimizer = needs.weights_B, needs.optimizer_B
+    master = itemsize(numerics.master_dtype)
+    held = weights / (master + itemsize(numerics.dtype)) if numerics.mixed else weights / master
+    if features.distributed_optimizer and numerics.mixed:
+        shards = lay.dp * lay.cp
+        weights = held * (itemsize(numerics.dtype) + master / shards)
+        optimizer /= shards
+    if features.fp8:
+        weights += held * megatron.FP8_B
+    return attrs.evolve(needs, activations_B=activations, weights_B=weights, optimizer_B=optimizer)
 
 
 def _tp_all_reduces(
@@ -187,10 +218,12 @@ def _tp_all_reduces(
 
 @attrs.frozen
 class _Stage:
-    forward: Block
-    backward: Block
+    forward: tuple[Block, ...]  # one per chunk of layers (virtual stage) the GPU holds
+    backward: tuple[Block, ...]
+    exchange_B: tuple[float, ...]  # context-parallel keys and values sent per forward pass of a chunk
     update: Block
     grads_B: float
+    weights_B: float
 
 
 def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
@@ -205,12 +238,22 @@ def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
     return [attrs.evolve(k, name=k.name + RECOMPUTED, phase=RECOMPUTE_PHASE) for k in again]
 
 
+def _features_applied(
+    kernels: list[Kernel], lay: Layout, features: megatron.Features, dtype: str
+) -> list[Kernel]:
+    kernels = megatron.context_attention(kernels, lay.cp)
+    if features.sequence_parallel and lay.tp > 1:
+        kernels = megatron.sequence_split(kernels, lay.tp)
+    return megatron.fp8_linears(kernels, dtype) if features.fp8 else kernels
+
+
 def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
-    seq, recompute = params["seq"], params["recompute"]
+    recompute, features = params["recompute"], megatron.features_of(params)
+    local = params["seq"] // lay.cp  # tokens of each sequence this GPU holds
     forward, backward = transformer_kernels(
         config,
         lay.micro_batch,
-        seq,
+        local,
         numerics,
         True,
         attention=params["attention"],
@@ -220,27 +263,56 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     )
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
-    forward = [k for k in forward if k.part != CAST_WEIGHTS]
-    backward = [k for k in backward if k.part != CAST_WEIGHTS]
-    blocks = stage_layers(config, lay.pp)
+    forward = _features_applied([k for k in forward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype)
+    backward = _features_applied(
+        [k for k in backward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype
+    )
+    chunks = lay.pp * lay.virtual_stages
+    blocks = stage_layers(config, chunks)
     stage_of = _stage_of(config, blocks)
+    size_B = local * lay.micro_batch * config.hidden * itemsize(numerics.dtype)
+    kv_B = megatron.context_exchange_B(
+        config.kv_heads, config.head_dim, local * lay.micro_batch, numerics.dtype, lay.tp, lay.cp
+    )
+    shards = lay.dp * lay.cp if features.distributed_optimizer else 1
     stages = []
     for s in range(lay.pp):
-        fwd = [k for k in forward if stage_of(k) == s]
-        bwd = [k for k in backward if stage_of(k) == s]
-        layers = len(blocks[s])
-        again = recomputed(fwd, recompute)
-        tp_fwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "forward")
-        tp_bwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "backward")
-        tp_again = tp_fwd if recompute == "full" else ()
-        held = math.ceil(stage_params(config, blocks, s) / lay.tp)
-        update = update_kernel(params["optimizer"], "optimizer step", held, numerics.master_dtype)
+        fwds, bwds, exchange, held = [], [], [], 0
+        for j in range(s, chunks, lay.pp):  # chunk c of stage s is virtual stage c p + s
+            fwd = [k for k in forward if stage_of(k) == j]
+            bwd = [k for k in backward if stage_of(k) == j]
+            layers = len(blocks[j])
+            tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
+            tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
+            tp_again = tp_fwd if recompute == "full" else ()
+            fwds.append(Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"))
+            bwds.append(
+                Block(
+                    "B",
+                    tuple(recomputed(fwd, recompute) + bwd),
+                    tp_again + tp_bwd,
+                    device=s,
+                    layer=f"stage {s}",
+                )
+            )
+            exchange.append(kv_B * layers)
+            held += stage_params(config, blocks, j)
+        held = math.ceil(held / lay.tp)
+        update = [
+            update_kernel(
+                params["optimizer"], "optimizer step", math.ceil(held / shards), numerics.master_dtype
+            )
+        ]
+        if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
+            update.append(megatron.fp8_cast(attrs.evolve(update[0], layer="optimizer"), held, numerics.dtype))
         stages.append(
             _Stage(
-                Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"),
-                Block("B", tuple(again + bwd), tp_again + tp_bwd, device=s, layer=f"stage {s}"),
-                Block("optimizer step", (update,), (), device=s, layer="optimizer"),
+                tuple(fwds),
+                tuple(bwds),
+                tuple(exchange),
+                Block("optimizer step", tuple(update), (), device=s, layer="optimizer"),
                 held * itemsize(numerics.master_dtype),
+                held * itemsize(numerics.dtype),
             )
         )
     return stages
@@ -255,30 +327,80 @@ def one_f_one_b(stage: int, stages: int, microbatches: int) -> list[tuple[str, i
     return order + [("B", i) for i in range(microbatches - warmup, microbatches)]
 
 
+def _order(stage: int, lay: Layout) -> list[tuple[str, int, int]]:
+    """``(pass, chunk, micro-batch)`` in the order ``stage`` runs them: 1F1B, or interleaved."""
+    if lay.virtual_stages == 1:
+        return [(kind, 0, i) for kind, i in one_f_one_b(stage, lay.pp, lay.microbatches)]
+    return megatron.interleaved(stage, lay.pp, lay.virtual_stages, lay.microbatches)
+
+
+def _waits(kind: str, s: int, c: int, i: int, lay: Layout) -> list[_Key]:
+    """What pass ``kind`` of chunk c, micro-batch i on stage s waits for: the previous virtual
+    stage's send (forward) or the next one's (backward)."""
+    p, m, last = lay.pp, lay.microbatches, lay.virtual_stages - 1
+    if kind == "F":
+        if s > 0:
+            return [("sendF", s - 1, c * m + i)]
+        return [("sendF", p - 1, (c - 1) * m + i)] if c > 0 else []
+    if s < p - 1:
+        return [("sendB", s + 1, c * m + i)]
+    return [("sendB", 0, (c + 1) * m + i)] if c < last else []
+
+
+def _sends(kind: str, s: int, c: int, lay: Layout) -> bool:
+    """The pass hands its activations (forward) or their gradient (backward) to another virtual stage."""
+    if kind == "F":
+        return not (s == lay.pp - 1 and c == lay.virtual_stages - 1)
+    return not (s == 0 and c == 0)
+
+
 def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
-    """One training step of ``config`` under ``tp x pp x dp`` (see the module docstring)."""
+    """One training step of ``config`` under ``tp x cp x pp x dp`` (see the module docstring and
+    ``megatron`` for the features)."""
     lay = layout(config, params)
     seq, m, p = params["seq"], lay.microbatches, lay.pp
+    features = megatron.features_of(params)
     stages = _stages(config, lay, params, numerics)
-    boundary_B = seq * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp  # scatter-gather
+    # the pipeline's boundary tensor: scatter-gathered over tp (1/tp each), seq/cp tokens
+    boundary_B = seq // lay.cp * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp
     sequences: list[list[_Step]] = []
     for s, stage in enumerate(stages):
-        crossing = lay.crosses_nodes(s)
         ops: list[_Step] = []
         if s == 0:
             tokens = Transfer(
-                "h2d tokens", lay.micro_batch * m * seq * TOKEN_ID_B, "h2d", device=0, layer="data"
+                "h2d tokens", lay.micro_batch * m * seq // lay.cp * TOKEN_ID_B, "h2d", device=0, layer="data"
             )
             ops.append((tokens, [], None))
-        for kind, i in one_f_one_b(s, p, m):
-            block = stage.forward if kind == "F" else stage.backward
-            needs = [("sendF", s - 1, i)] if kind == "F" and s > 0 else []
-            needs += [("sendB", s + 1, i)] if kind == "B" and s < p - 1 else []
-            passed = Block(f"{kind}{i}", block.kernels, block.collectives, s, 0, block.layer)
-            ops.append((passed, needs, (kind, s, i)))
-            if (kind == "F" and s < p - 1) or (kind == "B" and s > 0):
-                peer = s + 1 if kind == "F" else s - 1
-                across = crossing if kind == "F" else lay.crosses_nodes(peer)
+        last: _Key = ("B", s, 0)
+        for kind, c, i in _order(s, lay):
+            block = stage.forward[c] if kind == "F" else stage.backward[c]
+            needs = _waits(kind, s, c, i, lay)
+            key = (kind, s, c * m + i)
+            passed = Block(
+                f"{kind}{i}" + (f".{c}" if lay.virtual_stages > 1 else ""),
+                block.kernels,
+                block.collectives,
+                s,
+                0,
+                block.layer,
+            )
+            ops.append((passed, needs, key))
+            last = key
+            if stage.exchange_B[c]:  # ring attention: keys and values around the cp ring, beside the pass
+                ring = AllReduce(
+                    f"cp ring {kind}{i}",
+                    stage.exchange_B[c] * (1 if kind == "F" else 2),
+                    stream=4,
+                    device=s,
+                    layer="context",
+                    kind="send",
+                    ranks=2,
+                    per_node=2 if lay.cp_per_node() == lay.cp else 1,
+                )
+                ops.append((ring, needs, None))
+            if p > 1 and _sends(kind, s, c, lay):
+                peer = (s + 1) % p if kind == "F" else (s - 1) % p
+                across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
                 send = AllReduce(
                     f"send {kind}{i} to stage {peer}",
                     boundary_B,
@@ -289,21 +411,25 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
                     ranks=2,
                     per_node=1 if across else 2,
                 )
-                ops.append((send, [(kind, s, i)], ("send" + kind, s, i)))
-        sync = AllReduce(
-            "gradient all-reduce",
+                ops.append((send, [key], ("send" + kind, s, c * m + i)))
+        sync = megatron.optimizer_sync(
             stage.grads_B,
-            stream=3,
-            device=s,
-            layer="dp sync",
-            ranks=lay.dp,
-            per_node=lay.dp_per_node(),
+            stage.weights_B,
+            lay.dp * lay.cp,
+            lay.dp_per_node(),
+            s,
+            features.distributed_optimizer,
         )
-        ops.append((sync, [("B", s, m - 1)], ("sync", s, 0)))
-        ops.append((stage.update, [("sync", s, 0)], None))
+        sync = tuple(attrs.evolve(op, device=s) for op in sync)
+        ops.append((sync[0], [last], ("sync", s, 0)))
+        ops.append((stage.update, [("sync", s, 0)], ("update", s, 0)))
+        for op in sync[1:]:  # the distributed optimizer's weight all-gather after the update
+            ops.append((op, [("update", s, 0)], None))
         sequences.append(ops)
     ordered, deps = _topological(sequences)
     layers = tuple((f"stage {s}", "stage") for s in range(p)) + (("pipeline", "send"), ("dp sync", "sync"))
+    if lay.cp > 1:
+        layers += (("context", "send"),)
     return Workload(
         "network",
         tuple(sorted(params.items())),
