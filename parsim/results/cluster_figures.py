@@ -117,11 +117,7 @@ def _stage_shares(prediction: Prediction, stages: int, step: float) -> dict[str,
             compute += event.duration_s
         elif event.resource.kind == "ring" and isinstance(event.op, Block):
             tensor += event.duration_s
-        elif (
-            event.resource.kind == "ring"
-            and isinstance(event.op, AllReduce)
-            and event.op.kind != "send"
-        ):
+        elif event.resource.kind == "ring" and isinstance(event.op, AllReduce) and event.op.kind != "send":
             data += event.duration_s
     total = stages * step
     busy = (compute + tensor + data) / total
@@ -138,7 +134,7 @@ def check_parallel(workload: Workload, system: SystemSpec) -> None:
     if not workload.devices or system.device is None:
         return
     params: Params = dict(workload.params)
-    if params.get("fp8") and "float8" not in system.gpu.matrix_flops_per_s:
+    if params.get("fp8") and "float8" not in dict(system.gpu.matrix_flops_per_s):
         raise ParsimError(
             f"network: fp8=true needs FP8 tensor cores (H100, H200, B200, MI300X...); {system.gpu.name} has none"
         )

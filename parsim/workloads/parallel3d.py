@@ -171,8 +171,9 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
     Megatron's features (``megatron``): context parallelism keeps seq/cp tokens per GPU; sequence
     parallelism splits the replicated activations over tp; the interleaved schedule holds
     ``1 + (p - 1) / (p v)`` times the activations (Korthikanti et al. 2022, section 4.2.3); the
-    distributed optimizer keeps 1/(dp cp) of the float32 master weights and of Adam's moments; FP8
-    adds a one-byte copy of each weight."""
+    distributed optimizer keeps 1/(dp cp) of the float32 master weights and of Adam's moments and
+    its gradient buffer in 16 bits (Megatron-Core's ``DistributedDataParallelConfig`` default
+    ``grad_reduce_in_fp32=False``); FP8 adds Transformer Engine's one-byte copy of each weight."""
     features = megatron.features_of(params)
     needs = transformer_needs(
         config,
@@ -192,16 +193,19 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
     activations = needs.activations_B
     if lay.virtual_stages > 1:
         activations *= 1 + (lay.pp - 1) / (lay.pp * lay.virtual_stages)
-    weights, optimizer = needs.weights_B, needs.optimizer_B
+    weights, gradients, optimizer = needs.weights_B, needs.gradients_B, needs.optimizer_B
     master = itemsize(numerics.master_dtype)
     held = weights / (master + itemsize(numerics.dtype)) if numerics.mixed else weights / master
     if features.distributed_optimizer and numerics.mixed:
         shards = lay.dp * lay.cp
         weights = held * (itemsize(numerics.dtype) + master / shards)
+        gradients = held * itemsize(numerics.dtype)  # reduced in 16 bits (grad_reduce_in_fp32=False)
         optimizer /= shards
     if features.fp8:
         weights += held * megatron.FP8_B
-    return attrs.evolve(needs, activations_B=activations, weights_B=weights, optimizer_B=optimizer)
+    return attrs.evolve(
+        needs, activations_B=activations, weights_B=weights, gradients_B=gradients, optimizer_B=optimizer
+    )
 
 
 def _tp_all_reduces(
@@ -311,7 +315,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                 tuple(bwds),
                 tuple(exchange),
                 Block("optimizer step", tuple(update), (), device=s, layer="optimizer"),
-                held * itemsize(numerics.master_dtype),
+                held * itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype),
                 held * itemsize(numerics.dtype),
             )
         )
@@ -478,7 +482,8 @@ def splits(config: LlmConfig, params: Params, micro: int | None = None) -> list[
     """Every ``(tp, pp)`` of the GPUs ``params`` name (dp what remains) with micro-batches of
     ``micro`` sequences (default: the size ``params`` give): tp dividing a node's GPUs and the
     heads, pp at most the layers, the batch a whole number of micro-batches per replica."""
-    gpus = params["gpus"] * params["nodes"]
+    cp = int(params.get("cp", 1))
+    gpus = params["gpus"] * params["nodes"] // cp
     micro = micro or layout(config, params).micro_batch
     found = []
     for tp in range(1, params["gpus"] + 1):
@@ -490,5 +495,10 @@ def splits(config: LlmConfig, params: Params, micro: int | None = None) -> list[
             dp = gpus // (tp * pp)
             if params["batch"] % (dp * micro):
                 continue
-            found.append({**params, "tp": tp, "pp": pp, "microbatches": params["batch"] // (dp * micro)})
+            split = {**params, "tp": tp, "pp": pp, "microbatches": params["batch"] // (dp * micro)}
+            try:  # a split the features refuse (interleaving needs whole rounds of micro-batches)
+                layout(config, split)
+            except ParsimError:
+                continue
+            found.append(split)
     return found
