@@ -136,7 +136,8 @@ def check_parallel(workload: Workload, system: SystemSpec) -> None:
     params: Params = dict(workload.params)
     if params.get("fp8") and "float8" not in dict(system.gpu.matrix_flops_per_s):
         raise ParsimError(
-            f"network: fp8=true needs FP8 tensor cores (H100, H200, B200, MI300X...); {system.gpu.name} has none"
+            "network: fp8=true needs FP8 tensor cores (H100, H200, B200, MI300X...); "
+            f"{system.gpu.name} has none"
         )
     memory = footprint.of_workload(workload, system)
     if memory.fits:

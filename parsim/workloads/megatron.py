@@ -196,27 +196,6 @@ def context_exchange_B(kv_heads: int, head_dim: int, tokens: int, dtype: str, tp
     return 2.0 * kv_heads / tp * head_dim * tokens * itemsize(dtype) * (cp - 1)
 
 
-def interleaved(stage: int, stages: int, chunks: int, microbatches: int) -> list[tuple[str, int, int]]:
-    """Megatron-LM's interleaved 1F1B order for ``stage``: ``(pass, chunk, micro-batch)``.
-
-    Forward k runs chunk ``(k // p) % v`` of micro-batch ``(k // (p v)) p + k % p``; the backward
-    passes take the chunks in reverse. Stage s warms up with ``2 (p - s - 1) + (v - 1) p``
-    forwards, then alternates, then drains (``forward_backward_pipelining_with_interleaving``).
-    """
-    total = microbatches * chunks
-    warmup = min(2 * (stages - stage - 1) + (chunks - 1) * stages, total)
-
-    def pick(k: int, backward: bool) -> tuple[int, int]:
-        group, within = divmod(k, stages * chunks)
-        chunk = within // stages
-        return (chunks - 1 - chunk if backward else chunk), group * stages + within % stages
-
-    order = [("F", *pick(k, False)) for k in range(warmup)]
-    for k in range(total - warmup):
-        order += [("F", *pick(warmup + k, False)), ("B", *pick(k, True))]
-    return order + [("B", *pick(k, True)) for k in range(total - warmup, total)]
-
-
 def optimizer_sync(
     grads_B: float, weights_B: float, ranks: int, per_node: int, device: int, distributed: bool
 ) -> tuple[AllReduce, ...]:

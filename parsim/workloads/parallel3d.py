@@ -34,7 +34,8 @@ from parsim.base import units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads import megatron
-from parsim.workloads.base import AllReduce, Block, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads import pipeline_schedule as schedule
+from parsim.workloads.base import AllReduce, Block, Kernel, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig
 from parsim.workloads.needs import MemoryNeeds
@@ -208,18 +209,6 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
     )
 
 
-def _tp_all_reduces(
-    config: LlmConfig, lay: Layout, seq: int, dtype: str, layers: int, name: str
-) -> tuple[AllReduce, ...]:
-    """Megatron's two all-reduces per layer and pass: after attention's output and the MLP's down
-    projection (forward), before their input projections (backward)."""
-    if lay.tp == 1:
-        return ()
-    size = seq * lay.micro_batch * config.hidden * itemsize(dtype)
-    op = AllReduce(f"{name} tp all-reduce", size, ranks=lay.tp, per_node=lay.tp)
-    return (op,) * (2 * layers)
-
-
 @attrs.frozen
 class _Stage:
     forward: tuple[Block, ...]  # one per chunk of layers (virtual stage) the GPU holds
@@ -322,42 +311,6 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     return stages
 
 
-def one_f_one_b(stage: int, stages: int, microbatches: int) -> list[tuple[str, int]]:
-    """The order stage ``stage`` runs its passes in: warm-up forwards, one forward one backward, drain."""
-    warmup = min(stages - stage - 1, microbatches)
-    order = [("F", i) for i in range(warmup)]
-    for i in range(microbatches - warmup):
-        order += [("F", warmup + i), ("B", i)]
-    return order + [("B", i) for i in range(microbatches - warmup, microbatches)]
-
-
-def _order(stage: int, lay: Layout) -> list[tuple[str, int, int]]:
-    """``(pass, chunk, micro-batch)`` in the order ``stage`` runs them: 1F1B, or interleaved."""
-    if lay.virtual_stages == 1:
-        return [(kind, 0, i) for kind, i in one_f_one_b(stage, lay.pp, lay.microbatches)]
-    return megatron.interleaved(stage, lay.pp, lay.virtual_stages, lay.microbatches)
-
-
-def _waits(kind: str, s: int, c: int, i: int, lay: Layout) -> list[_Key]:
-    """What pass ``kind`` of chunk c, micro-batch i on stage s waits for: the previous virtual
-    stage's send (forward) or the next one's (backward)."""
-    p, m, last = lay.pp, lay.microbatches, lay.virtual_stages - 1
-    if kind == "F":
-        if s > 0:
-            return [("sendF", s - 1, c * m + i)]
-        return [("sendF", p - 1, (c - 1) * m + i)] if c > 0 else []
-    if s < p - 1:
-        return [("sendB", s + 1, c * m + i)]
-    return [("sendB", 0, (c + 1) * m + i)] if c < last else []
-
-
-def _sends(kind: str, s: int, c: int, lay: Layout) -> bool:
-    """The pass hands its activations (forward) or their gradient (backward) to another virtual stage."""
-    if kind == "F":
-        return not (s == lay.pp - 1 and c == lay.virtual_stages - 1)
-    return not (s == 0 and c == 0)
-
-
 def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
     """One training step of ``config`` under ``tp x cp x pp x dp`` (see the module docstring and
     ``megatron`` for the features)."""
@@ -367,18 +320,18 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
     stages = _stages(config, lay, params, numerics)
     # the pipeline's boundary tensor: scatter-gathered over tp (1/tp each), seq/cp tokens
     boundary_B = seq // lay.cp * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp
-    sequences: list[list[_Step]] = []
+    sequences: list[list[schedule.Step]] = []
     for s, stage in enumerate(stages):
-        ops: list[_Step] = []
+        ops: list[schedule.Step] = []
         if s == 0:
             tokens = Transfer(
                 "h2d tokens", lay.micro_batch * m * seq // lay.cp * TOKEN_ID_B, "h2d", device=0, layer="data"
             )
             ops.append((tokens, [], None))
-        last: _Key = ("B", s, 0)
-        for kind, c, i in _order(s, lay):
+        last: schedule.Key = ("B", s, 0)
+        for kind, c, i in schedule.order(s, lay.pp, lay.virtual_stages, m):
             block = stage.forward[c] if kind == "F" else stage.backward[c]
-            needs = _waits(kind, s, c, i, lay)
+            needs = schedule.waits(kind, s, c, i, lay.pp, lay.virtual_stages, m)
             key = (kind, s, c * m + i)
             passed = Block(
                 f"{kind}{i}" + (f".{c}" if lay.virtual_stages > 1 else ""),
@@ -402,7 +355,7 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
                     per_node=2 if lay.cp_per_node() == lay.cp else 1,
                 )
                 ops.append((ring, needs, None))
-            if p > 1 and _sends(kind, s, c, lay):
+            if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
                 peer = (s + 1) % p if kind == "F" else (s - 1) % p
                 across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
                 send = AllReduce(
@@ -430,7 +383,7 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
         for op in sync[1:]:  # the distributed optimizer's weight all-gather after the update
             ops.append((op, [("update", s, 0)], None))
         sequences.append(ops)
-    ordered, deps = _topological(sequences)
+    ordered, deps = schedule.topological(sequences)
     layers = tuple((f"stage {s}", "stage") for s in range(p)) + (("pipeline", "send"), ("dp sync", "sync"))
     if lay.cp > 1:
         layers += (("context", "send"),)
@@ -445,37 +398,6 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
         layers=layers + (("optimizer", "update"),),
         framework=params["framework"],
     )
-
-
-_Key = tuple[str, int, int]
-_Step = tuple[Op, list[_Key], _Key | None]
-"""An op of a stage's program, the keys of the ops it waits for, and the key others wait on it by
-(``("F", stage, micro-batch)``, ``("sendB", stage, micro-batch)``, ``("sync", stage, 0)``)."""
-
-
-def _topological(sequences: list[list[_Step]]) -> tuple[list[Op], list[tuple[int, ...]]]:
-    """Merge the stages' programs into one issue order in which every op comes after what it waits for."""
-    placed: dict[_Key, int] = {}
-    ordered: list[Op] = []
-    deps: list[tuple[int, ...]] = []
-    cursor = [0] * len(sequences)
-    total = sum(len(seq) for seq in sequences)
-    while len(ordered) < total:
-        progressed = False
-        for s, sequence in enumerate(sequences):
-            while cursor[s] < len(sequence):
-                op, needs, provides = sequence[cursor[s]]
-                if any(key not in placed for key in needs):
-                    break
-                deps.append(tuple(placed[key] for key in needs))
-                ordered.append(op)
-                if provides is not None:
-                    placed[provides] = len(ordered) - 1
-                cursor[s] += 1
-                progressed = True
-        if not progressed:  # a schedule bug, not a user mistake: say so
-            raise RuntimeError("parsim: the pipeline schedule waits on itself")
-    return ordered, deps
 
 
 def splits(config: LlmConfig, params: Params, micro: int | None = None) -> list[Params]:

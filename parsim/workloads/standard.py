@@ -142,7 +142,7 @@ class NetworkParams(_ModelParams):
     dropout: bool = Field(False, description="language models: attention dropout (Megatron-LM's default 0.1)")
     sequence_parallel: bool = Field(
         False,
-        description="split over tp: norms, dropouts and their activations; all-reduce -> reduce-scatter + all-gather",
+        description="norms, dropouts, their activations over tp; all-reduce -> reduce-scatter + all-gather",
     )
     distributed_optimizer: bool = Field(
         False, description="shard master weights and Adam state over dp (ZeRO-1): reduce-scatter + all-gather"
