@@ -11,7 +11,7 @@ from parsim.methods.engine import simulate
 from parsim.methods.engine.machine import engine_block_parts
 from parsim.model.collectives import collective
 from parsim.stack import framework
-from parsim.workloads import parallel3d
+from parsim.workloads import parallel3d, pipeline_schedule
 from parsim.workloads.base import AllReduce, Block, Workload
 from parsim.workloads.llms import LLMS
 from parsim.workloads.registry import make_workload, validate_params
@@ -21,12 +21,24 @@ GPT3 = {"model": "gpt3-175b", "train": True, "dtype": "float16", "optimizer": "a
 
 
 def test_one_f_one_b_warms_up_alternates_and_drains():
-    assert parallel3d.one_f_one_b(0, 4, 6) == [
+    assert pipeline_schedule.one_f_one_b(0, 4, 6) == [
         ("F", 0), ("F", 1), ("F", 2), ("F", 3), ("B", 0), ("F", 4), ("B", 1), ("F", 5),
         ("B", 2), ("B", 3), ("B", 4), ("B", 5),
     ]  # fmt: skip
-    assert parallel3d.one_f_one_b(3, 4, 3) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]
-    assert parallel3d.one_f_one_b(0, 8, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]  # fewer than stages
+    assert pipeline_schedule.one_f_one_b(3, 4, 3) == [
+        ("F", 0),
+        ("B", 0),
+        ("F", 1),
+        ("B", 1),
+        ("F", 2),
+        ("B", 2),
+    ]
+    assert pipeline_schedule.one_f_one_b(0, 8, 2) == [
+        ("F", 0),
+        ("F", 1),
+        ("B", 0),
+        ("B", 1),
+    ]  # fewer than stages
 
 
 def test_stages_split_the_layers_evenly():

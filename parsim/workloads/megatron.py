@@ -26,9 +26,10 @@ how the load is split and how batons move, never what a token costs:
   micro-batch visits every GPU v times; the bubble shrinks to ``(p - 1) / (v m)`` of the ideal
   step and the pipeline sends v times as many activations.
 - **FP8 training** (Transformer Engine on Hopper and later): the transformer blocks' linear
-  layers multiply at the FP8 tensor-core rate; each casts its input (forward) and its incoming
-  gradient (backward) to FP8 with an amax reduction, one streaming pass each (read 16-bit, write a
-  byte), and the weights once a step after the optimizer's update. Attention, norms, the
+  layers multiply at the FP8 tensor-core rate; their inputs and incoming gradients are cast to FP8
+  with an amax reduction (read 16-bit, write a byte): fused into the layer norm and the activation
+  for three of the four forward inputs, a pass of its own for the attention output and for every
+  gradient; the weights are cast once a step after the optimizer's update. Attention, norms, the
   embedding and the LM head stay in 16 bits, as Transformer Engine leaves them.
 - **gradient accumulation** is ``microbatches``: the micro-batches of a step run before the
   data-parallel reduction, which happens once per step.
@@ -91,13 +92,13 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
             f"{name}: 'microbatches' {microbatches} must be a multiple of pp={pp} for the interleaved "
             "schedule (virtual_stages > 1)"
         )
-    if features.fp8 and params["dtype"] not in ("bfloat16", "float16"):
+    if features.fp8 and params.get("dtype") not in ("bfloat16", "float16"):
         raise ParsimError(
             f"{name}: fp8=true runs FP8 GEMMs inside 16-bit mixed precision: 'dtype' must be bfloat16 "
             f"or float16: {params['dtype']}"
         )
-    seq = params["seq"]
-    if features.cp > 1 and params["attention"] == "unfused":
+    seq = int(params.get("seq") or 0)
+    if features.cp > 1 and params.get("attention", "flash") == "unfused":
         raise ParsimError(
             f"{name}: cp={features.cp} runs ring attention in fused kernels: 'attention' must be flash, "
             "not unfused"
@@ -149,10 +150,12 @@ def fp8_linears(kernels: list[Kernel], dtype: str) -> list[Kernel]:
             out.append(k)
             continue
         m, n = k.library.gemm_mn
-        if k.name.endswith("fwd") or k.name.endswith("bwd-data"):
-            # the forward casts its input x [m, k]; the data gradient casts dy [m, reduction]
-            cast = int(k.work.flops / (2.0 * n))
-            out.append(fp8_cast(k, cast, dtype))
+        # Transformer Engine fuses the forward casts of qkv's and fc1's inputs into the layer norm
+        # and fc2's into the activation; the attention output's cast runs alone, and each data
+        # gradient's dy is cast (and transposed for the weight gradient) by a kernel of its own
+        alone = (k.name.endswith("fwd") and k.part == "out") or k.name.endswith("bwd-data")
+        if alone:
+            out.append(fp8_cast(k, int(k.work.flops / (2.0 * n)), dtype))  # x [m, k] or dy [m, n_fwd]
         out.append(k.but(math="float8"))
     return out
 

@@ -140,9 +140,10 @@ def layout(config: LlmConfig, params: Params) -> Layout:
             f"{name}: tp={tp} is larger than a node's {per_node} GPUs: tensor parallelism stays inside a node"
         )
     if gpus % (tp * pp * cp):
+        split = "tp x pp" if cp == 1 else "tp x cp x pp"
         raise ParsimError(
-            f"{name}: tp x cp x pp = {tp * cp * pp} does not divide the {gpus} GPUs ({nodes} nodes x "
-            f"{per_node}): tp x cp x pp x dp must equal them"
+            f"{name}: {split} = {tp * cp * pp} does not divide the {gpus} GPUs ({nodes} nodes x "
+            f"{per_node}): {split} x dp must equal them"
         )
     if pp > config.layers:
         raise ParsimError(f"{name}: pp={pp} is deeper than {config.name}'s {config.layers} layers")
