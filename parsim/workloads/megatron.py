@@ -95,7 +95,7 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
     if features.fp8 and params.get("dtype") not in ("bfloat16", "float16"):
         raise ParsimError(
             f"{name}: fp8=true runs FP8 GEMMs inside 16-bit mixed precision: 'dtype' must be bfloat16 "
-            f"or float16: {params['dtype']}"
+            f"or float16: {params.get('dtype')}"
         )
     seq = int(params.get("seq") or 0)
     if features.cp > 1 and params.get("attention", "flash") == "unfused":
