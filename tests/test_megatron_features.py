@@ -3,6 +3,8 @@ hand-computed schedules, collectives and memory, the invariants the features kee
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -157,3 +159,57 @@ def test_refused_feature_combinations_name_the_field(extra, message):
 def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused():
     with pytest.raises(ParsimError, match="fp8=true needs FP8 tensor cores"):
         parsim.predict("network", {**SMALL, "batch": 8, "nodes": 1, "fp8": True}, cluster="dgx-a100")
+
+
+FEATURES = ["sequence_parallel=true", "distributed_optimizer=true", "virtual_stages=2", "fp8=true"]
+LLAMA_CLI = [
+    "predict", "network", "model=llama-2-13b", "batch=32", "seq=4096", "train=true", "dtype=bfloat16",
+    "optimizer=adam", "tp=2", "pp=4", "microbatches=8", "nodes=2", "gpus=8", "--cluster", "dgx-h100",
+]  # fmt: skip
+
+
+def test_the_features_are_reachable_from_the_cli(cli):
+    code, out, err = cli(*LLAMA_CLI, *FEATURES, "cp=1")
+    assert code == 0, err
+    assert "1F1B bubble" in out and "(p-1)/(vm+p-1)" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["virtual_stages=2", "microbatches=2"], "'microbatches' 2 must be a multiple of pp=4"),
+        (["cp=0"], "'cp' input should be greater than 0: 0"),
+        (["cp=3"], "does not divide the 16 GPUs"),
+        (["fp8=maybe"], "'fp8'"),
+    ],
+)
+def test_bad_feature_values_exit_2_with_one_line(cli, extra, expected):
+    keys = {e.split("=")[0] for e in extra}
+    code, _, err = cli(*(a for a in LLAMA_CLI if a.split("=")[0] not in keys), *extra)
+    assert code == 2 and expected in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_scenario_file_turns_the_features_on(cli, tmp_path):
+    scenario = tmp_path / "megatron.toml"
+    scenario.write_text(
+        'title = "Megatron features"\n'
+        'lesson = "Interleaving, sequence parallelism, the distributed optimizer and FP8 together."\n'
+        "[defaults]\n"
+        'workload = "network"\n'
+        'cluster = "dgx-h100"\n'
+        'params = { model = "llama-2-13b", batch = 32, seq = 4096, train = true, dtype = "bfloat16", '
+        'optimizer = "adam", tp = 2, pp = 4, microbatches = 8, nodes = 2, gpus = 8 }\n'
+        "[[cases]]\n"
+        'label = "plain 1F1B"\n'
+        "params = {}\n"
+        "[[cases]]\n"
+        'label = "interleaved, SP, distributed optimizer, FP8"\n'
+        "params = { virtual_stages = 2, sequence_parallel = true, distributed_optimizer = true, "
+        "fp8 = true }\n"
+    )
+    code, out, err = cli("run", str(scenario), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    rows = report["cases"] if isinstance(report, dict) else report
+    assert len(rows) == 2
