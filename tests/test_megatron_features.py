@@ -213,3 +213,15 @@ def test_a_scenario_file_turns_the_features_on(cli, tmp_path):
     report = json.loads(out)
     rows = report["cases"] if isinstance(report, dict) else report
     assert len(rows) == 2
+
+
+def test_the_training_metrics_are_read_from_the_prediction():
+    from parsim.studies import published
+
+    rows = {row.id: row for row in published.load_rows()}
+    nemo, kor = rows["nemo2407-llama2-7b-8"], rows["kor22-t5-175b-sp-selective"]
+    p = published.predict(nemo.workload, nemo.params, cluster=nemo.device)
+    assert published.predicted(nemo) == pytest.approx(16 * 8 * 4096 / p.latency_s / 8)  # tokens/s per GPU
+    step = published.predict(kor.workload, kor.params, cluster=kor.device)
+    assert published.predicted(kor) == pytest.approx(step.latency_s)
+    assert {"sequence_parallel": True, "virtual_stages": 3}.items() <= kor.params.items()
