@@ -42,12 +42,11 @@ import attrs
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Kernel, Params
+from parsim.workloads.transformer_ops import REPLICATED
 
 FP8_LINEARS = ("qkv", "out", "gate", "up", "down")
 """``Kernel.part`` of the block linear layers Transformer Engine runs in FP8."""
 FP8_B = 1  # an FP8 (E4M3/E5M2) element: one byte
-SPLIT_BY_SEQUENCE = (" ln_1 ", " ln_2 ", " residual add ", "ln_f norm ")
-"""The elementwise kernels on ``[s, b, h]`` outside the tensor-parallel regions (name pieces)."""
 
 
 @attrs.frozen
@@ -124,10 +123,7 @@ def _scaled(kernel: Kernel, factor: float) -> Kernel:
 
 def sequence_split(kernels: list[Kernel], tp: int) -> list[Kernel]:
     """Sequence parallelism: the norms and residual adds (dropout fused in them) over 1/tp of the tokens."""
-    return [
-        _scaled(k, 1.0 / tp) if any(piece in f" {k.name} " for piece in SPLIT_BY_SEQUENCE) else k
-        for k in kernels
-    ]
+    return [_scaled(k, 1.0 / tp) if k.part == REPLICATED else k for k in kernels]
 
 
 def context_attention(kernels: list[Kernel], cp: int) -> list[Kernel]:
@@ -142,8 +138,9 @@ def _attention(kernel: Kernel) -> bool:
     return kernel.library.fused_attention != ""
 
 
-def fp8_linears(kernels: list[Kernel], dtype: str) -> list[Kernel]:
-    """FP8 training: block linears at the FP8 rate, each FP8 input cast to one byte first."""
+def fp8_linears(kernels: list[Kernel], dtype: str, forward: bool) -> list[Kernel]:
+    """FP8 training: block linears at the FP8 rate, each FP8 input cast to one byte first
+    (``forward``: the forward pass's kernels, else the backward pass's)."""
     out: list[Kernel] = []
     for k in kernels:
         if k.part not in FP8_LINEARS or k.library.gemm_mn is None:
@@ -153,8 +150,10 @@ def fp8_linears(kernels: list[Kernel], dtype: str) -> list[Kernel]:
         # Transformer Engine fuses the forward casts of qkv's and fc1's inputs into the layer norm
         # and fc2's into the activation; the attention output's cast runs alone, and each data
         # gradient's dy is cast (and transposed for the weight gradient) by a kernel of its own
-        alone = (k.name.endswith("fwd") and k.part == "out") or k.name.endswith("bwd-data")
-        if alone:
+        # a forward product or a data gradient streams the weights in (cold beyond what it
+        # writes); a weight gradient writes them
+        activations = k.access.cold_bytes > k.work.bytes_written
+        if activations and (k.part == "out" or not forward):
             out.append(fp8_cast(k, int(k.work.flops / (2.0 * n)), dtype))  # x [m, k] or dy [m, n_fwd]
         out.append(k.but(math="float8"))
     return out

@@ -233,12 +233,12 @@ def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
 
 
 def _features_applied(
-    kernels: list[Kernel], lay: Layout, features: megatron.Features, dtype: str
+    kernels: list[Kernel], lay: Layout, features: megatron.Features, dtype: str, forward: bool
 ) -> list[Kernel]:
     kernels = megatron.context_attention(kernels, lay.cp)
     if features.sequence_parallel and lay.tp > 1:
         kernels = megatron.sequence_split(kernels, lay.tp)
-    return megatron.fp8_linears(kernels, dtype) if features.fp8 else kernels
+    return megatron.fp8_linears(kernels, dtype, forward) if features.fp8 else kernels
 
 
 def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
@@ -257,9 +257,11 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     )
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
-    forward = _features_applied([k for k in forward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype)
+    forward = _features_applied(
+        [k for k in forward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype, True
+    )
     backward = _features_applied(
-        [k for k in backward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype
+        [k for k in backward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype, False
     )
     chunks = lay.pp * lay.virtual_stages
     blocks = stage_layers(config, chunks)
