@@ -225,3 +225,24 @@ def test_the_training_metrics_are_read_from_the_prediction():
     step = published.predict(kor.workload, kor.params, cluster=kor.device)
     assert published.predicted(kor) == pytest.approx(step.latency_s)
     assert {"sequence_parallel": True, "virtual_stages": 3}.items() <= kor.params.items()
+
+
+def test_splits_keep_cp_and_skip_what_interleaving_refuses():
+    config = LLMS["megatron-1.7b"]
+    params = {
+        **SMALL,
+        "batch": 16,
+        "nodes": 1,
+        "tp": 1,
+        "pp": 1,
+        "microbatches": 1,
+        "cp": 2,
+        "attention": "flash",
+    }
+    found = parallel3d.splits(config, params, micro=1)
+    # 8 GPUs over cp=2: tp x pp x dp = 4, the batch of 16 in micro-batches of one
+    assert {(s["tp"], s["pp"]) for s in found} == {(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1)}
+    assert all(parallel3d.layout(config, s).gpus == 8 for s in found)
+    interleaved_splits = parallel3d.splits(config, {**params, "virtual_stages": 2}, micro=1)
+    # pp=1 cannot interleave; (1, 2): 8 micro-batches per replica, (2, 2): 16, (1, 4): 16
+    assert {(s["tp"], s["pp"]) for s in interleaved_splits} == {(1, 2), (1, 4), (2, 2)}
