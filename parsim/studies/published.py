@@ -74,7 +74,7 @@ SERVING_METRICS = (
     "time_to_first_token_s",
     "time_per_output_token_s",
 )
-CLUSTER_METRICS = ("bus_bandwidth_Bps", "megatron_tflops_per_gpu")
+CLUSTER_METRICS = ("bus_bandwidth_Bps", "megatron_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
 LOAD_METRICS = tuple(
     f"{what}_{percentile}_s" for what in ("ttft", "tpot", "e2e") for percentile in ("p50", "p90", "p99")
 )
@@ -202,6 +202,10 @@ def predicted(row: Row) -> float:
         p = predict(row.workload, row.params, cluster=row.device)
         if row.metric == "megatron_tflops_per_gpu":
             return megatron_flops(row.params) / p.latency_s / p.gpus / 1e12
+        if row.metric == "tokens_per_s_per_gpu":  # NeMo's and Megatron-Bridge's tables
+            return float(p.metrics["tokens_per_s"]) / p.gpus
+        if row.metric == "step_s":  # a training step's seconds (Korthikanti et al.'s iteration time)
+            return p.latency_s
         return float(p.metrics[row.metric])
     device: str | ProcessorSpec = row.device
     if row.cores is not None:

@@ -140,6 +140,25 @@ class NetworkParams(_ModelParams):
         "none", description="activation recomputation: none, selective (attention core) or full"
     )
     dropout: bool = Field(False, description="language models: attention dropout (Megatron-LM's default 0.1)")
+    sequence_parallel: bool = Field(
+        False,
+        description="norms, dropouts, their activations over tp; all-reduce -> reduce-scatter + all-gather",
+    )
+    distributed_optimizer: bool = Field(
+        False, description="shard master weights and Adam state over dp (ZeRO-1): reduce-scatter + all-gather"
+    )
+    cp: int = Field(
+        1, gt=0, le=64, description="context-parallel GPUs: each holds seq/cp tokens (ring attention)"
+    )
+    virtual_stages: int = Field(
+        1,
+        gt=0,
+        le=64,
+        description="layer chunks per pipeline stage: the interleaved 1F1B schedule (bubble / v)",
+    )
+    fp8: bool = Field(
+        False, description="Transformer Engine FP8 GEMMs in the blocks' linear layers (H100 and later)"
+    )
     code: Literal["fused", "hf"] = Field(
         "fused",
         description="language models: the model's code: fused kernels (Megatron-LM, FlashAttention, "
