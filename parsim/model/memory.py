@@ -80,11 +80,13 @@ class Level(NamedTuple):
         active_cores: Number,
         items: Number,
         thread_loads_B: Number,
+        share: Number = 1.0,
     ) -> Number:
-        """Time to move ``nbytes`` (``transfer_s``), or longer where the kernel's threads keep too
-        few bytes in flight to reach main memory's bandwidth (``latency_bound_s``): for all of its
-        elements when main memory serves it, else for the share of them whose bytes are cold."""
-        moved = self.transfer_s(nbytes, cold_fraction, active_cores)
+        """Time to move ``nbytes`` (``transfer_s``) at ``share`` of the level's bandwidth (a serving
+        engine's decode kernels: ``Access.bandwidth_share``), or longer where the kernel's threads
+        keep too few bytes in flight to reach main memory's bandwidth (``latency_bound_s``): for all
+        of its elements when main memory serves it, else for the share of them whose bytes are cold."""
+        moved = self.transfer_s(nbytes, cold_fraction, active_cores) / share
         bound = latency_bound_s(spec, items, thread_loads_B, active_cores)
         return maximum(moved, bound * where(self.main, 1.0, cold_fraction))
 

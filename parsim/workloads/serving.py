@@ -66,8 +66,28 @@ TOKEN_ID_B = 8  # int64 token ids
 WEIGHT_B = {"int8": 1.0, "float8": 1.0, "int8-weight-only": 1.0, "int4": 0.5}
 """Bytes per quantised weight (int4: two per byte; per-group scales are under 3 % and left out)."""
 _LINEARS = ("qkv", "out", "gate", "up", "down")  # the blocks' linear layers (``Kernel.part``): quantised
+_EXPERTS = ("gate", "up", "down")  # a mixture of experts' MLP linears are its experts
 _REDUCED_AFTER = ("out", "down")  # row-parallel layers: partial sums to all-reduce (forward only here)
 PHASES = ("prefill", "decode")
+ServeFramework = Literal[
+    "eager",
+    "graph",
+    "cuda-graph",
+    "xla",
+    "hf",
+    "vllm",
+    "tensorrt-llm",
+    "llama.cpp",
+    "exllamav2",
+    "gpt-fast",
+    "sglang",
+    "sglang-0.3",
+]
+"""What ``framework=`` takes in the LLM serving workloads: a plain framework or a serving engine
+(``stack.engines``: its decode kernels' bandwidth share and its host work per step and request)."""
+ENGINE_STEP = "engine step"
+"""``Kernel.part`` of the host op between two phases, where a serving engine's per-step host work
+(``FrameworkSpec.serve_step_cycles``) is paid."""
 
 # Devices with the unit each quantised format needs, from the datasheets the GPU presets cite
 # ([WP-*] in parsim/hardware/presets_gpu.py): INT8 tensor cores on Turing (T4: 130 TOPS), Ampere
@@ -136,10 +156,10 @@ class LlmServeParams(ParamsModel):
         "flash",
         description="fused FlashAttention-2 (flash), FlashAttention v1 or QK^T, softmax, xV (unfused)",
     )
-    framework: Literal["eager", "graph", "cuda-graph", "xla"] = Field(
+    framework: ServeFramework = Field(
         "cuda-graph",
-        description="cuda-graph (vLLM, TensorRT-LLM), graph, eager PyTorch, or xla (JetStream-like; the "
-        "default on a TPU)",
+        description="cuda-graph, graph, eager PyTorch, xla (JetStream-like; the default on a TPU), or "
+        "a serving engine: hf, vllm, tensorrt-llm, llama.cpp, exllamav2, gpt-fast, sglang, sglang-0.3",
     )
     ep: int = Field(1, gt=0, le=64, description="expert-parallel GPUs of the gpus (mixture of experts)")
     imbalance: float = Field(
@@ -274,7 +294,15 @@ def _phase_kernels(
     if params["weights"] != "dtype":
         size = itemsize(params["dtype"])
         forward = [_quantised(k, params["weights"], size) if k.part in _LINEARS else k for k in forward]
-    return forward
+    engine = stack.framework(params["framework"])
+    if phase != "decode" or engine.decode_bandwidth_share(True, params["weights"]) == 1.0:
+        return forward
+    # the engine's decode matrix kernels (GEMVs: linears, experts, LM head, attention over the cache)
+    shares = {expert: engine.decode_bandwidth_share(expert, params["weights"]) for expert in (False, True)}
+    return [
+        k.but(bandwidth_share=shares[config.moe and k.part in _EXPERTS]) if k.library.gemm_mn else k
+        for k in forward
+    ]
 
 
 def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:
@@ -387,6 +415,7 @@ def _stop_check(batch: int, phase: str) -> Kernel:
         dtype="float32",
         device=HOST,
         layer="sample",
+        part=ENGINE_STEP,
     )
 
 
