@@ -73,6 +73,9 @@ class FrameworkSpec:
         weight_only_share: ``(format, share)`` pairs: further share for a weight-only quantised
             format's decode kernels (``int8-weight-only``, ``int4``), which dequantise every weight
             they load on the CUDA cores; a format not listed streams at the dense kernels' share.
+        decode_in_flight_B: bytes of loads each core (SM) keeps in flight in the engine's decode
+            matrix kernels, where their code caps it (``Access.core_in_flight_B``); 0: enough to
+            reach the bandwidth.
         serve_step_cycles: host CPU cycles of a serving engine's work between two steps that the
             GPU waits for (scheduling the batch, sampling bookkeeping, detokenising); 0 where an
             overlap scheduler runs it under the previous step's kernels.
@@ -98,6 +101,7 @@ class FrameworkSpec:
     decode_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     expert_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     weight_only_share: tuple[tuple[str, float], ...] = attrs.field(default=())
+    decode_in_flight_B: float = attrs.field(default=0.0, validator=non_negative)
     serve_step_cycles: float = attrs.field(default=0.0, validator=non_negative)
     request_cycles: float = attrs.field(default=0.0, validator=non_negative)
 
@@ -106,6 +110,12 @@ class FrameworkSpec:
         (``expert``) or not, its weights in ``weights`` (``dtype`` or a quantised format)."""
         share = self.decode_share * (self.expert_share if expert else 1.0)
         return share * dict(self.weight_only_share).get(weights, 1.0)
+
+    @property
+    def shapes_decode(self) -> bool:
+        """Whether the engine's decode kernels differ from a library's streaming ones."""
+        shares = (self.decode_share, self.expert_share, *dict(self.weight_only_share).values())
+        return any(share != 1.0 for share in shares) or self.decode_in_flight_B > 0
 
     def serve_step_s(self, host_clock_Hz: float) -> float:
         """Host seconds between two serving steps the GPU waits for, at ``host_clock_Hz``."""

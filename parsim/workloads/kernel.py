@@ -94,12 +94,16 @@ class Access(NamedTuple):
         bandwidth_share: share of the memory level's bandwidth the kernel's own loads reach, 1 for
             a library's streaming kernels; less for a serving engine's decode kernels (its GEMVs, an
             indexed expert gather, a weight-only kernel dequantising as it loads: ``stack.engines``).
+        core_in_flight_B: bytes of loads one core (a GPU's SM) keeps in flight, where the kernel's
+            own code caps them (llama.cpp's GEMVs); Little's law then caps its bandwidth at
+            cores x these bytes per memory latency (``model.memory.in_flight_bound_s``). 0: enough.
     """
 
     cold_bytes: float = 0.0
     thread_loads_B: float = 0.0
     reuse_B: float = 0.0
     bandwidth_share: float = 1.0
+    core_in_flight_B: float = 0.0
 
 
 class LibraryHints(NamedTuple):
@@ -220,6 +224,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "thread_loads_B": non_negative,
         "reuse_B": non_negative,
         "bandwidth_share": within(0.0, 1.0, low_open=True),
+        "core_in_flight_B": non_negative,
     },
     LibraryHints: {
         "gemm_mn": _gemm_shape,
@@ -267,6 +272,7 @@ def _good(kernel: Kernel) -> bool:
         and 0 <= a.thread_loads_B < _INF
         and 0 <= a.reuse_B < _INF
         and 0 < a.bandwidth_share <= 1
+        and 0 <= a.core_in_flight_B < _INF
         and type(kernel.stream) is int
         and kernel.stream >= 0
         and type(kernel.device) is int
@@ -394,6 +400,7 @@ class Kernel:
         thread_loads_B: float = 0.0,
         reuse_B: float = 0.0,
         bandwidth_share: float = 1.0,
+        core_in_flight_B: float = 0.0,
         gemm_mn: tuple[int, int] | None = None,
         conv: ConvShape | None = None,
         math: str = "",
@@ -412,7 +419,7 @@ class Kernel:
         of kernels of a training step are built at the cost of the records themselves."""
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
-        access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share)
+        access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
         library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
         issue = (python_ops_per_item, primitive, multi_tensor)
         return cls(

@@ -30,7 +30,7 @@ from parsim.workloads import requests as request_streams
 from parsim.workloads.base import Params, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.records import Record, figure
-from parsim.workloads.serving import LlmServeParams, ServeFramework, check_llm_serve, llm_serve
+from parsim.workloads.serving import LlmServeParams, ServeFramework, WeightFormat, check_llm_serve, llm_serve
 
 NAME = "llm_load"
 SERVE_FIELDS = tuple(
@@ -47,9 +47,7 @@ class LlmLoadParams(ParamsModel):
 
     dtype: Literal["float16", "bfloat16", "float32"] = "float16"
     model: str = Field("llama-2-7b", description="language model (gpt2 ... llama-2-70b)")
-    weights: Literal["dtype", "int8", "int8-weight-only", "int4", "float8"] = Field(
-        "dtype", description="weight type (as llm_serve)"
-    )
+    weights: WeightFormat = Field("dtype", description="weight type (as llm_serve)")
     kv_dtype: Literal["dtype", "float16", "bfloat16", "float32", "int8", "float8"] = Field(
         "dtype", description="element type of the KV cache (dtype: as the activations)"
     )
