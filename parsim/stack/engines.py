@@ -71,7 +71,7 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
         attrs.evolve(
             cuda_graph,
             id="llama.cpp",
-            name="llama.cpp before CUDA graphs (ggml CUDA kernels launched per node, to b2800, May 2024) [GGML]",
+            name="llama.cpp before CUDA graphs (ggml's CUDA kernels launched per node, to May 2024) [GGML]",
             # fitted once on the A100 and H100 PCIe rows of Q4_0 7B (133.8-136.2 tokens/s: 7.4 ms per
             # token whatever the GPU, so the host's launches set it): 30k cycles, 11.5 us per kernel
             # on the default 2.6 GHz host, for ggml's graph walk and cudaLaunchKernel per node

@@ -23,10 +23,11 @@ it); time per output token the mean decode step.
 
 ``weights=int8|float8|int8-weight-only|int4|q4_0|q8_0`` quantises the blocks' linear layers (the
 embeddings and the LM head stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1, 1, 0.5,
-18/32 and 34/32 bytes per weight (GGUF's blocks carry a float16 scale per 32 weights). int8 and float8 are W8A8 products on the integer / FP8 tensor cores (at their rate where the
-device lists one); int8-weight-only, int4, q4_0 and q8_0 are weight-only (W8A16, W4A16: the kernel
-dequantises to ``dtype``, as gpt-fast's, AWQ's and llama.cpp's do); ``serving_figures.check_system`` refuses a device without the
-unit.
+18/32 and 34/32 bytes per weight (GGUF's blocks carry a float16 scale per 32 weights). int8 and
+float8 are W8A8 products on the integer / FP8 tensor cores (at their rate where the device lists
+one); the others are weight-only (W8A16, W4A16: dequantised to ``dtype`` in the kernel, as
+gpt-fast's, AWQ's and llama.cpp's do; a decode step's products are then CUDA-core GEMVs:
+``workloads.quantised``); ``serving_figures.check_system`` refuses a device without the unit.
 
 ``gpus=G`` is tensor parallelism (Megatron-LM): each GPU holds 1/G of the heads, KV heads, MLP
 columns and vocabulary, and two ring all-reduces per layer (after the attention output projection
