@@ -51,7 +51,7 @@ def issue_s(
     if on_host:
         framework_s = framework.op_host_s(host.clock_Hz) if framework and system.device is None else 0.0
         if framework and isinstance(op, Kernel) and op.part == ENGINE_STEP:  # a serving engine's loop
-            framework_s += framework.serve_step_s(host.clock_Hz)
+            framework_s += framework.serve_step_s(host.clock_Hz, op.work.work_items)
         return framework_s + host.dispatch_s
     launch = system.gpu.dispatch_s
     if framework is None and system.gpu.kind in DEVICE_FRAMEWORKS:  # a TPU's raw call: one jitted call

@@ -41,7 +41,17 @@ import attrs
 
 from parsim.stack.specs import FrameworkSpec
 
-SERVING_ENGINES = ("hf", "vllm", "tensorrt-llm", "llama.cpp", "exllamav2", "gpt-fast", "sglang", "sglang-0.3")
+SERVING_ENGINES = (
+    "hf",
+    "vllm",
+    "vllm-v0",
+    "tensorrt-llm",
+    "llama.cpp",
+    "exllamav2",
+    "gpt-fast",
+    "sglang",
+    "sglang-0.3",
+)
 """The engines ``framework=`` names for the LLM workloads, besides the plain frameworks."""
 
 
@@ -52,7 +62,25 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
         # TensorRT-LLM and vLLM: their GEMVs stream at the device's achievable bandwidth (the
         # published TensorRT-LLM 0.5/0.6 and vLLM 0.7.3 rows are within a few % without a share)
         attrs.evolve(cuda_graph, id="tensorrt-llm", name="TensorRT-LLM (compiled engine, CUDA graphs)"),
-        attrs.evolve(cuda_graph, id="vllm", name="vLLM (CUDA graphs, paged attention)"),
+        attrs.evolve(
+            cuda_graph,
+            id="vllm",
+            name="vLLM 0.8+ (V1 engine: CUDA graphs, paged attention)",
+            # fitted once on the vLLM 0.8.3 rows (Llama 3.3 70B, 8x A100 40GB, 1-16 requests/s):
+            # its API server, tokeniser and detokeniser per request (7.7 ms at 2.6 GHz) and its
+            # scheduler and input preparation per step (1.2 ms), which the GPU waits for
+            request_cycles=2e7,
+            serve_step_cycles=3e6,
+        ),
+        attrs.evolve(
+            cuda_graph,
+            id="vllm-v0",
+            name="vLLM 0.6-0.7 (V0 engine; multi-step scheduling with multi_step=)",
+            # fitted once on the vLLM 0.6.0 rows of SGLang's benchmark (Llama 3.1 8B and 70B on A100
+            # 80GB, 4 and 8 requests/s, --num-scheduler-steps 10): 19 ms per request, 1.9 ms per step
+            request_cycles=5e7,
+            serve_step_cycles=5e6,
+        ),
         attrs.evolve(
             cuda_graph,
             id="gpt-fast",
@@ -85,6 +113,24 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
         ),
         # no published ExLlamaV2 rows yet: its kernels are taken at the library's streaming rate
         attrs.evolve(cuda_graph, id="exllamav2", name="ExLlamaV2 (own CUDA kernels; not fitted yet)"),
-        attrs.evolve(cuda_graph, id="sglang", name="SGLang 0.4+ (overlap scheduler)"),
-        attrs.evolve(cuda_graph, id="sglang-0.3", name="SGLang 0.3 (no overlap scheduler)"),
+        attrs.evolve(
+            cuda_graph,
+            id="sglang",
+            name="SGLang 0.4+ (overlap scheduler: the next step's host work runs under this one's kernels)",
+            # fitted once on the SGLang (Dec 2024) rows of datacrunch-research/h200-benchmarks (Llama 3.3
+            # 70B on 4x H200, 1-4 requests/s): 31 ms per request between the HTTP server, the tokeniser
+            # and detokeniser processes and the scheduler; no per-step host time (overlapped)
+            request_cycles=8e7,
+        ),
+        attrs.evolve(
+            cuda_graph,
+            id="sglang-0.3",
+            name="SGLang 0.3 (no overlap scheduler)",
+            # fitted once on the SGLang 0.3.0 rows of its own benchmark (Llama 3.1 8B and 70B on A100
+            # 80GB, 4 and 8 requests/s): 11.5 ms per request; per step 1.9 ms and 77 us per sequence
+            # of scheduling, sampling and output processing, which the GPU waits for
+            request_cycles=3e7,
+            serve_step_cycles=5e6,
+            serve_sequence_cycles=2e5,
+        ),
     )

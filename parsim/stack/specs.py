@@ -77,8 +77,10 @@ class FrameworkSpec:
             matrix kernels, where their code caps it (``Access.core_in_flight_B``); 0: enough to
             reach the bandwidth.
         serve_step_cycles: host CPU cycles of a serving engine's work between two steps that the
-            GPU waits for (scheduling the batch, sampling bookkeeping, detokenising); 0 where an
-            overlap scheduler runs it under the previous step's kernels.
+            GPU waits for (scheduling the batch, launching the step); 0 where an overlap scheduler
+            runs it under the previous step's kernels.
+        serve_sequence_cycles: host CPU cycles of that work per sequence of the step (its request
+            object scheduled, its token sampled, detokenised and streamed).
         request_cycles: host CPU cycles of a serving engine's own work per request outside the
             steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
             part of the request's time to first token.
@@ -103,6 +105,7 @@ class FrameworkSpec:
     weight_only_share: tuple[tuple[str, float], ...] = attrs.field(default=())
     decode_in_flight_B: float = attrs.field(default=0.0, validator=non_negative)
     serve_step_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    serve_sequence_cycles: float = attrs.field(default=0.0, validator=non_negative)
     request_cycles: float = attrs.field(default=0.0, validator=non_negative)
 
     def decode_bandwidth_share(self, expert: bool, weights: str) -> float:
@@ -117,9 +120,15 @@ class FrameworkSpec:
         shares = (self.decode_share, self.expert_share, *dict(self.weight_only_share).values())
         return any(share != 1.0 for share in shares) or self.decode_in_flight_B > 0
 
-    def serve_step_s(self, host_clock_Hz: float) -> float:
-        """Host seconds between two serving steps the GPU waits for, at ``host_clock_Hz``."""
-        return self.serve_step_cycles / host_clock_Hz
+    @property
+    def serves(self) -> bool:
+        """Whether the engine's host works between steps (``serve_step_cycles`` or per sequence)."""
+        return bool(self.serve_step_cycles or self.serve_sequence_cycles)
+
+    def serve_step_s(self, host_clock_Hz: float, sequences: int = 1) -> float:
+        """Host seconds between two serving steps of ``sequences`` that the GPU waits for, at
+        ``host_clock_Hz``."""
+        return (self.serve_step_cycles + self.serve_sequence_cycles * sequences) / host_clock_Hz
 
     def request_s(self, host_clock_Hz: float) -> float:
         """Host seconds of per-request serving work in the time to first token, at ``host_clock_Hz``."""

@@ -76,6 +76,7 @@ ServeFramework = Literal[
     "xla",
     "hf",
     "vllm",
+    "vllm-v0",
     "tensorrt-llm",
     "llama.cpp",
     "exllamav2",
@@ -139,7 +140,8 @@ class LlmServeParams(ParamsModel):
     framework: ServeFramework = Field(
         "cuda-graph",
         description="cuda-graph, graph, eager PyTorch, xla (JetStream-like; the default on a TPU), or "
-        "a serving engine: hf, vllm, tensorrt-llm, llama.cpp, exllamav2, gpt-fast, sglang, sglang-0.3",
+        "a serving engine: hf, vllm, vllm-v0, tensorrt-llm, llama.cpp, exllamav2, gpt-fast, sglang, "
+        "sglang-0.3",
     )
     ep: int = Field(1, gt=0, le=64, description="expert-parallel GPUs of the gpus (mixture of experts)")
     imbalance: float = Field(
@@ -334,8 +336,11 @@ def llm_serve(params: Params) -> Workload:
 
     ops: list[Op] = [Transfer("h2d prompt ids", batch * prompt * TOKEN_ID_B, "h2d", layer="data")]
     deps: list[tuple[int, ...]] = [()]
+    if stack.framework(params["framework"]).serves:  # the engine schedules the prefill's step first
+        ops.insert(0, _stop_check(batch, "prefill", "schedule"))
+        deps = [(), (0,)]
     steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
-    barrier: tuple[int, ...] = (0,)  # what the next segment waits for
+    barrier: tuple[int, ...] = (len(ops) - 1,)  # what the next segment waits for
     for step, (phase, past, new) in enumerate(steps, start=1):
         per_gpu = [_segments(_phase_kernels(config, params, past, new, 0, phase))]  # the representative GPU
         for index in range(len(per_gpu[0])):
@@ -375,10 +380,11 @@ def llm_serve(params: Params) -> Workload:
     )
 
 
-def _stop_check(batch: int, phase: str) -> Kernel:
-    """The host reads the sampled tokens (a compare per sequence) before it issues the next phase."""
+def _stop_check(batch: int, phase: str, what: str = "stop check") -> Kernel:
+    """The host reads the sampled tokens (a compare per sequence) before it issues the next phase:
+    where a serving engine does its work between two steps (``ENGINE_STEP``)."""
     return Kernel.of(
-        f"stop check ({phase})",
+        f"{what} ({phase})",
         float(batch),
         float(batch * TOKEN_ID_B),
         0.0,
