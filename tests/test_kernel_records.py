@@ -154,5 +154,11 @@ def test_equal_checked_records_are_shared_between_kernels():
 
 
 def test_records_are_tuples_compared_within_their_own_kind():
-    assert Access(1.0, 0.0, 0.0) == (1.0, 0.0, 0.0, 1.0, 0.0)  # hence: compare a record with its own kind only
+    assert Access(1.0, 0.0, 0.0) == (
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+        0.0,
+    )  # hence: compare a record with its own kind only
     assert Kernel.of("k", 1, 8, 8, 1).cost_key() == Kernel.of("k", 1, 8, 8, 1).cost_key()
