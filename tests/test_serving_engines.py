@@ -167,3 +167,13 @@ def test_decode_mape_is_reported_per_engine_by_hand():
         "llama.cpp": {"mape": pytest.approx(0.2), "rows": 2},
         "vllm": {"mape": pytest.approx(0.1), "rows": 1},
     }
+
+
+def test_every_engine_framework_takes_is_a_preset_and_every_preset_is_taken():
+    import typing
+
+    from parsim.stack.engines import SERVING_ENGINES, ServeFramework
+
+    taken = set(typing.get_args(ServeFramework))
+    assert taken == {"eager", "graph", "cuda-graph", "xla", *SERVING_ENGINES}
+    assert all(stack.framework(name).id == name for name in taken)

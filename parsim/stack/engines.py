@@ -37,6 +37,8 @@ Sources, abbreviated in the comments:
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 
 from parsim.stack.specs import FrameworkSpec
@@ -53,6 +55,25 @@ SERVING_ENGINES = (
     "sglang-0.3",
 )
 """The engines ``framework=`` names for the LLM workloads, besides the plain frameworks."""
+
+
+ServeFramework = Literal[
+    "eager",
+    "graph",
+    "cuda-graph",
+    "xla",
+    "hf",
+    "vllm",
+    "vllm-v0",
+    "tensorrt-llm",
+    "llama.cpp",
+    "exllamav2",
+    "gpt-fast",
+    "sglang",
+    "sglang-0.3",
+]
+"""What ``framework=`` takes in the LLM serving workloads: a plain framework or a serving engine
+(``stack.engines``: its decode kernels' bandwidth share and its host work per step and request)."""
 
 
 def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkSpec, ...]:

@@ -52,6 +52,7 @@ from parsim import stack
 from parsim.base import units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
+from parsim.stack.engines import ServeFramework
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.layers import Numerics
@@ -69,23 +70,6 @@ _LINEARS = ("qkv", "out", "gate", "up", "down")  # the blocks' linear layers (``
 _EXPERTS = ("gate", "up", "down")  # a mixture of experts' MLP linears are its experts
 _REDUCED_AFTER = ("out", "down")  # row-parallel layers: partial sums to all-reduce (forward only here)
 PHASES = ("prefill", "decode")
-ServeFramework = Literal[
-    "eager",
-    "graph",
-    "cuda-graph",
-    "xla",
-    "hf",
-    "vllm",
-    "vllm-v0",
-    "tensorrt-llm",
-    "llama.cpp",
-    "exllamav2",
-    "gpt-fast",
-    "sglang",
-    "sglang-0.3",
-]
-"""What ``framework=`` takes in the LLM serving workloads: a plain framework or a serving engine
-(``stack.engines``: its decode kernels' bandwidth share and its host work per step and request)."""
 ENGINE_STEP = "engine step"
 """``Kernel.part`` of the host op between two phases, where a serving engine's per-step host work
 (``FrameworkSpec.serve_step_cycles``) is paid."""
