@@ -48,22 +48,10 @@ def test_no_published_run_is_refused(compared):
 # Known gaps (issue 14), kept visible: each fails today and the xfail is strict, so meeting the
 # target makes the test fail until the class leaves this list.
 NOT_MET_YET: dict[str, str] = {
-    # issue 24's published serving runs (SGLang 0.3/0.4, vLLM 0.6/0.8 on A100, H100, H200): 29 %
-    # against 25 %. The time to first token is 15-40 ms short everywhere (the engine's per-request
-    # work: HTTP, tokenising, scheduling, detokenising) and the per-token time 17-38 % short on
-    # SGLang 0.3 and vLLM (their per-step host work, hidden by SGLang 0.4's overlap scheduler);
-    # both are issue 26's engine mechanisms (items 3 and 5)
-    "serving": "per-request and per-step serving-engine overhead not modelled (issue 26)",
     # issue 25's MaxText runs on a v6e-256 slice: 24.8 % against 20 %. GPT-3 175B reaches ~54 % of
     # the 918 TFLOP/s peak where the TPU presets assume 85 % (an estimate: no public per-chip GEMM
     # benchmark); Llama 2 70B's recipe recomputes less than parsim's full recompute
     "tpu-training": "the MXU's achieved share of peak is an estimate (no public TPU GEMM benchmark)",
-    # issue 25's gpt-fast Mixtral 8x7B rows (batch 1 on 1-8 A100s): +3 to +131 %, 69 % on their own,
-    # taking the class from 18.4 % to 32.7 %. parsim reads each touched expert once in one grouped
-    # kernel; gpt-fast indexes each token's experts' weights (w1[expert_indices]) before its einsums
-    # and its dense rows are already +23 % (bf16) and +58 % (int8): the MoE kernel's own traffic is
-    # not modelled yet (issue 26's per-engine decode kernels)
-    "llm-decode": "gpt-fast's MoE expert-gather kernels are not modelled (the dense rows: 18.4 %)",
     # issue 26 item 8: 19.9 % against 10 % (26.1 % before THNN's per-image GEMM, which took the six
     # Torch7 rows from 39.8 % to 12.9 %). Intel Neural Compressor's Xeon 8480+ rows (22 %) need the
     # clock under AVX-512 load with turbo on (VGG-16 at 59 ms an image on 4 cores is above the 2.0 GHz
@@ -76,6 +64,8 @@ NOT_MET_YET: dict[str, str] = {
     # pipeline), Torch7/cuDNN 5.1 on a GTX 1080 (-25 to -43 %), timm on an RTX 4090 (-10 to +46 %); a
     # per-step serial host cost for graph mode (FrameworkSpec.step_cycles) did not lower the class
     "inference": "input pipelines, MXNet's batch-1 engine and 2016 cuDNN's rates are not modelled",
+    # issue 26 took "serving" (28.8 % -> 19.3 %: the engines' per-request and per-step host work,
+    # stack.engines) and "llm-decode" (32.7 % -> 11.4 %: decode kernels per engine) off this list
 }
 
 

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec
+from parsim.stack.engines import engines
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
 EAGER = FrameworkSpec(
@@ -123,7 +124,9 @@ TORCH7 = FrameworkSpec(
     cpu_library="thnn",  # [JCJ] CPU runs use Torch's own nn backend, not MKL-DNN
 )
 
-FRAMEWORKS: dict[str, FrameworkSpec] = {spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7, XLA_JIT)}
+FRAMEWORKS: dict[str, FrameworkSpec] = {
+    spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7, XLA_JIT, *engines(EAGER, CUDA_GRAPH))
+}
 DEVICE_FRAMEWORKS = {"tpu": XLA_JIT.id}
 """The framework a workload runs in by default on a device of that kind, where it is not the
 workload's own default (every TPU program is an XLA program)."""
@@ -245,7 +248,8 @@ CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN
 
 
 def framework(name: str) -> FrameworkSpec:
-    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``, ``torch7``, ``xla``)."""
+    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``, ``torch7``, ``xla``, or a
+    serving engine of ``stack.engines``)."""
     if name not in FRAMEWORKS:
         raise ParsimError(f"'framework' must be one of {', '.join(FRAMEWORKS)}: {name!r}")
     return FRAMEWORKS[name]

@@ -302,6 +302,7 @@ def summary(compared: list[Compared]) -> dict:
             "spearman": _spearman([c.row.value for c in scored], [c.predicted or 0.0 for c in scored]),
             "refused": [{"id": c.row.id, "why": c.refused} for c in members if c.refused],
             "by_percentile": _by_percentile(scored),
+            "by_engine": _by_engine(scored) if name in BY_ENGINE else {},
         }
     return classes
 
@@ -315,6 +316,24 @@ def _by_percentile(scored: list[Compared]) -> dict[str, float]:
         if tag is not None and c.error is not None:
             errors.setdefault(tag.upper(), []).append(abs(c.error))
     return {tag: float(numpy.mean(errors[tag])) for tag in sorted(errors)}
+
+
+BY_ENGINE = frozenset({"llm-decode"})
+"""Classes whose MAPE is also reported per serving engine (the row's ``framework``: the engine's
+decode kernels are a mechanism of their own, ``stack.engines``)."""
+
+
+def _by_engine(scored: list[Compared]) -> dict[str, dict[str, float]]:
+    """MAPE and row count per engine (``{"llama.cpp": {"mape": ..., "rows": ...}}``), the engine
+    being the row's ``framework`` parameter."""
+    errors: dict[str, list[float]] = {}
+    for c in scored:
+        if c.error is not None:
+            errors.setdefault(str(c.row.params.get("framework", "")), []).append(abs(c.error))
+    return {
+        engine: {"mape": float(numpy.mean(found)), "rows": len(found)}
+        for engine, found in sorted(errors.items())
+    }
 
 
 def report(compared: list[Compared]) -> dict:
