@@ -266,11 +266,13 @@ def _with_scaling(
 ) -> Prediction:
     """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU.
 
-    The reference is the faster of two one-GPU programs: the step run on one GPU, and GPU 0's own
-    share of the G-GPU step with its collectives left out (ZeRO updates 1/G of the weights, a
-    strong-scaling shard is smaller). The G-GPU step runs that share plus communication and
-    sharing, so it can never be faster: the efficiency cannot exceed 1 by construction, and
-    what it loses is what the GPUs' communication and shared links cost.
+    Under ZeRO the reference is the faster of two one-GPU programs: the step run on one GPU, and
+    GPU 0's own share of the G-GPU step with its collectives left out (it updates only 1/G of the
+    weights). The G-GPU step runs that share plus communication and shared links, so it can never
+    be faster: its efficiency cannot exceed 1 by construction, and what it loses is what
+    communication costs. Without ZeRO a weak-scaling step is the one-GPU step plus collectives,
+    bounded the same way; a strong-scaling shard that fits a cache the whole batch did not may
+    still scale super-linearly, as it does on real GPUs.
     """
     gpus = system.total_gpus
     assert definition.baseline is not None and definition.samples is not None  # the caller checked
@@ -278,7 +280,7 @@ def _with_scaling(
     one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1, torus=())
     one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
     reference = definition.samples(dict(single.params)) / one_period  # samples/s of one GPU
-    if gpus > 1:
+    if gpus > 1 and workload.param("zero", 0):
         _, share_period = _timing(own_share(workload), one_gpu, mode, method, overlap)
         reference = max(reference, definition.samples(dict(workload.params)) / gpus / share_period)
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import attrs
 
 from parsim.base.dtypes import itemsize
-from parsim.workloads.base import AllReduce, Kernel, Op, Transfer
+from parsim.workloads.base import AllReduce, Block, Kernel, Op, Transfer
 from parsim.workloads.optimizers import update_kernel
 
 MB = 1024 * 1024  # DDP's bucket_cap_mb counts mebibytes
@@ -219,14 +219,17 @@ class _Program:
                     gather_of[issued] = self.add(gather, ends[issued - depth] if issued >= depth else ())
                 issued += 1
             needs = (gather_of[j],) if j in gather_of else ()
-            bases, last = [], []
-            for kernels in unit.kernels:
-                bases.append(len(self.ops))
-                for k, kernel in enumerate(kernels):
-                    self.add(kernel, needs if k == 0 else ())
-                last.append(len(self.ops) - 1)
+            # a unit's kernels run back to back on each GPU: one block, timed once per shape
+            # (a step of 21 micro-batches of a 48-layer model is then ~10^4 blocks, not 10^6 kernels)
+            layer = unit.kernels[0][0].layer
+            name = f"{'F' if unit.phase == 'forward' else 'B'}{unit.micro} {layer}"
+            last = [
+                self.add(Block(name, kernels, device=g, layer=layer), needs)
+                for g, kernels in enumerate(unit.kernels)
+            ]
             ends.append(tuple(last))
-            pending += [(b, tuple(base + at for base in bases)) for b, at in unit.completes]
+            # the bucket's reduce-scatter waits for the unit that writes its last gradient
+            pending += [(b, tuple(last)) for b, _ in unit.completes]
             if self.sync.overlap or unit.ends_micro:
                 for b, ready in sorted(pending):
                     self.reduce(b, ready if self.sync.overlap else ends[-1])
