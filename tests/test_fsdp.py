@@ -56,17 +56,21 @@ def test_fsdp_issues_each_gather_ahead_and_before_the_previous_units_reduce_scat
         "F0 b",
         "all-gather weights 1 (backward 0)",  # issued before b's reduce-scatter (BACKWARD_PRE)
         "B0 b",
+        "cast gradients 0 to float32",  # float16 gradients cast to the reduce dtype
         "reduce-scatter bucket 0 (0 MB)",
         "B0 a",
+        "cast gradients 1 to float32",
         "reduce-scatter bucket 1 (0 MB)",
         "w -= lr * g",
     ]
     assert deps[1] == deps[2] == ()
     assert deps[4] == (3,) and deps[6] == (5,)  # unit j - 2 ended
-    assert deps[3] == (1,) and deps[5] == (2,) and deps[7] == (4,) and deps[9] == (6,)
-    assert deps[8] == (7,) and deps[10] == (9,)  # each bucket's reduce-scatter after its unit
-    assert deps[11] == (8, 10)
+    assert deps[3] == (1,) and deps[5] == (2,) and deps[7] == (4,) and deps[10] == (6,)
+    assert deps[8] == (7,) and deps[9] == (8,) and deps[11] == (10,) and deps[12] == (11,)
+    assert deps[13] == (9, 12)
     assert [op.nbytes for op in ops if isinstance(op, AllReduce)][:2] == [20 * 2, 10 * 2]
+    cast = ops[8]
+    assert (cast.work.bytes_read, cast.work.bytes_written) == (10 * 2, 10 * 4)
     assert isinstance(ops[3], Block) and [k.name for k in ops[3].kernels] == ["a fwd"]
 
 
@@ -88,7 +92,7 @@ def test_accumulation_reduces_once_unless_the_gradients_are_sharded(zero, reduce
     ops, _ = ddp.ring_step(
         [_two_unit_step(), _two_unit_step()],
         [("b", 10), ("a", 20)],
-        _sync(zero=zero, microbatches=3),
+        _sync(zero=zero, microbatches=3, weight_dtype="float32"),  # no casts: count collectives only
         ranks=2,
     )
     kinds = [op.kind for op in ops if isinstance(op, AllReduce)]

@@ -194,6 +194,29 @@ class _Program:
                 for b in range(len(self.sizes)):
                     self.reduce(b, tuple(closing[b]) if self.sync.overlap else tuple(ends))
 
+    def _casts(self, bucket: int, steps: Sequence[GpuStep]) -> list[Kernel]:
+        """FSDP's mixed precision computes with gathered weights in ``weight_dtype``, so their
+        gradients come out in it and are cast to the reduce dtype (the master's) before the
+        reduce-scatter (``FlatParamHandle``: ``unsharded_grad.to(reduce_dtype)``): one pass over
+        the unit's gradients per micro-batch, reading the narrow copy and writing the wide one."""
+        narrow, wide = itemsize(self.sync.weight_dtype), itemsize(self.sync.master_dtype)
+        if narrow >= wide:
+            return []
+        params = self.sizes[bucket]
+        return [
+            Kernel.of(
+                f"cast gradients {bucket} to {self.sync.master_dtype}",
+                0.0,
+                params * narrow,
+                params * wide,
+                params,
+                device=g,
+                layer="sync",
+                dtype=self.sync.master_dtype,
+            )
+            for g in range(len(steps))
+        ]
+
     def sharded(self, steps: Sequence[GpuStep], sequence: list[Unit]) -> None:
         """ZeRO-3 / FSDP: a unit's weights are gathered before its forward and again before its
         backward. Unit ``j``'s gather may start once unit ``j - prefetch`` has ended and freed its
@@ -227,6 +250,10 @@ class _Program:
                 self.add(Block(name, kernels, device=g, layer=layer), needs)
                 for g, kernels in enumerate(unit.kernels)
             ]
+            for b, _ in unit.completes:  # FSDP casts the bucket's gradients to the reduce dtype
+                casts = self._casts(b, steps)
+                if casts:
+                    last = [self.add(cast, (block,)) for cast, block in zip(casts, last, strict=True)]
             ends.append(tuple(last))
             # the bucket's reduce-scatter waits for the unit that writes its last gradient
             pending += [(b, tuple(last)) for b, _ in unit.completes]
