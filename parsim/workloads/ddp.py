@@ -15,6 +15,13 @@ the updated weights are all-gathered; stage 3 also all-gathers each bucket's wei
 layers run forward and again before backward. Stages 1 and 2 move what an all-reduce moves;
 stage 3 half as much again.
 
+ZeRO-3 is issued as PyTorch FSDP's hooks issue it (Zhao et al., "PyTorch FSDP", VLDB 2023,
+section 3.3-3.4): a bucket is a unit; its gather may run only ``prefetch`` units ahead (the rate
+limiter frees a unit's gathered weights when it ends), in the backward pass ahead of the previous
+unit's reduce-scatter; every collective waits its turn on the group's one NCCL stream. With
+``microbatches`` > 1 (gradient accumulation) each GPU runs that many passes before the update;
+replicated gradients are reduced once, sharded ones (ZeRO-2, FSDP) after every pass.
+
 Every GPU of the node is simulated (their copies share PCIe switches); the GPUs of other nodes
 are symmetric, so the collectives span them through the fabric model (``model.collectives``).
 """
