@@ -72,6 +72,18 @@ NOT_MET_YET: dict[str, str] = {
     # kernel rates. Missing: the compute-stream slowdown while NCCL kernels hold SMs (a cited
     # channel count per NCCL version and GPU) and the single-GPU efficiency of these frameworks
     "fsdp": "single-GPU kernel efficiency of PyTorch FSDP frameworks and NCCL's SM share not modelled",
+    # issue 26 item 8: 19.9 % against 10 % (26.1 % before THNN's per-image GEMM, which took the six
+    # Torch7 rows from 39.8 % to 12.9 %). Intel Neural Compressor's Xeon 8480+ rows (22 %) need the
+    # clock under AVX-512 load with turbo on (VGG-16 at 59 ms an image on 4 cores is above the 2.0 GHz
+    # peak) together with what separates the frameworks on a CPU: eager PyTorch's per-call weight
+    # reorder runs at the reorder's own rate, not DRAM's (ResNet-18 +24 to +51 %), IPEX keeps its
+    # weights prepacked (-21 %); raising the clock alone makes the class worse (22 % -> 24-33 %)
+    "cpu": "the Xeon's AVX-512 turbo clock and per-framework CPU costs (weight reorders) not modelled",
+    # issue 26 item 9: 19.0 % against 10 %. The worst rows are not host-bound: MXNet's 0.7 ms at batch
+    # 1 on an A100 (-87 %), TF1 AMP at batch 16-256 on a V100 (+23 to +44 %: the real-TFRecords input
+    # pipeline), Torch7/cuDNN 5.1 on a GTX 1080 (-25 to -43 %), timm on an RTX 4090 (-10 to +46 %); a
+    # per-step serial host cost for graph mode (FrameworkSpec.step_cycles) did not lower the class
+    "inference": "input pipelines, MXNet's batch-1 engine and 2016 cuDNN's rates are not modelled",
 }
 
 
@@ -208,7 +220,8 @@ def test_cli_published_refuses_measuring_options(cli):
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
         ("tf32_patch", 0.34, "tf32-training"),
         ("onednn_patch", 1.0, "modern-cpu"),
-        ("thnn_patch", 0.14, "torch7-cpu"),
+        ("thnn_patch", 0.2, "torch7-cpu"),
+        ("thnn_pixels_patch", 320.0, "torch7-cpu"),
         ("attention_patch", 0.22, "flash-training"),
     ],
 )

@@ -127,6 +127,12 @@ class LibrarySpec:
             of an eager call are re-laid out every time: read and written once more.
         fuses_elementwise: the compiler fuses an element-wise op on a product's output into the
             product (``model.fusion``): no separate pass over memory.
+        per_image_half_pixels: a library that runs a convolution as one BLAS GEMM per image (Torch7's
+            THNN: im2col and ``addmm`` per frame) gets the image's output pixels (H x W) as the
+            product's short side; the call's fixed work (packing the weight panel, edge tiles,
+            the threads' join) is spread over them, so the convolution reaches
+            ``pixels / (pixels + per_image_half_pixels)`` of ``conv_efficiency``: half at this many
+            pixels. 0: one product over the whole batch (oneDNN, cuDNN).
     """
 
     id: str = attrs.field(validator=text)
@@ -149,7 +155,12 @@ class LibrarySpec:
     folds: bool = attrs.field(default=False, validator=boolean)
     blocked_weights: bool = attrs.field(default=False, validator=boolean)
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
+    per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
 
-    def conv_share(self, matrix_format: str | None) -> float:
-        """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)."""
-        return dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)
+    def conv_share(self, matrix_format: str | None, pixels: float = 0.0) -> float:
+        """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)
+        whose images have ``pixels`` output pixels each (0: not known, the full share)."""
+        share = dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)
+        if self.per_image_half_pixels and pixels > 0:
+            share *= pixels / (pixels + self.per_image_half_pixels)
+        return share
