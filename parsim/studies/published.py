@@ -61,6 +61,7 @@ CLASSES: dict[str, tuple[str, float]] = {
     "megatron": ("Megatron-LM GPT TFLOP/s per GPU", 0.15),
     "serving": ("LLM serving under load (P50/P99 latency)", 0.25),
     "tpu-training": ("TPU slice training throughput (MaxText recipes)", 0.20),
+    "fsdp": ("FSDP / ZeRO-3 LLM training throughput", 0.10),
 }
 """Each class: what it holds and its MAPE target (for a ``POINTS`` class: mean absolute error in
 percentage points of efficiency)."""

@@ -190,6 +190,20 @@ class DataParallelParams(_ModelParams):
         description="language models: activation recomputation (as network's): none, selective (the "
         "attention core) or full (FSDP runs such as MaxText's: zero=3 recompute=full)",
     )
+    microbatches: int = Field(
+        1,
+        gt=0,
+        le=4096,
+        description="micro-batches per GPU and step (gradient accumulation): each GPU's samples run "
+        "in that many forward/backward passes before one update",
+    )
+    prefetch: int = Field(
+        2,
+        gt=0,
+        le=1024,
+        description="zero=3 (FSDP): units whose weights may be gathered at once; 2 as FSDP's "
+        "limit_all_gathers and FSDP2's default prefetch keep (1: every gather exposed)",
+    )
 
 
 def _elementwise(op: str) -> WorkloadDef:
