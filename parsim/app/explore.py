@@ -6,7 +6,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots
-from parsim.app import editor, layout, urlstate
+from parsim.app import editor, layout, links, urlstate
 from parsim.app.cache import cached_lessons_using, cached_predict, resolve
 from parsim.app.memory import memory_bar
 from parsim.app.widgets import (
@@ -161,7 +161,7 @@ def show(p, spec, link, call: tuple) -> None:
     if taught:  # the lessons that teach this workload, found from the lessons themselves
         st.caption(
             "Lessons with this workload: "
-            + ", ".join(f"[{title}](/learn?lesson={name})" for name, title in taught)
+            + ", ".join(f"[{title}]({links.lesson(name).url})" for name, title in taught)
         )
 
 
