@@ -37,7 +37,7 @@ def test_the_cpu_baseline_swept_beside_two_gpus_is_one_line(swept):
 
 def test_a_line_never_has_two_points_at_one_x():
     frame = pandas.DataFrame(
-        {"case": ["a", "a", "b", "b"], "device": ["x", "x", "x", "x"], "n": [1, 2, 1, 2], "latency_s": [1, 2, 3, 4]}
+        {"case": list("aabb"), "device": list("xxxx"), "n": [1, 2, 1, 2], "latency_s": [1, 2, 3, 4]}
     )
     figure = parsim.plots.sweep(frame, x="n", y="latency_s", hue="device")  # device alone mixes cases
     lines = [line for line in figure.axes[0].get_lines() if line.get_label()[0] != "_"]
