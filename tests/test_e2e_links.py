@@ -46,9 +46,10 @@ def shown(page, name: str, value: str) -> str:
         return page.locator("[data-testid='stButtonGroup'] button[aria-checked='true']").first.inner_text()
     if name == "lesson":
         return page.locator("h2").first.inner_text().strip()
-    # any other widget: a box's value, or a picker's label ending in the id "(t4)"
+    # any other widget: a box's value, or a picker's label naming the id ("... (t4)", "matmul — ...")
     values = page.evaluate("() => Array.from(document.querySelectorAll('input')).map(i => i.value)")
-    return value if any(v == value or v.endswith(f"({value})") for v in values) else f"none of {values}"
+    named = any(v == value or v.endswith(f"({value})") or v.startswith(f"{value} — ") for v in values)
+    return value if named else f"none of {values}"
 
 
 def promised(name: str, value: str) -> str:
