@@ -70,6 +70,33 @@ def explore_cases() -> list[tuple[str, str]]:
     return cases
 
 
+def test_a_batch_starts_at_the_largest_halving_that_fits():
+    from parsim.app.widgets import batch_that_fits
+    from parsim.workloads.registry import WORKLOADS
+
+    fields = dict(WORKLOADS["data_parallel"].params.model_fields)
+    asked = []
+
+    def fits(name, params):
+        asked.append(params["batch"])
+        return params["batch"] <= 100
+
+    assert batch_that_fits("data_parallel", fields, {"batch": 256}, fits)["batch"] == 64
+    assert asked == [256, 128, 64]
+    assert batch_that_fits("data_parallel", fields, {"batch": 256}, lambda n, p: False)["batch"] == 1
+
+
+def test_explore_judges_fit_with_the_models_footprint_rule():
+    from parsim.app.explore import fits_on
+
+    # ResNet-50 data-parallel at 256 images: ~23 GiB, more than a 16 GB TPU v5e or T4, less than 80 GB
+    params = {"model": "resnet50", "batch": 256}
+    assert not fits_on("tpu-v5e", None, None)("data_parallel", params)
+    assert not fits_on("t4", "xeon-e5-2630v3", None)("data_parallel", params)
+    assert fits_on("h100-sxm", "xeon-e5-2630v3", None)("data_parallel", params)
+    assert fits_on("t4", "xeon-e5-2630v3", None)("data_parallel", {**params, "batch": 64})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_cases_below_are_what_explore_offers(device):
