@@ -87,9 +87,7 @@ def plan(
     allowed = columns(cases, checked, found, True)[0] | set(PER_SAMPLE) | set(SCALING)
     shape = Shape(checked.fields, frozenset(allowed), frozenset(found))
     templates = _templates(source, len(cases))
-    return Plan(
-        cases, checked, total, measure, path, frozenset(every), frozenset(numeric), shape, templates
-    )
+    return Plan(cases, checked, total, measure, path, frozenset(every), frozenset(numeric), shape, templates)
 
 
 def open_store(checked: Plan, keep: bool = True) -> Store:
