@@ -245,7 +245,9 @@ def _tree(fabric: _Fabric, group: Group, nbytes: float, protocol: str) -> nccl.C
 
 def _nvls(fabric: _Fabric, nbytes: float) -> nccl.Choice:
     """NVLink SHARP inside one node: one switch round, the buffer up once and the result down once."""
-    return nccl.Choice("nvls", "simple", nccl.nvls_latency_s(1), nbytes / nccl.nvls_bandwidth_Bps(fabric.link))
+    return nccl.Choice(
+        "nvls", "simple", nccl.nvls_latency_s(1), nbytes / nccl.nvls_bandwidth_Bps(fabric.link)
+    )
 
 
 def _all_to_all(fabric: _Fabric, group: Group, nbytes: float) -> Timing:
@@ -265,7 +267,9 @@ def _candidates(
     """Every (algorithm, protocol) NCCL could run for this collective that the caller allows."""
     protocols = [p for p in nccl.protocols_on(fabric.link, fabric.transport) if protocol in ("auto", p)]
     if protocol != "auto" and not protocols:
-        raise ParsimError(f"'protocol' {protocol} does not run on {fabric.link.id} (NCCL enables LL128 on NVLink only)")
+        raise ParsimError(
+            f"'protocol' {protocol} does not run on {fabric.link.id} (NCCL enables LL128 on NVLink only)"
+        )
     choices = []
     if algorithm in ("auto", "ring"):
         choices += [_ring(fabric, group, kind, nbytes, p) for p in protocols]

@@ -139,7 +139,9 @@ def check(algorithm: str, protocol: str, transport: str = "p2p") -> None:
         if value not in allowed:
             raise ParsimError(f"'{field}' must be one of {', '.join(allowed)}: {value!r}")
     if algorithm == "nvls" and protocol not in ("auto", "simple"):
-        raise ParsimError(f"'protocol' must be simple or auto with algorithm nvls (NCCL runs NVLS on Simple): {protocol!r}")
+        raise ParsimError(
+            f"'protocol' must be simple or auto with algorithm nvls (NCCL runs NVLS on Simple): {protocol!r}"
+        )
 
 
 RCCL = "rccl"
@@ -213,7 +215,9 @@ def tree_latency_s(protocol: str, per_node: int, nodes: int, intra: str) -> floa
     depth = math.ceil(math.log2(nodes)) if nodes > 1 else 0
     if intra == RCCL:  # RCCL's tree as NCCL's across nodes, its chain at NVLink's hop cost
         intra = "nvlink"
-    return BASE_LATENCY_S[key] + 2 * ((per_node - 1) * HOP_LATENCY_S[intra][key] + depth * HOP_LATENCY_S["net"][key])
+    return BASE_LATENCY_S[key] + 2 * (
+        (per_node - 1) * HOP_LATENCY_S[intra][key] + depth * HOP_LATENCY_S["net"][key]
+    )
 
 
 def nvls_latency_s(nodes: int) -> float:

@@ -62,7 +62,9 @@ class CollectiveParams(ParamsModel):
     protocol: Literal["auto", "ll", "ll128", "simple"] = Field(
         "auto", description="NCCL protocol: auto (its tuner), ll, ll128 (NVLink only) or simple"
     )
-    p2p: bool = Field(True, description="GPUs reach each other peer-to-peer; false: staged through host memory")
+    p2p: bool = Field(
+        True, description="GPUs reach each other peer-to-peer; false: staged through host memory"
+    )
     nodes: int = Field(1, gt=0, le=MAX_NODES, description="nodes of the cluster (--cluster)")
 
 
@@ -72,7 +74,9 @@ def _check(name: str, given: Params, params: Params) -> Params:
             f"{name}: 'algorithm' {params['algorithm']} applies to allreduce only (NCCL runs {name} as a ring)"
         )
     if params["algorithm"] == "nvls" and params["protocol"] not in ("auto", "simple"):
-        raise ParsimError(f"{name}: 'protocol' must be simple or auto with algorithm nvls: {params['protocol']!r}")
+        raise ParsimError(
+            f"{name}: 'protocol' must be simple or auto with algorithm nvls: {params['protocol']!r}"
+        )
     return params
 
 
