@@ -62,7 +62,8 @@ def collective_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
     share = timing.latency_s / timing.seconds if timing.seconds else 0.0
     return (
         f"{op.kind.replace('_', '-')} by {timing.algorithm}"
-        f"{f' ({timing.protocol.upper()} protocol)' if timing.protocol else ''} over {system.total_gpus} GPUs "
+        f"{f' ({timing.protocol.upper()} protocol)' if timing.protocol else ''}"
+        f" over {system.total_gpus} GPUs "
         f"({system.nodes} node{'s' if system.nodes > 1 else ''}): latency terms are {share:.0%} of its time",
     )
 

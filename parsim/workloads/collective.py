@@ -71,7 +71,8 @@ class CollectiveParams(ParamsModel):
 def _check(name: str, given: Params, params: Params) -> Params:
     if params["algorithm"] in ("tree", "nvls") and KINDS[name] != "all_reduce":
         raise ParsimError(
-            f"{name}: 'algorithm' {params['algorithm']} applies to allreduce only (NCCL runs {name} as a ring)"
+            f"{name}: 'algorithm' {params['algorithm']} applies to allreduce only "
+            f"(NCCL runs {name} as a ring)"
         )
     if params["algorithm"] == "nvls" and params["protocol"] not in ("auto", "simple"):
         raise ParsimError(
