@@ -64,6 +64,14 @@ NOT_MET_YET: dict[str, str] = {
     # and its dense rows are already +23 % (bf16) and +58 % (int8): the MoE kernel's own traffic is
     # not modelled yet (issue 26's per-engine decode kernels)
     "llm-decode": "gpt-fast's MoE expert-gather kernels are not modelled (the dense rows: 18.4 %)",
+    # issue 26 item 1: NCCL's tuner constants put an 8-byte ring/LL all-reduce on 8 H100 at 15 us
+    # (13 measured) and NVLS' start-up at 25 us where Azure's forced-NVLS H200 rows imply ~30 us
+    # (+20 %); two GPUs without peer access start 17-35 % slower than priced
+    "collective-small": "NVLS' fixed cost (~30 us measured, NCCL's 25 us) and PCIe host-staged start-up",
+    # issue 26 item 2: with peer access off, nccl-tests reach 2.5-4 GB/s on PCIe 3.0 and 4.0 alike:
+    # the receiving GPU's SMs read host memory over PCIe, a Little's-law bound (bytes in flight per
+    # NCCL channel over the read latency) that parsim's staged model (half the link) does not have
+    "tp-pcie": "the host-staged (SHM) transport's GPU reads of host memory are not modelled",
 }
 
 
