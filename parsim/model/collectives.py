@@ -230,7 +230,9 @@ def _ring(fabric: _Fabric, group: Group, kind: str, nbytes: float, protocol: str
     network's), each GPU's ring share of the buffer at the slower level's rate."""
     n, nodes = group.ranks, group.nodes
     steps, inter_steps = (2 * (n - 1), 2 * (nodes - 1)) if kind == ALL_REDUCE else (n - 1, nodes - 1)
-    latency = nccl.ring_latency_s(protocol, steps, inter_steps, fabric.hop, fabric.intra_latency_s)
+    latency = nccl.ring_latency_s(
+        protocol, steps, inter_steps, fabric.hop, fabric.intra_latency_s, fabric.link.id
+    )
     bandwidth = ring_share(kind, n) * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps)
     return nccl.Choice("ring", protocol, latency, bandwidth)
 
@@ -238,7 +240,7 @@ def _ring(fabric: _Fabric, group: Group, kind: str, nbytes: float, protocol: str
 def _tree(fabric: _Fabric, group: Group, nbytes: float, protocol: str) -> nccl.Choice:
     """NCCL's tree all-reduce: a chain inside each node, a double binary tree across nodes; each
     node sends and receives the whole buffer twice (reduce up, broadcast down)."""
-    latency = nccl.tree_latency_s(protocol, group.per_node, group.nodes, fabric.hop)
+    latency = nccl.tree_latency_s(protocol, group.per_node, group.nodes, fabric.hop, fabric.link.id)
     bandwidth = 2.0 * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps * fabric.spine)
     return nccl.Choice("tree", protocol, latency, bandwidth)
 

@@ -37,6 +37,9 @@ Sources:
   Azure/AI-benchmarking-guide@7f20e5fa3b2f9a46d8404af1f6fb14b049d6d5cc
   Azure_Results/ND_H200_v5_results.md (8x H200, NVLS): both plateau at 480 GB/s bus bandwidth,
   an algorithm bandwidth of 274 GB/s = 0.61 of NVLink 4's 450 GB/s per direction.
+- [ND-A100] Azure/AI-benchmarking-guide@3bb66cacc25632d8ece36bc1d5128c5ea886a60b
+  Azure_Results/ND_A100_v4_results.md: 8x A100-SXM4-80GB (NVSwitch), NCCL 2.18.5, all-reduce
+  '| 1M | 36.22 |' GB/s bus bandwidth.
 - [P2P-OFF] Anthony-Hoo/Anthony-Hoo.github.io@37e805e8e56f839f6557756d76503d45af6ab47e
   posts/AutoDL_Multi-GPU_Interconnection_Test.md: two RTX 2080 Ti without peer access,
   p2pBandwidthLatencyTest "Bidirectional P2P=Disabled" 6.10 GB/s in all against 12.2 / 13.2 GB/s
@@ -107,6 +110,12 @@ NVLS_EFFICIENCY = {"nvlink4": 0.61, "nvlink5": 0.61 * 0.74 / 0.85}
 """NVLS algorithm bandwidth over the NVLink's peak per direction: Hopper fitted once on [NVLS-H]'s
 plateau (274 / 450 GB/s); Blackwell an estimate: Hopper's times the ratio of NCCL's own
 ``nvlsEfficiency`` (0.74 / 0.85), no public NVLS measurement on B200 being at hand."""
+NVLINK_HOP_SCALE = {"nvlink3": 2.75}
+"""A step over NVLink on an A100 board (NVLink 3, second-generation NVSwitch) costs 2.75 x NCCL's
+constant: fitted once for the Ampere generation on Azure ND A100 v4's 1 MiB all-reduce ([ND-A100]:
+36.22 GB/s bus bandwidth = 50.6 us, of which LL's 87.7 GB/s carries 20.9 us, leaving 29.7 us =
+6.6 us + 14 steps x 1.65 us against NCCL's 0.6 us). NCCL's constants hold on Hopper ([NVLS-H]'s
+8 H100: 13.0 us for 8 bytes, 15.0 priced) and are kept for the other generations."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
 
@@ -194,8 +203,20 @@ def nvls_bandwidth_Bps(link: LinkSpec) -> float:
     return NVLS_EFFICIENCY[link.id] * link.peak_bandwidth_Bps
 
 
+def hop_latency_s(intra: str, algorithm: str, protocol: str, link_id: str = "") -> float:
+    """One step inside a node: NCCL's constant for what it crosses, scaled for the NVLink
+    generation where that has been measured (``NVLINK_HOP_SCALE``)."""
+    scale = NVLINK_HOP_SCALE.get(link_id, 1.0) if intra == "nvlink" else 1.0
+    return HOP_LATENCY_S[intra][(algorithm, protocol)] * scale
+
+
 def ring_latency_s(
-    protocol: str, steps: int, inter_steps: int, intra: str, link_latency_s: float = 0.0
+    protocol: str,
+    steps: int,
+    inter_steps: int,
+    intra: str,
+    link_latency_s: float = 0.0,
+    link_id: str = "",
 ) -> float:
     """[TUNE]: the ring's base latency plus one hop per step, the steps that cross nodes at the
     network's hop latency (``RCCL``: ``link_latency_s`` per step inside a node, no base)."""
@@ -204,20 +225,19 @@ def ring_latency_s(
         return (steps - inter_steps) * link_latency_s + inter_steps * HOP_LATENCY_S["net"][key]
     return (
         BASE_LATENCY_S[key]
-        + (steps - inter_steps) * HOP_LATENCY_S[intra][key]
+        + (steps - inter_steps) * hop_latency_s(intra, "ring", protocol, link_id)
         + inter_steps * HOP_LATENCY_S["net"][key]
     )
 
 
-def tree_latency_s(protocol: str, per_node: int, nodes: int, intra: str) -> float:
+def tree_latency_s(protocol: str, per_node: int, nodes: int, intra: str, link_id: str = "") -> float:
     """[TUNE]: up and down a chain of ``per_node`` GPUs and ``log2(nodes)`` tree levels."""
     key = ("tree", protocol)
     depth = math.ceil(math.log2(nodes)) if nodes > 1 else 0
     if intra == RCCL:  # RCCL's tree as NCCL's across nodes, its chain at NVLink's hop cost
         intra = "nvlink"
-    return BASE_LATENCY_S[key] + 2 * (
-        (per_node - 1) * HOP_LATENCY_S[intra][key] + depth * HOP_LATENCY_S["net"][key]
-    )
+    hop = hop_latency_s(intra, "tree", protocol, link_id)
+    return BASE_LATENCY_S[key] + 2 * ((per_node - 1) * hop + depth * HOP_LATENCY_S["net"][key])
 
 
 def nvls_latency_s(nodes: int) -> float:
