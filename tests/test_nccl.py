@@ -3,6 +3,7 @@ choices and times on tiny cases, and the invariants every choice keeps."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -58,13 +59,15 @@ def test_the_ampere_hop_scale_reproduces_the_row_it_was_fitted_on():
 
 
 def test_without_peer_access_each_hop_is_staged_through_host_memory():
-    # 2 RTX 4090 on PCIe 4.0 (25 GB/s): half of it each way; a 1 GiB ring over PCIe on Simple:
-    # 8.4 + 2 x 5.7 us, each GPU sending the whole buffer once
+    # 2 RTX 4090 on PCIe 4.0 (25 GB/s): half of it each way would be 12.5 GB/s, NCCL's SHM transport
+    # moves 4 GB/s; a 1 GiB ring over PCIe on Simple: 8.4 + 2 x 5.7 us, each GPU sending the buffer once
     nbytes = 2**30
     timing = collective(node("rtx4090-pcie-2x"), "all_reduce", nbytes, transport="host")
     assert (timing.algorithm, timing.protocol) == ("ring", "simple")
     assert timing.latency_s == pytest.approx((8.4 + 2 * 5.7) * US)
-    assert timing.bandwidth_s == pytest.approx(nbytes / 12.5e9)
+    assert timing.bandwidth_s == pytest.approx(nbytes / 4.0e9)
+    assert nccl.staged_Bps(registry.link("pcie3-x16")) == pytest.approx(4.0e9)  # < 12.3 / 2
+    assert nccl.staged_Bps(attrs.evolve(registry.link("pcie3-x16"), bandwidth_Bps=6e9)) == pytest.approx(3e9)
     direct = collective(node("rtx4090-pcie-2x"), "all_reduce", nbytes)
     assert direct.bandwidth_s == pytest.approx(nbytes / 25e9)
 
@@ -117,7 +120,7 @@ def test_time_grows_with_the_buffer_and_bus_bandwidth_stays_under_the_link(
     if b.algorithm == "nvls":  # the switch reduces: bounded by NVLS' share of the peak, not the ring
         ranks = system.gpus
         assert busbw <= nccl.nvls_bandwidth_Bps(link) * 2 * (ranks - 1) / ranks * 1.0001
-        assert link.id in nccl.NVLS_EFFICIENCY and system.gpus >= nccl.NVLS_MIN_GPUS
+        assert link.id in nccl.NVLS_EFFICIENCY and system.gpus >= nccl.NVLS_MIN_RANKS
     else:
         rate = link.bandwidth_Bps if transport == "p2p" else nccl.staged_Bps(system.host_link)
         assert busbw <= rate * nccl.PROTOCOL_SHARE[b.protocol] * 1.0001
@@ -132,3 +135,14 @@ def test_the_cli_takes_protocol_and_p2p(cli):
     assert code == 2 and "protocol" in err
     code, _, err = cli("predict", "allreduce", "bytes=8", "algorithm=nvls", "--cluster", "dgx-a100")
     assert code == 2 and "'algorithm' nvls needs" in err
+
+
+def test_nvls_needs_five_gpus_of_an_nvswitch_board():
+    # issue #1455: forced NVLS on 2-4 H100 stays at the ring's bandwidth; from 5 GPUs it pays
+    from parsim.model.collectives import Group
+
+    system = node("dgx-h100")
+    assert collective(system, "all_reduce", 8 * 2**30, Group(5, 5)).algorithm == "nvls"
+    assert collective(system, "all_reduce", 8 * 2**30, Group(4, 4)).algorithm == "ring"
+    with pytest.raises(ParsimError, match=">= 5 in the group"):
+        collective(system, "all_reduce", 2**20, Group(4, 4), algorithm="nvls")

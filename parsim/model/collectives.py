@@ -286,7 +286,7 @@ def _candidates(
     if algorithm == "nvls" and not nvls_here:
         raise ParsimError(
             f"'algorithm' nvls needs an all-reduce inside one node of NVLink 4+ NVSwitches "
-            f"(>= {nccl.NVLS_MIN_GPUS} GPUs, more than 2 in the group): "
+            f"(>= {nccl.NVLS_MIN_GPUS} GPUs, >= {nccl.NVLS_MIN_RANKS} in the group): "
             f"{fabric.link.id}, {group.per_node} GPUs"
         )
     if nvls_here and algorithm in ("auto", "nvls") and protocol in ("auto", "simple"):

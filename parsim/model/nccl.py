@@ -37,6 +37,9 @@ Sources:
   Azure/AI-benchmarking-guide@7f20e5fa3b2f9a46d8404af1f6fb14b049d6d5cc
   Azure_Results/ND_H200_v5_results.md (8x H200, NVLS): both plateau at 480 GB/s bus bandwidth,
   an algorithm bandwidth of 274 GB/s = 0.61 of NVLink 4's 450 GB/s per direction.
+- [NVLS-N] NVIDIA/nccl issue #1455 (8x H100 SXM, NCCL_ALGO=NVLS ./all_reduce_perf -b 2G -e 4G):
+  "Busbw remains about 365-370 GBps when gpus from 2 to 4 ... increase from 370 to 420, 440, 460,
+  and 480 GBps when gpus increase from 4 to 5, 6, 7, and 8".
 - [ND-A100] Azure/AI-benchmarking-guide@3bb66cacc25632d8ece36bc1d5128c5ea886a60b
   Azure_Results/ND_A100_v4_results.md: 8x A100-SXM4-80GB (NVSwitch), NCCL 2.18.5, all-reduce
   '| 1M | 36.22 |' GB/s bus bandwidth.
@@ -44,7 +47,10 @@ Sources:
   posts/AutoDL_Multi-GPU_Interconnection_Test.md: two RTX 2080 Ti without peer access,
   p2pBandwidthLatencyTest "Bidirectional P2P=Disabled" 6.10 GB/s in all against 12.2 / 13.2 GB/s
   pinned host copies: a copy staged through host memory crosses PCIe twice, so both directions at
-  once share half the link.
+  once share half the link; nccl-tests all_reduce_perf -g 2 reaches 4.00 GB/s bus bandwidth from
+  4 MiB to 1 GiB ('1073741824 ... 268461 4.00 4.00').
+- [KALAVAI] kalavai-net/kalavai-client@24922d47bf823d763b4edb1e7ee032d119463864 scripts/README.md:
+  2 and 4 RTX 4090 without peer access, all_reduce_perf 2.5-3.9 GB/s bus bandwidth.
 """
 
 from __future__ import annotations
@@ -118,6 +124,9 @@ constant: fitted once for the Ampere generation on Azure ND A100 v4's 1 MiB all-
 8 H100: 13.0 us for 8 bytes, 15.0 priced) and are kept for the other generations."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
+NVLS_MIN_RANKS = 5
+"""[NVLS-N] on 8 H100 with NVLS forced: bus bandwidth stays at the ring's 365-370 GB/s for 2 to 4
+GPUs and rises to 420, 440, 460, 480 GB/s for 5 to 8: NVLS pays off from 5 GPUs of a group."""
 
 
 @attrs.frozen
@@ -184,17 +193,26 @@ def protocol_bandwidth_Bps(link_Bps: float, protocol: str, link: LinkSpec) -> fl
     return rate
 
 
+SHM_TRANSPORT_BPS = 4.0e9
+"""What NCCL's SHM transport carries per GPU when peer access is off, fitted once on [P2P-OFF]'s
+two RTX 2080 Ti on PCIe 3.0 (all-reduce bus bandwidth 4.00 GB/s from 4 MiB to 1 GiB, where half
+the link would allow 6.2): the receiving GPU's SMs read the sender's chunks from host memory over
+PCIe, a few NCCL channels with a bounded number of reads in flight each, so the rate does not grow
+with the PCIe generation (two RTX 4090 on PCIe 4.0 reach 3.5-3.9 GB/s, [KALAVAI])."""
+
+
 def staged_Bps(link: LinkSpec) -> float:
     """A GPU's rate to its ring neighbour through host memory when peer access is off: each byte
-    crosses PCIe twice (down to the host, up to the peer) and every GPU sends while it receives,
-    so the two directions share half the link ([P2P-OFF])."""
-    return link.bandwidth_Bps / 2.0
+    crosses PCIe twice (down to the host, up to the peer) while every GPU sends and receives, so
+    at most half the link ([P2P-OFF]), and no more than NCCL's SHM transport moves
+    (``SHM_TRANSPORT_BPS``)."""
+    return min(link.bandwidth_Bps / 2.0, SHM_TRANSPORT_BPS)
 
 
 def nvls_available(link: LinkSpec, gpus_per_node: int, ranks_per_node: int) -> bool:
     """NVLS runs where the node's GPUs hang off third-generation NVSwitches (NVLink 4 and later,
-    ``NVLS_MIN_GPUS`` or more on the board) and the group has more than two of them."""
-    return link.id in NVLS_EFFICIENCY and gpus_per_node >= NVLS_MIN_GPUS and ranks_per_node > 2
+    ``NVLS_MIN_GPUS`` or more on the board) and the group has ``NVLS_MIN_RANKS`` of them or more."""
+    return link.id in NVLS_EFFICIENCY and gpus_per_node >= NVLS_MIN_GPUS and ranks_per_node >= NVLS_MIN_RANKS
 
 
 def nvls_bandwidth_Bps(link: LinkSpec) -> float:
