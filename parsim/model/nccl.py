@@ -43,6 +43,9 @@ Sources:
 - [ND-A100] Azure/AI-benchmarking-guide@3bb66cacc25632d8ece36bc1d5128c5ea886a60b
   Azure_Results/ND_A100_v4_results.md: 8x A100-SXM4-80GB (NVSwitch), NCCL 2.18.5, all-reduce
   '| 1M | 36.22 |' GB/s bus bandwidth.
+- [NT-123] NVIDIA/nccl-tests issue #123 ("Understanding the latency of NCCL", DGX-A100,
+  NCCL_ALGO=Ring NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128): actual time 10, 13.76, 16.88,
+  20.8, 25.2, 29.5, 33.7 us for 2 to 8 GPUs.
 - [SB] microsoft/superbenchmark@ae2ccdf5fd9484cb7ba5f7a11f7000481f9b6123
   tests/benchmarks/micro_benchmarks/test_cuda_nccl_bw_performance.py: all_reduce_perf -g 8 on 8x
   A100-SXM4-40GB, '8 2 float sum 34.66 ... 34.84' (in-place time, us).
@@ -119,14 +122,14 @@ NVLS_EFFICIENCY = {"nvlink4": 0.61, "nvlink5": 0.61 * 0.74 / 0.85}
 """NVLS algorithm bandwidth over the NVLink's peak per direction: Hopper fitted once on [NVLS-H]'s
 plateau (274 / 450 GB/s); Blackwell an estimate: Hopper's times the ratio of NCCL's own
 ``nvlsEfficiency`` (0.74 / 0.85), no public NVLS measurement on B200 being at hand."""
-NVLINK_HOP_SCALE = {"nvlink3": 3.05}
-"""A step over NVLink on an A100 board (NVLink 3, second-generation NVSwitch) costs 3.05 x NCCL's
-constant, fitted once for the Ampere generation on the two public 8x A100 runs with small buffers:
-Azure ND A100 v4's 1 MiB all-reduce ([ND-A100]: 36.22 GB/s bus bandwidth = 50.6 us, of which LL's
-87.7 GB/s carries 20.9 us, leaving 6.6 us + 14 steps x 1.65 us: 2.75 x NCCL's 0.6 us) and
-SuperBench's 8-byte one ([SB]: 34.84 us = 6.6 us + 14 x 2.02 us: 3.36 x), their mean. NCCL's
-constants hold on Hopper ([NVLS-H]'s 8 H100: 13.0 us for 8 bytes, 15.0 priced) and are kept for
-the other generations."""
+NVLINK_HOP_SCALE = {"nvlink3": 3.3}
+"""A step over NVLink on an A100 board (NVLink 3, second-generation NVSwitch) costs 3.3 x NCCL's
+constant, fitted once for the Ampere generation on [NT-123]: one channel, Ring, 8-128 bytes on a
+DGX A100 from 2 to 8 GPUs takes 10.0, 13.76, 16.88, 20.8, 25.2, 29.5, 33.7 us, 1.975 us per step
+(slope over 2 to 14 steps) on a 6.05 us base, against NCCL's 0.6 us and 6.6 us. The other A100
+runs agree: SuperBench's 8 bytes on 8 GPUs, 34.84 us ([SB]: 3.36 x), Azure's 1 MiB ([ND-A100]:
+2.75 x once LL's 87.7 GB/s is paid). NCCL's constants hold on Hopper ([NVLS-H]'s 8 H100: 13.0 us
+for 8 bytes, 15.0 priced) and are kept for the other generations."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
 NVLS_MIN_RANKS = 5
