@@ -63,14 +63,18 @@ def test_the_ampere_hop_scale_agrees_with_the_a100_runs():
 
 def test_without_peer_access_each_hop_is_staged_through_host_memory():
     # 2 RTX 4090 on PCIe 4.0 (25 GB/s): half of it each way would be 12.5 GB/s, NCCL's SHM transport
-    # moves 4 GB/s; a 1 GiB ring over PCIe on Simple: 8.4 + 2 x 5.7 us, each GPU sending the buffer once
+    # moves 4 GB/s; a 1 GiB ring through the host on Simple: 8.4 us + 2 steps x 2 PCIe crossings x
+    # 5.7 us, each GPU sending the buffer once
     nbytes = 2**30
     timing = collective(node("rtx4090-pcie-2x"), "all_reduce", nbytes, transport="host")
     assert (timing.algorithm, timing.protocol) == ("ring", "simple")
-    assert timing.latency_s == pytest.approx((8.4 + 2 * 5.7) * US)
+    assert timing.latency_s == pytest.approx((8.4 + 2 * 2 * 5.7) * US)
     assert timing.bandwidth_s == pytest.approx(nbytes / 4.0e9)
     assert nccl.staged_Bps(registry.link("pcie3-x16")) == pytest.approx(4.0e9)  # < 12.3 / 2
     assert nccl.staged_Bps(attrs.evolve(registry.link("pcie3-x16"), bandwidth_Bps=6e9)) == pytest.approx(3e9)
+    assert nccl.staged_Bps(registry.link("pcie4-x16"), sharing=2) == pytest.approx(2.0e9)  # one switch
+    behind_switches = collective(node("rtx4090-pcie-4x"), "all_reduce", nbytes, transport="host")
+    assert behind_switches.bandwidth_s == pytest.approx(1.5 * nbytes / 2.0e9)  # 2 GPUs per switch
     direct = collective(node("rtx4090-pcie-2x"), "all_reduce", nbytes)
     assert direct.bandwidth_s == pytest.approx(nbytes / 25e9)
 
@@ -125,7 +129,8 @@ def test_time_grows_with_the_buffer_and_bus_bandwidth_stays_under_the_link(
         assert busbw <= nccl.nvls_bandwidth_Bps(link) * 2 * (ranks - 1) / ranks * 1.0001
         assert link.id in nccl.NVLS_EFFICIENCY and system.gpus >= nccl.NVLS_MIN_RANKS
     else:
-        rate = link.bandwidth_Bps if transport == "p2p" else nccl.staged_Bps(system.host_link)
+        sharing = min(system.gpus_per_switch, system.gpus)
+        rate = link.bandwidth_Bps if transport == "p2p" else nccl.staged_Bps(system.host_link, sharing)
         assert busbw <= rate * nccl.PROTOCOL_SHARE[b.protocol] * 1.0001
 
 

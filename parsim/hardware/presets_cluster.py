@@ -287,20 +287,28 @@ MI300X_NODE = ClusterSpec(
 # Consumer PCIe boxes (no NVLink): the GPUs reach each other through the CPU's root ports, or,
 # with peer access off (GeForce drivers), through host memory (``p2p=false`` on a collective).
 # Single machines: the network is a stand-in the collectives of one node never use.
-def _rtx4090_box(gpus: int, source: str) -> ClusterSpec:
+def _rtx4090_box(gpus: int, per_switch: int, source: str, suffix: str = "") -> ClusterSpec:
+    where = "each on its own root port" if per_switch == 1 else f"{per_switch} behind each PCIe switch"
     return ClusterSpec(
-        id=f"rtx4090-pcie-{gpus}x",
-        name=f"{gpus}x GeForce RTX 4090 on PCIe 4.0 x16, no NVLink ({source})",
+        id=f"rtx4090-pcie-{gpus}x{suffix}",
+        name=f"{gpus}x GeForce RTX 4090 on PCIe 4.0 x16, {where}, no NVLink ({source})",
         device="rtx-4090",
         gpus_per_node=gpus,
         fabric="pcie4-x16",  # [TINY] [KALAVAI] PCIe 4.0 x16 per GPU, no NVLink on AD102
         host="epyc-9654",  # estimate: stand-in host (it only issues work here)
         network=NetworkSpec(ETH_25G, nics_per_node=1),  # stand-in: one node only
-        gpus_per_switch=1,  # [TINY] each GPU on its own root port
+        gpus_per_switch=per_switch,
     )
 
 
-RTX4090_PCIE = tuple(_rtx4090_box(g, s) for g, s in ((2, "KALAVAI"), (4, "KALAVAI"), (6, "TINY")))
+# [KALAVAI]'s bus ids: 0x1a and 0xb2 (two root ports); 0x1a, 0x1b | 0x3d, 0x3e (pairs of adjacent
+# buses: two GPUs behind each switch); [TINY]: 0x01, 0x42, 0x81, 0x82, 0xc1, 0xc2 on an EPYC's ports
+RTX4090_PCIE = (
+    _rtx4090_box(2, 1, "KALAVAI"),
+    _rtx4090_box(2, 2, "KALAVAI", "-switch"),
+    _rtx4090_box(4, 2, "KALAVAI"),
+    _rtx4090_box(6, 1, "TINY"),
+)
 
 # TPU pods: every chip of the slice is on the ICI torus (``torus_dims``), the NICs (Google's data
 # center network) only join slices; ``nodes`` are hosts. The hosts' CPUs are not documented: the

@@ -81,6 +81,7 @@ SOURCES: dict[str, str] = {
     "infinity-fabric-mi300x": "CDNA 3 white paper (7 x 64 GB/s); Azure ND MI300X v5 rccl-tests busbw",
     "xgmi-mi250x": "CDNA 2 white paper (4 x 50 GB/s); effective share estimated from MI300X's RCCL",
     "rtx4090-pcie-2x": "kalavai-net/kalavai-client scripts/README.md (2x RTX 4090, PCIe 4.0, no P2P)",
+    "rtx4090-pcie-2x-switch": "kalavai-net/kalavai-client scripts/README.md (2x RTX 4090 behind one switch)",
     "rtx4090-pcie-4x": "kalavai-net/kalavai-client scripts/README.md (4x RTX 4090, PCIe 4.0, no P2P)",
     "rtx4090-pcie-6x": "tinygrad/open-gpu-kernel-modules README.md (tinybox: 6x RTX 4090, PCIe 4.0, P2P)",
     "mi300x-node": "Azure ND MI300X v5 documentation (8x MI300X, Xeon 8480C, 8x NDR InfiniBand)",

@@ -205,8 +205,8 @@ def _fabric(system: SystemSpec, group: Group, transport: str = "p2p") -> _Fabric
     ring = system.ring_link
     intra_Bps, hop = ring.bandwidth_Bps, nccl.hop_kind(ring)
     if transport == "host":  # no peer access: every hop goes down to host memory and back up
-        ring, hop = system.host_link, "pcie"
-        intra_Bps = nccl.staged_Bps(ring)
+        ring, hop = system.host_link, "host"
+        intra_Bps = nccl.staged_Bps(ring, min(system.gpus_per_switch, group.per_node))
     if group.nodes == 1 or system.torus:  # a torus joins every chip of every host by its links
         return _Fabric(ring, intra_Bps, ring.latency_s, math.inf, math.inf, 0.0, 1.0, hop, transport)
     if system.network is None:

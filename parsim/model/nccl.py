@@ -114,6 +114,10 @@ HOP_LATENCY_S = {  # [TUNE] hwLatencies: per step, by what the step crosses
         ("nvls", "simple"): 18.0 * US,
     },
 }
+HOP_LATENCY_S["host"] = {key: 2.0 * value for key, value in HOP_LATENCY_S["pcie"].items()}
+"""A step staged through host memory (peer access off) crosses PCIe twice, down to the host and up to
+the peer: twice NCCL's PCIe step ([KALAVAI]: 10.36 us for 8 bytes on 2 RTX 4090, 6.6 + 2 x 1.9;
+19.54 us on 4, 6.6 + 6 x 2.2)."""
 PROTOCOL_SHARE = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}
 """Of the link's bandwidth, what each protocol carries ([TUNE]: Ring LL ``.5``, LL128 ``0.92``)."""
 LL_MAX_BUSBW_BPS = {"nvlink2": 39e9, "nvlink3": 87.7e9, "nvlink4": 141e9, "nvlink5": 282e9}
@@ -209,12 +213,14 @@ PCIe, a few NCCL channels with a bounded number of reads in flight each, so the 
 with the PCIe generation (two RTX 4090 on PCIe 4.0 reach 3.5-3.9 GB/s, [KALAVAI])."""
 
 
-def staged_Bps(link: LinkSpec) -> float:
+def staged_Bps(link: LinkSpec, sharing: int = 1) -> float:
     """A GPU's rate to its ring neighbour through host memory when peer access is off: each byte
     crosses PCIe twice (down to the host, up to the peer) while every GPU sends and receives, so
     at most half the link ([P2P-OFF]), and no more than NCCL's SHM transport moves
-    (``SHM_TRANSPORT_BPS``)."""
-    return min(link.bandwidth_Bps / 2.0, SHM_TRANSPORT_BPS)
+    (``SHM_TRANSPORT_BPS``); the ``sharing`` GPUs of the group behind one PCIe switch share its
+    upstream port, which all their host traffic crosses ([KALAVAI]: two RTX 4090 behind one switch
+    reach 2.24 GB/s, on two root ports 3.87)."""
+    return min(link.bandwidth_Bps / 2.0, SHM_TRANSPORT_BPS) / max(sharing, 1)
 
 
 def nvls_available(link: LinkSpec, gpus_per_node: int, ranks_per_node: int) -> bool:
