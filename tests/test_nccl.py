@@ -40,24 +40,24 @@ def test_a_large_all_reduce_on_8_h100_takes_nvls():
 
 
 def test_a_named_protocol_is_priced_with_its_own_constants():
-    # Simple ring on 8 A100: 8.4 us + 14 steps x 3.4 us x Ampere's 3.3; the whole 240 GB/s of NVLink 3
+    # Simple ring on 8 A100: 8.4 us + 14 steps x (3.4 + Ampere's 1.375) us; the whole 240 GB/s of NVLink 3
     timing = collective(node("dgx-a100"), "all_reduce", 2**20, algorithm="ring", protocol="simple")
-    assert timing.latency_s == pytest.approx((8.4 + 14 * 3.4 * 3.3) * US)
+    assert timing.latency_s == pytest.approx((8.4 + 14 * (3.4 + 1.375)) * US)
     assert timing.bandwidth_s == pytest.approx(2**20 * 14 / 8 / 240e9)
     ll128 = collective(node("dgx-a100"), "all_reduce", 2**20, algorithm="ring", protocol="ll128")
-    assert ll128.latency_s == pytest.approx((14.0 + 14 * 1.9 * 3.3) * US)
+    assert ll128.latency_s == pytest.approx((14.0 + 14 * (1.9 + 1.375)) * US)
     assert ll128.bandwidth_s == pytest.approx(2**20 * 14 / 8 / (0.92 * 240e9))
 
 
 def test_the_ampere_hop_scale_agrees_with_the_a100_runs():
-    # LL: 6.6 us + 14 x 0.6 x 3.3 us (+ 14/8 of the buffer at Ampere's 87.7 GB/s LL cap): an 8-byte
+    # LL: 6.6 us + 14 x (0.6 + 1.375) us (+ 14/8 of the buffer at Ampere's 87.7 GB/s LL cap): an 8-byte
     # all-reduce within 10 % of SuperBench's 34.84 us, 1 MiB within 10 % of Azure's 36.22 GB/s
     small = collective(node("dgx-a100"), "all_reduce", 8.0)
     assert (small.algorithm, small.protocol) == ("ring", "ll")
-    assert small.latency_s == pytest.approx((6.6 + 14 * 0.6 * 3.3) * US)
+    assert small.latency_s == pytest.approx((6.6 + 14 * (0.6 + 1.375)) * US)
     assert small.seconds == pytest.approx(34.84 * US, rel=0.10)
     mib = collective(node("dgx-a100"), "all_reduce", 2**20)
-    assert mib.seconds == pytest.approx((6.6 + 14 * 0.6 * 3.3) * US + 2**20 * 14 / 8 / 87.7e9)
+    assert mib.seconds == pytest.approx((6.6 + 14 * (0.6 + 1.375)) * US + 2**20 * 14 / 8 / 87.7e9)
     assert bus_bandwidth_Bps("all_reduce", 2**20, mib.seconds, 8) == pytest.approx(36.22e9, rel=0.10)
 
 

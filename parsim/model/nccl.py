@@ -126,14 +126,15 @@ NVLS_EFFICIENCY = {"nvlink4": 0.61, "nvlink5": 0.61 * 0.74 / 0.85}
 """NVLS algorithm bandwidth over the NVLink's peak per direction: Hopper fitted once on [NVLS-H]'s
 plateau (274 / 450 GB/s); Blackwell an estimate: Hopper's times the ratio of NCCL's own
 ``nvlsEfficiency`` (0.74 / 0.85), no public NVLS measurement on B200 being at hand."""
-NVLINK_HOP_SCALE = {"nvlink3": 3.3}
-"""A step over NVLink on an A100 board (NVLink 3, second-generation NVSwitch) costs 3.3 x NCCL's
-constant, fitted once for the Ampere generation on [NT-123]: one channel, Ring, 8-128 bytes on a
-DGX A100 from 2 to 8 GPUs takes 10.0, 13.76, 16.88, 20.8, 25.2, 29.5, 33.7 us, 1.975 us per step
-(slope over 2 to 14 steps) on a 6.05 us base, against NCCL's 0.6 us and 6.6 us. The other A100
-runs agree: SuperBench's 8 bytes on 8 GPUs, 34.84 us ([SB]: 3.36 x), Azure's 1 MiB ([ND-A100]:
-2.75 x once LL's 87.7 GB/s is paid). NCCL's constants hold on Hopper ([NVLS-H]'s 8 H100: 13.0 us
-for 8 bytes, 15.0 priced) and are kept for the other generations."""
+NVLINK_HOP_EXTRA_S = {"nvlink3": 1.375 * US}
+"""A step over NVLink on an A100 board (NVLink 3, second-generation NVSwitch) takes 1.375 us more
+than NCCL's constant, whatever the protocol (the switch's longer round trip), fitted once for the
+Ampere generation on [NT-123]: one channel, Ring, 8-128 bytes on a DGX A100 from 2 to 8 GPUs takes
+10.0, 13.76, 16.88, 20.8, 25.2, 29.5, 33.7 us, 1.975 us per step (slope over 2 to 14 steps) on a
+6.05 us base, against NCCL's 0.6 us (LL) and 6.6 us. The other A100 runs agree: SuperBench's
+8 bytes on 8 GPUs, 34.84 us ([SB]: 2.02 us per step), Azure's 1 MiB ([ND-A100]: 1.65 us per step
+once LL's 87.7 GB/s is paid). NCCL's constants hold on Hopper ([NVLS-H]'s 8 H100: 13.0 us for
+8 bytes, 15.0 priced) and are kept for the other generations."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
 NVLS_MIN_RANKS = 5
@@ -236,10 +237,10 @@ def nvls_bandwidth_Bps(link: LinkSpec) -> float:
 
 
 def hop_latency_s(intra: str, algorithm: str, protocol: str, link_id: str = "") -> float:
-    """One step inside a node: NCCL's constant for what it crosses, scaled for the NVLink
-    generation where that has been measured (``NVLINK_HOP_SCALE``)."""
-    scale = NVLINK_HOP_SCALE.get(link_id, 1.0) if intra == "nvlink" else 1.0
-    return HOP_LATENCY_S[intra][(algorithm, protocol)] * scale
+    """One step inside a node: NCCL's constant for what it crosses, plus what the NVLink
+    generation adds where that has been measured (``NVLINK_HOP_EXTRA_S``)."""
+    extra = NVLINK_HOP_EXTRA_S.get(link_id, 0.0) if intra == "nvlink" else 0.0
+    return HOP_LATENCY_S[intra][(algorithm, protocol)] + extra
 
 
 def ring_latency_s(
