@@ -633,12 +633,12 @@ def claims_cluster_amdahl_gustafson():
     assert strong[-1].gpus == weak[-1].gpus == 1024
     # both start from the same step: 1,024 images per GPU on one node, 484 ms
     assert round(strong[0].latency_s * 1e3) == round(weak[0].latency_s * 1e3) == 484
-    # strong: 60.8 ms and 58.6 x at 8 nodes, 119 x at 16, then 30.8 ms and 121 x on 32, 64, 128 nodes
+    # strong: 60.8 ms and 58.6 x at 8 nodes, 119 x at 16, then 31.0-31.2 ms and 121 x on 32, 64, 128
     assert strong[at[8]].latency_s * 1e3 == pytest.approx(60.8, abs=0.05)
     assert strong[at[8]].metrics["speedup"] == pytest.approx(58.6, abs=0.05)
     assert round(strong[at[16]].metrics["speedup"]) == 119
     for p in strong[at[32] :]:
-        assert p.latency_s * 1e3 == pytest.approx(30.8, abs=0.1)
+        assert p.latency_s * 1e3 == pytest.approx(31.1, abs=0.1)
         assert round(p.metrics["speedup"]) == 121
         assert p.bottleneck == "overhead"
     assert [p.bottleneck for p in strong[: at[16] + 1]] == ["memory"] * 5
@@ -680,10 +680,10 @@ def claims_cluster_amdahl_gustafson():
     ]
     shared, alone = (sum(e.end_s - e.start_s for e in c) for c in copies)
     assert shared > 3.5 * alone
-    # Gustafson: s = (N - S) / (N - 1) = 7.7 %, ten times 0.73 %, and a speed-up seven times 137
+    # Gustafson: s = (N - S) / (N - 1) = 7.7 %, about ten times 0.73 %, and a speed-up seven times 137
     gustafson = (1024 - weak[-1].metrics["speedup"]) / 1023
     assert gustafson == pytest.approx(0.077, abs=0.0005)
-    assert gustafson / serial == pytest.approx(10, abs=0.6)
+    assert gustafson / serial == pytest.approx(10.6, abs=0.1)
     assert weak[-1].metrics["speedup"] / (1 / serial) == pytest.approx(7, abs=0.15)
 
 
