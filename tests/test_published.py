@@ -64,14 +64,14 @@ NOT_MET_YET: dict[str, str] = {
     # and its dense rows are already +23 % (bf16) and +58 % (int8): the MoE kernel's own traffic is
     # not modelled yet (issue 26's per-engine decode kernels)
     "llm-decode": "gpt-fast's MoE expert-gather kernels are not modelled (the dense rows: 18.4 %)",
-    # issue 26 item 1: NCCL's tuner constants put an 8-byte ring/LL all-reduce on 8 H100 at 15 us
-    # (13 measured) and NVLS' start-up at 25 us where Azure's forced-NVLS H200 rows imply ~30 us
-    # (+20 %); two GPUs without peer access start 17-35 % slower than priced
-    "collective-small": "NVLS' fixed cost (~30 us measured, NCCL's 25 us) and PCIe host-staged start-up",
-    # issue 26 item 2: with peer access off, nccl-tests reach 2.5-4 GB/s on PCIe 3.0 and 4.0 alike:
-    # the receiving GPU's SMs read host memory over PCIe, a Little's-law bound (bytes in flight per
-    # NCCL channel over the read latency) that parsim's staged model (half the link) does not have
-    "tp-pcie": "the host-staged (SHM) transport's GPU reads of host memory are not modelled",
+    # issue 26 item 1: 13 % against 10 %. NVLS' start-up is ~30 us in Azure's forced-NVLS H200 rows
+    # where NCCL's constant says 25 us (+20 % on three rows), and SuperBench's A100 1 MiB run (older
+    # NCCL) is 38 % slower than LL's 87.7 GB/s cap allows, where Azure's NCCL 2.18 run agrees
+    "collective-small": "NVLS' fixed cost (~30 us measured, NCCL's 25 us) and NCCL-version LL rates",
+    # issue 26 item 2: 10.4 % against 10 %. Four RTX 4090 without peer access, two behind each PCIe
+    # switch, reach 2.6 GB/s where sharing the switch's upstream port prices 2.0 (-22 %): how NCCL's
+    # SHM reads of host memory share a switch is not modelled beyond an even split
+    "tp-pcie": "how host-staged (SHM) traffic of GPUs behind one PCIe switch shares its upstream port",
 }
 
 
