@@ -138,7 +138,7 @@ def test_the_cli_takes_protocol_and_p2p(cli):
     code, out, _ = cli("predict", "allreduce", "bytes=8", "--cluster", "dgx-h100")
     assert code == 0 and "(LL protocol)" in out
     code, out, _ = cli("predict", "allreduce", "bytes=1e9", "p2p=false", "--cluster", "rtx4090-pcie-2x")
-    assert code == 0 and "(SIMPLE protocol)" in out
+    assert code == 0 and "(Simple protocol)" in out
     code, _, err = cli("predict", "allreduce", "bytes=8", "protocol=fast", "--cluster", "dgx-h100")
     assert code == 2 and "protocol" in err
     code, _, err = cli("predict", "allreduce", "bytes=8", "algorithm=nvls", "--cluster", "dgx-a100")
