@@ -27,6 +27,7 @@ UNITS = {
     "time_to_first_token_s": "time to first token",
     "time_per_output_token_s": "time per output token",
     "bus_bandwidth_Bps": "nccl-tests bus bandwidth",
+    "collective_s": "nccl-tests time",
     "megatron_tflops_per_gpu": "TFLOP/s per GPU (Megatron's count)",
     "tokens_per_s_per_gpu": "tokens/s per GPU (training)",
     "step_s": "seconds per training step",

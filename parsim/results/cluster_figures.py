@@ -36,6 +36,9 @@ from parsim.workloads.parallel3d import ParallelMetrics
 from parsim.workloads.standard import NETWORK
 from parsim.workloads.training import numerics_of
 
+PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+"""How NCCL writes its protocols."""
+
 
 def collective_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> CollectiveMetrics:
     """Algorithm and bus bandwidth of the collective, from its device time (the op's own interval,
@@ -61,7 +64,9 @@ def collective_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
         return ("one GPU: nothing to exchange",)
     share = timing.latency_s / timing.seconds if timing.seconds else 0.0
     return (
-        f"{op.kind.replace('_', '-')} by {timing.algorithm} over {system.total_gpus} GPUs "
+        f"{op.kind.replace('_', '-')} by {timing.algorithm}"
+        f"{f' ({PROTOCOL_NAMES[timing.protocol]} protocol)' if timing.protocol else ''}"
+        f" over {system.total_gpus} GPUs "
         f"({system.nodes} node{'s' if system.nodes > 1 else ''}): latency terms are {share:.0%} of its time",
     )
 

@@ -57,6 +57,8 @@ CLASSES: dict[str, tuple[str, float]] = {
     "llm-decode": ("LLM decode tokens/s", 0.20),
     "llm-ttft": ("LLM time to first token", 0.25),
     "collective": ("nccl-tests all-reduce bus bandwidth", 0.15),
+    "collective-small": ("nccl-tests small all-reduce (8 B to 1 MB)", 0.10),
+    "tp-pcie": ("all-reduce over PCIe without NVLink (P2P on/off)", 0.10),
     "cluster-scaling": ("multi-node scaling efficiency (points)", 0.10),
     "megatron": ("Megatron-LM GPT TFLOP/s per GPU", 0.15),
     "serving": ("LLM serving under load (P50/P99 latency)", 0.25),
@@ -75,7 +77,13 @@ SERVING_METRICS = (
     "time_to_first_token_s",
     "time_per_output_token_s",
 )
-CLUSTER_METRICS = ("bus_bandwidth_Bps", "megatron_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
+CLUSTER_METRICS = (
+    "bus_bandwidth_Bps",
+    "collective_s",
+    "megatron_tflops_per_gpu",
+    "tokens_per_s_per_gpu",
+    "step_s",
+)
 LOAD_METRICS = tuple(
     f"{what}_{percentile}_s" for what in ("ttft", "tpot", "e2e") for percentile in ("p50", "p90", "p99")
 )
