@@ -291,3 +291,18 @@ def test_bad_framework_and_math_are_usage_errors(cli):
 def test_pytorchs_default_math_on_volta_adds_no_tf32_note():
     p = parsim.predict("network", {"model": "resnet18", "batch": 8}, device="v100-sxm2")
     assert not any("TF32" in note for note in p.notes)
+
+
+@pytest.mark.parametrize("device", ["xeon-e5-2630v3", "v100-pcie"])
+def test_a_sisd_convolution_is_the_direct_loop_and_says_so(device):
+    # Before: a SISD loop was said to run "implicit-gemm (the library's fastest)" (issue 27, 11).
+    import parsim
+
+    sisd = parsim.predict("conv2d", {"channels": 64, "filters": 64}, device=device, mode="sisd")
+    (note,) = [n for n in sisd.notes if n.startswith("conv3x3 64->64 224x224: ")]
+    assert "direct convolution as one scalar loop, 576 multiply-adds per output" in note  # 64 x 3 x 3
+    assert "no GEMM" in note and "library's fastest" not in note
+    # the loop does the direct convolution's FLOPs: 2 x (224 x 224) x 64 x 576
+    assert sisd.flops == 2 * 224 * 224 * 64 * 576
+    simd = parsim.predict("conv2d", {"channels": 64, "filters": 64}, device=device, mode="simd")
+    assert any("(the library's fastest)" in n for n in simd.notes)

@@ -18,6 +18,7 @@ from parsim.model.library import gemm_tiling
 from parsim.model.placement import kernel_processor
 from parsim.model.rates import execution
 from parsim.workloads.base import HOST, Kernel, Workload
+from parsim.workloads.conv import DIRECT_LOOP
 
 LISTED = 3
 
@@ -46,10 +47,19 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
     kernels = [k for k in workload.kernels if k.device in (0, HOST)]
     convs = [k for k in kernels if k.library.conv is not None]
     lines = []
-    if len(convs) == 1:
-        lines.append(f"{convs[0].name}: {algorithm(system, mode, overlap, convs[0])} (the library's fastest)")
+    chosen = [algorithm(system, mode, overlap, k) for k in convs]
+    if convs and set(chosen) == {DIRECT_LOOP}:  # SISD: no library chose anything
+        taps = convs[0].library.conv.gemm_dims()[2] if len(convs) == 1 else None
+        what = f"{convs[0].name}: " if taps else f"{len(convs)} convolutions, each "
+        each = f", {taps} multiply-adds per output" if taps else ""
+        lines.append(
+            f"{what}the direct convolution as one scalar loop{each}, one at a time "
+            "(SISD: no library runs it, so there is no GEMM, Winograd or FFT)"
+        )
+    elif len(convs) == 1:
+        lines.append(f"{convs[0].name}: {chosen[0]} (the library's fastest)")
     elif convs:
-        counts = Counter(algorithm(system, mode, overlap, k) for k in convs)
+        counts = Counter(chosen)
         parts = ", ".join(f"{name} for {count}" for name, count in counts.most_common())
         lines.append(
             f"convolution algorithms (fastest per shape, as cudnnFind): {parts} of {len(convs)} kernels"
