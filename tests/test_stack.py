@@ -306,3 +306,21 @@ def test_a_sisd_convolution_is_the_direct_loop_and_says_so(device):
     assert sisd.flops == 2 * 224 * 224 * 64 * 576
     simd = parsim.predict("conv2d", {"channels": 64, "filters": 64}, device=device, mode="simd")
     assert any("(the library's fastest)" in n for n in simd.notes)
+
+
+def test_effective_and_executed_flops_are_told_apart_where_winograd_runs():
+    # Before: a V100 "achieved" 21 TFLOP/s in float32, above its 14.1 TFLOP/s peak, unexplained.
+    import parsim
+    from parsim.plots.timelines import roofline
+    from parsim.report.text import prediction_text
+
+    p = parsim.predict("conv2d", {"channels": 64, "filters": 64}, device="v100-pcie", method="analytic")
+    assert p.flops == 2 * 224 * 224 * 64 * 576 and p.flops / p.executed_flops == pytest.approx(2.25)
+    assert p.executed_flops_per_s == pytest.approx(p.flops_per_s / 2.25)
+    assert p.to_dict()["executed_flops"] == p.executed_flops
+    achieved = next(line for line in prediction_text(p).splitlines() if "achieved" in line)
+    assert " TFLOP/s effective (" in achieved and " TFLOP/s executed), " in achieved
+    legend = roofline(p, PROCESSORS["v100-pcie"]).axes[0].get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert any(label.endswith(" effective") for label in labels)
+    assert any(label.startswith("executed (fewer multiplications): ") for label in labels)

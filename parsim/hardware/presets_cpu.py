@@ -237,9 +237,10 @@ DUAL_EPYC_7742 = _cpu(
     name="2x AMD EPYC 7742 (Rome, Zen 2, 2 sockets, 128 cores): the host of a DGX A100",
     cores=128,  # [AMD7742] 2 sockets x 64 cores ([DGXA100-UG] 128 cores)
     lanes_per_core=16,  # Zen 2: two 256-bit FMA pipes, 8 float32 lanes x 2
-    # estimate: [AMD7742] base 2.25 GHz / max boost 3.4 GHz; AMD publishes no all-core AVX2 clock, and a
-    # 225 W part with 64 busy cores sits near its base under vector load
-    clock_Hz=2.25e9,
+    # estimate: [AMD7742] base 2.25 GHz / max boost 3.4 GHz; AMD publishes no all-core clock, but its
+    # frequency-vs-active-cores chart for the 7742 has no AVX offset (Rome lowers no clock for vector
+    # code; ascii.jp/elem/000/001/914/1914626/4): ~3.0 GHz all-core, between base and max boost
+    clock_Hz=3.0e9,
     fma=True,  # [AMD7742] AVX2 + FMA3
     fp64_ratio=0.5,  # 4 float64 lanes per 256-bit register vs 8 float32
     fp16_ratio=1.0,  # no FP16 vector arithmetic on Zen 2 (F16C converts only)
@@ -255,7 +256,7 @@ DUAL_EPYC_7742 = _cpu(
         per_core_bandwidth_Bps=20e9,  # estimate: one Zen 2 core streams ~18-25 GB/s
         # [AMD7742] 32 KB L1d + 512 KB L2 per core, 2 x 256 MB L3 (16 MB per 4-core CCX, modelled as one
         # shared level); estimate: 64/32/16 B/cycle/core
-        caches=_caches(128, 2.25e9, 32 * KiB, 512 * KiB, 512 * MiB, 64, 32, 16),
+        caches=_caches(128, 3.0e9, 32 * KiB, 512 * KiB, 512 * MiB, 64, 32, 16),
     ),
     max_gpus=8,  # [DGXA100-UG] 8 A100s behind PCIe 4.0 switches
 )

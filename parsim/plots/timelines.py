@@ -154,14 +154,26 @@ def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32"
             [attainable_flops_per_s(spec, x, dtype, matrix) for x in xs],
             label=f"{name} peak {si(peak, 'FLOP/s')}",
         )
+    effective = " effective" if prediction.executed_flops is not None else ""
     ax.loglog(
         [intensity],
         [max(prediction.flops_per_s, 1e-30)],
         "o",
         color=COLORS["compute"],
         markersize=10,
-        label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}",
+        label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}{effective}",
     )
+    if prediction.executed_flops is not None:  # Winograd/FFT: the work done sits under the roof
+        executed_intensity = prediction.executed_flops / prediction.bytes if prediction.bytes else 1.0
+        ax.loglog(
+            [executed_intensity],
+            [max(prediction.executed_flops_per_s, 1e-30)],
+            "o",
+            markerfacecolor="none",
+            color=COLORS["compute"],
+            markersize=10,
+            label=f"executed (fewer multiplications): {si(prediction.executed_flops_per_s, 'FLOP/s')}",
+        )
     ax.axvline(ridge_intensity(spec, dtype, matrix=False), color="grey", linestyle=":", label="ridge point")
     count_axis(ax.xaxis, "arithmetic intensity (FLOP/byte)")
     count_axis(ax.yaxis, "compute (FLOP/s)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from parsim.base.units import si
 from parsim.hardware.specs import SystemSpec
 from parsim.model import systolic
 from parsim.model.kernel import choose
@@ -29,6 +30,34 @@ def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> st
         return ""
     spec, kernel_mode = kernel_processor(system, kernel, mode)
     return choose(spec, kernel_mode, overlap, kernel)[0]
+
+
+def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> float | None:
+    """The FLOPs the library's chosen algorithms execute, when fewer than the workload's count:
+    Winograd (and FFT) do fewer multiplications than the direct convolution every framework
+    counts. None when nothing is saved (the effective and the executed FLOPs agree)."""
+    saved = 0.0
+    for kernel in workload.kernels:
+        if kernel.library.conv is not None:
+            spec, kernel_mode = kernel_processor(system, kernel, mode)
+            saved += kernel.work.flops - choose(spec, kernel_mode, overlap, kernel)[1].work.flops
+    return workload.flops - saved if saved > 1e-9 * workload.flops else None
+
+
+def effective_note(flops: float, executed: float | None, latency_s: float, peak_flops_per_s: float) -> str:
+    """One sentence on effective against executed FLOPs, when an algorithm saved multiplications."""
+    if executed is None or latency_s <= 0:
+        return ""
+    ratio = flops / executed
+    above = flops / latency_s > peak_flops_per_s
+    above_text = " (above the peak: an effective count, not work done)" if above else ""
+    return (
+        f"effective vs executed FLOPs: 'achieved' counts every convolution as the direct one, "
+        f"{si(flops, 'FLOP')}: {si(flops / latency_s, 'FLOP/s')}{above_text}; the chosen algorithms "
+        f"(Winograd, FFT) execute {ratio:.2f}x fewer "
+        f"multiplications, {si(executed, 'FLOP')}: {si(executed / latency_s, 'FLOP/s')} executed, "
+        f"against a peak of {si(peak_flops_per_s, 'FLOP/s')}"
+    )
 
 
 def layer_algorithms(
