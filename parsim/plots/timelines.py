@@ -198,7 +198,7 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
             ax.invert_yaxis()
             if max(latencies) > 100 * min(latencies) > 0:
                 ax.set_xscale("log")
-            for index, prediction in enumerate(predictions):
+            notes = [
                 ax.text(
                     prediction.latency_s,
                     index,
@@ -206,6 +206,8 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
                     va="center",
                     fontsize="small",
                 )
+                for index, prediction in enumerate(predictions)
+            ]
             ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
             time_axis(ax.xaxis, "latency")
             style_title(ax, title)
@@ -214,7 +216,29 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
                 handles=[Patch(color=COLORS[k], label=f"{k}-bound") for k in CATEGORIES if k in drawn],
                 loc="lower right",
             )
+            _room_for(ax, notes)
     return fig
+
+
+def _room_for(ax, texts: list) -> None:
+    """Widen the x axis until every label after a bar ends inside the axes (at 1.5x type on a 16:9
+    slide the labels are wider than the fixed margin allowed), measured as the renderer lays it out."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.get_figure()
+    for _ in range(3):  # the layout moves a little as the axis grows; settles in one or two
+        FigureCanvasAgg(fig).draw()
+        renderer = fig.canvas.get_renderer()
+        box = ax.get_window_extent(renderer)
+        reach = max(text.get_window_extent(renderer).x1 for text in texts)
+        if reach <= box.x1 - 2:
+            return
+        share = (reach - box.x0) / box.width * 1.05  # the axis width the labels need, as a share
+        left, right = ax.get_xlim()
+        if ax.get_xscale() == "log":
+            ax.set_xlim(left, left * (right / left) ** share)
+        else:
+            ax.set_xlim(left, left + (right - left) * share)
 
 
 @styled
