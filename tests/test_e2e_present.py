@@ -30,6 +30,7 @@ PAGES = ["learn?lesson=flynn_vector_add", "learn?lesson=conv3x3", "explore"]
 # shape) and every text element whose content is wider than its box.
 MEASURE = """
 () => {
+  const APP = "[data-testid='stAppViewContainer']";
   const main = document.querySelector("[data-testid='stMainBlockContainer']").getBoundingClientRect();
   const figures = [...document.querySelectorAll("[data-testid='stImage'] img")].map((img) => {
     const box = img.getBoundingClientRect();
@@ -45,10 +46,13 @@ MEASURE = """
       || el.getBoundingClientRect().right > main.right + 1 || el.getBoundingClientRect().left < main.left - 1)
     .map((el) => el.innerText.slice(0, 60));
   return {main: {left: main.left, right: main.right}, figures, overflowing,
-          font: parseFloat(getComputedStyle(document.querySelector("[data-testid='stAppViewContainer']")).fontSize),
+          font: parseFloat(getComputedStyle(document.querySelector(APP)).fontSize),
           width: window.innerWidth, height: window.innerHeight};
 }
 """
+
+
+LOADED = "() => [...document.querySelectorAll(\"[data-testid='stImage'] img\")].every((i) => i.complete)"
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +74,7 @@ def test_presented_figures_and_labels_fit_a_16_9_screen(browser, path, width, he
     try:
         wait_idle(page)
         page.wait_for_selector("[data-testid='stImage'] img", timeout=90_000)
-        page.wait_for_function(
-            "[...document.querySelectorAll(\\"[data-testid='stImage'] img\\")].every(i => i.complete)"
-        )
+        page.wait_for_function(LOADED)
         no_exception(page)
         layout = page.evaluate(MEASURE)
     finally:

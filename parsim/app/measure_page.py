@@ -271,33 +271,32 @@ def _published() -> None:
             "measurement: inside the grey band the prediction meets the class's target."
         )
         data = None if st.session_state.get(PUBLISHED_SHOWN) else _snapshot()
-        if data is None:
+        again = "Predict again with this parsim (about a minute)"
+        if data is not None and st.button(again, key="published_show"):
             st.session_state[PUBLISHED_SHOWN] = True
+            data = None
+        if data is None:
             with st.spinner("predicting the published runs (about a minute) ..."):
                 data = cached_published()
             st.caption(f"predicted now by the installed parsim ({data.get('created_at', '')})")
-        elif st.button("Predict again with this parsim (about a minute)", key="published_show"):
-            st.session_state[PUBLISHED_SHOWN] = True
-            st.rerun(scope="fragment")
+        else:
+            late = published_snapshot.behind(data)
+            since = f"; {late} published row{'s' * (late != 1)} changed since, not in it" if late else ""
+            made = data.get("created_at", "when it was packaged")
+            st.caption(
+                f"predictions shipped with parsim, made {made}{since}: shown at once; the button "
+                "predicts every run again with the model installed here"
+            )
         _published_tables(data)
 
 
 def _snapshot() -> dict | None:
-    """The shipped snapshot with a caption of its date (and of rows added since), else None."""
+    """The shipped snapshot, else None (none shipped, or a file that is not one: said in place)."""
     try:
-        data = cached_snapshot()
+        return cached_snapshot()
     except ParsimError as exc:
         st.warning(f"{exc}; predicting instead")
         return None
-    if data is None:
-        return None
-    late = published_snapshot.behind(data)
-    since = f"; {late} published row{'s' * (late != 1)} changed since, not in it" if late else ""
-    st.caption(
-        f"predictions shipped with parsim, made {data.get('created_at', 'when it was packaged')}{since}: "
-        "shown at once; press the button to predict every run with the model installed here"
-    )
-    return data
 
 
 def _published_tables(data: dict) -> None:
