@@ -28,6 +28,7 @@ from parsim.plots.style import (
     points,
     styled,
     suptitle,
+    wrap,
 )
 from parsim.plots.style import title as style_title
 from parsim.results.prediction import Prediction
@@ -106,8 +107,16 @@ def _merged(prediction: Prediction, where: dict) -> list[tuple[tuple, float, flo
 def _kinds_legend(fig, kinds: set[str]) -> None:
     """The colour key under the figure, listing only the kinds of work drawn."""
     handles = _legend_handles(kinds)
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
+    if not handles:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for columns in range(len(handles), 0, -1):  # one row, unless it is wider than the figure (a slide)
+        key = fig.legend(handles=handles, loc="outside lower center", ncols=columns)
+        FigureCanvasAgg(fig).draw()
+        if columns == 1 or key.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+            return
+        key.remove()
 
 
 def _row_height() -> float:
@@ -209,15 +218,26 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
                 for index, prediction in enumerate(predictions)
             ]
             ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
+            _room_for(ax, notes)  # before the time axis picks its ticks for the final limits
             time_axis(ax.xaxis, "latency")
-            style_title(ax, title)
+            _title_over(ax, title)
             drawn = {p.bottleneck for p in predictions}
             ax.legend(
                 handles=[Patch(color=COLORS[k], label=f"{k}-bound") for k in CATEGORIES if k in drawn],
                 loc="lower right",
             )
-            _room_for(ax, notes)
     return fig
+
+
+def _title_over(ax, text: str) -> None:
+    """The title wrapped to the axes as laid out: long case labels narrow the axes, and a title
+    wrapped to the grid cell would then run past the figure's edge on a slide."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.get_figure()
+    FigureCanvasAgg(fig).draw()
+    width_in = ax.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    ax.set_title(wrap(text, width_in * 0.95, matplotlib.rcParams["axes.titlesize"]))
 
 
 def _room_for(ax, texts: list) -> None:
