@@ -32,7 +32,8 @@ MEASURE = """
 () => {
   const APP = "[data-testid='stAppViewContainer']";
   const main = document.querySelector("[data-testid='stMainBlockContainer']").getBoundingClientRect();
-  const figures = [...document.querySelectorAll("[data-testid='stImage'] img")].map((img) => {
+  const shown = (el) => el.getBoundingClientRect().width > 0 && el.getBoundingClientRect().height > 0;
+  const figures = [...document.querySelectorAll("[data-testid='stImage'] img")].filter(shown).map((img) => {
     const box = img.getBoundingClientRect();
     return {left: box.left, right: box.right, top: box.top, bottom: box.bottom, width: box.width,
             height: box.height, natural: img.naturalWidth / img.naturalHeight,
