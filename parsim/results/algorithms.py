@@ -37,10 +37,14 @@ def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: s
     Winograd (and FFT) do fewer multiplications than the direct convolution every framework
     counts. None when nothing is saved (the effective and the executed FLOPs agree)."""
     saved = 0.0
+    per_shape: dict[tuple, float] = {}  # every GPU of a step repeats the same few shapes: time each once
     for kernel in workload.kernels:
         if kernel.library.conv is not None:
             spec, kernel_mode = kernel_processor(system, kernel, mode)
-            saved += kernel.work.flops - choose(spec, kernel_mode, overlap, kernel)[1].work.flops
+            key = (spec.id, kernel_mode, kernel.cost_key())
+            if key not in per_shape:
+                per_shape[key] = kernel.work.flops - choose(spec, kernel_mode, overlap, kernel)[1].work.flops
+            saved += per_shape[key]
     return workload.flops - saved if saved > 1e-9 * workload.flops else None
 
 
