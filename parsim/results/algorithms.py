@@ -37,7 +37,7 @@ def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: s
     Winograd (and FFT) do fewer multiplications than the direct convolution every framework
     counts. None when nothing is saved (the effective and the executed FLOPs agree)."""
     saved = 0.0
-    per_shape: dict[tuple, float] = {}  # every GPU of a step repeats the same few shapes: time each once
+    per_shape: dict[tuple[object, ...], float] = {}  # every GPU of a step repeats the same few shapes: time each once
     for kernel in workload.kernels:
         if kernel.library.conv is not None:
             spec, kernel_mode = kernel_processor(system, kernel, mode)
@@ -82,7 +82,8 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
     lines = []
     chosen = [algorithm(system, mode, overlap, k) for k in convs]
     if convs and set(chosen) == {DIRECT_LOOP}:  # SISD: no library chose anything
-        taps = convs[0].library.conv.gemm_dims()[2] if len(convs) == 1 else None
+        shape = convs[0].library.conv
+        taps = shape.gemm_dims()[2] if len(convs) == 1 and shape is not None else None
         what = f"{convs[0].name}: " if taps else f"{len(convs)} convolutions, each "
         each = f", {taps} multiply-adds per output" if taps else ""
         lines.append(
