@@ -37,7 +37,8 @@ def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: s
     Winograd (and FFT) do fewer multiplications than the direct convolution every framework
     counts. None when nothing is saved (the effective and the executed FLOPs agree)."""
     saved = 0.0
-    per_shape: dict[tuple[object, ...], float] = {}  # every GPU of a step repeats the same few shapes: time each once
+    # every GPU of a step repeats the same few shapes: time each once
+    per_shape: dict[tuple[object, ...], float] = {}
     for kernel in workload.kernels:
         if kernel.library.conv is not None:
             spec, kernel_mode = kernel_processor(system, kernel, mode)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from parsim.base.errors import ParsimError
 from parsim.studies.published import SCHEMA, Row, load_rows
@@ -30,7 +31,7 @@ def snapshot_path() -> Path:
     return Path(str(resources.files("parsim") / "data" / "published_snapshot.json"))
 
 
-def load_snapshot(path: str | Path | None = None) -> dict | None:
+def load_snapshot(path: str | Path | None = None) -> dict[str, Any] | None:
     """The shipped report, or None when there is none (a source tree where it was never written).
 
     Raises:
@@ -53,7 +54,7 @@ def load_snapshot(path: str | Path | None = None) -> dict | None:
     return data
 
 
-def behind(data: dict, rows: tuple[Row, ...] | None = None) -> int:
+def behind(data: dict[str, Any], rows: tuple[Row, ...] | None = None) -> int:
     """How many published rows the snapshot does not describe as ``published.csv`` has them now:
     rows added or whose value changed since it was made, plus rows it has that were removed."""
     current = {row.id: row.value for row in (rows if rows is not None else load_rows())}
