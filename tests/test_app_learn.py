@@ -149,7 +149,10 @@ def test_a_real_quick_calibration_is_saved(tmp_path):
 
 
 @pytest.mark.slow
-def test_measure_page_opens_without_predicting_the_published_set(monkeypatch):
+def test_measure_page_opens_on_the_shipped_published_comparison_without_predicting_it(monkeypatch):
+    # Before: no figure until a button was pressed (issue 27, 10); predicting it on open takes a minute.
+    from parsim.studies.published_snapshot import load_snapshot
+
     def refuse():
         raise AssertionError("the published set was predicted on open")
 
@@ -157,8 +160,28 @@ def test_measure_page_opens_without_predicting_the_published_set(monkeypatch):
     started = time.perf_counter()
     at = app("measure")
     assert time.perf_counter() - started < 30  # (AppTest's own start dominates; bench_app times it)
-    assert not any("MAPE" in f.value.columns for f in at.dataframe)
-    assert at.button(key="published_show")
+    assert not at.exception
+    summary = next(f.value for f in at.dataframe if "MAPE" in f.value.columns)
+    shipped = load_snapshot()
+    assert list(summary["class"]) == [c["what"] for c in shipped["classes"].values()]
+    assert any(c.value.startswith("predictions shipped with parsim, made ") for c in at.caption)
+    assert len(at.get("image")) >= 2  # the shipped H100 figure and the predicted-vs-published one
+    assert at.button(key="published_show")  # predicting again stays one press away
+
+
+@pytest.mark.slow
+def test_measure_page_shows_this_machines_calibration_curve_at_once(tmp_path, monkeypatch):
+    from parsim.hardware.tomlio import save_hardware
+    from tests.test_app_memory import calibrated_laptop
+
+    save_hardware(calibrated_laptop(), tmp_path / "this-machine.toml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("parsim.app.measure_page.cached_published", lambda: None)
+    at = app("measure")
+    assert not at.exception
+    assert at.get("download_button")  # the curve's PNG and the TOML, offered without a press
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Download this-machine.toml" in labels and len(at.get("image")) >= 3
 
 
 @pytest.mark.slow
@@ -167,6 +190,7 @@ def test_measure_page_shows_predicted_vs_published_when_asked():
     at = app("measure")
     at.button(key="published_show").click().run()
     assert not at.exception
+    assert any(c.value.startswith("predicted now by the installed parsim") for c in at.caption)
     frames = [frame.value for frame in at.dataframe]
     summary = next(f for f in frames if "MAPE" in f.columns)
     assert set(summary["class"]) >= {"single-GPU training throughput", "multi-GPU scaling efficiency"}

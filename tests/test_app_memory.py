@@ -6,6 +6,7 @@ part and the free room, so the bar is as long as the GPU's memory.
 
 from __future__ import annotations
 
+import numpy
 import pyarrow
 import pytest
 
@@ -42,3 +43,50 @@ def test_the_split_explorer_shows_the_chosen_splits_memory():
     assert not at.exception and not at.error
     parts = set(bar_data(at)["part"])
     assert {"weights", "gradients", "optimizer", "activations", "runtime"} <= parts
+
+
+def calibrated_laptop():
+    """The laptop preset as ``parsim calibrate`` writes a machine: with a measured bandwidth curve."""
+    import attrs
+
+    from parsim.hardware.presets import PROCESSORS
+    from parsim.hardware.specs import BandwidthPoint
+
+    laptop = PROCESSORS["laptop-4c-avx2"]
+    curve = (
+        BandwidthPoint(4096, 100e9, 300e9),
+        BandwidthPoint(2**20, 40e9, 120e9),
+        BandwidthPoint(2**30, 12e9, 40e9),
+    )
+    return attrs.evolve(laptop, id="this-machine", memory=attrs.evolve(laptop.memory, curve=curve))
+
+
+def test_the_bandwidth_curve_holds_its_first_point_for_an_empty_working_set_without_a_warning():
+    # Before: numpy.log(0) of a kernel that touches no memory warned "divide by zero" (issue 27, 8).
+    import warnings
+
+    from parsim.model.memory import interpolate
+
+    curve = calibrated_laptop().memory.curve
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert interpolate(curve, 0.0) == (300e9, 100e9)
+        swept = interpolate(curve, numpy.array([0.0, 4096.0, 2.0**40]))
+    assert swept[0].tolist() == [300e9, 300e9, 40e9] and swept[1].tolist() == [100e9, 100e9, 12e9]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["network", "llm_serve"])
+def test_explore_on_a_calibrated_machine_raises_no_warning(workload, tmp_path, monkeypatch):
+    from parsim.hardware.tomlio import save_hardware
+
+    save_hardware(calibrated_laptop(), tmp_path / "this-machine.toml")
+    monkeypatch.chdir(tmp_path)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        at = app("explore", query={"explore_workload": workload})
+        at.selectbox(key="explore_device").set_value("this machine (calibrated)").run()
+    assert not at.exception and not at.error
+    assert any(m.value.startswith("**Memory**: ") for m in at.markdown)

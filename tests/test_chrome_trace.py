@@ -188,7 +188,7 @@ def test_processes_are_devices_and_threads_the_timeline_rows(step3d):
     document = chrome_trace.prediction_trace(step3d)
     processes = {e["pid"]: e["args"]["name"] for e in document["traceEvents"] if e["name"] == "process_name"}
     assert sorted(processes.values()) == sorted(
-        ["host (xeon-e5-2630v3)", "GPU0 (a100-80gb)", "GPU1 (a100-80gb)", "network (the node's NICs)"]
+        ["host (dual-epyc-7742)", "GPU0 (a100-80gb)", "GPU1 (a100-80gb)", "network (the node's NICs)"]
     )
     rows = {_row(name) for name in _threads(document).values()}
     assert rows == {e.resource.group.label for e in step3d.trace}

@@ -192,3 +192,37 @@ def test_the_step_reports_what_megatron_reports():
     assert shares == pytest.approx(1.0)
     assert m["tp_comm_share"] > 0.05 and m["dp_comm_share"] > 0  # two all-reduces per layer and pass
     assert any("pipeline stage s's first GPU" in note for note in p.notes)
+
+
+def test_unequal_stages_are_said_in_words_and_in_the_split_table():
+    # Before: pp=64 over gpt3-175b's 96 layers was accepted silently (issue 27, 11).
+    from parsim.workloads.transformer_memory import layers_per_stage, uneven_stages
+
+    gpt3 = LLMS["gpt3-175b"]
+    assert [len(r) for r in parallel3d.stage_layers(gpt3, 64)] == [2] * 32 + [1] * 32
+    assert uneven_stages(gpt3, 64) == (
+        "pp=64 does not divide gpt3-175b's 96 layers: the stages are unequal (32 of 2 layers and 32 of 1); "
+        "the 2-layer stages set the pipeline's pace and the others wait"
+    )
+    assert uneven_stages(gpt3, 8) == "" and layers_per_stage(gpt3, 8) == "12"
+    assert layers_per_stage(gpt3, 64) == "2 or 1" and layers_per_stage(LLMS["gpt2"], 5) == "3 or 2"
+
+
+def test_a_prediction_with_unequal_stages_says_so():
+    given = {"model": "llama-2-7b", "tp": 1, "pp": 24, "nodes": 3, "batch": 24, "microbatches": 24}
+    notes = parsim.predict("network", given, cluster="dgx-a100", method="analytic").notes
+    said = "pp=24 does not divide llama-2-7b's 32 layers: the stages are unequal (8 of 2 layers and 16 of 1)"
+    assert said in " ".join(notes)
+    even_split = {**given, "pp": 8, "microbatches": 8}
+    even = parsim.predict("network", even_split, cluster="dgx-a100", method="analytic")
+    assert not any("does not divide" in note for note in even.notes)
+
+
+@pytest.mark.slow
+def test_the_split_table_says_which_splits_have_unequal_stages(cli):
+    from parsim.studies.splits import split_table
+
+    rows = split_table({"model": "gpt2", "batch": 8, "nodes": 1}, "dgx-a100", method="analytic")
+    assert {row.pp: row.layers_per_stage for row in rows} == {1: "12", 2: "6", 4: "3", 8: "2 or 1"}
+    code, out, _ = cli("splits", "model=gpt2", "batch=8", "nodes=1", "--method", "analytic")
+    assert code == 0 and "layers/stage" in out and "2 or 1" in out

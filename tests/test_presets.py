@@ -27,6 +27,7 @@ CPU_IDS = [
     "dual-xeon-e5-2630v3",
     "xeon-8480",
     "epyc-9654",
+    "dual-epyc-7742",
     "grace-x2",
     "grace-nvl72",
 ]
@@ -276,3 +277,13 @@ def test_every_numeric_field_has_a_source_comment(module):
     found, missing = _uncommented_numeric_fields(Path(module.__file__))
     assert found >= 20, "the checker found suspiciously few numeric fields"
     assert not missing, "numbers without a source comment:\n" + "\n".join(missing)
+
+
+def test_the_dgx_a100_cluster_is_hosted_by_two_epyc_7742_as_the_user_guide_says():
+    # Before: a Xeon E5-2630 v3 stood in for the host (issue 27, 11).
+    from parsim.hardware.presets_cluster import CLUSTER_PRESETS
+
+    host = PROCESSORS[CLUSTER_PRESETS["dgx-a100"].host]
+    assert host.id == "dual-epyc-7742" and host.cores == 2 * 64
+    assert host.memory.peak_bandwidth_Bps == 2 * 8 * 3200e6 * 8  # 8 channels DDR4-3200 per socket
+    assert host.memory.capacity_B == 2 * 2**40  # 2 TB in the DGX A100 640 GB

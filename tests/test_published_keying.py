@@ -106,9 +106,13 @@ def test_the_scan_finds_a_model_keyed_constant(tmp_path):
 def test_no_row_id_is_written_anywhere_in_the_package_but_the_table():
     ids = [row.id for row in ROWS]
     table = PACKAGE / "data" / "published.csv"
+    # the table's own report, as shipped for the Measure page: predictions of the rows, read by nothing
+    # that predicts (studies.published_snapshot)
+    report = PACKAGE / "data" / "published_snapshot.json"
     offenders = []
     for path in sorted(PACKAGE.rglob("*")):
-        if not path.is_file() or path == table or path.suffix not in {".py", ".toml", ".json", ".csv"}:
+        skipped = path in (table, report) or path.suffix not in {".py", ".toml", ".json", ".csv"}
+        if not path.is_file() or skipped:
             continue
         if path.suffix == ".py":  # a comment may name the rows a constant was fitted on; code may not
             text = "\n".join(set(_code_strings(path)) - _attribute_docstrings(path))

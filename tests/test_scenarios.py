@@ -81,6 +81,15 @@ def claims_conv3x3():
     assert sisd.latency_s > simd.latency_s > cores.latency_s > gpu32.latency_s > gpu16.latency_s
     assert simd.latency_s / cores.latency_s == pytest.approx(8, rel=0.1)  # the 8 cores of the label
     assert sisd.flops == pytest.approx(3.7e9, rel=0.01)
+    # effective vs executed (issue 27, 15): Winograd's 16 multiplications per 2x2 tile instead of 36
+    peak = registry.processor("v100-pcie").peak_flops_per_s("float32")
+    assert peak == pytest.approx(14.1e12, rel=0.005)
+    assert gpu32.flops_per_s == pytest.approx(21e12, rel=0.03) and gpu32.flops_per_s > peak  # effective
+    assert gpu32.flops / gpu32.executed_flops == pytest.approx(36 / 16)
+    assert gpu32.executed_flops == pytest.approx(1.6e9, rel=0.03)
+    assert gpu32.executed_flops_per_s == pytest.approx(9.4e12, rel=0.01) and gpu32.executed_flops_per_s < peak
+    assert any(n.startswith("effective vs executed FLOPs: ") for n in gpu32.notes)
+    assert gpu16.executed_flops is None and sisd.executed_flops is None  # the direct count is the work
 
 
 def claims_cpu_vs_gpu_training():
@@ -464,11 +473,11 @@ def claims_cluster_allreduce_overlap():
     reduces = [op for op in step.ops if getattr(op, "kind", None) == "all_reduce"]
     assert len(reduces) == 4
     assert sum(op.nbytes for op in reduces) == 4 * 25_557_032 == pytest.approx(102e6, rel=0.005)
-    # backward 33.6 ms, the first bucket ready 2.4 ms into it: 31 ms can hide
+    # backward 33.6 ms, the first bucket ready 1.0 ms into it: 33 ms can hide
     start, end, first_reduce, _ = _ddp_phases(first)
     assert (end - start) * 1e3 == pytest.approx(33.6, abs=0.05)
-    assert (first_reduce - start) * 1e3 == pytest.approx(2.4, abs=0.05)
-    assert (end - first_reduce) * 1e3 == pytest.approx(31.2, abs=0.1)
+    assert (first_reduce - start) * 1e3 == pytest.approx(1.0, abs=0.05)
+    assert (end - first_reduce) * 1e3 == pytest.approx(32.6, abs=0.1)
     # 1 node: NVLink only, 1.0 ms; 60.7 ms with overlap and 61.6 ms without, on every cluster
     assert _ddp_phases(dgx[0])[3] * 1e3 == pytest.approx(1.0, abs=0.05)
     for name in ("dgx", "roce", "eth"):
@@ -487,19 +496,19 @@ def claims_cluster_allreduce_overlap():
     assert roce[1].latency_s - _ddp_phases(roce[1])[1] == pytest.approx(
         max(e.end_s for e in last) - min(e.start_s for e in last), abs=0.4e-3
     )
-    # 25 Gb/s Ethernet: 69 ms, twice the backward pass; 98.5 ms (129.7 ms after): waiting 38 %
+    # 25 Gb/s Ethernet: 69 ms, twice the backward pass; 97.0 ms (129.7 ms after): waiting 37 %
     eth_s, (start, end, first_reduce, _) = _ddp_phases(eth[1])[3] * 1e3, _ddp_phases(eth[1])
     assert eth_s == pytest.approx(69, abs=0.5)
     assert eth_s / ((end - start) * 1e3) == pytest.approx(2, abs=0.15)
-    assert ms["eth"][1] == 98.5 and ms["eth_after"][1] == 129.7
+    assert ms["eth"][1] == 97.0 and ms["eth_after"][1] == 129.7
     hidden = eth_s - (ms["eth"][1] - end * 1e3)
-    assert hidden == pytest.approx(31, abs=0.5)
-    assert (ms["eth"][1] - ms["eth"][0]) / ms["eth"][1] == pytest.approx(0.38, abs=0.005)
+    assert hidden == pytest.approx(32.4, abs=0.5)
+    assert (ms["eth"][1] - ms["eth"][0]) / ms["eth"][1] == pytest.approx(0.37, abs=0.005)
     assert eth[1].bottleneck == "transfer"
-    # more nodes change almost nothing: 64 nodes 60.9, 63.8, 103.4 ms; a tree from 8 nodes on
-    assert (ms["dgx"][-1], ms["roce"][-1], ms["eth"][-1]) == (60.9, 63.8, 103.4)
+    # more nodes change almost nothing: 64 nodes 60.9, 63.8, 101.9 ms; a tree from 8 nodes on
+    assert (ms["dgx"][-1], ms["roce"][-1], ms["eth"][-1]) == (60.9, 63.8, 101.9)
     for series in ms.values():
-        assert max(series[1:]) - min(series[1:]) < 0.05 * min(series[1:])  # within 5 %
+        assert max(series[1:]) - min(series[1:]) < 0.06 * min(series[1:])  # within 6 %
     for cluster in (
         "dgx-a100",
         SCENARIOS / "hardware/a100_100g_roce.toml",
@@ -633,16 +642,17 @@ def claims_cluster_amdahl_gustafson():
     assert strong[-1].gpus == weak[-1].gpus == 1024
     # both start from the same step: 1,024 images per GPU on one node, 484 ms
     assert round(strong[0].latency_s * 1e3) == round(weak[0].latency_s * 1e3) == 484
-    # strong: 60.8 ms and 58.6 x at 8 nodes, 119 x at 16, then 31.0-31.2 ms and 121 x on 32, 64, 128
+    # strong: 60.8 ms and 58.6 x at 8 nodes, 119 x at 16, then 27.5-27.7 ms and 138 x on 32, 64, 128 nodes
     assert strong[at[8]].latency_s * 1e3 == pytest.approx(60.8, abs=0.05)
     assert strong[at[8]].metrics["speedup"] == pytest.approx(58.6, abs=0.05)
     assert round(strong[at[16]].metrics["speedup"]) == 119
     for p in strong[at[32] :]:
-        assert p.latency_s * 1e3 == pytest.approx(31.1, abs=0.1)
-        assert round(p.metrics["speedup"]) == 121
+        assert p.latency_s * 1e3 == pytest.approx(27.6, abs=0.1)
+        assert round(p.metrics["speedup"]) == 138
         assert p.bottleneck == "overhead"
     assert [p.bottleneck for p in strong[: at[16] + 1]] == ["memory"] * 5
-    # the host: 29.2 ms per step launching 513 operations per GPU (57 us apiece); a GPU computes 3 ms
+    # the host (2x EPYC 7742): 25.7 ms per step launching 513 operations per GPU (50 us apiece); a GPU
+    # computes 3 ms
     end = strong[-1]
     threads = {}
     for e in end.trace:
@@ -650,16 +660,16 @@ def claims_cluster_amdahl_gustafson():
             threads.setdefault(e.resource.first, []).append(e)
     launches = threads[1]
     assert len(launches) == 513
-    assert sum(e.end_s - e.start_s for e in launches) * 1e3 == pytest.approx(29.2, abs=0.05)
-    assert sum(e.end_s - e.start_s for e in launches) / 513 * 1e6 == pytest.approx(57, abs=0.5)
+    assert sum(e.end_s - e.start_s for e in launches) * 1e3 == pytest.approx(25.7, abs=0.05)
+    assert sum(e.end_s - e.start_s for e in launches) / 513 * 1e6 == pytest.approx(50, abs=0.5)
     gpu0 = [
         e for e in end.trace if e.resource.on_gpu and e.resource.device == 0 and e.resource.kind == "cores"
     ]
     assert sum(e.end_s - e.start_s for e in gpu0) * 1e3 == pytest.approx(3, abs=0.15)
-    # Amdahl's serial fraction there: 0.73 %, a cap of 137 times
+    # Amdahl's serial fraction there: 0.63 %, a cap of 159 times
     serial = end.metrics["serial_fraction"]
-    assert serial == pytest.approx(0.0073, abs=0.00005)
-    assert round(1 / serial) == 137
+    assert serial == pytest.approx(0.0063, abs=0.00005)
+    assert round(1 / serial) == 159
     # weak: 484 ms at every size, a million images, 945 x, 92.3 % efficient everywhere
     for p in weak:
         assert round(p.latency_s * 1e3) == 484
@@ -680,11 +690,11 @@ def claims_cluster_amdahl_gustafson():
     ]
     shared, alone = (sum(e.end_s - e.start_s for e in c) for c in copies)
     assert shared > 3.5 * alone
-    # Gustafson: s = (N - S) / (N - 1) = 7.7 %, about ten times 0.73 %, and a speed-up seven times 137
+    # Gustafson: s = (N - S) / (N - 1) = 7.7 %, twelve times 0.63 %, and a speed-up six times 159
     gustafson = (1024 - weak[-1].metrics["speedup"]) / 1023
     assert gustafson == pytest.approx(0.077, abs=0.0005)
-    assert gustafson / serial == pytest.approx(10.6, abs=0.1)
-    assert weak[-1].metrics["speedup"] / (1 / serial) == pytest.approx(7, abs=0.15)
+    assert gustafson / serial == pytest.approx(12, abs=0.6)
+    assert weak[-1].metrics["speedup"] / (1 / serial) == pytest.approx(6, abs=0.15)
 
 
 def _load(stem: str) -> dict[str, dict[float, dict]]:

@@ -330,3 +330,36 @@ def test_conv_share_grows_with_pixels_and_never_exceeds_the_flat_share(pixels, m
     library = attrs.evolve(stack.presets.THNN, conv_efficiency=share, per_image_half_pixels=half)
     small, large = library.conv_share(None, pixels), library.conv_share(None, pixels + more)
     assert 0.0 < small <= large <= share
+
+
+@pytest.mark.parametrize("device", ["xeon-e5-2630v3", "v100-pcie"])
+def test_a_sisd_convolution_is_the_direct_loop_and_says_so(device):
+    # Before: a SISD loop was said to run "implicit-gemm (the library's fastest)" (issue 27, 11).
+    import parsim
+
+    sisd = parsim.predict("conv2d", {"channels": 64, "filters": 64}, device=device, mode="sisd")
+    (note,) = [n for n in sisd.notes if n.startswith("conv3x3 64->64 224x224: ")]
+    assert "direct convolution as one scalar loop, 576 multiply-adds per output" in note  # 64 x 3 x 3
+    assert "no GEMM" in note and "library's fastest" not in note
+    # the loop does the direct convolution's FLOPs: 2 x (224 x 224) x 64 x 576
+    assert sisd.flops == 2 * 224 * 224 * 64 * 576
+    simd = parsim.predict("conv2d", {"channels": 64, "filters": 64}, device=device, mode="simd")
+    assert any("(the library's fastest)" in n for n in simd.notes)
+
+
+def test_effective_and_executed_flops_are_told_apart_where_winograd_runs():
+    # Before: a V100 "achieved" 21 TFLOP/s in float32, above its 14.1 TFLOP/s peak, unexplained.
+    import parsim
+    from parsim.plots.timelines import roofline
+    from parsim.report.text import prediction_text
+
+    p = parsim.predict("conv2d", {"channels": 64, "filters": 64}, device="v100-pcie", method="analytic")
+    assert p.flops == 2 * 224 * 224 * 64 * 576 and p.flops / p.executed_flops == pytest.approx(2.25)
+    assert p.executed_flops_per_s == pytest.approx(p.flops_per_s / 2.25)
+    assert p.to_dict()["executed_flops"] == p.executed_flops
+    achieved = next(line for line in prediction_text(p).splitlines() if "achieved" in line)
+    assert " TFLOP/s effective (" in achieved and " TFLOP/s executed), " in achieved
+    legend = roofline(p, PROCESSORS["v100-pcie"]).axes[0].get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert any(label.endswith(" effective") for label in labels)
+    assert any(label.startswith("executed (fewer multiplications): ") for label in labels)

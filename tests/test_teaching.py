@@ -270,3 +270,31 @@ def test_a_lesson_without_a_visual_draws_nothing_and_a_broken_one_says_why(tmp_p
     assert "not available" in at.warning[0].value
     (tmp_path / "flynn_vector_add.toml").unlink()
     assert "missing" in _panel("flynn_vector_add").warning[0].value
+
+
+# --- one source of truth for the Flynn lesson's lanes (issue 27, 14) -----------------------------
+
+
+def test_the_flynn_lessons_words_say_the_lanes_and_cores_its_grids_draw():
+    # Before: the text said 8 lanes (4 x 8 = 32) while the grids drew the laptop's 16.
+    from parsim.studies.scenarios import lesson_text, retarget
+
+    flynn = load_scenario("flynn_vector_add")
+    text = lesson_text(flynn)
+    panels = teach.flynn_panels(run_scenario(flynn), 0.0)
+    simd_spec = panels[1][1]  # the SIMD case's processor, as its grid draws it
+    assert (simd_spec.cores, simd_spec.lanes_per_core) == (4, 16)
+    assert "all its 16 vector lanes" in text and "every core (4 here)" in text
+    assert "not 4 x 16 = 64 times faster" in text and "{" not in text
+    xeon = lesson_text(retarget(flynn, cpu="xeon-8480"))  # 56 cores x 32 AVX-512 lanes
+    assert "all its 32 vector lanes" in xeon and "not 56 x 32 = 1792 times faster" in xeon
+
+
+def test_a_lesson_text_keeps_braces_it_does_not_know():
+    from parsim.studies.scenarios import lesson_text, loads_scenario
+
+    scenario = loads_scenario(
+        'title = "t"\nlesson = "{lanes} lanes, {unknown} and {x: 1}"\n'
+        '[defaults]\ndevice = "laptop-4c-avx2"\n[[cases]]\nworkload = "vector_add"\n'
+    )
+    assert lesson_text(scenario) == "16 lanes, {unknown} and {x: 1}"

@@ -129,3 +129,11 @@ def cached_published() -> dict:
     from parsim.studies import published
 
     return published.report(published.compare())
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def cached_snapshot() -> dict | None:
+    """The published comparison shipped with parsim (``studies.published_snapshot``), read once."""
+    from parsim.studies import published_snapshot
+
+    return published_snapshot.load_snapshot()

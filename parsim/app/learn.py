@@ -19,7 +19,7 @@ from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.measure.backends import gpu_available
 from parsim.report import chrome_trace
-from parsim.studies.scenarios import load_scenario, scenario_paths
+from parsim.studies.scenarios import lesson_text, load_scenario, scenario_paths
 
 # A course order: Flynn's taxonomy first, then data movement, then deep learning (clusters with
 # data parallelism; pipelines after the language models).
@@ -84,7 +84,7 @@ def render() -> None:
         st.error(str(exc))
         return
     st.markdown(f"## {result.scenario.title}")
-    st.markdown(result.scenario.lesson)
+    st.markdown(lesson_text(result.scenario))
     show_png(cached_png(_lesson_figure, str(path), stamp), stem, key="learn_png")
     if result.scenario.plot == "timeline" and result.scenario.sweep is None:  # the figure is timelines
         trace_download(_lesson_trace, str(path), stamp, name=stem, key="learn_trace")

@@ -15,7 +15,7 @@ import streamlit as st
 
 from parsim import plots
 from parsim.app import measure_shipped
-from parsim.app.cache import cached_published
+from parsim.app.cache import cached_published, cached_snapshot
 from parsim.app.measure_here import CALIBRATION, calibrate_button, present
 from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated, show_png
 from parsim.base import units
@@ -24,7 +24,7 @@ from parsim.hardware.tomlio import loads_hardware
 from parsim.measure.backends import gpu_available
 from parsim.measure.jsonfiles import parse_json
 from parsim.measure.run import SISD_WORKLOADS, check_measurement
-from parsim.studies import measured
+from parsim.studies import measured, published_snapshot
 from parsim.studies.validate import SCHEMA as REPORT_SCHEMA
 from parsim.studies.validate import check_report, summarise
 from parsim.workloads.registry import WORKLOADS
@@ -47,9 +47,9 @@ def render() -> None:
         )
     load_calibrated()
     history = st.session_state.setdefault("measurements", [])
+    _calibration()
     measure_shipped.render()
     _published()
-    _calibration()
     _measure_form(history, available)
     _files(history)
     _comparison(history)
@@ -64,6 +64,9 @@ def _calibration() -> None:
                 f"calibrated: {spec.name}, {spec.cores} cores, {units.si(spec.memory.bandwidth_Bps, 'B/s')} "
                 f"DRAM, dispatch {units.seconds(spec.dispatch_s)}"
             )
+            if spec.memory.curve:  # the staircase the calibration measured, at once
+                png = cached_png(_calibration_figure, st.session_state["calibrated_toml"])
+                show_png(png, "this-machine-bandwidth", key="measure_calibration_png")
             st.download_button(
                 "Download this-machine.toml",
                 st.session_state["calibrated_toml"].encode(),
@@ -74,6 +77,10 @@ def _calibration() -> None:
             st.write(f"not calibrated yet: no `{CALIBRATION}` in the folder the app was started from")
         if calibrate_button(key="measure_calibrate"):
             st.rerun()  # every page reads the new calibration
+
+
+def _calibration_figure(toml_text: str):
+    return plots.calibration_curve(loads_hardware(toml_text))
 
 
 def _measure_form(history: list, gpu: bool) -> None:
@@ -252,8 +259,9 @@ def _comparison(history: list) -> None:
 
 @st.fragment
 def _published() -> None:
-    """Predicted vs published, computed only when asked: predicting every published run takes
-    seconds, which the page's first open must not pay (the answer is then cached)."""
+    """Predicted vs published, at once: the snapshot shipped with parsim (``published_snapshot``)
+    is drawn when the page opens; predicting every published run again with the installed model
+    takes about a minute, so that only happens when asked (and is then cached)."""
     with st.container(border=True):
         st.subheader("Predicted vs published")
         st.write(
@@ -262,57 +270,82 @@ def _published() -> None:
             "against parsim's prediction of the same run — no GPU needed here. Each point is one "
             "measurement: inside the grey band the prediction meets the class's target."
         )
-        if not st.session_state.get(PUBLISHED_SHOWN):
-            if not st.button("Predict the published runs", key="published_show"):
-                return
+        data = None if st.session_state.get(PUBLISHED_SHOWN) else _snapshot()
+        again = "Predict again with this parsim (about a minute)"
+        if data is not None and st.button(again, key="published_show"):
             st.session_state[PUBLISHED_SHOWN] = True
-        with st.spinner("predicting the published runs ..."):
-            data = cached_published()
-        summary = pandas.DataFrame(
-            [
-                {
-                    "class": s["what"],
-                    "rows": s["rows"],
-                    "MAPE": s["mape"],
-                    "target": s["target"],
-                    "met": "yes" if s["met"] else "no",
-                    "Spearman": s["spearman"],
-                    "MAPE by percentile": ", ".join(
-                        f"{tag} {mape:.0%}" for tag, mape in s.get("by_percentile", {}).items()
-                    ),
-                    "MAPE by engine": ", ".join(
-                        f"{name} {e['mape']:.0%}" for name, e in s.get("by_engine", {}).items()
-                    ),
-                    "worst row": None
-                    if s["worst"] is None
-                    else f"{s['worst']['id']} ({s['worst']['error']:+.0%})",
-                }
-                for s in data["classes"].values()
-            ]
-        )
-        st.dataframe(
-            summary,
-            hide_index=True,
-            key="published_summary",
-            column_config={
-                "MAPE": st.column_config.NumberColumn(format="percent"),
-                "target": st.column_config.NumberColumn(format="percent"),
-                "Spearman": st.column_config.NumberColumn(format="%.2f"),
-            },
-        )
-        show_png(cached_png(plots.published, data), "predicted-vs-published", key="published_png")
-        rows = pandas.DataFrame(data["rows"])
-        rows["params"] = rows["params"].map(units.assignments)
-        shown = ["class", "id", "workload", "params", "device", "metric", "published", "predicted", "error"]
-        st.dataframe(
-            rows[[*shown, "source"]],
-            hide_index=True,
-            key="published_rows",
-            column_config={
-                "published": st.column_config.NumberColumn(format="%.4g"),
-                "predicted": st.column_config.NumberColumn(format="%.4g"),
-                "error": st.column_config.NumberColumn(format="percent"),
-                "source": st.column_config.TextColumn(width="large"),
-            },
-        )
-        csv_download(rows[[*shown, "refused", "source"]], "published-vs-predicted", key="published_csv")
+            data = None
+        if data is None:
+            with st.spinner("predicting the published runs (about a minute) ..."):
+                data = cached_published()
+            st.caption(f"predicted now by the installed parsim ({data.get('created_at', '')})")
+        else:
+            late = published_snapshot.behind(data)
+            since = f"; {late} published row{'s' * (late != 1)} changed since, not in it" if late else ""
+            made = data.get("created_at", "when it was packaged")
+            st.caption(
+                f"predictions shipped with parsim, made {made}{since}: shown at once; the button "
+                "predicts every run again with the model installed here"
+            )
+        _published_tables(data)
+
+
+def _snapshot() -> dict | None:
+    """The shipped snapshot, else None (none shipped, or a file that is not one: said in place)."""
+    try:
+        return cached_snapshot()
+    except ParsimError as exc:
+        st.warning(f"{exc}; predicting instead")
+        return None
+
+
+def _published_tables(data: dict) -> None:
+    """The per-class table, the predicted-vs-published figure and every row of a report."""
+    summary = pandas.DataFrame(
+        [
+            {
+                "class": s["what"],
+                "rows": s["rows"],
+                "MAPE": s["mape"],
+                "target": s["target"],
+                "met": "yes" if s["met"] else "no",
+                "Spearman": s["spearman"],
+                "MAPE by percentile": ", ".join(
+                    f"{tag} {mape:.0%}" for tag, mape in s.get("by_percentile", {}).items()
+                ),
+                "MAPE by engine": ", ".join(
+                    f"{name} {e['mape']:.0%}" for name, e in s.get("by_engine", {}).items()
+                ),
+                "worst row": None
+                if s["worst"] is None
+                else f"{s['worst']['id']} ({s['worst']['error']:+.0%})",
+            }
+            for s in data["classes"].values()
+        ]
+    )
+    st.dataframe(
+        summary,
+        hide_index=True,
+        key="published_summary",
+        column_config={
+            "MAPE": st.column_config.NumberColumn(format="percent"),
+            "target": st.column_config.NumberColumn(format="percent"),
+            "Spearman": st.column_config.NumberColumn(format="%.2f"),
+        },
+    )
+    show_png(cached_png(plots.published, data), "predicted-vs-published", key="published_png")
+    rows = pandas.DataFrame(data["rows"])
+    rows["params"] = rows["params"].map(units.assignments)
+    shown = ["class", "id", "workload", "params", "device", "metric", "published", "predicted", "error"]
+    st.dataframe(
+        rows[[*shown, "source"]],
+        hide_index=True,
+        key="published_rows",
+        column_config={
+            "published": st.column_config.NumberColumn(format="%.4g"),
+            "predicted": st.column_config.NumberColumn(format="%.4g"),
+            "error": st.column_config.NumberColumn(format="percent"),
+            "source": st.column_config.TextColumn(width="large"),
+        },
+    )
+    csv_download(rows[[*shown, "refused", "source"]], "published-vs-predicted", key="published_csv")

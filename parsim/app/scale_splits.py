@@ -91,6 +91,7 @@ def table(rows: tuple[SplitRow, ...]) -> pandas.DataFrame:
                 "tp": row.tp,
                 "pp": row.pp,
                 "dp": row.dp,
+                "layers_per_stage": row.layers_per_stage,
                 "microbatches": row.microbatches,
                 "memory_GiB": row.memory_per_gpu_B / 2**30,
                 "fits": "yes" if row.fits else "does not fit",
@@ -107,6 +108,9 @@ def table(rows: tuple[SplitRow, ...]) -> pandas.DataFrame:
 
 
 COLUMNS = {
+    "layers_per_stage": st.column_config.TextColumn(
+        "layers per stage", help="'2 or 1': pp does not divide the layers; the fuller stages set the pace"
+    ),
     "microbatches": st.column_config.NumberColumn("micro-batches", format="%d"),
     "fits": st.column_config.TextColumn("fits", width="medium"),
     "memory_GiB": st.column_config.NumberColumn("memory per GPU", format="%.1f GiB"),

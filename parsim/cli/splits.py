@@ -48,7 +48,8 @@ def splits(
         typer.echo(jsontext.dumps([row.to_dict() for row in rows]))
         return
     columns = [
-        (name, "right") for name in ("tp", "pp", "dp", "micro-batches", "memory/GPU", "step", "tokens/s")
+        (name, "right")
+        for name in ("tp", "pp", "dp", "layers/stage", "micro-batches", "memory/GPU", "step", "tokens/s")
     ]
     columns += [("TFLOP/s/GPU", "right"), ("MFU", "right"), ("", "left")]
     lines = []
@@ -59,6 +60,7 @@ def splits(
                 str(row.tp),
                 str(row.pp),
                 str(row.dp),
+                row.layers_per_stage,
                 str(row.microbatches),
                 units.gib(row.memory_per_gpu_B),
                 units.seconds(row.step_s) if timed else "-",

@@ -133,8 +133,7 @@ DGX_A100 = ClusterSpec(
     device="a100-80gb",  # [DGXA100]
     gpus_per_node=8,
     fabric="nvlink3",  # [DGXA100] 6 NVSwitches: every GPU reaches every other at full NVLink speed
-    # the presets have no EPYC 7742; the host only issues work here (as in the single-node rows)
-    host="xeon-e5-2630v3",
+    host="dual-epyc-7742",  # [DGXA100] 2x AMD EPYC 7742
     network=NetworkSpec(IB_HDR, nics_per_node=8, nodes_per_leaf=20),  # [DGXA100] [SPOD]
 )
 

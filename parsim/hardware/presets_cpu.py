@@ -17,6 +17,10 @@ Sources, abbreviated in the comments:
 
 - [ARK] Intel ARK product pages (cores, clocks, caches, memory channels and speed).
 - [AMD] AMD EPYC 9654 product page (cores, all-core boost, L3, memory channels).
+- [AMD7742] AMD EPYC 7742 product page (Rome, Zen 2): 64 cores / 128 threads, base 2.25 GHz, max
+  boost 3.4 GHz, 256 MB L3, 8 channels DDR4-3200 (204.8 GB/s per socket), 128 PCIe 4.0 lanes.
+  [DGXA100-UG] NVIDIA DGX A100 User Guide, "Hardware overview": 2x AMD EPYC 7742 (128 cores),
+  2 TB of system memory in the 640 GB (8x A100 80GB) system.
 - [PUGET] Puget Systems, "Memory Performance for Intel Xeon Haswell-EP DDR4" (STREAM triad with
   ICC, 2x Xeon E5-2697 v3: 102 GB/s, 1 core 20 GB/s),
   https://www.pugetsystems.com/labs/hpc/memory-performance-for-intel-xeon-haswell-ep-ddr4-596/
@@ -228,6 +232,35 @@ EPYC_9654 = _cpu(
     ),
 )
 
+DUAL_EPYC_7742 = _cpu(
+    id="dual-epyc-7742",
+    name="2x AMD EPYC 7742 (Rome, Zen 2, 2 sockets, 128 cores): the host of a DGX A100",
+    cores=128,  # [AMD7742] 2 sockets x 64 cores ([DGXA100-UG] 128 cores)
+    lanes_per_core=16,  # Zen 2: two 256-bit FMA pipes, 8 float32 lanes x 2
+    # estimate: [AMD7742] base 2.25 GHz / max boost 3.4 GHz; AMD publishes no all-core clock, but its
+    # frequency-vs-active-cores chart for the 7742 has no AVX offset (Rome lowers no clock for vector
+    # code; ascii.jp/elem/000/001/914/1914626/4): ~3.0 GHz all-core, between base and max boost
+    clock_Hz=3.0e9,
+    fma=True,  # [AMD7742] AVX2 + FMA3
+    fp64_ratio=0.5,  # 4 float64 lanes per 256-bit register vs 8 float32
+    fp16_ratio=1.0,  # no FP16 vector arithmetic on Zen 2 (F16C converts only)
+    matmul_efficiency=0.85,  # estimate: AOCL/OpenBLAS SGEMM ~85 % of peak, as the Genoa preset
+    special_per_core_per_cycle=1.0,  # estimate: vectorised exp/log ~1 result/cycle/core on 256-bit pipes
+    memory=MemorySpec(
+        # estimate: ~75 % of peak, the STREAM triad efficiency of 8-channel DDR4 server sockets ([CSCS]
+        # Haswell-EP reaches 87 % with the Intel compiler, GCC builds ~65 %); 2 x 153.6 GB/s
+        bandwidth_Bps=2 * 153.6e9,
+        peak_bandwidth_Bps=2 * 8 * 3200e6 * 8,  # [AMD7742] 2 x 8 channels DDR4-3200 x 8 B = 409.6 GB/s
+        latency_s=120e-9,  # estimate: Rome's I/O die adds ~20-30 ns to DDR4 load-to-use (NUMA average)
+        capacity_B=2048 * GiB,  # [DGXA100-UG] 2 TB in the DGX A100 640 GB
+        per_core_bandwidth_Bps=20e9,  # estimate: one Zen 2 core streams ~18-25 GB/s
+        # [AMD7742] 32 KB L1d + 512 KB L2 per core, 2 x 256 MB L3 (16 MB per 4-core CCX, modelled as one
+        # shared level); estimate: 64/32/16 B/cycle/core
+        caches=_caches(128, 3.0e9, 32 * KiB, 512 * KiB, 512 * MiB, 64, 32, 16),
+    ),
+    max_gpus=8,  # [DGXA100-UG] 8 A100s behind PCIe 4.0 switches
+)
+
 
 # Grace hosts of Blackwell GPUs, ``cpus`` Grace CPUs as one host (as dual-xeon-e5-2630v3 joins two
 # sockets; in a cluster the host only issues work and copies): two per Azure ND GB200 v6 VM, 36 per
@@ -272,6 +305,7 @@ CPU_PRESETS: dict[str, ProcessorSpec] = {
         DUAL_XEON_E5_2630V3,
         XEON_8480,
         EPYC_9654,
+        DUAL_EPYC_7742,
         GRACE_X2,
         GRACE_NVL72,
     )

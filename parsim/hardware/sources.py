@@ -18,6 +18,7 @@ SOURCES: dict[str, str] = {
     "dual-xeon-e5-2630v3": "Intel ARK; STREAM triad of Puget Systems (2-socket Haswell-EP)",
     "xeon-8480": "Intel ARK and AMX overview; likwid-bench triad (RRZE-HPC/likwid issue 664)",
     "epyc-9654": "AMD EPYC 9654 product page; Azure HBv4 STREAM page",
+    "dual-epyc-7742": "AMD EPYC 7742 product page; NVIDIA DGX A100 User Guide; STREAM efficiency estimate",
     # GPUs (presets_gpu.py)
     "gtx-980": f"NVIDIA GTX 980 whitepaper; {_NV_MEASURED}",
     "gtx-1080": "NVIDIA GTX 1080 whitepaper; clpeak log and deviceQuery",

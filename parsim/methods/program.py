@@ -97,6 +97,11 @@ def predict_program(
     parts = timeline.breakdown(list(trace), latency)
     samples = samples_per_step(workload)
     records = (Throughput(samples * throughput),) if samples is not None else ()
+    executed = algorithms.executed_flops(workload, system, mode, overlap)
+    dtype = str(dict(workload.params).get("dtype", "float32"))
+    effective = algorithms.effective_note(
+        workload.flops, executed, latency, system.compute.peak_flops_per_s(dtype, matrix=True)
+    )
     return Prediction(
         workload=workload.name,
         params=dict(workload.params),
@@ -117,6 +122,7 @@ def predict_program(
         events=events,
         notes=tuple(notes)
         + algorithms.notes(workload, system, mode, overlap)
+        + ((effective,) if effective else ())
         + transfer.pageable_notes(workload, system.link)
         + traffic.traffic_notes(workload, system),
         layers=layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
@@ -124,6 +130,7 @@ def predict_program(
         nodes=system.nodes,
         peer_link=system.peer_link.id if system.peer_link is not None else None,
         records=records,
+        executed_flops=executed,
     )
 
 

@@ -29,6 +29,7 @@ from parsim.model.rates import Execution, execution
 from parsim.model.roofline import combine, leg
 from parsim.stack import library_of
 from parsim.workloads.base import Kernel
+from parsim.workloads.conv import DIRECT_LOOP
 
 
 def compute_s(
@@ -134,7 +135,14 @@ def _anonymous_kernel_time_s(
 @cached(maxsize=65536)
 def choose(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> tuple[str, Kernel]:
     """The fastest algorithm the library offers for ``kernel`` (an anonymous kernel shape), timed by
-    the closed form below: ``(its name, the kernel as it then runs)``."""
+    the closed form below: ``(its name, the kernel as it then runs)``.
+
+    A SISD convolution is one scalar loop over every output and every filter tap — the direct
+    convolution, ``2 M N K`` FLOPs as the workload states them: no library runs it, so it is
+    neither a GEMM nor Winograd (unless the user pinned an algorithm to loop over)."""
+    conv = kernel.library.conv
+    if mode == "sisd" and conv is not None and not conv.algorithm:
+        return DIRECT_LOOP, kernel
     offered = candidates(spec, kernel)
     if len(offered) == 1:
         return offered[0]

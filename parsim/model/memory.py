@@ -168,7 +168,9 @@ def interpolate(curve: tuple[BandwidthPoint, ...], working_set_B: Number) -> tup
     """
     first, last = curve[0], curve[-1]
     sizes = numpy.log([point.working_set_B for point in curve])
-    at = numpy.log(working_set_B)
+    # An op that touches no memory (working set 0) sits below the curve's first point, where the
+    # first point holds anyway: the log is taken of the clamped size so that log(0) never warns.
+    at = numpy.log(numpy.maximum(working_set_B, first.working_set_B))
     results = []
     for values in ([p.all_cores_Bps for p in curve], [p.one_core_Bps for p in curve]):
         inside = numpy.exp(numpy.interp(at, sizes, numpy.log(values)))

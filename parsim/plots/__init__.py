@@ -12,7 +12,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from parsim.plots.lines import scaling, sweep, sweep_lines, tradeoff, validation
-from parsim.plots.measured import measured
+from parsim.plots.measured import calibration_curve, measured
 from parsim.plots.published import published
 from parsim.plots.style import COLORS, presentation, styled
 from parsim.plots.timelines import bars, roofline, timeline, timelines
@@ -21,6 +21,7 @@ from parsim.workloads.records import Scaling, Throughput
 __all__ = [
     "COLORS",
     "bars",
+    "calibration_curve",
     "measured",
     "presentation",
     "published",

@@ -72,3 +72,26 @@ def _known(row: dict) -> bool:
     """A prediction to draw: present, and not the NaN a table's empty cell becomes."""
     value = row.get("predicted_s")
     return value is not None and value == value and value > 0
+
+
+@styled
+def calibration_curve(spec) -> Figure:
+    """The memory bandwidth a calibration measured against working-set size, one core and all
+    cores (``MemorySpec.curve``), with the cache sizes marked: the staircase a CPU climbs down
+    as the data outgrows each level."""
+    curve = spec.memory.curve
+    if not curve:
+        raise ValueError(f"{spec.id} has no measured bandwidth curve (it was not calibrated)")
+    fig = _figure(10, 5)
+    ax = fig.add_subplot()
+    sizes = [point.working_set_B for point in curve]
+    ax.loglog(sizes, [p.all_cores_Bps for p in curve], "o-", label=f"all {spec.cores} cores")
+    ax.loglog(sizes, [p.one_core_Bps for p in curve], "s--", label="one core")
+    for cache in spec.memory.caches:
+        ax.axvline(cache.size_B, color="grey", linestyle=":", linewidth=1)
+        ax.annotate(cache.name, (cache.size_B, 1.0), xycoords=("data", "axes fraction"), va="top", ha="right")
+    axes.count_axis(ax.xaxis, "working set (B)")
+    axes.count_axis(ax.yaxis, "bandwidth (B/s)")
+    title(ax, f"Calibrated: {spec.name}")
+    legend(ax)
+    return fig

@@ -7,6 +7,7 @@ a prediction's timeline); these functions only draw them, in the colours of the 
 
 from __future__ import annotations
 
+import matplotlib
 import numpy
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
@@ -16,7 +17,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from parsim.base.units import seconds, si
 from parsim.hardware.specs import ProcessorSpec
 from parsim.plots.axes import count_axis, plain, plain_axis
-from parsim.plots.style import COLORS, _figure, legend, styled, suptitle, title
+from parsim.plots.style import COLORS, _figure, legend, styled, suptitle, title, wrap
 from parsim.studies.teaching import (
     Grid,
     amdahl_speedup,
@@ -180,7 +181,12 @@ def flynn_grids(
         ax.set_ylabel(unit + ("s" if rows > 1 else ""))
         lanes_text = f"lanes (warps of {spec.warp_size})" if spec.warp_size > 1 else "lanes"
         more = spec.cores - rows
-        ax.set_xlabel(lanes_text + (f"\n+{more} more {unit}s not drawn" if more else ""))
+        # each panel's share of the width: at 16:9 and 1.5x type a long label wraps instead of
+        # running off the figure
+        label = lanes_text + (f"\n+{more} more {unit}s not drawn" if more else "")
+        room = fig.get_figwidth() / len(panels) * 0.9
+        size = matplotlib.rcParams["axes.labelsize"]
+        ax.set_xlabel("\n".join(wrap(line, room, size) for line in label.split("\n")))
         title(ax, f"{label}\n{_status(grid, spec, latency_s)}", fontsize="small")
         if grid.kind is not None:
             kinds.add(grid.kind)

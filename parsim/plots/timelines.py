@@ -28,6 +28,7 @@ from parsim.plots.style import (
     points,
     styled,
     suptitle,
+    wrap,
 )
 from parsim.plots.style import title as style_title
 from parsim.results.prediction import Prediction
@@ -106,8 +107,16 @@ def _merged(prediction: Prediction, where: dict) -> list[tuple[tuple, float, flo
 def _kinds_legend(fig, kinds: set[str]) -> None:
     """The colour key under the figure, listing only the kinds of work drawn."""
     handles = _legend_handles(kinds)
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
+    if not handles:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for columns in range(len(handles), 0, -1):  # one row, unless it is wider than the figure (a slide)
+        key = fig.legend(handles=handles, loc="outside lower center", ncols=columns)
+        FigureCanvasAgg(fig).draw()
+        if columns == 1 or key.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+            return
+        key.remove()
 
 
 def _row_height() -> float:
@@ -154,14 +163,26 @@ def roofline(prediction: Prediction, spec: ProcessorSpec, dtype: str = "float32"
             [attainable_flops_per_s(spec, x, dtype, matrix) for x in xs],
             label=f"{name} peak {si(peak, 'FLOP/s')}",
         )
+    effective = " effective" if prediction.executed_flops is not None else ""
     ax.loglog(
         [intensity],
         [max(prediction.flops_per_s, 1e-30)],
         "o",
         color=COLORS["compute"],
         markersize=10,
-        label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}",
+        label=f"{prediction.workload}: {si(prediction.flops_per_s, 'FLOP/s')}{effective}",
     )
+    if prediction.executed_flops is not None:  # Winograd/FFT: the work done sits under the roof
+        executed_intensity = prediction.executed_flops / prediction.bytes if prediction.bytes else 1.0
+        ax.loglog(
+            [executed_intensity],
+            [max(prediction.executed_flops_per_s, 1e-30)],
+            "o",
+            markerfacecolor="none",
+            color=COLORS["compute"],
+            markersize=10,
+            label=f"executed (fewer multiplications): {si(prediction.executed_flops_per_s, 'FLOP/s')}",
+        )
     ax.axvline(ridge_intensity(spec, dtype, matrix=False), color="grey", linestyle=":", label="ridge point")
     count_axis(ax.xaxis, "arithmetic intensity (FLOP/byte)")
     count_axis(ax.yaxis, "compute (FLOP/s)")
@@ -186,7 +207,7 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
             ax.invert_yaxis()
             if max(latencies) > 100 * min(latencies) > 0:
                 ax.set_xscale("log")
-            for index, prediction in enumerate(predictions):
+            notes = [
                 ax.text(
                     prediction.latency_s,
                     index,
@@ -194,15 +215,50 @@ def bars(labels: list[str], predictions: list[Prediction], title: str = "") -> F
                     va="center",
                     fontsize="small",
                 )
+                for index, prediction in enumerate(predictions)
+            ]
             ax.set_xlim(right=max(latencies) * (8 if ax.get_xscale() == "log" else 1.45))
+            _room_for(ax, notes)  # before the time axis picks its ticks for the final limits
             time_axis(ax.xaxis, "latency")
-            style_title(ax, title)
+            _title_over(ax, title)
             drawn = {p.bottleneck for p in predictions}
             ax.legend(
                 handles=[Patch(color=COLORS[k], label=f"{k}-bound") for k in CATEGORIES if k in drawn],
                 loc="lower right",
             )
     return fig
+
+
+def _title_over(ax, text: str) -> None:
+    """The title wrapped to the axes as laid out: long case labels narrow the axes, and a title
+    wrapped to the grid cell would then run past the figure's edge on a slide."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.get_figure()
+    FigureCanvasAgg(fig).draw()
+    width_in = ax.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    ax.set_title(wrap(text, width_in * 0.95, matplotlib.rcParams["axes.titlesize"]))
+
+
+def _room_for(ax, texts: list) -> None:
+    """Widen the x axis until every label after a bar ends inside the axes (at 1.5x type on a 16:9
+    slide the labels are wider than the fixed margin allowed), measured as the renderer lays it out."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.get_figure()
+    for _ in range(3):  # the layout moves a little as the axis grows; settles in one or two
+        FigureCanvasAgg(fig).draw()
+        renderer = fig.canvas.get_renderer()
+        box = ax.get_window_extent(renderer)
+        reach = max(text.get_window_extent(renderer).x1 for text in texts)
+        if reach <= box.x1 - 2:
+            return
+        share = (reach - box.x0) / box.width * 1.05  # the axis width the labels need, as a share
+        left, right = ax.get_xlim()
+        if ax.get_xscale() == "log":
+            ax.set_xlim(left, left * (right / left) ** share)
+        else:
+            ax.set_xlim(left, left + (right - left) * share)
 
 
 @styled

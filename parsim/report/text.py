@@ -14,7 +14,7 @@ from parsim.results.algorithms import describe
 from parsim.results.prediction import Prediction
 from parsim.results.resources import Resource
 from parsim.results.serving_figures import phase_bounds
-from parsim.studies.scenarios import ScenarioResult
+from parsim.studies.scenarios import ScenarioResult, lesson_text
 from parsim.workloads.llms import is_llm, llm
 from parsim.workloads.records import Record
 
@@ -36,7 +36,8 @@ def prediction_text(p: Prediction) -> str:
     ]
     if p.busy:  # a program's run (a load's requests use no resource rows)
         lines.append(
-            f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}, {units.si(p.bytes_per_s, 'B/s')} memory"
+            f"  achieved     {units.si(p.flops_per_s, 'FLOP/s')}{_executed(p)}, "
+            f"{units.si(p.bytes_per_s, 'B/s')} memory"
         )
     lines += [
         *_format_links(p),
@@ -139,12 +140,19 @@ def table(columns: list[tuple[str, str]], rows: list[list[str]]) -> str:
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines() if line.strip())
 
 
+def _executed(p: Prediction) -> str:
+    """After the effective FLOP/s, what was executed when an algorithm did fewer multiplications."""
+    if p.executed_flops is None:
+        return ""
+    return f" effective ({units.si(p.executed_flops_per_s, 'FLOP/s')} executed)"
+
+
 def scenario_text(result: ScenarioResult, lesson: bool = True) -> str:
     """The comparison table of a scenario run, with speed-ups against the first case."""
     spec = result.scenario
     lines = [spec.title, "=" * len(spec.title)]
     if lesson:
-        lines += [spec.lesson.strip(), ""]
+        lines += [lesson_text(spec).strip(), ""]
     sweep = spec.sweep is not None
     samples = all("samples_per_s" in r.prediction.metrics for r in result.results)
     scaling = all("efficiency" in r.prediction.metrics for r in result.results)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from parsim.base.units import si
 from parsim.hardware.specs import SystemSpec
 from parsim.model import systolic
 from parsim.model.kernel import choose
@@ -18,6 +19,7 @@ from parsim.model.library import gemm_tiling
 from parsim.model.placement import kernel_processor
 from parsim.model.rates import execution
 from parsim.workloads.base import HOST, Kernel, Workload
+from parsim.workloads.conv import DIRECT_LOOP
 
 LISTED = 3
 
@@ -28,6 +30,39 @@ def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> st
         return ""
     spec, kernel_mode = kernel_processor(system, kernel, mode)
     return choose(spec, kernel_mode, overlap, kernel)[0]
+
+
+def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> float | None:
+    """The FLOPs the library's chosen algorithms execute, when fewer than the workload's count:
+    Winograd (and FFT) do fewer multiplications than the direct convolution every framework
+    counts. None when nothing is saved (the effective and the executed FLOPs agree)."""
+    saved = 0.0
+    # every GPU of a step repeats the same few shapes: time each once
+    per_shape: dict[tuple[object, ...], float] = {}
+    for kernel in workload.kernels:
+        if kernel.library.conv is not None:
+            spec, kernel_mode = kernel_processor(system, kernel, mode)
+            key = (spec.id, kernel_mode, kernel.cost_key())
+            if key not in per_shape:
+                per_shape[key] = kernel.work.flops - choose(spec, kernel_mode, overlap, kernel)[1].work.flops
+            saved += per_shape[key]
+    return workload.flops - saved if saved > 1e-9 * workload.flops else None
+
+
+def effective_note(flops: float, executed: float | None, latency_s: float, peak_flops_per_s: float) -> str:
+    """One sentence on effective against executed FLOPs, when an algorithm saved multiplications."""
+    if executed is None or latency_s <= 0:
+        return ""
+    ratio = flops / executed
+    above = flops / latency_s > peak_flops_per_s
+    above_text = " (above the peak: an effective count, not work done)" if above else ""
+    return (
+        f"effective vs executed FLOPs: 'achieved' counts every convolution as the direct one, "
+        f"{si(flops, 'FLOP')}: {si(flops / latency_s, 'FLOP/s')}{above_text}; the chosen algorithms "
+        f"(Winograd, FFT) execute {ratio:.2f}x fewer "
+        f"multiplications, {si(executed, 'FLOP')}: {si(executed / latency_s, 'FLOP/s')} executed, "
+        f"against a peak of {si(peak_flops_per_s, 'FLOP/s')}"
+    )
 
 
 def layer_algorithms(
@@ -46,10 +81,20 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
     kernels = [k for k in workload.kernels if k.device in (0, HOST)]
     convs = [k for k in kernels if k.library.conv is not None]
     lines = []
-    if len(convs) == 1:
-        lines.append(f"{convs[0].name}: {algorithm(system, mode, overlap, convs[0])} (the library's fastest)")
+    chosen = [algorithm(system, mode, overlap, k) for k in convs]
+    if convs and set(chosen) == {DIRECT_LOOP}:  # SISD: no library chose anything
+        shape = convs[0].library.conv
+        taps = shape.gemm_dims()[2] if len(convs) == 1 and shape is not None else None
+        what = f"{convs[0].name}: " if taps else f"{len(convs)} convolutions, each "
+        each = f", {taps} multiply-adds per output" if taps else ""
+        lines.append(
+            f"{what}the direct convolution as one scalar loop{each}, one at a time "
+            "(SISD: no library runs it, so there is no GEMM, Winograd or FFT)"
+        )
+    elif len(convs) == 1:
+        lines.append(f"{convs[0].name}: {chosen[0]} (the library's fastest)")
     elif convs:
-        counts = Counter(algorithm(system, mode, overlap, k) for k in convs)
+        counts = Counter(chosen)
         parts = ", ".join(f"{name} for {count}" for name, count in counts.most_common())
         lines.append(
             f"convolution algorithms (fastest per shape, as cudnnFind): {parts} of {len(convs)} kernels"

@@ -35,6 +35,7 @@ from parsim.workloads.llms import LlmConfig, llm
 from parsim.workloads.parallel3d import ParallelMetrics
 from parsim.workloads.standard import NETWORK
 from parsim.workloads.training import numerics_of
+from parsim.workloads.transformer_memory import uneven_stages
 
 PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 """How NCCL writes its protocols."""
@@ -169,17 +170,21 @@ def _fits(config: LlmConfig, params: Params, numerics: Numerics, system: SystemS
 
 
 def parallel_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
-    """What the timeline's GPU rows of a 3D step are."""
+    """What the timeline's GPU rows of a 3D step are, and whether its stages hold equal layers."""
     if not workload.devices:
         return ()
+    params: Params = dict(workload.params)
+    uneven = uneven_stages(llm(str(params["model"])), int(params["pp"])) if "pp" in params else ""
+    said = (uneven,) if uneven else ()
     others = system.total_gpus - workload.devices
     rows = "GPU s in the timeline is pipeline stage s"
     if others == 0:  # one GPU per stage: the timeline shows every GPU
-        return (f"{rows}; every GPU of the step is drawn",)
+        return (f"{rows}; every GPU of the step is drawn", *said)
     gpus = "GPU does" if others == 1 else "GPUs do"
     return (
         f"{rows}'s first GPU (tensor-parallel rank 0 of data-parallel replica 0); "
         f"the other {others:,} {gpus} the same work at the same time",
+        *said,
     )
 
 

@@ -70,6 +70,9 @@ class Prediction:
             (``model.footprint``); None when the prediction was not checked against one.
         records: the workload's own figures as typed records (``workloads.records``: samples/s,
             scaling against one GPU, and the record its definition declares), in that order.
+        executed_flops: what the chosen algorithms execute when it is fewer than ``flops``: a
+            Winograd or FFT convolution does fewer multiplications than the direct convolution
+            ``flops`` counts (the *effective* FLOPs frameworks report); None when they agree.
     """
 
     workload: str
@@ -97,6 +100,7 @@ class Prediction:
     peer_link: str | None = None
     memory: MemoryBreakdown | None = None
     records: tuple[Record, ...] = attrs.field(default=(), converter=_records)
+    executed_flops: float | None = None
 
     def __attrs_post_init__(self) -> None:
         flat: dict[str, float] = {}
@@ -124,6 +128,13 @@ class Prediction:
     def flops_per_s(self) -> float:
         """Achieved FLOP/s over the whole latency."""
         return self.flops / self.latency_s if self.latency_s > 0 else 0.0
+
+    @property
+    def executed_flops_per_s(self) -> float:
+        """FLOP/s the hardware executed: below ``flops_per_s`` when an algorithm such as Winograd
+        does fewer multiplications than the effective count (which may then exceed the peak)."""
+        executed = self.flops if self.executed_flops is None else self.executed_flops
+        return executed / self.latency_s if self.latency_s > 0 else 0.0
 
     @property
     def bytes_per_s(self) -> float:

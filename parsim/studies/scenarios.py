@@ -350,6 +350,29 @@ def _fill(label: str, case: Case) -> str:
     return _FIELD.sub(lambda match: str(fields.get(match.group(1), match.group(0))), label)
 
 
+def lesson_text(scenario: Scenario) -> str:
+    """The lesson's text with its first CPU's figures filled in, so that the words and the figures
+    drawn from the same spec cannot disagree (a retargeted lesson says the new CPU's numbers):
+    ``{cores}``, ``{lanes}`` (float32 lanes per core: SIMD width x the vector units issuing each
+    cycle, as the Flynn grids draw them) and ``{all_lanes}``. Other names and braces stay as written.
+    """
+    text = scenario.lesson
+    if "{" not in text:
+        return text
+    try:
+        devices = [resolve(scenario, case).device for case in scenario.cases]
+        specs = [d if isinstance(d, ProcessorSpec) else registry.processor(d) for d in devices if d]
+    except ParsimError:
+        return text
+    cpus = [spec for spec in specs if spec.kind == "cpu"]
+    if not cpus:
+        return text
+    spec = cpus[0]
+    lanes = spec.lanes_per_core
+    fields = {"cores": spec.cores, "lanes": lanes, "all_lanes": spec.cores * lanes}
+    return _FIELD.sub(lambda match: str(fields.get(match.group(1), match.group(0))), text)
+
+
 def _short(source) -> str:
     """A hardware source as a person names it: the spec's name without vendor and parenthesised details."""
     if source is None:

@@ -4,8 +4,9 @@ A fixed number of GPUs can be cut into tensor-parallel groups inside nodes, pipe
 data-parallel replicas in a few dozen ways. ``split_table`` tries each (``parallel3d.splits``:
 tp dividing a node's GPUs and the model's heads, pp up to the layers, the micro-batch size kept),
 refuses those whose fullest GPU would not fit (from the memory model alone, without simulating),
-predicts the others (on every core), and marks the fastest. Front ends (``parsim splits``, the Scale out page)
-render these rows; they do not re-derive any of it.
+predicts the others (on every core), and marks the fastest. A pp that does not divide the layers
+is kept and said: its stages hold unequal layers ("2 or 1"), and the fuller stages set the pace.
+Front ends (``parsim splits``, the Scale out page) render these rows; they do not re-derive any of it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from parsim.workloads import parallel3d
 from parsim.workloads.llms import is_llm, llm
 from parsim.workloads.registry import validate_params
 from parsim.workloads.training import numerics_of
+from parsim.workloads.transformer_memory import layers_per_stage
 
 
 @attrs.frozen
@@ -41,6 +43,7 @@ class SplitRow:
     microbatches: int
     memory_per_gpu_B: float
     fits: bool
+    layers_per_stage: str = ""  # "12", or "2 or 1" where pp does not divide the layers (unequal stages)
     step_s: float | None = None
     tokens_per_s: float | None = None
     tflops_per_gpu: float | None = None
@@ -101,7 +104,15 @@ def _table(
         lay = parallel3d.layout(config, split)
         memory = footprint.breakdown(parallel3d.memory_needs(config, lay, split, numerics), system, True)
         rows.append(
-            SplitRow(lay.tp, lay.pp, lay.dp, lay.microbatches, memory.needs.total_B, bool(memory.fits))
+            SplitRow(
+                lay.tp,
+                lay.pp,
+                lay.dp,
+                lay.microbatches,
+                memory.needs.total_B,
+                bool(memory.fits),
+                layers_per_stage(config, lay.pp),
+            )
         )
     fitting = [split for split, row in zip(found, rows, strict=True) if row.fits]
     if budget is not None:

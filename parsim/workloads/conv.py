@@ -23,6 +23,8 @@ IMPLICIT_GEMM = "implicit-gemm"
 GEMM = "gemm"  # an implicit GEMM of a 1x1 stride-1 layer is a plain GEMM
 WINOGRAD = "winograd"
 FFT = "fft"
+DIRECT_LOOP = "direct loop"
+"""A SISD convolution: one scalar loop over every output and tap (no library, so no GEMM)."""
 LIBRARY_ALGORITHMS = (IMPLICIT_GEMM, WINOGRAD, FFT)
 """The algorithms a kernel library offers (``model.library.candidates``), as a user names them."""
 

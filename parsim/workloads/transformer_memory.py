@@ -50,6 +50,25 @@ def stage_layers(config: LlmConfig, pp: int) -> list[range]:
     return [range(bounds[s], bounds[s + 1]) for s in range(pp)]
 
 
+def uneven_stages(config: LlmConfig, pp: int) -> str:
+    """A sentence when ``pp`` stages cannot hold equal layers ("" when they can): the stages with
+    one more layer take longer per micro-batch and set the pipeline's pace, so the others wait."""
+    base, extra = divmod(config.layers, pp)
+    if extra == 0:
+        return ""
+    return (  # pp <= layers (parallel3d.layout refuses deeper pipelines): every stage has a layer
+        f"pp={pp} does not divide {config.name}'s {config.layers} layers: the stages are unequal "
+        f"({extra} of {base + 1} layers and {pp - extra} of {base}); the {base + 1}-layer stages set "
+        "the pipeline's pace and the others wait"
+    )
+
+
+def layers_per_stage(config: LlmConfig, pp: int) -> str:
+    """The layers a stage holds, as a table shows it: ``"12"``, or ``"2 or 1"`` for unequal stages."""
+    base, extra = divmod(config.layers, pp)
+    return f"{base + 1} or {base}" if extra else str(base)
+
+
 def stage_params(config: LlmConfig, blocks: list[range], stage: int) -> int:
     """Parameters stage ``stage`` holds (before tensor parallelism); with more than one stage the
     last keeps its own copy of tied embeddings for the LM head, as Megatron-LM does."""
