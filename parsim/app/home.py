@@ -17,6 +17,12 @@ CLASS = [
         {"lesson": "flynn_vector_add"},
     ),
     (
+        "CPU latency vs GPU throughput",
+        "one dense layer swept over batch: a CPU finishes one task sooner, a GPU many; the crossover",
+        "learn.py",
+        {"lesson": "cpu_latency_vs_gpu_throughput"},
+    ),
+    (
         "CPU vs GPU",
         "the same operation on a laptop CPU and a GPU, PCIe paid: where the GPU starts to win",
         "compare.py",
@@ -53,7 +59,7 @@ def render() -> None:
         "PCIe copies, several GPUs — that predicts how long a computation takes, shows **why**, "
         "and measures the same computation on this machine to check itself."
     )
-    st.subheader("A class in five steps")
+    st.subheader(f"A class in {len(CLASS)} steps")
     for index, (topic, what, script, query) in enumerate(CLASS, start=1):
         title = PAGES[script][0]
         st.page_link(

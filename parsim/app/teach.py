@@ -16,6 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from parsim.app import teach_tables
 from parsim.app.cache import as_changes, cached_scenario, scenario_path
 from parsim.app.widgets import cached_png, show_png
 from parsim.base.dtypes import DTYPES
@@ -281,5 +282,6 @@ _VISUALS = {
     "conv3x3": _roofline,
     "data_parallel_scaling": _scaling,
     "flynn_vector_add": _flynn,
+    **teach_tables.VISUALS,
 }
 """The lessons that have a visual, and the function drawing it from the lesson's file."""

@@ -76,3 +76,24 @@ def optimizer_rows(result: ScenarioResult) -> list[dict]:
             }
         )
     return rows
+
+
+def latency_throughput_rows(result: ScenarioResult) -> list[dict]:
+    """Per case: one task's latency (the sweep's smallest batch) and the most items per second
+    over the sweep (batch / latency), with the batch that reaches it."""
+    rows = []
+    for label in result.labels:
+        series = result.series(label)
+        first = min(series, key=lambda r: float(r.value))
+        rates = [(float(r.value) / r.prediction.latency_s, r.value) for r in series if r.prediction.latency_s > 0]
+        best_rate, best_batch = max(rates)
+        rows.append(
+            {
+                "case": label,
+                "batch_1": first.value,
+                "latency_s": first.prediction.latency_s,
+                "best_items_per_s": best_rate,
+                "at_batch": best_batch,
+            }
+        )
+    return rows
