@@ -28,6 +28,7 @@ ORDER = [
     "cpu_latency_vs_gpu_throughput",
     "conv3x3",
     "matmul_roofline",
+    "systolic_vs_simt",
     "gpu_offload_crossover",
     "pcie_pinned_vs_pageable",
     "streams_overlap",

@@ -275,6 +275,7 @@ def _flynn(path: Path) -> None:
     png = cached_png(_flynn_figure, str(path), stamp, n, times[low], times[high])
     show_png(png, f"flynn-n{n}-t{seconds(times[step]).replace(' ', '')}", key="teach_flynn_png")
     st.markdown(flynn_sentence(times[step], pictures[step]))
+    teach_tables.flynn_boxes()
 
 
 _VISUALS = {

@@ -89,3 +89,23 @@ VISUALS = {
     "cpu_latency_vs_gpu_throughput": latency_throughput_table,
 }
 """The lessons with a table here, and the function drawing it."""
+
+
+FLYNN_BOXES = """
+| | **single data stream** | **multiple data streams** |
+|---|---|---|
+| **single instruction** | **SISD**: one core, one lane (the Python loop) | **SIMD**: one instruction, many lanes (NumPy on AVX); **SIMT**: a GPU's warps |
+| **multiple instructions** | **MISD**: data flowing through a chain of units — a systolic array such as a TPU's MXU ([lesson](/learn?lesson=systolic_vs_simt)), pipelined fault-tolerant systems that vote | **MIMD**: many cores, each its own program (threads) |
+"""
+"""Flynn's four boxes, MISD included, with where parsim shows each."""
+
+
+def flynn_boxes() -> None:
+    """Flynn's taxonomy as its 2 x 2 grid, with an honest word on why the MISD box is nearly empty."""
+    st.markdown("#### The four boxes")
+    st.markdown(FLYNN_BOXES)
+    st.caption(
+        "MISD is rare: most work offers many data items with the same thing to do to each, so chips "
+        "add lanes or cores; a systolic array is the usual example, and even it runs one multiply-add "
+        "in every cell (many authors call it SIMD)."
+    )
