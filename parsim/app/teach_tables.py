@@ -51,7 +51,10 @@ def stack_table(path: Path) -> None:
         }
     )
     st.dataframe(frame, hide_index=True, key="teach_stack_table")
-    st.caption("From the breakdown of each prediction: overhead = host, compute + memory = kernels, transfer = copies.")
+    st.caption(
+        "From the breakdown of each prediction: overhead = host, compute + memory = kernels, "
+        "transfer = copies."
+    )
 
 
 def optimizer_table(path: Path) -> None:
@@ -67,7 +70,9 @@ def optimizer_table(path: Path) -> None:
         }
     )
     st.dataframe(frame, hide_index=True, key="teach_optimizer_table")
-    st.caption("The time during which an update op is issued by the host or runs, over the step (from the timeline).")
+    st.caption(
+        "The time during which an update op is issued by the host or runs, over the step (from the timeline)."
+    )
 
 
 def latency_throughput_table(path: Path) -> None:
@@ -91,12 +96,17 @@ VISUALS = {
 """The lessons with a table here, and the function drawing it."""
 
 
-FLYNN_BOXES = """
-| | **single data stream** | **multiple data streams** |
-|---|---|---|
-| **single instruction** | **SISD**: one core, one lane (the Python loop) | **SIMD**: one instruction, many lanes (NumPy on AVX); **SIMT**: a GPU's warps |
-| **multiple instructions** | **MISD**: data flowing through a chain of units — a systolic array such as a TPU's MXU ([lesson](/learn?lesson=systolic_vs_simt)), pipelined fault-tolerant systems that vote | **MIMD**: many cores, each its own program (threads) |
-"""
+FLYNN_BOXES = "\n".join(
+    [
+        "| | **single data stream** | **multiple data streams** |",
+        "|---|---|---|",
+        "| **single instruction** | **SISD**: one core, one lane (the Python loop) "
+        "| **SIMD**: one instruction, many lanes (NumPy on AVX); **SIMT**: a GPU's warps |",
+        "| **multiple instructions** | **MISD**: data flowing through a chain of units — a systolic "
+        "array such as a TPU's MXU ([lesson](/learn?lesson=systolic_vs_simt)), pipelined "
+        "fault-tolerant systems that vote | **MIMD**: many cores, each its own program (threads) |",
+    ]
+)
 """Flynn's four boxes, MISD included, with where parsim shows each."""
 
 

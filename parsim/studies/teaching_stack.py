@@ -85,7 +85,9 @@ def latency_throughput_rows(result: ScenarioResult) -> list[dict]:
     for label in result.labels:
         series = result.series(label)
         first = min(series, key=lambda r: float(r.value))
-        rates = [(float(r.value) / r.prediction.latency_s, r.value) for r in series if r.prediction.latency_s > 0]
+        rates = [
+            (float(r.value) / r.prediction.latency_s, r.value) for r in series if r.prediction.latency_s > 0
+        ]
         best_rate, best_batch = max(rates)
         rows.append(
             {
