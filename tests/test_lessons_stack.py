@@ -70,6 +70,10 @@ def test_the_optimizer_share_is_found_and_adam_costs_more_when_memory_bound(runs
     sgd, adam = rows["SGD, D = H = 8192"], rows["Adam, D = H = 8192"]
     assert adam["optimizer_s"] > sgd["optimizer_s"]  # two moments streamed besides weight and gradient
     assert adam["step_s"] > sgd["step_s"]
+    sgd_memory = runs["mlp_sgd_vs_adam"].series("SGD, D = H = 8192")[0].prediction.memory.needs
+    adam_memory = runs["mlp_sgd_vs_adam"].series("Adam, D = H = 8192")[0].prediction.memory.needs
+    assert sgd_memory.optimizer_B == 0
+    assert adam_memory.optimizer_B == pytest.approx(2 * adam_memory.weights_B)  # two moments
     small_sgd, small_adam = rows["SGD, D, H = 1000, 100"], rows["Adam, D, H = 1000, 100"]
     assert small_adam["optimizer_s"] < small_sgd["optimizer_s"]  # one fused launch, not two passes
 
