@@ -126,7 +126,7 @@ def test_misd_is_in_the_flynn_and_systolic_lessons():
     [
         ("cpu_latency_vs_gpu_throughput", "One task, or many?", "best throughput", 2),
         ("mlp_sgd_vs_adam", "The optimizer's share of the step", "optimizer's ops", 4),
-        ("software_stack", "Where the step goes, layer by layer", "host: Python, framework, CUDA", 15),
+        ("software_stack", "Where the step goes, layer by layer", "host (Python, framework", 15),
     ],
 )
 def test_each_new_lesson_opens_with_its_figure_and_table(stem, heading, column, rows):

@@ -44,10 +44,10 @@ def stack_table(path: Path) -> None:
             "case": [r["case"] for r in rows],
             "batch": [r["value"] for r in rows],
             "step": [seconds(r["step_s"]) for r in rows],
-            "host: Python, framework, CUDA launches": [seconds(r["host_s"]) for r in rows],
-            "kernels on the CUDA cores (cuBLAS/cuDNN)": [seconds(r["kernels_s"]) for r in rows],
-            "copies": [seconds(r["copies_s"]) for r in rows],
             "host share": [f"{r['host_share']:.0%}" for r in rows],
+            "host (Python, framework, launches)": [seconds(r["host_s"]) for r in rows],
+            "kernels (CUDA cores)": [seconds(r["kernels_s"]) for r in rows],
+            "copies": [seconds(r["copies_s"]) for r in rows],
         }
     )
     st.dataframe(frame, hide_index=True, key="teach_stack_table")
