@@ -83,6 +83,8 @@ def test_a_45_minute_class(classroom):
     wait_idle(home)
     assert "lesson=flynn_vector_add" in home.url
     figure_drawn(home)
+    home.get_by_text("The four boxes").first.wait_for(timeout=60_000)  # MISD drawn with the other three
+    assert home.get_by_text("MISD is rare", exact=False).count() >= 1
     home.get_by_role("button", name="Calibrate this machine").click()  # saved for the whole class
     home.get_by_text("calibrated and saved").first.wait_for(timeout=180_000)
     assert (folder / "this-machine.toml").is_file()
