@@ -23,7 +23,7 @@ def test_every_page_renders(page):
 def test_home_links_every_step_of_the_class_to_its_page():
     at = app("home")
     links = at.get("page_link")
-    assert len(links) == 5
+    assert len(links) == 6
     assert {link.proto.page.rsplit("/", 1)[-1] for link in links} == {"learn", "compare", "scale"}
     for link in links:
         assert link.proto.query_string, link.proto.label  # each step carries its settings

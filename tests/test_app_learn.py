@@ -188,7 +188,9 @@ def test_measure_page_shows_this_machines_calibration_curve_at_once(tmp_path, mo
 def test_measure_page_shows_predicted_vs_published_when_asked():
     # replaces tests/test_app.py::test_measure_page_shows_predicted_vs_published_without_a_gpu
     at = app("measure")
-    at.button(key="published_show").click().run()
+    # the whole published set, predicted on the button (minutes on a loaded 2-core machine; the page
+    # itself opens at once on the shipped snapshot, and issue 28 makes this faster)
+    at.button(key="published_show").click().run(timeout=900)
     assert not at.exception
     assert any(c.value.startswith("predicted now by the installed parsim") for c in at.caption)
     frames = [frame.value for frame in at.dataframe]

@@ -40,8 +40,8 @@ def test_the_old_home_batching_link_is_caught():
     assert links.problems(links.parse("/learn?lesson=no_such_lesson"))
 
 
-def test_the_class_has_five_steps_each_on_its_own_tab_or_comparison():
+def test_the_class_has_six_steps_each_on_its_own_lesson_tab_or_comparison():
     steps = links.class_steps()
-    assert [step.link.page for step in steps] == ["learn", "compare", "scale", "compare", "scale"]
-    assert len({step.link for step in steps}) == 5
-    assert links.class_steps()[2].link.url == "/scale?scale_tab=Batching%3A+latency+vs+throughput"
+    assert [step.link.page for step in steps] == ["learn", "learn", "compare", "scale", "compare", "scale"]
+    assert len({step.link for step in steps}) == 6
+    assert links.class_steps()[3].link.url == "/scale?scale_tab=Batching%3A+latency+vs+throughput"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from parsim.app.links import class_steps
 from tests.browser import ARTIFACTS, CHROMIUM, FLAGS, ROOT, open_page, serving, wait_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -66,7 +67,7 @@ def test_page_in_chromium(server, browser, name, path):
     try:
         assert page.locator("[data-testid='stException']").count() == 0
         if name == "home":
-            assert page.get_by_text("A class in five steps").count() == 1
+            assert page.get_by_text(f"A class in {len(class_steps())} steps").count() == 1
         elif name == "measure":
             page.get_by_text("No GPU here").first.wait_for(timeout=30_000)
             # the H100 parsim measured, shown without a GPU: its headline, header, table and figure

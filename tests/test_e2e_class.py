@@ -83,6 +83,8 @@ def test_a_45_minute_class(classroom):
     wait_idle(home)
     assert "lesson=flynn_vector_add" in home.url
     figure_drawn(home)
+    home.get_by_text("The four boxes").first.wait_for(timeout=60_000)  # MISD drawn with the other three
+    assert home.get_by_text("MISD is rare", exact=False).count() >= 1
     home.get_by_role("button", name="Calibrate this machine").click()  # saved for the whole class
     home.get_by_text("calibrated and saved").first.wait_for(timeout=180_000)
     assert (folder / "this-machine.toml").is_file()
@@ -98,6 +100,25 @@ def test_a_45_minute_class(classroom):
     home.get_by_text("predictions beside the measurements", exact=False).first.scroll_into_view_if_needed()
     home.locator("[data-testid='stImage'] img:visible").last.scroll_into_view_if_needed()
     shot(home, "class-01-flynn-measured")
+    home.close()
+
+    # 2b. CPU latency vs GPU throughput, from the home page's second link: both curves and their
+    # crossover, the table of one task's latency and the best throughput, then measured here
+    home = open_page(browser, url)
+    home.get_by_text("CPU latency vs GPU throughput").first.click()
+    wait_idle(home)
+    assert "lesson=cpu_latency_vs_gpu_throughput" in home.url
+    figure_drawn(home)
+    home.get_by_text("One task, or many?").first.wait_for(timeout=60_000)
+    tables = home.locator("[data-testid='stDataFrame']").count()
+    home.get_by_role("button", name="Measure it here").first.click()
+    deadline = time.monotonic() + 180
+    while home.locator("[data-testid='stDataFrame']").count() <= tables and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert home.locator("[data-testid='stDataFrame']").count() == tables + 1
+    wait_idle(home)
+    no_exception(home)
+    shot(home, "class-01b-cpu-latency-gpu-throughput")
     home.close()
 
     # 3. CPU vs GPU: the crossover, PCIe paid
@@ -123,6 +144,21 @@ def test_a_45_minute_class(classroom):
         browser, f"{url}/compare?compare_kind=pinned+vs+pageable", "class-04-pcie", check=figure_drawn
     )
     page.close()
+
+    # 5b. the lessons between the copies and the clusters, in the Learn page's course order:
+    # SGD vs Adam and the software stack, each predicted with its table (their cases need a GPU)
+    for stem, heading in [
+        ("mlp_sgd_vs_adam", "The optimizer's share of the step"),
+        ("software_stack", "Where the step goes, layer by layer"),
+    ]:
+        page = step(
+            browser,
+            f"{url}/learn?lesson={stem}",
+            f"class-04b-{stem}",
+            check=lambda p, h=heading: (figure_drawn(p), p.get_by_text(h).first.wait_for(timeout=60_000)),
+            focus=heading,
+        )
+        page.close()
 
     # 6. multi-GPU training, with one step's timeline for G = 4
     page = step(

@@ -25,6 +25,11 @@ from parsim.studies.scenarios import (
 )
 from parsim.studies.teaching import ridge_intensity
 from parsim.workloads.llms import LLMS
+from tests.test_lessons_stack import (
+    claims_cpu_latency_vs_gpu_throughput,
+    claims_mlp_sgd_vs_adam,
+    claims_software_stack,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "parsim" / "lessons"
@@ -792,6 +797,7 @@ CLAIMS = {
     "cluster_pipeline_bubble": claims_cluster_pipeline_bubble,
     "cluster_ring_vs_tree": claims_cluster_ring_vs_tree,
     "conv3x3": claims_conv3x3,
+    "cpu_latency_vs_gpu_throughput": claims_cpu_latency_vs_gpu_throughput,
     "cpu_vs_gpu_training": claims_cpu_vs_gpu_training,
     "data_parallel_scaling": claims_data_parallel_scaling,
     "flash_attention": claims_flash_attention,
@@ -806,9 +812,11 @@ CLAIMS = {
     "llm_load_queueing_knee": claims_llm_load_queueing_knee,
     "llm_prefill_vs_decode": claims_llm_prefill_vs_decode,
     "matmul_roofline": claims_matmul_roofline,
+    "mlp_sgd_vs_adam": claims_mlp_sgd_vs_adam,
     "mlp_training": claims_mlp_training,
     "pcie_pinned_vs_pageable": claims_pcie,
     "streams_overlap": claims_streams,
+    "software_stack": claims_software_stack,
     "systolic_vs_simt": claims_systolic_vs_simt,
 }
 

@@ -23,8 +23,9 @@ def render() -> None:
         "PCIe copies, several GPUs — that predicts how long a computation takes, shows **why**, "
         "and measures the same computation on this machine to check itself."
     )
-    st.subheader("A class in five steps")
-    for index, step in enumerate(links.class_steps(), start=1):
+    steps = links.class_steps()
+    st.subheader(f"A class in {len(steps)} steps")
+    for index, step in enumerate(steps, start=1):
         script, title, icon = scripts[step.link.page]
         st.page_link(
             VIEWS / script,

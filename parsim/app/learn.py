@@ -25,12 +25,16 @@ from parsim.studies.scenarios import lesson_text, load_scenario, scenario_paths
 # data parallelism; pipelines after the language models).
 ORDER = [
     "flynn_vector_add",
+    "cpu_latency_vs_gpu_throughput",
     "conv3x3",
     "matmul_roofline",
+    "systolic_vs_simt",
     "gpu_offload_crossover",
     "pcie_pinned_vs_pageable",
     "streams_overlap",
     "mlp_training",
+    "mlp_sgd_vs_adam",
+    "software_stack",
     "cpu_vs_gpu_training",
     "data_parallel_scaling",
     "cluster_amdahl_gustafson",

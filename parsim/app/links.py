@@ -56,6 +56,11 @@ def class_steps() -> tuple[Step, ...]:
             lesson("flynn_vector_add"),
         ),
         Step(
+            "CPU latency vs GPU throughput",
+            "one dense layer swept over batch: a CPU finishes one task sooner, a GPU many; the crossover",
+            lesson("cpu_latency_vs_gpu_throughput"),
+        ),
+        Step(
             "CPU vs GPU",
             "the same operation on a laptop CPU and a GPU, PCIe paid: where the GPU starts to win",
             Link("compare", (("compare_kind", crossover),)),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from parsim.app import teach_tables
 from parsim.app.cache import as_changes, cached_scenario, scenario_path
 from parsim.app.widgets import cached_png, show_png
 from parsim.base.dtypes import DTYPES
@@ -274,6 +275,7 @@ def _flynn(path: Path) -> None:
     png = cached_png(_flynn_figure, str(path), stamp, n, times[low], times[high])
     show_png(png, f"flynn-n{n}-t{seconds(times[step]).replace(' ', '')}", key="teach_flynn_png")
     st.markdown(flynn_sentence(times[step], pictures[step]))
+    teach_tables.flynn_boxes()
 
 
 _VISUALS = {
@@ -281,5 +283,6 @@ _VISUALS = {
     "conv3x3": _roofline,
     "data_parallel_scaling": _scaling,
     "flynn_vector_add": _flynn,
+    **teach_tables.VISUALS,
 }
 """The lessons that have a visual, and the function drawing it from the lesson's file."""
