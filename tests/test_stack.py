@@ -57,6 +57,7 @@ def test_issue_cost_per_framework_hand_computed():
     assert issue_s(system, eager, on_host=False) == pytest.approx(eager.op_cycles / 1e9 + 1e-6)
     assert issue_s(system, graph, on_host=False) == pytest.approx(graph.op_cycles / 1e9 + 1e-6)
     assert issue_s(system, replay, on_host=False) == pytest.approx(0.2e-6)
+    assert issue_s(system, stack.framework("mxnet"), on_host=False) == pytest.approx(33_000 / 1e9 + 1e-6)
     # host work beside GPUs (averaging gradients) is a plain NumPy call
     assert issue_s(system, eager, on_host=True) == pytest.approx(1e-6)
 
@@ -93,7 +94,8 @@ def test_a_faster_host_issues_faster():
 
 def test_unknown_framework_is_one_line():
     with pytest.raises(
-        ParsimError, match="'framework' must be one of eager, graph, cuda-graph, torch7, xla, hf, .*: 'jax'"
+        ParsimError,
+        match="'framework' must be one of eager, graph, cuda-graph, torch7, xla, mxnet, hf, .*: 'jax'",
     ):
         stack.framework("jax")
     with pytest.raises(ParsimError, match="framework"):
@@ -118,6 +120,18 @@ def test_batch_one_inference_waits_on_the_host():
         device="a100-80gb",
     )
     assert graph.latency_s < rates["a100-80gb"].latency_s / 3
+
+
+def test_hybridized_mxnet_issues_between_a_tf1_graph_and_a_cuda_graph():
+    # DeepLearningExamples' MXNet ResNet-50 on a V100 (mxnet-20.12, float16): 3.48, 3.84, 4.39 and
+    # 4.87 ms at batch 1, 2, 4 and 8, a least-squares intercept of 3.43 ms of host time per step
+    def latency(framework):
+        params = {"model": "resnet50", "batch": 1, "train": False, "dtype": "float16", "framework": framework}
+        return parsim.predict("network", params, device="v100-sxm2").latency_s
+
+    mxnet = latency("mxnet")
+    assert mxnet == pytest.approx(3.43e-3, rel=0.10)
+    assert latency("cuda-graph") < mxnet < latency("graph")
 
 
 def test_mixed_precision_is_slower_at_batch_one_and_faster_at_256():

@@ -46,6 +46,10 @@ Sources, abbreviated in the comments:
   FFT, Winograd, ImplicitGEMM; ``miopenFindConvolutionForwardAlgorithm`` times them, as cudnnFind does).
 - [TENSILE] ROCm/Tensile (hipBLASLt's and rocBLAS's GEMM generator): kernels named by their macro tile
   ``MT<rows>x<cols>x<depth>`` on the matrix cores (MFMA instructions), 256x256 the largest.
+- [DLEMX] NVIDIA/DeepLearningExamples@729963dd47e7c8bd462ad10bfac7a7b0b604e6dd
+  MxNet/Classification/RN50v1.5/README.md, "Inference performance: NVIDIA DGX-1 (1x V100 16GB)"
+  (mxnet-20.12-py3, benchmark.py --mode val, float16): batch 1/2/4/8 average latency 3.48/3.84/
+  4.39/4.87 ms.
 - [AZ-MI300X] samuel-bohman/AI-benchmarking-guide@3de0c294fd1059a91a2c158712c4a078619d73e8
   Azure_Results/ND_MI300X_v5_results.md (a fork of Azure/AI-benchmarking-guide): 8x MI300X, ROCm 6.2,
   RCCL 2.22.3: hipBLASLt FP8 GEMM, BabelStream, FlashAttention-2, TransferBench and rccl-tests tables.
@@ -83,13 +87,29 @@ GRAPH = FrameworkSpec(
     id="graph",
     name="graph executor (TensorFlow graphs, XLA, TorchScript: no Python per operator)",
     # fitted once (benchmarks/fit_stack.py) against the published batch-1 inference rows run in
-    # TensorFlow 1 and MXNet graphs (DeepLearningExamples ResNet-50 on A100, V100, T4): 62k cycles =
+    # TensorFlow 1 graphs (DeepLearningExamples ResNet-50 on A100, V100, T4): 62k cycles =
     # 24 us per operator, half of eager PyTorch's ([PTDISC]: no Python per operator)
     op_cycles=62_000.0,
     launch_share=1.0,
     autocast=False,  # TF AMP rewrites the graph; weight casts run ahead of the activations
     compiles=True,  # the whole graph is known before it runs
     layout="nhwc",  # TensorFlow's default data format (channels last)
+)
+
+MXNET = FrameworkSpec(
+    id="mxnet",
+    name="MXNet 1.x Gluon, hybridized (CachedOp, static_alloc/static_shape; NGC 20.12)",
+    # fitted once against [DLEMX]'s V100 batch 1-8 mixed-precision latencies in the mxnet-20.12
+    # container (3.48, 3.84, 4.39, 4.87 ms; least squares: 3.43 ms of host time per step plus
+    # 0.19 ms per image of DALI input and GPU work): 3.43 ms over ResNet-50's ~170 issued
+    # operators is 20.2 us each, less the V100's 7.4 us launch: 12.8 us = 33k cycles on the default
+    # 2.6 GHz host per operator, half of TensorFlow 1's 62k (the CachedOp replays a prepared op
+    # list; no graph walk per step)
+    op_cycles=33_000.0,
+    launch_share=1.0,
+    autocast=False,  # the float16 model is cast once (net.cast), no casts per step
+    compiles=True,  # the hybridized graph is known before it runs
+    layout="nhwc",  # [DLEMX] float16 runs use the NHWC layout
 )
 
 CUDA_GRAPH = FrameworkSpec(
@@ -125,7 +145,7 @@ TORCH7 = FrameworkSpec(
 )
 
 FRAMEWORKS: dict[str, FrameworkSpec] = {
-    spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7, XLA_JIT, *engines(EAGER, CUDA_GRAPH))
+    spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7, XLA_JIT, MXNET, *engines(EAGER, CUDA_GRAPH))
 }
 DEVICE_FRAMEWORKS = {"tpu": XLA_JIT.id}
 """The framework a workload runs in by default on a device of that kind, where it is not the
