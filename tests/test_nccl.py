@@ -117,8 +117,8 @@ def test_time_grows_with_the_buffer_and_bus_bandwidth_stays_under_the_link(
     system = node(cluster)
     if transport == "host" and system.ring_link.kind != "pcie":
         transport = "p2p"  # staging through the host is for GPUs without a peer link
-    if system.ring_link.kind == "xgmi":
-        protocol = "auto"  # RCCL is priced on one protocol
+    if system.ring_link.kind == "xgmi" and protocol not in ("auto", "ll", "simple"):
+        protocol = "auto"  # RCCL runs LL and Simple on MI300X
     a = collective(system, "all_reduce", small, protocol=protocol, transport=transport)
     b = collective(system, "all_reduce", small * factor, protocol=protocol, transport=transport)
     assert b.seconds >= a.seconds
@@ -131,7 +131,7 @@ def test_time_grows_with_the_buffer_and_bus_bandwidth_stays_under_the_link(
     else:
         sharing = min(system.gpus_per_switch, system.gpus)
         rate = link.bandwidth_Bps if transport == "p2p" else nccl.staged_Bps(system.host_link, sharing)
-        assert busbw <= rate * nccl.PROTOCOL_SHARE[b.protocol] * 1.0001
+        assert busbw <= rate * nccl.share(link, b.algorithm, b.protocol) * 1.0001
 
 
 def test_the_cli_takes_protocol_and_p2p(cli):
@@ -154,3 +154,23 @@ def test_nvls_needs_five_gpus_of_an_nvswitch_board():
     assert collective(system, "all_reduce", 8 * 2**30, Group(4, 4)).algorithm == "ring"
     with pytest.raises(ParsimError, match=">= 5 in the group"):
         collective(system, "all_reduce", 2**20, Group(4, 4), algorithm="nvls")
+
+
+def test_rccl_prices_mi300x_with_its_own_tuner_constants():
+    # RCCL's tuning_model_5: Ring/LL 12 us + 14 steps x 0.8 us = 23.2 us, LL at 8 % of the fabric;
+    # Ring/Simple 17 us + 14 x 2.1 us = 46.4 us, at the whole fabric (316 GB/s)
+    system = node("mi300x-node")
+    small = collective(system, "all_reduce", 8.0)
+    assert (small.algorithm, small.protocol) == ("ring", "ll")
+    assert small.latency_s == pytest.approx(23.2 * US)
+    assert small.bandwidth_s == pytest.approx(8.0 * 14 / 8 / (0.08 * 316e9))
+    big = collective(system, "all_reduce", 2.0**20)
+    assert (big.algorithm, big.protocol) == ("ring", "simple")
+    assert big.seconds == pytest.approx(46.4 * US + 2.0**20 * 14 / 8 / 316e9)
+
+
+def test_rccl_runs_no_tree_on_simple_and_no_ll128_inside_an_mi300x_node():
+    system = node("mi300x-node")
+    assert collective(system, "all_reduce", 2.0**30, algorithm="tree").protocol == "ll"
+    with pytest.raises(ParsimError, match="ll128"):
+        collective(system, "all_reduce", 2.0**20, protocol="ll128")

@@ -80,7 +80,11 @@ NOT_MET_YET: dict[str, str] = {
     # stack.engines) and "llm-decode" (32.7 % -> 11.4 %: decode kernels per engine) off this list
     # issue 26 item 1: 13 % against 10 %. NVLS' start-up is ~30 us in Azure's forced-NVLS H200 rows
     # where NCCL's constant says 25 us (+20 % on three rows), and SuperBench's A100 1 MiB run (older
-    # NCCL) is 38 % slower than LL's 87.7 GB/s cap allows, where Azure's NCCL 2.18 run agrees
+    # NCCL) is 38 % slower than LL's 87.7 GB/s cap allows, where Azure's NCCL 2.18 run agrees.
+    # Checked and rejected (round 3): NCCL's tuning.cc up to v2.20.5 models Ring/LL all-reduce at
+    # 1/4 of the bus bandwidth (1/2 from v2.21.5) and NVLS at 23 us (v2.20.5; 25 today), but used as
+    # the realized rate 1/4 moves SuperBench's 1 MiB to +17 % and Azure's 2.18.5 1 MiB to -22 %, and
+    # 23 us makes the 2.20.5 NVLS rows worse: both are the tuner's beliefs, not the run's cost
     "collective-small": "NVLS' fixed cost (~30 us measured, NCCL's 25 us) and NCCL-version LL rates",
     # issue 26 item 2: 10.4 % against 10 %. Four RTX 4090 without peer access, two behind each PCIe
     # switch, reach 2.6 GB/s where sharing the switch's upstream port prices 2.0 (-22 %): how NCCL's

@@ -195,10 +195,10 @@ class _Fabric:
     def slowest_latency_s(self, nodes: int) -> float:
         return max(self.intra_latency_s, self.inter_latency_s) if nodes > 1 else self.intra_latency_s
 
-    def rate_Bps(self, protocol: str, inter_Bps: float) -> float:
+    def rate_Bps(self, protocol: str, inter_Bps: float, algorithm: str = "ring", nodes: int = 1) -> float:
         """The slower level's rate under ``protocol`` (the LL cap applies to the NVLink level)."""
-        inside = nccl.protocol_bandwidth_Bps(self.intra_Bps, protocol, self.link)
-        return min(inside, inter_Bps * nccl.PROTOCOL_SHARE[protocol])
+        inside = nccl.protocol_bandwidth_Bps(self.intra_Bps, protocol, self.link, algorithm, nodes)
+        return min(inside, inter_Bps * nccl.share(self.link, algorithm, protocol, nodes))
 
 
 def _fabric(system: SystemSpec, group: Group, transport: str = "p2p") -> _Fabric:
@@ -230,10 +230,8 @@ def _ring(fabric: _Fabric, group: Group, kind: str, nbytes: float, protocol: str
     network's), each GPU's ring share of the buffer at the slower level's rate."""
     n, nodes = group.ranks, group.nodes
     steps, inter_steps = (2 * (n - 1), 2 * (nodes - 1)) if kind == ALL_REDUCE else (n - 1, nodes - 1)
-    latency = nccl.ring_latency_s(
-        protocol, steps, inter_steps, fabric.hop, fabric.intra_latency_s, fabric.link.id
-    )
-    bandwidth = ring_share(kind, n) * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps)
+    latency = nccl.ring_latency_s(protocol, steps, inter_steps, fabric.hop, fabric.link.id)
+    bandwidth = ring_share(kind, n) * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps, "ring", nodes)
     return nccl.Choice("ring", protocol, latency, bandwidth)
 
 
@@ -241,7 +239,8 @@ def _tree(fabric: _Fabric, group: Group, nbytes: float, protocol: str) -> nccl.C
     """NCCL's tree all-reduce: a chain inside each node, a double binary tree across nodes; each
     node sends and receives the whole buffer twice (reduce up, broadcast down)."""
     latency = nccl.tree_latency_s(protocol, group.per_node, group.nodes, fabric.hop, fabric.link.id)
-    bandwidth = 2.0 * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps * fabric.spine)
+    rate = fabric.rate_Bps(protocol, fabric.inter_Bps * fabric.spine, "tree", group.nodes)
+    bandwidth = 2.0 * nbytes / rate
     return nccl.Choice("tree", protocol, latency, bandwidth)
 
 
@@ -276,7 +275,8 @@ def _candidates(
     if algorithm in ("auto", "ring"):
         choices += [_ring(fabric, group, kind, nbytes, p) for p in protocols]
     if kind == ALL_REDUCE and algorithm in ("auto", "tree"):
-        choices += [_tree(fabric, group, nbytes, p) for p in protocols]
+        tree_protocols = [p for p in protocols if nccl.runs(fabric.link, "tree", p, group.nodes)]
+        choices += [_tree(fabric, group, nbytes, p) for p in tree_protocols]
     nvls_here = (
         kind == ALL_REDUCE
         and group.nodes == 1

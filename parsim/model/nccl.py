@@ -57,6 +57,13 @@ Sources:
   4 MiB to 1 GiB ('1073741824 ... 268461 4.00 4.00').
 - [KALAVAI] kalavai-net/kalavai-client@24922d47bf823d763b4edb1e7ee032d119463864 scripts/README.md:
   2 and 4 RTX 4090 without peer access, all_reduce_perf 2.5-3.9 GB/s bus bandwidth.
+- [RCCL] ROCm/rccl@0cbce2a7571c907554199fad7e905f16ec0a565c (RCCL 2.21.5 develop, the version of
+  ROCm 6.2/6.3's rccl-tests runs): src/graph/tuning.cc ``baseLat`` Ring/Tree LL/LL128/Simple
+  12/12/17 us; ``tuning_model_5`` (src/graph/rome_models.cc ``rome_model_79``: 8 GPUs with 7
+  Infinity Fabric links each, every GPU to every other: an MI300X node, ``tuning=5``) per-hop
+  latencies over the fabric Tree 0.9/-/2.3, Ring 0.8/-/2.1 us, and ``bwRatio`` for one or two nodes
+  Tree 0.06/0/0.11, Ring 0.08/0/1.00 (more nodes: Tree Simple 0.59); LL128 runs on gfx90a only
+  (``ll128Enabled``), and Tree Simple is skipped inside one gfx94x node.
 """
 
 from __future__ import annotations
@@ -176,8 +183,43 @@ def check(algorithm: str, protocol: str, transport: str = "p2p") -> None:
 
 
 RCCL = "rccl"
-"""The hop kind of AMD's Infinity Fabric: RCCL's own constants are not NCCL's, so a step pays the
-link's latency and no base latency (parsim's ring before NCCL's protocols were modelled)."""
+"""The hop kind of AMD's Infinity Fabric: RCCL's tuner has its own constants ([RCCL])."""
+RCCL_BASE_LATENCY_S = {  # [RCCL] baseLat
+    ("ring", "ll"): 12.0 * US,
+    ("ring", "simple"): 17.0 * US,
+    ("tree", "ll"): 12.0 * US,
+    ("tree", "simple"): 17.0 * US,
+}
+RCCL_HOP_LATENCY_S = {  # [RCCL] tuning_model_5 hwLat over the Infinity Fabric (RCCL's NVLINK row)
+    ("ring", "ll"): 0.8 * US,
+    ("ring", "simple"): 2.1 * US,
+    ("tree", "ll"): 0.9 * US,
+    ("tree", "simple"): 2.3 * US,
+}
+RCCL_SHARE = {  # [RCCL] tuning_model_5 bwRatio: one or two nodes, then more
+    ("ring", "ll"): (0.08, 0.08),
+    ("ring", "simple"): (1.0, 1.0),
+    ("tree", "ll"): (0.06, 0.06),
+    ("tree", "simple"): (0.11, 0.59),
+}
+"""What RCCL's tuner allows each (algorithm, protocol) of the fabric's bandwidth: LL moves 8 % of
+it on MI300X (RCCL does not cap LL at a rate as NCCL does). The steps between nodes keep NCCL's
+network latencies: RCCL's own for this model (e.g. 320 us per ring Simple step) steer its tuner
+toward the tree rather than time a step."""
+
+
+def share(link: LinkSpec, algorithm: str, protocol: str, nodes: int = 1) -> float:
+    """Of a level's bandwidth, what ``protocol`` carries on ``algorithm``: NCCL's
+    ``PROTOCOL_SHARE``, or RCCL's ``bwRatio`` over Infinity Fabric."""
+    if link.kind == "xgmi":
+        return RCCL_SHARE[(algorithm, protocol)][0 if nodes <= 2 else 1]
+    return PROTOCOL_SHARE[protocol]
+
+
+def runs(link: LinkSpec, algorithm: str, protocol: str, nodes: int) -> bool:
+    """Whether the library runs ``algorithm`` on ``protocol`` here: RCCL skips the tree on Simple
+    inside one MI300X node ([RCCL])."""
+    return not (link.kind == "xgmi" and algorithm == "tree" and protocol == "simple" and nodes == 1)
 
 
 def hop_kind(link: LinkSpec) -> str:
@@ -189,18 +231,19 @@ def hop_kind(link: LinkSpec) -> str:
 
 
 def protocols_on(link: LinkSpec, transport: str = "p2p") -> tuple[str, ...]:
-    """The protocols NCCL enables by default on ``link``: LL128 over NVLink only ([TUNE]). RCCL
-    over Infinity Fabric is priced as one protocol (Simple, at the link's own latency per step:
-    ``RCCL``) until its tuner's constants are modelled."""
+    """The protocols NCCL enables by default on ``link``: LL128 over NVLink only ([TUNE]); RCCL
+    over Infinity Fabric runs LL and Simple (LL128 on gfx90a only, [RCCL])."""
     if link.kind == "xgmi":
-        return ("simple",)
+        return ("ll", "simple")
     return ("ll", "ll128", "simple") if link.kind == "nvlink" and transport == "p2p" else ("ll", "simple")
 
 
-def protocol_bandwidth_Bps(link_Bps: float, protocol: str, link: LinkSpec) -> float:
-    """What ``protocol`` carries of a level whose bandwidth is ``link_Bps``, LL capped as NCCL
-    caps it for the GPU generation the NVLink belongs to."""
-    rate = link_Bps * PROTOCOL_SHARE[protocol]
+def protocol_bandwidth_Bps(
+    link_Bps: float, protocol: str, link: LinkSpec, algorithm: str = "ring", nodes: int = 1
+) -> float:
+    """What ``protocol`` carries of a level whose bandwidth is ``link_Bps`` (``share``), LL capped
+    as NCCL caps it for the GPU generation the NVLink belongs to."""
+    rate = link_Bps * share(link, algorithm, protocol, nodes)
     if protocol == "ll" and link.id in LL_MAX_BUSBW_BPS:
         rate = min(rate, LL_MAX_BUSBW_BPS[link.id])
     return rate
@@ -248,14 +291,17 @@ def ring_latency_s(
     steps: int,
     inter_steps: int,
     intra: str,
-    link_latency_s: float = 0.0,
     link_id: str = "",
 ) -> float:
     """[TUNE]: the ring's base latency plus one hop per step, the steps that cross nodes at the
-    network's hop latency (``RCCL``: ``link_latency_s`` per step inside a node, no base)."""
+    network's hop latency (``RCCL``: RCCL's base and per-hop constants inside a node, [RCCL])."""
     key = ("ring", protocol)
     if intra == RCCL:
-        return (steps - inter_steps) * link_latency_s + inter_steps * HOP_LATENCY_S["net"][key]
+        return (
+            RCCL_BASE_LATENCY_S[key]
+            + (steps - inter_steps) * RCCL_HOP_LATENCY_S[key]
+            + inter_steps * HOP_LATENCY_S["net"][key]
+        )
     return (
         BASE_LATENCY_S[key]
         + (steps - inter_steps) * hop_latency_s(intra, "ring", protocol, link_id)
@@ -267,10 +313,11 @@ def tree_latency_s(protocol: str, per_node: int, nodes: int, intra: str, link_id
     """[TUNE]: up and down a chain of ``per_node`` GPUs and ``log2(nodes)`` tree levels."""
     key = ("tree", protocol)
     depth = math.ceil(math.log2(nodes)) if nodes > 1 else 0
-    if intra == RCCL:  # RCCL's tree as NCCL's across nodes, its chain at NVLink's hop cost
-        intra = "nvlink"
-    hop = hop_latency_s(intra, "tree", protocol, link_id)
-    return BASE_LATENCY_S[key] + 2 * ((per_node - 1) * hop + depth * HOP_LATENCY_S["net"][key])
+    if intra == RCCL:  # [RCCL]: its base and chain hop, NCCL's network hop across nodes
+        base, hop = RCCL_BASE_LATENCY_S[key], RCCL_HOP_LATENCY_S[key]
+    else:
+        base, hop = BASE_LATENCY_S[key], hop_latency_s(intra, "tree", protocol, link_id)
+    return base + 2 * ((per_node - 1) * hop + depth * HOP_LATENCY_S["net"][key])
 
 
 def nvls_latency_s(nodes: int) -> float:
