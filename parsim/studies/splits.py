@@ -22,8 +22,8 @@ from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
-from parsim.methods.predict import predict
 from parsim.model import footprint
+from parsim.studies import pipeline_extrapolation
 from parsim.studies.sweeps.workers import watch_parent
 from parsim.workloads import parallel3d
 from parsim.workloads.llms import is_llm, llm
@@ -118,12 +118,13 @@ def _table(
     return tuple(rows)
 
 
-FIGURES = ("step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "idle_share")
+FIGURES = pipeline_extrapolation.FIGURES
 
 
 def _figures(split: dict[str, Any], spec: ClusterSpec, method: str) -> dict[str, float]:
-    metrics = predict("network", split, cluster=spec, method=method, budget=None).metrics  # counted above
-    return {name: metrics[name] for name in FIGURES}
+    """A split's figures (counted against the budget above): a long pipeline's from three short
+    steps (``pipeline_extrapolation``), exactly the event simulation's."""
+    return pipeline_extrapolation.step_figures(split, spec, method)
 
 
 def _predict_all(splits: list[dict[str, Any]], spec: ClusterSpec, method: str) -> list[dict[str, float]]:
