@@ -71,9 +71,7 @@ def line(label: str, a: float | None, b: float, target: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument(
-        "--skip-slow", action="store_true", help="leave out the one-core A/B runs of the 1,024-GPU search"
-    )
+    parser.add_argument("--skip-slow", action="store_true", help="no one-core A/B of the 1,024-GPU search")
     args = parser.parse_args()
     n = args.repeats
     rows = {row.id: row for row in load_rows()}
