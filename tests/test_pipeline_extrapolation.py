@@ -82,6 +82,8 @@ def test_short_counts_leave_out_short_pipelines() -> None:
     assert px.short_counts({"pp": 4, "microbatches": 8}) == (4, 5, 6)
     assert px.short_counts({"pp": 4, "microbatches": 16, "virtual_stages": 2}) is None  # 4, 8, 12
     assert px.short_counts({"pp": 4, "microbatches": 20, "virtual_stages": 2}) == (4, 8, 12)
+    assert px.simulated_passes({"pp": 4, "microbatches": 100}) == 4 * (4 + 5 + 6)  # what a search costs
+    assert px.simulated_passes({"pp": 4, "microbatches": 7}) == 4 * 7
 
 
 def test_a_cache_hit_is_the_stored_prediction_and_clearing_forgets_it() -> None:

@@ -62,6 +62,13 @@ def short_counts(params: dict[str, Any]) -> tuple[int, int, int] | None:
     return counts if m > counts[-1] + period else None
 
 
+def simulated_passes(params: dict[str, Any]) -> int:
+    """Stage passes ``step_figures`` simulates: the three short steps', or the step's own."""
+    counts = short_counts(params)
+    pp = int(params.get("pp", 1) or 1)
+    return pp * (sum(counts) if counts is not None else int(params.get("microbatches", 1) or 1))
+
+
 def step_figures(params: dict[str, Any], spec: ClusterSpec | str, method: str = "engine") -> dict[str, float]:
     """``FIGURES`` of the 3D-parallel step ``params`` (``tp``, ``pp``, ``microbatches`` set): from
     three short steps where the pipeline is long and they settle into one period, else from the

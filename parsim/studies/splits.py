@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from parsim.base.budget import CLI, Budget, stage_passes
+from parsim.base.budget import CLI, Budget
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
@@ -105,10 +105,9 @@ def _table(
         )
     fitting = [split for split, row in zip(found, rows, strict=True) if row.fits]
     if budget is not None:
-        passes = sum(stage_passes(split) for split in fitting)
-        budget.check(
-            passes, "split_passes", f"splits: pp x microbatches summed over the {len(fitting)} fitting splits"
-        )
+        passes = sum(pipeline_extrapolation.simulated_passes(split) for split in fitting)
+        what = f"splits: pp x microbatches summed over the {len(fitting)} fitting splits"
+        budget.check(passes, "split_passes", what + " (a long pipeline counts its three short steps)")
     figures = iter(_predict_all(fitting, spec, method))
     rows = [attrs.evolve(row, **next(figures)) if row.fits else row for row in rows]
     timed = [row for row in rows if row.step_s is not None]
