@@ -119,7 +119,7 @@ def predict(
     return _predict_cached(key, gpus_per_switch, budget)
 
 
-def request_key(workload: object, params: dict[str, Any] | None, *rest: object) -> tuple | None:
+def request_key(workload: object, params: dict[str, Any] | None, *rest: object) -> tuple[Any, ...] | None:
     """What names a prediction request: the workload's name, its parameters as sorted pairs and the
     other arguments, a small tuple that hashes in microseconds (not the built workload, whose hash
     walks every op and kernel). None where the request cannot be keyed: a ``Workload`` value, a
@@ -138,9 +138,10 @@ def request_key(workload: object, params: dict[str, Any] | None, *rest: object) 
 
 
 @caching.cached(maxsize=512)  # predictions keep their traces: a bounded cache bounds the memory
-def _predict_cached(key: tuple, gpus_per_switch: int | None, budget: Budget | None) -> Prediction:
-    workload, pairs, *request = key
-    return _predict_request(workload, dict(pairs), *request, gpus_per_switch, budget)
+def _predict_cached(key: tuple[Any, ...], gpus_per_switch: int | None, budget: Budget | None) -> Prediction:
+    workload, pairs, device, cluster, host, link, mode, method, overlap, gpus = key
+    request = (device, cluster, host, link, mode, method, overlap, gpus, gpus_per_switch, budget)
+    return _predict_request(workload, dict(pairs), *request)
 
 
 def _predict_request(
