@@ -122,3 +122,18 @@ def test_simulation_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+@pytest.mark.parametrize("row_id", ["sc21-t1-39b", "nemo2407-llama2-13b-16"])
+def test_published_long_pipelines_read_the_simulations_figure(row_id: str, monkeypatch) -> None:
+    """A published 3D-parallel row (TFLOP/s per GPU, tokens/s per GPU) through the three short
+    steps is the row through the full simulation, to 1e-9."""
+    from parsim.studies import published
+
+    row = next(row for row in published.load_rows() if row.id == row_id)
+    assert published._long_pipeline(row)
+    fast = published.predicted(row)
+    clear_caches()
+    monkeypatch.setattr(px, "short_counts", lambda params: None)
+    assert not published._long_pipeline(row)
+    assert fast == pytest.approx(published.predicted(row), rel=RTOL)
