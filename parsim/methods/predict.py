@@ -112,6 +112,52 @@ def predict(
         ParsimError: unknown names, invalid parameters, a mode the device lacks, too many
             GPUs, data that does not fit in memory, or a request above ``budget``.
     """
+    key = request_key(workload, params, device, cluster, host, link, mode, method, overlap, gpus)
+    if key is None:  # a built workload, a hardware file, or values that do not hash: no cache
+        request = (device, cluster, host, link, mode, method, overlap, gpus)
+        return _predict_request(workload, params, *request, gpus_per_switch, budget)
+    return _predict_cached(key, gpus_per_switch, budget)
+
+
+def request_key(workload: object, params: dict[str, Any] | None, *rest: object) -> tuple[Any, ...] | None:
+    """What names a prediction request: the workload's name, its parameters as sorted pairs and the
+    other arguments, a small tuple that hashes in microseconds (not the built workload, whose hash
+    walks every op and kernel). None where the request cannot be keyed: a ``Workload`` value, a
+    hardware TOML path (the file may change), or a parameter value that does not hash."""
+    if not isinstance(workload, str):
+        return None
+    for value in rest[:4]:  # device, cluster, host, link (a loop, not any(...): a hit costs microseconds)
+        if isinstance(value, str) and value.endswith(".toml"):
+            return None
+    key = (workload, tuple(sorted(params.items())) if params else (), *rest)
+    try:
+        hash(key)
+    except TypeError:  # a list-valued parameter, say
+        return None
+    return key
+
+
+@caching.cached(maxsize=512)  # predictions keep their traces: a bounded cache bounds the memory
+def _predict_cached(key: tuple[Any, ...], gpus_per_switch: int | None, budget: Budget | None) -> Prediction:
+    workload, pairs, device, cluster, host, link, mode, method, overlap, gpus = key
+    request = (device, cluster, host, link, mode, method, overlap, gpus, gpus_per_switch, budget)
+    return _predict_request(workload, dict(pairs), *request)
+
+
+def _predict_request(
+    workload: str | Workload,
+    params: dict[str, Any] | None,
+    device: str | ProcessorSpec | None,
+    cluster: str | ClusterSpec | None,
+    host: str | ProcessorSpec | None,
+    link: str | LinkSpec | None,
+    mode: str | None,
+    method: str,
+    overlap: str,
+    gpus: int | None,
+    gpus_per_switch: int | None,
+    budget: Budget | None,
+) -> Prediction:
     if method not in METHODS:
         raise ParsimError(f"'method' must be one of {', '.join(METHODS)}: {method!r}")
     if overlap not in OVERLAPS:

@@ -18,13 +18,13 @@ from typing import Any
 
 import attrs
 
-from parsim.base.budget import CLI, Budget, stage_passes
+from parsim.base.budget import CLI, Budget
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
-from parsim.methods.predict import predict
 from parsim.model import footprint
+from parsim.studies import pipeline_extrapolation
 from parsim.studies.sweeps.workers import watch_parent
 from parsim.workloads import parallel3d
 from parsim.workloads.llms import is_llm, llm
@@ -116,10 +116,9 @@ def _table(
         )
     fitting = [split for split, row in zip(found, rows, strict=True) if row.fits]
     if budget is not None:
-        passes = sum(stage_passes(split) for split in fitting)
-        budget.check(
-            passes, "split_passes", f"splits: pp x microbatches summed over the {len(fitting)} fitting splits"
-        )
+        passes = sum(pipeline_extrapolation.simulated_passes(split) for split in fitting)
+        what = f"splits: pp x microbatches summed over the {len(fitting)} fitting splits"
+        budget.check(passes, "split_passes", what + " (a long pipeline counts its three short steps)")
     figures = iter(_predict_all(fitting, spec, method))
     rows = [attrs.evolve(row, **next(figures)) if row.fits else row for row in rows]
     timed = [row for row in rows if row.step_s is not None]
@@ -129,12 +128,13 @@ def _table(
     return tuple(rows)
 
 
-FIGURES = ("step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "idle_share")
+FIGURES = pipeline_extrapolation.FIGURES
 
 
 def _figures(split: dict[str, Any], spec: ClusterSpec, method: str) -> dict[str, float]:
-    metrics = predict("network", split, cluster=spec, method=method, budget=None).metrics  # counted above
-    return {name: metrics[name] for name in FIGURES}
+    """A split's figures (counted against the budget above): a long pipeline's from three short
+    steps (``pipeline_extrapolation``), exactly the event simulation's."""
+    return pipeline_extrapolation.step_figures(split, spec, method)
 
 
 def _predict_all(splits: list[dict[str, Any]], spec: ClusterSpec, method: str) -> list[dict[str, float]]:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import attrs
 
-from parsim.base import units
+from parsim.base import collector, units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads import megatron
@@ -317,6 +317,11 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
 def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
     """One training step of ``config`` under ``tp x cp x pp x dp`` (see the module docstring and
     ``megatron`` for the features)."""
+    with collector.paused():  # stages x micro-batches ops, none of them garbage yet
+        return _parallel_step(config, params, numerics)
+
+
+def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
     lay = layout(config, params)
     seq, m, p = params["seq"], lay.microbatches, lay.pp
     features = megatron.features_of(params)

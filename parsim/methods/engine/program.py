@@ -23,6 +23,7 @@ import attrs
 import simpy
 
 from parsim import stack
+from parsim.base import collector
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.machine import Machine
@@ -79,6 +80,13 @@ def simulate(
     Returns:
         The completion time of each instance, the trace, and the event count.
     """
+    with collector.paused():  # events are freed as they go: the cyclic collector only costs time
+        return _simulate(workload, system, mode, overlap, repeats, record)
+
+
+def _simulate(
+    workload: Workload, system: SystemSpec, mode: str, overlap: str, repeats: int, record: bool
+) -> SimResult:
     env = simpy.Environment()
     trace: list[TraceEvent] = [] if record else _Discard()
     framework = stack.framework(workload.framework) if workload.framework else None
