@@ -323,3 +323,10 @@ def test_the_v6e_matmul_efficiency_is_the_measured_one():
     # [GEMM-V6E]: a jitted bfloat16 GEMM reaches 75-79 % of 918 TFLOP/s; older generations keep the estimate
     assert PROCESSORS["tpu-v6e"].matmul_efficiency == 0.77
     assert PROCESSORS["tpu-v5p"].matmul_efficiency == 0.85
+
+
+def test_xlas_flash_attention_runs_at_its_fitted_share():
+    from parsim.stack.presets import library_for
+
+    assert library_for("tpu").attention_share("flash") == 0.6
+    assert library_for("tpu").attention_share("flash-v1") == 1.0  # only the kind that was fitted
