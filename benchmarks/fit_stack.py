@@ -8,7 +8,8 @@ Two kinds of parameters no datasheet gives:
 - cuDNN's share of the TF32 tensor-core rate on convolutions
   (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere;
 - oneDNN's share of the CPU's GEMM rate on convolutions (``LibrarySpec.conv_efficiency``), from
-  the modern-CPU inference rows; and Torch7's own CPU backend (THNN) from its CPU rows;
+  the modern-CPU inference rows; and Torch7's own CPU backend (THNN: its share and the output
+  pixels of one image at which its per-image GEMM reaches half of it) from its CPU rows;
 - FlashAttention's share of the GEMM rate (``LibrarySpec.attention_efficiency``), from the
   transformer training rows that ran it.
 
@@ -55,8 +56,22 @@ def preset_patch(attribute: str, **changes: object) -> Callable[[], Callable[[],
 
     def install() -> Callable[[], None]:
         original = getattr(presets, attribute)
-        setattr(presets, attribute, attrs.evolve(original, **changes))
-        return lambda: setattr(presets, attribute, original)
+        patched = attrs.evolve(original, **changes)
+        # the tables ``library_for`` reads hold the preset itself: patch them too
+        tables = [
+            t
+            for t in (presets.LIBRARIES, presets.CPU_LIBRARIES, presets.GPU_LIBRARIES)
+            if original in t.values()
+        ]
+
+        def put(spec: object) -> None:
+            setattr(presets, attribute, spec)
+            for table in tables:
+                for key in [k for k, v in table.items() if v is original or v is patched]:
+                    table[key] = spec  # type: ignore[assignment]
+
+        put(patched)
+        return lambda: put(original)
 
     return install
 
@@ -71,6 +86,11 @@ def onednn_patch(share: float) -> Callable[[], Callable[[], None]]:
 
 def thnn_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("THNN", conv_efficiency=min(1.0, float(share)))
+
+
+def thnn_pixels_patch(half_pixels: float) -> Callable[[], Callable[[], None]]:
+    """THNN's per-image GEMM: the output pixels an image needs for half the convolution share."""
+    return preset_patch("THNN", per_image_half_pixels=float(half_pixels))
 
 
 def attention_patch(share: float) -> Callable[[], Callable[[], None]]:
@@ -121,6 +141,8 @@ def main() -> None:
     governed = [r for r in rows if r.klass == "cpu" and r.params.get("framework") == "torch7"]
     value, score = best(numpy.linspace(0.02, 0.5, 25), governed, thnn_patch)
     print(f"thnn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    value, score = best(numpy.linspace(40.0, 800.0, 20), governed, thnn_pixels_patch)
+    print(f"thnn per-image half pixels: {value:.0f} -> MAPE {score:.1%} over {len(governed)} rows")
 
 
 if __name__ == "__main__":

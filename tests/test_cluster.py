@@ -28,24 +28,30 @@ def dgx_a100(nodes: int):
 
 
 def test_one_node_ring_is_the_nodes_ring():
+    # NCCL's Simple ring (model.nccl): 8.4 us + 14 steps x (3.4 + Ampere's 1.375) us, each GPU
+    # sending 14/8 GB at 240 GB/s
     one = dgx_a100(1)
-    expected = 2 * 7 * (3e-6 + 1e9 / 8 / 240e9)
-    assert collective(one, "all_reduce", 1e9).seconds == pytest.approx(expected, rel=1e-12)
-    assert expected == pytest.approx(ring_all_reduce_s(one.ring_link, 1e9, 8), rel=1e-12)
+    timing = collective(one, "all_reduce", 1e9)
+    assert (timing.algorithm, timing.protocol) == ("ring", "simple")
+    assert timing.latency_s == pytest.approx((8.4 + 14 * (3.4 + 1.375)) * 1e-6, rel=1e-12)
+    bandwidth = ring_all_reduce_s(one.ring_link, 1e9, 8) - 14 * one.ring_link.latency_s
+    assert timing.bandwidth_s == pytest.approx(bandwidth, rel=1e-12)
 
 
 def test_ring_across_nodes_is_paced_by_the_nodes_nics():
-    # 16 GPUs, 2 nodes: 30 steps of the NIC's 5 us; each GPU sends 2 x 15/16 GB at min(240, 8 x 24) GB/s
+    # 16 GPUs, 2 nodes, NCCL's Simple ring: 8.4 us + 28 NVLink steps x 3.4 us + 2 network steps x
+    # 14 us; each GPU sends 2 x 15/16 GB at min(240, 8 x 24) GB/s
     timing = collective(dgx_a100(2), "all_reduce", 1e9, algorithm="ring")
-    assert timing.latency_s == pytest.approx(30 * 5e-6)
+    assert timing.latency_s == pytest.approx((8.4 + 28 * (3.4 + 1.375) + 2 * 14.0) * 1e-6)
     assert timing.bandwidth_s == pytest.approx(2 * 15 / 16 * 1e9 / 192e9)
     assert timing.algorithm == "ring"
 
 
 def test_tree_latency_grows_with_log2_of_the_nodes():
-    # 16 nodes: 2 x (4 inter-node hops x 5 us + 7 intra-node hops x 3 us); 2 GB through 192 GB/s
+    # 16 nodes, NCCL's Simple tree: 8.4 us + 2 x (4 network hops x 14 us + 7 NVLink hops x 4 us);
+    # 2 GB through 192 GB/s
     timing = collective(dgx_a100(16), "all_reduce", 1e9, algorithm="tree")
-    assert timing.latency_s == pytest.approx(2 * (4 * 5e-6 + 7 * 3e-6))
+    assert timing.latency_s == pytest.approx((8.4 + 2 * (4 * 14.0 + 7 * (4.0 + 1.375))) * 1e-6)
     assert timing.bandwidth_s == pytest.approx(2 * 1e9 / 192e9)
 
 
@@ -66,7 +72,10 @@ def test_reduce_scatter_and_all_gather_move_half_an_all_reduce():
     system = dgx_a100(4)
     n = 32
     rs = collective(system, "reduce_scatter", 1e9)
-    assert rs.seconds == pytest.approx((n - 1) * 5e-6 + (n - 1) / n * 1e9 / 192e9)
+    # NCCL's Simple ring: 8.4 us + 28 NVLink steps x 3.4 us + 3 network steps x 14 us
+    assert rs.seconds == pytest.approx(
+        (8.4 + 28 * (3.4 + 1.375) + 3 * 14.0) * 1e-6 + (n - 1) / n * 1e9 / 192e9
+    )
     assert collective(system, "all_gather", 1e9).seconds == pytest.approx(rs.seconds)
 
 

@@ -20,7 +20,7 @@ from parsim.workloads.kernel import (
 
 FACTS = {  # every fact the flat kernel had, and the record it belongs to now
     "work": {"flops", "bytes_read", "bytes_written", "work_items", "dtype", "matrix", "special_ops", "op"},
-    "access": {"cold_bytes", "thread_loads_B", "reuse_B"},
+    "access": {"cold_bytes", "thread_loads_B", "reuse_B", "bandwidth_share", "core_in_flight_B"},
     "library": {
         "gemm_mn",
         "conv",
@@ -154,5 +154,11 @@ def test_equal_checked_records_are_shared_between_kernels():
 
 
 def test_records_are_tuples_compared_within_their_own_kind():
-    assert Access(1.0, 0.0, 0.0) == (1.0, 0.0, 0.0)  # hence: compare a record with its own kind only
+    assert Access(1.0, 0.0, 0.0) == (
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+        0.0,
+    )  # hence: compare a record with its own kind only
     assert Kernel.of("k", 1, 8, 8, 1).cost_key() == Kernel.of("k", 1, 8, 8, 1).cost_key()

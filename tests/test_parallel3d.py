@@ -14,6 +14,7 @@ from parsim.stack import framework
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
 from parsim.workloads.llms import LLMS
+from parsim.workloads.pipeline_schedule import one_f_one_b
 from parsim.workloads.registry import make_workload, validate_params
 from parsim.workloads.transformer_memory import layer_activation_B
 
@@ -21,12 +22,24 @@ GPT3 = {"model": "gpt3-175b", "train": True, "dtype": "float16", "optimizer": "a
 
 
 def test_one_f_one_b_warms_up_alternates_and_drains():
-    assert parallel3d.one_f_one_b(0, 4, 6) == [
+    assert one_f_one_b(0, 4, 6) == [
         ("F", 0), ("F", 1), ("F", 2), ("F", 3), ("B", 0), ("F", 4), ("B", 1), ("F", 5),
         ("B", 2), ("B", 3), ("B", 4), ("B", 5),
     ]  # fmt: skip
-    assert parallel3d.one_f_one_b(3, 4, 3) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]
-    assert parallel3d.one_f_one_b(0, 8, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]  # fewer than stages
+    assert one_f_one_b(3, 4, 3) == [
+        ("F", 0),
+        ("B", 0),
+        ("F", 1),
+        ("B", 1),
+        ("F", 2),
+        ("B", 2),
+    ]
+    assert one_f_one_b(0, 8, 2) == [
+        ("F", 0),
+        ("F", 1),
+        ("B", 0),
+        ("B", 1),
+    ]  # fewer than stages
 
 
 def test_stages_split_the_layers_evenly():

@@ -405,29 +405,29 @@ def claims_llm_70b_gpus():
         assert registry.processor(device).memory.capacity_B == 80 * 2**30
         with pytest.raises(ParsimError, match="not even the weights fit"):
             predict("llm_serve", {**request, "gpus": 1}, device=device)
-    # the points: 94, 55, 43 ms on H100s
-    assert [round(p.latency_s * 1e3) for p in h100] == [94, 55, 43]
+    # the points: 96, 56, 35 ms on H100s
+    assert [round(p.latency_s * 1e3) for p in h100] == [96, 56, 35]
     # room for the cache: 95, 551, 1,251 conversations of 640 tokens
     for series in (h100, a100):
         assert [p.metrics["max_batch"] for p in series] == [95, 551, 1251]
     tpot = {name: [p.metrics["time_per_output_token_s"] for p in s] for name, s in (("h", h100), ("a", a100))}
-    assert [round(t * 1e3) for t in tpot["h"]] == [25, 15, 13]
-    assert [round(t * 1e3) for t in tpot["a"]] == [47, 23, 17]
-    assert tpot["h"][0] / tpot["h"][1] == pytest.approx(1.7, abs=0.05)
-    assert tpot["h"][0] / tpot["h"][2] == pytest.approx(1.9, abs=0.05)
+    assert [round(t * 1e3) for t in tpot["h"]] == [25, 14, 9]
+    assert [round(t * 1e3) for t in tpot["a"]] == [48, 23, 16]
+    assert tpot["h"][0] / tpot["h"][1] == pytest.approx(1.8, abs=0.05)
+    assert tpot["h"][0] / tpot["h"][2] == pytest.approx(2.9, abs=0.05)
     assert tpot["a"][0] / tpot["a"][2] > tpot["h"][0] / tpot["h"][2]  # the A100s gain more
-    # 160 all-reduces per decode step of 16 KB; 1 ms per token on 2 GPUs, 6.7 ms (half the step) on 8
+    # 160 all-reduces per decode step of 16 KB; 1.3 ms per token on 2 GPUs, 2.4 ms (over a quarter of
+    # the step) on 8: NCCL's LL ring, 6.6 us + 14 x 0.6 us each on 8 H100
     assert 2 * config.layers == 160 and config.hidden * 2 == 16_384
     reduces = [[e for e in p.trace if e.label.startswith("all-reduce")] for p in h100]
     decode_reduces = [[e for e in events if e.label.endswith("(decode)")] for events in reduces]
     assert all(len({e.label for e in events}) == 160 for events in decode_reduces)
     reduce_s = [_union_s(events) for events in decode_reduces]
     assert reduce_s == sorted(reduce_s)
-    assert reduce_s[0] == pytest.approx(1e-3, rel=0.05)
-    assert reduce_s[-1] == pytest.approx(6.7e-3, rel=0.02)
-    assert reduce_s[-1] / tpot["h"][-1] == pytest.approx(0.5, abs=0.05)
-    assert h100[-1].bottleneck == "transfer"
-    assert [p.bottleneck for p in h100[:2]] == ["compute", "compute"]  # the prefill's
+    assert reduce_s[0] == pytest.approx(1.3e-3, rel=0.05)
+    assert reduce_s[-1] == pytest.approx(2.4e-3, rel=0.02)
+    assert reduce_s[-1] / tpot["h"][-1] == pytest.approx(0.28, abs=0.02)
+    assert [p.bottleneck for p in h100] == ["compute", "compute", "compute"]  # the prefill's
 
 
 def _ddp_phases(p) -> tuple[float, float, float, float]:
@@ -469,17 +469,17 @@ def claims_cluster_allreduce_overlap():
     assert (end - start) * 1e3 == pytest.approx(33.6, abs=0.05)
     assert (first_reduce - start) * 1e3 == pytest.approx(2.4, abs=0.05)
     assert (end - first_reduce) * 1e3 == pytest.approx(31.2, abs=0.1)
-    # 1 node: NVLink only, 0.9 ms; 60.7 ms with overlap and 61.4 ms without, on every cluster
-    assert _ddp_phases(dgx[0])[3] * 1e3 == pytest.approx(0.9, abs=0.02)
+    # 1 node: NVLink only, 1.0 ms; 60.7 ms with overlap and 61.6 ms without, on every cluster
+    assert _ddp_phases(dgx[0])[3] * 1e3 == pytest.approx(1.0, abs=0.05)
     for name in ("dgx", "roce", "eth"):
-        assert ms[name][0] == 60.7 and ms[f"{name}_after"][0] == 61.4
-    # DGX A100: 1.3 ms across 2 nodes, hidden (60.8 ms; 61.8 ms after backward)
-    assert _ddp_phases(dgx[1])[3] * 1e3 == pytest.approx(1.3, abs=0.05)
-    assert ms["dgx"][1] == 60.8 and ms["dgx_after"][1] == 61.8
-    # 100 Gb/s RoCE: 17.5 ms of all-reduce; 63.6 ms overlapped (the last bucket shows), 78.0 ms after
+        assert ms[name][0] == 60.7 and ms[f"{name}_after"][0] == 61.6
+    # DGX A100: 1.4 ms across 2 nodes, hidden (60.8 ms; 62.0 ms after backward)
+    assert _ddp_phases(dgx[1])[3] * 1e3 == pytest.approx(1.4, abs=0.05)
+    assert ms["dgx"][1] == 60.8 and ms["dgx_after"][1] == 62.0
+    # 100 Gb/s RoCE: 17.3 ms of all-reduce; 63.5 ms overlapped (the last bucket shows), 77.9 ms after
     roce_s = _ddp_phases(roce[1])[3] * 1e3
-    assert roce_s == pytest.approx(17.5, abs=0.05)
-    assert ms["roce"][1] == 63.6 and ms["roce_after"][1] == 78.0
+    assert roce_s == pytest.approx(17.3, abs=0.05)
+    assert ms["roce"][1] == 63.5 and ms["roce_after"][1] == 77.9
     shown = (roce_after[1].latency_s - roce[0].latency_s) * 1e3
     assert shown == pytest.approx(roce_s, abs=0.2)  # all of it shows
     last = [e for e in roce[1].trace if e.label.startswith("all-reduce bucket 3") and e.resource.device == 0]
@@ -487,19 +487,19 @@ def claims_cluster_allreduce_overlap():
     assert roce[1].latency_s - _ddp_phases(roce[1])[1] == pytest.approx(
         max(e.end_s for e in last) - min(e.start_s for e in last), abs=0.4e-3
     )
-    # 25 Gb/s Ethernet: 71 ms, twice the backward pass; 100.8 ms (132.0 ms after): waiting 40 %
+    # 25 Gb/s Ethernet: 69 ms, twice the backward pass; 98.5 ms (129.7 ms after): waiting 38 %
     eth_s, (start, end, first_reduce, _) = _ddp_phases(eth[1])[3] * 1e3, _ddp_phases(eth[1])
-    assert eth_s == pytest.approx(71, abs=0.5)
+    assert eth_s == pytest.approx(69, abs=0.5)
     assert eth_s / ((end - start) * 1e3) == pytest.approx(2, abs=0.15)
-    assert ms["eth"][1] == 100.8 and ms["eth_after"][1] == 132.0
+    assert ms["eth"][1] == 98.5 and ms["eth_after"][1] == 129.7
     hidden = eth_s - (ms["eth"][1] - end * 1e3)
     assert hidden == pytest.approx(31, abs=0.5)
-    assert (ms["eth"][1] - ms["eth"][0]) / ms["eth"][1] == pytest.approx(0.40, abs=0.005)
+    assert (ms["eth"][1] - ms["eth"][0]) / ms["eth"][1] == pytest.approx(0.38, abs=0.005)
     assert eth[1].bottleneck == "transfer"
-    # more nodes change almost nothing: 64 nodes 60.8, 63.7, 103.7 ms; a tree from 8 nodes on
-    assert (ms["dgx"][-1], ms["roce"][-1], ms["eth"][-1]) == (60.8, 63.7, 103.7)
+    # more nodes change almost nothing: 64 nodes 60.9, 63.8, 103.4 ms; a tree from 8 nodes on
+    assert (ms["dgx"][-1], ms["roce"][-1], ms["eth"][-1]) == (60.9, 63.8, 103.4)
     for series in ms.values():
-        assert max(series[1:]) - min(series[1:]) < 0.03 * min(series[1:])
+        assert max(series[1:]) - min(series[1:]) < 0.05 * min(series[1:])  # within 5 %
     for cluster in (
         "dgx-a100",
         SCENARIOS / "hardware/a100_100g_roce.toml",
@@ -518,7 +518,7 @@ def claims_cluster_ring_vs_tree():
     at = {n: i for i, n in enumerate(nodes)}
     ring_gb, tree_gb, ring_mb, tree_mb = by_label("cluster_ring_vs_tree").values()
     spec = registry.cluster("dgx-a100")
-    assert spec.network.nic.latency_s == 5e-6  # 5 us per hop between nodes
+    assert spec.network.nic.latency_s == 5e-6  # the NIC's own; NCCL prices a step between nodes at 2.7-14 us
     assert spec.network.gpu_share_Bps(8) * 8 == pytest.approx(192e9)  # eight cards, 192 GB/s per node
     assert ring_gb[-1].metrics["ranks"] == 32_768
 
@@ -528,40 +528,41 @@ def claims_cluster_ring_vs_tree():
     def busbw(p):
         return p.metrics["bus_bandwidth_Bps"] / 1e9
 
-    # 1 GB, 1 node: ring 7.3 ms (239 GB/s), tree 8.4 ms
-    assert ms(ring_gb[0]) == pytest.approx(7.3, abs=0.05) and busbw(ring_gb[0]) == pytest.approx(239, abs=1)
+    # 1 GB, 1 node: ring 7.4 ms (238 GB/s), tree 8.4 ms
+    assert ms(ring_gb[0]) == pytest.approx(7.4, abs=0.05) and busbw(ring_gb[0]) == pytest.approx(238, abs=1)
     assert ms(tree_gb[0]) == pytest.approx(8.4, abs=0.05)
     # 2 nodes: ring 9.9 ms against the tree's 10.5
     assert ms(ring_gb[at[2]]) == pytest.approx(9.9, abs=0.05)
     assert ms(tree_gb[at[2]]) == pytest.approx(10.5, abs=0.05)
     ring_share = 2 * (16 - 1) / 16  # what each GPU sends on 2 nodes, in buffers
     assert ring_share == pytest.approx(1.9, abs=0.05)
-    # the tree wins from 8 nodes and stays at 10.5 to 10.6 ms (189 GB/s) up to 4,096 nodes
+    # the tree wins from 8 nodes and stays at 10.5 to 10.9 ms (185 GB/s) up to 4,096 nodes
     assert result.crossovers() == [(8, "tree, 1 GB", "ring, 1 GB")]
-    assert all(10.45 <= ms(p) < 10.65 for p in tree_gb[1:])
-    assert busbw(tree_gb[-1]) == pytest.approx(189, abs=1)
-    # the ring's latency: 15.5 ms on 64 nodes, 51 on 512, 338 on 4,096 (5.9 GB/s)
-    assert ms(ring_gb[at[64]]) == pytest.approx(15.5, abs=0.05)
-    assert ms(ring_gb[at[512]]) == pytest.approx(51, abs=0.5)
-    assert ms(ring_gb[-1]) == pytest.approx(338, abs=0.5)
-    assert busbw(ring_gb[-1]) == pytest.approx(5.9, abs=0.05)
-    # 1 MB: the tree wins from 2 nodes (0.068 ms against 0.165 ms)
-    assert ms(tree_mb[at[2]]) == pytest.approx(0.068, abs=0.0005)
-    assert ms(ring_mb[at[2]]) == pytest.approx(0.165, abs=0.0005)
+    assert all(10.5 <= ms(p) < 10.9 for p in tree_gb[1:])
+    assert busbw(tree_gb[-1]) == pytest.approx(185, abs=1)
+    # the ring's latency: 14.8 ms on 64 nodes, 39 on 512, 158 on 4,096 (12.6 GB/s)
+    assert ms(ring_gb[at[64]]) == pytest.approx(14.8, abs=0.05)
+    assert ms(ring_gb[at[512]]) == pytest.approx(39, abs=0.5)
+    assert ms(ring_gb[-1]) == pytest.approx(158, abs=0.5)
+    assert busbw(ring_gb[-1]) == pytest.approx(12.6, abs=0.05)
+    # 1 MB: the tree wins from 2 nodes (0.073 ms against 0.094 ms)
+    assert ms(tree_mb[at[2]]) == pytest.approx(0.073, abs=0.0005)
+    assert ms(ring_mb[at[2]]) == pytest.approx(0.094, abs=0.0005)
     assert all(t.latency_s < r.latency_s for t, r in zip(tree_mb[1:], ring_mb[1:], strict=True))
-    # 4,096 nodes: the ring's 65,534 steps of 5 us take 328 ms; the tree's 12 levels 0.16 ms, 0.18 in all
+    # 4,096 nodes: the ring's 65,534 steps (NCCL's LL: 57,344 inside the nodes at 0.6 + 1.375 us,
+    # 8,190 between them at 2.7 us) take 135 ms; the tree's 12 levels 0.15 ms, 0.18 in all
     system = registry.cluster_system(spec, 4096)
     ring = collective(system, "all_reduce", 1e6, algorithm="ring")
     tree = collective(system, "all_reduce", 1e6, algorithm="tree")
-    assert ring.latency_s == pytest.approx(65_534 * 5e-6)
-    assert ms(ring_mb[-1]) == pytest.approx(328, abs=0.5)
-    assert ms(ring_mb[-1]) == pytest.approx(ms(ring_gb[-1]), rel=0.04)  # as long as for 1 GB
+    assert ring.latency_s == pytest.approx((6.6 + 57_344 * (0.6 + 1.375) + 8_190 * 2.7) * 1e-6)
+    assert ms(ring_mb[-1]) == pytest.approx(135, abs=0.5)
+    assert ms(ring_mb[-1]) / ms(ring_gb[-1]) == pytest.approx(0.86, abs=0.01)  # most of the 1 GB ring's
     assert math.ceil(math.log2(4096)) == 12
-    assert tree.latency_s * 1e3 == pytest.approx(0.16, abs=0.005)
+    assert tree.latency_s * 1e3 == pytest.approx(0.15, abs=0.005)
     assert ms(tree_mb[-1]) == pytest.approx(0.18, abs=0.005)
-    # from 256 nodes on, a 1 MB ring takes longer than a 1 GB tree (not yet at 128)
-    assert ring_mb[at[128]].latency_s < tree_gb[at[128]].latency_s
-    assert all(r.latency_s > t.latency_s for r, t in zip(ring_mb[at[256] :], tree_gb[at[256] :], strict=True))
+    # from 512 nodes on, a 1 MB ring takes longer than a 1 GB tree (not yet at 256)
+    assert ring_mb[at[256]].latency_s < tree_gb[at[256]].latency_s
+    assert all(r.latency_s > t.latency_s for r, t in zip(ring_mb[at[512] :], tree_gb[at[512] :], strict=True))
     # auto takes the faster: the lower of each pair
     for n in (1, 2, 8, 4096):
         for size, pair in ((1e9, (ring_gb, tree_gb)), (1e6, (ring_mb, tree_mb))):
@@ -586,40 +587,40 @@ def claims_cluster_pipeline_bubble():
     assert deep[0].gpus == 1024 and deep[0].metrics["tokens_per_s"] * deep[0].latency_s == pytest.approx(
         1536 * 2048
     )
-    # 16 stages, 16 micro-batches: bubble 48 %, idle 49 %, 41.7 s, 104 TFLOP/s (a third of 312)
+    # 16 stages, 16 micro-batches: bubble 48 %, idle 49 %, 41.8 s, 104 TFLOP/s (a third of 312)
     first = deep[0].metrics
     assert first["bubble_ideal"] == pytest.approx(0.48, abs=0.005)
     assert first["idle_share"] == pytest.approx(0.49, abs=0.005)
-    assert first["step_s"] == pytest.approx(41.7, abs=0.05)
+    assert first["step_s"] == pytest.approx(41.8, abs=0.05)
     assert first["tflops_per_gpu"] == pytest.approx(104, abs=0.5)
     peak = dict(registry.processor("a100-80gb").matrix_flops_per_s)["float16"]
     assert peak == pytest.approx(312e12) and first["tflops_per_gpu"] * 1e12 / peak == pytest.approx(
         1 / 3, abs=0.01
     )
-    # 96 micro-batches of 2: bubble 13.5 %, 26.7 s, 163 TFLOP/s, idle 16.6 %; the computing 5 % longer
+    # 96 micro-batches of 2: bubble 13.5 %, 26.9 s, 162 TFLOP/s, idle 16.5 %; the computing 5 % longer
     last = deep[at[96]].metrics
     assert last["micro_batch"] == 2
     assert last["bubble_ideal"] == pytest.approx(0.135, abs=0.0005)
-    assert last["step_s"] == pytest.approx(26.7, abs=0.05)
-    assert last["tflops_per_gpu"] == pytest.approx(163, abs=0.5)
-    assert last["idle_share"] == pytest.approx(0.166, abs=0.0005)
+    assert last["step_s"] == pytest.approx(26.85, abs=0.05)
+    assert last["tflops_per_gpu"] == pytest.approx(162, abs=0.5)
+    assert last["idle_share"] == pytest.approx(0.165, abs=0.0005)
     computing = [x.metrics["compute_share"] * x.latency_s for x in (deep[0], deep[at[96]])]
     assert computing[1] / computing[0] == pytest.approx(1.05, abs=0.005)
-    # 8 stages: 30 % at 16 micro-batches, 31.5 s, 1.32 times faster; 96 of one sequence: 26.2 s, 8.4 % (6.8)
+    # 8 stages: 30 % at 16 micro-batches, 31.6 s, 1.32 times faster; 96 of one sequence: 26.4 s, 8.3 % (6.8)
     assert shallow[0].metrics["bubble_ideal"] == pytest.approx(0.30, abs=0.005)
-    assert shallow[0].metrics["step_s"] == pytest.approx(31.5, abs=0.05)
+    assert shallow[0].metrics["step_s"] == pytest.approx(31.6, abs=0.05)
     assert deep[0].latency_s / shallow[0].latency_s == pytest.approx(1.32, abs=0.005)
     end = shallow[at[96]].metrics
     assert end["micro_batch"] == 1
-    assert end["step_s"] == pytest.approx(26.2, abs=0.05)
-    assert end["idle_share"] == pytest.approx(0.084, abs=0.0005)
+    assert end["step_s"] == pytest.approx(26.4, abs=0.05)
+    assert end["idle_share"] == pytest.approx(0.083, abs=0.0005)
     assert end["bubble_ideal"] == pytest.approx(0.068, abs=0.0005)
     # fewer than 16 micro-batches do not fit on 8 stages: 12 need 84.1 GiB (with the 1 GiB runtime)
     with pytest.raises(ParsimError, match=r"needs 84\.1 GiB per GPU with tp=8 pp=8"):
         predict("network", {**dict(shallow[0].params), "microbatches": 12}, cluster="dgx-a100")
-    # within 2 % at 96; the data-parallel share 3.3 % against 1.5 %
+    # within 2 % at 96; the data-parallel share 3.2 % against 1.5 %
     assert deep[at[96]].latency_s / shallow[at[96]].latency_s == pytest.approx(1.02, abs=0.005)
-    assert end["dp_comm_share"] == pytest.approx(0.033, abs=0.0005)
+    assert end["dp_comm_share"] == pytest.approx(0.032, abs=0.0005)
     assert last["dp_comm_share"] == pytest.approx(0.015, abs=0.0005)
 
 
@@ -632,12 +633,12 @@ def claims_cluster_amdahl_gustafson():
     assert strong[-1].gpus == weak[-1].gpus == 1024
     # both start from the same step: 1,024 images per GPU on one node, 484 ms
     assert round(strong[0].latency_s * 1e3) == round(weak[0].latency_s * 1e3) == 484
-    # strong: 60.8 ms and 58.6 x at 8 nodes, 119 x at 16, then 30.8 ms and 121 x on 32, 64, 128 nodes
+    # strong: 60.8 ms and 58.6 x at 8 nodes, 119 x at 16, then 31.0-31.2 ms and 121 x on 32, 64, 128
     assert strong[at[8]].latency_s * 1e3 == pytest.approx(60.8, abs=0.05)
     assert strong[at[8]].metrics["speedup"] == pytest.approx(58.6, abs=0.05)
     assert round(strong[at[16]].metrics["speedup"]) == 119
     for p in strong[at[32] :]:
-        assert p.latency_s * 1e3 == pytest.approx(30.8, abs=0.1)
+        assert p.latency_s * 1e3 == pytest.approx(31.1, abs=0.1)
         assert round(p.metrics["speedup"]) == 121
         assert p.bottleneck == "overhead"
     assert [p.bottleneck for p in strong[: at[16] + 1]] == ["memory"] * 5
@@ -679,10 +680,10 @@ def claims_cluster_amdahl_gustafson():
     ]
     shared, alone = (sum(e.end_s - e.start_s for e in c) for c in copies)
     assert shared > 3.5 * alone
-    # Gustafson: s = (N - S) / (N - 1) = 7.7 %, ten times 0.73 %, and a speed-up seven times 137
+    # Gustafson: s = (N - S) / (N - 1) = 7.7 %, about ten times 0.73 %, and a speed-up seven times 137
     gustafson = (1024 - weak[-1].metrics["speedup"]) / 1023
     assert gustafson == pytest.approx(0.077, abs=0.0005)
-    assert gustafson / serial == pytest.approx(10, abs=0.6)
+    assert gustafson / serial == pytest.approx(10.6, abs=0.1)
     assert weak[-1].metrics["speedup"] / (1 / serial) == pytest.approx(7, abs=0.15)
 
 

@@ -93,7 +93,7 @@ def test_a_faster_host_issues_faster():
 
 def test_unknown_framework_is_one_line():
     with pytest.raises(
-        ParsimError, match="'framework' must be one of eager, graph, cuda-graph, torch7, xla: 'jax'"
+        ParsimError, match="'framework' must be one of eager, graph, cuda-graph, torch7, xla, hf, .*: 'jax'"
     ):
         stack.framework("jax")
     with pytest.raises(ParsimError, match="framework"):
@@ -311,3 +311,40 @@ def test_bad_framework_and_math_are_usage_errors(cli):
 def test_pytorchs_default_math_on_volta_adds_no_tf32_note():
     p = parsim.predict("network", {"model": "resnet18", "batch": 8}, device="v100-sxm2")
     assert not any("TF32" in note for note in p.notes)
+
+
+# --- a library that runs one GEMM per image (Torch7's THNN) ------------------------------------
+
+
+def test_conv_share_falls_with_one_images_pixels_hand_computed():
+    thnn = attrs.evolve(stack.presets.THNN, conv_efficiency=0.2, per_image_half_pixels=320.0)
+    assert thnn.conv_share(None, 49) == pytest.approx(0.2 * 49 / (49 + 320))  # a 7x7 stage: 0.027
+    assert thnn.conv_share(None, 3136) == pytest.approx(0.2 * 3136 / 3456)  # a 56x56 stage: 0.181
+    assert thnn.conv_share(None) == 0.2  # pixels not known: the flat share
+    assert stack.presets.ONEDNN.conv_share(None, 49) == stack.presets.ONEDNN.conv_efficiency  # one product
+
+
+def test_thnn_runs_late_resnet_stages_slower_per_flop_than_early_ones():
+    def rate(shape: ConvShape, library: str) -> float:
+        kernel = conv_kernel(shape).but(cpu_library=library)
+        return execution(PROCESSORS["dual-xeon-e5-2630v3"], "mimd+simd", kernel).core_flops_per_s
+
+    early, late = ConvShape(16, 64, 56, 56, 64, 3, 1, 1), ConvShape(16, 512, 7, 7, 512, 3, 1, 1)
+    thnn = stack.presets.THNN
+    share = thnn.per_image_half_pixels
+    assert rate(late, "thnn") / rate(early, "thnn") == pytest.approx(
+        (49 / (49 + share)) / (3136 / (3136 + share))
+    )
+    assert rate(late, "onednn") == rate(early, "onednn")  # oneDNN: one product over the batch
+
+
+@given(
+    pixels=st.floats(1.0, 1e6),
+    more=st.floats(0.0, 1e6),
+    half=st.floats(0.0, 1e4),
+    share=st.floats(0.01, 1.0),
+)
+def test_conv_share_grows_with_pixels_and_never_exceeds_the_flat_share(pixels, more, half, share):
+    library = attrs.evolve(stack.presets.THNN, conv_efficiency=share, per_image_half_pixels=half)
+    small, large = library.conv_share(None, pixels), library.conv_share(None, pixels + more)
+    assert 0.0 < small <= large <= share

@@ -73,7 +73,7 @@ def test_tidy_rows_with_exact_grid_columns_and_prediction_fields():
     ):
         assert column in frame.columns
     at = frame[(frame["workload.n"] == 1e6) & (frame["device"] == "h100-pcie")].set_index("case")
-    resident = at.loc["GPU: data already resident (Tesla V100 PCIe 16 GB)"]
+    resident = at.loc["GPU: data already resident (H100 PCIe 80 GB)"]  # its own GPU (issue 27)
     assert resident["latency_s"] == pytest.approx(
         parsim.predict("relu", {"n": 1e6}, device="h100-pcie").latency_s
     )

@@ -51,7 +51,7 @@ def test_bus_bandwidth_is_the_ring_share_of_the_algorithm_bandwidth():
     ("workload", "moved_B"), [("allreduce", 14e9), ("allgather", 7e9), ("reduce_scatter", 7e9)]
 )
 def test_predictions_report_the_bytes_each_collective_moves(workload, moved_B):
-    p = parsim.predict(workload, {"bytes": S}, device="h100-sxm", gpus=N)
+    p = parsim.predict(workload, {"bytes": S, "algorithm": "ring"}, device="h100-sxm", gpus=N)
     assert p.transfer_bytes == pytest.approx(moved_B)
     each = "1.75 GB, 2(n-1)/n" if workload == "allreduce" else "875 MB, (n-1)/n"
     note = next(note for note in p.notes if "each GPU sends" in note)
@@ -83,3 +83,10 @@ def test_zero_moves_what_ddp_moves_and_host_averaging_moves_more():
     assert host.transfer_bytes - ddp.transfer_bytes == pytest.approx(
         2 * 4 * gradients_B - 2 * 3 * gradients_B
     )
+
+
+def test_nvls_sends_each_buffer_once():
+    # 8 H100 on NVSwitch take NVLS for 1 GB: each GPU sends its buffer to the switch once
+    p = parsim.predict("allreduce", {"bytes": S}, device="h100-sxm", gpus=N)
+    assert p.transfer_bytes == pytest.approx(N * S)
+    assert traffic("all_reduce", S, N, "nvls").per_gpu_B == pytest.approx(S)

@@ -14,9 +14,11 @@ from parsim import plots
 from parsim.app.cache import as_changes, cached_scenario, scenario_path
 from parsim.app.widgets import cached_png, csv_download, model_picker, processor_picker, show_png
 from parsim.base.errors import ParsimError
+from parsim.results.serving_figures import phase_bounds
 from parsim.studies.scenarios import load_scenario
 from parsim.workloads.llms import llm
 from parsim.workloads.registry import llm_names
+from parsim.workloads.serving import ServingMetrics
 
 # comparison -> (scenario file, the sweep parameter bounded by the context, if any)
 COMPARISONS = {
@@ -26,6 +28,7 @@ COMPARISONS = {
 }
 COLUMNS = {
     "latency_ms": st.column_config.NumberColumn("latency", format="%.4g ms"),
+    "end_to_end_ms": st.column_config.NumberColumn("end to end", format="%.4g ms"),
     "first_token_ms": st.column_config.NumberColumn("first token", format="%.4g ms"),
     "per_token_ms": st.column_config.NumberColumn("per output token", format="%.4g ms"),
     "tokens_per_s": st.column_config.NumberColumn("tokens/s", format="%.0f"),
@@ -58,23 +61,43 @@ def render(kind: str, model: str, gpu: str) -> None:
         st.error(str(exc))
         return
     show_png(cached_png(_figure, *args), stem, key="compare_llm_png")
-    rows = []
-    for r in result.results:
-        metrics = r.prediction.metrics
-        rows.append(
-            {
-                "configuration": r.label,
-                **({scenario.sweep.label: r.value} if scenario.sweep else {}),
-                "latency_ms": r.prediction.latency_s * 1e3,
-                "first_token_ms": metrics.get("time_to_first_token_s", float("nan")) * 1e3,
-                "per_token_ms": _per_token_ms(r.prediction),
-                "tokens_per_s": metrics.get("tokens_per_s"),
-                "bottleneck": r.prediction.bottleneck,
-            }
-        )
+    rows = [
+        {
+            "configuration": r.label,
+            **({scenario.sweep.label: r.value} if scenario.sweep else {}),
+            **row_figures(r.prediction),
+        }
+        for r in result.results
+    ]
     table = pandas.DataFrame(rows).dropna(axis="columns", how="all")
     st.dataframe(table, hide_index=True, key="compare_llm_table", column_config=COLUMNS)
     csv_download(table, stem, key="compare_llm_csv")
+
+
+def row_figures(prediction) -> dict:
+    """A row's figures: an LLM request leads with what a serving benchmark reports — its end-to-end
+    time, time to first token, time per output token, tokens/s — as Explore does; another workload
+    (attention alone) with its latency. The bottleneck is said per phase where a request has two
+    (a prefill compute-bound, its decode memory-bound), never as the sum of both."""
+    serving = next((r for r in prediction.records if isinstance(r, ServingMetrics)), None)
+    if serving is None:
+        return {"latency_ms": prediction.latency_s * 1e3, "bottleneck": bottleneck_words(prediction)}
+    return {
+        "end_to_end_ms": serving.e2e_latency_s * 1e3,
+        "first_token_ms": serving.time_to_first_token_s * 1e3,
+        "per_token_ms": _per_token_ms(prediction),
+        "tokens_per_s": serving.tokens_per_s,
+        "bottleneck": bottleneck_words(prediction),
+    }
+
+
+def bottleneck_words(prediction) -> str:
+    """``memory-bound (99%)``, or per phase: ``prefill compute-bound (96%), decode memory-bound (98%)``."""
+    bounds = phase_bounds(prediction)
+    if bounds:
+        return ", ".join(f"{b.phase} {b.kind}-bound ({b.share:.0%})" for b in bounds)
+    share = prediction.breakdown[prediction.bottleneck] / prediction.latency_s if prediction.latency_s else 0
+    return f"{prediction.bottleneck}-bound ({share:.0%})"
 
 
 def _per_token_ms(prediction) -> float:

@@ -6,7 +6,7 @@ import pandas
 import streamlit as st
 
 from parsim import plots
-from parsim.app import editor, layout, urlstate
+from parsim.app import editor, layout, links, urlstate
 from parsim.app.cache import cached_lessons_using, cached_predict, resolve
 from parsim.app.memory import memory_bar
 from parsim.app.widgets import (
@@ -24,12 +24,13 @@ from parsim.base import units
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
+from parsim.model import footprint
 from parsim.model.modes import default_mode, modes_for
 from parsim.report import chrome_trace
 from parsim.report.text import bottleneck_sentence, metric_texts
 from parsim.results.algorithms import describe
 from parsim.workloads.records import Throughput
-from parsim.workloads.registry import WORKLOADS
+from parsim.workloads.registry import WORKLOADS, make_workload
 from parsim.workloads.serving import ServingMetrics
 
 # Starting sizes: 100 M elements fill a GPU's memory bandwidth (a definition's ``example`` says its own).
@@ -92,10 +93,27 @@ def _controls() -> tuple | None:
     names = [
         n for n in WORKLOADS if WORKLOADS[n].requests is None and (spec.is_accelerator or runs_on_cpu(n))
     ]
-    workload, params = workload_form("explore", names=names, overrides=DEFAULTS)
+    workload, params = workload_form(
+        "explore", names=names, overrides=DEFAULTS, fits=fits_on(device, host, link)
+    )
     if not spec.is_accelerator:
         st.caption("copies, offloads and multi-GPU training need a GPU: pick one as the device to see them")
     return workload, params, device, host, link, mode, method, spec
+
+
+def fits_on(device: str, host: str | None, link: str | None):
+    """``fits(name, params)``: whether a workload's footprint fits ``device``'s memory (the model's
+    own rule, ``footprint.of_workload``); True when it cannot tell (parsim then says why itself)."""
+
+    def fits(name: str, params: dict) -> bool:
+        try:
+            gpus = int(params.get("gpus", 1))
+            system = registry.system(resolve(device), resolve(host), resolve(link), gpus=gpus)
+            return bool(footprint.of_workload(make_workload(name, params), system).fits)
+        except (ParsimError, TypeError, ValueError):
+            return True
+
+    return fits
 
 
 def _timeline(*call):
@@ -161,7 +179,7 @@ def show(p, spec, link, call: tuple) -> None:
     if taught:  # the lessons that teach this workload, found from the lessons themselves
         st.caption(
             "Lessons with this workload: "
-            + ", ".join(f"[{title}](/learn?lesson={name})" for name, title in taught)
+            + ", ".join(f"[{title}]({links.lesson(name).url})" for name, title in taught)
         )
 
 

@@ -130,12 +130,19 @@ def _lesson_figure(path: str, stamp: float):
 @st.fragment
 def _measure_here(stem: str, scenario) -> None:
     """Measure the cases this machine can run, beside their prediction for this machine."""
-    st.subheader("Measure it here")
     spec = measure_here.machine()
     gpu, why = gpu_available()
+    planned, skipped = measure_here.plan(scenario, spec, gpu)
+    if not planned:  # offered only where it runs: say why not, and offer nothing to press
+        st.subheader("Measured here: not for this lesson")
+        st.info(not_measured_sentence(skipped, gpu, why), icon=":material/info:")
+        with st.expander("why, case by case"):
+            for line in skipped:
+                st.caption(line)
+        return
+    st.subheader("Measure it here")
     if not gpu:
         st.caption(f"No GPU here ({why}): GPU cases run on this CPU where NumPy can do their work.")
-    planned, skipped = measure_here.plan(scenario, spec, gpu)
     store = st.session_state.setdefault(MEASURED, {})
     if spec is None:
         st.warning(
@@ -154,9 +161,6 @@ def _measure_here(stem: str, scenario) -> None:
         )
     for line in skipped:
         st.caption(f"not measured: {line}")
-    if not planned:
-        st.info("Nothing in this lesson can run on this machine: its cases need a GPU or a framework.")
-        return
     if st.button(f"Measure it here ({len(planned)} runs)", key="learn_measure", type="primary"):
         rows = []
         bar = st.progress(0.0, text="measuring on this machine")
@@ -167,6 +171,24 @@ def _measure_here(stem: str, scenario) -> None:
         store[stem] = rows
     if stem in store:
         _show_measured(stem, store[stem], scenario)
+
+
+def not_measured_sentence(skipped: list[str], gpu: bool, why: str) -> str:
+    """Why a lesson offers no measurement here, from its cases' reasons (``measure_here.plan``)."""
+    reasons = " ".join(skipped)
+    if "runs on a cluster" in reasons:
+        because = "its cases run on a cluster of many GPUs, which one machine cannot be"
+    elif "predicted only" in reasons or "framework" in reasons:
+        because = (
+            "parsim predicts its workloads (language models, networks, collectives) but has no "
+            "program to time them: it measures element-wise ops, reductions, matrix products, "
+            "convolutions, the MLP step and copies"
+        )
+    elif not gpu:
+        because = f"its cases need a GPU, and there is none here ({why})"
+    else:
+        because = "none of its cases can run on this machine"
+    return f"Nothing in this lesson can be measured on this machine: {because}."
 
 
 def _show_measured(stem: str, rows: list[dict], scenario) -> None:

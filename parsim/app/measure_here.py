@@ -26,7 +26,7 @@ from parsim.hardware import registry
 from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.tomlio import dumps_hardware, loads_hardware
 from parsim.measure.present import PresentGpu
-from parsim.measure.run import SISD_WORKLOADS, measurable
+from parsim.measure.run import NOT_MEASURED, SISD_WORKLOADS, check_measurable, measurable
 from parsim.studies.scenarios import case_labels, parse_values, resolve
 
 CALIBRATION = str(paths.CALIBRATION)
@@ -120,10 +120,14 @@ def plan(scenario, spec, gpu: bool) -> tuple[list[Planned], list[str]]:
         case = resolve(scenario, raw)
         if case.cluster is not None:
             nodes = case.params.get("nodes", 1)
-            where = f"a cluster ({nodes} nodes or more)"
+            where = f"a cluster ({nodes} node{'s' if nodes != 1 else ''} or more)"
             skipped.append(f"{label}: runs on {where}: nothing to measure on one machine")
             continue
-        on_gpu = registry.kind_of(case.device) == "gpu"
+        kind = registry.kind_of(case.device)
+        if kind not in ("cpu", "gpu"):  # a TPU: no backend here runs its program
+            skipped.append(f"{label}: runs on a {str(kind).upper()}, which parsim cannot measure")
+            continue
+        on_gpu = kind == "gpu"
         backend, mode, why = "numpy", case.mode or "mimd+simd", ""
         if on_gpu and gpu and measurable(case.workload, "cupy"):
             backend, mode, why = "cupy", None, "on this machine's GPU (CuPy)"
@@ -134,7 +138,7 @@ def plan(scenario, spec, gpu: bool) -> tuple[list[Planned], list[str]]:
                 continue
             mode, why = "mimd+simd", "no GPU here: the same work on this CPU"
         elif not measurable(case.workload):
-            skipped.append(f"{label}: {case.workload} needs a deep-learning framework to measure")
+            skipped.append(f"{label}: {_predicted_only(case.workload)}")
             continue
         chosen = [v for v in values if _fits(case, scenario.sweep, v, estimate, mode, backend)]
         if not chosen:
@@ -142,16 +146,32 @@ def plan(scenario, spec, gpu: bool) -> tuple[list[Planned], list[str]]:
             skipped.append(f"{label}: predicted longer than {longest:g} s here, too long to repeat")
             continue
         step = max(1, -(-len(chosen) // MOST_VALUES))
+        refused = ""
         for value in chosen[::step]:
             params = _with_value(case.params, scenario.sweep, value)
+            try:  # what the measurement would refuse (no program, too big...) is not offered
+                check_measurable(case.workload, params, backend, mode)
+            except ParsimError as exc:
+                refused = refused or str(exc)
+                continue
             gpu_id = case.device if backend == "cupy" else None
             planned.append(Planned(label, value, case.workload, params, backend, mode, why, gpu_id))
+        if refused and not any(item.label == label for item in planned):
+            skipped.append(f"{label}: {refused}")
     kept, same = _unique(planned)
     return kept, skipped + same
 
 
+def _predicted_only(workload: str) -> str:
+    if workload in NOT_MEASURED:
+        return f"{workload} needs a deep-learning framework to measure"
+    return f"{workload} is predicted only: parsim has no program to measure it"
+
+
 def _cpu_instead(case) -> str:
     """Why a GPU case cannot run on this CPU instead ("" when it can)."""
+    if not measurable(case.workload, "cupy"):
+        return _predicted_only(case.workload)
     if not measurable(case.workload):
         return f"{case.workload} needs a GPU (no GPU here)"
     if case.params.get("dtype", "float32") != "float32":

@@ -280,6 +280,9 @@ def _published() -> None:
                     "MAPE by percentile": ", ".join(
                         f"{tag} {mape:.0%}" for tag, mape in s.get("by_percentile", {}).items()
                     ),
+                    "MAPE by engine": ", ".join(
+                        f"{name} {e['mape']:.0%}" for name, e in s.get("by_engine", {}).items()
+                    ),
                     "worst row": None
                     if s["worst"] is None
                     else f"{s['worst']['id']} ({s['worst']['error']:+.0%})",

@@ -34,9 +34,11 @@ GPU_COUNTS = (1, 2, 4, 8)
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
+TRAINING = "Data-parallel training"
+BATCHING = "Batching: latency vs throughput"
 TABS = [
-    "Data-parallel training",
-    "Batching: latency vs throughput",
+    TRAINING,
+    BATCHING,
     "Across nodes",
     "(tp, pp, dp) explorer",
     "All-reduce bandwidth",

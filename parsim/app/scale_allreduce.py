@@ -70,14 +70,33 @@ def sweep(nodes: int, cluster: tuple[str, str]) -> pandas.DataFrame:
 
 
 COLUMNS = {
-    "bytes": st.column_config.NumberColumn("buffer (B)", format="%d"),
+    "buffer": st.column_config.TextColumn("buffer"),
     **{
-        f"{a}_busbw_Bps": st.column_config.NumberColumn(f"{a} bus bandwidth", format="%.4g B/s")
+        f"{a}_busbw_GBps": st.column_config.NumberColumn(f"{a} bus bandwidth", format="%.4g GB/s")
         for a in ALGORITHMS
     },
-    **{f"{a}_s": st.column_config.NumberColumn(f"{a} time", format="%.4g s") for a in ALGORITHMS},
+    **{f"{a}_ms": st.column_config.NumberColumn(f"{a} time", format="%.4g ms") for a in ALGORITHMS},
     "auto_takes": st.column_config.TextColumn("auto takes"),
 }
+
+
+def binary_size(nbytes: int) -> str:
+    """A power-of-two buffer as nccl-tests prints it: ``1 KiB``, ``128 MiB``, ``8 GiB``."""
+    for power, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if nbytes >= 2**power:
+            return f"{nbytes / 2**power:g} {unit}"
+    return f"{nbytes} B"
+
+
+def shown(frame: pandas.DataFrame) -> pandas.DataFrame:
+    """The table as shown: buffers in KiB/MiB/GiB, bus bandwidth in GB/s, times in ms (the CSV keeps
+    bytes, B/s and seconds)."""
+    table = pandas.DataFrame({"buffer": [binary_size(int(b)) for b in frame["bytes"]]})
+    for a in ALGORITHMS:
+        table[f"{a}_busbw_GBps"] = frame[f"{a}_busbw_Bps"] / 1e9
+        table[f"{a}_ms"] = frame[f"{a}_s"] * 1e3
+    table["auto_takes"] = frame["auto_takes"]
+    return table
 
 
 def view(settings: Settings) -> None:
@@ -106,7 +125,7 @@ def view(settings: Settings) -> None:
         f"all-reduce over {nodes} x {spec.gpus_per_node} GPUs of {spec.id} ({spec.network.nic.id}): "
         "bus bandwidth (auto takes the higher)"
     )
-    png = cached_png(sweep_lines, series, "bytes", "bytes_per_s", (), title, True, True)
+    png = cached_png(sweep_lines, series, "buffer size (bytes)", "bytes_per_s", (), title, True, True)
     show_png(png, "allreduce-busbw", key="ar_png")
-    st.dataframe(frame, hide_index=True, key="ar_table", column_config=COLUMNS)
+    st.dataframe(shown(frame), hide_index=True, key="ar_table", column_config=COLUMNS)
     csv_download(frame, "allreduce-busbw", key="ar_csv")

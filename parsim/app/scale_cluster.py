@@ -201,7 +201,7 @@ def view(settings: Settings) -> None:
     }
     png = cached_png(sweep_lines, series, "nodes", "efficiency vs 1 GPU", (), title, True, False)
     show_png(png, "efficiency-vs-nodes", key="nodes_png")
-    st.dataframe(curves, hide_index=True, key="nodes_table", column_config=SWEEP_COLUMNS)
+    st.dataframe(in_ms(curves), hide_index=True, key="nodes_table", column_config=SWEEP_COLUMNS)
     csv_download(curves, "efficiency-vs-nodes", key="nodes_csv")
     st.subheader("One node's step")
     step_timeline(
@@ -213,12 +213,19 @@ def view(settings: Settings) -> None:
     )
 
 
+def in_ms(frame: pandas.DataFrame) -> pandas.DataFrame:
+    """The table as shown: every ``*_s`` column in milliseconds as ``*_ms`` (the CSV keeps seconds)."""
+    seconds_columns = [c for c in frame.columns if c.endswith("_s") and not c.endswith("_per_s")]
+    shown = frame.assign(**{c: frame[c] * 1e3 for c in seconds_columns})
+    return shown.rename(columns={c: c.removesuffix("_s") + "_ms" for c in seconds_columns})
+
+
 SWEEP_COLUMNS = {
     "nodes": st.column_config.NumberColumn(format="%d"),
     "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
-    "step_on_s": st.column_config.NumberColumn("step, overlapped", format="%.4g s"),
-    "step_off_s": st.column_config.NumberColumn("step, not overlapped", format="%.4g s"),
-    "samples_per_s_on": st.column_config.NumberColumn("samples/s, overlapped", format="%.4g"),
+    "step_on_ms": st.column_config.NumberColumn("step, overlapped", format="%.1f ms"),
+    "step_off_ms": st.column_config.NumberColumn("step, not overlapped", format="%.1f ms"),
+    "samples_per_s_on": st.column_config.NumberColumn("samples/s, overlapped", format="compact"),
     "efficiency_on": st.column_config.NumberColumn("efficiency, overlapped", format="percent"),
     "efficiency_off": st.column_config.NumberColumn("efficiency, not overlapped", format="percent"),
 }

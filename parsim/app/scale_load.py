@@ -204,5 +204,21 @@ def _capacity(params: tuple, gpu: str, scheduler: str) -> None:
             for p in sorted(found.probes, key=lambda p: p.rate_per_s)
         ]
     )
-    st.dataframe(walk, hide_index=True, key="load_capacity_table")
+    st.dataframe(
+        walk.assign(ttft_p90_ms=walk["ttft_p90_s"] * 1e3, tpot_p90_ms=walk["tpot_p90_s"] * 1e3).drop(
+            columns=["ttft_p90_s", "tpot_p90_s"]
+        )[["rate", "ttft_p90_ms", "tpot_p90_ms", "meets"]],
+        hide_index=True,
+        key="load_capacity_table",
+        column_config=CAPACITY_COLUMNS,
+    )
     csv_download(walk, "capacity", key="load_capacity_csv")
+
+
+CAPACITY_COLUMNS = {
+    "rate": st.column_config.NumberColumn("rate", format="%.1f req/s"),
+    "ttft_p90_ms": st.column_config.NumberColumn("P90 first token", format="%.1f ms"),
+    "tpot_p90_ms": st.column_config.NumberColumn("P90 per token", format="%.2f ms"),
+    "meets": st.column_config.CheckboxColumn("meets the SLOs"),
+}
+"""The capacity walk as shown: times in ms (the CSV keeps seconds)."""

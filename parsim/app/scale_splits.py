@@ -127,8 +127,16 @@ SHOWN = {
     "mfu": "{:.1%}",
     "idle_share": "{:.1%}",
 }
-"""How the styled table prints its numbers (a Styler's text wins over ``column_config`` formats);
-a split that does not fit shows a dash where it has no prediction."""
+"""How the styled table prints its numbers (a Styler's text wins over ``column_config`` formats)."""
+
+
+def splits_sentence(total: int, unfit: int, gpus: int, device: str) -> str:
+    """``21 splits of 64 GPUs; 1 split does not fit in a100-80gb's memory; ...``: counts with nouns."""
+    split = "split does" if unfit == 1 else "splits do"
+    return (
+        f"{total} split{'s' if total != 1 else ''} of {gpus:,} GPUs; {unfit} {split} not fit in "
+        f"{device}'s memory; the fastest is highlighted."
+    )
 
 
 def _highlight(row: pandas.Series) -> list[str]:
@@ -159,17 +167,28 @@ def view(settings: Settings) -> None:
         return
     frame = table(rows)
     fitting = [row for row in rows if row.fits]
-    st.caption(
-        f"{len(rows)} splits of {gpus:,} GPUs; {len(rows) - len(fitting)} do not fit in "
-        f"{spec.device}'s memory; the fastest is highlighted."
-    )
+    st.caption(splits_sentence(len(rows), len(rows) - len(fitting), gpus, spec.device))
+    # the splits that fit, every figure with its unit; those that do not, with the memory they need
+    # (a split that does not fit has no prediction: its figures would be empty cells)
+    fits = frame[frame["fits"] == "yes"]
     st.dataframe(
-        frame.style.apply(_highlight, axis=1).format(SHOWN, na_rep="-"),
+        fits.style.apply(_highlight, axis=1).format(SHOWN),
         hide_index=True,
         key="split_table",
         column_config=COLUMNS,
-        column_order=[c for c in frame.columns if c not in ("tp", "pp", "dp")],
+        column_order=[c for c in frame.columns if c not in ("tp", "pp", "dp", "fits")],
     )
+    too_big = frame[frame["fits"] != "yes"]
+    if not too_big.empty:
+        st.dataframe(
+            too_big[["split", "memory_GiB"]].style.format({"memory_GiB": SHOWN["memory_GiB"]}),
+            hide_index=True,
+            key="split_unfit_table",
+            column_config={
+                "split": st.column_config.TextColumn("does not fit"),
+                "memory_GiB": COLUMNS["memory_GiB"],
+            },
+        )
     csv_download(frame, "splits", key="split_csv")
     if not fitting:
         st.error("No split fits in memory: more nodes, a smaller micro-batch or full recompute may.")

@@ -165,13 +165,20 @@ def runs_on_cpu(name: str) -> bool:
 
 
 def workload_form(
-    key: str, names: list[str] | None = None, default: str | None = None, overrides: dict | None = None
+    key: str,
+    names: list[str] | None = None,
+    default: str | None = None,
+    overrides: dict | None = None,
+    fits: typing.Callable[[str, dict], bool] | None = None,
 ) -> tuple[str, dict]:
     """A workload and its parameters, with the bounds of its parameter model, kept in the URL.
 
     ``default``: the first choice (the first of ``names`` when None, the registry's first workload
     when no names are given). ``overrides`` are starting values by workload name (``""``: for any
-    workload); a definition's own ``example`` values come before them.
+    workload); a definition's own ``example`` values come before them. ``fits(name, params)``:
+    whether a workload fits the page's device; a ``batch`` then starts at the largest power-of-two
+    fraction of its default that does, so every workload's defaults predict (a 16 GB card does not
+    hold data-parallel ResNet-50's 256 images).
     """
     names = names or list(WORKLOADS)
     default = default if default is not None else names[0]
@@ -188,6 +195,8 @@ def workload_form(
         **dict(WORKLOADS[name].example),
         **(overrides or {}).get(name, {}),
     }
+    if fits is not None and "batch" in fields:
+        start = batch_that_fits(name, fields, start, fits)
     values = {}
     columns = st.columns(2)
     if "model" in fields:  # the model first: which other fields apply depends on it
@@ -215,6 +224,16 @@ def workload_form(
         with columns[index % 2]:
             values[field] = _field_input(field, info, default_value, f"{key}_{name}_{field}")
     return name, values
+
+
+def batch_that_fits(name: str, fields: dict, start: dict, fits: typing.Callable[[str, dict], bool]) -> dict:
+    """``start`` with its batch halved until ``fits(name, params)`` (at least 1)."""
+    params = {f: start.get(f, info.default) for f, info in fields.items()}
+    params = {f: v for f, v in params.items() if v is not None}
+    batch = int(params["batch"])
+    while batch > 1 and not fits(name, {**params, "batch": batch}):
+        batch //= 2
+    return {**start, "batch": batch}
 
 
 def _field_input(field: str, info, default, key: str):

@@ -47,6 +47,12 @@ Sources, abbreviated in the comments:
 - [V4] / [V5P] / [V5E] / [V6E] cloud.google.com/tpu/docs/v4, v5p, v5e, v6e: chips per host, torus
   dimensions, pod and cube sizes, the v5e hosts' 2 x 100 Gbps NICs, v5p's 50 Gbps of data center
   network per chip.
+- [TINY] tinygrad/open-gpu-kernel-modules@1f40371d287b0e7079e972e7468c09e0a29e2768 README.md: a
+  tinybox of 6x RTX 4090 on PCIe 4.0 (bus ids 0x01, 0x42, 0x81, 0x82, 0xc1, 0xc2), peer access
+  through the patched driver's BAR1 P2P.
+- [KALAVAI] kalavai-net/kalavai-client@24922d47bf823d763b4edb1e7ee032d119463864 scripts/README.md:
+  2 and 4 RTX 4090 in one machine (docker and Kubernetes), nccl-tests with the stock driver (no
+  peer access on GeForce: NCCL stages through host memory).
 - [J23] Jouppi et al., ISCA 2023: six ICI links per TPU v4 chip.
 - [PERFTEST] ib_write_bw results as cluster vendors publish them; see ``NIC_MEASURED`` in
   ``parsim/data/published.csv`` rows of class ``collective`` for how collectives reach them.
@@ -277,6 +283,33 @@ MI300X_NODE = ClusterSpec(
     network=NetworkSpec(IB_NDR, nics_per_node=8),  # [NDMI300X] 8x 400 Gb/s InfiniBand
 )
 
+
+# Consumer PCIe boxes (no NVLink): the GPUs reach each other through the CPU's root ports, or,
+# with peer access off (GeForce drivers), through host memory (``p2p=false`` on a collective).
+# Single machines: the network is a stand-in the collectives of one node never use.
+def _rtx4090_box(gpus: int, per_switch: int, source: str, suffix: str = "") -> ClusterSpec:
+    where = "each on its own root port" if per_switch == 1 else f"{per_switch} behind each PCIe switch"
+    return ClusterSpec(
+        id=f"rtx4090-pcie-{gpus}x{suffix}",
+        name=f"{gpus}x GeForce RTX 4090 on PCIe 4.0 x16, {where}, no NVLink ({source})",
+        device="rtx-4090",
+        gpus_per_node=gpus,
+        fabric="pcie4-x16",  # [TINY] [KALAVAI] PCIe 4.0 x16 per GPU, no NVLink on AD102
+        host="epyc-9654",  # estimate: stand-in host (it only issues work here)
+        network=NetworkSpec(ETH_25G, nics_per_node=1),  # stand-in: one node only
+        gpus_per_switch=per_switch,
+    )
+
+
+# [KALAVAI]'s bus ids: 0x1a and 0xb2 (two root ports); 0x1a, 0x1b | 0x3d, 0x3e (pairs of adjacent
+# buses: two GPUs behind each switch); [TINY]: 0x01, 0x42, 0x81, 0x82, 0xc1, 0xc2 on an EPYC's ports
+RTX4090_PCIE = (
+    _rtx4090_box(2, 1, "KALAVAI"),
+    _rtx4090_box(2, 2, "KALAVAI", "-switch"),
+    _rtx4090_box(4, 2, "KALAVAI"),
+    _rtx4090_box(6, 1, "TINY"),
+)
+
 # TPU pods: every chip of the slice is on the ICI torus (``torus_dims``), the NICs (Google's data
 # center network) only join slices; ``nodes`` are hosts. The hosts' CPUs are not documented: the
 # EPYC 9654 preset stands in (estimate), it only issues the jitted step.
@@ -348,6 +381,7 @@ CLUSTER_PRESETS: dict[str, ClusterSpec] = {
         GCP_A3,
         AZURE_ND_H100_V5,
         MI300X_NODE,
+        *RTX4090_PCIE,
         TPU_V4_POD,
         TPU_V5P_POD,
         TPU_V5E_POD,

@@ -85,9 +85,66 @@ class Measurement:
         return cls(**{k: v for k, v in data.items() if k in fields})
 
 
+CPU_PROGRAMS = ("vector_add", "saxpy", "relu", "sigmoid", "reduce_sum", "matmul", "conv2d", "mlp_train_step")
+"""The workloads with a NumPy program (``cpu.cpu_operation``, ``kernels.mlp_train_step``)."""
+GPU_PROGRAMS = (*CPU_PROGRAMS, *GPU_ONLY)
+"""The workloads with a CuPy program (``_time_gpu``): the CPU's and the copies."""
+
+
 def measurable(workload: str, backend: str = "numpy") -> bool:
-    """Whether ``measure`` can time ``workload`` on ``backend`` (copies need a GPU; networks a framework)."""
-    return workload not in NOT_MEASURED and (backend == "cupy" or workload not in GPU_ONLY)
+    """Whether ``measure`` has a program for ``workload`` on ``backend`` (copies need a GPU; networks,
+    language models and collectives are predicted only)."""
+    return workload in (GPU_PROGRAMS if backend == "cupy" else CPU_PROGRAMS)
+
+
+def check_measurable(
+    workload: str, params: dict | None = None, backend: str = "numpy", mode: str | None = None
+):
+    """Everything ``measure`` checks before it runs anything, without running it: the workload has a
+    program on ``backend``, its parameters and mode are valid, it fits in free memory.
+
+    Returns:
+        ``(backend, params, mode)`` as the measurement would run them.
+
+    Raises:
+        ParsimError: why ``measure`` would refuse, in one line.
+    """
+    if workload in NOT_MEASURED:
+        raise ParsimError(
+            f"{workload} is predicted but not measured: it needs a deep-learning framework "
+            "(data_parallel also several GPUs); measure its kernels, e.g. matmul or conv2d, or mlp_train_step"
+        )
+    params = validate_params(workload, dict(params or {}))
+    if backend == "numpy" and params.get("dtype") == "bfloat16":
+        raise ParsimError(
+            "NumPy has no bfloat16 type: measure float16 or float32 on the CPU, or bfloat16 on a GPU "
+            "(--backend cupy, with pip install 'parsim[gpu]')"
+        )
+    with gpu_errors(f"measuring {workload}"):
+        chosen = get_backend(backend)
+        mode = _check_mode(chosen.name, workload, mode)
+        if not measurable(workload, chosen.name):
+            programs_here = ", ".join(GPU_PROGRAMS if chosen.name == "cupy" else CPU_PROGRAMS)
+            raise ParsimError(f"{workload} is predicted but not measured: parsim measures {programs_here}")
+        if chosen.name == "numpy" and "fused" in params:
+            params["fused"] = False  # NumPy evaluates one operation at a time
+        if chosen.name == "cupy":
+            if "dtype" in params:
+                chosen.dtype(params["dtype"])  # refuses bfloat16 where it cannot work, in one line
+            _check_memory(
+                workload, gpu.device_bytes(workload, params), chosen.free_memory_B(), chosen.device_name
+            )
+            _check_memory(workload, gpu.host_bytes(workload, params), host_free_memory_B(), "the host")
+        else:
+            _check_cpu(workload, params, mode)
+            _check_memory(
+                workload,
+                make_workload(workload, params).footprint_B,
+                chosen.free_memory_B(),
+                chosen.device_name,
+            )
+        programs.check(chosen.name, workload, params)
+    return chosen, params, mode
 
 
 def measure(
@@ -120,43 +177,12 @@ def measure(
     if isinstance(budget_s, bool) or not isinstance(budget_s, int | float) or not 0 < budget_s < math.inf:
         raise ParsimError(f"'budget_s' must be a finite number of seconds > 0: {budget_s!r}")
     check_timeout(lock_timeout_s)
-    if workload in NOT_MEASURED:
-        raise ParsimError(
-            f"{workload} is predicted but not measured: it needs a deep-learning framework "
-            "(data_parallel also several GPUs); measure its kernels, e.g. matmul or conv2d, or mlp_train_step"
-        )
-    params = validate_params(workload, dict(params or {}))
-    if backend == "numpy" and params.get("dtype") == "bfloat16":
-        raise ParsimError(
-            "NumPy has no bfloat16 type: measure float16 or float32 on the CPU, or bfloat16 on a GPU "
-            "(--backend cupy, with pip install 'parsim[gpu]')"
-        )
-    with gpu_errors(f"measuring {workload}"):
-        chosen = get_backend(backend)
-        mode = _check_mode(chosen.name, workload, mode)
-        if chosen.name == "numpy" and "fused" in params:
-            params["fused"] = False  # NumPy evaluates one operation at a time
-        if chosen.name == "cupy":
-            if "dtype" in params:
-                chosen.dtype(params["dtype"])  # refuses bfloat16 where it cannot work, in one line
-            _check_memory(
-                workload, gpu.device_bytes(workload, params), chosen.free_memory_B(), chosen.device_name
-            )
-            _check_memory(workload, gpu.host_bytes(workload, params), host_free_memory_B(), "the host")
+    chosen, params, mode = check_measurable(workload, params, backend, mode)
+    with gpu_errors(f"measuring {workload}"), measurement_lock(lock_timeout_s, on_wait=on_wait):
+        if chosen.name == "numpy":
+            timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
         else:
-            _check_cpu(workload, params, mode)
-            _check_memory(
-                workload,
-                make_workload(workload, params).footprint_B,
-                chosen.free_memory_B(),
-                chosen.device_name,
-            )
-        programs.check(chosen.name, workload, params)
-        with measurement_lock(lock_timeout_s, on_wait=on_wait):
-            if chosen.name == "numpy":
-                timing, stages, how = _measure_cpu(chosen, workload, params, mode, budget_s)
-            else:
-                timing, stages, how, params = _measure_gpu(chosen, workload, params, budget_s)
+            timing, stages, how, params = _measure_gpu(chosen, workload, params, budget_s)
     params = programs.as_ran(chosen.name, workload, params)
     return Measurement(
         workload=workload,

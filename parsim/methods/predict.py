@@ -37,7 +37,7 @@ from parsim.model.library import lower
 from parsim.model.modes import check_mode
 from parsim.results.catalog import hooks_for
 from parsim.results.prediction import Prediction
-from parsim.workloads.base import Workload
+from parsim.workloads.base import AllReduce, Workload
 from parsim.workloads.definition import WorkloadDef
 from parsim.workloads.multi import on_cpu, split_over_gpus
 from parsim.workloads.records import Record, Scaling, Throughput
@@ -264,16 +264,27 @@ def _with_scaling(
     method: str,
     overlap: str,
 ) -> Prediction:
-    """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU."""
+    """Attach speed-up, efficiency and Amdahl's serial fraction against the same step on one GPU.
+
+    Under ZeRO the reference is the faster of two one-GPU programs: the step run on one GPU, and
+    GPU 0's own share of the G-GPU step with its collectives left out (it updates only 1/G of the
+    weights). The G-GPU step runs that share plus communication and shared links, so it can never
+    be faster: its efficiency cannot exceed 1 by construction, and what it loses is what
+    communication costs. Without ZeRO a weak-scaling step is the one-GPU step plus collectives,
+    bounded the same way; a strong-scaling shard that fits a cache the whole batch did not may
+    still scale super-linearly, as it does on real GPUs.
+    """
     gpus = system.total_gpus
     assert definition.baseline is not None and definition.samples is not None  # the caller checked
     single = make_workload(workload.name, definition.baseline(dict(workload.params)))
     one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1, torus=())
     one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
+    reference = definition.samples(dict(single.params)) / one_period  # samples/s of one GPU
+    if gpus > 1 and workload.param("zero", 0):
+        _, share_period = _timing(own_share(workload), one_gpu, mode, method, overlap)
+        reference = max(reference, definition.samples(dict(workload.params)) / gpus / share_period)
     # samples/s compares strong scaling (same global batch) and weak scaling (G times the batch) alike
-    speedup = (
-        prediction.record(Throughput).samples_per_s * one_period / definition.samples(dict(single.params))
-    )
+    speedup = prediction.record(Throughput).samples_per_s / reference
     scaling = Scaling(
         speedup=speedup,
         efficiency=speedup / gpus,
@@ -287,6 +298,16 @@ def _with_scaling(
         need, has = gib(alone.need_B), gib(alone.capacity_B)
         notes += (f"the 1-GPU baseline would need {need} on a {has} GPU: a hypothetical reference",)
     return attrs.evolve(prediction, records=(*prediction.records, scaling), notes=notes)
+
+
+def own_share(workload: Workload) -> Workload:
+    """GPU 0's part of a multi-GPU step, alone: its kernels and copies and the host's work, without
+    the collectives and the other GPUs' ops (a dependency on a dropped op is dropped with it)."""
+    keep = [i for i, op in enumerate(workload.ops) if not isinstance(op, AllReduce) and op.device <= 0]
+    position = {old: new for new, old in enumerate(keep)}
+    deps = tuple(tuple(position[d] for d in workload.deps[i] if d in position) for i in keep)
+    ops = tuple(workload.ops[i] for i in keep)
+    return attrs.evolve(workload, ops=ops, deps=deps, gpus=1)
 
 
 def clear_caches() -> None:

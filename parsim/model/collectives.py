@@ -19,12 +19,16 @@ cards (``NetworkSpec.gpu_share_Bps``).
   edges cross leaf switches, so an oversubscribed spine slows it (``NetworkSpec.spine_factor``).
 - **All-to-all**: each GPU sends ``1/n`` of its buffer to every other GPU; what goes to another
   node goes through its NIC share (and the spine).
-- ``auto`` takes the faster of ring and tree, as NCCL's tuner does from its own cost model.
+- **NVLS** (all-reduce inside one node of third-generation NVSwitches): the switch reduces; each
+  GPU sends its buffer once and reads the result once (``model.nccl``).
+- Each algorithm runs one of NCCL's protocols (LL, LL128, Simple: ``model.nccl``); ``auto`` takes
+  the fastest (algorithm, protocol) pair, as NCCL's tuner does from its own cost model, with NCCL's
+  own latency constants. A node whose GPUs have no peer access (``transport`` ``host``) stages
+  every hop through host memory over PCIe.
 - **Torus** (a TPU slice, ``SystemSpec.torus``): no NICs and no NCCL; ring phases along the
   torus' dimensions over the chips' ICI links (``model.torus``), whatever ``algorithm`` says.
 
-Inside one node the ring is exactly ``transfer.ring_all_reduce_s``: ``2(G-1)`` steps of the link's
-latency plus one chunk. ``bus_bandwidth_Bps`` converts a time into nccl-tests' "bus bandwidth"
+``bus_bandwidth_Bps`` converts a time into nccl-tests' "bus bandwidth"
 (its PERFORMANCE.md: algorithm bandwidth times ``2(n-1)/n`` for all-reduce, ``(n-1)/n`` for the
 others), the figure that is comparable across GPU counts.
 """
@@ -36,9 +40,9 @@ import math
 import attrs
 
 from parsim.base.errors import ParsimError
-from parsim.hardware.specs import SystemSpec
+from parsim.hardware.specs import LinkSpec, SystemSpec
+from parsim.model import nccl
 from parsim.model.torus import group_dims, torus_collective
-from parsim.model.transfer import ring_all_reduce_s
 from parsim.workloads.base import AllReduce
 
 ALL_REDUCE = "all_reduce"
@@ -47,7 +51,8 @@ COLLECTIVES = (ALL_REDUCE, "reduce_scatter", "all_gather", "all_to_all")
 KINDS = (*COLLECTIVES, SEND)
 """What an ``AllReduce`` op may be: a collective, or a pipeline stage's send to the next (a group
 of 2 GPUs: ``per_node`` 1 when they sit in different nodes)."""
-ALGORITHMS = ("auto", "ring", "tree")
+ALGORITHMS = nccl.ALGORITHMS
+PROTOCOLS = nccl.PROTOCOLS
 TORUS = "torus"
 """What a collective on a TPU slice's torus reports as its algorithm."""
 
@@ -84,17 +89,21 @@ def group_of(system: SystemSpec, op: AllReduce) -> Group:
 
 def op_timing(system: SystemSpec, op: AllReduce) -> Timing:
     """The time of a collective op on ``system`` (the engine and the analytic schedule both ask here)."""
-    return collective(system, op.kind, op.nbytes, group_of(system, op), op.algorithm)
+    return collective(
+        system, op.kind, op.nbytes, group_of(system, op), op.algorithm, op.protocol, op.transport
+    )
 
 
 @attrs.frozen
 class Timing:
-    """A collective's time: ``seconds`` = ``latency_s`` + ``bandwidth_s``, and the algorithm taken."""
+    """A collective's time: ``seconds`` = ``latency_s`` + ``bandwidth_s``, and the algorithm and
+    NCCL protocol taken (``protocol`` empty where none applies: a send, a torus, one GPU)."""
 
     seconds: float
     latency_s: float
     bandwidth_s: float
     algorithm: str
+    protocol: str = ""
 
 
 @attrs.frozen
@@ -123,13 +132,15 @@ def traffic(kind: str, nbytes: float, ranks: int, algorithm: str = "ring") -> Tr
       each of its ``n-1`` edges each way: ``2(n-1)`` buffers in all, the ring's total, carried over
       ``log2`` steps instead of ``2(n-1)`` (its busiest GPU sends ``2 x`` the buffer, which the
       time's bandwidth term prices);
+    - ``nvls`` (all-reduce): each GPU sends its buffer to the switch once (and reads the result);
     - ``direct`` (all-to-all): each GPU sends ``(n-1)/n`` of its buffer, ``1/n`` to every peer;
     - ``p2p`` (send): one GPU sends the whole buffer.
     """
     if ranks <= 1:
         return Traffic(kind, "none", ranks, nbytes, 0.0, 0)
     senders = 1 if kind == SEND else ranks
-    return Traffic(kind, algorithm, ranks, nbytes, ring_share(kind, ranks) * nbytes, senders)
+    share = 1.0 if algorithm == "nvls" else ring_share(kind, ranks)
+    return Traffic(kind, algorithm, ranks, nbytes, share * nbytes, senders)
 
 
 def op_traffic(system: SystemSpec, op: AllReduce) -> Traffic:
@@ -171,47 +182,74 @@ def bus_bandwidth_Bps(kind: str, nbytes: float, seconds: float, ranks: int) -> f
 class _Fabric:
     """The two levels a group's traffic crosses: inside a node and between nodes."""
 
+    link: LinkSpec  # what joins the node's GPUs (NCCL's LL cap and LL128 go by it)
     intra_Bps: float
     intra_latency_s: float
     inter_Bps: float  # the group's GPUs of one node together, through their NIC shares
     gpu_inter_Bps: float  # one GPU's NIC share
     inter_latency_s: float
     spine: float  # what crossing leaf switches leaves of the inter-node bandwidth
+    hop: str  # NCCL's latency row for a step inside a node: nvlink or pcie
+    transport: str
 
     def slowest_latency_s(self, nodes: int) -> float:
         return max(self.intra_latency_s, self.inter_latency_s) if nodes > 1 else self.intra_latency_s
 
+    def rate_Bps(self, protocol: str, inter_Bps: float) -> float:
+        """The slower level's rate under ``protocol`` (the LL cap applies to the NVLink level)."""
+        inside = nccl.protocol_bandwidth_Bps(self.intra_Bps, protocol, self.link)
+        return min(inside, inter_Bps * nccl.PROTOCOL_SHARE[protocol])
 
-def _fabric(system: SystemSpec, group: Group) -> _Fabric:
+
+def _fabric(system: SystemSpec, group: Group, transport: str = "p2p") -> _Fabric:
     ring = system.ring_link
+    intra_Bps, hop = ring.bandwidth_Bps, nccl.hop_kind(ring)
+    if transport == "host":  # no peer access: every hop goes down to host memory and back up
+        ring, hop = system.host_link, "host"
+        intra_Bps = nccl.staged_Bps(ring, min(system.gpus_per_switch, group.per_node))
     if group.nodes == 1 or system.torus:  # a torus joins every chip of every host by its links
-        return _Fabric(ring.bandwidth_Bps, ring.latency_s, math.inf, math.inf, 0.0, 1.0)
+        return _Fabric(ring, intra_Bps, ring.latency_s, math.inf, math.inf, 0.0, 1.0, hop, transport)
     if system.network is None:
         raise ParsimError(f"a collective over {group.nodes} nodes needs a network (--cluster)")
     share = system.network.gpu_share_Bps(system.gpus)
     return _Fabric(
-        ring.bandwidth_Bps if group.per_node > 1 else math.inf,
+        ring,
+        intra_Bps if group.per_node > 1 else math.inf,
         ring.latency_s,
         group.per_node * share,
         share,
         system.network.nic.latency_s,
         system.network.spine_factor(group.nodes),
+        hop,
+        transport,
     )
 
 
-def _ring(fabric: _Fabric, group: Group, steps: int, sent_B: float) -> Timing:
-    """``steps`` ring steps, each GPU sending ``sent_B`` in all, paced by the slower level."""
-    latency = steps * fabric.slowest_latency_s(group.nodes)
-    bandwidth = sent_B / min(fabric.intra_Bps, fabric.inter_Bps)
-    return Timing(latency + bandwidth, latency, bandwidth, "ring")
+def _ring(fabric: _Fabric, group: Group, kind: str, nbytes: float, protocol: str) -> nccl.Choice:
+    """A ring under ``protocol``: NCCL's latency for its steps (those between nodes at the
+    network's), each GPU's ring share of the buffer at the slower level's rate."""
+    n, nodes = group.ranks, group.nodes
+    steps, inter_steps = (2 * (n - 1), 2 * (nodes - 1)) if kind == ALL_REDUCE else (n - 1, nodes - 1)
+    latency = nccl.ring_latency_s(
+        protocol, steps, inter_steps, fabric.hop, fabric.intra_latency_s, fabric.link.id
+    )
+    bandwidth = ring_share(kind, n) * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps)
+    return nccl.Choice("ring", protocol, latency, bandwidth)
 
 
-def _tree(fabric: _Fabric, group: Group, nbytes: float) -> Timing:
-    """NCCL's tree all-reduce: a chain inside each node, a double binary tree across nodes."""
-    depth = math.ceil(math.log2(group.nodes)) if group.nodes > 1 else 0
-    latency = 2.0 * (depth * fabric.inter_latency_s + (group.per_node - 1) * fabric.intra_latency_s)
-    bandwidth = 2.0 * nbytes / min(fabric.intra_Bps, fabric.inter_Bps * fabric.spine)
-    return Timing(latency + bandwidth, latency, bandwidth, "tree")
+def _tree(fabric: _Fabric, group: Group, nbytes: float, protocol: str) -> nccl.Choice:
+    """NCCL's tree all-reduce: a chain inside each node, a double binary tree across nodes; each
+    node sends and receives the whole buffer twice (reduce up, broadcast down)."""
+    latency = nccl.tree_latency_s(protocol, group.per_node, group.nodes, fabric.hop, fabric.link.id)
+    bandwidth = 2.0 * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps * fabric.spine)
+    return nccl.Choice("tree", protocol, latency, bandwidth)
+
+
+def _nvls(fabric: _Fabric, nbytes: float) -> nccl.Choice:
+    """NVLink SHARP inside one node: one switch round, the buffer up once and the result down once."""
+    return nccl.Choice(
+        "nvls", "simple", nccl.nvls_latency_s(1), nbytes / nccl.nvls_bandwidth_Bps(fabric.link)
+    )
 
 
 def _all_to_all(fabric: _Fabric, group: Group, nbytes: float) -> Timing:
@@ -225,43 +263,71 @@ def _all_to_all(fabric: _Fabric, group: Group, nbytes: float) -> Timing:
     return Timing(latency + bandwidth, latency, bandwidth, "direct")
 
 
+def _candidates(
+    system: SystemSpec, fabric: _Fabric, group: Group, kind: str, nbytes: float, algorithm: str, protocol: str
+) -> list[nccl.Choice]:
+    """Every (algorithm, protocol) NCCL could run for this collective that the caller allows."""
+    protocols = [p for p in nccl.protocols_on(fabric.link, fabric.transport) if protocol in ("auto", p)]
+    if protocol != "auto" and not protocols:
+        raise ParsimError(
+            f"'protocol' {protocol} does not run on {fabric.link.id} (NCCL enables LL128 on NVLink only)"
+        )
+    choices = []
+    if algorithm in ("auto", "ring"):
+        choices += [_ring(fabric, group, kind, nbytes, p) for p in protocols]
+    if kind == ALL_REDUCE and algorithm in ("auto", "tree"):
+        choices += [_tree(fabric, group, nbytes, p) for p in protocols]
+    nvls_here = (
+        kind == ALL_REDUCE
+        and group.nodes == 1
+        and fabric.transport == "p2p"
+        and nccl.nvls_available(fabric.link, system.gpus, group.per_node)
+    )
+    if algorithm == "nvls" and not nvls_here:
+        raise ParsimError(
+            f"'algorithm' nvls needs an all-reduce inside one node of NVLink 4+ NVSwitches "
+            f"(>= {nccl.NVLS_MIN_GPUS} GPUs, >= {nccl.NVLS_MIN_RANKS} in the group): "
+            f"{fabric.link.id}, {group.per_node} GPUs"
+        )
+    if nvls_here and algorithm in ("auto", "nvls") and protocol in ("auto", "simple"):
+        choices.append(_nvls(fabric, nbytes))
+    return choices
+
+
 def collective(
-    system: SystemSpec, kind: str, nbytes: float, group: Group | None = None, algorithm: str = "auto"
+    system: SystemSpec,
+    kind: str,
+    nbytes: float,
+    group: Group | None = None,
+    algorithm: str = "auto",
+    protocol: str = "auto",
+    transport: str = "p2p",
 ) -> Timing:
     """The time of collective ``kind`` over ``nbytes`` (the whole buffer, as nccl-tests sizes it).
 
     Raises:
-        ParsimError: an unknown collective or algorithm, or a tree for anything but all-reduce.
+        ParsimError: an unknown collective, algorithm, protocol or transport, a tree for anything
+            but all-reduce, NVLS where no NVSwitch can run it, LL128 off NVLink.
     """
     if kind not in KINDS:
         raise ParsimError(f"'collective' must be one of {', '.join(COLLECTIVES)}: {kind!r}")
-    if algorithm not in ALGORITHMS:
-        raise ParsimError(f"'algorithm' must be one of {', '.join(ALGORITHMS)}: {algorithm!r}")
+    nccl.check(algorithm, protocol, transport)
     group = group if group is not None else whole_system(system)
     n = group.ranks
     if n == 1:
         return Timing(0.0, 0.0, 0.0, "none")
-    if algorithm == "tree" and kind != ALL_REDUCE:
-        raise ParsimError(f"'algorithm' tree applies to all_reduce only (NCCL runs {kind} as a ring)")
+    if algorithm in ("tree", "nvls") and kind != ALL_REDUCE:
+        raise ParsimError(f"'algorithm' {algorithm} applies to all_reduce only (NCCL runs {kind} as a ring)")
     if kind == SEND:
         return _send(system, group, nbytes)
     if system.torus and kind != "all_to_all":  # a TPU slice: rings along the torus' dimensions
         on_torus = torus_collective(kind, nbytes, group_dims(n, system.torus), system.ring_link)
         return Timing(on_torus.seconds, on_torus.latency_s, on_torus.bandwidth_s, TORUS)
-    fabric = _fabric(system, group)
+    fabric = _fabric(system, group, transport)
     if kind == "all_to_all":
         return _all_to_all(fabric, group, nbytes)
-    if kind != ALL_REDUCE:
-        return _ring(fabric, group, n - 1, ring_share(kind, n) * nbytes)
-    if group.nodes == 1 and algorithm != "tree":
-        seconds = float(ring_all_reduce_s(system.ring_link, nbytes, n))  # one rule for a node's ring
-        latency = 2 * (n - 1) * system.ring_link.latency_s
-        return Timing(seconds, latency, seconds - latency, "ring")
-    ring = _ring(fabric, group, 2 * (n - 1), ring_share(kind, n) * nbytes)
-    if algorithm == "ring":
-        return ring
-    tree = _tree(fabric, group, nbytes)
-    return tree if algorithm == "tree" or tree.seconds < ring.seconds else ring
+    best = nccl.fastest(_candidates(system, fabric, group, kind, nbytes, algorithm, protocol))
+    return Timing(best.seconds, best.latency_s, best.bandwidth_s, best.algorithm, best.protocol)
 
 
 def _send(system: SystemSpec, group: Group, nbytes: float) -> Timing:

@@ -20,6 +20,7 @@ from parsim.stack import DEVICE_FRAMEWORKS, FrameworkSpec
 from parsim.stack import framework as framework_spec
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel, Op, Transfer
+from parsim.workloads.serving import ENGINE_STEP
 
 
 def call_kind(op: Op) -> str | None:
@@ -49,6 +50,8 @@ def issue_s(
     host = system.host
     if on_host:
         framework_s = framework.op_host_s(host.clock_Hz) if framework and system.device is None else 0.0
+        if framework and isinstance(op, Kernel) and op.part == ENGINE_STEP:  # a serving engine's loop
+            framework_s += framework.serve_step_s(host.clock_Hz, op.work.work_items)
         return framework_s + host.dispatch_s
     launch = system.gpu.dispatch_s
     if framework is None and system.gpu.kind in DEVICE_FRAMEWORKS:  # a TPU's raw call: one jitted call

@@ -50,11 +50,21 @@ def memory_s(
     cores: Number,
     items: Number = 1,
     thread_loads_B: Number = 0.0,
+    bandwidth_share: Number = 1.0,
+    core_in_flight_B: Number = 0.0,
 ) -> Number:
-    """The level's latency plus ``nbytes`` (``cold_bytes`` of them from main memory), or the time
-    Little's law allows ``items`` elements of ``thread_loads_B`` per thread; 0 without bytes."""
+    """The level's latency plus ``nbytes`` (``cold_bytes`` of them from main memory) at
+    ``bandwidth_share`` of its bandwidth, or the time Little's law allows ``items`` elements of
+    ``thread_loads_B`` per thread, or cores of ``core_in_flight_B`` each; 0 without bytes."""
     moved = spec.memory.latency_s + ex.memory.stream_s(
-        spec, nbytes, cold_bytes / where(nbytes > 0, nbytes, 1), cores, items, thread_loads_B
+        spec,
+        nbytes,
+        cold_bytes / where(nbytes > 0, nbytes, 1),
+        cores,
+        items,
+        thread_loads_B,
+        bandwidth_share,
+        core_in_flight_B,
     )
     return where(nbytes > 0, moved, 0.0)
 
@@ -91,10 +101,14 @@ def kernel_time(
     overlap: str = "roofline",
     norm: float = math.inf,
     thread_loads_B: Number = 0.0,
+    bandwidth_share: Number = 1.0,
+    core_in_flight_B: Number = 0.0,
 ) -> tuple[Number, Number]:
     """Closed-form duration of a kernel (no tiles, no waves) and the leg that bounds it."""
     compute = compute_s(ex, flops, special, items, python_ops, ex.cores)
-    memory = memory_s(spec, ex, nbytes, cold_bytes, ex.cores, items, thread_loads_B)
+    memory = memory_s(
+        spec, ex, nbytes, cold_bytes, ex.cores, items, thread_loads_B, bandwidth_share, core_in_flight_B
+    )
     total = combine(compute, memory, overlap, norm) + fork_join_s(spec, ex, gemm, items)
     return total, leg(compute, memory)
 
@@ -147,6 +161,8 @@ def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) ->
         overlap=overlap,
         norm=overlap_norm(spec, kernel),
         thread_loads_B=kernel.access.thread_loads_B,
+        bandwidth_share=kernel.access.bandwidth_share,
+        core_in_flight_B=kernel.access.core_in_flight_B,
     )
     return float(seconds), str(bound)
 

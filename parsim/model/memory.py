@@ -80,13 +80,29 @@ class Level(NamedTuple):
         active_cores: Number,
         items: Number,
         thread_loads_B: Number,
+        share: Number = 1.0,
+        core_in_flight_B: Number = 0.0,
     ) -> Number:
-        """Time to move ``nbytes`` (``transfer_s``), or longer where the kernel's threads keep too
-        few bytes in flight to reach main memory's bandwidth (``latency_bound_s``): for all of its
-        elements when main memory serves it, else for the share of them whose bytes are cold."""
-        moved = self.transfer_s(nbytes, cold_fraction, active_cores)
+        """Time to move ``nbytes`` (``transfer_s``) at ``share`` of the level's bandwidth (a serving
+        engine's decode kernels: ``Access.bandwidth_share``), or longer where the kernel's threads
+        keep too few bytes in flight to reach main memory's bandwidth (``latency_bound_s``): for all
+        of its elements when main memory serves it, else for the share of them whose bytes are cold;
+        or where each core keeps only ``core_in_flight_B`` in flight (``in_flight_bound_s``)."""
+        moved = self.transfer_s(nbytes, cold_fraction, active_cores) / share
         bound = latency_bound_s(spec, items, thread_loads_B, active_cores)
-        return maximum(moved, bound * where(self.main, 1.0, cold_fraction))
+        cores_bound = in_flight_bound_s(spec, nbytes * cold_fraction, core_in_flight_B)
+        return maximum(maximum(moved, bound * where(self.main, 1.0, cold_fraction)), cores_bound)
+
+
+def in_flight_bound_s(spec: ProcessorSpec, cold_B: Number, core_in_flight_B: Number) -> Number:
+    """Little's law for a kernel whose cores each keep only ``core_in_flight_B`` bytes of loads in
+    flight (a serving engine's GEMV: ``Access.core_in_flight_B``, one block per output row, so its
+    grid covers every core): main memory then delivers ``cores x core_in_flight_B`` bytes per memory
+    latency, whatever its bandwidth. A GPU with high bandwidth and few SMs (HBM: A100, H100) needs
+    more bytes in flight per SM to reach its bandwidth than a GDDR card does, so the same kernel
+    reaches a smaller share of it there. 0 for a kernel that keeps enough in flight."""
+    delivered_Bps = spec.cores * where(core_in_flight_B > 0, core_in_flight_B, 1.0) / spec.memory.latency_s
+    return where(core_in_flight_B > 0, cold_B / delivered_Bps, 0.0)
 
 
 def latency_bound_s(

@@ -87,8 +87,9 @@ def execution(
         vector = spec.vector_matmul_efficiency
         core_flops *= spec.matmul_efficiency if on_matrix_units or vector is None else vector
     if kernel.library.conv is not None:  # a framework convolution, through the device's kernel library
+        conv = kernel.library.conv
         core_flops *= library_of(spec, kernel.library.cpu_library).conv_share(
-            rated if on_matrix_units else None
+            rated if on_matrix_units else None, conv.out_height * conv.out_width
         )
     if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
         core_flops *= library_of(spec, kernel.library.cpu_library).attention_share(

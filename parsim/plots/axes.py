@@ -103,11 +103,38 @@ def time_axis(axis, name: str = "time") -> str:
     return unit
 
 
+class _Prefixed(Formatter):
+    """Each tick with its own SI prefix and unit (``10 MB/s``, ``1 GB/s``, ``100 GB/s``): for log axes
+    spanning many decades, where one prefix would print ``0.001`` next to ``100000``."""
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+
+    def __call__(self, x, pos=None) -> str:
+        scale, prefix = _prefix(abs(x))
+        return f"{plain(x / scale)} {prefix}{self.unit}"
+
+
+def _prefix(value: float) -> tuple[float, str]:
+    return next(((s, p) for s, p in SI_PREFIXES if value >= s), (1.0, ""))
+
+
 def rate_axis(axis, name: str, unit: str = "B/s") -> str:
-    """A rate (bandwidth: bytes/s) with one SI prefix for the whole axis: ``bandwidth (TB/s)``."""
-    top = _reference(axis)
-    scale, prefix = next(((s, p) for s, p in SI_PREFIXES if top >= s), (1.0, ""))
+    """A rate (bandwidth: bytes/s) with one SI prefix for the whole axis: ``bandwidth (TB/s)``.
+
+    A log axis spanning more than three decades (an all-reduce from 1 kB to 8 GB: MB/s to GB/s)
+    carries the unit on each tick instead, as a time axis does, and the label names the range.
+    """
     _ticks(axis)
+    lo, hi = sorted(abs(v) for v in axis.get_view_interval())
+    if axis.get_scale() == "log" and lo > 0 and hi / lo > 1e3:
+        axis.set_major_formatter(_Prefixed(unit))
+        shown = [t for t in axis.get_major_locator().tick_values(lo, hi) if lo <= t <= hi] or [lo, hi]
+        units = f"{_prefix(min(shown))[1]}{unit} to {_prefix(max(shown))[1]}{unit}"
+        axis.set_label_text(f"{name} ({units})")
+        return units
+    top = _reference(axis)
+    scale, prefix = _prefix(top)
     axis.set_major_formatter(_Scaled(scale))
     axis.set_label_text(f"{name} ({prefix}{unit})")
     return prefix + unit
@@ -117,6 +144,25 @@ def count_axis(axis, name: str) -> None:
     """Counts (elements, samples/s, FLOP/s) with SI suffixes on the ticks: ``1k 1M 1G``."""
     _ticks(axis)
     axis.set_major_formatter(_Suffixed())
+    axis.set_label_text(name)
+
+
+def size_axis(axis, name: str, unit: str = "B") -> None:
+    """Sizes (bytes) with a prefix and the unit on each tick: ``1 kB  1 MB  1 GB``."""
+    _ticks(axis)
+    axis.set_major_formatter(_Prefixed(unit))
+    axis.set_label_text(name)
+
+
+class _Percent(Formatter):
+    def __call__(self, x, pos=None) -> str:
+        return f"{plain(x * 100)}%"
+
+
+def percent_axis(axis, name: str) -> None:
+    """A share or an efficiency (0 .. 1) in percent: ``90%  95%  100%``."""
+    _ticks(axis)
+    axis.set_major_formatter(_Percent())
     axis.set_label_text(name)
 
 
@@ -145,6 +191,10 @@ def column_axis(axis, column: str) -> None:
             rate_axis(axis, what, unit)
         else:
             count_axis(axis, f"{what} ({unit})")
+    elif name == "bytes" or name.endswith("_bytes") or name.endswith("(bytes)"):
+        size_axis(axis, name.removesuffix(" (bytes)").replace("_", " "))
+    elif "efficiency" in name or name.endswith("share"):
+        percent_axis(axis, name.replace("_", " "))
     elif name.endswith("_per_s"):
         count_axis(axis, f"{name.removesuffix('_per_s').replace('_', ' ')} (/s)")
     elif name.endswith("_s") or name.endswith("(s)"):

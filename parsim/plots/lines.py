@@ -10,6 +10,9 @@ from parsim.plots.style import title as style_title
 from parsim.studies.scenarios import crossovers
 from parsim.studies.teaching import amdahl_speedup
 
+MARKER_Z = 1.5
+"""Where crossover markers are drawn: above the grid, under the curves (lines are at 2)."""
+
 
 @styled
 def sweep_lines(
@@ -36,7 +39,8 @@ def sweep_lines(
     if log_y:
         ax.set_yscale("log")
     for value, winner, _loser in crossovers:
-        ax.axvline(float(value), color="black", linestyle="--", alpha=0.6)
+        # drawn under the curves (zorder below the lines' 2), without a box: a marker never hides a line
+        ax.axvline(float(value), color="black", linestyle="--", alpha=0.5, linewidth=1, zorder=MARKER_Z)
         ax.annotate(
             f"{winner} wins from {count(float(value))}",
             (float(value), 0.92),
@@ -45,7 +49,8 @@ def sweep_lines(
             rotation=90,
             ha="right",
             va="top",
-            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
+            color="dimgrey",
+            zorder=MARKER_Z,
         )
     _finish(ax, x_label, y_label, title)
     column_axis(ax.xaxis, x_label)
@@ -143,18 +148,49 @@ def sweep(frame, x: str, y: str = "latency_s", hue: str | list[str] | None = Non
             for c in ["case", *frame.attrs.get("grid", [])]
             if c != x and c in data and data[c].nunique() > 1
         ]
+        hue = _enough(data, hue, x, y)  # fields the case labels already tell apart say nothing more
     hue = [hue] if isinstance(hue, str) else list(hue)
-    series = {}
-    for key, part in data.groupby(hue, sort=False) if hue else [((), data)]:
-        key = key if isinstance(key, tuple) else (key,)
-        label = ", ".join(str(k) for k in key if str(k)) or y
-        part = part.sort_values(x)
-        series[label] = (part[x].astype(float).tolist(), part[y].astype(float).tolist())
+    if "case" in data and "case" not in hue and _several_per_x(data, hue, x, y):
+        hue = ["case", *hue]  # a line has one point per x: several cases are several lines
+    series = _series(data, hue, x, y)
     xs = data[x].astype(float)
     log_x = x in frame.attrs.get("log", []) or (xs.min() > 0 and xs.max() / xs.min() > 100)
     ys = data[y].astype(float)
     log_y = bool(ys.min() > 0 and ys.max() / ys.min() > 100)
     return sweep_lines(series, x, y, crossovers=crossovers(series), title=title, log_x=log_x, log_y=log_y)
+
+
+def _several_per_x(data, hue: list[str], x: str, y: str) -> bool:
+    """Whether some line of ``hue`` would have several different ``y`` at one ``x``."""
+    return bool(data.groupby([*hue, x], sort=False, dropna=False)[y].nunique().gt(1).any())
+
+
+def _enough(data, hue: list[str], x: str, y: str) -> list[str]:
+    """``hue`` without the fields that tell no two lines apart: a grid ``device`` once every case's
+    label names its device, or that leaves a CPU baseline unchanged (its rows repeat per GPU)."""
+    kept = list(hue)
+    for field in [h for h in hue if h != "case"]:
+        fewer = [h for h in kept if h != field]
+        if fewer and not _several_per_x(data, fewer, x, y):
+            kept = fewer
+    return kept
+
+
+def _series(data, hue: list[str], x: str, y: str) -> dict[str, tuple[list, list]]:
+    """One line per ``hue`` group, points in ``x`` order; lines with the same points are drawn once,
+    named by what their labels share (a CPU baseline swept beside two GPUs is one line)."""
+    drawn: dict[tuple, list[tuple]] = {}
+    for key, part in data.groupby(hue, sort=False, dropna=False) if hue else [((), data)]:
+        key = key if isinstance(key, tuple) else (key,)
+        part = part.drop_duplicates(x).sort_values(x)
+        points = (tuple(part[x].astype(float)), tuple(part[y].astype(float)))
+        drawn.setdefault(points, []).append(key)
+    series = {}
+    for (xs, ys), keys in drawn.items():
+        common = [str(k) for k in keys[0] if all(str(k) in map(str, other) for other in keys) and str(k)]
+        label = ", ".join(common) or ", ".join(str(k) for k in keys[0] if str(k)) or y
+        series[label] = (list(xs), list(ys))
+    return series
 
 
 @styled

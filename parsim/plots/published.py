@@ -27,7 +27,10 @@ UNITS = {
     "time_to_first_token_s": "time to first token",
     "time_per_output_token_s": "time per output token",
     "bus_bandwidth_Bps": "nccl-tests bus bandwidth",
+    "collective_s": "nccl-tests time",
     "megatron_tflops_per_gpu": "TFLOP/s per GPU (Megatron's count)",
+    "tokens_per_s_per_gpu": "tokens/s per GPU (training)",
+    "step_s": "seconds per training step",
     **{
         f"{what}_{percentile}_s": f"{label} {percentile.upper()}"
         for what, label in (("ttft", "first token"), ("tpot", "per token"), ("e2e", "end to end"))

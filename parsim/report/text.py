@@ -413,6 +413,10 @@ def published_text(data: dict, rows: bool = True) -> str:
         if s.get("by_percentile"):
             parts = ", ".join(f"{tag} {_percent(mape)}" for tag, mape in s["by_percentile"].items())
             lines.append(f"{s['what']}: MAPE by percentile: {parts}")
+        if s.get("by_engine"):
+            engines = s["by_engine"].items()
+            parts = ", ".join(f"{name} {_percent(e['mape'])} ({e['rows']} rows)" for name, e in engines)
+            lines.append(f"{s['what']}: MAPE by engine: {parts}")
     for s in data["classes"].values():
         lines += [f"refused: {r['id']}: {r['why']}" for r in s["refused"]]
     return "\n".join(lines)

@@ -36,6 +36,9 @@ from parsim.workloads.parallel3d import ParallelMetrics
 from parsim.workloads.standard import NETWORK
 from parsim.workloads.training import numerics_of
 
+PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+"""How NCCL writes its protocols."""
+
 
 def collective_metrics(workload: Workload, system: SystemSpec, prediction: Prediction) -> CollectiveMetrics:
     """Algorithm and bus bandwidth of the collective, from its device time (the op's own interval,
@@ -61,7 +64,9 @@ def collective_notes(workload: Workload, system: SystemSpec) -> tuple[str, ...]:
         return ("one GPU: nothing to exchange",)
     share = timing.latency_s / timing.seconds if timing.seconds else 0.0
     return (
-        f"{op.kind.replace('_', '-')} by {timing.algorithm} over {system.total_gpus} GPUs "
+        f"{op.kind.replace('_', '-')} by {timing.algorithm}"
+        f"{f' ({PROTOCOL_NAMES[timing.protocol]} protocol)' if timing.protocol else ''}"
+        f" over {system.total_gpus} GPUs "
         f"({system.nodes} node{'s' if system.nodes > 1 else ''}): latency terms are {share:.0%} of its time",
     )
 
@@ -93,7 +98,7 @@ def parallel_metrics(
         tflops_per_gpu=run / step / 1e12,
         mfu=model / lay.pp / step / peak,
         **shares,
-        bubble_ideal=(lay.pp - 1) / (lay.microbatches + lay.pp - 1),
+        bubble_ideal=(lay.pp - 1) / (lay.microbatches * lay.virtual_stages + lay.pp - 1),
         memory_per_gpu_B=workload.footprint_B,
         tp=float(lay.tp),
         pp=float(lay.pp),
@@ -117,11 +122,7 @@ def _stage_shares(prediction: Prediction, stages: int, step: float) -> dict[str,
             compute += event.duration_s
         elif event.resource.kind == "ring" and isinstance(event.op, Block):
             tensor += event.duration_s
-        elif (
-            event.resource.kind == "ring"
-            and isinstance(event.op, AllReduce)
-            and event.op.kind == "all_reduce"
-        ):
+        elif event.resource.kind == "ring" and isinstance(event.op, AllReduce) and event.op.kind != "send":
             data += event.duration_s
     total = stages * step
     busy = (compute + tensor + data) / total
@@ -137,10 +138,15 @@ def check_parallel(workload: Workload, system: SystemSpec) -> None:
     """Refuse a 3D split whose fullest GPU does not fit, naming the smallest split that would."""
     if not workload.devices or system.device is None:
         return
+    params: Params = dict(workload.params)
+    if params.get("fp8") and "float8" not in dict(system.gpu.matrix_flops_per_s):
+        raise ParsimError(
+            "network: fp8=true needs FP8 tensor cores (H100, H200, B200, MI300X...); "
+            f"{system.gpu.name} has none"
+        )
     memory = footprint.of_workload(workload, system)
     if memory.fits:
         return
-    params: Params = dict(workload.params)
     config = llm(str(params["model"]))
     numerics = numerics_of(params)
     fitting = [split for split in parallel3d.splits(config, params) if _fits(config, split, numerics, system)]

@@ -23,7 +23,8 @@ from parsim.results.prediction import Prediction
 from parsim.results.timeline import TraceEvent
 from parsim.workloads.base import Workload
 from parsim.workloads.llms import kv_cache_bytes, llm
-from parsim.workloads.serving import LLM_SERVE, NAME, UNITS, ServingMetrics, kv_type, memory_needs
+from parsim.workloads.quantised import UNITS
+from parsim.workloads.serving import LLM_SERVE, NAME, ServingMetrics, kv_type, memory_needs
 
 
 def check_system(workload: Workload, system: SystemSpec) -> None:

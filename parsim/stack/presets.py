@@ -15,6 +15,10 @@ Sources, abbreviated in the comments:
   remapper folds batch norm and fuses ReLU into _FusedConv2D on CPUs.
 - [JCJ] jcjohnson/cnn-benchmarks README and issue #20: Torch7 CPU timings on 2x Xeon E5-2630 v3 with
   the plain `nn` backend and a vanilla Torch install.
+- [THNN] torch/nn@d2233768b0ce4a7e690c41b071dd4e2379b82a84 lib/THNN/generic/SpatialConvolutionMM.c:
+  ``updateOutput`` and ``updateGradInput`` run ``#pragma omp parallel for`` over the batch's frames,
+  each an ``unfolded_copy`` (im2col) and one ``THTensor_(addmm)`` of the weights by that frame's
+  unfolded input; ``accGradParameters`` loops over the frames serially, one ``addmm`` each.
 - [PTDISC] dev-discuss.pytorch.org "Overhead in nn.Module causing massive slowdowns compared to raw
   CuBLAS or Torchscript": 158-218 Python opcodes per ``nn.Linear`` call; TorchScript 74 % faster on
   the same 64-layer model. The cost per operator is therefore thousands of interpreter steps, plus
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec
+from parsim.stack.engines import engines
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
 EAGER = FrameworkSpec(
@@ -122,7 +127,9 @@ TORCH7 = FrameworkSpec(
     cpu_library="thnn",  # [JCJ] CPU runs use Torch's own nn backend, not MKL-DNN
 )
 
-FRAMEWORKS: dict[str, FrameworkSpec] = {spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7, XLA_JIT)}
+FRAMEWORKS: dict[str, FrameworkSpec] = {
+    spec.id: spec for spec in (EAGER, GRAPH, CUDA_GRAPH, TORCH7, XLA_JIT, *engines(EAGER, CUDA_GRAPH))
+}
 DEVICE_FRAMEWORKS = {"tpu": XLA_JIT.id}
 """The framework a workload runs in by default on a device of that kind, where it is not the
 workload's own default (every TPU program is an XLA program)."""
@@ -185,9 +192,15 @@ ONEDNN = LibrarySpec(
 THNN = LibrarySpec(
     id="thnn",
     name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image)",
-    # fitted once (benchmarks/fit_stack.py) against the published Torch7 CPU rows ([JCJ]: VGG-16,
-    # ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far from optimal ... a vanilla Torch installation")
-    conv_efficiency=0.14,
+    # both fitted once (benchmarks/fit_stack.py) against the published Torch7 CPU rows ([JCJ]: VGG-16,
+    # ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far from optimal ... a vanilla Torch installation"):
+    # VGG-16's products (3,136-50,176 pixels an image) run at 0.2 of the GEMM rate, ResNets' late
+    # stages (196 and 49 pixels) far below: [THNN] SpatialConvolutionMM loops ``omp parallel for`` over
+    # the batch and calls one ``addmm`` per image (weights x the image's unfolded input), so each
+    # call's fixed work is spread over one image's output pixels only. MAPE of the six rows: 39.8 %
+    # with one flat share (0.14), 12.9 % with the per-image curve
+    conv_efficiency=0.2,
+    per_image_half_pixels=320.0,
 )
 
 ROCM = LibrarySpec(
@@ -243,7 +256,8 @@ CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN
 
 
 def framework(name: str) -> FrameworkSpec:
-    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``, ``torch7``, ``xla``)."""
+    """The framework preset ``name`` (``eager``, ``graph``, ``cuda-graph``, ``torch7``, ``xla``, or a
+    serving engine of ``stack.engines``)."""
     if name not in FRAMEWORKS:
         raise ParsimError(f"'framework' must be one of {', '.join(FRAMEWORKS)}: {name!r}")
     return FRAMEWORKS[name]

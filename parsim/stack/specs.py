@@ -68,6 +68,25 @@ class FrameworkSpec:
         step_cycles: host CPU cycles to dispatch one whole compiled step (a jitted function's call:
             its arguments checked and the executable launched), paid once per step before its first
             op; 0 for frameworks that pay per operator instead.
+        decode_share: share of the memory bandwidth a serving engine's decode-step matrix kernels
+            (batch-1 GEMVs, the LM head, attention over the cache) reach, against a library's
+            streaming kernels (1); set per engine in ``stack.engines``.
+        expert_share: further share for a mixture of experts' expert kernels in a decode step (an
+            engine that gathers each token's experts by index before its products).
+        weight_only_share: ``(format, share)`` pairs: further share for a weight-only quantised
+            format's decode kernels (``int8-weight-only``, ``int4``), which dequantise every weight
+            they load on the CUDA cores; a format not listed streams at the dense kernels' share.
+        decode_in_flight_B: bytes of loads each core (SM) keeps in flight in the engine's decode
+            matrix kernels, where their code caps it (``Access.core_in_flight_B``); 0: enough to
+            reach the bandwidth.
+        serve_step_cycles: host CPU cycles of a serving engine's work between two steps that the
+            GPU waits for (scheduling the batch, launching the step); 0 where an overlap scheduler
+            runs it under the previous step's kernels.
+        serve_sequence_cycles: host CPU cycles of that work per sequence of the step (its request
+            object scheduled, its token sampled, detokenised and streamed).
+        request_cycles: host CPU cycles of a serving engine's own work per request outside the
+            steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
+            part of the request's time to first token.
     """
 
     id: str = attrs.field(validator=text)
@@ -85,6 +104,39 @@ class FrameworkSpec:
     fused_optimizer: bool = attrs.field(default=True, validator=boolean)
     step_cycles: float = attrs.field(default=0.0, validator=non_negative)
     fused_loss: bool = attrs.field(default=False, validator=boolean)
+    decode_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
+    expert_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
+    weight_only_share: tuple[tuple[str, float], ...] = attrs.field(default=())
+    decode_in_flight_B: float = attrs.field(default=0.0, validator=non_negative)
+    serve_step_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    serve_sequence_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    request_cycles: float = attrs.field(default=0.0, validator=non_negative)
+
+    def decode_bandwidth_share(self, expert: bool, weights: str) -> float:
+        """The memory-bandwidth share of one of this engine's decode matrix kernels: an expert's
+        (``expert``) or not, its weights in ``weights`` (``dtype`` or a quantised format)."""
+        share = self.decode_share * (self.expert_share if expert else 1.0)
+        return share * dict(self.weight_only_share).get(weights, 1.0)
+
+    @property
+    def shapes_decode(self) -> bool:
+        """Whether the engine's decode kernels differ from a library's streaming ones."""
+        shares = (self.decode_share, self.expert_share, *dict(self.weight_only_share).values())
+        return any(share != 1.0 for share in shares) or self.decode_in_flight_B > 0
+
+    @property
+    def serves(self) -> bool:
+        """Whether the engine's host works between steps (``serve_step_cycles`` or per sequence)."""
+        return bool(self.serve_step_cycles or self.serve_sequence_cycles)
+
+    def serve_step_s(self, host_clock_Hz: float, sequences: int = 1) -> float:
+        """Host seconds between two serving steps of ``sequences`` that the GPU waits for, at
+        ``host_clock_Hz``."""
+        return (self.serve_step_cycles + self.serve_sequence_cycles * sequences) / host_clock_Hz
+
+    def request_s(self, host_clock_Hz: float) -> float:
+        """Host seconds of per-request serving work in the time to first token, at ``host_clock_Hz``."""
+        return self.request_cycles / host_clock_Hz
 
     def step_host_s(self, host_clock_Hz: float) -> float:
         """Host seconds to dispatch one compiled step at ``host_clock_Hz``."""
@@ -131,6 +183,12 @@ class LibrarySpec:
             of an eager call are re-laid out every time: read and written once more.
         fuses_elementwise: the compiler fuses an element-wise op on a product's output into the
             product (``model.fusion``): no separate pass over memory.
+        per_image_half_pixels: a library that runs a convolution as one BLAS GEMM per image (Torch7's
+            THNN: im2col and ``addmm`` per frame) gets the image's output pixels (H x W) as the
+            product's short side; the call's fixed work (packing the weight panel, edge tiles,
+            the threads' join) is spread over them, so the convolution reaches
+            ``pixels / (pixels + per_image_half_pixels)`` of ``conv_efficiency``: half at this many
+            pixels. 0: one product over the whole batch (oneDNN, cuDNN).
     """
 
     id: str = attrs.field(validator=text)
@@ -153,7 +211,12 @@ class LibrarySpec:
     folds: bool = attrs.field(default=False, validator=boolean)
     blocked_weights: bool = attrs.field(default=False, validator=boolean)
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
+    per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
 
-    def conv_share(self, matrix_format: str | None) -> float:
-        """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)."""
-        return dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)
+    def conv_share(self, matrix_format: str | None, pixels: float = 0.0) -> float:
+        """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)
+        whose images have ``pixels`` output pixels each (0: not known, the full share)."""
+        share = dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)
+        if self.per_image_half_pixels and pixels > 0:
+            share *= pixels / (pixels + self.per_image_half_pixels)
+        return share

@@ -329,6 +329,12 @@ def case_labels(scenario: Scenario) -> list[str]:
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
+def fill_label(label: str, case: Case) -> str:
+    """``label`` as written in a scenario (``"GPU: {op} ({device})"``) filled in for ``case``: a sweep
+    that moves a case to other hardware or parameters names what each of its points ran on."""
+    return _fill(label, case)
+
+
 def _fill(label: str, case: Case) -> str:
     """``label`` with ``{device}``, ``{host}``, ``{link}``, ``{workload}`` and parameters filled in;
     other names and stray braces stay as written."""

@@ -78,7 +78,10 @@ class AllReduce:
         kind: ``all_reduce``, ``reduce_scatter``, ``all_gather`` or ``all_to_all``.
         ranks: GPUs in the group; 0 means every GPU of the system (all nodes).
         per_node: of them in one node; 0 means all of a node's GPUs (or ``ranks`` if fewer).
-        algorithm: ``auto`` (NCCL's choice), ``ring`` or ``tree``.
+        algorithm: ``auto`` (NCCL's choice), ``ring``, ``tree`` or ``nvls``.
+        protocol: NCCL's protocol, ``auto`` (its tuner's choice), ``ll``, ``ll128`` or ``simple``.
+        transport: ``p2p`` (GPUs reach each other directly) or ``host`` (peer access off: staged
+            through host memory).
     """
 
     name: str = attrs.field(validator=text)
@@ -90,6 +93,8 @@ class AllReduce:
     ranks: int = attrs.field(default=0, validator=non_negative_int)
     per_node: int = attrs.field(default=0, validator=non_negative_int)
     algorithm: str = attrs.field(default="auto", validator=text)
+    protocol: str = attrs.field(default="auto", validator=text)
+    transport: str = attrs.field(default="p2p", validator=text)
 
 
 @attrs.frozen(eq=False)

@@ -56,22 +56,41 @@ class CollectiveParams(ParamsModel):
     """A collective's buffer, algorithm and node count (``dtype``: the elements', as nccl-tests' ``-d``)."""
 
     bytes: float = Field(gt=0, le=1e13, description="buffer size in bytes (nccl-tests' size)")
-    algorithm: Literal["auto", "ring", "tree"] = Field(
-        "auto", description="auto (NCCL's choice), ring or tree (all-reduce only)"
+    algorithm: Literal["auto", "ring", "tree", "nvls"] = Field(
+        "auto", description="auto (NCCL's tuner), ring, tree or nvls (NVLink SHARP; all-reduce only)"
+    )
+    protocol: Literal["auto", "ll", "ll128", "simple"] = Field(
+        "auto", description="NCCL protocol: auto (its tuner), ll, ll128 (NVLink only) or simple"
+    )
+    p2p: bool = Field(
+        True, description="GPUs reach each other peer-to-peer; false: staged through host memory"
     )
     nodes: int = Field(1, gt=0, le=MAX_NODES, description="nodes of the cluster (--cluster)")
 
 
 def _check(name: str, given: Params, params: Params) -> Params:
-    if params["algorithm"] == "tree" and KINDS[name] != "all_reduce":
-        raise ParsimError(f"{name}: 'algorithm' tree applies to allreduce only (NCCL runs {name} as a ring)")
+    if params["algorithm"] in ("tree", "nvls") and KINDS[name] != "all_reduce":
+        raise ParsimError(
+            f"{name}: 'algorithm' {params['algorithm']} applies to allreduce only "
+            f"(NCCL runs {name} as a ring)"
+        )
+    if params["algorithm"] == "nvls" and params["protocol"] not in ("auto", "simple"):
+        raise ParsimError(
+            f"{name}: 'protocol' must be simple or auto with algorithm nvls: {params['protocol']!r}"
+        )
     return params
 
 
 def _builder(name: str) -> Callable[[Params], Workload]:
     def build(params: Params) -> Workload:
         op = AllReduce(
-            name, float(params["bytes"]), kind=KINDS[name], algorithm=params["algorithm"], layer=name
+            name,
+            float(params["bytes"]),
+            kind=KINDS[name],
+            algorithm=params["algorithm"],
+            protocol=params["protocol"],
+            transport="p2p" if params["p2p"] else "host",
+            layer=name,
         )
         return Workload(name, tuple(sorted(params.items())), (op,), ((),), layers=((name, "collective"),))
 

@@ -39,6 +39,7 @@ from parsim.base.checks import (
     one_of,
     positive_int,
     text,
+    within,
 )
 from parsim.base.dtypes import DTYPES, QUANTISED_FORMATS
 from parsim.base.errors import ParsimError, field_error
@@ -90,11 +91,19 @@ class Access(NamedTuple):
         reuse_B: distinct bytes the program touches between two uses of this kernel's data (a
             loop's bytes per iteration, when the kernel runs in one), 0 when only its own count:
             a cache serves the kernel's data warm only if it holds these too (``working_set_B``).
+        bandwidth_share: share of the memory level's bandwidth the kernel's own loads reach, 1 for
+            a library's streaming kernels; less for a serving engine's decode kernels (its GEMVs, an
+            indexed expert gather, a weight-only kernel dequantising as it loads: ``stack.engines``).
+        core_in_flight_B: bytes of loads one core (a GPU's SM) keeps in flight, where the kernel's
+            own code caps them (llama.cpp's GEMVs); Little's law then caps its bandwidth at
+            cores x these bytes per memory latency (``model.memory.in_flight_bound_s``). 0: enough.
     """
 
     cold_bytes: float = 0.0
     thread_loads_B: float = 0.0
     reuse_B: float = 0.0
+    bandwidth_share: float = 1.0
+    core_in_flight_B: float = 0.0
 
 
 class LibraryHints(NamedTuple):
@@ -210,7 +219,13 @@ _RULES: dict[type, dict[str, Any]] = {
         "special_ops": non_negative,
         "op": text,
     },
-    Access: {"cold_bytes": non_negative, "thread_loads_B": non_negative, "reuse_B": non_negative},
+    Access: {
+        "cold_bytes": non_negative,
+        "thread_loads_B": non_negative,
+        "reuse_B": non_negative,
+        "bandwidth_share": within(0.0, 1.0, low_open=True),
+        "core_in_flight_B": non_negative,
+    },
     LibraryHints: {
         "gemm_mn": _gemm_shape,
         "conv": _conv_shape,
@@ -256,6 +271,8 @@ def _good(kernel: Kernel) -> bool:
         and 0 <= a.cold_bytes <= w.bytes_read + w.bytes_written
         and 0 <= a.thread_loads_B < _INF
         and 0 <= a.reuse_B < _INF
+        and 0 < a.bandwidth_share <= 1
+        and 0 <= a.core_in_flight_B < _INF
         and type(kernel.stream) is int
         and kernel.stream >= 0
         and type(kernel.device) is int
@@ -382,6 +399,8 @@ class Kernel:
         cold_bytes: float = 0.0,
         thread_loads_B: float = 0.0,
         reuse_B: float = 0.0,
+        bandwidth_share: float = 1.0,
+        core_in_flight_B: float = 0.0,
         gemm_mn: tuple[int, int] | None = None,
         conv: ConvShape | None = None,
         math: str = "",
@@ -400,7 +419,7 @@ class Kernel:
         of kernels of a training step are built at the cost of the records themselves."""
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
-        access = (cold_bytes, thread_loads_B, reuse_B)
+        access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
         library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
         issue = (python_ops_per_item, primitive, multi_tensor)
         return cls(

@@ -30,7 +30,7 @@ from parsim.workloads import requests as request_streams
 from parsim.workloads.base import Params, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.records import Record, figure
-from parsim.workloads.serving import LlmServeParams, check_llm_serve, llm_serve
+from parsim.workloads.serving import LlmServeParams, ServeFramework, WeightFormat, check_llm_serve, llm_serve
 
 NAME = "llm_load"
 SERVE_FIELDS = tuple(
@@ -47,17 +47,13 @@ class LlmLoadParams(ParamsModel):
 
     dtype: Literal["float16", "bfloat16", "float32"] = "float16"
     model: str = Field("llama-2-7b", description="language model (gpt2 ... llama-2-70b)")
-    weights: Literal["dtype", "int8", "int8-weight-only", "int4", "float8"] = Field(
-        "dtype", description="weight type (as llm_serve)"
-    )
+    weights: WeightFormat = Field("dtype", description="weight type (as llm_serve)")
     kv_dtype: Literal["dtype", "float16", "bfloat16", "float32", "int8", "float8"] = Field(
         "dtype", description="element type of the KV cache (dtype: as the activations)"
     )
     gpus: int = Field(1, gt=0, le=64, description="tensor-parallel GPUs of one replica")
     attention: Literal["flash", "flash-v1", "unfused"] = Field("flash", description="as llm_serve")
-    framework: Literal["eager", "graph", "cuda-graph", "xla"] = Field(
-        "cuda-graph", description="as llm_serve"
-    )
+    framework: ServeFramework = Field("cuda-graph", description="as llm_serve (or a serving engine)")
     replicas: int = Field(1, gt=0, le=1024, description="copies of the model behind the router")
     router: Literal["round_robin", "least_loaded"] = Field("round_robin", description="request -> replica")
     rate: float = Field(1.0, gt=0, le=1e6, description="requests per second (all replicas)")

@@ -33,7 +33,9 @@ import attrs
 from parsim.base import units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads.base import AllReduce, Block, Kernel, Op, Params, Transfer, Workload
+from parsim.workloads import megatron
+from parsim.workloads import pipeline_schedule as schedule
+from parsim.workloads.base import AllReduce, Block, Kernel, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig
 from parsim.workloads.needs import MemoryNeeds
@@ -63,7 +65,7 @@ class ParallelMetrics(Record):
         compute_share, tp_comm_share, dp_comm_share, idle_share: of each stage's GPU time,
             averaged over the stages: kernels, tensor-parallel all-reduces, the gradient
             all-reduce, and the rest (pipeline bubble, waits for sends).
-        bubble_ideal: ``(p - 1) / (m + p - 1)``, the 1F1B bubble of equal stages.
+        bubble_ideal: ``(p - 1) / (v m + p - 1)``, the 1F1B bubble of equal stages (v virtual stages).
         memory_per_gpu_B: the fullest GPU's footprint.
         tp, pp, dp, micro_batch: the split.
     """
@@ -76,7 +78,7 @@ class ParallelMetrics(Record):
     tp_comm_share: float = figure("tensor-par.", lambda v: f"{v:.0%} (all-reduces inside each pass)")
     dp_comm_share: float = figure("data-par.", lambda v: f"{v:.0%} (gradient all-reduce)")
     idle_share: float = figure("idle", lambda v: f"{v:.0%} (pipeline bubble, waits)")
-    bubble_ideal: float = figure("1F1B bubble", lambda v: f"{v:.1%} = (p-1)/(m+p-1)")
+    bubble_ideal: float = figure("1F1B bubble", lambda v: f"{v:.1%} = (p-1)/(vm+p-1)")
     memory_per_gpu_B: float = figure("memory/GPU", units.gib)
     tp: float = figure()
     pp: float = figure()
@@ -86,8 +88,9 @@ class ParallelMetrics(Record):
 
 def applies(params: Params) -> bool:
     """The step is split over GPUs (or recomputes activations): the 3D path, not one GPU's program."""
-    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches"))
-    return split or params.get("recompute", "none") != "none"
+    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches", "cp"))
+    features = megatron.features_of(params)
+    return split or params.get("recompute", "none") != "none" or features != megatron.Features()
 
 
 @attrs.frozen
@@ -100,18 +103,24 @@ class Layout:
     gpus_per_node: int
     microbatches: int
     micro_batch: int
+    cp: int = 1
+    virtual_stages: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     def dp_per_node(self) -> int:
-        """Data-parallel peers of a GPU in its own node (they are ``tp`` apart)."""
-        return math.gcd(self.dp, max(1, self.gpus_per_node // self.tp))
+        """Gradient-reduction peers (data x context parallel) of a GPU in its own node (``tp`` apart)."""
+        return math.gcd(self.dp * self.cp, max(1, self.gpus_per_node // self.tp))
+
+    def cp_per_node(self) -> int:
+        """Context-parallel peers of a GPU in its own node (``tp`` apart, Megatron's tp-cp-dp-pp order)."""
+        return math.gcd(self.cp, max(1, self.gpus_per_node // self.tp))
 
     def crosses_nodes(self, stage: int) -> bool:
         """Stage ``stage`` sends to the next one through the NICs (they sit in different nodes)."""
-        span = self.tp * self.dp
+        span = self.tp * self.cp * self.dp
         return span >= self.gpus_per_node or (stage + 1) * span % self.gpus_per_node == 0
 
 
@@ -123,26 +132,29 @@ def layout(config: LlmConfig, params: Params) -> Layout:
             a pipeline deeper than the layers, or a batch that is not whole micro-batches.
     """
     per_node, nodes, tp, pp = params["gpus"], params["nodes"], params["tp"], params["pp"]
+    cp, chunks = int(params.get("cp", 1)), int(params.get("virtual_stages", 1))
     gpus = per_node * nodes
     name = "network"
     if tp > per_node:
         raise ParsimError(
             f"{name}: tp={tp} is larger than a node's {per_node} GPUs: tensor parallelism stays inside a node"
         )
-    if gpus % (tp * pp):
+    if gpus % (tp * pp * cp):
+        split = "tp x pp" if cp == 1 else "tp x cp x pp"
         raise ParsimError(
-            f"{name}: tp x pp = {tp * pp} does not divide the {gpus} GPUs ({nodes} nodes x {per_node}): "
-            "tp x pp x dp must equal them"
+            f"{name}: {split} = {tp * cp * pp} does not divide the {gpus} GPUs ({nodes} nodes x "
+            f"{per_node}): {split} x dp must equal them"
         )
     if pp > config.layers:
         raise ParsimError(f"{name}: pp={pp} is deeper than {config.name}'s {config.layers} layers")
-    dp, microbatches = gpus // (tp * pp), params["microbatches"]
+    dp, microbatches = gpus // (tp * pp * cp), params["microbatches"]
     if params["batch"] % (dp * microbatches):
         raise ParsimError(
             f"{name}: 'batch' {params['batch']} is not a whole number of micro-batches: it must divide by "
             f"dp x microbatches = {dp} x {microbatches}"
         )
-    return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches))
+    megatron.check(megatron.features_of(params), params, config.layers, pp, microbatches)
+    return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches), cp, chunks)
 
 
 def _stage_of(config: LlmConfig, blocks: list[range]) -> Callable[[Kernel], int]:
@@ -156,11 +168,19 @@ def _stage_of(config: LlmConfig, blocks: list[range]) -> Callable[[Kernel], int]
 def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> MemoryNeeds:
     """The fullest GPU's memory, part by part (``transformer_memory.transformer_needs``): its
     stage's weights, gradients and optimizer state over ``tp``, and the activations of the
-    micro-batches it holds at once under 1F1B (stage s: ``pp - s``)."""
-    return transformer_needs(
+    micro-batches it holds at once under 1F1B (stage s: ``pp - s``).
+
+    Megatron's features (``megatron``): context parallelism keeps seq/cp tokens per GPU; sequence
+    parallelism splits the replicated activations over tp; the interleaved schedule holds
+    ``1 + (p - 1) / (p v)`` times the activations (Korthikanti et al. 2022, section 4.2.3); the
+    distributed optimizer keeps 1/(dp cp) of the float32 master weights and of Adam's moments and
+    its gradient buffer in 16 bits (Megatron-Core's ``DistributedDataParallelConfig`` default
+    ``grad_reduce_in_fp32=False``); FP8 adds Transformer Engine's one-byte copy of each weight."""
+    features = megatron.features_of(params)
+    needs = transformer_needs(
         config,
         lay.micro_batch,
-        params["seq"],
+        params["seq"] // lay.cp,
         numerics,
         True,
         params["optimizer"],
@@ -170,27 +190,34 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         recompute=params["recompute"],
         attention=params["attention"],
         dropout=params["dropout"],
+        sequence_parallel=features.sequence_parallel,
     )
-
-
-def _tp_all_reduces(
-    config: LlmConfig, lay: Layout, seq: int, dtype: str, layers: int, name: str
-) -> tuple[AllReduce, ...]:
-    """Megatron's two all-reduces per layer and pass: after attention's output and the MLP's down
-    projection (forward), before their input projections (backward)."""
-    if lay.tp == 1:
-        return ()
-    size = seq * lay.micro_batch * config.hidden * itemsize(dtype)
-    op = AllReduce(f"{name} tp all-reduce", size, ranks=lay.tp, per_node=lay.tp)
-    return (op,) * (2 * layers)
+    activations = needs.activations_B
+    if lay.virtual_stages > 1:
+        activations *= 1 + (lay.pp - 1) / (lay.pp * lay.virtual_stages)
+    weights, gradients, optimizer = needs.weights_B, needs.gradients_B, needs.optimizer_B
+    master = itemsize(numerics.master_dtype)
+    held = weights / (master + itemsize(numerics.dtype)) if numerics.mixed else weights / master
+    if features.distributed_optimizer and numerics.mixed:
+        shards = lay.dp * lay.cp
+        weights = held * (itemsize(numerics.dtype) + master / shards)
+        gradients = held * itemsize(numerics.dtype)  # reduced in 16 bits (grad_reduce_in_fp32=False)
+        optimizer /= shards
+    if features.fp8:
+        weights += held * megatron.FP8_B
+    return attrs.evolve(
+        needs, activations_B=activations, weights_B=weights, gradients_B=gradients, optimizer_B=optimizer
+    )
 
 
 @attrs.frozen
 class _Stage:
-    forward: Block
-    backward: Block
+    forward: tuple[Block, ...]  # one per chunk of layers (virtual stage) the GPU holds
+    backward: tuple[Block, ...]
+    exchange_B: tuple[float, ...]  # context-parallel keys and values sent per forward pass of a chunk
     update: Block
     grads_B: float
+    weights_B: float
 
 
 def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
@@ -205,12 +232,22 @@ def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
     return [attrs.evolve(k, name=k.name + RECOMPUTED, phase=RECOMPUTE_PHASE) for k in again]
 
 
+def _features_applied(
+    kernels: list[Kernel], lay: Layout, features: megatron.Features, dtype: str, forward: bool
+) -> list[Kernel]:
+    kernels = megatron.context_attention(kernels, lay.cp)
+    if features.sequence_parallel and lay.tp > 1:
+        kernels = megatron.sequence_split(kernels, lay.tp)
+    return megatron.fp8_linears(kernels, dtype, forward) if features.fp8 else kernels
+
+
 def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
-    seq, recompute = params["seq"], params["recompute"]
+    recompute, features = params["recompute"], megatron.features_of(params)
+    local = params["seq"] // lay.cp  # tokens of each sequence this GPU holds
     forward, backward = transformer_kernels(
         config,
         lay.micro_batch,
-        seq,
+        local,
         numerics,
         True,
         attention=params["attention"],
@@ -220,65 +257,110 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     )
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
-    forward = [k for k in forward if k.part != CAST_WEIGHTS]
-    backward = [k for k in backward if k.part != CAST_WEIGHTS]
-    blocks = stage_layers(config, lay.pp)
+    forward = _features_applied(
+        [k for k in forward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype, True
+    )
+    backward = _features_applied(
+        [k for k in backward if k.part != CAST_WEIGHTS], lay, features, numerics.dtype, False
+    )
+    chunks = lay.pp * lay.virtual_stages
+    blocks = stage_layers(config, chunks)
     stage_of = _stage_of(config, blocks)
+    size_B = local * lay.micro_batch * config.hidden * itemsize(numerics.dtype)
+    kv_B = megatron.context_exchange_B(
+        config.kv_heads, config.head_dim, local * lay.micro_batch, numerics.dtype, lay.tp, lay.cp
+    )
+    shards = lay.dp * lay.cp if features.distributed_optimizer else 1
     stages = []
     for s in range(lay.pp):
-        fwd = [k for k in forward if stage_of(k) == s]
-        bwd = [k for k in backward if stage_of(k) == s]
-        layers = len(blocks[s])
-        again = recomputed(fwd, recompute)
-        tp_fwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "forward")
-        tp_bwd = _tp_all_reduces(config, lay, seq, numerics.dtype, layers, "backward")
-        tp_again = tp_fwd if recompute == "full" else ()
-        held = math.ceil(stage_params(config, blocks, s) / lay.tp)
-        update = update_kernel(params["optimizer"], "optimizer step", held, numerics.master_dtype)
+        fwds, bwds, exchange, held = [], [], [], 0
+        for j in range(s, chunks, lay.pp):  # chunk c of stage s is virtual stage c p + s
+            fwd = [k for k in forward if stage_of(k) == j]
+            bwd = [k for k in backward if stage_of(k) == j]
+            layers = len(blocks[j])
+            tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
+            tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
+            tp_again = tp_fwd if recompute == "full" else ()
+            fwds.append(Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"))
+            bwds.append(
+                Block(
+                    "B",
+                    tuple(recomputed(fwd, recompute) + bwd),
+                    tp_again + tp_bwd,
+                    device=s,
+                    layer=f"stage {s}",
+                )
+            )
+            exchange.append(kv_B * layers)
+            held += stage_params(config, blocks, j)
+        held = math.ceil(held / lay.tp)
+        update = [
+            update_kernel(
+                params["optimizer"], "optimizer step", math.ceil(held / shards), numerics.master_dtype
+            )
+        ]
+        if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
+            update.append(megatron.fp8_cast(attrs.evolve(update[0], layer="optimizer"), held, numerics.dtype))
         stages.append(
             _Stage(
-                Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"),
-                Block("B", tuple(again + bwd), tp_again + tp_bwd, device=s, layer=f"stage {s}"),
-                Block("optimizer step", (update,), (), device=s, layer="optimizer"),
-                held * itemsize(numerics.master_dtype),
+                tuple(fwds),
+                tuple(bwds),
+                tuple(exchange),
+                Block("optimizer step", tuple(update), (), device=s, layer="optimizer"),
+                held * itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype),
+                held * itemsize(numerics.dtype),
             )
         )
     return stages
 
 
-def one_f_one_b(stage: int, stages: int, microbatches: int) -> list[tuple[str, int]]:
-    """The order stage ``stage`` runs its passes in: warm-up forwards, one forward one backward, drain."""
-    warmup = min(stages - stage - 1, microbatches)
-    order = [("F", i) for i in range(warmup)]
-    for i in range(microbatches - warmup):
-        order += [("F", warmup + i), ("B", i)]
-    return order + [("B", i) for i in range(microbatches - warmup, microbatches)]
-
-
 def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
-    """One training step of ``config`` under ``tp x pp x dp`` (see the module docstring)."""
+    """One training step of ``config`` under ``tp x cp x pp x dp`` (see the module docstring and
+    ``megatron`` for the features)."""
     lay = layout(config, params)
     seq, m, p = params["seq"], lay.microbatches, lay.pp
+    features = megatron.features_of(params)
     stages = _stages(config, lay, params, numerics)
-    boundary_B = seq * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp  # scatter-gather
-    sequences: list[list[_Step]] = []
+    # the pipeline's boundary tensor: scatter-gathered over tp (1/tp each), seq/cp tokens
+    boundary_B = seq // lay.cp * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp
+    sequences: list[list[schedule.Step]] = []
     for s, stage in enumerate(stages):
-        crossing = lay.crosses_nodes(s)
-        ops: list[_Step] = []
+        ops: list[schedule.Step] = []
         if s == 0:
             tokens = Transfer(
-                "h2d tokens", lay.micro_batch * m * seq * TOKEN_ID_B, "h2d", device=0, layer="data"
+                "h2d tokens", lay.micro_batch * m * seq // lay.cp * TOKEN_ID_B, "h2d", device=0, layer="data"
             )
             ops.append((tokens, [], None))
-        for kind, i in one_f_one_b(s, p, m):
-            block = stage.forward if kind == "F" else stage.backward
-            needs = [("sendF", s - 1, i)] if kind == "F" and s > 0 else []
-            needs += [("sendB", s + 1, i)] if kind == "B" and s < p - 1 else []
-            passed = Block(f"{kind}{i}", block.kernels, block.collectives, s, 0, block.layer)
-            ops.append((passed, needs, (kind, s, i)))
-            if (kind == "F" and s < p - 1) or (kind == "B" and s > 0):
-                peer = s + 1 if kind == "F" else s - 1
-                across = crossing if kind == "F" else lay.crosses_nodes(peer)
+        last: schedule.Key = ("B", s, 0)
+        for kind, c, i in schedule.order(s, lay.pp, lay.virtual_stages, m):
+            block = stage.forward[c] if kind == "F" else stage.backward[c]
+            needs = schedule.waits(kind, s, c, i, lay.pp, lay.virtual_stages, m)
+            key = (kind, s, c * m + i)
+            passed = Block(
+                f"{kind}{i}" + (f".{c}" if lay.virtual_stages > 1 else ""),
+                block.kernels,
+                block.collectives,
+                s,
+                0,
+                block.layer,
+            )
+            ops.append((passed, needs, key))
+            last = key
+            if stage.exchange_B[c]:  # ring attention: keys and values around the cp ring, beside the pass
+                ring = AllReduce(
+                    f"cp ring {kind}{i}",
+                    stage.exchange_B[c] * (1 if kind == "F" else 2),
+                    stream=4,
+                    device=s,
+                    layer="context",
+                    kind="send",
+                    ranks=2,
+                    per_node=2 if lay.cp_per_node() == lay.cp else 1,
+                )
+                ops.append((ring, needs, None))
+            if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
+                peer = (s + 1) % p if kind == "F" else (s - 1) % p
+                across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
                 send = AllReduce(
                     f"send {kind}{i} to stage {peer}",
                     boundary_B,
@@ -289,21 +371,25 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
                     ranks=2,
                     per_node=1 if across else 2,
                 )
-                ops.append((send, [(kind, s, i)], ("send" + kind, s, i)))
-        sync = AllReduce(
-            "gradient all-reduce",
+                ops.append((send, [key], ("send" + kind, s, c * m + i)))
+        sync = megatron.optimizer_sync(
             stage.grads_B,
-            stream=3,
-            device=s,
-            layer="dp sync",
-            ranks=lay.dp,
-            per_node=lay.dp_per_node(),
+            stage.weights_B,
+            lay.dp * lay.cp,
+            lay.dp_per_node(),
+            s,
+            features.distributed_optimizer,
         )
-        ops.append((sync, [("B", s, m - 1)], ("sync", s, 0)))
-        ops.append((stage.update, [("sync", s, 0)], None))
+        sync = tuple(attrs.evolve(op, device=s) for op in sync)
+        ops.append((sync[0], [last], ("sync", s, 0)))
+        ops.append((stage.update, [("sync", s, 0)], ("update", s, 0)))
+        for op in sync[1:]:  # the distributed optimizer's weight all-gather after the update
+            ops.append((op, [("update", s, 0)], None))
         sequences.append(ops)
-    ordered, deps = _topological(sequences)
+    ordered, deps = schedule.topological(sequences)
     layers = tuple((f"stage {s}", "stage") for s in range(p)) + (("pipeline", "send"), ("dp sync", "sync"))
+    if lay.cp > 1:
+        layers += (("context", "send"),)
     return Workload(
         "network",
         tuple(sorted(params.items())),
@@ -317,42 +403,12 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Work
     )
 
 
-_Key = tuple[str, int, int]
-_Step = tuple[Op, list[_Key], _Key | None]
-"""An op of a stage's program, the keys of the ops it waits for, and the key others wait on it by
-(``("F", stage, micro-batch)``, ``("sendB", stage, micro-batch)``, ``("sync", stage, 0)``)."""
-
-
-def _topological(sequences: list[list[_Step]]) -> tuple[list[Op], list[tuple[int, ...]]]:
-    """Merge the stages' programs into one issue order in which every op comes after what it waits for."""
-    placed: dict[_Key, int] = {}
-    ordered: list[Op] = []
-    deps: list[tuple[int, ...]] = []
-    cursor = [0] * len(sequences)
-    total = sum(len(seq) for seq in sequences)
-    while len(ordered) < total:
-        progressed = False
-        for s, sequence in enumerate(sequences):
-            while cursor[s] < len(sequence):
-                op, needs, provides = sequence[cursor[s]]
-                if any(key not in placed for key in needs):
-                    break
-                deps.append(tuple(placed[key] for key in needs))
-                ordered.append(op)
-                if provides is not None:
-                    placed[provides] = len(ordered) - 1
-                cursor[s] += 1
-                progressed = True
-        if not progressed:  # a schedule bug, not a user mistake: say so
-            raise RuntimeError("parsim: the pipeline schedule waits on itself")
-    return ordered, deps
-
-
 def splits(config: LlmConfig, params: Params, micro: int | None = None) -> list[Params]:
     """Every ``(tp, pp)`` of the GPUs ``params`` name (dp what remains) with micro-batches of
     ``micro`` sequences (default: the size ``params`` give): tp dividing a node's GPUs and the
     heads, pp at most the layers, the batch a whole number of micro-batches per replica."""
-    gpus = params["gpus"] * params["nodes"]
+    cp = int(params.get("cp", 1))
+    gpus = params["gpus"] * params["nodes"] // cp
     micro = micro or layout(config, params).micro_batch
     found = []
     for tp in range(1, params["gpus"] + 1):
@@ -364,5 +420,10 @@ def splits(config: LlmConfig, params: Params, micro: int | None = None) -> list[
             dp = gpus // (tp * pp)
             if params["batch"] % (dp * micro):
                 continue
-            found.append({**params, "tp": tp, "pp": pp, "microbatches": params["batch"] // (dp * micro)})
+            split = {**params, "tp": tp, "pp": pp, "microbatches": params["batch"] // (dp * micro)}
+            try:  # a split the features refuse (interleaving needs whole rounds of micro-batches)
+                layout(config, split)
+            except ParsimError:
+                continue
+            found.append(split)
     return found

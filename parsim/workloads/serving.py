@@ -21,12 +21,13 @@ cost to issue a step is paid at every batch and prompt. Time to first token is t
 copies in and out (the prefill's LM head yields the first token, as vLLM and TensorRT-LLM count
 it); time per output token the mean decode step.
 
-``weights=int8|float8|int8-weight-only|int4`` quantises the blocks' linear layers (the embeddings and
-the LM head stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1, 1 and 0.5 bytes per
-weight. int8 and float8 are W8A8 products on the integer / FP8 tensor cores (at their rate where the
-device lists one); int8-weight-only and int4 are weight-only (W8A16, W4A16: the kernel dequantises to
-``dtype``, as gpt-fast's and AWQ's do); ``serving_figures.check_system`` refuses a device without the
-unit.
+``weights=int8|float8|int8-weight-only|int4|q4_0|q8_0`` quantises the blocks' linear layers (the
+embeddings and the LM head stay in ``dtype``, as AWQ, GPTQ and TensorRT-LLM leave them): 1, 1, 1, 0.5,
+18/32 and 34/32 bytes per weight (GGUF's blocks carry a float16 scale per 32 weights). int8 and
+float8 are W8A8 products on the integer / FP8 tensor cores (at their rate where the device lists
+one); the others are weight-only (W8A16, W4A16: dequantised to ``dtype`` in the kernel, as
+gpt-fast's, AWQ's and llama.cpp's do; a decode step's products are then CUDA-core GEMVs:
+``workloads.quantised``); ``serving_figures.check_system`` refuses a device without the unit.
 
 ``gpus=G`` is tensor parallelism (Megatron-LM): each GPU holds 1/G of the heads, KV heads, MLP
 columns and vocabulary, and two ring all-reduces per layer (after the attention output projection
@@ -49,45 +50,29 @@ from pydantic import Field
 
 from parsim import stack
 from parsim.base import units
-from parsim.base.dtypes import QUANTISED_FORMATS, itemsize
+from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
+from parsim.stack.engines import ServeFramework
 from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, llm
 from parsim.workloads.moe import ROUTE, Routing, check_routing, dispatch_B
 from parsim.workloads.needs import MemoryNeeds
+from parsim.workloads.quantised import GEMV_ROWS, WEIGHT_B, WeightFormat, quantised
 from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels, transformer_layers
 from parsim.workloads.transformer_memory import transformer_needs
 
 NAME = "llm_serve"
 TOKEN_ID_B = 8  # int64 token ids
-WEIGHT_B = {"int8": 1.0, "float8": 1.0, "int8-weight-only": 1.0, "int4": 0.5}
-"""Bytes per quantised weight (int4: two per byte; per-group scales are under 3 % and left out)."""
 _LINEARS = ("qkv", "out", "gate", "up", "down")  # the blocks' linear layers (``Kernel.part``): quantised
+_EXPERTS = ("gate", "up", "down")  # a mixture of experts' MLP linears are its experts
 _REDUCED_AFTER = ("out", "down")  # row-parallel layers: partial sums to all-reduce (forward only here)
 PHASES = ("prefill", "decode")
-
-# Devices with the unit each quantised format needs, from the datasheets the GPU presets cite
-# ([WP-*] in parsim/hardware/presets_gpu.py): INT8 tensor cores on Turing (T4: 130 TOPS), Ampere
-# (A100: 624 TOPS), Ada (RTX 4090: 660.6 TOPS) and Hopper (H100 SXM5: 1979 TOPS); FP8 tensor cores
-# on Ada (RTX 4090: 330.3 TFLOP/s) and Hopper (H100 SXM5: 1979 TFLOP/s), none on Ampere or Volta.
-# int4 weight-only kernels (AWQ's GEMM, Marlin) need Turing (compute capability 7.5) or later.
-# The current GPUs of parsim/hardware/presets_gpu_current.py: every one is Ampere or later (INT8);
-# FP8 on Blackwell (B200: 4.5 PFLOP/s dense), Hopper (H100 NVL) and Ada (L40S, L4). AMD Instinct
-# ([DS-*] in parsim/hardware/presets_amd.py): INT8 matrix cores on CDNA 2 (MI250X: 383 TOPS) and
-# CDNA 3 (MI300X: 2614.9 TOPS), FP8 on CDNA 3 only (MI300X: 2614.9 TFLOP/s).
-_FP8 = ("h100-pcie", "h100-sxm", "h200", "rtx-4090", "b200", "gb200", "h100-nvl", "l40s", "l4", "mi300x")
-_AMPERE = ("a100-pcie-40gb", "a100-pcie-80gb", "a10g", "rtx-3090", "rtx-a6000")
-_AMD_INT8 = ("mi250x", "mi250x-module")
-_INT8 = ("t4", "a100-40gb", "a100-80gb", *_FP8, *_AMPERE, *_AMD_INT8)
-UNITS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "int8": ("INT8 tensor cores", _INT8, "Turing and later"),
-    "int4": ("int4 weight-only GEMM kernels", _INT8, "Turing and later"),
-    "int8-weight-only": ("int8 weight-only GEMM kernels", _INT8, "Turing and later"),
-    "float8": ("FP8 tensor cores", _FP8, "H100 and later, Ada, MI300X"),
-}
+ENGINE_STEP = "engine step"
+"""``Kernel.part`` of the host op between two phases, where a serving engine's per-step host work
+(``FrameworkSpec.serve_step_cycles``) is paid."""
 
 
 @attrs.frozen
@@ -123,10 +108,10 @@ class LlmServeParams(ParamsModel):
     batch: int = Field(1, gt=0, le=4096, description="sequences served together")
     prompt: int = Field(512, gt=0, le=10**6, description="prompt tokens per sequence (prefill)")
     output: int = Field(128, gt=0, le=10**6, description="tokens generated per sequence (decode)")
-    weights: Literal["dtype", "int8", "int8-weight-only", "int4", "float8"] = Field(
+    weights: WeightFormat = Field(
         "dtype",
         description="weight type: as dtype, or quantised int8 / float8 (W8A8: products on int8/FP8 "
-        "tensor cores), int8-weight-only or int4 (W8A16, W4A16: dequantised to dtype)",
+        "tensor cores), int8-weight-only, int4, q4_0 or q8_0 (weight-only: dequantised to dtype)",
     )
     kv_dtype: Literal["dtype", "float16", "bfloat16", "float32", "int8", "float8"] = Field(
         "dtype", description="element type of the KV cache (dtype: as the activations)"
@@ -136,10 +121,11 @@ class LlmServeParams(ParamsModel):
         "flash",
         description="fused FlashAttention-2 (flash), FlashAttention v1 or QK^T, softmax, xV (unfused)",
     )
-    framework: Literal["eager", "graph", "cuda-graph", "xla"] = Field(
+    framework: ServeFramework = Field(
         "cuda-graph",
-        description="cuda-graph (vLLM, TensorRT-LLM), graph, eager PyTorch, or xla (JetStream-like; the "
-        "default on a TPU)",
+        description="cuda-graph, graph, eager PyTorch, xla (JetStream-like; the default on a TPU), or "
+        "a serving engine: hf, vllm, vllm-v0, tensorrt-llm, llama.cpp, exllamav2, gpt-fast, sglang, "
+        "sglang-0.3",
     )
     ep: int = Field(1, gt=0, le=64, description="expert-parallel GPUs of the gpus (mixture of experts)")
     imbalance: float = Field(
@@ -239,18 +225,6 @@ def memory_needs(config: LlmConfig, params: Params, batch: int) -> MemoryNeeds:
     return attrs.evolve(prefill, weights_B=weight_B(config, params), kv_cache_B=cache / tp)
 
 
-def _quantised(kernel: Kernel, weights: str, size: int) -> Kernel:
-    """A block linear's forward GEMM reading its weights at ``weights``' bytes per element; int8 and
-    float8 (W8A8) multiply at the matrix units' int8/FP8 rate where the device has one, int4
-    (weight-only, W4A16) dequantises to ``dtype`` and multiplies at its rate."""
-    held = kernel.access.cold_bytes - kernel.work.bytes_written  # the weights: the GEMM's cold reads
-    less = held * (1 - WEIGHT_B[weights] / size)
-    math = weights if weights in QUANTISED_FORMATS else kernel.library.math
-    return kernel.but(
-        bytes_read=kernel.work.bytes_read - less, cold_bytes=kernel.access.cold_bytes - less, math=math
-    )
-
-
 def _phase_kernels(
     config: LlmConfig, params: Params, past: int, new: int, device: int, phase: str = ""
 ) -> list[Kernel]:
@@ -272,9 +246,20 @@ def _phase_kernels(
         routing=routing(params, params["batch"] * new),
     )
     if params["weights"] != "dtype":
-        size = itemsize(params["dtype"])
-        forward = [_quantised(k, params["weights"], size) if k.part in _LINEARS else k for k in forward]
-    return forward
+        size, gemv = itemsize(params["dtype"]), replica_batch(params) * new <= GEMV_ROWS
+        forward = [quantised(k, params["weights"], size, gemv) if k.part in _LINEARS else k for k in forward]
+    engine = stack.framework(params["framework"])
+    if phase != "decode" or not engine.shapes_decode:
+        return forward
+    # the engine's decode matrix kernels (GEMVs: linears, experts, LM head, attention over the cache)
+    shares = {expert: engine.decode_bandwidth_share(expert, params["weights"]) for expert in (False, True)}
+    in_flight = engine.decode_in_flight_B
+    return [
+        k.but(bandwidth_share=shares[config.moe and k.part in _EXPERTS], core_in_flight_B=in_flight)
+        if k.library.gemm_mn is not None or k.part in _LINEARS
+        else k
+        for k in forward
+    ]
 
 
 def _segments(kernels: list[Kernel]) -> list[list[Kernel]]:
@@ -335,8 +320,11 @@ def llm_serve(params: Params) -> Workload:
 
     ops: list[Op] = [Transfer("h2d prompt ids", batch * prompt * TOKEN_ID_B, "h2d", layer="data")]
     deps: list[tuple[int, ...]] = [()]
+    if stack.framework(params["framework"]).serves:  # the engine schedules the prefill's step first
+        ops.insert(0, _stop_check(batch, "prefill", "schedule"))
+        deps = [(), (0,)]
     steps = [("prefill", 0, prompt)] + ([("decode", prompt + (output - 2) // 2, 1)] if output >= 2 else [])
-    barrier: tuple[int, ...] = (0,)  # what the next segment waits for
+    barrier: tuple[int, ...] = (len(ops) - 1,)  # what the next segment waits for
     for step, (phase, past, new) in enumerate(steps, start=1):
         per_gpu = [_segments(_phase_kernels(config, params, past, new, 0, phase))]  # the representative GPU
         for index in range(len(per_gpu[0])):
@@ -376,10 +364,11 @@ def llm_serve(params: Params) -> Workload:
     )
 
 
-def _stop_check(batch: int, phase: str) -> Kernel:
-    """The host reads the sampled tokens (a compare per sequence) before it issues the next phase."""
+def _stop_check(batch: int, phase: str, what: str = "stop check") -> Kernel:
+    """The host reads the sampled tokens (a compare per sequence) before it issues the next phase:
+    where a serving engine does its work between two steps (``ENGINE_STEP``)."""
     return Kernel.of(
-        f"stop check ({phase})",
+        f"{what} ({phase})",
         float(batch),
         float(batch * TOKEN_ID_B),
         0.0,
@@ -387,6 +376,7 @@ def _stop_check(batch: int, phase: str) -> Kernel:
         dtype="float32",
         device=HOST,
         layer="sample",
+        part=ENGINE_STEP,
     )
 
 

@@ -140,6 +140,25 @@ class NetworkParams(_ModelParams):
         "none", description="activation recomputation: none, selective (attention core) or full"
     )
     dropout: bool = Field(False, description="language models: attention dropout (Megatron-LM's default 0.1)")
+    sequence_parallel: bool = Field(
+        False,
+        description="norms, dropouts, their activations over tp; all-reduce -> reduce-scatter + all-gather",
+    )
+    distributed_optimizer: bool = Field(
+        False, description="shard master weights and Adam state over dp (ZeRO-1): reduce-scatter + all-gather"
+    )
+    cp: int = Field(
+        1, gt=0, le=64, description="context-parallel GPUs: each holds seq/cp tokens (ring attention)"
+    )
+    virtual_stages: int = Field(
+        1,
+        gt=0,
+        le=64,
+        description="layer chunks per pipeline stage: the interleaved 1F1B schedule (bubble / v)",
+    )
+    fp8: bool = Field(
+        False, description="Transformer Engine FP8 GEMMs in the blocks' linear layers (H100 and later)"
+    )
     code: Literal["fused", "hf"] = Field(
         "fused",
         description="language models: the model's code: fused kernels (Megatron-LM, FlashAttention, "
@@ -175,6 +194,20 @@ class DataParallelParams(_ModelParams):
         False,
         description="language models with recompute=full: keep each layer's checkpointed input in host "
         "memory, not on the device (MaxText's remat_policy custom with decoder_layer_input: offload)",
+    )
+    microbatches: int = Field(
+        1,
+        gt=0,
+        le=4096,
+        description="micro-batches per GPU and step (gradient accumulation): each GPU's samples run "
+        "in that many forward/backward passes before one update",
+    )
+    prefetch: int = Field(
+        2,
+        gt=0,
+        le=1024,
+        description="zero=3 (FSDP): units whose weights may be gathered at once; 2 as FSDP's "
+        "limit_all_gathers and FSDP2's default prefetch keep (1: every gather exposed)",
     )
 
 

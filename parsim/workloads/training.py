@@ -190,7 +190,15 @@ def data_parallel(params: Params) -> Workload:
         )
     if sync == "host" and (nodes > 1 or params.get("zero", 0)):
         raise ParsimError("data_parallel: sync=host averages on one host; nodes > 1 and zero need sync=ring")
-    step = _shard_step(params, numerics, shard)
+    microbatches = params.get("microbatches", 1)
+    if shard % microbatches:
+        raise ParsimError(
+            f"data_parallel: 'microbatches' {microbatches} must divide each GPU's {shard} samples "
+            "(gradient accumulation runs equal micro-batches)"
+        )
+    if sync == "host" and microbatches > 1:
+        raise ParsimError("data_parallel: 'microbatches' > 1 (gradient accumulation) needs sync=ring")
+    step = _shard_step(params, numerics, shard // microbatches)
     layers = step.kinds + (("sync", "sync"),)
     if sync == "ring":
         rule = ddp.Sync(
@@ -200,6 +208,8 @@ def data_parallel(params: Params) -> Workload:
             optimizer=optimizer,
             master_dtype=numerics.master_dtype,
             weight_dtype=numerics.dtype,
+            microbatches=microbatches,
+            prefetch=params.get("prefetch", 2),
         )
         shares = [ddp.GpuStep(step.input_B, *step.kernels(g)) for g in range(gpus)]
         ring_ops, ring_deps = ddp.ring_step(shares, step.layer_params, rule, ranks)
@@ -295,8 +305,7 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
             forward, backward = transformer_kernels(
                 config, shard, seq, numerics, True, attention=params["attention"], device=device, update=False
             )
-            # the backward pass first computes again what was not kept (as the 3D path does)
-            return forward, [*parallel3d.recomputed(forward, recompute), *backward]
+            return forward, interleaved(parallel3d.recomputed(forward, recompute), backward)
 
         # offload: the checkpoints cross the host link (d2h in the forward pass, h2d in the backward)
         # on the copy engines while the matrix units work, as XLA's host offload schedules them; per
@@ -334,6 +343,21 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
     weights = sum(layer.params for layer in layers)
     backward_order = tuple((layer.name, layer.params) for layer in reversed(layers))
     return _ShardStep(input_B, weights, footprint, _kinds(layers), network_of, backward_order)
+
+
+def interleaved(again: list[Kernel], backward: list[Kernel]) -> list[Kernel]:
+    """The backward pass with each layer's recomputed forward kernels just before that layer's
+    backward, as activation checkpointing runs them (PyTorch's ``checkpoint`` wraps a block and
+    replays its forward when the backward pass reaches it); a ZeRO-3 unit then gathers its
+    weights once for both."""
+    pending: dict[str, list[Kernel]] = {}
+    for kernel in again:
+        pending.setdefault(kernel.layer, []).append(kernel)
+    ordered: list[Kernel] = []
+    for kernel in backward:
+        ordered += pending.pop(kernel.layer, [])
+        ordered.append(kernel)
+    return [k for rest in pending.values() for k in rest] + ordered
 
 
 def llm_layer_params(config: LlmConfig) -> tuple[tuple[str, int], ...]:

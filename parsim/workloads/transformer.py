@@ -36,7 +36,7 @@ from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, kv_itemsize
 from parsim.workloads.moe import Routing, moe_mlp, require_inference
-from parsim.workloads.transformer_ops import ATTENTION_CORE, EMBEDDING, Ops, block_layers
+from parsim.workloads.transformer_ops import ATTENTION_CORE, EMBEDDING, REPLICATED, Ops, block_layers
 
 __all__ = [  # the memory side of the API: llms.py (the KV cache) and transformer_memory.py
     "ATTENTIONS",
@@ -175,7 +175,7 @@ def transformer_kernels(
 
     for i in range(config.layers):
         attn, mlp = block_layers(i)
-        back = ops.pointwise(attn, "ln_1", tokens * d, (norm_flops, 1, 0), (8, 2, 1))
+        back = ops.pointwise(attn, "ln_1", tokens * d, (norm_flops, 1, 0), (8, 2, 1), REPLICATED)
         back += ops.linear(attn, "qkv", tokens, (heads + 2 * kv_heads) * hd, d, config.bias, train)[::-1]
         if config.position == "rotary":
             back += ops.pointwise(attn, "rotary", tokens * (heads + kv_heads) * hd, (3, 1, 0), (3, 1, 1))
@@ -200,10 +200,10 @@ def transformer_kernels(
             window=config.sliding_window,
         )
         back += ops.linear(attn, "out", tokens, d, heads * hd, config.bias, train)[::-1]
-        back += ops.pointwise(attn, "residual add", tokens * d, (1, 2, 0), (1, 2, 1))
+        back += ops.pointwise(attn, "residual add", tokens * d, (1, 2, 0), (1, 2, 1), REPLICATED)
         groups.append(back[::-1] + ops.update_of(attn, config.norm_params + config.attention_params // tp))
 
-        back = ops.pointwise(mlp, "ln_2", tokens * d, (norm_flops, 1, 0), (8, 2, 1))
+        back = ops.pointwise(mlp, "ln_2", tokens * d, (norm_flops, 1, 0), (8, 2, 1), REPLICATED)
         if config.moe:  # inference only (refused above for training)
             moe_mlp(ops, mlp, config, tokens, width, routing or Routing())
         elif config.mlp == "gelu":
@@ -215,10 +215,10 @@ def transformer_kernels(
             back += ops.pointwise(mlp, "silu x up", tokens * width, (5, 2, 1), (10, 3, 2))
         if not config.moe:
             back += ops.linear(mlp, "down", tokens, d, width, config.bias, train)[::-1]
-        back += ops.pointwise(mlp, "residual add", tokens * d, (1, 2, 0), (1, 2, 1))
+        back += ops.pointwise(mlp, "residual add", tokens * d, (1, 2, 0), (1, 2, 1), REPLICATED)
         groups.append(back[::-1] + ops.update_of(mlp, config.norm_params + config.mlp_params // tp))
 
-    norm_bwd = ops.pointwise("ln_f", "norm", tokens * d, (norm_flops, 1, 0), (8, 2, 1))
+    norm_bwd = ops.pointwise("ln_f", "norm", tokens * d, (norm_flops, 1, 0), (8, 2, 1), REPLICATED)
     groups.append(norm_bwd + ops.update_of("ln_f", config.norm_params))
     # generation needs only each sequence's last logits; training scores every token
     scored = tokens if train else batch

@@ -72,15 +72,20 @@ def layer_activation_B(
     recompute: str = "none",
     attention: str = "flash",
     dropout: bool = False,
+    sequence_parallel: bool = False,
 ) -> float:
-    """Bytes one layer keeps for its backward, for one micro-batch on one GPU (module docstring)."""
+    """Bytes one layer keeps for its backward, for one micro-batch on one GPU (module docstring).
+    Sequence parallelism splits the replicated ``[s, b, h]`` tensors (the norms' and the dropout
+    masks) over ``tp`` too: the paper's ``sbh (34/t + 5as/(ht))``."""
     size, tokens, t = itemsize(dtype), micro_batch * seq, tp
+    split = t if sequence_parallel else 1
     if recompute == "full":
-        return float(tokens * config.hidden * size)  # the layer's input
+        return float(tokens * config.hidden * size / split)  # the layer's input
     heads, kv_heads = config.heads / t, config.kv_heads / t
     inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t
-    kept = tokens * (4 * config.hidden + (2 * heads + 2 * kv_heads) * config.head_dim + inner) * size
-    kept += 2 * tokens * config.hidden * MASK_B if dropout else 0.0
+    own = (2 * heads + 2 * kv_heads) * config.head_dim + inner
+    kept = tokens * (4 * config.hidden / split + own) * size
+    kept += 2 * tokens * config.hidden * MASK_B / split if dropout else 0.0
     if attention != "unfused":
         return float(kept + tokens * heads * LSE_B)
     if recompute == "selective":  # the attention core is computed again, its squares not kept
@@ -105,6 +110,7 @@ def transformer_needs(
     dropout: bool = False,
     fused_loss: bool = False,
     offload: bool = False,
+    sequence_parallel: bool = False,
 ) -> MemoryNeeds:
     """One GPU's needs for a step of ``config`` over ``batch`` sequences of ``seq`` tokens
     (training: ``batch`` is the micro-batch; the fullest of ``pp`` stages), or for a forward pass
@@ -123,7 +129,9 @@ def transformer_needs(
             activations_B=2.0 * tokens * d * size,  # a layer's input and output
             workspace_B=max(tokens * inner * size, scores, batch * vocab * size),
         )
-    per_layer = layer_activation_B(config, batch, seq, numerics.dtype, t, recompute, attention, dropout)
+    per_layer = layer_activation_B(
+        config, batch, seq, numerics.dtype, t, recompute, attention, dropout, sequence_parallel
+    )
     if offload:
         if recompute != "full":
             raise ParsimError(

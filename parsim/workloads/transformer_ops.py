@@ -19,6 +19,10 @@ CAST_WEIGHTS = "cast weights"
 """``Kernel.part`` of the cast of float32 master weights to the step's type (autocast)."""
 ATTENTION_CORE = "attention core"
 """``Kernel.part`` of the attention core's forward kernels, what selective recomputation runs again."""
+REPLICATED = "replicated"
+"""``Kernel.part`` of the elementwise ops on the whole ``[s, b, h]`` tensor outside the tensor-parallel
+regions (the norms, the residual adds with their fused dropout): every tensor-parallel GPU runs them
+in full, unless sequence parallelism splits them (``megatron.sequence_split``)."""
 EMBEDDING = "embed"
 """The layer of the token (and learned position) embedding."""
 
@@ -67,7 +71,13 @@ class Ops:
         return self.kernel(layer, what, flops * n, reads * n * self.size, writes * n * self.size, n, **extra)
 
     def pointwise(
-        self, layer: str, what: str, n: int, fwd: tuple[float, int, float], bwd: tuple[float, int, int]
+        self,
+        layer: str,
+        what: str,
+        n: int,
+        fwd: tuple[float, int, float],
+        bwd: tuple[float, int, int],
+        part: str = "",
     ) -> list[Kernel]:
         """A streaming op: its forward kernel now; returns its backward kernel when training.
 
@@ -75,11 +85,17 @@ class Ops:
         element, arrays read, arrays written.
         """
         flops, reads, special = fwd
-        self.forward.append(self.stream(layer, f"{what} fwd", n, flops, reads, special_ops=special * n))
+        self.forward.append(
+            self.stream(layer, f"{what} fwd", n, flops, reads, special_ops=special * n, part=part)
+        )
         if not self.train:
             return []
         b_flops, b_reads, b_writes = bwd
-        return [self.stream(layer, f"{what} bwd", n, b_flops, b_reads, b_writes, special_ops=special * n)]
+        return [
+            self.stream(
+                layer, f"{what} bwd", n, b_flops, b_reads, b_writes, special_ops=special * n, part=part
+            )
+        ]
 
     def gemm(
         self, layer: str, what: str, m: int, n: int, k: int, read: float, written: float, **extra: Any

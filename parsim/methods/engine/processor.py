@@ -82,6 +82,8 @@ def phase_times(
                 phase.active_cores,
                 runs.work.work_items * phase.bytes / runs.bytes,  # the phase's share of the elements
                 runs.access.thread_loads_B,
+                runs.access.bandwidth_share,
+                runs.access.core_in_flight_B,
             )
             if not latency_paid:
                 memory_s += spec.memory.latency_s

@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from parsim import stack
 from parsim.base import units
 from parsim.base.budget import Budget
 from parsim.base.caching import cached
@@ -139,11 +140,15 @@ def run(
         raise ParsimError(f"llm_load serves on GPUs: {system.compute.id} is a CPU (try --device a100-80gb)")
     config = server(params, system)
     priced = steps if steps is not None else model_steps(params, device, host, link, method)
+    # the engine's front end (HTTP, tokenising) holds each request before the scheduler sees it
+    request_s = stack.framework(str(params.get("framework", "cuda-graph"))).request_s(system.host.clock_Hz)
+    entered = attrs.evolve(stream, arrival_s=stream.arrival_s + request_s) if request_s else stream
     if config.disaggregated is None:
-        outcome, transfers = simulate(stream, config, priced), None
+        outcome, transfers = simulate(entered, config, priced), None
     else:
         copy_s = kv_transfer(serve_params(params), device, host, link)
-        outcome, transfers = simulate_disaggregated(stream, config, priced, copy_s)
+        outcome, transfers = simulate_disaggregated(entered, config, priced, copy_s)
+    outcome = attrs.evolve(outcome, stream=stream)  # latencies count from the arrival at the server
     iterations = int(outcome.steps[:, 2].sum()) if outcome.steps.size else 0
     return LoadRun(summarize(outcome, transfers), timeline(outcome), config, stream, iterations)
 

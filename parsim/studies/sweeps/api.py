@@ -55,6 +55,7 @@ class Plan:
     columns: frozenset[str]  # every column a row may have
     numeric: frozenset[str]  # those holding numbers (what can be plotted)
     shape: Shape
+    templates: tuple[str, ...] = ()  # each case's label as written ("... ({device})"), filled per point
 
 
 def plan(
@@ -85,7 +86,8 @@ def plan(
     # an earlier run of the same sweep may have measured, or produced metrics this one lacks
     allowed = columns(cases, checked, found, True)[0] | set(PER_SAMPLE) | set(SCALING)
     shape = Shape(checked.fields, frozenset(allowed), frozenset(found))
-    return Plan(cases, checked, total, measure, path, frozenset(every), frozenset(numeric), shape)
+    templates = _templates(source, len(cases))
+    return Plan(cases, checked, total, measure, path, frozenset(every), frozenset(numeric), shape, templates)
 
 
 def open_store(checked: Plan, keep: bool = True) -> Store:
@@ -185,6 +187,15 @@ def _cases(source, method: str | None) -> list[tuple[str, dict]]:
     return cases
 
 
+def _templates(source, count: int) -> tuple[str, ...]:
+    """Each case's label as the scenario writes it (``"GPU: H2D + {op} + D2H ({device})"``), so that
+    a point the grid moves to other hardware or parameters is labelled with what it ran on."""
+    if source is None or isinstance(source, dict):
+        return ("",) * count
+    scenario = source if isinstance(source, Scenario) else load_scenario(source)
+    return tuple(resolve(scenario, raw).label or "" for raw in scenario.cases)
+
+
 def _skipped(checked: Plan, store: Store) -> tuple[list | None, int]:
     """Which points an earlier run finished (a mask per case and chunk) and how many are missing."""
     if not len(store.done):
@@ -202,6 +213,7 @@ def _skipped(checked: Plan, store: Store) -> tuple[list | None, int]:
 def _work(checked: Plan, skip: list | None) -> Iterator[pandas.DataFrame | list]:
     """Chunk by chunk: the vectorised path's rows, or batches of points for the executor."""
     for index, (label, base) in enumerate(checked.cases):
+        template = checked.templates[index] if checked.templates else ""
         for number, points in enumerate(checked.grid.chunks()):
             ids = point_ids(label, points, base)
             if skip is not None:
@@ -209,12 +221,12 @@ def _work(checked: Plan, skip: list | None) -> Iterator[pandas.DataFrame | list]
                 points, ids = [points[i] for i in todo], [ids[i] for i in todo]
             if not points:
                 continue
-            frames = fast_rows(label, base, points, ids)
+            frames = fast_rows(label, base, points, ids, template)
             if frames is not None:
                 yield from frames
                 continue
             for start in range(0, len(points), BATCH):
-                yield [(label, point, base) for point in points[start : start + BATCH]]
+                yield [(label, point, base, template) for point in points[start : start + BATCH]]
 
 
 def _measure_rows(store: Store, kinds: dict[str, str]) -> None:

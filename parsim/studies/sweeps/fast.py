@@ -30,11 +30,12 @@ PLAIN_FIELDS = ("device", "host", "link", "mode", "overlap")
 
 
 def fast_rows(
-    case: str, base: dict, points: list[dict], ids: list[str] | None = None
+    case: str, base: dict, points: list[dict], ids: list[str] | None = None, template: str = ""
 ) -> list[pandas.DataFrame] | None:
     """Rows of ``points`` (one case) as a DataFrame per group; None where the fast path does not apply.
 
     ``ids``: the points' ``point_id`` when the caller has them already (else they are computed).
+    ``template``: the case's label as written, filled in per group (``points.case_label``).
     """
     if (base.get("method") or "engine") != "analytic" or any(
         not k.startswith("workload.") and k not in (*PLAIN_FIELDS, "workload") for p in points for k in p
@@ -54,6 +55,13 @@ def fast_rows(
         frame = _group(case, base, [points[i] for i in indices], ids and [ids[i] for i in indices])
         if frame is None:
             return None
+        if "{" in template:  # a group shares all but its sizes: one label, unless it names a size
+            from parsim.studies.sweeps.points import build_call, case_label
+
+            sizes = _sizes_of(points[indices[0]].get("workload", base.get("workload"))) or ()
+            each = indices if any(f"{{{size}}}" in template for size in sizes) else indices[:1]
+            labels = [case_label(template, case, build_call(base, points[i])) for i in each]
+            frame["case"] = labels if len(labels) == len(frame) else labels[0]
         frames.append(frame)
     return frames
 

@@ -109,11 +109,27 @@ def prediction_row(prediction: Prediction) -> dict:
     return row
 
 
-def evaluate(task: tuple[str, dict, dict]) -> dict:
-    """Predict one point: ``task = (case label, grid point, base call)``; never raises for bad input."""
+def case_label(template: str, label: str, call: dict) -> str:
+    """The case's label for one point: ``template`` (the label as the scenario writes it, such as
+    ``"GPU: H2D + {op} + D2H ({device})"``) filled in with the hardware and parameters of ``call``,
+    so a sweep over devices names each point's own device; ``label`` where nothing is to be filled."""
+    from parsim.studies.scenarios import Case, fill_label
+
+    if "{" not in template:
+        return label
+    try:
+        fields = {k: call.get(k) for k in ("workload", "device", "host", "link", "cluster")}
+        return fill_label(template, Case(**fields, params=call.get("params") or {}))
+    except (ParsimError, ValueError):  # hardware the label cannot name: the case's own label
+        return label
+
+
+def evaluate(task: tuple) -> dict:
+    """Predict one point: ``task = (case label, grid point, base call[, label template])``; never
+    raises for bad input."""
     from parsim.methods.predict import predict
 
-    case, point, base = task
+    case, point, base, *template = task
     row = {
         "point_id": point_id(case, point, base),
         "case": case,
@@ -121,6 +137,7 @@ def evaluate(task: tuple[str, dict, dict]) -> dict:
     }
     try:
         call = build_call(base, point)
+        row["case"] = case_label(template[0], case, call) if template else case
         row["workload"] = call["workload"]
         row.update(
             {f"workload.{k}": _plain(v) for k, v in call["params"].items() if f"workload.{k}" not in row}

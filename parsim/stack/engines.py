@@ -1,0 +1,158 @@
+"""LLM serving engines as frameworks: how each one's decode kernels and host loop really run.
+
+A batch-1 decode step is a chain of matrix-vector products (GEMVs) that read every weight once, so
+its time is the weights' bytes over the bandwidth the engine's kernels draw. That share is the
+engine's, not the GPU's. TensorRT-LLM's and vLLM's GEMVs stream at a library copy's rate (the
+device's achievable bandwidth); gpt-fast's Inductor-generated ones at four fifths of it. llama.cpp's
+own kernels keep only a few KB of loads in flight per SM, so by Little's law they reach the
+bandwidth of a GDDR card (few SMs' worth of bytes in flight suffice) but only about half of an HBM
+GPU's (A100, H100: bandwidth x latency is twice as large); and until CUDA graphs (May 2024) its
+host launched every kernel of every token itself, which on an A100 or H100 takes longer than a
+4-bit model's kernels. An engine that gathers a mixture of experts' weights by index before its
+products (gpt-fast's ``w1[expert_indices]``) or runs a weight-only format through a padded
+tensor-core kernel (gpt-fast's int4 tinygemm) reaches less again.
+
+Around the GPU, a serving engine's host runs the scheduler, the sampler's bookkeeping and the
+detokeniser between two steps (hidden under the GPU only by an overlap scheduler: SGLang 0.4) and
+per request its HTTP front end and tokeniser (``serve_step_cycles``, ``request_cycles``).
+
+Every preset keeps its base framework's issue costs (``cuda-graph`` for engines that replay a
+captured graph per step; ``eager`` for Hugging Face's ``generate``) and adds the engine's own
+parameters, each cited or fitted once per engine against the rows of ``parsim validate --published``
+named beside it (never per row or per model). ``framework=`` names them in ``llm_serve`` and
+``llm_load``; ``parsim validate --published`` reports the decode class's error per engine.
+
+Sources, abbreviated in the comments:
+
+- [GPTFAST] pytorch-labs/gpt-fast@0f925b5d4ce457b89a7ca6c9ce50f42bf2576945 generate.py
+  (``torch.compile(decode_one_token, mode="reduce-overhead", fullgraph=True)``: CUDA graphs) and
+  quantize.py (int4: ``torch.ops.aten._weight_int4pack_mm``, tinygemm's tensor-core kernel);
+  mixtral-moe/model.py@0474176566aaeac370e8493e19ffca7c865f5446 ``ConditionalFeedForward``
+  (``self.w1[expert_indices]`` then ``torch.einsum``).
+- [GGML] ggml-org/llama.cpp ggml/src/ggml-cuda (``mul_mat_vec_q``, ``dequantize_mul_mat_vec``: one
+  block per output row, each thread loading a few quantised blocks per iteration); pull request
+  #6766 (May 2024) added CUDA graphs, before which ``ggml_backend_cuda_graph_compute`` launched every
+  node from the host.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from parsim.stack.specs import FrameworkSpec
+
+SERVING_ENGINES = (
+    "hf",
+    "vllm",
+    "vllm-v0",
+    "tensorrt-llm",
+    "llama.cpp",
+    "exllamav2",
+    "gpt-fast",
+    "sglang",
+    "sglang-0.3",
+)
+"""The engines ``framework=`` names for the LLM workloads, besides the plain frameworks."""
+
+
+ServeFramework = Literal[
+    "eager",
+    "graph",
+    "cuda-graph",
+    "xla",
+    "hf",
+    "vllm",
+    "vllm-v0",
+    "tensorrt-llm",
+    "llama.cpp",
+    "exllamav2",
+    "gpt-fast",
+    "sglang",
+    "sglang-0.3",
+]
+"""What ``framework=`` takes in the LLM serving workloads: a plain framework or a serving engine
+(``stack.engines``: its decode kernels' bandwidth share and its host work per step and request)."""
+
+
+def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkSpec, ...]:
+    """The serving-engine presets, built on the plain ``eager`` and ``cuda-graph`` frameworks."""
+    return (
+        attrs.evolve(eager, id="hf", name="Hugging Face transformers generate() (eager PyTorch)"),
+        # TensorRT-LLM and vLLM: their GEMVs stream at the device's achievable bandwidth (the
+        # published TensorRT-LLM 0.5/0.6 and vLLM 0.7.3 rows are within a few % without a share)
+        attrs.evolve(cuda_graph, id="tensorrt-llm", name="TensorRT-LLM (compiled engine, CUDA graphs)"),
+        attrs.evolve(
+            cuda_graph,
+            id="vllm",
+            name="vLLM 0.8+ (V1 engine: CUDA graphs, paged attention)",
+            # fitted once on the vLLM 0.8.3 rows (Llama 3.3 70B, 8x A100 40GB, 1-16 requests/s):
+            # its API server, tokeniser and detokeniser per request (7.7 ms at 2.6 GHz) and its
+            # scheduler and input preparation per step (1.2 ms), which the GPU waits for
+            request_cycles=2e7,
+            serve_step_cycles=3e6,
+        ),
+        attrs.evolve(
+            cuda_graph,
+            id="vllm-v0",
+            name="vLLM 0.6-0.7 (V0 engine; multi-step scheduling with multi_step=)",
+            # fitted once on the vLLM 0.6.0 rows of SGLang's benchmark (Llama 3.1 8B and 70B on A100
+            # 80GB, 4 and 8 requests/s, --num-scheduler-steps 10): 19 ms per request, 1.9 ms per step
+            request_cycles=5e7,
+            serve_step_cycles=5e6,
+        ),
+        attrs.evolve(
+            cuda_graph,
+            id="gpt-fast",
+            name="gpt-fast (torch.compile reduce-overhead: CUDA graphs) [GPTFAST]",
+            # fitted once on gptfast-llama2-7b-bf16 (A100 80GB at 330 W, batch 1: 104.9 tokens/s,
+            # 13.5 GB per token = 1.41 TB/s, 0.8 of the 1.75 TB/s an A100 SXM streams at)
+            decode_share=0.8,
+            # fitted once on the Mixtral 8x7B rows (bf16 and int8, 1-4 GPUs): the experts' products
+            # read their weights through an indexed gather (``w1[expert_indices]``) at 0.65 of that
+            expert_share=0.65,
+            # fitted once on gptfast-llama2-7b-int4 (196.8 tokens/s): tinygemm's int4 kernel runs the
+            # 1-row product on tensor-core tiles, at 0.65 of the dense GEMV's rate; int8 weight-only
+            # needs no share (its dequantising GEMV is priced by ``workloads.quantised``)
+            weight_only_share=(("int4", 0.65),),
+        ),
+        attrs.evolve(
+            cuda_graph,
+            id="llama.cpp",
+            name="llama.cpp before CUDA graphs (ggml's CUDA kernels launched per node, to May 2024) [GGML]",
+            # fitted once on the A100 and H100 PCIe rows of Q4_0 7B (133.8-136.2 tokens/s: 7.4 ms per
+            # token whatever the GPU, so the host's launches set it): 30k cycles, 11.5 us per kernel
+            # on the default 2.6 GHz host, for ggml's graph walk and cudaLaunchKernel per node
+            op_cycles=30_000.0,
+            launch_share=1.0,
+            # fitted once on the A100 80GB PCIe and H100 PCIe float16 7B rows (73.8 and 83.3 tokens/s:
+            # 13.5 GB per token at 1.0 and 1.1 TB/s, half of either's bandwidth): 3.7 KB in flight per
+            # SM x 108 SMs / 407 ns = 1.0 TB/s, x 114 / 375 ns = 1.1 TB/s; the same kernels then reach
+            # the whole bandwidth of an RTX 3090, 4090 or A6000 (82-128 SMs at 450 ns, under 1 TB/s)
+            decode_in_flight_B=3_700.0,
+        ),
+        # not fitted: its kernels at the library's streaming rate already predict its three published rows
+        # (RTX 4090, 4-bit 7B and 13B: exl2-readme-*) 11-18 % slow, so no share could lower the time
+        attrs.evolve(cuda_graph, id="exllamav2", name="ExLlamaV2 (own CUDA kernels; not fitted)"),
+        attrs.evolve(
+            cuda_graph,
+            id="sglang",
+            name="SGLang 0.4+ (overlap scheduler: the next step's host work runs under this one's kernels)",
+            # fitted once on the SGLang (Dec 2024) rows of datacrunch-research/h200-benchmarks (Llama 3.3
+            # 70B on 4x H200, 1-4 requests/s): 31 ms per request between the HTTP server, the tokeniser
+            # and detokeniser processes and the scheduler; no per-step host time (overlapped)
+            request_cycles=8e7,
+        ),
+        attrs.evolve(
+            cuda_graph,
+            id="sglang-0.3",
+            name="SGLang 0.3 (no overlap scheduler)",
+            # fitted once on the SGLang 0.3.0 rows of its own benchmark (Llama 3.1 8B and 70B on A100
+            # 80GB, 4 and 8 requests/s): 11.5 ms per request; per step 1.9 ms and 77 us per sequence
+            # of scheduling, sampling and output processing, which the GPU waits for
+            request_cycles=3e7,
+            serve_step_cycles=5e6,
+            serve_sequence_cycles=2e5,
+        ),
+    )

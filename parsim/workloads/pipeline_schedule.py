@@ -1,0 +1,101 @@
+"""The order a pipeline stage runs its passes in, and one issue order for all stages.
+
+A pipeline is a bucket brigade: each stage passes a micro-batch's activations on and, later,
+their gradients back. ``one_f_one_b`` is PipeDream-Flush's 1F1B (Narayanan et al. 2021): warm up
+with ``p - s - 1`` forwards, alternate one forward and one backward, drain. ``interleaved`` is
+Megatron-LM's schedule for ``v`` chunks of layers per stage (virtual stages): a micro-batch
+visits each GPU ``v`` times, so the fill and drain shrink to 1/v. ``waits`` and ``sends`` say
+which pass waits for which hand-over; ``topological`` merges the stages' programs into one issue
+order that respects them.
+"""
+
+from __future__ import annotations
+
+from parsim.workloads.base import Op
+
+Key = tuple[str, int, int]
+Step = tuple[Op, list[Key], Key | None]
+"""An op of a stage's program, the keys of the ops it waits for, and the key others wait on it by
+(``("F", stage, chunk x microbatches + micro-batch)``, ``("sendB", stage, ...)``, ``("sync", stage, 0)``)."""
+
+
+def one_f_one_b(stage: int, stages: int, microbatches: int) -> list[tuple[str, int]]:
+    """The order stage ``stage`` runs its passes in: warm-up forwards, one forward one backward, drain."""
+    warmup = min(stages - stage - 1, microbatches)
+    order = [("F", i) for i in range(warmup)]
+    for i in range(microbatches - warmup):
+        order += [("F", warmup + i), ("B", i)]
+    return order + [("B", i) for i in range(microbatches - warmup, microbatches)]
+
+
+def order(stage: int, stages: int, chunks: int, microbatches: int) -> list[tuple[str, int, int]]:
+    """``(pass, chunk, micro-batch)`` in the order ``stage`` runs them: 1F1B, or interleaved."""
+    if chunks == 1:
+        return [(kind, 0, i) for kind, i in one_f_one_b(stage, stages, microbatches)]
+    return interleaved(stage, stages, chunks, microbatches)
+
+
+def waits(kind: str, s: int, c: int, i: int, stages: int, chunks: int, microbatches: int) -> list[Key]:
+    """What pass ``kind`` of chunk c, micro-batch i on stage s waits for: the previous virtual
+    stage's send (forward) or the next one's (backward)."""
+    p, m, last = stages, microbatches, chunks - 1
+    if kind == "F":
+        if s > 0:
+            return [("sendF", s - 1, c * m + i)]
+        return [("sendF", p - 1, (c - 1) * m + i)] if c > 0 else []
+    if s < p - 1:
+        return [("sendB", s + 1, c * m + i)]
+    return [("sendB", 0, (c + 1) * m + i)] if c < last else []
+
+
+def sends(kind: str, s: int, c: int, stages: int, chunks: int) -> bool:
+    """The pass hands its activations (forward) or their gradient (backward) to another virtual stage."""
+    if kind == "F":
+        return not (s == stages - 1 and c == chunks - 1)
+    return not (s == 0 and c == 0)
+
+
+def interleaved(stage: int, stages: int, chunks: int, microbatches: int) -> list[tuple[str, int, int]]:
+    """Megatron-LM's interleaved 1F1B order for ``stage``: ``(pass, chunk, micro-batch)``.
+
+    Forward k runs chunk ``(k // p) % v`` of micro-batch ``(k // (p v)) p + k % p``; the backward
+    passes take the chunks in reverse. Stage s warms up with ``2 (p - s - 1) + (v - 1) p``
+    forwards, then alternates, then drains (``forward_backward_pipelining_with_interleaving``).
+    """
+    total = microbatches * chunks
+    warmup = min(2 * (stages - stage - 1) + (chunks - 1) * stages, total)
+
+    def pick(k: int, backward: bool) -> tuple[int, int]:
+        group, within = divmod(k, stages * chunks)
+        chunk = within // stages
+        return (chunks - 1 - chunk if backward else chunk), group * stages + within % stages
+
+    order = [("F", *pick(k, False)) for k in range(warmup)]
+    for k in range(total - warmup):
+        order += [("F", *pick(warmup + k, False)), ("B", *pick(k, True))]
+    return order + [("B", *pick(k, True)) for k in range(total - warmup, total)]
+
+
+def topological(sequences: list[list[Step]]) -> tuple[list[Op], list[tuple[int, ...]]]:
+    """Merge the stages' programs into one issue order in which every op comes after what it waits for."""
+    placed: dict[Key, int] = {}
+    ordered: list[Op] = []
+    deps: list[tuple[int, ...]] = []
+    cursor = [0] * len(sequences)
+    total = sum(len(seq) for seq in sequences)
+    while len(ordered) < total:
+        progressed = False
+        for s, sequence in enumerate(sequences):
+            while cursor[s] < len(sequence):
+                op, needs, provides = sequence[cursor[s]]
+                if any(key not in placed for key in needs):
+                    break
+                deps.append(tuple(placed[key] for key in needs))
+                ordered.append(op)
+                if provides is not None:
+                    placed[provides] = len(ordered) - 1
+                cursor[s] += 1
+                progressed = True
+        if not progressed:  # a schedule bug, not a user mistake: say so
+            raise RuntimeError("parsim: the pipeline schedule waits on itself")
+    return ordered, deps

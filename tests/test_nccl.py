@@ -1,0 +1,156 @@
+"""NCCL's protocols and algorithms (``model.nccl`` through ``model.collectives``): hand-computed
+choices and times on tiny cases, and the invariants every choice keeps."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parsim.base.errors import ParsimError
+from parsim.hardware import registry
+from parsim.model import nccl
+from parsim.model.collectives import bus_bandwidth_Bps, collective
+
+US = 1e-6
+
+
+def node(cluster: str):
+    return registry.cluster_system(cluster, 1)
+
+
+def test_an_8_byte_all_reduce_on_8_h100_is_a_ring_with_ll():
+    # NCCL's constants: Ring/LL base 6.6 us + 14 steps x 0.6 us over NVLink = 15.0 us; LL carries
+    # half of NVLink 4's 375 GB/s, capped at Hopper's 141 GB/s: 8 B x 14/8 / 141 GB/s on top
+    timing = collective(node("dgx-h100"), "all_reduce", 8.0)
+    assert (timing.algorithm, timing.protocol) == ("ring", "ll")
+    assert timing.latency_s == pytest.approx(15.0 * US)
+    assert timing.bandwidth_s == pytest.approx(8.0 * 14 / 8 / 141e9)
+
+
+def test_a_large_all_reduce_on_8_h100_takes_nvls():
+    # NVLS: one switch round (25 us) and the buffer at 0.61 x NVLink 4's 450 GB/s peak
+    nbytes = 8 * 2**30
+    timing = collective(node("dgx-h100"), "all_reduce", nbytes)
+    assert (timing.algorithm, timing.protocol) == ("nvls", "simple")
+    assert timing.seconds == pytest.approx(25 * US + nbytes / (0.61 * 450e9))
+    busbw = bus_bandwidth_Bps("all_reduce", nbytes, timing.seconds, 8)
+    assert 470e9 < busbw < 481e9  # nccl-tests on DGX H100 / ND H200 v5: ~480 GB/s; a ring: ~375
+
+
+def test_a_named_protocol_is_priced_with_its_own_constants():
+    # Simple ring on 8 A100: 8.4 us + 14 steps x (3.4 + Ampere's 1.375) us; the whole 240 GB/s of NVLink 3
+    timing = collective(node("dgx-a100"), "all_reduce", 2**20, algorithm="ring", protocol="simple")
+    assert timing.latency_s == pytest.approx((8.4 + 14 * (3.4 + 1.375)) * US)
+    assert timing.bandwidth_s == pytest.approx(2**20 * 14 / 8 / 240e9)
+    ll128 = collective(node("dgx-a100"), "all_reduce", 2**20, algorithm="ring", protocol="ll128")
+    assert ll128.latency_s == pytest.approx((14.0 + 14 * (1.9 + 1.375)) * US)
+    assert ll128.bandwidth_s == pytest.approx(2**20 * 14 / 8 / (0.92 * 240e9))
+
+
+def test_the_ampere_hop_scale_agrees_with_the_a100_runs():
+    # LL: 6.6 us + 14 x (0.6 + 1.375) us (+ 14/8 of the buffer at Ampere's 87.7 GB/s LL cap): an 8-byte
+    # all-reduce within 10 % of SuperBench's 34.84 us, 1 MiB within 10 % of Azure's 36.22 GB/s
+    small = collective(node("dgx-a100"), "all_reduce", 8.0)
+    assert (small.algorithm, small.protocol) == ("ring", "ll")
+    assert small.latency_s == pytest.approx((6.6 + 14 * (0.6 + 1.375)) * US)
+    assert small.seconds == pytest.approx(34.84 * US, rel=0.10)
+    mib = collective(node("dgx-a100"), "all_reduce", 2**20)
+    assert mib.seconds == pytest.approx((6.6 + 14 * (0.6 + 1.375)) * US + 2**20 * 14 / 8 / 87.7e9)
+    assert bus_bandwidth_Bps("all_reduce", 2**20, mib.seconds, 8) == pytest.approx(36.22e9, rel=0.10)
+
+
+def test_without_peer_access_each_hop_is_staged_through_host_memory():
+    # 2 RTX 4090 on PCIe 4.0 (25 GB/s): half of it each way would be 12.5 GB/s, NCCL's SHM transport
+    # moves 4 GB/s; a 1 GiB ring through the host on Simple: 8.4 us + 2 steps x 2 PCIe crossings x
+    # 5.7 us, each GPU sending the buffer once
+    nbytes = 2**30
+    timing = collective(node("rtx4090-pcie-2x"), "all_reduce", nbytes, transport="host")
+    assert (timing.algorithm, timing.protocol) == ("ring", "simple")
+    assert timing.latency_s == pytest.approx((8.4 + 2 * 2 * 5.7) * US)
+    assert timing.bandwidth_s == pytest.approx(nbytes / 4.0e9)
+    assert nccl.staged_Bps(registry.link("pcie3-x16")) == pytest.approx(4.0e9)  # < 12.3 / 2
+    assert nccl.staged_Bps(attrs.evolve(registry.link("pcie3-x16"), bandwidth_Bps=6e9)) == pytest.approx(3e9)
+    assert nccl.staged_Bps(registry.link("pcie4-x16"), sharing=2) == pytest.approx(2.0e9)  # one switch
+    behind_switches = collective(node("rtx4090-pcie-4x"), "all_reduce", nbytes, transport="host")
+    assert behind_switches.bandwidth_s == pytest.approx(1.5 * nbytes / 2.0e9)  # 2 GPUs per switch
+    direct = collective(node("rtx4090-pcie-2x"), "all_reduce", nbytes)
+    assert direct.bandwidth_s == pytest.approx(nbytes / 25e9)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "kwargs", "message"),
+    [
+        ("dgx-a100", {"algorithm": "nvls"}, "'algorithm' nvls needs"),
+        ("rtx4090-pcie-4x", {"algorithm": "nvls"}, "'algorithm' nvls needs"),
+        ("rtx4090-pcie-4x", {"protocol": "ll128"}, "'protocol' ll128 does not run on pcie4-x16"),
+        ("dgx-h100", {"algorithm": "nvls", "protocol": "ll"}, "'protocol' must be simple or auto"),
+        ("dgx-h100", {"protocol": "ll256"}, "'protocol' must be one of auto, ll, ll128, simple: 'll256'"),
+        ("dgx-h100", {"transport": "pigeon"}, "'transport' must be one of p2p, host: 'pigeon'"),
+    ],
+)
+def test_impossible_choices_are_refused(cluster, kwargs, message):
+    with pytest.raises(ParsimError, match=message):
+        collective(node(cluster), "all_reduce", 2**20, **kwargs)
+
+
+def test_nvls_is_refused_for_other_collectives():
+    with pytest.raises(ParsimError, match="applies to all_reduce only"):
+        collective(node("dgx-h100"), "all_gather", 2**20, algorithm="nvls")
+
+
+CLUSTERS = ("dgx-a100", "dgx-h100", "dgx-b200", "rtx4090-pcie-4x", "azure-nd-gb200-v6", "mi300x-node")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cluster=st.sampled_from(CLUSTERS),
+    small=st.floats(1.0, 1e10),
+    factor=st.floats(1.0, 100.0),
+    protocol=st.sampled_from(("auto", "ll", "simple")),
+    transport=st.sampled_from(nccl.TRANSPORTS),
+)
+def test_time_grows_with_the_buffer_and_bus_bandwidth_stays_under_the_link(
+    cluster, small, factor, protocol, transport
+):
+    system = node(cluster)
+    if transport == "host" and system.ring_link.kind != "pcie":
+        transport = "p2p"  # staging through the host is for GPUs without a peer link
+    if system.ring_link.kind == "xgmi":
+        protocol = "auto"  # RCCL is priced on one protocol
+    a = collective(system, "all_reduce", small, protocol=protocol, transport=transport)
+    b = collective(system, "all_reduce", small * factor, protocol=protocol, transport=transport)
+    assert b.seconds >= a.seconds
+    busbw = bus_bandwidth_Bps("all_reduce", small * factor, b.seconds, system.gpus)
+    link = system.ring_link
+    if b.algorithm == "nvls":  # the switch reduces: bounded by NVLS' share of the peak, not the ring
+        ranks = system.gpus
+        assert busbw <= nccl.nvls_bandwidth_Bps(link) * 2 * (ranks - 1) / ranks * 1.0001
+        assert link.id in nccl.NVLS_EFFICIENCY and system.gpus >= nccl.NVLS_MIN_RANKS
+    else:
+        sharing = min(system.gpus_per_switch, system.gpus)
+        rate = link.bandwidth_Bps if transport == "p2p" else nccl.staged_Bps(system.host_link, sharing)
+        assert busbw <= rate * nccl.PROTOCOL_SHARE[b.protocol] * 1.0001
+
+
+def test_the_cli_takes_protocol_and_p2p(cli):
+    code, out, _ = cli("predict", "allreduce", "bytes=8", "--cluster", "dgx-h100")
+    assert code == 0 and "(LL protocol)" in out
+    code, out, _ = cli("predict", "allreduce", "bytes=1e9", "p2p=false", "--cluster", "rtx4090-pcie-2x")
+    assert code == 0 and "(Simple protocol)" in out
+    code, _, err = cli("predict", "allreduce", "bytes=8", "protocol=fast", "--cluster", "dgx-h100")
+    assert code == 2 and "protocol" in err
+    code, _, err = cli("predict", "allreduce", "bytes=8", "algorithm=nvls", "--cluster", "dgx-a100")
+    assert code == 2 and "'algorithm' nvls needs" in err
+
+
+def test_nvls_needs_five_gpus_of_an_nvswitch_board():
+    # issue #1455: forced NVLS on 2-4 H100 stays at the ring's bandwidth; from 5 GPUs it pays
+    from parsim.model.collectives import Group
+
+    system = node("dgx-h100")
+    assert collective(system, "all_reduce", 8 * 2**30, Group(5, 5)).algorithm == "nvls"
+    assert collective(system, "all_reduce", 8 * 2**30, Group(4, 4)).algorithm == "ring"
+    with pytest.raises(ParsimError, match=">= 5 in the group"):
+        collective(system, "all_reduce", 2**20, Group(4, 4), algorithm="nvls")
