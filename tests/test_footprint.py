@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import parsim
@@ -179,3 +181,34 @@ def test_no_module_rewrites_the_runtime_reserve():
         if "runtime_B(" in path.read_text() and path.parts[-2] != "stack"
     )
     assert callers == ["model/capacity.py", "model/footprint.py"]
+
+
+def test_offload_and_a_fused_loss_drop_the_checkpoints_and_the_log_probs_by_hand():
+    # gpt3-1.3b, 8 x 1024 tokens, full recompute: 24 layer inputs of tokens x 2048 x 2 B; the last
+    # stage adds the final norm (2 x tokens x 2048 x 2 B) and the logits (tokens x 50257 x 2 B) with
+    # float32 log-probabilities (x 4 B) unless XLA fuses the log-softmax into the loss
+    tokens, h, vocab = 8 * 1024, 2048, 50257
+    full = transformer_needs(GPT, 8, 1024, BF16, True, "adam", recompute="full")
+    assert full.activations_B == 24 * tokens * h * 2 + 2 * tokens * h * 2 + tokens * vocab * (2 + 4)
+    offloaded = transformer_needs(GPT, 8, 1024, BF16, True, "adam", recompute="full", offload=True)
+    assert offloaded.activations_B == 2 * tokens * h * 2 + tokens * vocab * (2 + 4)
+    fused = transformer_needs(
+        GPT, 8, 1024, BF16, True, "adam", recompute="full", offload=True, fused_loss=True
+    )
+    assert fused.activations_B == 2 * tokens * h * 2 + tokens * vocab * 2
+    assert fused.weights_B == full.weights_B and fused.workspace_B == full.workspace_B
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective"])
+def test_offload_needs_full_recompute(recompute):
+    with pytest.raises(ParsimError, match=f"'offload'.*recompute={recompute}"):
+        transformer_needs(GPT, 8, 1024, BF16, True, "adam", recompute=recompute, offload=True)
+
+
+@given(batch=st.integers(1, 8), seq=st.sampled_from([128, 512, 2048]))
+@settings(max_examples=20, deadline=None)
+def test_offload_never_needs_more_device_memory(batch, seq):
+    kept = transformer_needs(GPT, batch, seq, BF16, True, "adam", recompute="full")
+    moved = transformer_needs(GPT, batch, seq, BF16, True, "adam", recompute="full", offload=True)
+    assert moved.total_B < kept.total_B
+    assert kept.total_B - moved.total_B == GPT.layers * batch * seq * GPT.hidden * 2

@@ -7,7 +7,7 @@ import re
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parsim
@@ -17,7 +17,7 @@ from parsim.hardware.presets import PROCESSORS
 from parsim.hardware.specs import SystemSpec
 from parsim.model.issue import issue_s
 from parsim.model.kernel import choose, closed_form_s
-from parsim.model.library import GEMM, IMPLICIT_GEMM, WINOGRAD, candidates, gemm_tiling
+from parsim.model.library import GEMM, GEMV_ROWS, IMPLICIT_GEMM, WINOGRAD, candidates, gemm_tiling
 from parsim.model.rates import execution
 from parsim.stack.array_library import CUPY
 from parsim.workloads.base import Kernel
@@ -225,6 +225,24 @@ def test_small_gemms_take_small_tiles_or_split_k():
     assert small.rows * small.columns <= 64 * 64  # enough tiles to reach many of the 108 SMs
     skinny = tiling("a100-80gb", 64, 147, 1_000_000)  # a weight gradient reduced over many pixels
     assert skinny.split > 1
+
+
+@given(rows=st.integers(1, 600), columns=st.integers(64, 20_000))
+@settings(max_examples=40, deadline=None)
+def test_a_matrix_vector_tile_serves_only_products_thinner_than_a_gemm_tile(rows, columns):
+    # cuBLAS's gemv-like kernel (8-row tile) runs a product of a few rows; 32 rows or more run the
+    # GEMM tiles (a 35-row product is not five matrix-vector passes)
+    chosen = tiling("v100-sxm2", rows, columns, 2048)
+    if rows >= GEMV_ROWS:
+        assert chosen.rows >= GEMV_ROWS
+
+
+def test_a_35_row_product_pads_to_a_32_row_tile_on_a_v100():
+    # hand count: 35 rows in 32x32 tiles are 2 row tiles (64 padded rows) x ceil(8457/32) = 265
+    # column tiles = 530 outputs, as DeepBench's DeepSpeech 35x8457x2048 sgemm runs
+    chosen = tiling("v100-sxm2", 35, 8457, 2048)
+    assert (chosen.rows, chosen.columns, chosen.outputs) == (32, 32, 530)
+    assert (tiling("v100-sxm2", 8, 8457, 2048).rows, tiling("v100-sxm2", 8, 8457, 2048).columns) == (8, 128)
 
 
 def test_small_fp32_gemm_on_an_a100_takes_microseconds():

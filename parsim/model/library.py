@@ -43,6 +43,10 @@ from parsim.workloads.conv import FFT, GEMM, IMPLICIT_GEMM, WINOGRAD, ConvShape
 
 __all__ = ["FFT", "GEMM", "IMPLICIT_GEMM", "WINOGRAD", "candidates", "gemm_tiling", "lower"]
 
+GEMV_ROWS = 32
+"""[CUTLASS] the smallest GEMM threadblock tile's rows: a tile of fewer rows is a matrix-vector
+kernel, which the library runs only for a product of fewer rows than that."""
+
 CLEARLY_FASTER = 0.05
 """A smaller GEMM tile must save this share of the time to be chosen over a larger one."""
 
@@ -173,6 +177,10 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     )
     # a CPU BLAS blocks to the matrix's edge (its register micro-tile is a few rows): a matrix-vector
     # product is not padded to a square block
+    # a skinny tile (fewer rows than the smallest GEMM tile's 32: cuBLAS's matrix-vector kernels)
+    # serves only a product thinner than a GEMM tile; one of 32 rows or more runs the GEMM tiles,
+    # padded to their edge, as a DeepBench 35-row product shows (sgemm at ~0.4 of peak on a V100)
+    fitting = [(rows, columns) for rows, columns in fitting if rows >= GEMV_ROWS or m < GEMV_ROWS]
     shapes = fitting or [(min(spec.matmul_tile, m), min(spec.matmul_tile, n))]
     if spec.systolic_array is not None:  # XLA splits the (already padded) rows among the TensorCores
         shapes = [(min(m, systolic.round_up(m / spec.cores, systolic.ROWS)), n)]

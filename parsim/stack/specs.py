@@ -62,6 +62,9 @@ class FrameworkSpec:
             ``foreach`` Adam(W), eight multi-tensor passes over all the weights (80 bytes per weight).
         kernel_floor_s: the shortest time one of the framework's kernels holds the GPU (launch, grid
             ramp-up and drain), whatever little work it does; 0: the roofline alone.
+        fused_loss: the loss's log-softmax is fused into the cross-entropy (XLA), so the float32
+            log-probabilities beside the logits are never kept for the backward; False: PyTorch's
+            ``cross_entropy`` saves ``log_softmax``'s output.
         step_cycles: host CPU cycles to dispatch one whole compiled step (a jitted function's call:
             its arguments checked and the executable launched), paid once per step before its first
             op; 0 for frameworks that pay per operator instead.
@@ -100,6 +103,7 @@ class FrameworkSpec:
     kernel_floor_s: float = attrs.field(default=0.0, validator=within(0.0, 1e-3))
     fused_optimizer: bool = attrs.field(default=True, validator=boolean)
     step_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    fused_loss: bool = attrs.field(default=False, validator=boolean)
     decode_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     expert_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     weight_only_share: tuple[tuple[str, float], ...] = attrs.field(default=())

@@ -190,6 +190,11 @@ class DataParallelParams(_ModelParams):
         description="language models: activation recomputation (as network's): none, selective (the "
         "attention core) or full (FSDP runs such as MaxText's: zero=3 recompute=full)",
     )
+    offload: bool = Field(
+        False,
+        description="language models with recompute=full: keep each layer's checkpointed input in host "
+        "memory, not on the device (MaxText's remat_policy custom with decoder_layer_input: offload)",
+    )
     microbatches: int = Field(
         1,
         gt=0,

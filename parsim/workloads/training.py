@@ -307,8 +307,20 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
             )
             return forward, interleaved(parallel3d.recomputed(forward, recompute), backward)
 
+        # offload: the checkpoints cross the host link (d2h in the forward pass, h2d in the backward)
+        # on the copy engines while the matrix units work, as XLA's host offload schedules them; per
+        # step 2 x layers x tokens x hidden x 2 B, a few GB/s at most for MaxText's recipes: hidden
         footprint = transformer_needs(
-            config, shard, seq, numerics, True, optimizer, attention=params["attention"], recompute=recompute
+            config,
+            shard,
+            seq,
+            numerics,
+            True,
+            optimizer,
+            attention=params["attention"],
+            recompute=recompute,
+            fused_loss=stack.framework(params["framework"]).fused_loss,
+            offload=params.get("offload", False),
         )
         kinds = (("data", "copy"), *transformer_layers(config, True))
         return _ShardStep(

@@ -31,6 +31,7 @@ from __future__ import annotations
 import attrs
 
 from parsim.base.dtypes import itemsize
+from parsim.base.errors import ParsimError
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes
 from parsim.workloads.needs import MemoryNeeds
@@ -126,11 +127,15 @@ def transformer_needs(
     recompute: str = "none",
     attention: str = "flash",
     dropout: bool = False,
+    fused_loss: bool = False,
+    offload: bool = False,
     sequence_parallel: bool = False,
 ) -> MemoryNeeds:
     """One GPU's needs for a step of ``config`` over ``batch`` sequences of ``seq`` tokens
     (training: ``batch`` is the micro-batch; the fullest of ``pp`` stages), or for a forward pass
-    that keeps the KV cache of its ``seq`` tokens (inference)."""
+    that keeps the KV cache of its ``seq`` tokens (inference). ``fused_loss``: the log-softmax is
+    fused into the loss (XLA), no float32 log-probabilities kept; ``offload``: under full
+    recomputation each layer's checkpointed input lives in host memory, not on the device."""
     size, d, t = itemsize(numerics.dtype), config.hidden, tp
     tokens = batch * seq
     vocab, inner = config.vocab / t, (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t
@@ -146,6 +151,13 @@ def transformer_needs(
     per_layer = layer_activation_B(
         config, batch, seq, numerics.dtype, t, recompute, attention, dropout, sequence_parallel
     )
+    if offload:
+        if recompute != "full":
+            raise ParsimError(
+                f"'offload' keeps the checkpoints of recompute=full in host memory: recompute={recompute}"
+            )
+        per_layer = 0.0  # the layer inputs are copied to the host in the forward pass, back in the backward
+    log_probs = 0 if fused_loss else LOG_PROBS_B
     blocks = stage_layers(config, pp)
     fullest = MemoryNeeds()
     for stage in range(pp):
@@ -153,7 +165,7 @@ def transformer_needs(
         in_flight = min(pp - stage, microbatches)
         acts = len(blocks[stage]) * per_layer
         if last:  # the final norm's input and output, the logits and their float32 log-probabilities
-            acts += 2 * tokens * d * size + tokens * vocab * (size + LOG_PROBS_B)
+            acts += 2 * tokens * d * size + tokens * vocab * (size + log_probs)
         gradient = tokens * max(config.mlp_hidden / t, vocab if last else 0.0) * size  # the largest in flight
         needs = attrs.evolve(
             parameter_needs(
