@@ -53,9 +53,12 @@ NOT_MET_YET: dict[str, str] = {
     # published per-GPU throughput is flat from 8 to 128 GPUs (MPT-7B on A100 40GB: MFU 50.1-51.6 %)
     # and so is parsim's (prefetch 2 hides the gathers); the per-GPU step of eager/compiled PyTorch
     # models on H100 (MPT-7B: 46 % MFU measured, ~62 % predicted) and A100 runs below parsim's
-    # kernel rates. Missing: the compute-stream slowdown while NCCL kernels hold SMs (a cited
-    # channel count per NCCL version and GPU) and the single-GPU efficiency of these frameworks
-    "fsdp": "single-GPU kernel efficiency of PyTorch FSDP frameworks and NCCL's SM share not modelled",
+    # kernel rates. Missing: the single-GPU efficiency of these frameworks. NCCL's SM share cannot
+    # close it: parsim's gathers and reduce-scatters keep each GPU's NVLink busy 15 % (MPT-7B, DGX
+    # H100) and 9 % (DGX A100) of the step, so even 32 channels of 132 SMs slow compute <= 4 %. A
+    # sustained H100 SXM clock below boost would also move the NeMo DGX-H100 megatron rows (-9 to
+    # +12 % today) and the H100 serving rows (already slow): not a per-device fix either
+    "fsdp": "single-GPU kernel efficiency of PyTorch FSDP frameworks not modelled (NCCL SM share <= 4 %)",
     # issue 26 item 8: 19.9 % against 10 % (26.1 % before THNN's per-image GEMM, which took the six
     # Torch7 rows from 39.8 % to 12.9 %). Intel Neural Compressor's Xeon 8480+ rows (22 %) need the
     # clock under AVX-512 load with turbo on (VGG-16 at 59 ms an image on 4 cores is above the 2.0 GHz

@@ -307,6 +307,19 @@ def test_a_power_capped_t4_runs_long_gemms_below_boost():
     assert p.flops_per_s == pytest.approx(expected, rel=0.05)
 
 
+def test_the_250_w_a100_pcie_holds_948_mhz_on_gemms_and_full_hbm_bandwidth():
+    # The PCIe board is the SXM4 die at 250 W: a long FP16 GEMM runs at 948/1410 = 0.672 of the
+    # SXM4's rate (cutlass issue 956: 158 of 235 TFLOP/s), a large copy at the same HBM2 speed.
+    gemm = {"m": 8192, "n": 8192, "k": 8192, "dtype": "float16"}
+    pcie = parsim.predict("matmul", gemm, device="a100-pcie-40gb")
+    sxm = parsim.predict("matmul", gemm, device="a100-40gb")
+    assert pcie.flops_per_s / sxm.flops_per_s == pytest.approx(948 / 1410, rel=0.02)
+    copy = {"n": 2**28, "dtype": "float32"}
+    pcie_copy = parsim.predict("vector_add", copy, device="a100-pcie-40gb")
+    sxm_copy = parsim.predict("vector_add", copy, device="a100-40gb")
+    assert pcie_copy.latency_s == pytest.approx(sxm_copy.latency_s, rel=0.02)
+
+
 def test_tf32_on_a_gpu_without_it_says_so():
     p = parsim.predict("matmul", {"m": 1024, "n": 1024, "k": 1024, "math": "tf32"}, device="v100-sxm2")
     ieee = parsim.predict("matmul", {"m": 1024, "n": 1024, "k": 1024}, device="v100-sxm2")

@@ -25,6 +25,11 @@ Sources, abbreviated in the comments ([X] = github.com/X); [PG], [TK], [CS], [CU
   TFLOP/s with sparsity; FP64 tensor 60, FP32 60 TFLOP/s; 94 GB HBM3, 3.9 TB/s; NVLink bridge 600 GB/s).
 - [WP-A100] NVIDIA A100 datasheet, PCIe columns (40 GB HBM2 1,555 GB/s, 250 W; 80 GB HBM2e 1,935 GB/s,
   300 W; the SXM4 rates; NVLink bridge for two GPUs).
+- [CUT956] NVIDIA/cutlass issue 956 (2023-05-22): cutlass_profiler's FP16 tensor-op GEMM
+  3456x4096x8192 (cutlass_tensorop_s16816gemm_f16_256x128_32x3_nn_align8) on an A100-PCIE-40GB:
+  '~158T'; the same kernel and size reach 235138 GFLOP/s in
+  NVIDIA/cutlass@6fbc0d33800008d3180d3fefed4e1a653e5f72a0 media/docs/profiler.md (an A100 at its
+  1410 MHz boost): 158/235 = 0.67 of the boost rate.
 - [WP-L40S] NVIDIA L40S datasheet (FP32 91.6, TF32 183/366, FP16/BF16 362.05/733, FP8 733/1466,
   INT8 733/1466 TFLOP/s dense/sparse; 48 GB GDDR6 864 GB/s; PCIe Gen4 x16; no NVLink).
 - [WP-L4] NVIDIA L4 datasheet (FP32 30.3, TF32 120*, FP16/BF16 242*, FP8 485*, INT8 485* with
@@ -163,6 +168,10 @@ A100_PCIE_40GB = attrs.evolve(
         capacity_B=40 * GiB,  # [WP-A100] 40 GB HBM2
     ),
     peer_link=None,  # [WP-A100] the NVLink bridge joins pairs of PCIe boards only
+    # The 250 W board ([WP-A100]; SXM4: 400 W) cannot hold 1410 MHz through long tensor-core work:
+    # [CUT956] measures the same CUTLASS FP16 GEMM at 0.67 of the boost-clock figure; as a clock,
+    # 1410 MHz x 158/235 = 948 MHz. HBM2 bandwidth is unaffected (its clock is not power-scaled).
+    sustained_clock_Hz=948e6,
 )
 
 A100_PCIE_80GB = attrs.evolve(

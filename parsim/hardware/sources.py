@@ -38,7 +38,7 @@ SOURCES: dict[str, str] = {
     "b200": "HGX/DGX B200 datasheet; 148 SMs, 1965 MHz from nvidia-smi; bandwidth estimate",
     "gb200": "GB200 NVL72 datasheet; B200 die as b200; Azure ND GB200 v6 host link",
     "h100-nvl": "H100 datasheet (NVL column); bandwidth estimate",
-    "a100-pcie-40gb": "A100 datasheet (PCIe); gpu-benches A100 40GB stream triad",
+    "a100-pcie-40gb": "A100 datasheet (PCIe); gpu-benches A100 40GB triad; cutlass issue 956 (250 W clock)",
     "a100-pcie-80gb": "A100 datasheet (PCIe); bandwidth estimate from A100 80GB SXM",
     "l40s": "L40S datasheet; gpu-benches L40 stream and latency",
     "a10g": "GA102 whitepaper rates (estimate); Baseten A10 vs A10G; A10 copy",
