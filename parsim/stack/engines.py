@@ -87,11 +87,16 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             cuda_graph,
             id="vllm",
             name="vLLM 0.8+ (V1 engine: CUDA graphs, paged attention)",
-            # fitted once on the vLLM 0.8.3 rows (Llama 3.3 70B, 8x A100 40GB, 1-16 requests/s):
-            # its API server, tokeniser and detokeniser per request (7.7 ms at 2.6 GHz) and its
-            # scheduler and input preparation per step (1.2 ms), which the GPU waits for
+            # fitted once on the vLLM 0.8.3 rows (Llama 3.3 70B, 8x A100 40GB, 1-16 requests/s; the
+            # 4 and 16 requests/s runs with cached_prefix=1: they replay the 1 request/s run's prompts
+            # on the same server, whose prefix cache still holds them): its API server, tokeniser and
+            # detokeniser per request (7.7 ms at 2.6 GHz), and per step its scheduler, the broadcast
+            # of the step to the 8 worker processes and their input preparation (3.8 ms) plus 77 us
+            # per running sequence (the published ITLs grow from 20 to 25 ms as 1 to 16 sequences
+            # run), which the GPU waits for (no asynchronous scheduling in 0.8)
             request_cycles=2e7,
-            serve_step_cycles=3e6,
+            serve_step_cycles=1e7,
+            serve_sequence_cycles=2e5,
         ),
         attrs.evolve(
             cuda_graph,
