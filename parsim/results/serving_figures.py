@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from parsim import stack
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib
 from parsim.hardware.specs import SystemSpec
@@ -125,8 +126,10 @@ def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction
     params: dict[str, Any] = dict(workload.params)
     batch, output = params["batch"], params["output"]
     ends = phase_ends(prediction)
-    first_token = ends["prefill"]
-    per_token = ends.get("decode", first_token) - first_token
+    per_token = ends.get("decode", ends["prefill"]) - ends["prefill"]
+    # the engine's offline runtime sets each generate() call up and syncs its first token back
+    call_s = stack.framework(str(params.get("framework", "cuda-graph"))).call_s(system.host.clock_Hz)
+    first_token = ends["prefill"] + call_s
     e2e = first_token + (output - 1) * per_token
     config = llm(params["model"])
     return ServingMetrics(

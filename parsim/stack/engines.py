@@ -82,16 +82,31 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
         attrs.evolve(eager, id="hf", name="Hugging Face transformers generate() (eager PyTorch)"),
         # TensorRT-LLM and vLLM: their GEMVs stream at the device's achievable bandwidth (the
         # published TensorRT-LLM 0.5/0.6 and vLLM 0.7.3 rows are within a few % without a share)
-        attrs.evolve(cuda_graph, id="tensorrt-llm", name="TensorRT-LLM (compiled engine, CUDA graphs)"),
+        attrs.evolve(
+            cuda_graph,
+            id="tensorrt-llm",
+            name="TensorRT-LLM (compiled engine, CUDA graphs)",
+            # fitted once on the TensorRT-LLM 0.5 and 0.9 first-token rows (gptSessionBenchmark, batch
+            # 1, output 1, A100 FP16: 7B, Mistral 7B and 70B at 128 and 2048 input tokens): every
+            # 128-token row sits 3-10 ms above its prefill, a fixed cost of the GptSession's
+            # generate() call (buffers set up, inputs copied, the decoder layer set up, the first
+            # token synchronised back): 4.6 ms at 2.6 GHz
+            call_cycles=1.2e7,
+        ),
         attrs.evolve(
             cuda_graph,
             id="vllm",
             name="vLLM 0.8+ (V1 engine: CUDA graphs, paged attention)",
-            # fitted once on the vLLM 0.8.3 rows (Llama 3.3 70B, 8x A100 40GB, 1-16 requests/s):
-            # its API server, tokeniser and detokeniser per request (7.7 ms at 2.6 GHz) and its
-            # scheduler and input preparation per step (1.2 ms), which the GPU waits for
+            # fitted once on the vLLM 0.8.3 rows (Llama 3.3 70B, 8x A100 40GB, 1-16 requests/s; the
+            # 4 and 16 requests/s runs with cached_prefix=1: they replay the 1 request/s run's prompts
+            # on the same server, whose prefix cache still holds them): its API server, tokeniser and
+            # detokeniser per request (7.7 ms at 2.6 GHz), and per step its scheduler, the broadcast
+            # of the step to the 8 worker processes and their input preparation (3.8 ms) plus 77 us
+            # per running sequence (the published ITLs grow from 20 to 25 ms as 1 to 16 sequences
+            # run), which the GPU waits for (no asynchronous scheduling in 0.8)
             request_cycles=2e7,
-            serve_step_cycles=3e6,
+            serve_step_cycles=1e7,
+            serve_sequence_cycles=2e5,
         ),
         attrs.evolve(
             cuda_graph,

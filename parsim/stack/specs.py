@@ -87,6 +87,9 @@ class FrameworkSpec:
         request_cycles: host CPU cycles of a serving engine's own work per request outside the
             steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
             part of the request's time to first token.
+        call_cycles: host CPU cycles of one generate() call of an engine's offline runtime outside
+            its kernels (its buffers set up, the prompt copied in, the sampling layer set up, the
+            first token synchronised back), part of ``llm_serve``'s time to first token.
     """
 
     id: str = attrs.field(validator=text)
@@ -111,6 +114,7 @@ class FrameworkSpec:
     serve_step_cycles: float = attrs.field(default=0.0, validator=non_negative)
     serve_sequence_cycles: float = attrs.field(default=0.0, validator=non_negative)
     request_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    call_cycles: float = attrs.field(default=0.0, validator=non_negative)
 
     def decode_bandwidth_share(self, expert: bool, weights: str) -> float:
         """The memory-bandwidth share of one of this engine's decode matrix kernels: an expert's
@@ -137,6 +141,10 @@ class FrameworkSpec:
     def request_s(self, host_clock_Hz: float) -> float:
         """Host seconds of per-request serving work in the time to first token, at ``host_clock_Hz``."""
         return self.request_cycles / host_clock_Hz
+
+    def call_s(self, host_clock_Hz: float) -> float:
+        """Host seconds of one offline generate() call outside its kernels, at ``host_clock_Hz``."""
+        return self.call_cycles / host_clock_Hz
 
     def step_host_s(self, host_clock_Hz: float) -> float:
         """Host seconds to dispatch one compiled step at ``host_clock_Hz``."""

@@ -78,6 +78,12 @@ class LlmLoadParams(ParamsModel):
         1, ge=1, le=64, description="continuous: decode steps per scheduling (vLLM --num-scheduler-steps)"
     )
     block: int = Field(16, gt=0, le=4096, description="tokens per KV-cache block")
+    cached_prefix: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of each prompt in the prefix cache on arrival (1: a rerun of the same prompts)",
+    )
     slo_ttft: float | None = Field(None, gt=0, le=3600, description="time-to-first-token SLO (s)")
     slo_tpot: float | None = Field(None, gt=0, le=3600, description="time-per-output-token SLO (s)")
     disaggregated: str | None = Field(

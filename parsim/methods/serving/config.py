@@ -23,6 +23,13 @@ admitted running request, whose blocks are freed and whose prompt and tokens so 
 recomputed later (vLLM's recompute preemption) — counted, never lost. A request longer than the
 whole cache is refused at arrival and reported.
 
+Automatic prefix caching (vLLM's, on by default from the V1 engine, 0.8): a KV block is kept by
+the hash of its tokens after its request ends, so a prompt whose leading blocks were computed
+before (a shared system prompt, a conversation's earlier turns, a benchmark's rerun of the same
+prompts on a warm server) starts with those tokens cached and computes only the rest.
+``cached_prefix`` is the share of each prompt found so (``prefix_hits``: whole blocks, never the
+last token); a preempted request recomputes everything (``_preempt``).
+
 ``replicas`` copies of the model each run their own scheduler behind one router: ``round_robin``
 (request i to replica i mod R) or ``least_loaded`` (the replica with the fewest requests waiting or
 running at the arrival).
@@ -37,6 +44,8 @@ import math
 from typing import Protocol
 
 import attrs
+import numpy as np
+import numpy.typing as npt
 
 from parsim.base.errors import ParsimError, field_error
 
@@ -90,6 +99,7 @@ class ServerConfig:
     slo_tpot_s: float | None = None
     disaggregated: tuple[int, int] | None = None
     multi_step: int = 1
+    cached_prefix: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         for name, most in INTEGERS.items():
@@ -102,6 +112,10 @@ class ServerConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
                 raise field_error(name, ">= 0 seconds", value)
+        if isinstance(self.cached_prefix, bool) or not (
+            isinstance(self.cached_prefix, (int, float)) and 0 <= self.cached_prefix <= 1
+        ):
+            raise field_error("cached_prefix", "a share of the prompt in 0..1", self.cached_prefix)
         if self.scheduler not in SCHEDULERS:
             raise field_error("scheduler", f"one of {', '.join(SCHEDULERS)}", self.scheduler)
         if self.router not in ROUTERS:
@@ -114,6 +128,11 @@ class ServerConfig:
                 f"scheduler=continuous on replicas, not disaggregated: multi_step={self.multi_step}, "
                 f"scheduler={self.scheduler}"
             )
+        if self.cached_prefix > 0 and (self.scheduler == "static" or self.disaggregated is not None):
+            raise ParsimError(
+                f"'cached_prefix' (prefix caching) needs scheduler=continuous or chunked on replicas, "
+                f"not static or disaggregated: cached_prefix={self.cached_prefix}, scheduler={self.scheduler}"
+            )
         if self.disaggregated is not None:
             check_disaggregated(self.disaggregated, self.scheduler, self.replicas)
 
@@ -121,6 +140,16 @@ class ServerConfig:
     def instances(self) -> int:
         """Model instances, each with its own KV cache: the replicas, or P + D disaggregated."""
         return self.replicas if self.disaggregated is None else sum(self.disaggregated)
+
+    def prefix_hits(self, prompt: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Tokens of each prompt the prefix cache already holds on arrival: the whole blocks of its
+        ``cached_prefix`` share (only a full block has a hash), and never the last token, which the
+        engine computes to sample the first output (vLLM V1 recomputes the last block of a prompt
+        that hits entirely)."""
+        if self.cached_prefix == 0:
+            return np.zeros_like(prompt)
+        share = np.floor(self.cached_prefix * prompt / self.block).astype(np.int64) * self.block
+        return np.minimum(share, (prompt - 1) // self.block * self.block)
 
     def blocks(self, tokens: int) -> int:
         """Blocks that hold ``tokens`` cached tokens."""

@@ -97,6 +97,7 @@ def server(params: dict[str, Any], system: SystemSpec) -> ServerConfig:
         slo_tpot_s=params.get("slo_tpot"),
         disaggregated=parse_disaggregated(params["disaggregated"]) if params.get("disaggregated") else None,
         multi_step=int(params.get("multi_step", 1)),
+        cached_prefix=float(params.get("cached_prefix", 0.0)),
     )
     # the activations reserved are those of the largest prefill one step runs (vLLM profiles one)
     largest = config.chunk if scheduler == "chunked" else config.max_prefill_tokens

@@ -86,9 +86,9 @@ class _Simulation:
         self.prompt = stream.prompt_tokens.astype(np.int64)
         self.output = stream.output_tokens.astype(np.int64)
         self.generated = np.zeros(n, dtype=np.int64)
-        self.cached = np.zeros(n, dtype=np.int64)
+        self.cached = config.prefix_hits(self.prompt)  # the prefix cache's hits (config)
         self.held = np.zeros(n, dtype=np.int64)
-        self.prefill_left = self.prompt.copy()
+        self.prefill_left = self.prompt - self.cached
         self.first_token = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
         self.admitted = np.full(n, np.nan)
@@ -131,7 +131,7 @@ class _Simulation:
         taken: list[int] = []
         while replica.waiting and replica.running.size + len(taken) < config.max_batch:
             i = replica.waiting[0]
-            need = config.blocks(int(self.prefill_left[i]))
+            need = config.blocks(int(self.cached[i] + self.prefill_left[i]))
             if need > replica.free or tokens >= budget:
                 break
             if whole and taken and tokens + self.prefill_left[i] > budget:
