@@ -48,6 +48,21 @@ def test_no_published_run_is_refused(compared):
 # Known gaps (issue 14), kept visible: each fails today and the xfail is strict, so meeting the
 # target makes the test fail until the class leaves this list.
 NOT_MET_YET: dict[str, str] = {
+    # issue 26 lowered every target to 10 %. Single-GPU training at 14.3 %: PyTorch AMP runs on
+    # Ampere/Hopper predicted too fast (+15 to +50 %, Lambda's H100 ResNet-50 at batch 1280 worst)
+    # and 2016 Torch7/cuDNN 5.1 runs on a GTX 1080 too slow (-26 to -43 %, forward passes as well)
+    "training": "framework-level kernel efficiency of PyTorch AMP on Hopper; 2016 cuDNN 5.1 rates",
+    # GEMM/conv at 12.4 %: DeepBench's 5x5 FP32 convolution on a V100 (-40 %: cuDNN's FFT
+    # algorithm), the T4 FP32 skinny GEMM (-34 %), the H100 PCIe FP16 GEMM (-22 %: its 350 W cap)
+    "kernel": "cuDNN's FFT convolutions and the H100 PCIe's power-capped clock not modelled",
+    # nccl-tests at 10.9 %: MI300X at 1 MiB is +57 % (the measured curve implies ~70 us of fixed cost,
+    # RCCL's own tuner table says 46 us), the A100 64-256 MB plateau (NCCL 2.18's LL128) is not
+    # reproduced (Azure +25-28 %), GB200 forced-ring rows +10-24 % (~690 GB/s measured, nvlink5 750)
+    "collective": "RCCL's measured fixed cost, NCCL 2.18's LL128 rate and NVLink 5's achieved rate",
+    # serving at 14.1 % (P50 15.0 %, P99 9.1 %): SGLang on 4x H200 at 8 req/s (random lengths)
+    # predicted far too fast (-68 % e2e P50) and vLLM 0.8.3's time to first token at 16 req/s short
+    # (P50 -18 %, P99 -42 %: its single API-server process queueing under load, not modelled)
+    "serving": "the API server's own queue under load and SGLang's behaviour near saturation on H200",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan, fms-fsdp; 8 to 128 A100/H100): ~16 %
     # against 10 %, every row optimistic (+2 to +35 %). The FSDP schedule is not the gap: the
     # published per-GPU throughput is flat from 8 to 128 GPUs (MPT-7B on A100 40GB: MFU 50.1-51.6 %)

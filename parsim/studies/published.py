@@ -48,22 +48,24 @@ from parsim.studies import pipeline_extrapolation
 SCHEMA = "parsim.studies.published/1"
 
 CLASSES: dict[str, tuple[str, float]] = {
-    "training": ("single-GPU training throughput", 0.15),
-    "inference": ("inference throughput, batch 1 to 256", 0.10),  # issue 26: every class <= 10 %
-    "kernel": ("GEMM / convolution kernels", 0.15),
+    # issue 26: every class <= 10 % (multi-GPU scaling keeps its stricter 5 %; multi-node scaling is
+    # in points of efficiency)
+    "training": ("single-GPU training throughput", 0.10),
+    "inference": ("inference throughput, batch 1 to 256", 0.10),
+    "kernel": ("GEMM / convolution kernels", 0.10),
     "copy": ("host<->device and device copies", 0.10),
     "scaling": ("multi-GPU scaling efficiency", 0.05),
-    "cpu": ("CPU training/inference", 0.10),  # issue 26: every class <= 10 %
-    "transformer-training": ("transformer training throughput", 0.10),  # issue 26: every class <= 10 %
-    "llm-decode": ("LLM decode tokens/s", 0.20),
-    "llm-ttft": ("LLM time to first token", 0.25),
-    "collective": ("nccl-tests all-reduce bus bandwidth", 0.15),
+    "cpu": ("CPU training/inference", 0.10),
+    "transformer-training": ("transformer training throughput", 0.10),
+    "llm-decode": ("LLM decode tokens/s", 0.10),
+    "llm-ttft": ("LLM time to first token", 0.10),
+    "collective": ("nccl-tests all-reduce bus bandwidth", 0.10),
     "collective-small": ("nccl-tests small all-reduce (8 B to 1 MB)", 0.10),
     "tp-pcie": ("all-reduce over PCIe without NVLink (P2P on/off)", 0.10),
     "cluster-scaling": ("multi-node scaling efficiency (points)", 0.10),
-    "megatron": ("Megatron-LM GPT TFLOP/s per GPU", 0.15),
-    "serving": ("LLM serving under load (P50/P99 latency)", 0.25),
-    "tpu-training": ("TPU slice training throughput (MaxText recipes)", 0.20),
+    "megatron": ("Megatron-LM / NeMo GPT training (TFLOP/s, tokens/s, step time per GPU)", 0.10),
+    "serving": ("LLM serving under load (P50/P99 latency)", 0.10),
+    "tpu-training": ("TPU slice training throughput (MaxText recipes)", 0.10),
     "fsdp": ("FSDP / ZeRO-3 LLM training throughput", 0.10),
 }
 """Each class: what it holds and its MAPE target (for a ``POINTS`` class: mean absolute error in
