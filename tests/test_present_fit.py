@@ -68,15 +68,9 @@ def reaching_out(fig) -> list[str]:
     return out
 
 
-# their rotated crossover labels run past the top: the crossover marker is app1's issue 27 item 5
-CROSSOVER_LABEL = ("gpu_offload_crossover", "llm_kv_cache")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", lessons.names())
 def test_every_presented_lesson_figure_fits_the_slide(name):
-    if name in CROSSOVER_LABEL:
-        pytest.xfail("the rotated crossover label runs past the top (the marker is issue 27 item 5's)")
     result = run_scenario(load_scenario(name))
     with presentation():
         fig = plots.scenario(result)

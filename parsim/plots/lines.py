@@ -14,6 +14,16 @@ MARKER_Z = 1.5
 """Where crossover markers are drawn: above the grid, under the curves (lines are at 2)."""
 
 
+def _axes_share(ax, value: float, log_x: bool) -> float:
+    """Where ``value`` sits across the x axis, 0 at the left edge and 1 at the right."""
+    import math
+
+    low, high = ax.get_xlim()
+    if log_x and low > 0 and value > 0:
+        return (math.log(value) - math.log(low)) / (math.log(high) - math.log(low))
+    return (value - low) / (high - low) if high != low else 0.5
+
+
 @styled
 def sweep_lines(
     series: dict[str, tuple[list, list]],
@@ -41,14 +51,18 @@ def sweep_lines(
     for value, winner, _loser in crossovers:
         # drawn under the curves (zorder below the lines' 2), without a box: a marker never hides a line
         ax.axvline(float(value), color="black", linestyle="--", alpha=0.5, linewidth=1, zorder=MARKER_Z)
+        # read across, not rotated (a rotated label as long as the plot is tall leaves the slide at
+        # 1.5x type), at the foot of the line (the legend takes a top corner), on its roomier side
+        right = _axes_share(ax, float(value), log_x) > 0.5
         ax.annotate(
-            f"{winner} wins from {count(float(value))}",
-            (float(value), 0.92),
+            f"{winner}\nwins from {count(float(value))}",
+            (float(value), 0.03),
             xycoords=("data", "axes fraction"),
+            xytext=(-4 if right else 4, 0),
+            textcoords="offset points",
             fontsize="small",
-            rotation=90,
-            ha="right",
-            va="top",
+            ha="right" if right else "left",
+            va="bottom",
             color="dimgrey",
             zorder=MARKER_Z,
         )
