@@ -1,8 +1,6 @@
 """Learn and Measure for a class (issue 13): the bottleneck sentence per Flynn mode, lessons by URL,
 "Measure it here" beside the prediction for this machine, a saved calibration, a fast Measure page."""
 
-import time
-
 import attrs
 import pytest
 
@@ -157,9 +155,7 @@ def test_measure_page_opens_on_the_shipped_published_comparison_without_predicti
         raise AssertionError("the published set was predicted on open")
 
     monkeypatch.setattr("parsim.app.measure_page.cached_published", refuse)
-    started = time.perf_counter()
-    at = app("measure")
-    assert time.perf_counter() - started < 30  # (AppTest's own start dominates; bench_app times it)
+    at = app("measure")  # its speed is timed by benchmarks/bench_app.py, not asserted here
     assert not at.exception
     summary = next(f.value for f in at.dataframe if "MAPE" in f.value.columns)
     shipped = load_snapshot()

@@ -83,7 +83,6 @@ def one_error_line(err: str) -> str:
 
 def test_a_wait_is_announced_once_with_the_holder_and_gives_up_in_one_line(cli, holder):
     other = holder()
-    started = time.monotonic()
     code, out, err = cli("measure", "vector_add", "n=1e4", *FAST, "--lock-timeout", "0.3")
     assert code == 2 and out == ""
     assert err.count("waiting for another measurement on this machine") == 1
@@ -91,7 +90,6 @@ def test_a_wait_is_announced_once_with_the_holder_and_gives_up_in_one_line(cli, 
     error = one_error_line(err)
     assert f"(pid {other.pid}) still holds" in error and "after a wait of 0.3 s" in error
     assert err.strip().splitlines() == [err.strip().splitlines()[0], error]  # the note, then the error
-    assert time.monotonic() - started < 10
 
 
 def test_a_measurement_waits_for_the_other_then_runs(cli, holder):
@@ -122,10 +120,9 @@ def test_refusals_come_before_the_lock(cli, holder, monkeypatch, args, expected)
 
     monkeypatch.setattr(backends, "host_free_memory_B", lambda: 1e6)  # 1 MB free: n=1e6 is refused
     holder()
-    started = time.monotonic()
     code, _, err = cli("measure", *args, "--lock-timeout", "60")
     assert code == 2 and expected in one_error_line(err)
-    assert "waiting" not in err and time.monotonic() - started < 10  # not a minute behind the lock
+    assert "waiting" not in err  # refused before the lock: never queued behind its holder
 
 
 def test_calibrate_and_validate_wait_for_the_lock_too(cli, holder, tmp_path):
@@ -304,10 +301,9 @@ def no_validation(monkeypatch):
     ],
 )
 def test_validate_refuses_anything_but_this_machines_file(cli, tmp_path, no_validation, make, expected):
-    started = time.monotonic()
     code, _, err = cli("validate", "--device", str(make(tmp_path)))
     assert code == 2 and expected in one_error_line(err), err
-    assert no_validation == [] and time.monotonic() - started < 10
+    assert no_validation == []  # refused before any measurement ran
 
 
 def test_validate_accepts_this_machines_file_even_under_another_host_name(cli, tmp_path, no_validation):
