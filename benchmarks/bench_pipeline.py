@@ -5,10 +5,11 @@ median of ``--repeats`` cold runs (parsim's caches cleared first) unless it says
 the path issue 28 replaced, measured in the same run so that a loaded machine inflates both
 alike (the targets are for a quiet 2-core machine):
 
-- the largest published Megatron row (1T parameters, 64 stages x 512 micro-batches): A the full
-  event simulation, B three short steps (``studies.pipeline_extrapolation``); target <= 1 s;
+- the largest published Megatron row (1T parameters, 64 stages x 512 micro-batches), the full
+  event simulation (the three-short-steps form was withdrawn: ``studies.pipeline_extrapolation``);
+  target <= 1 s;
 - ``parsim splits`` of 1,024 GPUs for GPT-3 175B (target <= 5 s, <= 500 MB) and of 16,384
-  (target <= 30 s): A each split's full simulation, B the extrapolation;
+  (target <= 30 s);
 - a prediction cache hit against a miss (target: a hit <= 1 % of a miss);
 - a 1,024-GPU training step with the cyclic collector paused (B) or left on (A).
 """
@@ -25,7 +26,7 @@ from unittest import mock
 
 from parsim.base import collector
 from parsim.methods.predict import clear_caches, predict
-from parsim.studies import pipeline_extrapolation, published, splits
+from parsim.studies import published, splits
 from parsim.studies.published import load_rows
 
 GPT3 = {"model": "gpt3-175b", "train": True, "dtype": "float16", "optimizer": "adam", "recompute": "full"}
@@ -40,13 +41,6 @@ def median_s(run: Callable[[], object], repeats: int) -> float:
         run()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-@contextlib.contextmanager
-def full_simulation() -> Iterator[None]:
-    """Path A: no extrapolation, every step simulated in full."""
-    with mock.patch.object(pipeline_extrapolation, "short_counts", lambda params: None):
-        yield
 
 
 @contextlib.contextmanager
@@ -71,7 +65,7 @@ def line(label: str, a: float | None, b: float, target: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--skip-slow", action="store_true", help="no one-core A/B of the 1,024-GPU search")
+    parser.add_argument("--skip-slow", action="store_true", help="no search of 16,384 GPUs")
     args = parser.parse_args()
     n = args.repeats
     rows = {row.id: row for row in load_rows()}
@@ -80,15 +74,8 @@ def main() -> None:
     print(f"{'figure (seconds unless named)':58} {'A before':>9} {'B now':>9}   target")
 
     one_t = rows["sc21-t1-1t"]
-    b = median_s(lambda: published.predicted(one_t), n)
-    with full_simulation():
-        a = median_s(lambda: published.predicted(one_t), 1)  # tens of seconds: once
-    line(
-        "published row sc21-t1-1t (1T, pp 64 x 512 micro-batches; A once)",
-        a,
-        b,
-        "<= 1 s",
-    )
+    b = median_s(lambda: published.predicted(one_t), 1)  # tens of seconds: once
+    line("published row sc21-t1-1t (1T, pp 64 x 512 micro-batches; once)", None, b, "<= 1 s")
 
     def search(nodes: int) -> Callable[[], object]:
         return lambda: splits.split_table({**GPT3, "batch": 1536, "nodes": nodes}, "dgx-a100", budget=None)
@@ -97,14 +84,9 @@ def main() -> None:
     memory = peak_mb()
     line("splits of 1,024 GPUs, GPT-3 175B batch 1536, every core", None, b, "<= 5 s")
     print(f"{'  peak memory, MB (this process or a worker)':58} {'':9} {memory:9.0f}   <= 500 MB")
-    if not args.skip_slow:  # one core: a patch reaches no spawned worker
-        with mock.patch.object(splits.os, "cpu_count", lambda: 1):
-            b = median_s(search(128), 1)
-            with full_simulation():
-                a = median_s(search(128), 1)
-        line("splits of 1,024 GPUs on one core, one run each", a, b, "(A vs B, same core)")
-    b = median_s(search(2048), max(1, n // 5))
-    line("splits of 16,384 GPUs, GPT-3 175B batch 1536 (median of n/5)", None, b, "<= 30 s")
+    if not args.skip_slow:
+        b = median_s(search(2048), max(1, n // 5))
+        line("splits of 16,384 GPUs, GPT-3 175B batch 1536 (median of n/5)", None, b, "<= 30 s")
 
     for label, miss_args in (
         ("ResNet-50 training step b=32", ("network", {"model": "resnet50", "batch": 32, "train": True})),

@@ -43,7 +43,6 @@ from parsim.hardware import registry
 from parsim.hardware.slices import slice_of, throughput_mode
 from parsim.hardware.specs import ProcessorSpec
 from parsim.methods.predict import predict
-from parsim.studies import pipeline_extrapolation
 
 SCHEMA = "parsim.studies.published/1"
 
@@ -211,13 +210,6 @@ def predicted(row: Row) -> float:
         ParsimError: parsim refuses the configuration (which, for a published row, is a failure).
     """
     if row.device in registry.cluster_ids():  # a row measured on nodes of a cluster
-        if _long_pipeline(row):  # its step's figures from three short ones, the simulation's to 1e-9
-            figures = pipeline_extrapolation.step_figures(row.params, row.device)
-            if row.metric == "megatron_tflops_per_gpu":
-                return megatron_flops(row.params) / figures["step_s"] / _gpus(row) / 1e12
-            if row.metric == "tokens_per_s_per_gpu":
-                return figures["tokens_per_s"] / _gpus(row)
-            return figures["step_s"]
         p = predict(row.workload, row.params, cluster=row.device)
         if row.metric == "megatron_tflops_per_gpu":
             return megatron_flops(row.params) / p.latency_s / p.gpus / 1e12
@@ -245,20 +237,6 @@ def predicted(row: Row) -> float:
     if row.metric == "bytes_per_s":
         return p.transfer_bytes / device_s
     return p.latency_s
-
-
-def _long_pipeline(row: Row) -> bool:
-    """A 3D-parallel row whose metric is a step figure and whose pipeline is long enough for
-    ``pipeline_extrapolation`` (a deep pipeline of hundreds of micro-batches simulates in seconds)."""
-    metrics = ("megatron_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
-    if row.workload != "network" or row.metric not in metrics or "microbatches" not in row.params:
-        return False
-    return pipeline_extrapolation.short_counts(row.params) is not None
-
-
-def _gpus(row: Row) -> int:
-    """The GPUs of a cluster row: ``nodes`` of the cluster's nodes."""
-    return registry.cluster(row.device).gpus_per_node * int(row.params.get("nodes", 1))
 
 
 def megatron_flops(params: dict) -> float:

@@ -118,7 +118,7 @@ def _table(
     if budget is not None:
         passes = sum(pipeline_extrapolation.simulated_passes(split) for split in fitting)
         what = f"splits: pp x microbatches summed over the {len(fitting)} fitting splits"
-        budget.check(passes, "split_passes", what + " (a long pipeline counts its three short steps)")
+        budget.check(passes, "split_passes", what)
     figures = iter(_predict_all(fitting, spec, method))
     rows = [attrs.evolve(row, **next(figures)) if row.fits else row for row in rows]
     timed = [row for row in rows if row.step_s is not None]
@@ -132,8 +132,7 @@ FIGURES = pipeline_extrapolation.FIGURES
 
 
 def _figures(split: dict[str, Any], spec: ClusterSpec, method: str) -> dict[str, float]:
-    """A split's figures (counted against the budget above): a long pipeline's from three short
-    steps (``pipeline_extrapolation``), exactly the event simulation's."""
+    """A split's figures (counted against the budget above): its event simulation's."""
     return pipeline_extrapolation.step_figures(split, spec, method)
 
 
