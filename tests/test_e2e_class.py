@@ -113,9 +113,16 @@ def test_a_45_minute_class(classroom):
     tables = home.locator("[data-testid='stDataFrame']").count()
     home.get_by_role("button", name="Measure it here").first.click()
     deadline = time.monotonic() + 180
-    while home.locator("[data-testid='stDataFrame']").count() <= tables and time.monotonic() < deadline:
+
+    def measuring() -> bool:  # no table yet, or a run's progress bar still showing
+        grown = home.locator("[data-testid='stDataFrame']").count() > tables
+        return not grown or home.locator("[data-testid='stProgress']").count() > 0
+
+    while measuring() and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert home.locator("[data-testid='stDataFrame']").count() == tables + 1
+    # the measured-vs-predicted table when every run is done (the cases this machine cannot run,
+    # its T4, are said in a line)
+    assert not measuring()
     wait_idle(home)
     no_exception(home)
     shot(home, "class-01b-cpu-latency-gpu-throughput")
