@@ -884,7 +884,7 @@ def test_crossovers_name_overtaking_and_falling_behind():
         {"case": ["cpu"] * 4 + ["gpu"] * 4, "x": [1, 2, 3, 4] * 2, "latency_s": [5] * 4 + [9, 4, 4, 6]}
     )
     frame.attrs["grid"] = ["x"]
-    marked = [t.get_text() for t in parsim.plots.sweep(frame, x="x").axes[0].texts]
+    marked = [" ".join(t.get_text().split()) for t in parsim.plots.sweep(frame, x="x").axes[0].texts]
     assert marked == ["gpu wins from 2", "cpu wins from 4"]
 
 

@@ -211,8 +211,11 @@ def _panel(stem: str) -> AppTest:
 
 
 def _shown(at: AppTest) -> tuple[str, str]:
-    """The figure (its media URL, a hash of the PNG) and the sentence under it."""
-    return at.get("image")[0].proto.imgs[0].url, at.markdown[-1].value
+    """The figure (its media URL, a hash of the PNG) and the sentence under it (not the taxonomy's
+    four-box table that follows the Flynn panel)."""
+    grid = ("|", "#### The four boxes")
+    sentences = [m.value for m in at.markdown if not m.value.lstrip().startswith(grid)]
+    return at.get("image")[0].proto.imgs[0].url, sentences[-1]
 
 
 @pytest.mark.slow

@@ -26,11 +26,13 @@ from pydantic import Field
 
 from parsim.base import units
 from parsim.base.errors import ParsimError, field_error
+from parsim.stack.engines import ServeFramework
 from parsim.workloads import requests as request_streams
 from parsim.workloads.base import Params, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
+from parsim.workloads.quantised import WeightFormat
 from parsim.workloads.records import Record, figure
-from parsim.workloads.serving import LlmServeParams, ServeFramework, WeightFormat, check_llm_serve, llm_serve
+from parsim.workloads.serving import LlmServeParams, check_llm_serve, llm_serve
 
 NAME = "llm_load"
 SERVE_FIELDS = tuple(
