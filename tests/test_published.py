@@ -231,6 +231,18 @@ def test_cli_published_refuses_measuring_options(cli):
     assert code == 2 and "'--published'" in err
     code, _, err = cli("validate", "--summary")
     assert code == 2 and "'--summary' goes with --published" in err
+    code, _, err = cli("validate", "--class", "copy")
+    assert code == 2 and "'--class' goes with --published" in err
+    code, _, err = cli("validate", "--published", "--class", "copies")
+    assert code == 2 and "'copies' is not a published class" in err and "copy" in err
+
+
+def test_cli_published_one_class(cli):
+    code, out, _ = cli("validate", "--published", "--json", "--class", "copy", "--class", "tp-pcie")
+    data = json.loads(out)
+    expected = [row.id for row in ROWS if row.klass in ("copy", "tp-pcie")]
+    assert code == 0 and [row["id"] for row in data["rows"]] == expected
+    assert set(data["classes"]) == {"copy", "tp-pcie"}
 
 
 @pytest.mark.slow

@@ -244,6 +244,14 @@ def validate(
     summary_only: Annotated[
         bool, typer.Option("--summary", help="With --published: only the per-class table.")
     ] = False,
+    only_class: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--class",
+            help="With --published: only the rows of this class (repeat for several), e.g. "
+            "--class llm-decode --class serving.",
+        ),
+    ] = None,
     lock_timeout: LockTimeout = 600.0,
     as_json: Json = False,
 ):
@@ -258,6 +266,8 @@ def validate(
     from parsim.studies import validate as validation
 
     _writable(out, ".json", "--out")
+    if only_class and not published:
+        raise ParsimError("'--class' goes with --published")
     if record is not None:
         others = (load, device, gpu_device, gpu_link, out)
         if published or summary_only or any(other is not None for other in others):
@@ -273,7 +283,7 @@ def validate(
                 "'--published' compares with shipped measurements; it takes no --device, --gpu-device, "
                 "--gpu-link or --load"
             )
-        _published(out, summary_only, as_json)
+        _published(out, summary_only, as_json, tuple(only_class or ()))
         return
     if summary_only:
         raise ParsimError("'--summary' goes with --published")
@@ -343,12 +353,13 @@ def _record(out: Path, budget: float, lock_timeout: float, as_json: bool) -> Non
     typer.echo(jsontext.dumps(data) if as_json else validation_text(data))
 
 
-def _published(out: Path | None, summary_only: bool, as_json: bool) -> None:
+def _published(out: Path | None, summary_only: bool, as_json: bool, classes: tuple[str, ...]) -> None:
     from parsim.report.text import published_text
     from parsim.studies import published
 
+    rows = published.rows_of(classes)
     data = published.report(
-        _with_progress("predicting", lambda progress: published.compare(progress=progress))
+        _with_progress("predicting", lambda progress: published.compare(rows, progress=progress))
     )
     _emit(data, out, as_json, published.save, lambda d: published_text(d, rows=not summary_only))
 

@@ -269,6 +269,21 @@ class Compared:
         return (self.predicted - self.row.value) / self.row.value
 
 
+def rows_of(classes: tuple[str, ...] = ()) -> tuple[Row, ...]:
+    """The shipped rows of these classes (all rows when none is named).
+
+    Raises:
+        ParsimError: a class that is not one of ``CLASSES``.
+    """
+    unknown = [name for name in classes if name not in CLASSES]
+    if unknown:
+        raise ParsimError(
+            f"'--class' {unknown[0]!r} is not a published class; choose from {', '.join(CLASSES)}"
+        )
+    rows = load_rows()
+    return rows if not classes else tuple(row for row in rows if row.klass in classes)
+
+
 def compare(
     rows: tuple[Row, ...] | None = None, progress: Callable[[int, int, str], None] | None = None
 ) -> list[Compared]:
