@@ -57,6 +57,8 @@ Sources, abbreviated in the comments:
 
 from __future__ import annotations
 
+import attrs
+
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import ProcessorSpec
 from parsim.stack.engines import engines
@@ -268,9 +270,25 @@ XLA = LibrarySpec(
     attention_efficiency=(("flash", 0.6),),
 )
 
-LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, ROCM, ONEDNN, THNN, XLA)}
+CUDNN5 = attrs.evolve(
+    CUDNN,
+    id="cudnn5",
+    name="cuDNN 5.1 through cudnn.torch (Lua Torch 7 on NVIDIA GPUs, 2016)",
+    # fitted once (grid 0.4-1.0 in steps of 0.05, least MAPE) against the eight published Torch7
+    # GTX 1080 rows ([JCJ] README, cuDNN 5.1.05: AlexNet, VGG-16, ResNet-18/50 at batch 16, forward and
+    # forward + backward; 34.6 % -> 16.8 %): cuDNN 5.1's convolutions (its first Pascal release, before
+    # cuDNN 6/7's tuned kernels) reach half of cuBLAS's SGEMM rate on these batch-16 layers; Winograd
+    # and FFT keep their candidacy and their FLOP counts ([LG16], [CUDNN])
+    conv_efficiency=0.5,
+)
+
+LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (CUDNN, CUDNN5, ROCM, ONEDNN, THNN, XLA)}
 GPU_LIBRARIES: dict[str, LibrarySpec] = {"cuda": CUDNN, "rocm": ROCM}
 """The kernel library frameworks call on a GPU of each platform (``ProcessorSpec.platform``)."""
+STACK_GPU_LIBRARIES: dict[tuple[str, str], LibrarySpec] = {("cuda", THNN.id): CUDNN5}
+"""A framework stack whose GPU library is not its platform's current one, keyed by the platform and
+the stack's CPU library (``FrameworkSpec.cpu_library``, which every kernel of the framework carries):
+Lua Torch 7 (THNN on CPUs) calls cuDNN 5.1 through cudnn.torch on NVIDIA GPUs."""
 CPU_LIBRARIES: dict[str, LibrarySpec] = {spec.id: spec for spec in (ONEDNN, THNN)}
 """The kernel libraries a framework may call on a CPU (``FrameworkSpec.cpu_library``)."""
 
@@ -294,14 +312,14 @@ def library_of(spec: ProcessorSpec | None, cpu_library: str = "") -> LibrarySpec
 
 def library_for(kind: str, cpu_library: str = "", platform: str = "cuda") -> LibrarySpec:
     """The kernel library a framework uses on a processor of ``kind``: on a GPU its ``platform``'s
-    (cuDNN on CUDA, the ROCm libraries on ROCm), XLA on a TPU, on a CPU ``cpu_library`` (empty: a
-    CPU's usual one, oneDNN).
+    (cuDNN on CUDA, the ROCm libraries on ROCm; cuDNN 5.1 for the Torch 7 stack), XLA on a TPU, on a
+    CPU ``cpu_library`` (empty: a CPU's usual one, oneDNN).
 
     Raises:
         ParsimError: ``cpu_library`` names no CPU library parsim knows (it is not guessed).
     """
     if kind == "gpu":
-        return GPU_LIBRARIES[platform]
+        return STACK_GPU_LIBRARIES.get((platform, cpu_library), GPU_LIBRARIES[platform])
     if kind == "tpu":
         return XLA
     if not cpu_library:
