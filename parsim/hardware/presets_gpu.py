@@ -37,6 +37,9 @@ where bandwidth still grows up to ~40 % occupancy); L1 bandwidth 128 B/cycle/SM 
 gpu-cache README: "close to 128B/cycle/SM" on V100, A100, H100); without an L2 measurement, L2
 bandwidth ~3x effective DRAM (the ratio [TK] cuda-cache measures on a V100: 2.54 vs 0.83 TB/s).
 - [CUTLASS] NVIDIA CUTLASS, media/docs/efficient_gemm.md: threadblock tiles up to 256x128.
+- [ZZC95], [ZZC79] zzc0721/torch-performance-test-data issues #95 ("NVIDIA H100 PCIe", torch 2.9.0
+  cu128) and #79 ("NVIDIA H100 80GB HBM3", torch 2.7.0 cu128): test.py's torch.mm TFLOP/s for
+  FP32, TF32, FP16 and BF16 at 1024-10240 (square).
 """
 
 from __future__ import annotations
@@ -326,7 +329,13 @@ H100_PCIE = _gpu(
         "float8": 1513e12,  # [WP-H100] datasheet PCIe: FP8 tensor 3026 TFLOP/s with sparsity, 1513 dense
         "int8": 1513e12,  # [WP-H100] datasheet PCIe: INT8 tensor 3026 TOPS with sparsity, 1513 dense
     },
-    matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
+    # fitted once for the 350 W board ([WP-H100]; SXM5: 700 W) on [ZZC95]'s torch.mm on an H100 PCIe at
+    # 4096 and 8192: TF32 235-240, FP16 437-457, BF16 493-496 TFLOP/s, 0.58-0.66 of the dense tensor
+    # peaks where the SXM5 part reaches 0.75-0.81 ([ZZC79]): the power cap binds under tensor-core
+    # load and pulls the clock down (to ~1.45 GHz if cuBLAS's efficiency is the SXM5's)
+    matmul_efficiency=0.62,
+    # [ZZC95] FP32 (IEEE) torch.mm 8192^3: 36.95 TFLOP/s of 51.2 on the CUDA cores, below the power cap
+    vector_matmul_efficiency=0.75,
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
     tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256
