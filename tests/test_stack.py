@@ -408,3 +408,45 @@ def test_effective_and_executed_flops_are_told_apart_where_winograd_runs():
     labels = [t.get_text() for t in legend.get_texts()]
     assert any(label.endswith(" effective") for label in labels)
     assert any(label.startswith("executed (fewer multiplications): ") for label in labels)
+
+
+# --- issue 26, round 3: the 2016 Torch7 stack's cuDNN and the H100 PCIe's power cap -------------
+
+
+def test_torch7_on_a_gpu_calls_cudnn_5_and_every_other_stack_the_current_cudnn():
+    assert stack.library_for("gpu", "thnn") is stack.presets.CUDNN5
+    assert stack.library_for("gpu") is stack.presets.CUDNN
+    assert stack.library_for("gpu", "onednn") is stack.presets.CUDNN
+    assert stack.library_for("gpu", "thnn", "rocm") is stack.presets.ROCM  # no Torch7 era on ROCm
+    assert stack.library_for("cpu", "thnn") is stack.presets.THNN  # its CPU library is unchanged
+
+
+@pytest.mark.parametrize("shape", [LAYER, ConvShape(16, 512, 7, 7, 512, 3, 1, 1)])
+def test_cudnn_5_runs_a_convolution_at_half_the_current_rate_hand_computed(shape):
+    gtx = PROCESSORS["gtx-1080"]
+    kernel = conv_kernel(shape)
+    torch7 = execution(gtx, "simt", kernel.but(cpu_library="thnn")).core_flops_per_s
+    current = execution(gtx, "simt", kernel).core_flops_per_s
+    # 128 lanes x 2 FLOP x 1733 MHz per SM, x 0.8 (cuBLAS SGEMM on Pascal), x 0.5 (cuDNN 5.1)
+    assert torch7 == pytest.approx(128 * 2 * 1733e6 * 0.8 * 0.5)
+    assert torch7 / current == pytest.approx(0.5)
+    plain = Kernel.of("gemm", 1e9, 1e6, 1e6, 1000, matrix=True, gemm_mn=(1000, 1000), cpu_library="thnn")
+    assert execution(gtx, "simt", plain).core_flops_per_s == pytest.approx(128 * 2 * 1733e6 * 0.8)  # cuBLAS
+
+
+def test_a_torch7_network_on_a_gpu_is_slower_than_the_same_network_under_another_stack():
+    params = {"model": "vgg16", "batch": 16, "train": True}
+    torch7 = parsim.predict("network", {**params, "framework": "torch7"}, device="gtx-1080")
+    graph = parsim.predict("network", {**params, "framework": "graph"}, device="gtx-1080")
+    assert torch7.latency_s > 1.3 * graph.latency_s  # VGG-16 is mostly convolutions
+
+
+def test_the_350_w_h100_pcie_runs_tensor_gemms_at_0_62_and_cuda_core_gemms_at_0_75_hand_computed():
+    h100 = PROCESSORS["h100-pcie"]
+    half = Kernel.of("gemm", 1e12, 1e6, 1e6, 10**6, dtype="float16", matrix=True, gemm_mn=(1000, 1000))
+    single = half.but(dtype="float32")
+    assert execution(h100, "simt", half).flops_per_s == pytest.approx(756e12 * 0.62)
+    # 114 SMs x 128 lanes x 2 FLOP x 1755 MHz = 51.2 TFLOP/s on the CUDA cores
+    assert execution(h100, "simt", single).flops_per_s == pytest.approx(114 * 128 * 2 * 1755e6 * 0.75)
+    sxm = PROCESSORS["h100-sxm"]
+    assert execution(sxm, "simt", half).flops_per_s == pytest.approx(989.4e12 * 0.75)  # 700 W: not capped
