@@ -37,9 +37,7 @@ def test_never_above_the_peak():
     assert pinned_bandwidth_Bps(link, "d2h") == link.peak_bandwidth_Bps
 
 
-@given(
-    write=st.sampled_from(PACKET_SIZES_B), read=st.sampled_from(PACKET_SIZES_B), n=st.integers(1, 10**9)
-)
+@given(write=st.sampled_from(PACKET_SIZES_B), read=st.sampled_from(PACKET_SIZES_B), n=st.integers(1, 10**9))
 def test_bigger_packets_never_slow_a_direction(write, read, n):
     link = attrs.evolve(PCIE4, write_payload_B=write, read_completion_B=read)
     d2h, h2d = transfer_s(link, n, True, "d2h"), transfer_s(link, n, True, "h2d")

@@ -429,7 +429,9 @@ class LinkSpec:
             missing = "write_payload_B" if self.write_payload_B is None else "read_completion_B"
             raise field_error(missing, "given with the other PCIe packet size (or neither)", None)
         if self.write_payload_B is not None and self.kind != "pcie":
-            raise field_error("write_payload_B", "absent on a peer link (host copies are PCIe's)", self.write_payload_B)
+            raise field_error(
+                "write_payload_B", "absent on a peer link (host copies are PCIe's)", self.write_payload_B
+            )
         for name in ("pageable_h2d", "pageable_d2h"):  # staged through the DMA: never faster than it
             copy = getattr(self, name)
             if copy is not None and copy.cached_bandwidth_Bps > self.bandwidth_Bps * 1.0001:
