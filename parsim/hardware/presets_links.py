@@ -7,6 +7,12 @@ rate after line encoding; the effective one is what CUDA's copy engines reach on
 (packet headers and flow control cost 15-25 %). NVLink figures are GPU-to-GPU per direction; their
 pageable figure only matters for host<->device traffic and is set with the same fraction as PCIe.
 
+The PCIe presets' ``bandwidth_Bps`` is the host-to-device rate; device-to-host runs faster because
+the GPU writes host memory in 256-byte packets where it reads it back in 128-byte completions
+(``model.transfer.pinned_bandwidth_Bps``). The completion size is the one fitted value: [NEUG]
+allows 64 or 128 B, and 128 B gives the ratio the published Gen4 hosts measure (D2H / H2D 1.064;
+[OXIDE] 26.6 / 23.9 = 1.11 at 16 MiB, [NVBW15] 26.8 / 25.5 = 1.05, [DELLA] 1.00, [GI] 1.00).
+
 Sources, abbreviated in the comments:
 
 - [PCIE] PCI-SIG base specifications: 8 / 16 / 32 GT/s per lane for Gen3 / Gen4 / Gen5, 128b/130b
@@ -21,6 +27,12 @@ Sources, abbreviated in the comments:
 - [VP] github.com/aigatech/vpbenchmarking README, 8x H100 SXM5 node: host-to-device 54.8 GB/s.
 - [OXIDE] cuda-oxide pull request #976 (bandwidth benchmark on an RTX 4090, PCIe 4.0 x16): pinned
   copies of 1, 4, 16 MiB at 22.5 / 23.6 / 23.9 GB/s host-to-device, 25.4 / 26.6 / 26.6 device-to-host.
+- [NEUG] Neugebauer, Antichi, Zazo, Audzevich, Lopez-Buedo, Moore, "Understanding PCIe
+  performance for end host networking", SIGCOMM 2018, section 3: the packet model of PCIe (max
+  payload size of 128-256 B on servers, read completions on 64 or 128 B boundaries, 20-26 bytes
+  of header, sequence number, LCRC and framing per packet).
+- [NVBW15] github.com/NVIDIA/nvbandwidth issue #15: 8x RTX 4090, pinned host-to-device 25.5 GB/s,
+  device-to-host 26.8 GB/s on GPU 0.
 - [NCCL] github.com/NVIDIA/nccl issue #1264, p2pBandwidthLatencyTest on HGX H100 SXM: 380 GB/s
   unidirectional P2P.
 - [WP-V100] NVIDIA Tesla V100 GPU architecture whitepaper (2017): six NVLink 2.0 links of 25 GB/s per
@@ -51,6 +63,8 @@ PCIE3_X16 = LinkSpec(
     latency_s=2.5e-6,
     duplex=True,  # PCIe is full duplex: one stream per direction
     kind="pcie",
+    write_payload_B=256,  # [NEUG] servers configure a 256 B max payload size
+    read_completion_B=128,  # [NEUG] 64 or 128 B; 128 B fits the Gen4 H2D/D2H ratio (module docstring)
 )
 
 PCIE4_X16 = LinkSpec(
@@ -64,6 +78,8 @@ PCIE4_X16 = LinkSpec(
     latency_s=2.5e-6,
     duplex=True,  # PCIe is full duplex: one stream per direction
     kind="pcie",
+    write_payload_B=256,  # [NEUG] servers configure a 256 B max payload size
+    read_completion_B=128,  # [NEUG] 64 or 128 B; 128 B fits the Gen4 H2D/D2H ratio (module docstring)
 )
 
 PCIE5_X16 = LinkSpec(
@@ -76,6 +92,8 @@ PCIE5_X16 = LinkSpec(
     latency_s=2.5e-6,  # as PCIe 4.0 ([OXIDE]): the fixed cost is the copy engine's, not the lanes
     duplex=True,  # PCIe is full duplex: one stream per direction
     kind="pcie",
+    write_payload_B=256,  # [NEUG] servers configure a 256 B max payload size
+    read_completion_B=128,  # [NEUG] 64 or 128 B; 128 B fits the Gen4 H2D/D2H ratio (module docstring)
 )
 
 NVLINK2 = LinkSpec(

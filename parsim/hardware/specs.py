@@ -350,6 +350,14 @@ def _pageable(instance: Any, attribute: Any, value: Any) -> None:
 
 """Link kinds and how timelines name them."""
 
+PACKET_SIZES_B = (64, 128, 256, 512, 1024, 2048, 4096)
+"""The payload sizes PCIe allows (max payload size and read completion sizes are powers of two)."""
+
+
+def _optional_packet(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or value not in PACKET_SIZES_B):
+        raise field_error(attribute.name, f"one of {', '.join(map(str, PACKET_SIZES_B))} bytes", value)
+
 
 @attrs.frozen(cache_hash=True)
 class LinkSpec:
@@ -371,6 +379,13 @@ class LinkSpec:
         pageable_h2d: pageable host-to-device copies as calibration measured them on this host
             (a ``PageableCopy``); None: ``pageable_bandwidth_Bps`` after ``latency_s``.
         pageable_d2h: the same for device-to-host copies.
+        write_payload_B: a PCIe link's max payload size (MPS): the data bytes of each memory-write
+            packet the GPU sends up for a device-to-host copy. None with ``read_completion_B``:
+            both directions stream at ``bandwidth_Bps``.
+        read_completion_B: the data bytes of each completion packet the host's root complex sends
+            down for a host-to-device copy (the GPU reads host memory): its read completion size.
+            With ``write_payload_B`` it sets the device-to-host rate (``model.transfer``):
+            ``bandwidth_Bps`` is then the host-to-device one.
     """
 
     id: str
@@ -385,6 +400,8 @@ class LinkSpec:
     )
     pageable_h2d: PageableCopy | None = attrs.field(default=None, validator=_pageable)
     pageable_d2h: PageableCopy | None = attrs.field(default=None, validator=_pageable)
+    write_payload_B: int | None = attrs.field(default=None, validator=_optional_packet)
+    read_completion_B: int | None = attrs.field(default=None, validator=_optional_packet)
 
     @property
     def is_peer(self) -> bool:
@@ -407,6 +424,13 @@ class LinkSpec:
                 "pageable_bandwidth_Bps",
                 f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
                 self.pageable_bandwidth_Bps,
+            )
+        if (self.write_payload_B is None) != (self.read_completion_B is None):
+            missing = "write_payload_B" if self.write_payload_B is None else "read_completion_B"
+            raise field_error(missing, "given with the other PCIe packet size (or neither)", None)
+        if self.write_payload_B is not None and self.kind != "pcie":
+            raise field_error(
+                "write_payload_B", "absent on a peer link (host copies are PCIe's)", self.write_payload_B
             )
         for name in ("pageable_h2d", "pageable_d2h"):  # staged through the DMA: never faster than it
             copy = getattr(self, name)
