@@ -22,6 +22,7 @@ def bar_data(at, index: int = 0):
     return pyarrow.ipc.open_stream(dataset.data.data).read_pandas()
 
 
+@pytest.mark.slow
 def test_explore_shows_the_memory_of_a_served_model_as_a_stacked_bar():
     at = app("explore", query={"explore_workload": "llm_serve", "explore_llm_serve_model": "llama-2-7b"})
     assert not at.exception and not at.error
@@ -37,6 +38,7 @@ def test_explore_shows_no_bar_for_a_kernel_without_parts():
     assert not at.exception and not at.get("vega_lite_chart")
 
 
+@pytest.mark.slow
 def test_the_split_explorer_shows_the_chosen_splits_memory():
     at = app("scale", {"scale_tab": "(tp, pp, dp) explorer"})
     at.button(key="split_find").click().run()

@@ -77,6 +77,7 @@ def test_the_served_load_and_the_cluster_step_offer_their_traces():
     assert LABEL in _labels(at)
 
 
+@pytest.mark.slow
 def test_an_uploaded_model_deep_enough_to_pass_the_trace_budget_is_refused_in_place():
     # issue 25's red team: the upload widget cannot be driven by AppTest, so the page is given the
     # state a valid upload leaves (its bytes and name); a 1,024-layer model (the reader's bound)

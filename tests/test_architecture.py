@@ -12,6 +12,7 @@ one. Imports inside functions count too: a lazy import is still a dependency.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -54,12 +55,14 @@ def _resolve(name: str) -> str | None:
     return None
 
 
-def _imports() -> list[tuple[str, str, str, bool]]:
+@functools.cache  # the source is read once per test run, not once per test (~20 tests ask)
+def _imports() -> tuple[tuple[str, str, str, bool], ...]:
     """``(module, imported module, imported name, inside a function)`` for every parsim import."""
     found = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text())
-        lazy = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for n in ast.walk(f)}
+        functions = (f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef))
+        lazy = {id(n) for f in functions for n in ast.walk(f) if isinstance(n, ast.Import | ast.ImportFrom)}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:
@@ -69,7 +72,7 @@ def _imports() -> list[tuple[str, str, str, bool]]:
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     found.append((module, alias.name, alias.name, id(node) in lazy))
-    return found
+    return tuple(found)
 
 
 def _unit(module: str) -> str | None:

@@ -195,6 +195,7 @@ def test_dropped_timings_are_noted_in_the_meta_table(monkeypatch, fake_machine):
     assert any(note.startswith("the sum rate: dropped") for note in meta["notes"])
 
 
+@pytest.mark.slow
 def test_the_app_shows_the_same_one_line(monkeypatch, tmp_path):
     from tests.apptest import app
 

@@ -252,6 +252,7 @@ _ROWS = [
 ]
 
 
+@pytest.mark.slow
 @given(
     st.lists(
         st.tuples(st.integers(0, 2), st.floats(0, 1e-3), st.floats(0, 1e-4)),

@@ -120,6 +120,7 @@ def test_predict_plot(cli, tmp_path):
     assert target.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_run_scenario_with_plot(cli, tmp_path):
     target = tmp_path / "flynn.png"
     code, out, err = cli("run", "flynn_vector_add", "--plot", str(target))
@@ -180,6 +181,7 @@ def test_typer_usage_errors_exit_2(cli):
     assert code == 2
 
 
+@pytest.mark.slow
 def test_python_dash_m_entry_point():
     done = subprocess.run(
         [sys.executable, "-m", "parsim", "predict", "relu", "n=1e3", "--json"],

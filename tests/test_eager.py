@@ -67,6 +67,7 @@ def least_issue_s() -> float:
     return issue_s(H100, stack.framework("eager"), False, PRIMITIVE)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=st.integers(1, 64), prompt=st.integers(16, 2048), more=st.integers(1, 1024))
 def test_eager_decode_keeps_its_host_cost_at_every_batch_and_prompt(batch, prompt, more):

@@ -88,6 +88,7 @@ def test_the_fits_rule_keeps_the_runtime_reserve():
     assert footprint.breakdown(MemoryNeeds(data_B=room + 1), system, False).fits  # raw kernels: none
 
 
+@pytest.mark.slow
 def test_gpt3_1_3b_is_one_number_on_every_path():
     one_gpu = make_workload("network", TRAIN)  # the single-GPU program
     # the 3D path: 8 data-parallel GPUs with the same micro-batch of 8 sequences
@@ -112,6 +113,7 @@ class _Counter:
         monkeypatch.setattr(footprint, "breakdown", counted)
 
 
+@pytest.mark.slow
 def test_every_fits_question_goes_through_the_one_rule(monkeypatch):
     from parsim.methods.predict import clear_caches
 

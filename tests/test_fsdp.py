@@ -151,6 +151,7 @@ def test_accumulation_amortises_the_update():
     assert four.latency_s < 4 * one.latency_s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["gpt2", "gpt3-1.3b"])
 @pytest.mark.parametrize("zero", [1, 2])
 def test_zero_on_eight_a100s_does_not_scale_above_one(model, zero):
@@ -187,6 +188,7 @@ def test_weak_scaling_efficiency_never_exceeds_one(model, gpus, zero, batch, mic
     assert p.metrics["speedup"] <= gpus * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_fsdp_per_gpu_throughput_stays_flat_from_one_node_to_eight():
     # llm-foundry's MPT-7B on A100 40GB (FULL_SHARD, activation checkpointing) measures 3679 and
     # 3665 tokens/s per GPU on 8 and 64 GPUs: the gathers hide behind the compute at both scales

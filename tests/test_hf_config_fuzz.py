@@ -9,6 +9,7 @@ file; never a TypeError, a KeyError or an overflow.
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -115,6 +116,7 @@ def _one_line(error: ParsimError, where: str) -> None:
     assert text.startswith(f"{where}: ") and text.isprintable() and len(text) < 400, text
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     architecture=st.sampled_from(sorted(ARCHITECTURES)) | _JSON,

@@ -121,6 +121,7 @@ def test_misd_is_in_the_flynn_and_systolic_lessons():
         assert "MISD" in text and "rare" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stem", "heading", "column", "rows"),
     [

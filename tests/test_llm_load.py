@@ -219,6 +219,7 @@ def loads(draw):
     return RequestStream(arrival, prompt, output), config
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(loads(), st.floats(0.01, 1.0), st.floats(0, 0.01))
 def test_no_request_vanishes_and_the_cache_never_overflows(load, base, per_token):
@@ -320,6 +321,7 @@ def best_rate(scheduler: str, steps: ModelSteps, target_s: float) -> float:
     return low
 
 
+@pytest.mark.slow
 def test_continuous_batching_doubles_static_throughput_at_the_same_latency(llama_steps):
     static = best_rate("static", llama_steps, 12.0)
     continuous = best_rate("continuous", llama_steps, 12.0)

@@ -46,6 +46,7 @@ METRICS = [
 SLO = {"slo_ttft": 0.5, "slo_tpot": 0.05}
 
 
+@pytest.mark.slow
 def test_predict_prints_the_percentiles_throughput_preemptions_and_kv_peak(cli):
     code, out, err = cli("predict", "llm_load", "rate=4", "requests=1000", *ISSUE, "--device", DEVICE)
     assert code == 0, err
@@ -118,6 +119,7 @@ def test_a_trace_refuses_a_streams_fields(cli, tmp_path):
     assert code == 2 and "'rate' does not apply with trace=" in err
 
 
+@pytest.mark.slow
 def test_a_model_too_big_for_one_gpu_is_refused_with_its_memory_and_the_way_out(cli):
     code, _, err = cli("predict", "llm_load", "model=llama-2-70b", "requests=10", "--device", "a100-80gb")
     assert code == 2 and len(err.strip().splitlines()) == 1
@@ -138,6 +140,7 @@ def test_requests_above_the_budget_are_refused_before_any_work(cli):
         run_load({"requests": 6000}, DEVICE, budget=APP)
 
 
+@pytest.mark.slow
 def test_python_api_returns_the_record_and_obeys_littles_law():
     params = {"model": "llama-2-7b", "rate": 6, "requests": 2000, "seed": 3}
     prediction = parsim.predict("llm_load", params, device=DEVICE)
@@ -175,6 +178,7 @@ def found():
     )
 
 
+@pytest.mark.slow
 def test_capacity_meets_the_slo_and_the_next_probe_misses_it(found):
     assert found.rate_per_s > 0 and found.failing_rate_per_s <= 1.1 * found.rate_per_s
     best = {p.rate_per_s: p for p in found.probes if p.replicas == 1}
@@ -194,6 +198,7 @@ def test_capacity_gives_the_fewest_replicas_for_a_target(found):
     assert by_count[needed] and not by_count[needed - 1]
 
 
+@pytest.mark.slow
 def test_capacity_cli_prints_the_curve_and_json(cli):
     args = ("capacity", "llm_load", "model=llama-2-7b", "requests=300", "slo_ttft=0.5", "slo_tpot=0.05")
     code, out, err = cli(*args, "--device", DEVICE)

@@ -157,6 +157,7 @@ def test_events_grow_with_layers_not_tokens():
     assert len(build(model="llama-2-13b", batch=4, prompt=128, output=16).ops) > len(short.ops)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["analytic", "engine"])
 def test_mean_step_times_steps_equals_the_exact_sum_of_every_step(method):
     # gpt2, batch 32: the KV cache (36 KiB per token) outgrows the weights as the context grows,

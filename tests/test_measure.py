@@ -203,6 +203,7 @@ def test_cupy_without_a_device(monkeypatch):
         measure("vector_add", {"n": 10}, backend="cupy")
 
 
+@pytest.mark.slow
 def test_cupy_is_imported_lazily():
     import subprocess
 

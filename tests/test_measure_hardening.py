@@ -92,6 +92,7 @@ def test_a_wait_is_announced_once_with_the_holder_and_gives_up_in_one_line(cli, 
     assert err.strip().splitlines() == [err.strip().splitlines()[0], error]  # the note, then the error
 
 
+@pytest.mark.slow
 def test_a_measurement_waits_for_the_other_then_runs(cli, holder):
     other = holder(1.0)
     started = time.monotonic()
@@ -125,6 +126,7 @@ def test_refusals_come_before_the_lock(cli, holder, monkeypatch, args, expected)
     assert "waiting" not in err  # refused before the lock: never queued behind its holder
 
 
+@pytest.mark.slow
 def test_calibrate_and_validate_wait_for_the_lock_too(cli, holder, tmp_path):
     other = holder()
     target = tmp_path / "me.toml"
@@ -137,6 +139,7 @@ def test_calibrate_and_validate_wait_for_the_lock_too(cli, holder, tmp_path):
     assert code == 2 and f"(pid {other.pid}) still holds" in one_error_line(err)
 
 
+@pytest.mark.slow
 def test_the_library_warns_when_it_waits(holder, lock_path):
     other = holder()
     with (

@@ -215,6 +215,7 @@ def test_a_scenario_file_turns_the_features_on(cli, tmp_path):
     assert len(rows) == 2
 
 
+@pytest.mark.slow
 def test_the_training_metrics_are_read_from_the_prediction():
     from parsim.studies import published
 

@@ -180,6 +180,7 @@ def test_a_send_and_a_gradient_all_reduce_share_the_gpus_nic():
     assert both.instance_ends_s[0] == pytest.approx(480e6 / share + alone.latency_s, rel=0.01)
 
 
+@pytest.mark.slow
 def test_the_step_reports_what_megatron_reports():
     params = {**GPT3, "batch": 1536, "nodes": 128, "tp": 8, "pp": 16, "microbatches": 192}
     p = parsim.predict("network", params, cluster="dgx-a100")

@@ -203,6 +203,7 @@ def inside(extent, fig_box) -> bool:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("presenting", [False, True], ids=["everyday", "presentation"])
 def test_a_long_title_stays_inside_the_figure(gpu, cpu, presenting):
     long = ("A title much longer than any figure is wide, " * 4)[:150]
@@ -274,6 +275,7 @@ def displayed_px(points: float, fig: Figure, shown: int) -> float:
     return points * 110 / 72 * shown / (fig.get_figwidth() * 110)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("presenting", [False, True], ids=["everyday", "presentation"])
 def test_timeline_row_labels_read_on_a_screen_and_a_phone(gpu, many_rows, presenting):
     if presenting:
@@ -298,6 +300,7 @@ def test_timeline_row_labels_read_on_a_screen_and_a_phone(gpu, many_rows, presen
     assert "GPU3 memory\n(device memory)" in texts  # wrapped, not cut
 
 
+@pytest.mark.slow
 def test_figures_keep_their_signatures(gpu):
     """The app, the CLI and the notebooks call these; each still returns a drawable Figure."""
     spec = registry.processor("h100-sxm")

@@ -19,6 +19,7 @@ def h100(monkeypatch, tmp_path):
     return cupy_standin.install(monkeypatch, device=cupy_standin.H100_SXM)
 
 
+@pytest.mark.slow
 def test_measure_page_predicts_a_cupy_row_for_the_h100_and_names_it(h100):
     at = app("measure")
     at.selectbox(key="measure_backend").set_value("cupy")
@@ -54,6 +55,7 @@ def test_a_lessons_gpu_case_is_predicted_for_the_gpu_here_not_the_lessons(h100):
 # --- what was measured on a real GPU, for everyone -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_measure_page_shows_the_h100_measurements_without_a_gpu(monkeypatch, tmp_path):
     import sys
 
@@ -92,6 +94,7 @@ def test_measure_page_shows_the_h100_measurements_without_a_gpu(monkeypatch, tmp
     assert any("GPU calibration" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow
 def test_an_uploaded_shipped_report_is_predicted_again(monkeypatch, tmp_path):
     from importlib import resources
 

@@ -43,6 +43,7 @@ def test_misfits_sees_a_label_off_the_figure():
     assert "a label far too long for a two-inch figure, run off both edges" in misfits(fig)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at_s", [0.0, 1e-4, 1e-2])
 def test_the_presented_flynn_grids_fit_the_slide(at_s):
     result = run_scenario(load_scenario("flynn_vector_add"))

@@ -141,6 +141,7 @@ def test_decode_cannot_read_weights_faster_than_the_memory(pid):
     assert p.metrics["time_to_first_token_s"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cid", NEW_CLUSTERS)
 def test_two_nodes_are_no_faster_than_one_weak_scaled(cid):
     params = {

@@ -103,6 +103,7 @@ def test_the_scan_finds_a_model_keyed_constant(tmp_path):
     assert "resnet50" in _model_names()
 
 
+@pytest.mark.slow
 def test_no_row_id_is_written_anywhere_in_the_package_but_the_table():
     ids = [row.id for row in ROWS]
     table = PACKAGE / "data" / "published.csv"
@@ -138,6 +139,7 @@ def _one_row_per_class():
     return [pytest.param(row, id=klass) for klass, row in chosen.items()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", _one_row_per_class())
 def test_a_prediction_does_not_depend_on_which_row_is_scored(row):
     disguised = attrs.evolve(

@@ -44,7 +44,7 @@ REQUIRED = {
 
 
 def test_required_scenarios_exist():
-    assert {p.stem for p in scenario_paths(ROOT / "parsim" / "lessons")} >= REQUIRED
+    assert {p.stem for p in scenario_paths(ROOT / "parsim" / "lessons")} >= REQUIRED | HEAVY_LESSONS
 
 
 @functools.cache
@@ -824,7 +824,31 @@ CLAIMS = {
 }
 
 
-@pytest.mark.parametrize("path", scenario_paths(SCENARIOS), ids=lambda p: p.stem)
+HEAVY_LESSONS = {
+    # lessons that simulate clusters, serving under load or whole models (seconds each): in the
+    # full suite, outside the inner loop
+    "cluster_allreduce_overlap",
+    "llm_load_queueing_knee",
+    "cluster_amdahl_gustafson",
+    "llm_load_chunked_prefill",
+    "cluster_pipeline_bubble",
+    "llm_70b_gpus",
+    "cpu_vs_gpu_training",
+    "llm_load_continuous_batching",
+    "llm_kv_cache",
+    "llm_batching_decode",
+    "data_parallel_scaling",
+}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(path, marks=pytest.mark.slow) if path.stem in HEAVY_LESSONS else path
+        for path in scenario_paths(SCENARIOS)
+    ],
+    ids=lambda p: p.stem,
+)
 def test_every_lesson_holds_what_it_claims(path):
     scenario = load_scenario(path)
     assert scenario.title and len(scenario.lesson) > 200

@@ -102,6 +102,7 @@ def serve(framework: str, device: str = "a100-80gb", **given: object) -> dict:
     return predict("llm_serve", params, device=device).metrics
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(
     batch=st.integers(1, 8),

@@ -233,6 +233,7 @@ def test_sweep_plot():
     assert figure.axes[0].get_xscale() == "log" and len(figure.axes[0].get_lines()) >= 3
 
 
+@pytest.mark.slow
 def test_cli_sweep(cli, tmp_path):
     out, png = tmp_path / "c.csv", tmp_path / "c.png"
     code, stdout, err = cli(

@@ -94,6 +94,7 @@ def test_the_roofline_figure_draws_matrix_units_only_where_the_chip_has_them():
 # --- the scaling lesson -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_scaling_sentence_gives_the_predictions_fitted_fraction_and_the_sliders():
     result = run_scenario(load_scenario(ROOT / "parsim" / "lessons" / "data_parallel_scaling.toml"))
     cases = teach.scaling_cases(result)

@@ -101,6 +101,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", TPUS)
 @pytest.mark.parametrize(("workload", "params"), CASES, ids=[c[0] for c in CASES])
 def test_predictions_on_each_tpu_respect_its_peaks(pid, workload, params):
@@ -296,6 +297,7 @@ def test_a_torus_must_hold_every_chip():
         attrs.evolve(system, torus=(8, 8))
 
 
+@pytest.mark.slow
 def test_a_maxtext_recipe_with_offloaded_checkpoints_fits_a_v6e_and_runs():
     # Llama 3.1 8B, 3 x 8192 tokens per chip on a v6e-8 (tpu-recipes): with every layer input and
     # the float32 log-probabilities on the chip it does not fit 32 GB; MaxText offloads the inputs

@@ -160,6 +160,7 @@ def test_training_never_faster_than_forward(model, batch, device):
     assert train.latency_s >= forward.latency_s
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     model=st.sampled_from(["mlp", "resnet56", "resnet18"]),

@@ -95,8 +95,10 @@ class Grid:
             return len(self.values[0])
         return math.prod(len(v) for v in self.values)
 
-    def chunks(self, size: int = CHUNK) -> Iterator[list[dict]]:
-        """The points as ``{field: value}``, ``size`` at a time, in cartesian (or zip) order."""
+    def chunks(self, size: int | None = None) -> Iterator[list[dict]]:
+        """The points as ``{field: value}``, ``size`` (``CHUNK``) at a time, in cartesian (or zip)
+        order."""
+        size = CHUNK if size is None else size
         shape = tuple(len(v) for v in self.values)
         for start in range(0, self.size, size):
             flat = numpy.arange(start, min(start + size, self.size), dtype=numpy.int64)
