@@ -250,7 +250,7 @@ def test_cli_published_one_class(cli):
     ("patch", "value", "rows"),
     [
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
-        ("framework_patch:graph", 62_000.0, "graph-batch-1"),
+        ("step_patch:tf1", 9_000_000.0, "tf1-inference"),
         ("tf32_patch", 0.34, "tf32-training"),
         ("onednn_patch", 1.0, "modern-cpu"),
         ("thnn_patch", 0.2, "torch7-cpu"),
@@ -267,9 +267,7 @@ def test_stack_presets_sit_at_their_fitted_optimum(patch, value, rows):
         "eager-batch-1": lambda r: (
             r.klass == "inference" and r.params.get("batch") == 1 and r.params.get("framework") == "eager"
         ),
-        "graph-batch-1": lambda r: (
-            r.klass == "inference" and r.params.get("batch") == 1 and r.params.get("framework") == "graph"
-        ),
+        "tf1-inference": lambda r: r.klass == "inference" and r.params.get("framework") == "tf1",
         "tf32-training": lambda r: r.klass == "training" and r.params.get("math") == "tf32",
         "modern-cpu": lambda r: r.klass == "cpu" and r.device == "xeon-8480",
         "torch7-cpu": lambda r: r.klass == "cpu" and r.params.get("framework") == "torch7",

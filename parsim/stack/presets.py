@@ -95,9 +95,11 @@ EAGER = FrameworkSpec(
 GRAPH = FrameworkSpec(
     id="graph",
     name="graph executor (TensorFlow graphs, XLA, TorchScript: no Python per operator)",
-    # fitted once (benchmarks/fit_stack.py) against the published batch-1 inference rows run in
-    # TensorFlow 1 graphs (DeepLearningExamples ResNet-50 on A100, V100, T4): 62k cycles =
-    # 24 us per operator, half of eager PyTorch's ([PTDISC]: no Python per operator)
+    # fitted once against the batch-1 inference rows run in TensorFlow 1 graphs (DeepLearningExamples
+    # ResNet-50 on A100, V100, T4) as one cost per operator: 62k cycles = 24 us per operator, half of
+    # eager PyTorch's ([PTDISC]: no Python per operator). Those rows now run ``tf1`` (a cost per
+    # Session.run step); this one stays for the other graph rows (TF2 and TorchScript on CPUs,
+    # MXNet and Paddle training), whose fits were made with it
     op_cycles=62_000.0,
     launch_share=1.0,
     autocast=False,  # TF AMP rewrites the graph; weight casts run ahead of the activations
