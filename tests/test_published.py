@@ -81,14 +81,13 @@ NOT_MET_YET: dict[str, str] = {
     # reorder runs at the reorder's own rate, not DRAM's (ResNet-18 +24 to +51 %), IPEX keeps its
     # weights prepacked (-21 %); raising the clock alone makes the class worse (22 % -> 24-33 %)
     "cpu": "the Xeon's AVX-512 turbo clock and per-framework CPU costs (weight reorders) not modelled",
-    # issue 26 item 9: 19.0 % -> 17.7 % against 10 % (framework=mxnet took MXNet 20.12's V100 batch-1
-    # row from -37 % to -2 %). Left: MXNet 22.10's 0.7 ms at batch 1 on an A100 (-79 %; the same
-    # README's TF32 column gives 1.33 ms, so the step is GPU-bound there, and parsim's batch-1 GPU
-    # time is 0.34 / 0.45 ms: too few CTAs per kernel to fill 108 SMs is not priced), TF1 AMP at
-    # batch 16-256 on a V100 (+23 to +44 %: the real-TFRecords input pipeline), Torch7/cuDNN 5.1 on
-    # a GTX 1080 (-25 to -43 %), timm on an RTX 4090 (-10 to +46 %). TF1 at batch 1 looks like host
-    # time plus GPU time (A100: 5.23 ms TF32, 4.48 ms AMP, 0.75 ms apart as MXNet's GPU-bound
-    # 1.33 / 0.7 ms are), not their overlap; a per-step serial host cost (step_cycles) did not help
+    # issue 26 item 9: 19.0 % -> 17.7 % (framework=mxnet) -> 14.3 % over 46 rows (framework=tf1: one
+    # Session.run of host time per step, then the GPU's, the fetch blocking; 12 TF1 batch-4/8 rows
+    # added, 10.2 %). Left: batch-1 GPU time (MXNet 22.10's 0.7 ms on an A100, -79 %, is GPU-bound: its
+    # TF32 column gives 1.33 ms where parsim's kernels take 0.19 / 0.43 ms; TF1 TF32 on an A100 at
+    # batch 4-8 +29 to +36 %: too few CTAs per kernel to fill the SMs, a per-kernel floor), TF1 AMP at
+    # batch 256 (+12 to +18 %: the real-TFRecords input pipeline), Torch7/cuDNN 5.1 on a GTX 1080
+    # (-25 to -43 %, as its training rows), timm on an RTX 4090 (-27 to +46 %: cuDNN FP16 conv rates)
     "inference": "input pipelines, batch-1 GPU kernel efficiency (grid fill) and 2016 cuDNN's rates",
     # issue 26 took "serving" (28.8 % -> 19.3 %: the engines' per-request and per-step host work,
     # stack.engines) and "llm-decode" (32.7 % -> 11.4 %: decode kernels per engine) off this list
