@@ -77,3 +77,26 @@ def test_large_batches_are_gpu_bound_whichever_graph_executor():
     for dtype in ("float32", "float16"):
         tf1, graph = (resnet50(256, dtype, name).latency_s for name in ("tf1", "graph"))
         assert tf1 == pytest.approx(graph, rel=0.02)
+
+
+def test_a_scenario_file_runs_tf1_beside_the_generic_graph_executor():
+    from parsim.studies.scenarios import loads_scenario, run_scenario
+
+    text = """
+title = "TF1 at batch 1"
+lesson = "a Session.run per step"
+[defaults]
+workload = "network"
+params = { model = "resnet50", batch = 1, train = false, dtype = "float32" }
+device = "t4"
+[[cases]]
+label = "tf1"
+params = { framework = "tf1" }
+[[cases]]
+label = "graph"
+params = { framework = "graph" }
+"""
+    results = {r.label: r.prediction for r in run_scenario(loads_scenario(text)).results}
+    assert results["tf1"].params["framework"] == "tf1"
+    assert results["tf1"].latency_s == pytest.approx(resnet50(1, "float32", "tf1").latency_s)
+    assert results["tf1"].latency_s > results["graph"].latency_s  # the host's step, then the GPU's
