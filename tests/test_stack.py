@@ -95,7 +95,7 @@ def test_a_faster_host_issues_faster():
 def test_unknown_framework_is_one_line():
     with pytest.raises(
         ParsimError,
-        match="'framework' must be one of eager, graph, cuda-graph, torch7, xla, mxnet, hf, .*: 'jax'",
+        match="'framework' must be one of eager, graph, tf1, cuda-graph, torch7, xla, mxnet, hf, .*: 'jax'",
     ):
         stack.framework("jax")
     with pytest.raises(ParsimError, match="framework"):

@@ -43,8 +43,9 @@ def kernel_processor(system: SystemSpec, kernel: Kernel, mode: str) -> tuple[Pro
 
 
 def blocks_host(system: SystemSpec, op: Op) -> bool:
-    """Whether the thread that issues ``op`` waits for its end: the host runs it, or a pageable copy."""
-    return on_host(system, op) or (isinstance(op, Transfer) and not op.pinned)
+    """Whether the thread that issues ``op`` waits for its end: the host runs it, or a pageable or
+    synchronous (``Transfer.waits``) copy."""
+    return on_host(system, op) or (isinstance(op, Transfer) and (not op.pinned or op.waits))
 
 
 def engines_per_lane(gpu: ProcessorSpec) -> int:

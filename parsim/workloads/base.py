@@ -53,6 +53,10 @@ class Transfer:
         device: GPU index at the other end of the copy.
         layer: network layer it belongs to, or empty.
         phase: the part of its workload's instance it belongs to (``Kernel.phase``), or empty.
+        waits: the host thread waits for the copy's end before it issues anything else: a
+            synchronous fetch of a step's result into host memory (TensorFlow's ``Session.run`` and
+            PyTorch's ``.cpu()`` return host arrays), so the next step's host work cannot overlap
+            this step's GPU work.
     """
 
     name: str = attrs.field(validator=text)
@@ -63,6 +67,7 @@ class Transfer:
     device: int = attrs.field(default=0, validator=non_negative_int)
     layer: str = attrs.field(default="", validator=text)
     phase: str = attrs.field(default="", validator=text)
+    waits: bool = attrs.field(default=False, validator=boolean)
 
 
 @attrs.frozen(cache_hash=True)

@@ -80,10 +80,11 @@ _OPTIMIZER: Any = Field("sgd", description="sgd (w -= lr g) or adam (two moments
 class _FrameworkParams(ParamsModel):
     """What every deep-learning workload shares: the framework and its float32 arithmetic."""
 
-    framework: Literal["eager", "graph", "cuda-graph", "torch7", "xla", "mxnet"] = Field(
+    framework: Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet"] = Field(
         "eager",
-        description="eager (PyTorch), graph (TensorFlow/TorchScript), mxnet (hybridized MXNet Gluon), "
-        "cuda-graph, or xla (one jitted step; the default on a TPU)",
+        description="eager (PyTorch), graph (TensorFlow/TorchScript), tf1 (TensorFlow 1 Session.run "
+        "per step), mxnet (hybridized MXNet Gluon), cuda-graph, or xla (one jitted step; the default "
+        "on a TPU)",
     )
     math: Literal["default", "tf32", "ieee"] = Field(
         "default",
@@ -97,9 +98,9 @@ class _FrameworkParams(ParamsModel):
 
 
 class MlpTrainParams(_FrameworkParams):
-    framework: Literal["eager", "graph", "cuda-graph", "torch7", "xla", "mxnet", "none"] = Field(  # type: ignore[assignment]
+    framework: Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet", "none"] = Field(  # type: ignore[assignment]
         "eager",
-        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), mxnet, cuda-graph, or none: "
+        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), tf1, mxnet, cuda-graph, or none: "
         "NumPy/CuPy calls with no framework (what parsim measures)",
     )
     batch: int = Field(64, gt=0, le=10**6, description="samples per step (N)")

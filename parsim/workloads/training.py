@@ -108,7 +108,11 @@ def network(params: Params) -> Workload:
         ops += [k for _, backward in reversed(passes) for k in backward]
         ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
     else:
-        ops.append(Transfer("d2h output", batch * layers[-1].out_size * size, "d2h", layer="data"))
+        # an inference step hands its result to the host (Session.run, .cpu(), asnumpy()): the host
+        # waits for it, so back-to-back steps are one latency apart, as benchmark loops time them
+        ops.append(
+            Transfer("d2h output", batch * layers[-1].out_size * size, "d2h", layer="data", waits=True)
+        )
     return Workload(
         "network",
         _items(params),
