@@ -63,15 +63,25 @@ class _Replica:
         self.running = np.empty(0, dtype=np.int64)
         self.free = sim.config.kv_blocks
         self.wake: simpy.Event | None = None
+        self.pending: collections.deque[int] = collections.deque()  # arrived, unseen (overlap)
+        self.last_start: float | None = None  # the step in flight's start (overlap); None: idle
 
     def load(self) -> int:
-        return len(self.waiting) + self.running.size
+        return len(self.waiting) + len(self.pending) + self.running.size
 
     def arrive(self, request: int) -> None:
-        self.waiting.append(request)
+        (self.pending if self.sim.config.overlap else self.waiting).append(request)
         self.sim.sample(self)
         if self.wake is not None and not self.wake.triggered:
             self.wake.succeed()
+
+    def reveal(self, arrival: Floats, now: float) -> None:
+        """Overlap scheduling: the requests the pass that chose this step saw — those that arrived
+        before the previous step began (every one when nothing was in flight)."""
+        idle = self.last_start is None or (self.running.size == 0 and not self.waiting)
+        cutoff = now if idle else self.last_start
+        while self.pending and arrival[self.pending[0]] <= cutoff:
+            self.waiting.append(self.pending.popleft())
 
     def sleep(self) -> simpy.Event:
         self.wake = self.sim.env.event()
@@ -190,6 +200,13 @@ class _Simulation:
             self._grow(replica, decoding, more)
         return steps, seconds
 
+    def _last_step_s(self, decoding: np.ndarray, steps: int, seconds: float) -> float:
+        """The seconds of the last of ``steps`` decode-only steps taking ``seconds`` in all."""
+        if steps == 1:
+            return seconds
+        batch = decoding.size
+        return self.step_time(0, batch, int(self.cached[decoding].sum()) + (steps - 1) * batch)
+
     def _window(self, replica: _Replica, decoding: np.ndarray, first_s: float) -> tuple[int, float]:
         """A multi-step decode window (``config.multi_step`` steps, fewer when every request in it
         ends sooner) and its seconds: the batch stays whole (a request that ends early is masked,
@@ -209,7 +226,10 @@ class _Simulation:
         config, env = self.config, self.env
         chunked = config.scheduler == "chunked"
         while True:
+            if config.overlap:
+                replica.reveal(self.stream.arrival_s, env.now)
             if not replica.waiting and replica.running.size == 0:
+                replica.last_start = None
                 yield replica.sleep()
                 continue
             running = replica.running
@@ -244,8 +264,10 @@ class _Simulation:
             steps, seconds = 1, self.step_time(tokens, int(decoding.size), int(self.cached[decoding].sum()))
             if config.multi_step > 1 and not prefill:
                 steps, seconds = self._window(replica, decoding, seconds)
-            elif self.fuse and not prefill and decoding.size == replica.running.size:
+            elif self.fuse and not prefill and decoding.size == replica.running.size and not replica.pending:
                 steps, seconds = self._decode_run(replica, decoding, seconds)
+            if config.overlap:  # the last step's start: what the next scheduling pass saw
+                replica.last_start = env.now + seconds - self._last_step_s(decoding, steps, seconds)
             self.sample(replica)
             self.step_rows.append((decoding.size + len(prefill), seconds, steps))
             yield env.timeout(seconds)
