@@ -227,6 +227,8 @@ class LoadRecord(Record):
     goodput_requests_per_s: float | None = figure("goodput", _rate)
     slo_attainment: float | None = figure("SLO attained", _percent)
     kv_transfer_mean_s: float | None = figure()  # disaggregated only; the notes say it in words
+    itl_p50_s: float | None = figure()  # gaps between streamed tokens; in the table
+    itl_p99_s: float | None = figure()
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The latency percentiles: headers and rows (TTFT, TPOT, end to end, queueing)."""
@@ -240,6 +242,7 @@ class LoadRecord(Record):
             [
                 row("first token", self.ttft_p50_s, self.ttft_p90_s, self.ttft_p99_s, None),
                 row("per token", self.tpot_p50_s, self.tpot_p90_s, self.tpot_p99_s, None),
+                row("between tokens", self.itl_p50_s, None, self.itl_p99_s, None),
                 row("end to end", self.e2e_p50_s, self.e2e_p90_s, self.e2e_p99_s, self.e2e_mean_s),
                 row("queueing", None, None, self.queue_p99_s, self.queue_mean_s),
             ],

@@ -52,6 +52,9 @@ class Outcome:
     refused: npt.NDArray[np.bool_]
     samples: Floats
     steps: Floats
+    gaps: Floats | None = None
+    """Inter-token gaps as (seconds, count) rows: every gap between two tokens a request streamed
+    (continuous and chunked schedulers; None for the others)."""
 
 
 class _Replica:
@@ -110,6 +113,8 @@ class _Simulation:
         self.step_rows: list[tuple[int, float, int]] = []
         self.upcoming = 0.0  # the next arrival's time (inf after the last)
         self.fuse = fuse
+        self.last_token = np.full(n, np.nan)  # when each request's latest token came out
+        self.gap_rows: list[Floats] = []
 
     def sample(self, replica: _Replica) -> None:
         used = self.config.kv_blocks - replica.free
@@ -200,6 +205,27 @@ class _Simulation:
             self._grow(replica, decoding, more)
         return steps, seconds
 
+    def _gaps(
+        self, decoding: np.ndarray, made: np.ndarray, steps: int, seconds: float, first_s: float
+    ) -> None:
+        """Record the inter-token gaps of an iteration that just ended (now) for the ``decoding``
+        requests, ``made`` tokens each: the first since each one's previous token; then, in a fused
+        run, the rest of the run's steps evenly, and in a multi-step window the tokens that come out
+        together at its end (gaps of 0)."""
+        if decoding.size == 0:
+            return
+        now = self.env.now
+        start = now - seconds
+        window = self.config.multi_step > 1
+        first_out = now if window else start + first_s
+        rows = [np.column_stack([first_out - self.last_token[decoding], np.ones(decoding.size)])]
+        rest = float((made - 1).sum())
+        if rest > 0:
+            gap = 0.0 if window else (seconds - first_s) / (steps - 1)
+            rows.append(np.array([[gap, rest]]))
+        self.gap_rows += rows
+        self.last_token[decoding] = now
+
     def _last_step_s(self, decoding: np.ndarray, steps: int, seconds: float) -> float:
         """The seconds of the last of ``steps`` decode-only steps taking ``seconds`` in all."""
         if steps == 1:
@@ -262,6 +288,7 @@ class _Simulation:
                 continue  # everything was preempted: admit again
             tokens = sum(take for _, take in prefill)
             steps, seconds = 1, self.step_time(tokens, int(decoding.size), int(self.cached[decoding].sum()))
+            first_s = seconds
             if config.multi_step > 1 and not prefill:
                 steps, seconds = self._window(replica, decoding, seconds)
             elif self.fuse and not prefill and decoding.size == replica.running.size and not replica.pending:
@@ -274,6 +301,7 @@ class _Simulation:
             made = np.minimum(steps, self.output[decoding] - self.generated[decoding])
             self.cached[decoding] += made
             self.generated[decoding] += made
+            self._gaps(decoding, made, steps, seconds, first_s)
             for i, take in prefill:
                 self.cached[i] += take
                 self.prefill_left[i] -= take
@@ -281,6 +309,9 @@ class _Simulation:
                     self.generated[i] += 1
                     if np.isnan(self.first_token[i]):
                         self.first_token[i] = env.now
+                    else:  # a preempted request's next token, after its recompute
+                        self.gap_rows.append(np.array([[env.now - self.last_token[i], 1.0]]))
+                    self.last_token[i] = env.now
             running = replica.running
             done = self.generated[running] >= self.output[running]
             if done.any():
@@ -363,4 +394,9 @@ def simulate(
         sim.refused,
         samples,
         steps,
+        gaps=None if config.scheduler == "static" else _stack(sim.gap_rows),
     )
+
+
+def _stack(rows: list[Floats]) -> Floats:
+    return np.concatenate(rows) if rows else np.zeros((0, 2))
