@@ -394,9 +394,5 @@ def simulate(
         sim.refused,
         samples,
         steps,
-        gaps=None if config.scheduler == "static" else _stack(sim.gap_rows),
+        gaps=None if config.scheduler == "static" else np.concatenate([np.zeros((0, 2)), *sim.gap_rows]),
     )
-
-
-def _stack(rows: list[Floats]) -> Floats:
-    return np.concatenate(rows) if rows else np.zeros((0, 2))
