@@ -63,10 +63,6 @@ NOT_MET_YET: dict[str, str] = {
     # RCCL's own tuner table says 46 us), the A100 64-256 MB plateau (NCCL 2.18's LL128) is not
     # reproduced (Azure +25-28 %), GB200 forced-ring rows +10-24 % (~690 GB/s measured, nvlink5 750)
     "collective": "RCCL's measured fixed cost, NCCL 2.18's LL128 rate and NVLink 5's achieved rate",
-    # serving at 14.1 % (P50 15.0 %, P99 9.1 %): SGLang on 4x H200 at 8 req/s (random lengths)
-    # predicted far too fast (-68 % e2e P50) and vLLM 0.8.3's time to first token at 16 req/s short
-    # (P50 -18 %, P99 -42 %: its single API-server process queueing under load, not modelled)
-    "serving": "the API server's own queue under load and SGLang's behaviour near saturation on H200",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan, fms-fsdp; 8 to 128 A100/H100): ~16 %
     # against 10 %, every row optimistic (+2 to +35 %). The FSDP schedule is not the gap: the
     # published per-GPU throughput is flat from 8 to 128 GPUs (MPT-7B on A100 40GB: MFU 50.1-51.6 %)

@@ -155,9 +155,22 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             id="sglang",
             name="SGLang 0.4+ (overlap scheduler: the next step's host work runs under this one's kernels)",
             # fitted once on the SGLang (Dec 2024) rows of datacrunch-research/h200-benchmarks (Llama 3.3
-            # 70B on 4x H200, 1-4 requests/s): 31 ms per request between the HTTP server, the tokeniser
-            # and detokeniser processes and the scheduler; no per-step host time (overlapped)
+            # 70B on 4x H200, 1-4 requests/s): 31 ms per request between the HTTP server, the
+            # tokeniser and detokeniser processes and the scheduler
             request_cycles=8e7,
+            # the overlap scheduler (0.4) runs the batch's scheduling under the previous step's
+            # kernels, so no fixed host time per step; the work per sequence of the step (its request
+            # object, its token appended and checked for a stop, sent to the detokeniser) is the same
+            # Python as 0.3's and still paid: sglang-0.3's 77 us per sequence, not refitted. The
+            # datacrunch ITLs say so: 13.6, 14.8, 19.4 and 70.8 ms at about 8, 17, 52 and 360
+            # sequences running (Little's law on their e2e latencies), 0.13-0.17 ms per sequence
+            # where the GPU's share is 0.07-0.09
+            serve_sequence_cycles=2e5,
+            overlap_schedule=True,
+            # sglang's default max_running_requests: min(KV tokens // 2, the request pool), the pool
+            # min(max(KV tokens / context x 512, 2048), 4096) (python/sglang/srt/managers/tp_worker.py,
+            # model_executor/model_runner.py): 4096 for a 128K-context model on a large cache
+            serve_max_running=4096,
         ),
         attrs.evolve(
             cuda_graph,

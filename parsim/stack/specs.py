@@ -22,7 +22,16 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.base.checks import boolean, fraction, non_negative, one_of, positive, text, within
+from parsim.base.checks import (
+    boolean,
+    fraction,
+    non_negative,
+    non_negative_int,
+    one_of,
+    positive,
+    text,
+    within,
+)
 
 
 @attrs.frozen(cache_hash=True)
@@ -84,6 +93,12 @@ class FrameworkSpec:
             runs it under the previous step's kernels.
         serve_sequence_cycles: host CPU cycles of that work per sequence of the step (its request
             object scheduled, its token sampled, detokenised and streamed).
+        serve_max_running: requests a serving engine runs at once by default (its
+            ``max_running_requests`` / ``max_num_seqs``), ``llm_load``'s ``max_batch`` when not
+            given; 0: the load's own default.
+        overlap_schedule: the engine schedules step k + 1 while step k runs (SGLang's overlap
+            scheduler): a request that arrives is seen by a scheduling pass that starts after it, so
+            it joins the step after the one already launched.
         request_cycles: host CPU cycles of a serving engine's own work per request outside the
             steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
             part of the request's time to first token.
@@ -114,6 +129,8 @@ class FrameworkSpec:
     serve_step_cycles: float = attrs.field(default=0.0, validator=non_negative)
     serve_sequence_cycles: float = attrs.field(default=0.0, validator=non_negative)
     request_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    serve_max_running: int = attrs.field(default=0, validator=non_negative_int)
+    overlap_schedule: bool = attrs.field(default=False, validator=boolean)
     call_cycles: float = attrs.field(default=0.0, validator=non_negative)
 
     def decode_bandwidth_share(self, expert: bool, weights: str) -> float:

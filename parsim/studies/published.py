@@ -88,7 +88,7 @@ CLUSTER_METRICS = (
 )
 LOAD_METRICS = tuple(
     f"{what}_{percentile}_s" for what in ("ttft", "tpot", "e2e") for percentile in ("p50", "p90", "p99")
-)
+) + ("itl_p50_s", "itl_p99_s")
 """``llm_load``'s percentiles (``LoadRecord``): a serving run under load at its published rate."""
 METRICS = (
     "samples_per_s",

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import attrs
 from pydantic import Field
 
+from parsim import stack
 from parsim.base import units
 from parsim.base.errors import ParsimError, field_error
 from parsim.stack.engines import ServeFramework
@@ -73,7 +74,9 @@ class LlmLoadParams(ParamsModel):
     )
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed of the stream")
     scheduler: Literal["static", "continuous", "chunked"] = Field("continuous", description="batching")
-    max_batch: int = Field(256, gt=0, le=65_536, description="requests in one iteration, at most")
+    max_batch: int = Field(
+        256, gt=0, le=65_536, description="requests in one iteration, at most (default 256 or the engine's)"
+    )
     batch_timeout: float = Field(0.1, ge=0, le=3600, description="static: seconds the oldest waits")
     chunk: int = Field(512, gt=1, le=10**6, description="chunked: tokens per step")
     multi_step: int = Field(
@@ -149,6 +152,9 @@ def check_llm_load(name: str, given: Params, params: Params) -> Params:
     SLOs when not given.
     """
     check_llm_serve(name, given, {**serve_params(params), "prompt": 1, "output": 1})
+    engine = stack.framework(str(params["framework"]))
+    if "max_batch" not in given and engine.serve_max_running:  # the engine's own default
+        params = {**params, "max_batch": engine.serve_max_running}
     unset = ("trace", "slo_ttft", "slo_tpot", "disaggregated")  # not given: nothing to print or pass on
     params = {key: value for key, value in params.items() if key not in unset or value is not None}
     params = _check_disaggregated(name, params)
@@ -221,6 +227,8 @@ class LoadRecord(Record):
     goodput_requests_per_s: float | None = figure("goodput", _rate)
     slo_attainment: float | None = figure("SLO attained", _percent)
     kv_transfer_mean_s: float | None = figure()  # disaggregated only; the notes say it in words
+    itl_p50_s: float | None = figure()  # gaps between streamed tokens; in the table
+    itl_p99_s: float | None = figure()
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The latency percentiles: headers and rows (TTFT, TPOT, end to end, queueing)."""
@@ -234,6 +242,7 @@ class LoadRecord(Record):
             [
                 row("first token", self.ttft_p50_s, self.ttft_p90_s, self.ttft_p99_s, None),
                 row("per token", self.tpot_p50_s, self.tpot_p90_s, self.tpot_p99_s, None),
+                row("between tokens", self.itl_p50_s, None, self.itl_p99_s, None),
                 row("end to end", self.e2e_p50_s, self.e2e_p90_s, self.e2e_p99_s, self.e2e_mean_s),
                 row("queueing", None, None, self.queue_p99_s, self.queue_mean_s),
             ],

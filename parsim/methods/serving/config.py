@@ -30,6 +30,10 @@ prompts on a warm server) starts with those tokens cached and computes only the 
 ``cached_prefix`` is the share of each prompt found so (``prefix_hits``: whole blocks, never the
 last token); a preempted request recomputes everything (``_preempt``).
 
+An overlap scheduler (SGLang 0.4's, ``overlap``) schedules step k + 1 while step k runs: what it
+sees of the queue is what had arrived when step k began, so a request that arrives during step k
+joins no earlier than step k + 2 (at once when the replica is idle). Continuous and chunked only.
+
 ``replicas`` copies of the model each run their own scheduler behind one router: ``round_robin``
 (request i to replica i mod R) or ``least_loaded`` (the replica with the fewest requests waiting or
 running at the arrival).
@@ -100,6 +104,7 @@ class ServerConfig:
     disaggregated: tuple[int, int] | None = None
     multi_step: int = 1
     cached_prefix: float = 0.0
+    overlap: bool = False
 
     def __attrs_post_init__(self) -> None:
         for name, most in INTEGERS.items():
@@ -132,6 +137,14 @@ class ServerConfig:
             raise ParsimError(
                 f"'cached_prefix' (prefix caching) needs scheduler=continuous or chunked on replicas, "
                 f"not static or disaggregated: cached_prefix={self.cached_prefix}, scheduler={self.scheduler}"
+            )
+        if not isinstance(self.overlap, bool):
+            raise field_error("overlap", "True or False", self.overlap)
+        one_step = self.scheduler != "static" and self.multi_step == 1 and self.disaggregated is None
+        if self.overlap and not one_step:
+            raise ParsimError(
+                f"'overlap' (an overlap scheduler) needs scheduler=continuous or chunked on replicas, one "
+                f"step per scheduling: scheduler={self.scheduler}, multi_step={self.multi_step}"
             )
         if self.disaggregated is not None:
             check_disaggregated(self.disaggregated, self.scheduler, self.replicas)

@@ -98,6 +98,8 @@ def server(params: dict[str, Any], system: SystemSpec) -> ServerConfig:
         disaggregated=parse_disaggregated(params["disaggregated"]) if params.get("disaggregated") else None,
         multi_step=int(params.get("multi_step", 1)),
         cached_prefix=float(params.get("cached_prefix", 0.0)),
+        overlap=stack.framework(str(params.get("framework", "cuda-graph"))).overlap_schedule
+        and not params.get("disaggregated"),
     )
     # the activations reserved are those of the largest prefill one step runs (vLLM profiles one)
     largest = config.chunk if scheduler == "chunked" else config.max_prefill_tokens

@@ -61,6 +61,11 @@ class LoadMetrics:
     slo_attainment: float | None = None
     kv_transfer_mean_s: float | None = None
     """Disaggregated serving: the mean seconds of a KV cache's copy, prefill to decode instance."""
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    """Inter-token latency: percentiles of every gap between two streamed tokens of a request
+    (vLLM's and SGLang's ITL), where TPOT averages each request's gaps first; None where the
+    scheduler does not record them (static, disaggregated)."""
 
     def as_dict(self) -> dict[str, float | int | None]:
         """The figures by name (``Prediction.metrics``, JSON, sweeps)."""
@@ -84,6 +89,19 @@ def _percentiles(values: Floats) -> tuple[float, float, float]:
         return (float("nan"),) * 3
     p50, p90, p99 = np.percentile(values, (50, 90, 99))
     return float(p50), float(p90), float(p99)
+
+
+def weighted_percentiles(gaps: Floats | None, qs: tuple[float, ...]) -> tuple[float | None, ...]:
+    """Percentiles (0-100) of values given as (value, count) rows: the smallest value at or below
+    which ``q`` % of the counts fall; None without rows, NaN with no counts."""
+    if gaps is None:
+        return (None,) * len(qs)
+    if gaps.size == 0 or gaps[:, 1].sum() <= 0:
+        return (float("nan"),) * len(qs)
+    order = np.argsort(gaps[:, 0], kind="stable")
+    values, cumulative = gaps[order, 0], np.cumsum(gaps[order, 1])
+    total = cumulative[-1]
+    return tuple(float(values[np.searchsorted(cumulative, q / 100 * total)]) for q in qs)
 
 
 def in_system_area(arrival_s: Floats, finish_s: Floats) -> float:
@@ -114,6 +132,7 @@ def summarize(outcome: Outcome, transfer_s: Floats | None = None) -> LoadMetrics
     samples = outcome.samples
     peak = float(_replica_peak(samples, config.instances) if samples.size else 0.0)
     goodput = attainment = None
+    itl = weighted_percentiles(outcome.gaps, (50, 99))
     if config.slo_ttft_s is not None or config.slo_tpot_s is not None:
         met = np.ones(completed, dtype=bool)
         if config.slo_ttft_s is not None:
@@ -147,6 +166,8 @@ def summarize(outcome: Outcome, transfer_s: Floats | None = None) -> LoadMetrics
         goodput_requests_per_s=goodput,
         slo_attainment=attainment,
         kv_transfer_mean_s=_mean_transfer(transfer_s),
+        itl_p50_s=itl[0],
+        itl_p99_s=itl[1],
     )
 
 

@@ -52,6 +52,9 @@ class Outcome:
     refused: npt.NDArray[np.bool_]
     samples: Floats
     steps: Floats
+    gaps: Floats | None = None
+    """Inter-token gaps as (seconds, count) rows: every gap between two tokens a request streamed
+    (continuous and chunked schedulers; None for the others)."""
 
 
 class _Replica:
@@ -63,15 +66,25 @@ class _Replica:
         self.running = np.empty(0, dtype=np.int64)
         self.free = sim.config.kv_blocks
         self.wake: simpy.Event | None = None
+        self.pending: collections.deque[int] = collections.deque()  # arrived, unseen (overlap)
+        self.last_start: float | None = None  # the step in flight's start (overlap); None: idle
 
     def load(self) -> int:
-        return len(self.waiting) + self.running.size
+        return len(self.waiting) + len(self.pending) + self.running.size
 
     def arrive(self, request: int) -> None:
-        self.waiting.append(request)
+        (self.pending if self.sim.config.overlap else self.waiting).append(request)
         self.sim.sample(self)
         if self.wake is not None and not self.wake.triggered:
             self.wake.succeed()
+
+    def reveal(self, arrival: Floats, now: float) -> None:
+        """Overlap scheduling: the requests the pass that chose this step saw — those that arrived
+        before the previous step began (every one when nothing was in flight)."""
+        idle = self.last_start is None or (self.running.size == 0 and not self.waiting)
+        cutoff = now if idle else self.last_start
+        while self.pending and arrival[self.pending[0]] <= cutoff:
+            self.waiting.append(self.pending.popleft())
 
     def sleep(self) -> simpy.Event:
         self.wake = self.sim.env.event()
@@ -100,6 +113,8 @@ class _Simulation:
         self.step_rows: list[tuple[int, float, int]] = []
         self.upcoming = 0.0  # the next arrival's time (inf after the last)
         self.fuse = fuse
+        self.last_token = np.full(n, np.nan)  # when each request's latest token came out
+        self.gap_rows: list[Floats] = []
 
     def sample(self, replica: _Replica) -> None:
         used = self.config.kv_blocks - replica.free
@@ -190,6 +205,34 @@ class _Simulation:
             self._grow(replica, decoding, more)
         return steps, seconds
 
+    def _gaps(
+        self, decoding: np.ndarray, made: np.ndarray, steps: int, seconds: float, first_s: float
+    ) -> None:
+        """Record the inter-token gaps of an iteration that just ended (now) for the ``decoding``
+        requests, ``made`` tokens each: the first since each one's previous token; then, in a fused
+        run, the rest of the run's steps evenly, and in a multi-step window the tokens that come out
+        together at its end (gaps of 0)."""
+        if decoding.size == 0:
+            return
+        now = self.env.now
+        start = now - seconds
+        window = self.config.multi_step > 1
+        first_out = now if window else start + first_s
+        rows = [np.column_stack([first_out - self.last_token[decoding], np.ones(decoding.size)])]
+        rest = float((made - 1).sum())
+        if rest > 0:
+            gap = 0.0 if window else (seconds - first_s) / (steps - 1)
+            rows.append(np.array([[gap, rest]]))
+        self.gap_rows += rows
+        self.last_token[decoding] = now
+
+    def _last_step_s(self, decoding: np.ndarray, steps: int, seconds: float) -> float:
+        """The seconds of the last of ``steps`` decode-only steps taking ``seconds`` in all."""
+        if steps == 1:
+            return seconds
+        batch = decoding.size
+        return self.step_time(0, batch, int(self.cached[decoding].sum()) + (steps - 1) * batch)
+
     def _window(self, replica: _Replica, decoding: np.ndarray, first_s: float) -> tuple[int, float]:
         """A multi-step decode window (``config.multi_step`` steps, fewer when every request in it
         ends sooner) and its seconds: the batch stays whole (a request that ends early is masked,
@@ -209,7 +252,10 @@ class _Simulation:
         config, env = self.config, self.env
         chunked = config.scheduler == "chunked"
         while True:
+            if config.overlap:
+                replica.reveal(self.stream.arrival_s, env.now)
             if not replica.waiting and replica.running.size == 0:
+                replica.last_start = None
                 yield replica.sleep()
                 continue
             running = replica.running
@@ -242,16 +288,20 @@ class _Simulation:
                 continue  # everything was preempted: admit again
             tokens = sum(take for _, take in prefill)
             steps, seconds = 1, self.step_time(tokens, int(decoding.size), int(self.cached[decoding].sum()))
+            first_s = seconds
             if config.multi_step > 1 and not prefill:
                 steps, seconds = self._window(replica, decoding, seconds)
-            elif self.fuse and not prefill and decoding.size == replica.running.size:
+            elif self.fuse and not prefill and decoding.size == replica.running.size and not replica.pending:
                 steps, seconds = self._decode_run(replica, decoding, seconds)
+            if config.overlap:  # the last step's start: what the next scheduling pass saw
+                replica.last_start = env.now + seconds - self._last_step_s(decoding, steps, seconds)
             self.sample(replica)
             self.step_rows.append((decoding.size + len(prefill), seconds, steps))
             yield env.timeout(seconds)
             made = np.minimum(steps, self.output[decoding] - self.generated[decoding])
             self.cached[decoding] += made
             self.generated[decoding] += made
+            self._gaps(decoding, made, steps, seconds, first_s)
             for i, take in prefill:
                 self.cached[i] += take
                 self.prefill_left[i] -= take
@@ -259,6 +309,9 @@ class _Simulation:
                     self.generated[i] += 1
                     if np.isnan(self.first_token[i]):
                         self.first_token[i] = env.now
+                    else:  # a preempted request's next token, after its recompute
+                        self.gap_rows.append(np.array([[env.now - self.last_token[i], 1.0]]))
+                    self.last_token[i] = env.now
             running = replica.running
             done = self.generated[running] >= self.output[running]
             if done.any():
@@ -341,4 +394,5 @@ def simulate(
         sim.refused,
         samples,
         steps,
+        gaps=None if config.scheduler == "static" else np.concatenate([np.zeros((0, 2)), *sim.gap_rows]),
     )
