@@ -73,6 +73,11 @@ NOT_MET_YET: dict[str, str] = {
     # H100) and 9 % (DGX A100) of the step, so even 32 channels of 132 SMs slow compute <= 4 %. A
     # sustained H100 SXM clock below boost would also move the NeMo DGX-H100 megatron rows (-9 to
     # +12 % today) and the H100 serving rows (already slow): not a per-device fix either
+    # serving at 12.3 % (63 rows; 9.9 % of 60 before the SGLang 16 req/s rows): overloaded SGLang
+    # admits too many requests in parsim (TTFT -35 %, ITL +87 %, e2e +59 % at 16 req/s on 4x H200);
+    # SGLang reserves each new request's whole output (and a decaying share of the running ones')
+    # before admitting it, and retracts requests under KV pressure
+    "serving": "SGLang's cautious admission (output reservation) and retraction when overloaded",
     "fsdp": "single-GPU kernel efficiency of PyTorch FSDP frameworks not modelled (NCCL SM share <= 4 %)",
     # issue 26 item 8: 19.9 % against 10 % (26.1 % before THNN's per-image GEMM, which took the six
     # Torch7 rows from 39.8 % to 12.9 %). Intel Neural Compressor's Xeon 8480+ rows (22 %) need the
