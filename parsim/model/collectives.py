@@ -246,9 +246,8 @@ def _tree(fabric: _Fabric, group: Group, nbytes: float, protocol: str) -> nccl.C
 
 def _nvls(fabric: _Fabric, nbytes: float) -> nccl.Choice:
     """NVLink SHARP inside one node: one switch round, the buffer up once and the result down once."""
-    return nccl.Choice(
-        "nvls", "simple", nccl.nvls_latency_s(1), nbytes / nccl.nvls_bandwidth_Bps(fabric.link)
-    )
+    latency = nccl.nvls_latency_s(1, fabric.link.id)
+    return nccl.Choice("nvls", "simple", latency, nbytes / nccl.nvls_bandwidth_Bps(fabric.link))
 
 
 def _all_to_all(fabric: _Fabric, group: Group, nbytes: float) -> Timing:

@@ -57,6 +57,10 @@ Sources:
   4 MiB to 1 GiB ('1073741824 ... 268461 4.00 4.00').
 - [KALAVAI] kalavai-net/kalavai-client@24922d47bf823d763b4edb1e7ee032d119463864 scripts/README.md:
   2 and 4 RTX 4090 without peer access, all_reduce_perf 2.5-3.9 GB/s bus bandwidth.
+- [ND-MI300X] samuel-bohman/AI-benchmarking-guide@3de0c294fd1059a91a2c158712c4a078619d73e8
+  Azure_Results/ND_MI300X_v5_results.md (a fork of Azure/AI-benchmarking-guide): 8x MI300X, RCCL
+  2.22.3, rccl-tests all-reduce in-place bus bandwidth '| 16K | 0.59 |', '| 32K | 1.13 |',
+  '| 65K | 2.22 |', '| 2M | 43.41 |', '| 4M | 82.53 |' (GB/s).
 - [RCCL] ROCm/rccl@0cbce2a7571c907554199fad7e905f16ec0a565c (RCCL 2.21.5 develop, the version of
   ROCm 6.2/6.3's rccl-tests runs): src/graph/tuning.cc ``baseLat`` Ring/Tree LL/LL128/Simple
   12/12/17 us; ``tuning_model_5`` (src/graph/rome_models.cc ``rome_model_79``: 8 GPUs with 7
@@ -142,6 +146,12 @@ Ampere generation on [NT-123]: one channel, Ring, 8-128 bytes on a DGX A100 from
 8 bytes on 8 GPUs, 34.84 us ([SB]: 2.02 us per step), Azure's 1 MiB ([ND-A100]: 1.65 us per step
 once LL's 87.7 GB/s is paid). NCCL's constants hold on Hopper ([NVLS-H]'s 8 H100: 13.0 us for
 8 bytes, 15.0 priced) and are kept for the other generations."""
+NVLS_START_S = {"nvlink4": 30.5 * US}
+"""NVLS' fixed cost on Hopper's third-generation NVSwitch, fitted once on [NVLS-H]'s forced-NVLS
+H200 table below its bandwidth regime: 64 KiB, 256 KiB and 1 MiB take 30.8, 31.1 and 34.7 us, a
+fixed 30.6, 30.2 and 30.8 us once the bytes are paid (NCCL's tuner constant says 25 us: the
+multicast barrier and the switch's reduction round trip cost more than the tuner assumes). Other
+generations keep NCCL's 25 us (no small forced-NVLS measurement at hand)."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
 NVLS_MIN_RANKS = 5
@@ -196,6 +206,13 @@ RCCL_HOP_LATENCY_S = {  # [RCCL] tuning_model_5 hwLat over the Infinity Fabric (
     ("tree", "ll"): 0.9 * US,
     ("tree", "simple"): 2.3 * US,
 }
+RCCL_HOP_EXTRA_S = {"infinity-fabric-mi300x": 1.75 * US}
+"""A step over MI300X's Infinity Fabric takes 1.75 us more than RCCL's tuner constant, whatever the
+protocol (as ``NVLINK_HOP_EXTRA_S`` for Ampere), fitted once for the MI300X node on [ND-MI300X]'s
+small all-reduces, where LL's bytes are a few us: 16, 32 and 64 KiB on 8 GPUs take 48.6, 50.8 and
+51.7 us, a fixed 47.5, 48.5 and 47.1 us against RCCL's 12 + 14 x 0.8 = 23.2 (1.74, 1.81, 1.71 us
+more per step). The same table's 2-4 MiB runs (84.5, 88.9 us: Simple, 17 + 14 x (2.1 + 1.75) =
+70.9 us fixed) agree. MI250X keeps RCCL's constants (no small-message measurement at hand)."""
 RCCL_SHARE = {  # [RCCL] tuning_model_5 bwRatio: one or two nodes, then more
     ("ring", "ll"): (0.08, 0.08),
     ("ring", "simple"): (1.0, 1.0),
@@ -286,6 +303,12 @@ def hop_latency_s(intra: str, algorithm: str, protocol: str, link_id: str = "") 
     return HOP_LATENCY_S[intra][(algorithm, protocol)] + extra
 
 
+def rccl_hop_latency_s(key: tuple[str, str], link_id: str = "") -> float:
+    """One step over Infinity Fabric: RCCL's constant plus what the fabric adds where that has
+    been measured (``RCCL_HOP_EXTRA_S``)."""
+    return RCCL_HOP_LATENCY_S[key] + RCCL_HOP_EXTRA_S.get(link_id, 0.0)
+
+
 def ring_latency_s(
     protocol: str,
     steps: int,
@@ -299,7 +322,7 @@ def ring_latency_s(
     if intra == RCCL:
         return (
             RCCL_BASE_LATENCY_S[key]
-            + (steps - inter_steps) * RCCL_HOP_LATENCY_S[key]
+            + (steps - inter_steps) * rccl_hop_latency_s(key, link_id)
             + inter_steps * HOP_LATENCY_S["net"][key]
         )
     return (
@@ -314,16 +337,18 @@ def tree_latency_s(protocol: str, per_node: int, nodes: int, intra: str, link_id
     key = ("tree", protocol)
     depth = math.ceil(math.log2(nodes)) if nodes > 1 else 0
     if intra == RCCL:  # [RCCL]: its base and chain hop, NCCL's network hop across nodes
-        base, hop = RCCL_BASE_LATENCY_S[key], RCCL_HOP_LATENCY_S[key]
+        base, hop = RCCL_BASE_LATENCY_S[key], rccl_hop_latency_s(key, link_id)
     else:
         base, hop = BASE_LATENCY_S[key], hop_latency_s(intra, "tree", protocol, link_id)
     return base + 2 * ((per_node - 1) * hop + depth * HOP_LATENCY_S["net"][key])
 
 
-def nvls_latency_s(nodes: int) -> float:
-    """[TUNE]: NVLS pays one switch round (25 us) and, across nodes, one network hop."""
+def nvls_latency_s(nodes: int, link_id: str = "") -> float:
+    """[TUNE]: NVLS pays one switch round (25 us; ``NVLS_START_S`` where measured) and, across
+    nodes, one network hop."""
     key = ("nvls", "simple")
-    return HOP_LATENCY_S["nvlink"][key] + (HOP_LATENCY_S["net"][key] if nodes > 1 else 0.0)
+    start = NVLS_START_S.get(link_id, HOP_LATENCY_S["nvlink"][key])
+    return start + (HOP_LATENCY_S["net"][key] if nodes > 1 else 0.0)
 
 
 def fastest(choices: list[Choice]) -> Choice:
