@@ -61,6 +61,10 @@ Sources:
   Azure_Results/ND_MI300X_v5_results.md (a fork of Azure/AI-benchmarking-guide): 8x MI300X, RCCL
   2.22.3, rccl-tests all-reduce in-place bus bandwidth '| 16K | 0.59 |', '| 32K | 1.13 |',
   '| 65K | 2.22 |', '| 2M | 43.41 |', '| 4M | 82.53 |' (GB/s).
+- [CHLC] blog post "RTX4090 GPUDirect P2P Unlocked!" (https://blog.chlc.cc/p/rtx4090-gpudirect-p2p-unlocked,
+  2025-02-07): 8x RTX 4090 on the root ports of 2x EPYC 7542 (every pair SYS), nccl-tests
+  all_reduce_perf -g 8 before and after tinygrad's peer-access driver; p2pBandwidthLatencyTest with
+  peer access: bidirectional 49.9-50.7 GB/s between GPUs of one socket, 38.9-41.9 between sockets.
 - [RCCL] ROCm/rccl@0cbce2a7571c907554199fad7e905f16ec0a565c (RCCL 2.21.5 develop, the version of
   ROCm 6.2/6.3's rccl-tests runs): src/graph/tuning.cc ``baseLat`` Ring/Tree LL/LL128/Simple
   12/12/17 us; ``tuning_model_5`` (src/graph/rome_models.cc ``rome_model_79``: 8 GPUs with 7
@@ -266,6 +270,13 @@ def protocol_bandwidth_Bps(
     return rate
 
 
+CROSS_SOCKET_HOP_EXTRA_S = 1.4 * US
+"""A ring step between GPUs on PCIe peer-to-peer takes 1.4 us more than NCCL's PCIe constant when
+the ring crosses the CPUs' socket link (every step waits for its slowest hop), fitted once for a
+two-socket EPYC platform on [CHLC]'s eight RTX 4090 with peer access on: 8 bytes to 4 KiB take
+38.1-42.5 us, 40.3 in the middle of that range, where NCCL's Ring/LL says 6.6 + 14 x 1.0 = 20.6;
+the same box's p2pBandwidthLatencyTest times a write to a GPU of the other socket at 1.6-1.7 us,
+to one of the same socket at 1.2."""
 SHM_TRANSPORT_BPS = 4.0e9
 """What NCCL's SHM transport carries per GPU when peer access is off, fitted once on [P2P-OFF]'s
 two RTX 2080 Ti on PCIe 3.0 (all-reduce bus bandwidth 4.00 GB/s from 4 MiB to 1 GiB, where half
