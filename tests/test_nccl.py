@@ -30,11 +30,12 @@ def test_an_8_byte_all_reduce_on_8_h100_is_a_ring_with_ll():
 
 
 def test_a_large_all_reduce_on_8_h100_takes_nvls():
-    # NVLS: one switch round (25 us) and the buffer at 0.61 x NVLink 4's 450 GB/s peak
+    # NVLS: Hopper's measured fixed cost (30.5 us, NCCL's constant 25) and the buffer at 0.61 x
+    # NVLink 4's 450 GB/s peak
     nbytes = 8 * 2**30
     timing = collective(node("dgx-h100"), "all_reduce", nbytes)
     assert (timing.algorithm, timing.protocol) == ("nvls", "simple")
-    assert timing.seconds == pytest.approx(25 * US + nbytes / (0.61 * 450e9))
+    assert timing.seconds == pytest.approx(30.5 * US + nbytes / (0.61 * 450e9))
     busbw = bus_bandwidth_Bps("all_reduce", nbytes, timing.seconds, 8)
     assert 470e9 < busbw < 481e9  # nccl-tests on DGX H100 / ND H200 v5: ~480 GB/s; a ring: ~375
 
@@ -157,16 +158,75 @@ def test_nvls_needs_five_gpus_of_an_nvswitch_board():
 
 
 def test_rccl_prices_mi300x_with_its_own_tuner_constants():
-    # RCCL's tuning_model_5: Ring/LL 12 us + 14 steps x 0.8 us = 23.2 us, LL at 8 % of the fabric;
-    # Ring/Simple 17 us + 14 x 2.1 us = 46.4 us, at the whole fabric (316 GB/s)
+    # RCCL's tuning_model_5 plus MI300X's measured 1.75 us a step: Ring/LL 12 us + 14 steps x
+    # (0.8 + 1.75) us = 47.7 us, LL at 8 % of the fabric; Ring/Simple 17 us + 14 x (2.1 + 1.75) us =
+    # 70.9 us, at the whole fabric (316 GB/s)
     system = node("mi300x-node")
     small = collective(system, "all_reduce", 8.0)
     assert (small.algorithm, small.protocol) == ("ring", "ll")
-    assert small.latency_s == pytest.approx(23.2 * US)
+    assert small.latency_s == pytest.approx(47.7 * US)
     assert small.bandwidth_s == pytest.approx(8.0 * 14 / 8 / (0.08 * 316e9))
     big = collective(system, "all_reduce", 2.0**20)
     assert (big.algorithm, big.protocol) == ("ring", "simple")
-    assert big.seconds == pytest.approx(46.4 * US + 2.0**20 * 14 / 8 / 316e9)
+    assert big.seconds == pytest.approx(70.9 * US + 2.0**20 * 14 / 8 / 316e9)
+
+
+def test_the_mi300x_step_extra_reproduces_the_small_runs_it_was_fitted_on():
+    # ND MI300X v5: 32 KiB and 64 KiB on 8 GPUs take 32768 x 1.75 / 1.13 GB/s = 50.7 us and
+    # 65536 x 1.75 / 2.22 GB/s = 51.7 us (LL): within 3 %
+    system = node("mi300x-node")
+    for nbytes, busbw in ((32768, 1.13e9), (65536, 2.22e9)):
+        measured = nbytes * 14 / 8 / busbw
+        assert collective(system, "all_reduce", nbytes).seconds == pytest.approx(measured, rel=0.03)
+
+
+def test_nvls_start_is_hoppers_measured_fixed_cost_and_nccls_elsewhere():
+    # NVLS forced on 8 H200 at 64 KiB: 30.5 us + 65536 / (0.61 x 450 GB/s); Blackwell keeps NCCL's 25 us
+    timing = collective(node("dgx-h200"), "all_reduce", 65536.0, algorithm="nvls")
+    assert timing.seconds == pytest.approx(30.5 * US + 65536 / (0.61 * 450e9))
+    assert nccl.nvls_latency_s(1, "nvlink5") == pytest.approx(25.0 * US)
+    assert nccl.nvls_latency_s(2, "nvlink4") == pytest.approx((30.5 + 18.0) * US)
+
+
+def test_a_peer_ring_across_two_sockets_runs_at_the_cross_socket_rate():
+    # 8 RTX 4090 on two EPYC sockets, peer access on: the ring's slowest hop crosses the sockets at
+    # 20.55 GB/s a direction (not PCIe 4.0's 25), and each of its 14 steps costs 1.4 us more than
+    # NCCL's PCIe constant: Ring/Simple 8.4 + 14 x (5.7 + 1.4) us = 107.8 us
+    system = node("rtx4090-pcie-8x-2socket")
+    nbytes = 2.0**27
+    timing = collective(system, "all_reduce", nbytes, algorithm="ring", protocol="simple")
+    assert timing.latency_s == pytest.approx(107.8 * US)
+    assert timing.bandwidth_s == pytest.approx(nbytes * 14 / 8 / 20.55e9)
+    small = collective(system, "all_reduce", 8.0)
+    assert small.latency_s == pytest.approx((6.6 + 14 * (1.0 + 1.4)) * US)
+
+
+def test_a_group_inside_one_socket_keeps_the_pcie_rate():
+    # four GPUs of one socket (tensor parallel 4): no hop crosses the sockets
+    from parsim.model.collectives import Group
+
+    system = node("rtx4090-pcie-8x-2socket")
+    inside = collective(system, "all_reduce", 2.0**27, Group(4, 4), algorithm="ring", protocol="simple")
+    assert inside.latency_s == pytest.approx((8.4 + 6 * 5.7) * US)
+    assert inside.bandwidth_s == pytest.approx(2.0**27 * 6 / 4 / 25e9)
+    # peer access off: the host-staged path is priced as before, whatever the sockets
+    staged = collective(system, "all_reduce", 2.0**27, transport="host")
+    assert staged.bandwidth_s == pytest.approx(2.0**27 * 14 / 8 / 4e9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    per_socket=st.integers(min_value=1, max_value=8),
+    cross=st.floats(min_value=1e9, max_value=60e9),
+    nbytes=st.floats(min_value=8.0, max_value=1e10),
+)
+def test_crossing_sockets_never_makes_a_collective_faster(per_socket, cross, nbytes):
+    system = node("rtx4090-pcie-8x-2socket")
+    one_socket = attrs.evolve(system, gpus_per_socket=0, cross_socket_Bps=0.0)
+    split = attrs.evolve(system, gpus_per_socket=per_socket, cross_socket_Bps=cross)
+    assert collective(split, "all_reduce", nbytes).seconds >= collective(
+        one_socket, "all_reduce", nbytes
+    ).seconds * (1 - 1e-12)
 
 
 def test_rccl_runs_no_tree_on_simple_and_no_ll128_inside_an_mi300x_node():
