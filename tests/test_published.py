@@ -55,10 +55,9 @@ NOT_MET_YET: dict[str, str] = {
     # GEMM/conv at 12.4 %: DeepBench's 5x5 FP32 convolution on a V100 (-40 %: cuDNN's FFT
     # algorithm), the T4 FP32 skinny GEMM (-34 %), the H100 PCIe FP16 GEMM (-22 %: its 350 W cap)
     "kernel": "cuDNN's FFT convolutions and the H100 PCIe's power-capped clock not modelled",
-    # nccl-tests at 10.9 %: MI300X at 1 MiB is +57 % (the measured curve implies ~70 us of fixed cost,
-    # RCCL's own tuner table says 46 us), the A100 64-256 MB plateau (NCCL 2.18's LL128) is not
-    # reproduced (Azure +25-28 %), GB200 forced-ring rows +10-24 % (~690 GB/s measured, nvlink5 750)
-    "collective": "RCCL's measured fixed cost, NCCL 2.18's LL128 rate and NVLink 5's achieved rate",
+    # issue 26 round 3 took "collective" (10.9 % -> 8.2 %: MI300X's measured 1.75 us a fabric step),
+    # "collective-small" (13.0 % -> 7.8 %: NVLS' 30.5 us fixed cost on Hopper) and "tp-pcie"
+    # (10.4 % -> 9.7 % with a third source: a peer ring across two sockets) off this list
     # serving at 14.1 % (P50 15.0 %, P99 9.1 %): SGLang on 4x H200 at 8 req/s (random lengths)
     # predicted far too fast (-68 % e2e P50) and vLLM 0.8.3's time to first token at 16 req/s short
     # (P50 -18 %, P99 -42 %: its single API-server process queueing under load, not modelled)
@@ -92,18 +91,6 @@ NOT_MET_YET: dict[str, str] = {
     "inference": "input pipelines, batch-1 GPU kernel efficiency (grid fill) and 2016 cuDNN's rates",
     # issue 26 took "serving" (28.8 % -> 19.3 %: the engines' per-request and per-step host work,
     # stack.engines) and "llm-decode" (32.7 % -> 11.4 %: decode kernels per engine) off this list
-    # issue 26 item 1: 13 % against 10 %. NVLS' start-up is ~30 us in Azure's forced-NVLS H200 rows
-    # where NCCL's constant says 25 us (+20 % on three rows), and SuperBench's A100 1 MiB run (older
-    # NCCL) is 38 % slower than LL's 87.7 GB/s cap allows, where Azure's NCCL 2.18 run agrees.
-    # Checked and rejected (round 3): NCCL's tuning.cc up to v2.20.5 models Ring/LL all-reduce at
-    # 1/4 of the bus bandwidth (1/2 from v2.21.5) and NVLS at 23 us (v2.20.5; 25 today), but used as
-    # the realized rate 1/4 moves SuperBench's 1 MiB to +17 % and Azure's 2.18.5 1 MiB to -22 %, and
-    # 23 us makes the 2.20.5 NVLS rows worse: both are the tuner's beliefs, not the run's cost
-    "collective-small": "NVLS' fixed cost (~30 us measured, NCCL's 25 us) and NCCL-version LL rates",
-    # issue 26 item 2: 10.4 % against 10 %. Four RTX 4090 without peer access, two behind each PCIe
-    # switch, reach 2.6 GB/s where sharing the switch's upstream port prices 2.0 (-22 %): how NCCL's
-    # SHM reads of host memory share a switch is not modelled beyond an even split
-    "tp-pcie": "how host-staged (SHM) traffic of GPUs behind one PCIe switch shares its upstream port",
 }
 
 
