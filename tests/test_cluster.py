@@ -187,6 +187,7 @@ def test_a_cluster_file_loads_and_runs():
         (("nics_per_node = 1", "nics_per_node = 1\nspeed = 3"), "unknown key 'cluster.network.speed'"),
         (("gpus_per_node = 4", "gpus_per_node = 4\ngpus_per_socket = -2"), "'gpus_per_socket' must be"),
         (("gpus_per_node = 4", "gpus_per_node = 4\ncross_socket_Bps = -1e9"), "'cross_socket_Bps' must be"),
+        (("gpus_per_node = 4", "gpus_per_node = 4\nstaged_Bps = -5"), "'staged_Bps' must be"),
     ],
 )
 def test_bad_cluster_files_say_which_field(change, message):

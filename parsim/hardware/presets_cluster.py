@@ -287,7 +287,13 @@ MI300X_NODE = ClusterSpec(
 # with peer access off (GeForce drivers), through host memory (``p2p=false`` on a collective).
 # Single machines: the network is a stand-in the collectives of one node never use.
 def _rtx4090_box(
-    gpus: int, per_switch: int, source: str, suffix: str = "", per_socket: int = 0, cross_Bps: float = 0.0
+    gpus: int,
+    per_switch: int,
+    source: str,
+    suffix: str = "",
+    per_socket: int = 0,
+    cross_Bps: float = 0.0,
+    staged_Bps: float = 0.0,
 ) -> ClusterSpec:
     where = "each on its own root port" if per_switch == 1 else f"{per_switch} behind each PCIe switch"
     if per_socket:
@@ -303,6 +309,7 @@ def _rtx4090_box(
         gpus_per_switch=per_switch,
         gpus_per_socket=per_socket,
         cross_socket_Bps=cross_Bps,
+        staged_Bps=staged_Bps,
     )
 
 
@@ -315,8 +322,9 @@ RTX4090_PCIE = (
     _rtx4090_box(6, 1, "TINY"),
     # [CHLC]: 2x EPYC 7542, the GPUs on the root ports of NUMA nodes 0-3 and 4-7 (every pair SYS);
     # p2pBandwidthLatencyTest with peer access, bidirectional: 49.9-50.7 GB/s inside a socket (the
-    # pcie4-x16 preset's 25 GB/s a direction), 38.9-41.9 between sockets, 41.1 on average: 20.55
-    _rtx4090_box(8, 1, "CHLC", "-2socket", per_socket=4, cross_Bps=20.55e9),
+    # pcie4-x16 preset's 25 GB/s a direction), 38.9-41.9 between sockets, 41.1 on average: 20.55;
+    # with the stock driver (peer access off), bidirectional 20.0-21.7 GB/s, 21.0 on average
+    _rtx4090_box(8, 1, "CHLC", "-2socket", per_socket=4, cross_Bps=20.55e9, staged_Bps=21.0e9),
 )
 
 # TPU pods: every chip of the slice is on the ICI torus (``torus_dims``), the NICs (Google's data

@@ -205,6 +205,7 @@ def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> System
         peer_link=fabric if fabric.is_peer else None,
         gpus_per_socket=spec.gpus_per_socket,
         cross_socket_Bps=spec.cross_socket_Bps,
+        staged_Bps=spec.staged_Bps,
         nodes=count,
         network=spec.network,
         torus=torus_shape(spec.gpus_per_node * count, spec.torus_dims) if spec.torus_dims else (),

@@ -436,6 +436,8 @@ class SystemSpec:
         gpus_per_socket: devices on each CPU socket's root ports where they span sockets (0: one).
         cross_socket_Bps: peer-to-peer rate per direction between devices of different sockets
             (0: the peer link's own rate).
+        staged_Bps: bidirectional GPU-to-GPU copy rate through host memory with peer access off
+            (p2pBandwidthLatencyTest; 0: not measured).
         peer_link: the GPU-to-GPU link (NVLink) used by all-reduce; None means GPUs talk
             peer-to-peer over ``link``.
         nodes: identical machines of ``gpus`` GPUs each (a cluster); more than one needs a network.
@@ -452,6 +454,7 @@ class SystemSpec:
     peer_link: LinkSpec | None = None
     gpus_per_socket: int = attrs.field(default=0, validator=whole_within(0, 1024))
     cross_socket_Bps: float = attrs.field(default=0.0, validator=within(0.0, 1e15, "B/s"))
+    staged_Bps: float = attrs.field(default=0.0, validator=within(0.0, 1e15, "B/s"))
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
     network: NetworkSpec | None = None
     torus: tuple[int, ...] = attrs.field(default=(), converter=_int_tuple)

@@ -211,7 +211,7 @@ def _fabric(system: SystemSpec, group: Group, transport: str = "p2p") -> _Fabric
     intra_Bps, hop = ring.bandwidth_Bps, nccl.hop_kind(ring)
     if transport == "host":  # no peer access: every hop goes down to host memory and back up
         ring, hop = system.host_link, "host"
-        intra_Bps = nccl.staged_Bps(ring, min(system.gpus_per_switch, group.per_node))
+        intra_Bps = nccl.staged_Bps(ring, min(system.gpus_per_switch, group.per_node), system.staged_Bps)
     # a peer-to-peer ring over PCIe through two sockets' root ports: its slowest hop crosses the
     # CPUs' socket link, at the rate measured between GPUs of different sockets
     spans = 0 < system.gpus_per_socket < group.per_node

@@ -64,7 +64,9 @@ Sources:
 - [CHLC] blog post "RTX4090 GPUDirect P2P Unlocked!" (https://blog.chlc.cc/p/rtx4090-gpudirect-p2p-unlocked,
   2025-02-07): 8x RTX 4090 on the root ports of 2x EPYC 7542 (every pair SYS), nccl-tests
   all_reduce_perf -g 8 before and after tinygrad's peer-access driver; p2pBandwidthLatencyTest with
-  peer access: bidirectional 49.9-50.7 GB/s between GPUs of one socket, 38.9-41.9 between sockets.
+  peer access: bidirectional 49.9-50.7 GB/s between GPUs of one socket, 38.9-41.9 between sockets;
+  with the stock driver (no peer access): bidirectional 20.0-21.7 GB/s, all_reduce_perf 14.47-14.98
+  GB/s bus bandwidth from 32 to 128 MiB.
 - [RCCL] ROCm/rccl@0cbce2a7571c907554199fad7e905f16ec0a565c (RCCL 2.21.5 develop, the version of
   ROCm 6.2/6.3's rccl-tests runs): src/graph/tuning.cc ``baseLat`` Ring/Tree LL/LL128/Simple
   12/12/17 us; ``tuning_model_5`` (src/graph/rome_models.cc ``rome_model_79``: 8 GPUs with 7
@@ -278,21 +280,28 @@ two-socket EPYC platform on [CHLC]'s eight RTX 4090 with peer access on: 8 bytes
 the same box's p2pBandwidthLatencyTest times a write to a GPU of the other socket at 1.6-1.7 us,
 to one of the same socket at 1.2."""
 SHM_TRANSPORT_BPS = 4.0e9
-"""What NCCL's SHM transport carries per GPU when peer access is off, fitted once on [P2P-OFF]'s
-two RTX 2080 Ti on PCIe 3.0 (all-reduce bus bandwidth 4.00 GB/s from 4 MiB to 1 GiB, where half
-the link would allow 6.2): the receiving GPU's SMs read the sender's chunks from host memory over
-PCIe, a few NCCL channels with a bounded number of reads in flight each, so the rate does not grow
-with the PCIe generation (two RTX 4090 on PCIe 4.0 reach 3.5-3.9 GB/s, [KALAVAI])."""
+"""What NCCL's SHM transport carries per GPU when peer access is off on a box whose staged copy rate
+has not been measured, fitted once on [P2P-OFF]'s two RTX 2080 Ti on PCIe 3.0 (all-reduce bus
+bandwidth 4.00 GB/s from 4 MiB to 1 GiB); two RTX 4090 on PCIe 4.0 in containers reach 3.5-3.9
+GB/s ([KALAVAI])."""
+SHM_SHARE_OF_STAGED = 0.68
+"""Where the box's own p2pBandwidthLatencyTest with peer access off has been run, NCCL's SHM
+transport moves 0.68 of its bidirectional figure per GPU and direction: the driver's staged copy
+bounces both directions through host buffers, NCCL's ring pipelines each GPU's writes to host
+memory (up its link) and its neighbour's reads (down the neighbour's link). Fitted once on two
+boxes: [P2P-OFF]'s 2080 Ti pair, 4.00 of 6.10 GB/s (0.66), and [CHLC]'s eight RTX 4090 on two
+EPYC sockets with the stock driver, 14.5-15.0 of 21.0 GB/s (0.69-0.71)."""
 
 
-def staged_Bps(link: LinkSpec, sharing: int = 1) -> float:
-    """A GPU's rate to its ring neighbour through host memory when peer access is off: each byte
-    crosses PCIe twice (down to the host, up to the peer) while every GPU sends and receives, so
-    at most half the link ([P2P-OFF]), and no more than NCCL's SHM transport moves
-    (``SHM_TRANSPORT_BPS``); the ``sharing`` GPUs of the group behind one PCIe switch share its
-    upstream port, which all their host traffic crosses ([KALAVAI]: two RTX 4090 behind one switch
-    reach 2.24 GB/s, on two root ports 3.87)."""
-    return min(link.bandwidth_Bps / 2.0, SHM_TRANSPORT_BPS) / max(sharing, 1)
+def staged_Bps(link: LinkSpec, sharing: int = 1, measured_Bps: float = 0.0) -> float:
+    """A GPU's rate to its ring neighbour through host memory when peer access is off: NCCL's SHM
+    share of the box's measured staged copy rate (``measured_Bps``, bidirectional), else
+    ``SHM_TRANSPORT_BPS``, and never more than the GPU's link carries one way (each GPU writes its
+    sends up its own link and reads its receives down it); the ``sharing`` GPUs of the group behind
+    one PCIe switch share its upstream port, which all their host traffic crosses ([KALAVAI]: two
+    RTX 4090 behind one switch reach 2.24 GB/s, on two root ports 3.87)."""
+    rate = SHM_SHARE_OF_STAGED * measured_Bps if measured_Bps > 0 else SHM_TRANSPORT_BPS
+    return min(link.bandwidth_Bps, rate) / max(sharing, 1)
 
 
 def nvls_available(link: LinkSpec, gpus_per_node: int, ranks_per_node: int) -> bool:
