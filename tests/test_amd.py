@@ -63,10 +63,9 @@ def test_mi300x_node_all_reduce_is_the_ring_over_the_fabric():
     assert CLUSTER_PRESETS["mi300x-node"].device == "mi300x" and "mi300x-node" in SOURCES
     system = registry.cluster_system("mi300x-node")
     nbytes = 8 * 2**30
-    # hand-computed: RCCL's Ring/Simple base 17 us + 14 steps x (2.1 us of tuning_model_5 + the
-    # 1.75 us MI300X's fabric adds, model.nccl.RCCL_HOP_EXTRA_S), and 2(G-1) = 14 chunks of
-    # nbytes / 8 each over the fabric
-    expected = 17e-6 + 14 * (2.1e-6 + 1.75e-6 + nbytes / 8 / 316e9)
+    # hand-computed: RCCL's Ring/Simple base 17 us + 14 steps x 2.1 us (tuning_model_5), and
+    # 2(G-1) = 14 chunks of nbytes / 8 each over the fabric
+    expected = 17e-6 + 14 * (2.1e-6 + nbytes / 8 / 316e9)
     assert collective(system, "all_reduce", nbytes).seconds == pytest.approx(expected, rel=1e-12)
 
 

@@ -163,26 +163,17 @@ def test_nvls_needs_five_gpus_of_an_nvswitch_board():
 
 
 def test_rccl_prices_mi300x_with_its_own_tuner_constants():
-    # RCCL's tuning_model_5 plus MI300X's measured 1.75 us a step: Ring/LL 12 us + 14 steps x
-    # (0.8 + 1.75) us = 47.7 us, LL at 8 % of the fabric; Ring/Simple 17 us + 14 x (2.1 + 1.75) us =
-    # 70.9 us, at the whole fabric (316 GB/s)
+    # RCCL's tuning_model_5: Ring/LL 12 us + 14 steps x 0.8 us = 23.2 us, LL at 8 % of the fabric;
+    # Ring/Simple 17 us + 14 x 2.1 us = 46.4 us, at the whole fabric (316 GB/s)
     system = node("mi300x-node")
     small = collective(system, "all_reduce", 8.0)
     assert (small.algorithm, small.protocol) == ("ring", "ll")
-    assert small.latency_s == pytest.approx(47.7 * US)
+    assert small.latency_s == pytest.approx(23.2 * US)
     assert small.bandwidth_s == pytest.approx(8.0 * 14 / 8 / (0.08 * 316e9))
     big = collective(system, "all_reduce", 2.0**20)
     assert (big.algorithm, big.protocol) == ("ring", "simple")
-    assert big.seconds == pytest.approx(70.9 * US + 2.0**20 * 14 / 8 / 316e9)
-
-
-def test_the_mi300x_step_extra_reproduces_the_small_runs_it_was_fitted_on():
-    # ND MI300X v5: 32 KiB and 64 KiB on 8 GPUs take 32768 x 1.75 / 1.13 GB/s = 50.7 us and
-    # 65536 x 1.75 / 2.22 GB/s = 51.7 us (LL): within 3 %
-    system = node("mi300x-node")
-    for nbytes, busbw in ((32768, 1.13e9), (65536, 2.22e9)):
-        measured = nbytes * 14 / 8 / busbw
-        assert collective(system, "all_reduce", nbytes).seconds == pytest.approx(measured, rel=0.03)
+    assert big.seconds == pytest.approx(46.4 * US + 2.0**20 * 14 / 8 / 316e9)
+    assert nccl.rccl_hop_latency_s(("ring", "ll"), "infinity-fabric-mi300x") == pytest.approx(0.8 * US)
 
 
 def test_nvls_start_is_hoppers_measured_fixed_cost_and_nccls_elsewhere():

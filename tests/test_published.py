@@ -55,10 +55,11 @@ NOT_MET_YET: dict[str, str] = {
     # GEMM/conv at 12.4 %: DeepBench's 5x5 FP32 convolution on a V100 (-40 %: cuDNN's FFT
     # algorithm), the T4 FP32 skinny GEMM (-34 %), the H100 PCIe FP16 GEMM (-22 %: its 350 W cap)
     "kernel": "cuDNN's FFT convolutions and the H100 PCIe's power-capped clock not modelled",
-    # issue 26 round 3 took "collective" (10.9 % -> 6.7 %: MI300X's measured 1.75 us a fabric step,
-    # NVLink 5's measured 680 GB/s ring), "collective-small" (13.0 % -> 8.3 %: NVLS' 30.5 us fixed
-    # cost on Hopper) and "tp-pcie" (10.4 % -> 9.5 %, a third source: a peer ring across two
-    # sockets, NCCL's SHM share of a box's measured staged copies) off this list
+    # issue 26 round 3 took "collective" (10.9 % -> 9.3 %: NVLink 5's measured 680 GB/s ring; the
+    # MI300X rows' +57 % at 1 MiB stays, see model.nccl.RCCL_HOP_EXTRA_S), "collective-small"
+    # (13.0 % -> 8.3 %: NVLS' 30.5 us fixed cost on Hopper) and "tp-pcie" (10.4 % -> 9.5 %, a third
+    # source: a peer ring across two sockets, NCCL's SHM share of a box's measured staged copies)
+    # off this list
     # serving at 14.1 % (P50 15.0 %, P99 9.1 %): SGLang on 4x H200 at 8 req/s (random lengths)
     # predicted far too fast (-68 % e2e P50) and vLLM 0.8.3's time to first token at 16 req/s short
     # (P50 -18 %, P99 -42 %: its single API-server process queueing under load, not modelled)

@@ -212,13 +212,15 @@ RCCL_HOP_LATENCY_S = {  # [RCCL] tuning_model_5 hwLat over the Infinity Fabric (
     ("tree", "ll"): 0.9 * US,
     ("tree", "simple"): 2.3 * US,
 }
-RCCL_HOP_EXTRA_S = {"infinity-fabric-mi300x": 1.75 * US}
-"""A step over MI300X's Infinity Fabric takes 1.75 us more than RCCL's tuner constant, whatever the
-protocol (as ``NVLINK_HOP_EXTRA_S`` for Ampere), fitted once for the MI300X node on [ND-MI300X]'s
-small all-reduces, where LL's bytes are a few us: 16, 32 and 64 KiB on 8 GPUs take 48.6, 50.8 and
-51.7 us, a fixed 47.5, 48.5 and 47.1 us against RCCL's 12 + 14 x 0.8 = 23.2 (1.74, 1.81, 1.71 us
-more per step). The same table's 2-4 MiB runs (84.5, 88.9 us: Simple, 17 + 14 x (2.1 + 1.75) =
-70.9 us fixed) agree. MI250X keeps RCCL's constants (no small-message measurement at hand)."""
+RCCL_HOP_EXTRA_S: dict[str, float] = {}
+"""What a step over an Infinity Fabric generation adds to RCCL's tuner constant, where measured
+and safe to apply: nothing yet. [ND-MI300X]'s small rccl-tests all-reduces (16, 32, 64 KiB on 8
+GPUs: 48.6, 50.8, 51.7 us; 2-4 MiB: 84.5, 88.9 us) imply 1.75 us more per step than RCCL's table
+(47.7 us for 8 bytes, not 23.2), which takes the MI300X nccl-tests rows from +57 / +20 % to +7 / -5 %
+at 1 and 8 MiB; but the TP-8 decode rows of vLLM on ROCm (llm-decode) price their per-layer
+all-reduces with the same rule and would go from ~6 % to -32 %: vLLM runs its own custom
+all-reduce for small messages, not RCCL. Apply it once the engine's all-reduce is its own
+mechanism (issue 26, item 1)."""
 RCCL_SHARE = {  # [RCCL] tuning_model_5 bwRatio: one or two nodes, then more
     ("ring", "ll"): (0.08, 0.08),
     ("ring", "simple"): (1.0, 1.0),
