@@ -155,6 +155,17 @@ nics_per_node = 1
 """
 
 
+def test_a_cluster_file_splits_its_gpus_over_two_sockets():
+    # two T4 per socket, 10 GB/s between sockets (below PCIe 3.0's rate): a 4-GPU ring runs at it
+    text = CLUSTER_TOML.replace(
+        "gpus_per_node = 4", "gpus_per_node = 4\ngpus_per_socket = 2\ncross_socket_Bps = 10e9"
+    )
+    system = registry.cluster_system(loads_hardware(text), 1)
+    assert (system.gpus_per_socket, system.cross_socket_Bps) == (2, 10e9)
+    timing = collective(system, "all_reduce", 1e9, algorithm="ring", protocol="simple")
+    assert timing.bandwidth_s == pytest.approx(1e9 * 6 / 4 / 10e9)
+
+
 def test_a_cluster_file_loads_and_runs():
     spec = loads_hardware(CLUSTER_TOML)
     system = registry.cluster_system(spec, 3)
@@ -174,6 +185,9 @@ def test_a_cluster_file_loads_and_runs():
         (("nics_per_node = 1", "nics_per_node = 1\noversubscription = 0.5"), "oversubscription"),
         (('nic = "eth-25g"', 'nic = "ib-xdr"'), "unknown NIC preset"),
         (("nics_per_node = 1", "nics_per_node = 1\nspeed = 3"), "unknown key 'cluster.network.speed'"),
+        (("gpus_per_node = 4", "gpus_per_node = 4\ngpus_per_socket = -2"), "'gpus_per_socket' must be"),
+        (("gpus_per_node = 4", "gpus_per_node = 4\ncross_socket_Bps = -1e9"), "'cross_socket_Bps' must be"),
+        (("gpus_per_node = 4", "gpus_per_node = 4\nstaged_Bps = -5"), "'staged_Bps' must be"),
     ],
 )
 def test_bad_cluster_files_say_which_field(change, message):

@@ -30,11 +30,12 @@ def test_an_8_byte_all_reduce_on_8_h100_is_a_ring_with_ll():
 
 
 def test_a_large_all_reduce_on_8_h100_takes_nvls():
-    # NVLS: one switch round (25 us) and the buffer at 0.61 x NVLink 4's 450 GB/s peak
+    # NVLS: Hopper's measured fixed cost (30.5 us, NCCL's constant 25) and the buffer at 0.61 x
+    # NVLink 4's 450 GB/s peak
     nbytes = 8 * 2**30
     timing = collective(node("dgx-h100"), "all_reduce", nbytes)
     assert (timing.algorithm, timing.protocol) == ("nvls", "simple")
-    assert timing.seconds == pytest.approx(25 * US + nbytes / (0.61 * 450e9))
+    assert timing.seconds == pytest.approx(30.5 * US + nbytes / (0.61 * 450e9))
     busbw = bus_bandwidth_Bps("all_reduce", nbytes, timing.seconds, 8)
     assert 470e9 < busbw < 481e9  # nccl-tests on DGX H100 / ND H200 v5: ~480 GB/s; a ring: ~375
 
@@ -62,7 +63,7 @@ def test_the_ampere_hop_scale_agrees_with_the_a100_runs():
 
 
 def test_without_peer_access_each_hop_is_staged_through_host_memory():
-    # 2 RTX 4090 on PCIe 4.0 (25 GB/s): half of it each way would be 12.5 GB/s, NCCL's SHM transport
+    # 2 RTX 4090 on PCIe 4.0 (25 GB/s a direction), staged rate not measured: NCCL's SHM transport
     # moves 4 GB/s; a 1 GiB ring through the host on Simple: 8.4 us + 2 steps x 2 PCIe crossings x
     # 5.7 us, each GPU sending the buffer once
     nbytes = 2**30
@@ -70,8 +71,13 @@ def test_without_peer_access_each_hop_is_staged_through_host_memory():
     assert (timing.algorithm, timing.protocol) == ("ring", "simple")
     assert timing.latency_s == pytest.approx((8.4 + 2 * 2 * 5.7) * US)
     assert timing.bandwidth_s == pytest.approx(nbytes / 4.0e9)
-    assert nccl.staged_Bps(registry.link("pcie3-x16")) == pytest.approx(4.0e9)  # < 12.3 / 2
-    assert nccl.staged_Bps(attrs.evolve(registry.link("pcie3-x16"), bandwidth_Bps=6e9)) == pytest.approx(3e9)
+    assert nccl.staged_Bps(registry.link("pcie3-x16")) == pytest.approx(4.0e9)
+    # never more than the link one way: a 3 GB/s link carries 3 (each GPU's sends go up its own
+    # link, its receives come down it)
+    slow = attrs.evolve(registry.link("pcie3-x16"), bandwidth_Bps=3e9, pageable_bandwidth_Bps=1e9)
+    assert nccl.staged_Bps(slow) == pytest.approx(3e9)
+    # a box whose staged copies were measured (21 GB/s both directions together): 0.68 of it
+    assert nccl.staged_Bps(registry.link("pcie4-x16"), measured_Bps=21e9) == pytest.approx(0.68 * 21e9)
     assert nccl.staged_Bps(registry.link("pcie4-x16"), sharing=2) == pytest.approx(2.0e9)  # one switch
     behind_switches = collective(node("rtx4090-pcie-4x"), "all_reduce", nbytes, transport="host")
     assert behind_switches.bandwidth_s == pytest.approx(1.5 * nbytes / 2.0e9)  # 2 GPUs per switch
@@ -167,6 +173,57 @@ def test_rccl_prices_mi300x_with_its_own_tuner_constants():
     big = collective(system, "all_reduce", 2.0**20)
     assert (big.algorithm, big.protocol) == ("ring", "simple")
     assert big.seconds == pytest.approx(46.4 * US + 2.0**20 * 14 / 8 / 316e9)
+    assert nccl.rccl_hop_latency_s(("ring", "ll"), "infinity-fabric-mi300x") == pytest.approx(0.8 * US)
+
+
+def test_nvls_start_is_hoppers_measured_fixed_cost_and_nccls_elsewhere():
+    # NVLS forced on 8 H200 at 64 KiB: 30.5 us + 65536 / (0.61 x 450 GB/s); Blackwell keeps NCCL's 25 us
+    timing = collective(node("dgx-h200"), "all_reduce", 65536.0, algorithm="nvls")
+    assert timing.seconds == pytest.approx(30.5 * US + 65536 / (0.61 * 450e9))
+    assert nccl.nvls_latency_s(1, "nvlink5") == pytest.approx(25.0 * US)
+    assert nccl.nvls_latency_s(2, "nvlink4") == pytest.approx((30.5 + 18.0) * US)
+
+
+def test_a_peer_ring_across_two_sockets_runs_at_the_cross_socket_rate():
+    # 8 RTX 4090 on two EPYC sockets, peer access on: the ring's slowest hop crosses the sockets at
+    # 20.55 GB/s a direction (not PCIe 4.0's 25), and each of its 14 steps costs 1.4 us more than
+    # NCCL's PCIe constant: Ring/Simple 8.4 + 14 x (5.7 + 1.4) us = 107.8 us
+    system = node("rtx4090-pcie-8x-2socket")
+    nbytes = 2.0**27
+    timing = collective(system, "all_reduce", nbytes, algorithm="ring", protocol="simple")
+    assert timing.latency_s == pytest.approx(107.8 * US)
+    assert timing.bandwidth_s == pytest.approx(nbytes * 14 / 8 / 20.55e9)
+    small = collective(system, "all_reduce", 8.0)
+    assert small.latency_s == pytest.approx((6.6 + 14 * (1.0 + 1.4)) * US)
+
+
+def test_a_group_inside_one_socket_keeps_the_pcie_rate():
+    # four GPUs of one socket (tensor parallel 4): no hop crosses the sockets
+    from parsim.model.collectives import Group
+
+    system = node("rtx4090-pcie-8x-2socket")
+    inside = collective(system, "all_reduce", 2.0**27, Group(4, 4), algorithm="ring", protocol="simple")
+    assert inside.latency_s == pytest.approx((8.4 + 6 * 5.7) * US)
+    assert inside.bandwidth_s == pytest.approx(2.0**27 * 6 / 4 / 25e9)
+    # peer access off: the host-staged path at NCCL's SHM share of the box's measured staged copies
+    # (0.68 x 21 GB/s), whatever the sockets
+    staged = collective(system, "all_reduce", 2.0**27, transport="host")
+    assert staged.bandwidth_s == pytest.approx(2.0**27 * 14 / 8 / (0.68 * 21e9))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    per_socket=st.integers(min_value=1, max_value=8),
+    cross=st.floats(min_value=1e9, max_value=60e9),
+    nbytes=st.floats(min_value=8.0, max_value=1e10),
+)
+def test_crossing_sockets_never_makes_a_collective_faster(per_socket, cross, nbytes):
+    system = node("rtx4090-pcie-8x-2socket")
+    one_socket = attrs.evolve(system, gpus_per_socket=0, cross_socket_Bps=0.0)
+    split = attrs.evolve(system, gpus_per_socket=per_socket, cross_socket_Bps=cross)
+    assert collective(split, "all_reduce", nbytes).seconds >= collective(
+        one_socket, "all_reduce", nbytes
+    ).seconds * (1 - 1e-12)
 
 
 def test_rccl_runs_no_tree_on_simple_and_no_ll128_inside_an_mi300x_node():

@@ -59,10 +59,11 @@ NOT_MET_YET: dict[str, str] = {
     # GEMMs (T4 FP32 -34 %, V100 FP16 -27 %), and Hopper's torch.mm at 4096^3 (+7 to +20 %: the
     # tail wave parsim loses and cuBLAS's persistent/stream-K kernels hide)
     "kernel": "cuDNN's FFT_TILING cost, skinny-GEMM kernels and Hopper cuBLAS's stream-K tail",
-    # nccl-tests at 10.9 %: MI300X at 1 MiB is +57 % (the measured curve implies ~70 us of fixed cost,
-    # RCCL's own tuner table says 46 us), the A100 64-256 MB plateau (NCCL 2.18's LL128) is not
-    # reproduced (Azure +25-28 %), GB200 forced-ring rows +10-24 % (~690 GB/s measured, nvlink5 750)
-    "collective": "RCCL's measured fixed cost, NCCL 2.18's LL128 rate and NVLink 5's achieved rate",
+    # issue 26 round 3 took "collective" (10.9 % -> 9.3 %: NVLink 5's measured 680 GB/s ring; the
+    # MI300X rows' +57 % at 1 MiB stays, see model.nccl.RCCL_HOP_EXTRA_S), "collective-small"
+    # (13.0 % -> 8.3 %: NVLS' 30.5 us fixed cost on Hopper) and "tp-pcie" (10.4 % -> 9.5 %, a third
+    # source: a peer ring across two sockets, NCCL's SHM share of a box's measured staged copies)
+    # off this list
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan, fms-fsdp; 8 to 128 A100/H100): ~16 %
     # against 10 %, every row optimistic (+2 to +35 %). The FSDP schedule is not the gap: the
     # published per-GPU throughput is flat from 8 to 128 GPUs (MPT-7B on A100 40GB: MFU 50.1-51.6 %)
@@ -94,20 +95,9 @@ NOT_MET_YET: dict[str, str] = {
     # batch 256 (+12 to +18 %: the real-TFRecords input pipeline), Torch7/cuDNN 5.1 on a GTX 1080
     # (-25 to -43 %, as its training rows), timm on an RTX 4090 (-27 to +46 %: cuDNN FP16 conv rates)
     "inference": "input pipelines, batch-1 GPU kernel efficiency (grid fill) and 2016 cuDNN's rates",
-    # issue 26 took "serving" (28.8 % -> 19.3 %: the engines' per-request and per-step host work,
-    # stack.engines) and "llm-decode" (32.7 % -> 11.4 %: decode kernels per engine) off this list
-    # issue 26 item 1: 13 % against 10 %. NVLS' start-up is ~30 us in Azure's forced-NVLS H200 rows
-    # where NCCL's constant says 25 us (+20 % on three rows), and SuperBench's A100 1 MiB run (older
-    # NCCL) is 38 % slower than LL's 87.7 GB/s cap allows, where Azure's NCCL 2.18 run agrees.
-    # Checked and rejected (round 3): NCCL's tuning.cc up to v2.20.5 models Ring/LL all-reduce at
-    # 1/4 of the bus bandwidth (1/2 from v2.21.5) and NVLS at 23 us (v2.20.5; 25 today), but used as
-    # the realized rate 1/4 moves SuperBench's 1 MiB to +17 % and Azure's 2.18.5 1 MiB to -22 %, and
-    # 23 us makes the 2.20.5 NVLS rows worse: both are the tuner's beliefs, not the run's cost
-    "collective-small": "NVLS' fixed cost (~30 us measured, NCCL's 25 us) and NCCL-version LL rates",
-    # issue 26 item 2: 10.4 % against 10 %. Four RTX 4090 without peer access, two behind each PCIe
-    # switch, reach 2.6 GB/s where sharing the switch's upstream port prices 2.0 (-22 %): how NCCL's
-    # SHM reads of host memory share a switch is not modelled beyond an even split
-    "tp-pcie": "how host-staged (SHM) traffic of GPUs behind one PCIe switch shares its upstream port",
+    # issue 26 took "llm-decode" (32.7 % -> 11.4 %: decode kernels per engine) off this list; "serving"
+    # left it too (28.8 % -> 9.9 %: engines' host work, SGLang's overlap scheduler) and came back with
+    # SGLang's overloaded 16 req/s rows (above)
 }
 
 

@@ -92,6 +92,12 @@ class ClusterSpec:
         host: the CPU preset of every node.
         host_link: the host<->GPU link preset; None takes the GPU's usual link.
         gpus_per_switch: GPUs sharing one PCIe switch uplink to the host.
+        gpus_per_socket: where a node's GPUs hang off two or more CPU sockets' root ports, how
+            many each socket holds (0: one socket, or a fabric that does not cross the CPUs).
+        cross_socket_Bps: the peer-to-peer rate per direction between GPUs of different sockets
+            (half of p2pBandwidthLatencyTest's bidirectional figure); 0: the fabric's own rate.
+        staged_Bps: p2pBandwidthLatencyTest's bidirectional figure with peer access off (copies
+            staged through host memory, both directions together); 0: not measured.
         network: NICs and switches between nodes.
         nodes: nodes when a prediction does not say (``nodes=`` on the command line).
         torus_dims: 2 or 3 where every chip of every node is joined by the ``fabric`` into one
@@ -108,6 +114,9 @@ class ClusterSpec:
     network: NetworkSpec
     host_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_part_id))
     gpus_per_switch: int = attrs.field(default=4, validator=whole_within(1, 64))
+    gpus_per_socket: int = attrs.field(default=0, validator=whole_within(0, 1024))
+    cross_socket_Bps: float = attrs.field(default=0.0, validator=within(0.0, 1e15, "B/s"))
+    staged_Bps: float = attrs.field(default=0.0, validator=within(0.0, 1e15, "B/s"))
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
     torus_dims: int = attrs.field(default=0, validator=one_of((0, 2, 3)))
 

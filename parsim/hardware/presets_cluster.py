@@ -286,8 +286,18 @@ MI300X_NODE = ClusterSpec(
 # Consumer PCIe boxes (no NVLink): the GPUs reach each other through the CPU's root ports, or,
 # with peer access off (GeForce drivers), through host memory (``p2p=false`` on a collective).
 # Single machines: the network is a stand-in the collectives of one node never use.
-def _rtx4090_box(gpus: int, per_switch: int, source: str, suffix: str = "") -> ClusterSpec:
+def _rtx4090_box(
+    gpus: int,
+    per_switch: int,
+    source: str,
+    suffix: str = "",
+    per_socket: int = 0,
+    cross_Bps: float = 0.0,
+    staged_Bps: float = 0.0,
+) -> ClusterSpec:
     where = "each on its own root port" if per_switch == 1 else f"{per_switch} behind each PCIe switch"
+    if per_socket:
+        where += f" of {gpus // per_socket} sockets"
     return ClusterSpec(
         id=f"rtx4090-pcie-{gpus}x{suffix}",
         name=f"{gpus}x GeForce RTX 4090 on PCIe 4.0 x16, {where}, no NVLink ({source})",
@@ -297,6 +307,9 @@ def _rtx4090_box(gpus: int, per_switch: int, source: str, suffix: str = "") -> C
         host="epyc-9654",  # estimate: stand-in host (it only issues work here)
         network=NetworkSpec(ETH_25G, nics_per_node=1),  # stand-in: one node only
         gpus_per_switch=per_switch,
+        gpus_per_socket=per_socket,
+        cross_socket_Bps=cross_Bps,
+        staged_Bps=staged_Bps,
     )
 
 
@@ -307,6 +320,11 @@ RTX4090_PCIE = (
     _rtx4090_box(2, 2, "KALAVAI", "-switch"),
     _rtx4090_box(4, 2, "KALAVAI"),
     _rtx4090_box(6, 1, "TINY"),
+    # [CHLC]: 2x EPYC 7542, the GPUs on the root ports of NUMA nodes 0-3 and 4-7 (every pair SYS);
+    # p2pBandwidthLatencyTest with peer access, bidirectional: 49.9-50.7 GB/s inside a socket (the
+    # pcie4-x16 preset's 25 GB/s a direction), 38.9-41.9 between sockets, 41.1 on average: 20.55;
+    # with the stock driver (peer access off), bidirectional 20.0-21.7 GB/s, 21.0 on average
+    _rtx4090_box(8, 1, "CHLC", "-2socket", per_socket=4, cross_Bps=20.55e9, staged_Bps=21.0e9),
 )
 
 # TPU pods: every chip of the slice is on the ICI torus (``torus_dims``), the NICs (Google's data

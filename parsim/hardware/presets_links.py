@@ -41,7 +41,7 @@ Sources, abbreviated in the comments:
   NVLink4: 18 links, 900 GB/s total).
 - [AZ-GB200] Azure/AI-benchmarking-guide@2a370be6de9586d365feed77e014a73f25198f4d
   Azure_Results/ND_GB200_v6_results.md, "NV Bandwidth": host to device 201 GB/s, device to host
-  193 GB/s on a GB200 (nvbandwidth, copy engines).
+  193 GB/s on a GB200 (nvbandwidth, copy engines); "NCCL Bandwidth" (Ring, 4 GPUs): '| 8G | 679.6 |'.
 - [WP-GB200] NVIDIA GB200 NVL72 datasheet / Grace Blackwell superchip: NVLink-C2C, 900 GB/s
   between a Grace CPU and its GPUs (450 GB/s per direction).
 - [WP-B200] NVIDIA HGX B200 / GB200 NVL72 datasheets: fifth-generation NVLink, 18 links, 1.8 TB/s
@@ -133,8 +133,10 @@ NVLINK4 = LinkSpec(
 NVLINK5 = LinkSpec(
     id="nvlink5",
     name="NVLink 5 (B200, 18 links)",
-    # estimate: 83 % of the 900 GB/s peak, the share [NCCL] measures for NVLink 4 (380 of 450 GB/s)
-    bandwidth_Bps=750e9,
+    # [AZ-GB200] nccl-tests all_reduce_perf -g 4 with NCCL_ALGO=Ring on 4 GB200, NCCL 2.25.1: the
+    # ring's bus bandwidth plateaus at 679.6 GB/s (8 GiB; 646.9 at 1 GiB), 76 % of the 900 GB/s
+    # peak (it replaces an estimate of 750 GB/s: 83 %, NVLink 4's share)
+    bandwidth_Bps=680e9,
     peak_bandwidth_Bps=900e9,  # [WP-B200] 18 links x 50 GB/s per direction (1.8 TB/s both ways)
     pageable_bandwidth_Bps=340e9,  # estimate: 45 % of pinned as for PCIe (host<->device use only)
     latency_s=3e-6,  # estimate: as NVLink 4; a small P2P copy is driver-dominated

@@ -84,6 +84,7 @@ SOURCES: dict[str, str] = {
     "rtx4090-pcie-2x": "kalavai-net/kalavai-client scripts/README.md (2x RTX 4090, PCIe 4.0, no P2P)",
     "rtx4090-pcie-2x-switch": "kalavai-net/kalavai-client scripts/README.md (2x RTX 4090 behind one switch)",
     "rtx4090-pcie-4x": "kalavai-net/kalavai-client scripts/README.md (4x RTX 4090, PCIe 4.0, no P2P)",
+    "rtx4090-pcie-8x-2socket": "blog.chlc.cc RTX4090 GPUDirect P2P Unlocked (8x RTX 4090, 2x EPYC 7542)",
     "rtx4090-pcie-6x": "tinygrad/open-gpu-kernel-modules README.md (tinybox: 6x RTX 4090, PCIe 4.0, P2P)",
     "mi300x-node": "Azure ND MI300X v5 documentation (8x MI300X, Xeon 8480C, 8x NDR InfiniBand)",
     "efa-100g": "AWS EFA documentation (100 Gb/s); effective and latency estimates",

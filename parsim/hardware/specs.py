@@ -457,6 +457,11 @@ class SystemSpec:
         link: how host and device talk; required when a device is present.
         gpus: number of identical devices (data-parallel training).
         gpus_per_switch: devices sharing one PCIe switch uplink to the host.
+        gpus_per_socket: devices on each CPU socket's root ports where they span sockets (0: one).
+        cross_socket_Bps: peer-to-peer rate per direction between devices of different sockets
+            (0: the peer link's own rate).
+        staged_Bps: bidirectional GPU-to-GPU copy rate through host memory with peer access off
+            (p2pBandwidthLatencyTest; 0: not measured).
         peer_link: the GPU-to-GPU link (NVLink) used by all-reduce; None means GPUs talk
             peer-to-peer over ``link``.
         nodes: identical machines of ``gpus`` GPUs each (a cluster); more than one needs a network.
@@ -471,6 +476,9 @@ class SystemSpec:
     gpus: int = attrs.field(default=1, validator=positive_int)
     gpus_per_switch: int = attrs.field(default=1, validator=positive_int)
     peer_link: LinkSpec | None = None
+    gpus_per_socket: int = attrs.field(default=0, validator=whole_within(0, 1024))
+    cross_socket_Bps: float = attrs.field(default=0.0, validator=within(0.0, 1e15, "B/s"))
+    staged_Bps: float = attrs.field(default=0.0, validator=within(0.0, 1e15, "B/s"))
     nodes: int = attrs.field(default=1, validator=whole_within(1, 1_000_000))
     network: NetworkSpec | None = None
     torus: tuple[int, ...] = attrs.field(default=(), converter=_int_tuple)

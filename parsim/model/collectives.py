@@ -191,6 +191,11 @@ class _Fabric:
     spine: float  # what crossing leaf switches leaves of the inter-node bandwidth
     hop: str  # NCCL's latency row for a step inside a node: nvlink or pcie
     transport: str
+    cross_socket: bool = False  # the group's peer-to-peer ring crosses the CPUs' socket link
+
+    def hop_extra_s(self) -> float:
+        """What each step inside a node adds to NCCL's constant when the ring crosses sockets."""
+        return nccl.CROSS_SOCKET_HOP_EXTRA_S if self.cross_socket else 0.0
 
     def slowest_latency_s(self, nodes: int) -> float:
         return max(self.intra_latency_s, self.inter_latency_s) if nodes > 1 else self.intra_latency_s
@@ -206,9 +211,15 @@ def _fabric(system: SystemSpec, group: Group, transport: str = "p2p") -> _Fabric
     intra_Bps, hop = ring.bandwidth_Bps, nccl.hop_kind(ring)
     if transport == "host":  # no peer access: every hop goes down to host memory and back up
         ring, hop = system.host_link, "host"
-        intra_Bps = nccl.staged_Bps(ring, min(system.gpus_per_switch, group.per_node))
+        intra_Bps = nccl.staged_Bps(ring, min(system.gpus_per_switch, group.per_node), system.staged_Bps)
+    # a peer-to-peer ring over PCIe through two sockets' root ports: its slowest hop crosses the
+    # CPUs' socket link, at the rate measured between GPUs of different sockets
+    spans = 0 < system.gpus_per_socket < group.per_node
+    crosses = bool(transport == "p2p" and system.cross_socket_Bps and spans)
+    if crosses:
+        intra_Bps = min(intra_Bps, system.cross_socket_Bps)
     if group.nodes == 1 or system.torus:  # a torus joins every chip of every host by its links
-        return _Fabric(ring, intra_Bps, ring.latency_s, math.inf, math.inf, 0.0, 1.0, hop, transport)
+        return _Fabric(ring, intra_Bps, ring.latency_s, math.inf, math.inf, 0.0, 1.0, hop, transport, crosses)
     if system.network is None:
         raise ParsimError(f"a collective over {group.nodes} nodes needs a network (--cluster)")
     share = system.network.gpu_share_Bps(system.gpus)
@@ -222,6 +233,7 @@ def _fabric(system: SystemSpec, group: Group, transport: str = "p2p") -> _Fabric
         system.network.spine_factor(group.nodes),
         hop,
         transport,
+        crosses,
     )
 
 
@@ -231,6 +243,7 @@ def _ring(fabric: _Fabric, group: Group, kind: str, nbytes: float, protocol: str
     n, nodes = group.ranks, group.nodes
     steps, inter_steps = (2 * (n - 1), 2 * (nodes - 1)) if kind == ALL_REDUCE else (n - 1, nodes - 1)
     latency = nccl.ring_latency_s(protocol, steps, inter_steps, fabric.hop, fabric.link.id)
+    latency += (steps - inter_steps) * fabric.hop_extra_s()
     bandwidth = ring_share(kind, n) * nbytes / fabric.rate_Bps(protocol, fabric.inter_Bps, "ring", nodes)
     return nccl.Choice("ring", protocol, latency, bandwidth)
 
@@ -239,6 +252,7 @@ def _tree(fabric: _Fabric, group: Group, nbytes: float, protocol: str) -> nccl.C
     """NCCL's tree all-reduce: a chain inside each node, a double binary tree across nodes; each
     node sends and receives the whole buffer twice (reduce up, broadcast down)."""
     latency = nccl.tree_latency_s(protocol, group.per_node, group.nodes, fabric.hop, fabric.link.id)
+    latency += 2 * (group.per_node - 1) * fabric.hop_extra_s()
     rate = fabric.rate_Bps(protocol, fabric.inter_Bps * fabric.spine, "tree", group.nodes)
     bandwidth = 2.0 * nbytes / rate
     return nccl.Choice("tree", protocol, latency, bandwidth)
@@ -246,9 +260,8 @@ def _tree(fabric: _Fabric, group: Group, nbytes: float, protocol: str) -> nccl.C
 
 def _nvls(fabric: _Fabric, nbytes: float) -> nccl.Choice:
     """NVLink SHARP inside one node: one switch round, the buffer up once and the result down once."""
-    return nccl.Choice(
-        "nvls", "simple", nccl.nvls_latency_s(1), nbytes / nccl.nvls_bandwidth_Bps(fabric.link)
-    )
+    latency = nccl.nvls_latency_s(1, fabric.link.id)
+    return nccl.Choice("nvls", "simple", latency, nbytes / nccl.nvls_bandwidth_Bps(fabric.link))
 
 
 def _all_to_all(fabric: _Fabric, group: Group, nbytes: float) -> Timing:

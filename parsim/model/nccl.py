@@ -57,6 +57,16 @@ Sources:
   4 MiB to 1 GiB ('1073741824 ... 268461 4.00 4.00').
 - [KALAVAI] kalavai-net/kalavai-client@24922d47bf823d763b4edb1e7ee032d119463864 scripts/README.md:
   2 and 4 RTX 4090 without peer access, all_reduce_perf 2.5-3.9 GB/s bus bandwidth.
+- [ND-MI300X] samuel-bohman/AI-benchmarking-guide@3de0c294fd1059a91a2c158712c4a078619d73e8
+  Azure_Results/ND_MI300X_v5_results.md (a fork of Azure/AI-benchmarking-guide): 8x MI300X, RCCL
+  2.22.3, rccl-tests all-reduce in-place bus bandwidth '| 16K | 0.59 |', '| 32K | 1.13 |',
+  '| 65K | 2.22 |', '| 2M | 43.41 |', '| 4M | 82.53 |' (GB/s).
+- [CHLC] blog post "RTX4090 GPUDirect P2P Unlocked!" (https://blog.chlc.cc/p/rtx4090-gpudirect-p2p-unlocked,
+  2025-02-07): 8x RTX 4090 on the root ports of 2x EPYC 7542 (every pair SYS), nccl-tests
+  all_reduce_perf -g 8 before and after tinygrad's peer-access driver; p2pBandwidthLatencyTest with
+  peer access: bidirectional 49.9-50.7 GB/s between GPUs of one socket, 38.9-41.9 between sockets;
+  with the stock driver (no peer access): bidirectional 20.0-21.7 GB/s, all_reduce_perf 14.47-14.98
+  GB/s bus bandwidth from 32 to 128 MiB.
 - [RCCL] ROCm/rccl@0cbce2a7571c907554199fad7e905f16ec0a565c (RCCL 2.21.5 develop, the version of
   ROCm 6.2/6.3's rccl-tests runs): src/graph/tuning.cc ``baseLat`` Ring/Tree LL/LL128/Simple
   12/12/17 us; ``tuning_model_5`` (src/graph/rome_models.cc ``rome_model_79``: 8 GPUs with 7
@@ -142,6 +152,12 @@ Ampere generation on [NT-123]: one channel, Ring, 8-128 bytes on a DGX A100 from
 8 bytes on 8 GPUs, 34.84 us ([SB]: 2.02 us per step), Azure's 1 MiB ([ND-A100]: 1.65 us per step
 once LL's 87.7 GB/s is paid). NCCL's constants hold on Hopper ([NVLS-H]'s 8 H100: 13.0 us for
 8 bytes, 15.0 priced) and are kept for the other generations."""
+NVLS_START_S = {"nvlink4": 30.5 * US}
+"""NVLS' fixed cost on Hopper's third-generation NVSwitch, fitted once on [NVLS-H]'s forced-NVLS
+H200 table below its bandwidth regime: 64 KiB, 256 KiB and 1 MiB take 30.8, 31.1 and 34.7 us, a
+fixed 30.6, 30.2 and 30.8 us once the bytes are paid (NCCL's tuner constant says 25 us: the
+multicast barrier and the switch's reduction round trip cost more than the tuner assumes). Other
+generations keep NCCL's 25 us (no small forced-NVLS measurement at hand)."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
 NVLS_MIN_RANKS = 5
@@ -196,6 +212,15 @@ RCCL_HOP_LATENCY_S = {  # [RCCL] tuning_model_5 hwLat over the Infinity Fabric (
     ("tree", "ll"): 0.9 * US,
     ("tree", "simple"): 2.3 * US,
 }
+RCCL_HOP_EXTRA_S: dict[str, float] = {}
+"""What a step over an Infinity Fabric generation adds to RCCL's tuner constant, where measured
+and safe to apply: nothing yet. [ND-MI300X]'s small rccl-tests all-reduces (16, 32, 64 KiB on 8
+GPUs: 48.6, 50.8, 51.7 us; 2-4 MiB: 84.5, 88.9 us) imply 1.75 us more per step than RCCL's table
+(47.7 us for 8 bytes, not 23.2), which takes the MI300X nccl-tests rows from +57 / +20 % to +7 / -5 %
+at 1 and 8 MiB; but the TP-8 decode rows of vLLM on ROCm (llm-decode) price their per-layer
+all-reduces with the same rule and would go from ~6 % to -32 %: vLLM runs its own custom
+all-reduce for small messages, not RCCL. Apply it once the engine's all-reduce is its own
+mechanism (issue 26, item 1)."""
 RCCL_SHARE = {  # [RCCL] tuning_model_5 bwRatio: one or two nodes, then more
     ("ring", "ll"): (0.08, 0.08),
     ("ring", "simple"): (1.0, 1.0),
@@ -249,22 +274,36 @@ def protocol_bandwidth_Bps(
     return rate
 
 
+CROSS_SOCKET_HOP_EXTRA_S = 1.4 * US
+"""A ring step between GPUs on PCIe peer-to-peer takes 1.4 us more than NCCL's PCIe constant when
+the ring crosses the CPUs' socket link (every step waits for its slowest hop), fitted once for a
+two-socket EPYC platform on [CHLC]'s eight RTX 4090 with peer access on: 8 bytes to 4 KiB take
+38.1-42.5 us, 40.3 in the middle of that range, where NCCL's Ring/LL says 6.6 + 14 x 1.0 = 20.6;
+the same box's p2pBandwidthLatencyTest times a write to a GPU of the other socket at 1.6-1.7 us,
+to one of the same socket at 1.2."""
 SHM_TRANSPORT_BPS = 4.0e9
-"""What NCCL's SHM transport carries per GPU when peer access is off, fitted once on [P2P-OFF]'s
-two RTX 2080 Ti on PCIe 3.0 (all-reduce bus bandwidth 4.00 GB/s from 4 MiB to 1 GiB, where half
-the link would allow 6.2): the receiving GPU's SMs read the sender's chunks from host memory over
-PCIe, a few NCCL channels with a bounded number of reads in flight each, so the rate does not grow
-with the PCIe generation (two RTX 4090 on PCIe 4.0 reach 3.5-3.9 GB/s, [KALAVAI])."""
+"""What NCCL's SHM transport carries per GPU when peer access is off on a box whose staged copy rate
+has not been measured, fitted once on [P2P-OFF]'s two RTX 2080 Ti on PCIe 3.0 (all-reduce bus
+bandwidth 4.00 GB/s from 4 MiB to 1 GiB); two RTX 4090 on PCIe 4.0 in containers reach 3.5-3.9
+GB/s ([KALAVAI])."""
+SHM_SHARE_OF_STAGED = 0.68
+"""Where the box's own p2pBandwidthLatencyTest with peer access off has been run, NCCL's SHM
+transport moves 0.68 of its bidirectional figure per GPU and direction: the driver's staged copy
+bounces both directions through host buffers, NCCL's ring pipelines each GPU's writes to host
+memory (up its link) and its neighbour's reads (down the neighbour's link). Fitted once on two
+boxes: [P2P-OFF]'s 2080 Ti pair, 4.00 of 6.10 GB/s (0.66), and [CHLC]'s eight RTX 4090 on two
+EPYC sockets with the stock driver, 14.5-15.0 of 21.0 GB/s (0.69-0.71)."""
 
 
-def staged_Bps(link: LinkSpec, sharing: int = 1) -> float:
-    """A GPU's rate to its ring neighbour through host memory when peer access is off: each byte
-    crosses PCIe twice (down to the host, up to the peer) while every GPU sends and receives, so
-    at most half the link ([P2P-OFF]), and no more than NCCL's SHM transport moves
-    (``SHM_TRANSPORT_BPS``); the ``sharing`` GPUs of the group behind one PCIe switch share its
-    upstream port, which all their host traffic crosses ([KALAVAI]: two RTX 4090 behind one switch
-    reach 2.24 GB/s, on two root ports 3.87)."""
-    return min(link.bandwidth_Bps / 2.0, SHM_TRANSPORT_BPS) / max(sharing, 1)
+def staged_Bps(link: LinkSpec, sharing: int = 1, measured_Bps: float = 0.0) -> float:
+    """A GPU's rate to its ring neighbour through host memory when peer access is off: NCCL's SHM
+    share of the box's measured staged copy rate (``measured_Bps``, bidirectional), else
+    ``SHM_TRANSPORT_BPS``, and never more than the GPU's link carries one way (each GPU writes its
+    sends up its own link and reads its receives down it); the ``sharing`` GPUs of the group behind
+    one PCIe switch share its upstream port, which all their host traffic crosses ([KALAVAI]: two
+    RTX 4090 behind one switch reach 2.24 GB/s, on two root ports 3.87)."""
+    rate = SHM_SHARE_OF_STAGED * measured_Bps if measured_Bps > 0 else SHM_TRANSPORT_BPS
+    return min(link.bandwidth_Bps, rate) / max(sharing, 1)
 
 
 def nvls_available(link: LinkSpec, gpus_per_node: int, ranks_per_node: int) -> bool:
@@ -286,6 +325,12 @@ def hop_latency_s(intra: str, algorithm: str, protocol: str, link_id: str = "") 
     return HOP_LATENCY_S[intra][(algorithm, protocol)] + extra
 
 
+def rccl_hop_latency_s(key: tuple[str, str], link_id: str = "") -> float:
+    """One step over Infinity Fabric: RCCL's constant plus what the fabric adds where that has
+    been measured (``RCCL_HOP_EXTRA_S``)."""
+    return RCCL_HOP_LATENCY_S[key] + RCCL_HOP_EXTRA_S.get(link_id, 0.0)
+
+
 def ring_latency_s(
     protocol: str,
     steps: int,
@@ -299,7 +344,7 @@ def ring_latency_s(
     if intra == RCCL:
         return (
             RCCL_BASE_LATENCY_S[key]
-            + (steps - inter_steps) * RCCL_HOP_LATENCY_S[key]
+            + (steps - inter_steps) * rccl_hop_latency_s(key, link_id)
             + inter_steps * HOP_LATENCY_S["net"][key]
         )
     return (
@@ -314,16 +359,18 @@ def tree_latency_s(protocol: str, per_node: int, nodes: int, intra: str, link_id
     key = ("tree", protocol)
     depth = math.ceil(math.log2(nodes)) if nodes > 1 else 0
     if intra == RCCL:  # [RCCL]: its base and chain hop, NCCL's network hop across nodes
-        base, hop = RCCL_BASE_LATENCY_S[key], RCCL_HOP_LATENCY_S[key]
+        base, hop = RCCL_BASE_LATENCY_S[key], rccl_hop_latency_s(key, link_id)
     else:
         base, hop = BASE_LATENCY_S[key], hop_latency_s(intra, "tree", protocol, link_id)
     return base + 2 * ((per_node - 1) * hop + depth * HOP_LATENCY_S["net"][key])
 
 
-def nvls_latency_s(nodes: int) -> float:
-    """[TUNE]: NVLS pays one switch round (25 us) and, across nodes, one network hop."""
+def nvls_latency_s(nodes: int, link_id: str = "") -> float:
+    """[TUNE]: NVLS pays one switch round (25 us; ``NVLS_START_S`` where measured) and, across
+    nodes, one network hop."""
     key = ("nvls", "simple")
-    return HOP_LATENCY_S["nvlink"][key] + (HOP_LATENCY_S["net"][key] if nodes > 1 else 0.0)
+    start = NVLS_START_S.get(link_id, HOP_LATENCY_S["nvlink"][key])
+    return start + (HOP_LATENCY_S["net"][key] if nodes > 1 else 0.0)
 
 
 def fastest(choices: list[Choice]) -> Choice:
