@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from parsim.base.units import si
 from parsim.hardware.specs import SystemSpec
 from parsim.model import systolic
-from parsim.model.kernel import choose
+from parsim.model.kernel import choose, shape
 from parsim.model.library import gemm_tiling
 from parsim.model.placement import kernel_processor
 from parsim.model.rates import execution
@@ -29,7 +29,7 @@ def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> st
     if kernel.library.conv is None:
         return ""
     spec, kernel_mode = kernel_processor(system, kernel, mode)
-    return choose(spec, kernel_mode, overlap, kernel)[0]
+    return choose(spec, kernel_mode, overlap, shape(kernel))[0]  # the engine's own (cached) choice
 
 
 def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> float | None:
@@ -44,7 +44,8 @@ def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: s
             spec, kernel_mode = kernel_processor(system, kernel, mode)
             key = (spec.id, kernel_mode, kernel.cost_key())
             if key not in per_shape:
-                per_shape[key] = kernel.work.flops - choose(spec, kernel_mode, overlap, kernel)[1].work.flops
+                runs = choose(spec, kernel_mode, overlap, shape(kernel))[1]
+                per_shape[key] = kernel.work.flops - runs.work.flops
             saved += per_shape[key]
     return workload.flops - saved if saved > 1e-9 * workload.flops else None
 

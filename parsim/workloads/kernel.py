@@ -448,7 +448,19 @@ class Kernel:
                 raise TypeError(f"Kernel.but() got an unexpected keyword argument {fact!r}")
         for part, values in parts.items():
             own[part] = getattr(self, part)._replace(**values)
-        return attrs.evolve(self, **own)
+        get = own.get  # the constructor itself, not attrs.evolve: a training step makes thousands
+        return Kernel(
+            get("name", self.name),
+            get("work", self.work),
+            get("stream", self.stream),
+            get("device", self.device),
+            get("layer", self.layer),
+            get("access", self.access),
+            get("library", self.library),
+            get("issue", self.issue),
+            get("phase", self.phase),
+            get("part", self.part),
+        )
 
     def cost_key(self) -> tuple[Work, Access, LibraryHints, Issue]:
         """All that the kernel's timing depends on: its four records (not its name or place)."""

@@ -266,7 +266,8 @@ def layer_kernels(
             if conv is None:
                 return {}
             nchw = {"nchw_B": float((n_in + n_out) * size)} if numerics.layout == "nchw" else {}
-            return {"conv": attrs.evolve(conv, pass_=step), **nchw}
+            same = conv.batch, conv.channels, conv.height, conv.width, conv.filters, conv.kernel
+            return {"conv": ConvShape(*same, conv.stride, conv.padding, step, conv.algorithm), **nchw}
 
         if numerics.casts:
             forward.append(_cast(layer, "cast weights", layer.params, "float32", dtype, device))
