@@ -84,8 +84,8 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
     lines = []
     chosen = [algorithm(system, mode, overlap, k) for k in convs]
     if convs and set(chosen) == {DIRECT_LOOP}:  # SISD: no library chose anything
-        shape = convs[0].library.conv
-        taps = shape.gemm_dims()[2] if len(convs) == 1 and shape is not None else None
+        first = convs[0].library.conv
+        taps = first.gemm_dims()[2] if len(convs) == 1 and first is not None else None
         what = f"{convs[0].name}: " if taps else f"{len(convs)} convolutions, each "
         each = f", {taps} multiply-adds per output" if taps else ""
         lines.append(
@@ -115,7 +115,8 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
             if pad is not None:  # a systolic array: the padding is what matters, not a tile choice
                 lines.append(f"{kernel.name}: {pad.sentence()}")
                 continue
-            tiling = gemm_tiling(spec, execution(spec, kernel_mode, kernel), kernel)
+            anonymous = shape(kernel)  # the engine's tiling of this shape, already cached
+            tiling = gemm_tiling(spec, execution(spec, kernel_mode, anonymous), anonymous)
             split = f", reduction split {tiling.split} ways (split-K)" if tiling.split > 1 else ""
             lines.append(
                 f"{kernel.name}: {tiling.outputs} output tiles of {tiling.rows}x{tiling.columns}{split} "
