@@ -211,7 +211,16 @@ def _issue_ends(
 ) -> tuple[list[float], list[float]]:
     """Each kernel's issue cost, and when the host has issued it, from the chain's start (a CuPy
     reduction costs more than an elementwise call)."""
-    costs = [issue_s(system, framework, False, kernel) for kernel in kernels]
+    # a device kernel's issue cost depends on its kind of call and whether it is a primitive op
+    # (``issue.issue_s``): asked once per kind, not per kernel
+    known: dict[tuple[bool, str, bool], float] = {}
+    costs = []
+    for kernel in kernels:
+        kind = (kernel.library.gemm_mn is None, kernel.work.op, kernel.issue.primitive)
+        cost = known.get(kind)
+        if cost is None:
+            cost = known[kind] = issue_s(system, framework, False, kernel)
+        costs.append(cost)
     if len(set(costs)) == 1:  # the common case, kept exact: k launches of one cost
         return costs, [(k + 1) * costs[0] for k in range(len(kernels))]
     return costs, list(itertools.accumulate(costs))
