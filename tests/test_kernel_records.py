@@ -162,3 +162,39 @@ def test_records_are_tuples_compared_within_their_own_kind():
         0.0,
     )  # hence: compare a record with its own kind only
     assert Kernel.of("k", 1, 8, 8, 1).cost_key() == Kernel.of("k", 1, 8, 8, 1).cost_key()
+
+
+def test_on_device_is_but_device_and_keeps_the_checked_records():
+    k = Kernel.of("conv fwd", 6.0, 8.0, 8.0, 4, cold_bytes=8.0, gemm_mn=(2, 2), layer="conv1", stream=1)
+    moved = k.on_device(3)
+    assert moved == k.but(device=3) and moved.device == 3 and moved.cost_key() == k.cost_key()
+    assert moved.work is k.work and moved.access is k.access and moved.library is k.library
+    with pytest.raises(ParsimError, match="kernel 'conv fwd': 'device' must be"):
+        k.on_device(-2)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        # each record checked and shared already: the place and the rule between records still are
+        (lambda k, _: Kernel(k.name, k.work, device=-3), "'device' must be"),
+        (lambda k, _: Kernel(k.name, k.work, stream=1.0), "'stream' must be"),
+        (lambda k, _: Kernel(k.name, k.work, layer=7), "'layer' must be"),
+        (lambda k, big: Kernel(k.name, k.work, access=big.access), "'cold_bytes' must be <= bytes_read"),
+    ],
+)
+def test_a_kernel_of_shared_records_still_has_its_place_and_cold_bytes_checked(build, message):
+    k = Kernel.of("small", 1.0, 8.0, 8.0, 1, cold_bytes=16.0)  # 16 bytes moved, all cold
+    big = Kernel.of("big", 1.0, 64.0, 64.0, 1, cold_bytes=128.0)  # its Access is not valid for k
+    with pytest.raises(ParsimError, match=message):
+        build(k, big)
+
+
+def test_every_gpu_of_a_data_parallel_step_runs_gpu_0s_kernels():
+    from parsim.workloads.registry import make_workload, validate_params
+
+    params = validate_params("data_parallel", {"model": "resnet50", "batch": 64, "gpus": 4, "sync": "ring"})
+    kernels = [op for op in make_workload("data_parallel", params).ops if isinstance(op, Kernel)]
+    per_gpu = {g: [(k.name, k.layer, k.cost_key()) for k in kernels if k.device == g] for g in range(4)}
+    assert len(per_gpu[0]) > 100
+    assert per_gpu[1] == per_gpu[0] and per_gpu[2] == per_gpu[0] and per_gpu[3] == per_gpu[0]

@@ -118,6 +118,7 @@ def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:
     )
 
 
+@cached(maxsize=256)
 def stream_Bps_per_core(spec: ProcessorSpec) -> float | None:
     """What one core draws from the last shared cache (a GPU's L2) when every core streams GEMM
     operands; None without a shared cache (then operands are the kernel's compulsory traffic)."""
@@ -144,16 +145,31 @@ def tile_parts(
 ) -> tuple[float, float]:
     """One core's seconds for one tile's padded multiply-adds, and for its operands from the shared
     cache (0 where a BLAS micro-kernel keeps them in L1)."""
+    return _tile_parts(kernel, ex, rows, columns, split, _operand_rate(spec, kernel))
+
+
+def _operand_rate(spec: ProcessorSpec, kernel: Kernel) -> tuple[float, int] | None:
+    """What one core draws from the shared cache, and an operand element's bytes; None where a
+    tile's operands cost nothing (a CPU, or no shared cache)."""
+    share = stream_Bps_per_core(spec) if spec.is_accelerator else None
+    if share is None:
+        return None
+    element = (
+        1 if kernel.library.math in QUANTISED_FORMATS else itemsize(kernel.work.dtype)
+    )  # int8/FP8: a byte
+    return share, element
+
+
+def _tile_parts(
+    kernel: Kernel, ex: Execution, rows: int, columns: int, split: int, rate: tuple[float, int] | None
+) -> tuple[float, float]:
     assert kernel.library.gemm_mn is not None  # only GEMM-shaped kernels are tiled
     m, n = kernel.library.gemm_mn
     depth = kernel.work.flops / (2.0 * m * n) / split  # the reduction each tile does
     compute = 2.0 * rows * columns * depth / ex.core_flops_per_s
-    share = stream_Bps_per_core(spec) if spec.is_accelerator else None
-    if share is None:
+    if rate is None:
         return compute, 0.0
-    element = (
-        1 if kernel.library.math in QUANTISED_FORMATS else itemsize(kernel.work.dtype)
-    )  # int8/FP8: a byte
+    share, element = rate
     return compute, (rows + columns) * depth * element / share
 
 
@@ -185,12 +201,13 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     if spec.systolic_array is not None:  # XLA splits the (already padded) rows among the TensorCores
         shapes = [(min(m, systolic.round_up(m / spec.cores, systolic.ROWS)), n)]
     best: tuple[float, Tiling] | None = None
+    rate = _operand_rate(spec, kernel)  # the same for every tile shape
     for rows, columns in shapes:  # largest first
         outputs = math.ceil(m / rows) * math.ceil(n / columns)
         edge = min(rows, columns)
         split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
         waves = math.ceil(outputs * split / slots)
-        seconds = waves * tile_seconds(kernel, ex, rows, columns, split, spec)
+        seconds = waves * max(_tile_parts(kernel, ex, rows, columns, split, rate))  # tile_seconds
         if best is None or seconds < best[0] * (1 - CLEARLY_FASTER):
             best = (seconds, Tiling(rows, columns, split, outputs))
     assert best is not None

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from parsim.base.units import si
 from parsim.hardware.specs import SystemSpec
 from parsim.model import systolic
-from parsim.model.kernel import choose
+from parsim.model.kernel import choose, shape
 from parsim.model.library import gemm_tiling
 from parsim.model.placement import kernel_processor
 from parsim.model.rates import execution
@@ -29,7 +29,7 @@ def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> st
     if kernel.library.conv is None:
         return ""
     spec, kernel_mode = kernel_processor(system, kernel, mode)
-    return choose(spec, kernel_mode, overlap, kernel)[0]
+    return choose(spec, kernel_mode, overlap, shape(kernel))[0]  # the engine's own (cached) choice
 
 
 def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> float | None:
@@ -44,7 +44,8 @@ def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: s
             spec, kernel_mode = kernel_processor(system, kernel, mode)
             key = (spec.id, kernel_mode, kernel.cost_key())
             if key not in per_shape:
-                per_shape[key] = kernel.work.flops - choose(spec, kernel_mode, overlap, kernel)[1].work.flops
+                runs = choose(spec, kernel_mode, overlap, shape(kernel))[1]
+                per_shape[key] = kernel.work.flops - runs.work.flops
             saved += per_shape[key]
     return workload.flops - saved if saved > 1e-9 * workload.flops else None
 
@@ -83,8 +84,8 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
     lines = []
     chosen = [algorithm(system, mode, overlap, k) for k in convs]
     if convs and set(chosen) == {DIRECT_LOOP}:  # SISD: no library chose anything
-        shape = convs[0].library.conv
-        taps = shape.gemm_dims()[2] if len(convs) == 1 and shape is not None else None
+        first = convs[0].library.conv
+        taps = first.gemm_dims()[2] if len(convs) == 1 and first is not None else None
         what = f"{convs[0].name}: " if taps else f"{len(convs)} convolutions, each "
         each = f", {taps} multiply-adds per output" if taps else ""
         lines.append(
@@ -114,7 +115,8 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
             if pad is not None:  # a systolic array: the padding is what matters, not a tile choice
                 lines.append(f"{kernel.name}: {pad.sentence()}")
                 continue
-            tiling = gemm_tiling(spec, execution(spec, kernel_mode, kernel), kernel)
+            anonymous = shape(kernel)  # the engine's tiling of this shape, already cached
+            tiling = gemm_tiling(spec, execution(spec, kernel_mode, anonymous), anonymous)
             split = f", reduction split {tiling.split} ways (split-K)" if tiling.split > 1 else ""
             lines.append(
                 f"{kernel.name}: {tiling.outputs} output tiles of {tiling.rows}x{tiling.columns}{split} "

@@ -295,6 +295,10 @@ def _good(kernel: Kernel) -> bool:
 SHARED_MAX = 1 << 16
 """Checked records kept for sharing, per kind; the table starts again when it holds more."""
 _SHARED: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})
+_SHARED_IDS: tuple[set[int], ...] = (set(), set(), set(), set())
+"""The ids of the records each table holds (alive there, so an id names that record alone): a
+kernel made of records already checked and shared (``Kernel.but`` of a place, ``anonymous``) has
+only its place fields checked."""
 
 
 def _share_records(kernel: Kernel) -> None:
@@ -306,15 +310,44 @@ def _share_records(kernel: Kernel) -> None:
     records of a kernel that passed its checks are kept, so a shared record is always a valid one
     (a value equal to a checked one, 2.0 for the integer 2, becomes that checked value).
     """
-    for name, table in zip(("work", "access", "library", "issue"), _SHARED, strict=True):
+    for name, table, ids in zip(("work", "access", "library", "issue"), _SHARED, _SHARED_IDS, strict=True):
         record = getattr(kernel, name)
         shared = table.get(record)
         if shared is None:
             if len(table) >= SHARED_MAX:
                 table.clear()
+                ids.clear()
             table[record] = record
+            ids.add(id(record))
         elif shared is not record:
             object.__setattr__(kernel, name, shared)
+
+
+def _shared_records(kernel: Kernel) -> bool:
+    """Whether each of the kernel's records is the checked one its table holds (the same object)."""
+    works, accesses, libraries, issues = _SHARED_IDS
+    return (
+        id(kernel.work) in works
+        and id(kernel.access) in accesses
+        and id(kernel.library) in libraries
+        and id(kernel.issue) in issues
+    )
+
+
+def _good_place(kernel: Kernel) -> bool:
+    """The place fields valid, and the one rule between two records (``_good``'s checks of them)."""
+    work = kernel.work
+    return (
+        kernel.access.cold_bytes <= work.bytes_read + work.bytes_written
+        and type(kernel.stream) is int
+        and kernel.stream >= 0
+        and type(kernel.device) is int
+        and kernel.device >= HOST
+        and type(kernel.name) is str
+        and type(kernel.layer) is str
+        and type(kernel.phase) is str
+        and type(kernel.part) is str
+    )
 
 
 def _explain(kernel: Kernel) -> None:
@@ -370,6 +403,10 @@ class Kernel:
     part: str = ""
 
     def __attrs_post_init__(self) -> None:
+        if _shared_records(self):  # checked records (a kernel moved or renamed): only its place
+            if not _good_place(self):
+                _explain(self)
+            return
         try:
             good = _good(self)
         except TypeError:
@@ -448,7 +485,34 @@ class Kernel:
                 raise TypeError(f"Kernel.but() got an unexpected keyword argument {fact!r}")
         for part, values in parts.items():
             own[part] = getattr(self, part)._replace(**values)
-        return attrs.evolve(self, **own)
+        get = own.get  # the constructor itself, not attrs.evolve: a training step makes thousands
+        return Kernel(
+            get("name", self.name),
+            get("work", self.work),
+            get("stream", self.stream),
+            get("device", self.device),
+            get("layer", self.layer),
+            get("access", self.access),
+            get("library", self.library),
+            get("issue", self.issue),
+            get("phase", self.phase),
+            get("part", self.part),
+        )
+
+    def on_device(self, device: int) -> Kernel:
+        """This kernel on GPU ``device`` (its records shared: only the index is checked)."""
+        return Kernel(
+            self.name,
+            self.work,
+            self.stream,
+            device,
+            self.layer,
+            self.access,
+            self.library,
+            self.issue,
+            self.phase,
+            self.part,
+        )
 
     def cost_key(self) -> tuple[Work, Access, LibraryHints, Issue]:
         """All that the kernel's timing depends on: its four records (not its name or place)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from parsim.base.caching import cached
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel
 from parsim.workloads.conv import ConvShape, Pass
@@ -194,6 +195,22 @@ class Numerics:
         return "float32" if self.mixed else self.dtype
 
 
+@cached(maxsize=4096)
+def _conv_pass(
+    batch: int,
+    channels: int,
+    height: int,
+    width: int,
+    filters: int,
+    window: int,
+    stride: int,
+    padding: int,
+    step: Pass,
+) -> ConvShape:
+    """One pass of a convolution, checked once per shape (a ResNet repeats its blocks' shapes)."""
+    return ConvShape(batch, channels, height, width, filters, window, stride, padding, step)
+
+
 def layer_kernels(
     layer: Layer,
     batch: int,
@@ -249,7 +266,8 @@ def layer_kernels(
             in_c, in_h, in_w = layer.in_shape
             m, n, k = batch * out_h * out_w, out_c, in_c * layer.window**2
             dgrad_mn, wgrad_mn = (batch * in_h * in_w, in_c), (out_c, k)
-            conv = ConvShape(batch, in_c, in_h, in_w, out_c, layer.window, layer.stride, layer.padding)
+            conv_args = (batch, in_c, in_h, in_w, out_c, layer.window, layer.stride, layer.padding)
+            conv = _conv_pass(*conv_args, "fwd")
         else:
             m, n, k = batch, layer.out_shape[0], layer.in_shape[0]
             dgrad_mn, wgrad_mn = (batch, k), (k, n)
@@ -266,7 +284,7 @@ def layer_kernels(
             if conv is None:
                 return {}
             nchw = {"nchw_B": float((n_in + n_out) * size)} if numerics.layout == "nchw" else {}
-            return {"conv": attrs.evolve(conv, pass_=step), **nchw}
+            return {"conv": _conv_pass(*conv_args, step), **nchw}
 
         if numerics.casts:
             forward.append(_cast(layer, "cast weights", layer.params, "float32", dtype, device))

@@ -334,13 +334,19 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
         raise ParsimError(f"data_parallel: 'recompute' {recompute} applies to language models only")
     layers = MODELS[params["model"]]()
 
+    first: list[tuple[list[Kernel], list[Kernel]]] = []  # GPU 0's kernels, built once
+
     def network_of(device: int) -> tuple[list[Kernel], list[Kernel]]:
-        passes = [
-            layer_kernels(layer, shard, numerics, True, i == 0, device=device, update=False)
-            for i, layer in enumerate(layers)
-        ]
-        forward = [k for forward, _ in passes for k in forward]
-        return forward, [k for _, backward in reversed(passes) for k in backward]
+        if not first:
+            passes = [
+                layer_kernels(layer, shard, numerics, True, i == 0, device=0, update=False)
+                for i, layer in enumerate(layers)
+            ]
+            forward = [k for forward, _ in passes for k in forward]
+            first.append((forward, [k for _, backward in reversed(passes) for k in backward]))
+        # every GPU runs the same kernels: GPU 0's, placed on ``device`` (their records shared)
+        forward, backward = first[0]
+        return [k.on_device(device) for k in forward], [k.on_device(device) for k in backward]
 
     input_B = shard * layers[0].in_size * itemsize(numerics.dtype)
     footprint = network_needs(layers, shard, numerics, True, optimizer)

@@ -18,6 +18,8 @@ then a handful of events per GPU, while the trace still shows every kernel and p
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 import simpy
 
@@ -35,6 +37,8 @@ from parsim.results.resources import Resource
 from parsim.results.timeline import TraceEvent
 from parsim.stack import FrameworkSpec
 from parsim.workloads.base import Kernel
+
+_event = functools.partial(tuple.__new__, TraceEvent)  # a TraceEvent from its nine fields in order
 
 
 @attrs.frozen
@@ -186,41 +190,49 @@ class Processor:
         """Append the kernel's phases to the trace from ``start``; return its end."""
         if self.trace is None:
             duration = self._durations.get(id(kernel))
-            if duration is None:
-                duration = self._durations[id(kernel)] = kernel_s(
-                    self.spec, self.mode, self.overlap, shape(kernel)
+            if duration is None:  # held with its floor: the same kernel recurs in every instance
+                duration = self._durations[id(kernel)] = self._floor(
+                    kernel, kernel_s(self.spec, self.mode, self.overlap, shape(kernel))
                 )
-            return start + self._floor(kernel, duration)
+            return start + duration
         layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if layout.level not in MAIN_MEMORY:
             self.notes.cached(name, layout.level)
         if layout.quantised:
             self.notes.quantised(name, *layout.quantised)
-        append, rows = self.trace.append, self._rows
+        append, rows, layer = self.trace.append, self._rows, kernel.layer
         for cores, label, kind, begin, end, weight, memory in layout.phases:
+            # TraceEvent's fields in order, made as the tuple it is (a traced step makes thousands)
             append(
-                TraceEvent(
-                    rows.get(cores) or self._row(cores),
-                    f"{kernel.name} {label}",
-                    kind,
-                    start + begin,
-                    start + end,
-                    layer=kernel.layer,
-                    weight=weight,
-                    op=kernel,
+                _event(
+                    (
+                        rows.get(cores) or self._row(cores),
+                        f"{kernel.name} {label}",
+                        kind,
+                        start + begin,
+                        start + end,
+                        False,
+                        layer,
+                        weight,
+                        kernel,
+                    )
                 )
             )
             if memory is not None:
                 append(
-                    TraceEvent(
-                        rows.get(layout.level) or self._row(layout.level),
-                        kernel.name,
-                        "memory",
-                        start + memory[0],
-                        start + memory[1],
-                        detail=True,
-                        op=kernel,
+                    _event(
+                        (
+                            rows.get(layout.level) or self._row(layout.level),
+                            kernel.name,
+                            "memory",
+                            start + memory[0],
+                            start + memory[1],
+                            True,
+                            "",
+                            1.0,
+                            kernel,
+                        )
                     )
                 )
         return start + self._floor(kernel, layout.duration_s)

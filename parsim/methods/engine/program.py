@@ -32,7 +32,7 @@ from parsim.model.issue import issue_s, step_issue_s
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
 from parsim.stack import FrameworkSpec
-from parsim.workloads.base import Block, Kernel, Op, Workload, stream_predecessors, thread_of
+from parsim.workloads.base import HOST, Block, Kernel, Op, Workload, stream_predecessors, thread_of
 
 
 @attrs.frozen
@@ -177,19 +177,22 @@ class _Program:
         op = self.ops[index]
         return (
             isinstance(op, Kernel)
-            and (self.cpu_only or not self.on_host(op))  # host work beside GPUs waits on its inputs
+            # host work beside GPUs waits on its inputs (``placement.on_host`` of a kernel)
+            and (self.cpu_only or op.device != HOST)
             and op.device in self._single_stream
         )
 
     def segments(self, mine: list[int]) -> list[list[int]]:
         """Split a thread's ops into chains (lists of several kernels) and single ops."""
         segments: list[list[int]] = []
+        last_chainable = False  # of the op before (``current[-1]``): each op is asked once
         for index in mine:
             current = segments[-1] if segments else None
+            chainable = self._chainable(index)
             if (
                 current
-                and self._chainable(index)
-                and self._chainable(current[-1])
+                and chainable
+                and last_chainable
                 and self.ops[current[-1]].device == self.ops[index].device
                 and current[-1] == index - 1
                 and current[-1] not in self._awaited
@@ -199,6 +202,7 @@ class _Program:
                 current.append(index)
             else:
                 segments.append([index])
+            last_chainable = chainable
         return segments
 
 
@@ -207,7 +211,16 @@ def _issue_ends(
 ) -> tuple[list[float], list[float]]:
     """Each kernel's issue cost, and when the host has issued it, from the chain's start (a CuPy
     reduction costs more than an elementwise call)."""
-    costs = [issue_s(system, framework, False, kernel) for kernel in kernels]
+    # a device kernel's issue cost depends on its kind of call and whether it is a primitive op
+    # (``issue.issue_s``): asked once per kind, not per kernel
+    known: dict[tuple[bool, str, bool], float] = {}
+    costs = []
+    for kernel in kernels:
+        kind = (kernel.library.gemm_mn is None, kernel.work.op, kernel.issue.primitive)
+        cost = known.get(kind)
+        if cost is None:
+            cost = known[kind] = issue_s(system, framework, False, kernel)
+        costs.append(cost)
     if len(set(costs)) == 1:  # the common case, kept exact: k launches of one cost
         return costs, [(k + 1) * costs[0] for k in range(len(kernels))]
     return costs, list(itertools.accumulate(costs))
