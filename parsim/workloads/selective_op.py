@@ -22,7 +22,7 @@ import attrs
 
 from parsim.workloads.base import Kernel
 from parsim.workloads.llm_config import LlmConfig
-from parsim.workloads.transformer_ops import ATTENTION_CORE, CAST_WEIGHTS
+from parsim.workloads.transformer_ops import ATTENTION_CORE, CAST_WEIGHTS, block_layers
 
 MODE = "selective-op"
 """The ``recompute`` value of this policy."""
@@ -68,9 +68,10 @@ def replayed(forward: list[Kernel], config: LlmConfig, suffix: str, phase: str) 
     block's non-matmul ops (not the attention core, whose output is kept, nor autocast's weight
     casts, which FSDP's bf16 parameters do not need) and its recomputed matmuls' shares."""
     shares = recomputed_share(config)
+    blocks = {layer for i in range(config.layers) for layer in block_layers(i)}
     again: list[Kernel] = []
     for kernel in forward:
-        if not kernel.layer.startswith("h."):  # embedding, final norm, head: outside the blocks
+        if kernel.layer not in blocks:  # embedding, final norm, head: outside the blocks
             continue
         if kernel.part in (ATTENTION_CORE, CAST_WEIGHTS):
             continue
