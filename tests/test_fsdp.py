@@ -124,7 +124,10 @@ def test_a_smaller_prefetch_exposes_the_gathers():
         ).latency_s
         for p in (1, 2, 4)
     ]
-    assert times[0] > times[1] >= times[2] * (1 - 1e-9)
+    # prefetch 2 hides the gathers; a deeper prefetch only runs them earlier, beside other units,
+    # which lose the same share of their SMs to NCCL's channels (model.comm_sms): no faster
+    assert times[0] > times[1]
+    assert times[2] == pytest.approx(times[1], rel=1e-3)
 
 
 def test_microbatches_divide_each_gpus_samples():

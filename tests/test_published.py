@@ -64,22 +64,25 @@ NOT_MET_YET: dict[str, str] = {
     # (13.0 % -> 8.3 %: NVLS' 30.5 us fixed cost on Hopper) and "tp-pcie" (10.4 % -> 9.5 %, a third
     # source: a peer ring across two sockets, NCCL's SHM share of a box's measured staged copies)
     # off this list
-    # issue 26's FSDP rows (llm-foundry MPT, torchtitan, fms-fsdp; 8 to 128 A100/H100): ~16 %
-    # against 10 %, every row optimistic (+2 to +35 %). The FSDP schedule is not the gap: the
-    # published per-GPU throughput is flat from 8 to 128 GPUs (MPT-7B on A100 40GB: MFU 50.1-51.6 %)
-    # and so is parsim's (prefetch 2 hides the gathers); the per-GPU step of eager/compiled PyTorch
-    # models on H100 (MPT-7B: 46 % MFU measured, ~62 % predicted) and A100 runs below parsim's
-    # kernel rates. Missing: the single-GPU efficiency of these frameworks. NCCL's SM share cannot
-    # close it: parsim's gathers and reduce-scatters keep each GPU's NVLink busy 15 % (MPT-7B, DGX
-    # H100) and 9 % (DGX A100) of the step, so even 32 channels of 132 SMs slow compute <= 4 %. A
-    # sustained H100 SXM clock below boost would also move the NeMo DGX-H100 megatron rows (-9 to
-    # +12 % today) and the H100 serving rows (already slow): not a per-device fix either
     # serving at 12.3 % (63 rows; 9.9 % of 60 before the SGLang 16 req/s rows): overloaded SGLang
     # admits too many requests in parsim (TTFT -35 %, ITL +87 %, e2e +59 % at 16 req/s on 4x H200);
     # SGLang reserves each new request's whole output (and a decaying share of the running ones')
     # before admitting it, and retracts requests under KV pressure
     "serving": "SGLang's cautious admission (output reservation) and retraction when overloaded",
-    "fsdp": "single-GPU kernel efficiency of PyTorch FSDP frameworks not modelled (NCCL SM share <= 4 %)",
+    # issue 26's FSDP rows (llm-foundry MPT, torchtitan, fms-fsdp; 8 to 128 A100/H100): 16.1 % over
+    # 13 rows against 10 %, every row optimistic (+0 to +33 %). Round 3 added the two mechanisms the
+    # schedule lacked: torchtitan's selective per-op recomputation (recompute=selective-op, its
+    # policy's code cited: every second matmul again; the 13B no-AC -> selective-op slowdown is
+    # 0.88 measured, 0.90 predicted) and NCCL's channels holding 16 SMs beside compute
+    # (model.comm_sms: -1 to -2 points per row, the collectives keep NVLink busy 5-20 % of a step).
+    # What is left is each GPU's own step: the published per-GPU throughput is flat from 8 to 128
+    # GPUs, as parsim's is; parsim runs these eager-PyTorch bf16 GEMMs at 85 % (A100) / 75 % (H100)
+    # of peak, the measured MFU implies ~10-15 % (A100) and ~25-30 % (H100, MPT-7B: 46 % MFU
+    # measured, ~62 % predicted) less. Missing: the sustained clock under the power limit in a long
+    # training run (A100's HPL clock is 1305 of 1410 MHz) or a per-framework GEMM efficiency; either
+    # is a device-generation rule that also moves the megatron (NeMo DGX-H100 -9 to +12 %) and
+    # transformer-training rows, so it was not changed here
+    "fsdp": "sustained GEMM rate of a long eager-PyTorch bf16 run (clock under the power limit) not modelled",
     # issue 26 item 8: 19.9 % against 10 % (26.1 % before THNN's per-image GEMM, which took the six
     # Torch7 rows from 39.8 % to 12.9 %). Intel Neural Compressor's Xeon 8480+ rows (22 %) need the
     # clock under AVX-512 load with turbo on (VGG-16 at 59 ms an image on 4 cores is above the 2.0 GHz

@@ -186,10 +186,11 @@ class DataParallelParams(_ModelParams):
     zero: int = Field(
         0, ge=0, le=3, description="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3)"
     )
-    recompute: Literal["none", "selective", "full"] = Field(
+    recompute: Literal["none", "selective", "selective-op", "full"] = Field(
         "none",
         description="language models: activation recomputation (as network's): none, selective (the "
-        "attention core) or full (FSDP runs such as MaxText's: zero=3 recompute=full)",
+        "attention core), selective-op (torchtitan's per-op policy: every second matmul of a block and "
+        "its elementwise ops again) or full (FSDP runs such as MaxText's: zero=3 recompute=full)",
     )
     offload: bool = Field(
         False,

@@ -26,7 +26,7 @@ import attrs
 from parsim import stack
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads import ddp, parallel3d
+from parsim.workloads import ddp, parallel3d, selective_op
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import (
     Layer,
@@ -309,7 +309,13 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
             forward, backward = transformer_kernels(
                 config, shard, seq, numerics, True, attention=params["attention"], device=device, update=False
             )
-            return forward, interleaved(parallel3d.recomputed(forward, recompute), backward)
+            if recompute == selective_op.MODE:
+                again = selective_op.replayed(
+                    forward, config, parallel3d.RECOMPUTED, parallel3d.RECOMPUTE_PHASE
+                )
+            else:
+                again = parallel3d.recomputed(forward, recompute)
+            return forward, interleaved(again, backward)
 
         # offload: the checkpoints cross the host link (d2h in the forward pass, h2d in the backward)
         # on the copy engines while the matrix units work, as XLA's host offload schedules them; per

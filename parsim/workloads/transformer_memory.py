@@ -32,6 +32,7 @@ import attrs
 
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
+from parsim.workloads import selective_op
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes
 from parsim.workloads.needs import MemoryNeeds
@@ -100,6 +101,8 @@ def layer_activation_B(
     split = t if sequence_parallel else 1
     if recompute == "full":
         return float(tokens * config.hidden * size / split)  # the layer's input
+    if recompute == selective_op.MODE:  # torchtitan's per-op policy (flash attention's LSE kept too)
+        return float(tokens * (selective_op.kept_per_token(config, t) * size + config.heads / t * LSE_B))
     heads, kv_heads = config.heads / t, config.kv_heads / t
     inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t
     own = (2 * heads + 2 * kv_heads) * config.head_dim + inner

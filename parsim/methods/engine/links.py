@@ -68,6 +68,9 @@ class Links:
         self._per_switch = system.gpus_per_switch
         self.ring_link = system.ring_link
         self._nics: dict[int, FluidServer] = {}
+        self.collective_until = [0.0] * system.gpus
+        """Per GPU, when the collective it runs now ends (by its closed form): the SMs its NCCL
+        channels hold until then (``model.comm_sms``)."""
 
     def copy(self, transfer: Transfer) -> Process:
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
@@ -104,6 +107,9 @@ class Links:
         timing = op_timing(self.system, op)
         group = group_of(self.system, op)
         start = self.env.now
+        for g in self._ring_rows(op):
+            if g < len(self.collective_until):  # a pipeline stage's GPU may stand for others
+                self.collective_until[g] = max(self.collective_until[g], start + timing.seconds)
         network = self.system.network
         across = group.nodes > 1 and not self.system.torus  # a TPU slice's torus joins its hosts itself
         if across and network is not None:

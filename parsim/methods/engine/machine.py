@@ -19,6 +19,7 @@ from parsim.methods.engine.links import Links
 from parsim.methods.engine.notes import Notes
 from parsim.methods.engine.processor import Processor, kernel_s
 from parsim.model.blocks import block_parts
+from parsim.model.comm_sms import beside_collective_s
 from parsim.model.kernel import shape
 from parsim.model.placement import host_mode
 from parsim.results import resources
@@ -125,6 +126,10 @@ class Machine:
             )
         compute, communication = self._block_times[key][1]
         start = self.env.now
+        links = self.links
+        if links is not None and not self.system.torus and 0 <= op.device < len(links.collective_until):
+            overlap = links.collective_until[op.device] - start  # NCCL's channels hold some SMs
+            compute = beside_collective_s(compute, overlap, self.system.gpu.cores)
         yield self.env.timeout(compute + communication)
         cores = resources.cores(self.system, op.device, self.system.gpu.cores)
         self.trace.append(
