@@ -265,8 +265,9 @@ def _trace(
 ) -> list[TraceEvent]:
     """The intervals the engine records for each op (cores and ring rows, links, the network)."""
     trace: list[TraceEvent] = []
-    cores = {g: resources.cores(system, g, system.gpu.cores) for g in range(system.gpus)}
-    rings = {g: resources.ring(system, g) for g in range(system.gpus)}
+    devices = range(max(system.gpus, workload.devices))  # a pipeline's stages may outnumber a node's GPUs
+    cores = {g: resources.cores(system, g, system.gpu.cores) for g in devices}
+    rings = {g: resources.ring(system, g) for g in devices}
     network_row = resources.network(system) if system.nodes > 1 else None
     for index, op in enumerate(workload.ops):
         start, end = starts[index], ends[index]
@@ -280,8 +281,8 @@ def _trace(
         elif isinstance(op, AllReduce):
             if index not in across_of:
                 continue  # one GPU: nothing to exchange, nothing drawn
-            devices = range(system.gpus) if op.device < 0 else range(op.device, op.device + 1)
-            for g in devices:
+            drawn = range(system.gpus) if op.device < 0 else range(op.device, op.device + 1)
+            for g in drawn:
                 trace.append(TraceEvent(rings[g], op.name, "transfer", start, end, layer=op.layer, op=op))
             if network_row is not None and across_of[index]:
                 trace.append(TraceEvent(network_row, op.name, "transfer", start, end, layer=op.layer, op=op))
