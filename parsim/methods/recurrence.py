@@ -157,7 +157,7 @@ def evaluate(
     streamed: dict[int, float] = {}  # a copy's seconds on its uplink after the latency
     across_of: dict[int, bool] = {}
     parts: dict[tuple[int, int], tuple[float, float]] = {}  # per shape: the ops keep the tuples alive
-    timings: dict[AllReduce, tuple[float, float, float, bool]] = {}
+    timings: dict[tuple[object, ...], tuple[float, float, float, bool]] = {}
     for index, op in enumerate(ops):
         if isinstance(op, Block):
             key = (id(op.kernels), id(op.collectives))
@@ -168,11 +168,13 @@ def evaluate(
         elif isinstance(op, AllReduce):
             if single:
                 continue
-            known = timings.get(op)
+            # what ``op_timing`` and ``group_of`` read: sends of one stage differ only by name
+            shape = (op.kind, op.nbytes, op.ranks, op.per_node, op.algorithm, op.protocol, op.transport)
+            known = timings.get(shape)
             if known is None:
                 timing = op_timing(system, op)
                 across = group_of(system, op).nodes > 1 and not system.torus
-                known = timings[op] = (timing.seconds, timing.latency_s, timing.bandwidth_s, across)
+                known = timings[shape] = (timing.seconds, timing.latency_s, timing.bandwidth_s, across)
             seconds, latency, bandwidth_s, across = known
             across_of[index] = across
             if across and network is not None:
