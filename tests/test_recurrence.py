@@ -146,7 +146,7 @@ def test_a_hand_computed_two_stage_relay() -> None:
     def parts(block: Block) -> tuple[float, float]:
         return (3.0 if block.kernels is forward else 4.0), (0.0 if block.kernels is forward else 1.0)
 
-    end, trace, _ = recurrence.evaluate(pipeline, system, parts)
+    end, trace, _, busy = recurrence.evaluate(pipeline, system, parts)
     from parsim.model.collectives import op_timing
     from parsim.model.issue import issue_s
 
@@ -161,3 +161,4 @@ def test_a_hand_computed_two_stage_relay() -> None:
     assert drawn[(1, "B0")] == pytest.approx((6.0 + send, 10.0 + send))  # its kernels: 4 s
     assert drawn[(1, "B0 tp")] == pytest.approx((10.0 + send, 11.0 + send))  # then its tp all-reduces
     assert drawn[(0, "send F")] == pytest.approx((3.0, 3.0 + send))
+    assert busy == pytest.approx((3.0 + 4.0 + 3.0 + 4.0, 2.0, 0.0))  # sends are not the gradients' ring

@@ -72,8 +72,8 @@ def latency_run(
 ) -> tuple[tuple[float, ...], tuple[TraceEvent, ...], int, tuple[str, ...]]:
     """The traced run of one instance: its end times, trace, event count and the method's notes."""
     if method == "engine" and by_recurrence(workload, system):
-        end, trace, steps = recurrence_run(workload, system, mode, overlap)
-        return (end,), trace, steps, ()
+        run = recurrence_run(workload, system, mode, overlap)
+        return (run.end_s,), run.trace, run.steps, ()
     if method == "engine":
         from parsim.methods.engine import simulate
 
@@ -100,8 +100,8 @@ def by_recurrence(workload: Workload, system: SystemSpec) -> bool:
 
 def recurrence_run(
     workload: Workload, system: SystemSpec, mode: str, overlap: str, record: bool = True
-) -> tuple[float, tuple[TraceEvent, ...], int]:
-    """The end, trace and steps of the recurrence's run of ``workload`` with the engine's block times."""
+) -> recurrence.Run:
+    """The recurrence's run of ``workload`` with the engine's block times (``recurrence.evaluate``)."""
     from parsim.methods.engine.machine import engine_block_parts
 
     framework = stack.framework(workload.framework) if workload.framework else None

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from typing import NamedTuple
 
 from parsim import stack
 from parsim.hardware.specs import SystemSpec
-from parsim.model.collectives import group_of, op_timing
+from parsim.model.collectives import SEND, group_of, op_timing
 from parsim.model.issue import issue_s, step_issue_s
 from parsim.model.placement import blocks_host, link_lane
 from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s
@@ -97,14 +98,32 @@ class _Nic:
         return [int(flow[4]) for flow in done]
 
 
+class Run(NamedTuple):
+    """One instance timed by the recurrence.
+
+    Attributes:
+        end_s: when its last op ends.
+        trace: the intervals the engine would record (empty unless asked for).
+        steps: ops resolved plus NIC events handled (the engine counts its SimPy events).
+        busy_s: seconds the GPUs' cores row, their ring rows inside passes (tensor parallel) and
+            their ring rows outside passes (collectives but sends) are busy, summed over GPUs:
+            what the trace's intervals add up to.
+    """
+
+    end_s: float
+    trace: tuple[TraceEvent, ...]
+    steps: int
+    busy_s: tuple[float, float, float]
+
+
 def evaluate(
     workload: Workload,
     system: SystemSpec,
     block_parts: Callable[[Block], tuple[float, float]],
     record: bool = True,
-) -> tuple[float, tuple[TraceEvent, ...], int]:
-    """The end of one instance of ``workload`` (``covers`` it), its trace as the engine writes it,
-    and the number of steps taken.
+) -> Run:
+    """One instance of ``workload`` (``covers`` it): its end, its trace as the engine writes it,
+    and the busy seconds the trace adds up to.
 
     Args:
         workload: ops in issue order (``covers(workload, system)``).
@@ -254,7 +273,30 @@ def evaluate(
         raise RuntimeError(f"parsim recurrence: ops of {workload.name!r} wait on each other")
     if record:
         trace += _trace(workload, system, starts, ends, parts, across_of)
-    return (max(ends, default=0.0), tuple(trace), steps)
+    busy = _busy(workload, system, starts, ends, parts, across_of)
+    return Run(max(ends, default=0.0), tuple(trace), steps, busy)
+
+
+def _busy(
+    workload: Workload,
+    system: SystemSpec,
+    starts: list[float],
+    ends: list[float],
+    parts: dict[tuple[int, int], tuple[float, float]],
+    across_of: dict[int, bool],
+) -> tuple[float, float, float]:
+    """The cores, tensor-parallel and collective seconds ``_trace``'s intervals add up to."""
+    compute = tensor = data = 0.0
+    for index, op in enumerate(workload.ops):
+        if isinstance(op, Block):
+            seconds = parts[(id(op.kernels), id(op.collectives))]
+            compute += seconds[0]
+            if seconds[1] > 0:
+                tensor += ends[index] - (starts[index] + seconds[0])
+        elif isinstance(op, AllReduce) and op.kind != SEND and index in across_of:
+            rows = system.gpus if op.device < 0 else 1
+            data += rows * (ends[index] - starts[index])
+    return compute, tensor, data
 
 
 def _trace(
