@@ -162,3 +162,27 @@ def test_a_hand_computed_two_stage_relay() -> None:
     assert drawn[(1, "B0 tp")] == pytest.approx((10.0 + send, 11.0 + send))  # then its tp all-reduces
     assert drawn[(0, "send F")] == pytest.approx((3.0, 3.0 + send))
     assert busy == pytest.approx((3.0 + 4.0 + 3.0 + 4.0, 2.0, 0.0))  # sends are not the gradients' ring
+
+
+SPLITS = [
+    ({**_split(4, 8, 2, 4), "distributed_optimizer": True}, "dgx-a100"),
+    (_split(6, 30, 4, 3, 2), "dgx-a100"),
+    (_split(1, 4, 1, 1), "dgx-a100"),
+    (
+        {**BASE, "model": "llama-3-8b", "seq": 1024, "gpus": 8, "nodes": 2, "tp": 2, "pp": 2, "cp": 2}
+        | {"microbatches": 4, "batch": 8, "dtype": "bfloat16", "fp8": True, "sequence_parallel": True},
+        "dgx-h100",
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "cluster"), SPLITS)
+def test_a_split_searchs_figures_are_the_engines(params: dict, cluster: str) -> None:
+    """``step_figures`` (unnamed passes, no trace) against the engine's full prediction."""
+    from parsim.studies import pipeline_extrapolation as px
+
+    fast = px.step_figures(params, cluster)
+    events = predict("network", {**params, "pipeline_events": True}, cluster=cluster, budget=None)
+    assert set(fast) == set(px.FIGURES)
+    for name in px.FIGURES:
+        assert fast[name] == pytest.approx(float(events.metrics[name]), rel=RTOL, abs=1e-15), name

@@ -25,8 +25,11 @@ from parsim.methods.predict import device_defaults, predict
 from parsim.methods.program import by_recurrence, recurrence_run
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
-from parsim.results.cluster_figures import parallel_record
-from parsim.workloads.registry import lookup, make_workload
+from parsim.results.cluster_figures import check_parallel, parallel_record
+from parsim.workloads import parallel3d
+from parsim.workloads.llms import is_llm, llm
+from parsim.workloads.registry import lookup, validate_params
+from parsim.workloads.training import numerics_of
 
 FIGURES = ("step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "idle_share")
 
@@ -81,11 +84,15 @@ def _recurrence_figures(params: dict[str, Any], spec: ClusterSpec | str) -> dict
     cluster = registry.cluster(spec)
     given = device_defaults("network", params, None, cluster) or params
     given = lookup("network").on_cluster(given, cluster.nodes, cluster.gpus_per_node)
-    workload = make_workload("network", given)
+    values = validate_params("network", given)
+    if not (parallel3d.applies(values) and is_llm(values["model"]) and values["train"]):
+        return None  # not a 3D-parallel step: predict's path says why
+    workload = parallel3d.parallel_step(llm(values["model"]), values, numerics_of(values), named=False)
     system = registry.cluster_system(cluster, int(workload.param("nodes", 1)))
     workload = lower(workload, system)
     if not workload.devices or not by_recurrence(workload, system):
         return None
+    check_parallel(workload, system)  # what predict refuses (FP8 without FP8 units), refused alike
     run = recurrence_run(workload, system, check_mode(system.compute, None), "roofline", record=False)
     record = parallel_record(workload, system, run.end_s, run.busy_s)
     return {name: float(getattr(record, name)) for name in FIGURES}
