@@ -66,7 +66,7 @@ class _Nic:
 
     def __init__(self, capacity: float):
         self.capacity = capacity
-        self.flows: list[list[float]] = []  # [size, remaining, cap, rate, op index]
+        self.flows: list[list[float]] = []  # [size, remaining, unused, rate, op index]
         self.last = 0.0
         self.version = 0
 
@@ -78,16 +78,15 @@ class _Nic:
         self.last = now
 
     def next_wake(self) -> float | None:
-        """Water-fill the rates; the seconds to the next completion (None: idle)."""
-        capacity = self.capacity
-        flows = sorted(self.flows, key=lambda f: f[2])
-        for left, flow in zip(range(len(flows), 0, -1), flows, strict=True):
-            flow[3] = min(flow[2], capacity / left)
-            capacity -= flow[3]
+        """Share the capacity; the seconds to the next completion (None: idle). Every flow may
+        take the whole share, so water-filling gives each ``capacity / flows``."""
         self.version += 1
         if not self.flows:
             return None
-        return max(min(flow[1] / flow[3] for flow in self.flows), 0.0)
+        rate = self.capacity / len(self.flows)
+        for flow in self.flows:
+            flow[3] = rate
+        return max(min(flow[1] for flow in self.flows) / rate, 0.0)
 
     def finished(self) -> list[int]:
         done = [f for f in self.flows if f[1] <= FINISHED_RTOL * f[0] + 1e-12]
@@ -151,7 +150,7 @@ def evaluate(
     for index, op in enumerate(ops):
         thread = thread_of(op)
         clock = clocks.get(thread, 0.0)
-        step_s = step_issue_s(system, framework, index, n)
+        step_s = step_issue_s(system, framework, index, n) if index == 0 else 0.0  # a step's first op
         if step_s:
             if record:
                 label = "dispatch the compiled step"
@@ -177,7 +176,18 @@ def evaluate(
     across_of: dict[int, bool] = {}
     parts: dict[tuple[int, int], tuple[float, float]] = {}  # per shape: the ops keep the tuples alive
     timings: dict[tuple[object, ...], tuple[float, float, float, bool]] = {}
+    seen: dict[int, int] = {}  # an op that recurs (a stage's shape of pass, unnamed): its first index
     for index, op in enumerate(ops):
+        first = seen.setdefault(id(op), index)
+        if first != index:  # the same op again: the same costs
+            fixed[index] = fixed[first]
+            if first in nic_bytes:
+                nic_bytes[index] = nic_bytes[first]
+            if first in across_of:
+                across_of[index] = across_of[first]
+            if first in streamed:
+                streamed[index] = streamed[first]
+            continue
         if isinstance(op, Block):
             key = (id(op.kernels), id(op.collectives))
             found = parts.get(key)
@@ -259,7 +269,7 @@ def evaluate(
                 nic = nics[device] = _Nic(share)
                 nic.last = now
             nic.advance(now)
-            nic.flows.append([nic_bytes[which], nic_bytes[which], share, 0.0, which])
+            nic.flows.append([nic_bytes[which], nic_bytes[which], 0.0, 0.0, which])
             wake(device, nic, now)
         else:
             nic = nics[which]
