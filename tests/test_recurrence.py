@@ -186,3 +186,23 @@ def test_a_split_searchs_figures_are_the_engines(params: dict, cluster: str) -> 
     assert set(fast) == set(px.FIGURES)
     for name in px.FIGURES:
         assert fast[name] == pytest.approx(float(events.metrics[name]), rel=RTOL, abs=1e-15), name
+
+
+def test_the_command_line_reaches_the_engines_events_and_refuses_a_bad_value(cli) -> None:
+    """``pipeline_events=true`` on ``parsim predict`` takes the SimPy events: more of them, the same step."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from parsim.cli.main import app
+
+    params = [f"{k}={v}" for k, v in _split(4, 4, 2, 1).items()]
+    args = ["predict", "network", *params, "--cluster", "dgx-a100", "--json"]
+    fast = json.loads(CliRunner().invoke(app, args).stdout)
+    events = json.loads(CliRunner().invoke(app, [*args, "pipeline_events=true"]).stdout)
+    assert fast["latency_s"] == pytest.approx(events["latency_s"], rel=RTOL)
+    assert fast["events"] < events["events"]
+    code, _, err = cli(*args, "pipeline_events=maybe")
+    assert code == 2
+    assert "'pipeline_events' input should be a valid boolean" in err and "'maybe'" in err
+    assert len(err.strip().splitlines()) == 1
