@@ -229,6 +229,7 @@ def evaluate(
     queue: list[tuple[float, int, int, int, int]] = []  # (time, order, kind, index or NIC, version)
     nics: dict[int, _Nic] = {}
     order = steps = 0
+    push, pop = heapq.heappush, heapq.heappop
 
     def resolve(index: int, end: float) -> None:
         ends[index] = end
@@ -244,23 +245,30 @@ def evaluate(
         wait = nic.next_wake()
         if wait is not None:
             order += 1
-            heapq.heappush(queue, (now + wait, order, 1, device, nic.version))
+            push(queue, (now + wait, order, 1, device, nic.version))
 
     while True:
-        while work:
+        while work:  # what resolves at once: the recurrence proper
             index = work.pop()
             steps += 1
             start = starts[index] = ready[index]
-            if index in streamed:  # a copy alone on its engine and uplink: latency, then its bytes
-                resolve(index, start + fixed[index] + streamed[index])
-            elif index not in nic_bytes:
-                resolve(index, start + fixed[index])
-            else:
+            if index in nic_bytes:  # its bytes wait for the NIC's queue, after the latency
                 order += 1
-                heapq.heappush(queue, (start + fixed[index], order, 0, index, 0))
+                push(queue, (start + fixed[index], order, 0, index, 0))
+                continue
+            if index in streamed:  # a copy alone on its engine and uplink: latency, then its bytes
+                end = ends[index] = start + fixed[index] + streamed[index]
+            else:
+                end = ends[index] = start + fixed[index]
+            for after in successors[index]:
+                if end > ready[after]:
+                    ready[after] = end
+                left = waiting[after] = waiting[after] - 1
+                if not left:
+                    work.append(after)
         if not queue:
             break
-        now, _, kind, which, version = heapq.heappop(queue)
+        now, _, kind, which, version = pop(queue)
         steps += 1
         if kind == 0:  # a flow reaches its NIC
             device = ops[which].device
