@@ -177,14 +177,22 @@ def evaluate(
     parts: dict[tuple[int, int], tuple[float, float]] = {}  # per shape: the ops keep the tuples alive
     timings: dict[tuple[object, ...], tuple[float, float, float, bool]] = {}
     seen: dict[int, int] = {}  # an op that recurs (a stage's shape of pass, unnamed): its first index
+    passes: dict[int, tuple[float, float]] = {}  # a pass's compute and tensor-parallel seconds
+    collectives: list[int] = []  # the collectives but sends that the ring rows show
+    compute_s = tensor_s = 0.0
     for index, op in enumerate(ops):
         first = seen.setdefault(id(op), index)
         if first != index:  # the same op again: the same costs
+            if first in passes:
+                compute_s += passes[first][0]
+                tensor_s += passes[first][1]
             fixed[index] = fixed[first]
             if first in nic_bytes:
                 nic_bytes[index] = nic_bytes[first]
             if first in across_of:
                 across_of[index] = across_of[first]
+                if ops[first].kind != SEND:  # type: ignore[union-attr]
+                    collectives.append(index)
             if first in streamed:
                 streamed[index] = streamed[first]
             continue
@@ -194,6 +202,9 @@ def evaluate(
             if found is None:
                 found = parts[key] = block_parts(op)
             fixed[index] = found[0] + found[1]
+            passes[index] = found
+            compute_s += found[0]
+            tensor_s += found[1]
         elif isinstance(op, AllReduce):
             if single:
                 continue
@@ -206,6 +217,8 @@ def evaluate(
                 known = timings[shape] = (timing.seconds, timing.latency_s, timing.bandwidth_s, across)
             seconds, latency, bandwidth_s, across = known
             across_of[index] = across
+            if op.kind != SEND:
+                collectives.append(index)
             if across and network is not None:
                 fixed[index] = latency
                 if bandwidth_s * share > 0:  # the engine's server finishes an empty flow at once
@@ -291,30 +304,11 @@ def evaluate(
         raise RuntimeError(f"parsim recurrence: ops of {workload.name!r} wait on each other")
     if record:
         trace += _trace(workload, system, starts, ends, parts, across_of)
-    busy = _busy(workload, system, starts, ends, parts, across_of)
+    data_s = 0.0
+    for index in collectives:  # the gradients' reduction: every GPU's ring row when it names none
+        data_s += (system.gpus if ops[index].device < 0 else 1) * (ends[index] - starts[index])
+    busy = (compute_s, tensor_s, data_s)
     return Run(max(ends, default=0.0), tuple(trace), steps, busy)
-
-
-def _busy(
-    workload: Workload,
-    system: SystemSpec,
-    starts: list[float],
-    ends: list[float],
-    parts: dict[tuple[int, int], tuple[float, float]],
-    across_of: dict[int, bool],
-) -> tuple[float, float, float]:
-    """The cores, tensor-parallel and collective seconds ``_trace``'s intervals add up to."""
-    compute = tensor = data = 0.0
-    for index, op in enumerate(workload.ops):
-        if isinstance(op, Block):
-            seconds = parts[(id(op.kernels), id(op.collectives))]
-            compute += seconds[0]
-            if seconds[1] > 0:
-                tensor += ends[index] - (starts[index] + seconds[0])
-        elif isinstance(op, AllReduce) and op.kind != SEND and index in across_of:
-            rows = system.gpus if op.device < 0 else 1
-            data += rows * (ends[index] - starts[index])
-    return compute, tensor, data
 
 
 def _trace(
