@@ -289,13 +289,26 @@ def evaluate(
             if nic is None:
                 nic = nics[device] = _Nic(share)
                 nic.last = now
+            size = nic_bytes[which]
+            if not nic.flows:  # an idle NIC: the whole share, done after size / share (most sends)
+                nic.last = now
+                nic.flows.append([size, size, 0.0, share, which])
+                nic.version += 1
+                order += 1
+                push(queue, (now + size / share, order, 1, device, nic.version))
+                continue
             nic.advance(now)
-            nic.flows.append([nic_bytes[which], nic_bytes[which], 0.0, 0.0, which])
+            nic.flows.append([size, size, 0.0, 0.0, which])
             wake(device, nic, now)
         else:
             nic = nics[which]
             if version != nic.version:
                 continue  # a flow arrived or left since this wake-up was planned
+            if len(nic.flows) == 1:  # alone, it is the one that ends now
+                nic.version += 1
+                nic.last = now
+                resolve(int(nic.flows.pop()[4]), now)
+                continue
             nic.advance(now)
             for done in nic.finished():
                 resolve(done, now)
