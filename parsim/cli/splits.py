@@ -78,13 +78,10 @@ def splits(
 def _mfu_note(given: dict, cluster: str) -> str:
     """What MFU is measured against: the peak of the step's dtype (FP32 training on an A100 has a
     19.5 TFLOP/s peak, not the 312 of its 16-bit tensor cores, so 14 TFLOP/s is an MFU of 72 %)."""
-    from parsim.hardware import registry
-    from parsim.workloads.registry import validate_params
+    from parsim.studies.splits import mfu_peak
 
-    dtype = str(validate_params("network", {**given, "train": True})["dtype"])
-    gpu = registry.cluster_system(registry.cluster(cluster), 1).gpu
-    peak = gpu.peak_flops_per_s(dtype, matrix=True) / 1e12
+    gpu, dtype, peak = mfu_peak(given, cluster)
     return (
-        f"MFU: the model's FLOPs (recomputation left out) per second over one {gpu.id}'s {dtype} peak, "
-        f"{peak:.1f} TFLOP/s (TFLOP/s/GPU counts every FLOP run)"
+        f"MFU: the model's FLOPs (recomputation left out) per second over one {gpu}'s {dtype} peak, "
+        f"{peak / 1e12:.1f} TFLOP/s (TFLOP/s/GPU counts every FLOP run)"
     )
