@@ -7,7 +7,7 @@ tokens/s, TFLOP/s per GPU and MFU (``parsim.studies.splits``).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -75,7 +75,7 @@ def splits(
     typer.echo(_mfu_note(given, cluster))
 
 
-def _mfu_note(given: dict, cluster: str) -> str:
+def _mfu_note(given: dict[str, Any], cluster: str) -> str:
     """What MFU is measured against: the peak of the step's dtype (FP32 training on an A100 has a
     19.5 TFLOP/s peak, not the 312 of its 16-bit tensor cores, so 14 TFLOP/s is an MFU of 72 %)."""
     from parsim.studies.splits import mfu_peak
