@@ -1,7 +1,7 @@
 """Speed mechanisms of issue 28 checked against the slow, exact path they replace.
 
-A long pipeline's figures are the full event simulation's (a counter-example shows why the
-three-short-steps form was withdrawn); the prediction cache must return the prediction it stored, keyed on the
+A long pipeline's figures are its whole timeline's (the exact recurrence, ``test_recurrence.py``; a
+counter-example shows why the three-short-steps form was withdrawn); the prediction cache must return the prediction it stored, keyed on the
 request; the simulation must leave the cyclic garbage collector as it found it.
 """
 

@@ -7,7 +7,7 @@ tokens/s, TFLOP/s per GPU and MFU (``parsim.studies.splits``).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,8 +40,9 @@ def splits(
     from parsim.studies.splits import split_table
 
     budget = None if no_limits else CLI
+    given = units.parse_assignments(params or [])
     try:
-        rows = split_table(units.parse_assignments(params or []), cluster, micro_batch, method, budget)
+        rows = split_table(given, cluster, micro_batch, method, budget)
     except KeyboardInterrupt:
         raise Interrupted("a split search keeps nothing until it finishes; nothing was written") from None
     if as_json:
@@ -71,3 +72,16 @@ def splits(
             ]
         )
     typer.echo(table(columns, lines))
+    typer.echo(_mfu_note(given, cluster))
+
+
+def _mfu_note(given: dict[str, Any], cluster: str) -> str:
+    """What MFU is measured against: the peak of the step's dtype (FP32 training on an A100 has a
+    19.5 TFLOP/s peak, not the 312 of its 16-bit tensor cores, so 14 TFLOP/s is an MFU of 72 %)."""
+    from parsim.studies.splits import mfu_peak
+
+    gpu, dtype, peak = mfu_peak(given, cluster)
+    return (
+        f"MFU: the model's FLOPs (recomputation left out) per second over one {gpu}'s {dtype} peak, "
+        f"{peak / 1e12:.1f} TFLOP/s (TFLOP/s/GPU counts every FLOP run)"
+    )

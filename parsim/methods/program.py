@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 
+from parsim import stack
 from parsim.base.caching import cached
 from parsim.hardware.specs import SystemSpec
-from parsim.methods import analytic
+from parsim.methods import analytic, recurrence
 from parsim.model import outcome, traffic, transfer
 from parsim.model.library import lower
 from parsim.model.modes import check_mode
@@ -70,6 +71,9 @@ def latency_run(
     workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
 ) -> tuple[tuple[float, ...], tuple[TraceEvent, ...], int, tuple[str, ...]]:
     """The traced run of one instance: its end times, trace, event count and the method's notes."""
+    if method == "engine" and by_recurrence(workload, system):
+        run = recurrence_run(workload, system, mode, overlap)
+        return (run.end_s,), run.trace, run.steps, ()
     if method == "engine":
         from parsim.methods.engine import simulate
 
@@ -82,6 +86,30 @@ def latency_run(
         )
     scheduled = analytic.schedule(workload, system, mode, overlap)
     return tuple(scheduled.instance_ends_s), tuple(scheduled.trace), 0, ()
+
+
+def by_recurrence(workload: Workload, system: SystemSpec) -> bool:
+    """A pipelined step the engine's rules time exactly without events (``recurrence``), unless its
+    parameters ask for the events themselves (``pipeline_events=true``)."""
+    return (
+        bool(workload.devices)
+        and not workload.param("pipeline_events", False)
+        and recurrence.covers(workload, system)
+    )
+
+
+def recurrence_run(
+    workload: Workload, system: SystemSpec, mode: str, overlap: str, record: bool = True
+) -> recurrence.Run:
+    """The recurrence's run of ``workload`` with the engine's block times (``recurrence.evaluate``)."""
+    from parsim.methods.engine.machine import engine_block_parts
+
+    framework = stack.framework(workload.framework) if workload.framework else None
+
+    def parts(block: Block) -> tuple[float, float]:
+        return engine_block_parts(system, mode, overlap, framework, block.kernels, block.collectives)
+
+    return recurrence.evaluate(workload, system, parts, record)
 
 
 @cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory

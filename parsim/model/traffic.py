@@ -25,13 +25,16 @@ from parsim.workloads.base import AllReduce, Block, Transfer, Workload
 def collective_traffic(workload: Workload, system: SystemSpec) -> Iterator[Traffic]:
     """The traffic of every collective of ``workload`` on ``system``, in program order (a block's
     collectives each time the block runs)."""
-    per_op: dict[AllReduce, Traffic] = {}
+    per_op: dict[tuple[object, ...], Traffic] = {}
     per_block: dict[int, tuple[Traffic, ...]] = {}  # thousands of passes share a few tuples
 
     def of(op: AllReduce) -> Traffic:
-        if op not in per_op:
-            per_op[op] = op_traffic(system, op)
-        return per_op[op]
+        # what ``op_traffic`` reads: a pipeline's sends differ only by their names
+        shape = (op.kind, op.nbytes, op.ranks, op.per_node, op.algorithm, op.protocol, op.transport)
+        found = per_op.get(shape)
+        if found is None:
+            found = per_op[shape] = op_traffic(system, op)
+        return found
 
     for op in workload.ops:
         if isinstance(op, AllReduce):

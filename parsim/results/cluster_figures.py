@@ -79,9 +79,18 @@ def parallel_metrics(
     if not workload.devices:
         return None
     params: Params = dict(workload.params)
+    stages = int(params["pp"])
+    return parallel_record(workload, system, prediction.latency_s, _stage_busy(prediction, stages))
+
+
+def parallel_record(
+    workload: Workload, system: SystemSpec, step: float, busy: tuple[float, float, float]
+) -> ParallelMetrics:
+    """The figures of a 3D-parallel step that took ``step`` seconds, its stages' GPUs busy
+    ``busy`` seconds in all (kernels, tensor-parallel all-reduces, gradient collectives)."""
+    params: Params = dict(workload.params)
     config = llm(str(params["model"]))
     lay = parallel3d.layout(config, params)
-    step = prediction.latency_s
     blocks = [op for op in workload.ops if isinstance(op, Block)]
     run = workload.flops / lay.pp  # a GPU's FLOPs: every stage's representative alike
     own: dict[int, float] = {}  # the model's FLOPs of each shape of pass, without recomputation
@@ -92,7 +101,7 @@ def parallel_metrics(
             )
     model = sum(own[id(block.kernels)] for block in blocks)
     peak = system.gpu.peak_flops_per_s(str(params["dtype"]), matrix=True)
-    shares = _stage_shares(prediction, lay.pp, step)
+    shares = _stage_shares(busy, lay.pp, step)
     return ParallelMetrics(
         step_s=step,
         tokens_per_s=int(params["batch"]) * int(params["seq"]) / step,
@@ -108,9 +117,8 @@ def parallel_metrics(
     )
 
 
-def _stage_shares(prediction: Prediction, stages: int, step: float) -> dict[str, float]:
-    """Shares of the step, averaged over the stages' GPUs: compute, tensor-parallel and
-    data-parallel communication, and idle (bubble and waits).
+def _stage_busy(prediction: Prediction, stages: int) -> tuple[float, float, float]:
+    """Seconds the stages' GPUs spend in kernels, tensor-parallel and data-parallel communication.
 
     On a GPU's ring port, a pass's own interval (its ``Block``) is its tensor-parallel all-reduces,
     and an all-reduce outside a pass is the gradients' (the pipeline's sends are ``send``s).
@@ -125,13 +133,19 @@ def _stage_shares(prediction: Prediction, stages: int, step: float) -> dict[str,
             tensor += event.duration_s
         elif event.resource.kind == "ring" and isinstance(event.op, AllReduce) and event.op.kind != "send":
             data += event.duration_s
+    return compute, tensor, data
+
+
+def _stage_shares(busy: tuple[float, float, float], stages: int, step: float) -> dict[str, float]:
+    """Shares of the step, averaged over the stages' GPUs: compute, tensor-parallel and
+    data-parallel communication, and idle (bubble and waits)."""
+    compute, tensor, data = busy
     total = stages * step
-    busy = (compute + tensor + data) / total
     return {
         "compute_share": compute / total,
         "tp_comm_share": tensor / total,
         "dp_comm_share": data / total,
-        "idle_share": max(0.0, 1.0 - busy),
+        "idle_share": max(0.0, 1.0 - (compute + tensor + data) / total),
     }
 
 

@@ -210,6 +210,8 @@ def predicted(row: Row) -> float:
         ParsimError: parsim refuses the configuration (which, for a published row, is a failure).
     """
     if row.device in registry.cluster_ids():  # a row measured on nodes of a cluster
+        if row.workload == "network" and row.metric in STEP_METRICS:
+            return _step_metric(row)
         p = predict(row.workload, row.params, cluster=row.device)
         if row.metric == "megatron_tflops_per_gpu":
             return megatron_flops(row.params) / p.latency_s / p.gpus / 1e12
@@ -237,6 +239,25 @@ def predicted(row: Row) -> float:
     if row.metric == "bytes_per_s":
         return p.transfer_bytes / device_s
     return p.latency_s
+
+
+STEP_METRICS = ("megatron_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
+"""What a 3D-parallel step's published rows measure: read from the step's figures alone."""
+
+
+def _step_metric(row: Row) -> float:
+    """A 3D-parallel row's figure from the step's time and tokens (``pipeline_extrapolation``: the
+    recurrence's exact timeline without the trace a full prediction carries), as ``predict``'s."""
+    from parsim.studies import pipeline_extrapolation
+
+    figures = pipeline_extrapolation.step_figures(dict(row.params), row.device)
+    cluster = registry.cluster(row.device)
+    gpus = int(row.params.get("gpus", cluster.gpus_per_node)) * int(row.params.get("nodes", cluster.nodes))
+    if row.metric == "megatron_tflops_per_gpu":
+        return megatron_flops(row.params) / figures["step_s"] / gpus / 1e12
+    if row.metric == "tokens_per_s_per_gpu":
+        return figures["tokens_per_s"] / gpus
+    return figures["step_s"]
 
 
 def megatron_flops(params: dict) -> float:

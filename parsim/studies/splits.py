@@ -128,6 +128,14 @@ def _table(
     return tuple(rows)
 
 
+def mfu_peak(params: dict[str, Any], cluster: str | ClusterSpec) -> tuple[str, str, float]:
+    """What a split's MFU is measured against: the cluster's GPU, the step's dtype and that GPU's
+    peak for it in FLOP/s (its matrix units where it has them for the dtype)."""
+    dtype = str(validate_params("network", {**params, "train": True})["dtype"])
+    gpu = registry.cluster_system(registry.cluster(cluster), 1).gpu
+    return gpu.id, dtype, gpu.peak_flops_per_s(dtype, matrix=True)
+
+
 FIGURES = pipeline_extrapolation.FIGURES
 
 

@@ -314,14 +314,15 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     return stages
 
 
-def parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
+def parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named: bool = True) -> Workload:
     """One training step of ``config`` under ``tp x cp x pp x dp`` (see the module docstring and
-    ``megatron`` for the features)."""
+    ``megatron`` for the features). ``named=False``: each pass and send is its stage's shape, not
+    a copy named after its micro-batch (what times the step; the timeline needs the names)."""
     with collector.paused():  # stages x micro-batches ops, none of them garbage yet
-        return _parallel_step(config, params, numerics)
+        return _parallel_step(config, params, numerics, named)
 
 
-def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Workload:
+def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named: bool) -> Workload:
     lay = layout(config, params)
     seq, m, p = params["seq"], lay.microbatches, lay.pp
     features = megatron.features_of(params)
@@ -337,45 +338,56 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics) -> Wor
             )
             ops.append((tokens, [], None))
         last: schedule.Key = ("B", s, 0)
+        shapes: dict[tuple[str, str, int], AllReduce] = {}  # unnamed: one op per shape of this stage
         for kind, c, i in schedule.order(s, lay.pp, lay.virtual_stages, m):
             block = stage.forward[c] if kind == "F" else stage.backward[c]
             needs = schedule.waits(kind, s, c, i, lay.pp, lay.virtual_stages, m)
             key = (kind, s, c * m + i)
-            passed = Block(
-                f"{kind}{i}" + (f".{c}" if lay.virtual_stages > 1 else ""),
-                block.kernels,
-                block.collectives,
-                s,
-                0,
-                block.layer,
+            passed = (
+                Block(
+                    f"{kind}{i}" + (f".{c}" if lay.virtual_stages > 1 else ""),
+                    block.kernels,
+                    block.collectives,
+                    s,
+                    0,
+                    block.layer,
+                )
+                if named
+                else block
             )
             ops.append((passed, needs, key))
             last = key
             if stage.exchange_B[c]:  # ring attention: keys and values around the cp ring, beside the pass
-                ring = AllReduce(
-                    f"cp ring {kind}{i}",
-                    stage.exchange_B[c] * (1 if kind == "F" else 2),
-                    stream=4,
-                    device=s,
-                    layer="context",
-                    kind="send",
-                    ranks=2,
-                    per_node=2 if lay.cp_per_node() == lay.cp else 1,
-                )
+                ring = shapes.get(("ring", kind, c)) if not named else None
+                if ring is None:
+                    ring = AllReduce(
+                        f"cp ring {kind}{i}" if named else f"cp ring {kind}",
+                        stage.exchange_B[c] * (1 if kind == "F" else 2),
+                        stream=4,
+                        device=s,
+                        layer="context",
+                        kind="send",
+                        ranks=2,
+                        per_node=2 if lay.cp_per_node() == lay.cp else 1,
+                    )
+                    shapes[("ring", kind, c)] = ring
                 ops.append((ring, needs, None))
             if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
                 peer = (s + 1) % p if kind == "F" else (s - 1) % p
                 across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
-                send = AllReduce(
-                    f"send {kind}{i} to stage {peer}",
-                    boundary_B,
-                    stream=1 if kind == "F" else 2,
-                    device=s,
-                    layer="pipeline",
-                    kind="send",
-                    ranks=2,
-                    per_node=1 if across else 2,
-                )
+                send = shapes.get(("send", kind, c)) if not named else None
+                if send is None:
+                    send = AllReduce(
+                        f"send {kind}{i} to stage {peer}" if named else f"send {kind} to stage {peer}",
+                        boundary_B,
+                        stream=1 if kind == "F" else 2,
+                        device=s,
+                        layer="pipeline",
+                        kind="send",
+                        ranks=2,
+                        per_node=1 if across else 2,
+                    )
+                    shapes[("send", kind, c)] = send
                 ops.append((send, [key], ("send" + kind, s, c * m + i)))
         sync = megatron.optimizer_sync(
             stage.grads_B,

@@ -86,16 +86,19 @@ def topological(sequences: list[list[Step]]) -> tuple[list[Op], list[tuple[int, 
     while len(ordered) < total:
         progressed = False
         for s, sequence in enumerate(sequences):
-            while cursor[s] < len(sequence):
-                op, needs, provides = sequence[cursor[s]]
-                if any(key not in placed for key in needs):
+            at, end = cursor[s], len(sequence)
+            while at < end:  # a loop per op of a step of 100,000 passes: no generators in it
+                op, needs, provides = sequence[at]
+                found = [placed.get(key) for key in needs]
+                if None in found:
                     break
-                deps.append(tuple(placed[key] for key in needs))
+                deps.append(tuple(found))  # type: ignore[arg-type]
                 ordered.append(op)
                 if provides is not None:
                     placed[provides] = len(ordered) - 1
-                cursor[s] += 1
+                at += 1
                 progressed = True
+            cursor[s] = at
         if not progressed:  # a schedule bug, not a user mistake: say so
             raise RuntimeError("parsim: the pipeline schedule waits on itself")
     return ordered, deps

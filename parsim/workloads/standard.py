@@ -160,6 +160,11 @@ class NetworkParams(_ModelParams):
     fp8: bool = Field(
         False, description="Transformer Engine FP8 GEMMs in the blocks' linear layers (H100 and later)"
     )
+    pipeline_events: bool = Field(
+        False,
+        description="time a pipelined step event by event in the SimPy engine (the oracle) instead of "
+        "its exact max-plus recurrence (the default: the same timeline, faster)",
+    )
     code: Literal["fused", "hf"] = Field(
         "fused",
         description="language models: the model's code: fused kernels (Megatron-LM, FlashAttention, "
