@@ -21,7 +21,7 @@ import simpy
 
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import FluidServer, Process
-from parsim.model.collectives import group_of, op_timing
+from parsim.model.collectives import SEND, group_of, op_timing
 from parsim.model.placement import BOTH_WAYS, engine_lane, engines_per_lane, link_lane
 from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s, pinned_bandwidth_Bps
 from parsim.results import resources
@@ -107,7 +107,11 @@ class Links:
         timing = op_timing(self.system, op)
         group = group_of(self.system, op)
         start = self.env.now
-        for g in self._ring_rows(op):
+        # a pipeline's point-to-point send runs on the one or two channels NCCL gives a peer
+        # (NCCL_NCHANNELS_PER_NET_PEER / p2p channels per peer: 2 SMs of 108-132), too few to
+        # count: only collectives hold the SMs of ``model.comm_sms``
+        holds_sms = op.kind != SEND
+        for g in self._ring_rows(op) if holds_sms else ():
             if g < len(self.collective_until):  # a pipeline stage's GPU may stand for others
                 self.collective_until[g] = max(self.collective_until[g], start + timing.seconds)
         network = self.system.network
