@@ -1,8 +1,9 @@
 """Speed mechanisms of issue 28 checked against the slow, exact path they replace.
 
-A long pipeline's figures are its whole timeline's (the exact recurrence, ``test_recurrence.py``; a
-counter-example shows why the three-short-steps form was withdrawn); the prediction cache must return the prediction it stored, keyed on the
-request; the simulation must leave the cyclic garbage collector as it found it.
+A long pipeline's figures are its whole timeline's (the exact recurrence, ``test_recurrence.py``;
+a counter-example shows why the three-short-steps form was withdrawn); the prediction cache must
+return the prediction it stored, keyed on the request; the simulation must leave the cyclic
+garbage collector as it found it.
 """
 
 from __future__ import annotations
