@@ -74,13 +74,13 @@ NOT_MET_YET: dict[str, str] = {
     # sustained H100 SXM clock below boost would also move the NeMo DGX-H100 megatron rows (-9 to
     # +12 % today) and the H100 serving rows (already slow): not a per-device fix either
     "fsdp": "single-GPU kernel efficiency of PyTorch FSDP frameworks not modelled (NCCL SM share <= 4 %)",
-    # issue 26 item 8: 19.9 % against 10 % (26.1 % before THNN's per-image GEMM, which took the six
-    # Torch7 rows from 39.8 % to 12.9 %). Intel Neural Compressor's Xeon 8480+ rows (22 %) need the
-    # clock under AVX-512 load with turbo on (VGG-16 at 59 ms an image on 4 cores is above the 2.0 GHz
-    # peak) together with what separates the frameworks on a CPU: eager PyTorch's per-call weight
-    # reorder runs at the reorder's own rate, not DRAM's (ResNet-18 +24 to +51 %), IPEX keeps its
-    # weights prepacked (-21 %); raising the clock alone makes the class worse (22 % -> 24-33 %)
-    "cpu": "the Xeon's AVX-512 turbo clock and per-framework CPU costs (weight reorders) not modelled",
+    # issue 26 item 8: 10.1 % against 10 % (19.9 % before: eager convolutions' oneDNN reorders as
+    # passes of their own, oneDNN's batch-1 pixel share, the 8480+ at its 3.0 GHz all-core turbo;
+    # the 20 Xeon 8480+ rows at 9.2 %). Left: IPEX runs ResNet-18/50 ~25 % faster than TensorFlow
+    # (-22 %; both framework=graph: IPEX's prepacked blocked weights and fused post-ops against
+    # TF's NHWC oneDNN path are not told apart), eager PyTorch ResNet-50 -10 to -17 %, and the
+    # 2016 Torch7 rows on two Haswell sockets (ResNet-50 -21/-28 %: THNN's rate on 1x1 convolutions)
+    "cpu": "IPEX vs TensorFlow on oneDNN (prepacked blocked weights, fused post-ops); THNN's 1x1 rate",
     # issue 26 item 9: 19.0 % -> 17.7 % against 10 % (framework=mxnet took MXNet 20.12's V100 batch-1
     # row from -37 % to -2 %). Left: MXNet 22.10's 0.7 ms at batch 1 on an A100 (-79 %; the same
     # README's TF32 column gives 1.33 ms, so the step is GPU-bound there, and parsim's batch-1 GPU
@@ -253,6 +253,8 @@ def test_cli_published_one_class(cli):
         ("framework_patch:graph", 62_000.0, "graph-batch-1"),
         ("tf32_patch", 0.34, "tf32-training"),
         ("onednn_patch", 1.0, "modern-cpu"),
+        ("onednn_pixels_patch", 90.0, "modern-cpu"),
+        ("onednn_reorder_patch", 0.45, "modern-cpu"),
         ("thnn_patch", 0.2, "torch7-cpu"),
         ("thnn_pixels_patch", 320.0, "torch7-cpu"),
         ("attention_patch", 0.22, "flash-training"),
