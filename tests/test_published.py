@@ -79,8 +79,8 @@ NOT_MET_YET: dict[str, str] = {
     # the 20 Xeon 8480+ rows at 9.2 %). Left: IPEX runs ResNet-18/50 ~25 % faster than TensorFlow
     # (-22 %; both framework=graph: IPEX's prepacked blocked weights and fused post-ops against
     # TF's NHWC oneDNN path are not told apart), eager PyTorch ResNet-50 -10 to -17 %, and the
-    # 2016 Torch7 rows on two Haswell sockets (ResNet-50 -21/-28 %: THNN's rate on 1x1 convolutions)
-    "cpu": "IPEX vs TensorFlow on oneDNN (prepacked blocked weights, fused post-ops); THNN's 1x1 rate",
+    # 2016 Torch7 ResNet-50 rows on two Haswell sockets (-21/-28 %)
+    "cpu": "IPEX vs TensorFlow on oneDNN (prepacked blocked weights, fused post-ops); Torch7's ResNet-50",
     # issue 26 item 9: 19.0 % -> 17.7 % against 10 % (framework=mxnet took MXNet 20.12's V100 batch-1
     # row from -37 % to -2 %). Left: MXNet 22.10's 0.7 ms at batch 1 on an A100 (-79 %; the same
     # README's TF32 column gives 1.33 ms, so the step is GPU-bound there, and parsim's batch-1 GPU
