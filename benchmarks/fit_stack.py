@@ -89,11 +89,6 @@ def onednn_pixels_patch(half_pixels: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("ONEDNN", batch_half_pixels=float(half_pixels))
 
 
-def onednn_reorder_patch(share: float) -> Callable[[], Callable[[], None]]:
-    """oneDNN's weight re-layout of an eager call: its share of the memory level's bandwidth."""
-    return preset_patch("ONEDNN", weight_reorder_share=min(1.0, float(share)))
-
-
 def thnn_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("THNN", conv_efficiency=min(1.0, float(share)))
 
@@ -147,8 +142,6 @@ def main() -> None:
     print(f"onednn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     value, score = best(numpy.arange(50.0, 151.0, 10.0), governed, onednn_pixels_patch)
     print(f"onednn batch half pixels: {value:.0f} -> MAPE {score:.1%} over {len(governed)} rows")
-    value, score = best(numpy.arange(0.2, 1.001, 0.05), governed, onednn_reorder_patch)
-    print(f"onednn weight reorder share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = flash_training(rows)
     value, score = best(numpy.linspace(0.10, 1.0, 46), governed, attention_patch)
     print(f"fused attention share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")

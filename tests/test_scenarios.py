@@ -100,11 +100,11 @@ def claims_conv3x3():
 def claims_cpu_vs_gpu_training():
     old_cpu, new_cpu, *gpus = (p[0] for p in by_label("cpu_vs_gpu_training").values())
     assert old_cpu.flops == pytest.approx(700e9, rel=0.03)
-    # hundreds of GFLOP/s to a few TFLOP/s (0.84 and 5.3 since the 8480+ runs at its 3.0 GHz
+    # hundreds of GFLOP/s to a few TFLOP/s (0.84 and 5.0 since the 8480+ vector units run at its 3.0 GHz
     # all-core turbo, issue 26 item 8)
     assert all(0.1e12 < cpu.flops_per_s < 6e12 for cpu in (old_cpu, new_cpu))
     assert all(gpu.latency_s < old_cpu.latency_s for gpu in gpus)
-    # tensor cores: 9.2x faster than the 8480+ at its 3.0 GHz all-core turbo, 57x than the 2014 Xeons
+    # tensor cores: 9.6x faster than the 8480+ at its 3.0 GHz all-core turbo, 57x than the 2014 Xeons
     assert gpus[-1].latency_s * 8 < min(old_cpu.latency_s, new_cpu.latency_s)
     assert gpus[-1].bottleneck == "overhead"  # the A100 waits on the framework's host time
     for gpu in gpus:  # the batch crosses PCIe, a small cost next to the arithmetic it saves

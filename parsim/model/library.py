@@ -43,7 +43,6 @@ from parsim.model import systolic
 from parsim.model.fusion import fuse_epilogues
 from parsim.model.rates import Execution, matrix_format
 from parsim.stack import library_of
-from parsim.stack.specs import LibrarySpec
 from parsim.workloads.base import HOST, Kernel, Op, Workload
 from parsim.workloads.conv import FFT, GEMM, IMPLICIT_GEMM, WINOGRAD, ConvShape
 
@@ -238,7 +237,7 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
                 continue
             if library.blocked_weights and op.library.reorder_B:
                 inside = op.library.conv is None
-                passes = (_reorder_inside(op),) if inside else reorder_passes(op, library)
+                passes = (_reorder_inside(op),) if inside else reorder_passes(op)
                 for step, part in enumerate(passes):
                     ops.append(part)
                     deps.append(after if step == 0 else (len(ops) - 2,))
@@ -261,10 +260,9 @@ def _reorder_inside(op: Kernel) -> Kernel:
     )
 
 
-def reorder_passes(op: Kernel, library: LibrarySpec) -> tuple[Kernel, ...]:
-    """An eager convolution on a blocked-layout ``library`` as it runs ([PT131958]): a reorder of
-    the plain weights (read from memory, written blocked, at the library's
-    ``weight_reorder_share`` of the bandwidth), a reorder of the NCHW source activations
+def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
+    """An eager convolution on a blocked-layout library as it runs ([PT131958]): a reorder of the
+    plain weights (read from memory, written blocked), a reorder of the NCHW source activations
     (``LibraryHints.nchw_B``, split by the pass's input and output sizes), the convolution itself,
     then a reorder of the destination back to NCHW: each a pass of its own, one after the other."""
     shape = op.library.conv
@@ -275,7 +273,7 @@ def reorder_passes(op: Kernel, library: LibrarySpec) -> tuple[Kernel, ...]:
     outputs = shape.batch * shape.filters * shape.out_height * shape.out_width
     source = activations * inputs / (inputs + outputs)
 
-    def reorder(name: str, nbytes: float, cold: float, share: float = 1.0) -> Kernel:
+    def reorder(name: str, nbytes: float, cold: float) -> Kernel:
         return Kernel.of(
             f"{op.name} {name}",
             0.0,
@@ -289,10 +287,9 @@ def reorder_passes(op: Kernel, library: LibrarySpec) -> tuple[Kernel, ...]:
             part=op.part,
             dtype=op.work.dtype,
             cold_bytes=cold,
-            bandwidth_share=share,
         )
 
-    passes = [reorder("reorder weights", weights, 2 * weights, library.weight_reorder_share)]
+    passes = [reorder("reorder weights", weights, 2 * weights)]
     if source > 0:
         passes.append(reorder("reorder source", source, 0.0))
     passes.append(op.but(reorder_B=0.0, nchw_B=0.0))

@@ -101,7 +101,7 @@ def execution(
         lanes=used,
         core_flops_per_s=core_flops,
         core_special_per_s=spec.special_per_core_per_cycle
-        * spec.clock_Hz
+        * spec.compute_clock_Hz
         * spec.sustained_share
         * (used / spec.lanes_per_core),
         core_op_rate=dict(spec.op_rates_per_core).get(kernel.work.op)

@@ -210,15 +210,13 @@ ONEDNN = LibrarySpec(
     conv_efficiency=1.0,
     folds=True,  # [ONEDNN] post-ops and batch-norm folding in compiled (frozen) inference graphs
     blocked_weights=True,  # [ONEDNN] convolutions run on blocked weights (OIhw16i16o); plain ones reorder
-    # both fitted once (benchmarks/fit_stack.py: 50-150 pixels in steps of 10, shares 0.2-1 in steps
-    # of 0.05, each at the other's optimum; issue 26 item 8) against the Xeon 8480+ rows, batch 1 on
-    # 4 cores per instance: the late stages' 7 x 7 and 14 x 14 feature maps leave one call too few
-    # pixels to spread its fixed work over (TensorFlow's ResNet-50 at ~540 img/s where VGG-16, whose
-    # work sits in 14-224 pixel-wide layers, runs its convolutions near the peak); an eager call's
-    # weight re-layout ([PT131958], model.library) is a gather of 16 x 16 channel blocks, below the
-    # streaming rate. The 20 rows: 22 % -> 9.2 % (with the 8480+'s 3.0 GHz clock)
-    batch_half_pixels=90.0,
-    weight_reorder_share=0.45,
+    # fitted once (benchmarks/fit_stack.py: 50-150 pixels in steps of 10; issue 26 item 8) against the
+    # Xeon 8480+ rows, batch 1 on 4 cores per instance: the late stages' 7 x 7 and 14 x 14 feature
+    # maps leave one call too few pixels to spread its fixed work over (TensorFlow's ResNet-50 at
+    # ~540 img/s where VGG-16, whose work sits in 14-224 pixel-wide layers, runs its convolutions near
+    # the peak). With eager convolutions' reorders as passes of their own ([PT131958],
+    # model.library) and the 8480+'s vector units at 3.0 GHz, the 20 rows: 22 % -> 9.7 %
+    batch_half_pixels=80.0,
 )
 
 THNN = LibrarySpec(

@@ -203,9 +203,6 @@ class LibrarySpec:
             thread loads, the threads' join): it reaches ``m / (m + batch_half_pixels)`` of
             ``conv_efficiency``, ``m`` = images x output pixels. Felt at batch 1 on small late-stage
             feature maps (7 x 7 = 49 pixels), not at training batches. 0: no such share.
-        weight_reorder_share: the share of its memory level's bandwidth a re-layout of an eager
-            call's plain weights into the blocked layout reaches (a gather of 16 x 16 channel blocks,
-            not a stream); 1 for a library that computes on plain weights.
     """
 
     id: str = attrs.field(validator=text)
@@ -230,7 +227,6 @@ class LibrarySpec:
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
-    weight_reorder_share: float = attrs.field(default=1.0, validator=fraction)
 
     def conv_share(self, matrix_format: str | None, pixels: float = 0.0, images: float = 1.0) -> float:
         """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)
