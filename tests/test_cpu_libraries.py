@@ -124,3 +124,21 @@ def test_xeon_8480_vector_clock_is_the_all_core_turbo():
     # 56 cores x 32 lanes x 2 (FMA) x 3.0 GHz = 10.75 TFLOP/s of float32 vector peak
     assert spec.lane_flops_per_s("float32") * spec.lanes_per_core * spec.cores == pytest.approx(10.752e12)
     assert dict(spec.matrix_flops_per_s)["bfloat16"] == 56 * 1024 * 2.0e9  # AMX stays at the base clock
+
+
+def test_vector_clock_round_trips_through_a_hardware_toml_and_sets_only_the_vector_rate():
+    from parsim.hardware.tomlio import dumps_hardware, loads_hardware
+
+    spec = registry.processor("xeon-8480")
+    assert loads_hardware(dumps_hardware(spec)) == spec
+    base = attrs.evolve(spec, vector_clock_Hz=None)
+    assert spec.lane_flops_per_s() == pytest.approx(1.5 * base.lane_flops_per_s())  # 3.0 / 2.0 GHz
+    assert spec.clock_Hz == base.clock_Hz  # the host's issue rate is untouched
+
+
+def test_bad_vector_clock_is_refused_naming_the_field():
+    from parsim.base.errors import ParsimError
+
+    with pytest.raises((ParsimError, ValueError, TypeError)) as info:
+        attrs.evolve(registry.processor("xeon-8480"), vector_clock_Hz=-1.0)
+    assert "vector_clock_Hz" in str(info.value)
