@@ -238,9 +238,9 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
             if library.blocked_weights and op.library.reorder_B:
                 inside = op.library.conv is None
                 passes = (_reorder_inside(op),) if inside else reorder_passes(op)
-                for step, part in enumerate(passes):
+                for step, part in enumerate(passes):  # in order; a program with waits chains them
                     ops.append(part)
-                    deps.append(after if step == 0 else (len(ops) - 2,))
+                    deps.append((len(ops) - 2,) if step and any(workload.deps) else after)
                 moved[index] = len(ops) - 1
                 continue
         ops.append(op)
