@@ -98,6 +98,11 @@ def onednn_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("ONEDNN", conv_efficiency=min(1.0, float(share)))
 
 
+def onednn_pixels_patch(half_pixels: float) -> Callable[[], Callable[[], None]]:
+    """oneDNN's call over the batch: the images x output pixels a call needs for half the share."""
+    return preset_patch("ONEDNN", batch_half_pixels=float(half_pixels))
+
+
 def thnn_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("THNN", conv_efficiency=min(1.0, float(share)))
 
@@ -152,6 +157,8 @@ def main() -> None:
     governed = [r for r in rows if r.klass == "cpu" and r.device in ("xeon-8480", "epyc-9654")]
     value, score = best(numpy.linspace(0.10, 1.0, 19), governed, onednn_patch)
     print(f"onednn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    value, score = best(numpy.arange(50.0, 151.0, 10.0), governed, onednn_pixels_patch)
+    print(f"onednn batch half pixels: {value:.0f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = flash_training(rows)
     value, score = best(numpy.linspace(0.10, 1.0, 46), governed, attention_patch)
     print(f"fused attention share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")

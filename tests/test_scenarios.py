@@ -100,11 +100,12 @@ def claims_conv3x3():
 def claims_cpu_vs_gpu_training():
     old_cpu, new_cpu, *gpus = (p[0] for p in by_label("cpu_vs_gpu_training").values())
     assert old_cpu.flops == pytest.approx(700e9, rel=0.03)
-    assert all(
-        0.1e12 < cpu.flops_per_s < 5e12 for cpu in (old_cpu, new_cpu)
-    )  # hundreds of GFLOP/s to a few TFLOP/s
+    # hundreds of GFLOP/s to a few TFLOP/s (0.84 and 5.0 since the 8480+ vector units run at its 3.0 GHz
+    # all-core turbo, issue 26 item 8)
+    assert all(0.1e12 < cpu.flops_per_s < 6e12 for cpu in (old_cpu, new_cpu))
     assert all(gpu.latency_s < old_cpu.latency_s for gpu in gpus)
-    assert gpus[-1].latency_s * 10 < min(old_cpu.latency_s, new_cpu.latency_s)  # tensor cores
+    # tensor cores: 9.6x faster than the 8480+ at its 3.0 GHz all-core turbo, 57x than the 2014 Xeons
+    assert gpus[-1].latency_s * 8 < min(old_cpu.latency_s, new_cpu.latency_s)
     assert gpus[-1].bottleneck == "overhead"  # the A100 waits on the framework's host time
     for gpu in gpus:  # the batch crosses PCIe, a small cost next to the arithmetic it saves
         assert gpu.breakdown["transfer"] < 0.1 * (old_cpu.latency_s - gpu.latency_s)
@@ -234,8 +235,8 @@ def claims_flash_attention():
 
 def claims_gpt2_training():
     xeon, a100_fp32, t4, a100_bf16 = (series[0] for series in by_label("gpt2_training_cpu_vs_gpu").values())
-    assert xeon.latency_s > 1.0  # over a second per step
-    assert 2.5 < xeon.latency_s / a100_fp32.latency_s < 3.5  # about three times faster
+    assert 0.8 < xeon.latency_s < 1.0  # about 0.9 s per step (the 8480+ at its 3.0 GHz all-core turbo)
+    assert 1.5 < xeon.latency_s / a100_fp32.latency_s < 2.5  # about twice as fast
     assert a100_fp32.latency_s / a100_bf16.latency_s > 10  # more than ten times again
     assert a100_bf16.latency_s < t4.latency_s < a100_fp32.latency_s  # the T4 lands between
     assert 5e12 < xeon.flops < 8e12  # some 6 TFLOPs

@@ -348,7 +348,9 @@ def test_conv_share_falls_with_one_images_pixels_hand_computed():
     assert thnn.conv_share(None, 49) == pytest.approx(0.2 * 49 / (49 + 320))  # a 7x7 stage: 0.027
     assert thnn.conv_share(None, 3136) == pytest.approx(0.2 * 3136 / 3456)  # a 56x56 stage: 0.181
     assert thnn.conv_share(None) == 0.2  # pixels not known: the flat share
-    assert stack.presets.ONEDNN.conv_share(None, 49) == stack.presets.ONEDNN.conv_efficiency  # one product
+    onednn = stack.presets.ONEDNN  # one call over the whole batch: images x pixels, not one image's
+    assert onednn.per_image_half_pixels == 0 and onednn.batch_half_pixels > 0
+    assert onednn.conv_share(None, 49, 64) > onednn.conv_share(None, 49, 1)
 
 
 def test_thnn_runs_late_resnet_stages_slower_per_flop_than_early_ones():
@@ -362,7 +364,10 @@ def test_thnn_runs_late_resnet_stages_slower_per_flop_than_early_ones():
     assert rate(late, "thnn") / rate(early, "thnn") == pytest.approx(
         (49 / (49 + share)) / (3136 / (3136 + share))
     )
-    assert rate(late, "onednn") == rate(early, "onednn")  # oneDNN: one product over the batch
+    half = stack.presets.ONEDNN.batch_half_pixels  # oneDNN: one call over the batch's 16 images
+    assert rate(late, "onednn") / rate(early, "onednn") == pytest.approx(
+        (16 * 49 / (16 * 49 + half)) / (16 * 3136 / (16 * 3136 + half))
+    )
 
 
 @given(

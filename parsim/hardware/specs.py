@@ -172,6 +172,9 @@ class ProcessorSpec:
         clock_Hz: clock under load (all-core turbo / boost), what datasheet peaks are quoted at.
         sustained_clock_Hz: the clock a power-capped chip holds through long compute-bound work,
             where it is lower than ``clock_Hz`` (a 70 W T4); None when it holds ``clock_Hz``.
+        vector_clock_Hz: the clock a CPU's vector units run at under an all-core vector load with
+            turbo on, where a preset's ``clock_Hz`` is its base clock (the rate its host work was
+            fitted at); it sets the vector FLOP rates only. None: ``clock_Hz``.
         fma: one fused multiply-add counts two FLOPs per lane per cycle.
         fp64_ratio: float64 vector rate relative to float32 (1/2 on V100, 1/32 on GTX 1080).
         fp16_ratio: float16/bfloat16 vector rate relative to float32 (2 on V100+, 1 on CPUs).
@@ -246,6 +249,7 @@ class ProcessorSpec:
     default_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_link_id))
     peer_link: str | None = attrs.field(default=None, validator=attrs.validators.optional(_link_id))
     sustained_clock_Hz: float | None = attrs.field(default=None, validator=attrs.validators.optional(CLOCK))
+    vector_clock_Hz: float | None = attrs.field(default=None, validator=attrs.validators.optional(CLOCK))
     vector_matmul_efficiency: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(fraction)
     )
@@ -286,7 +290,12 @@ class ProcessorSpec:
 
     def lane_flops_per_s(self, dtype: str = "float32") -> float:
         """Peak FLOP/s of one vector lane for ``dtype``: an FMA counts two FLOPs per cycle."""
-        return (2.0 if self.fma else 1.0) * self.clock_Hz * self.dtype_ratio(dtype)
+        return (2.0 if self.fma else 1.0) * self.compute_clock_Hz * self.dtype_ratio(dtype)
+
+    @property
+    def compute_clock_Hz(self) -> float:
+        """The clock the vector units compute at (``vector_clock_Hz``, else ``clock_Hz``)."""
+        return self.clock_Hz if self.vector_clock_Hz is None else self.vector_clock_Hz
 
     def vector_flops_per_s(self, dtype: str = "float32") -> float:
         """Peak vector FLOP/s of the whole chip for ``dtype`` (no matrix units)."""

@@ -22,6 +22,11 @@ its operands streamed from the shared cache at the core's share, whichever is lo
 fill more SMs but move more bytes per FLOP). A smaller tile is taken only when it is clearly
 (``CLEARLY_FASTER``) faster: larger tiles also reuse each operand more often from registers and
 shared memory, which the closed form does not see, so the heuristic keeps them on near-ties.
+
+[PT131958] pytorch/pytorch issue #131958 (PyTorch 2.4 CPU inference at batch 1, ``DNNL_VERBOSE``
+log): around every convolution of an NCHW model, oneDNN ``reorder`` primitives re-lay the source
+(``abcd`` -> ``aBcd8b``) and the weights (``abcd`` -> ``ABcd8b8a``) before the ``convolution``
+primitive and the destination back (``aBcd8b`` -> ``abcd``) after it, each timed on its own.
 """
 
 from __future__ import annotations
@@ -218,9 +223,14 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     """The program as the library runs it on ``system``'s kernel processor.
 
     A library that folds drops the foldable ops of a compiled inference graph (a batch norm into
-    the convolution before it, a ReLU as its post-op); one that computes on blocked weights reads
-    and writes every eager call's plain weights once more (``LibraryHints.reorder_B``) before using them.
-    Host-side kernels are left alone.
+    the convolution before it, a ReLU as its post-op). One that computes on blocked layouts
+    (oneDNN) and is handed plain tensors by an eager framework re-lays them out on every call: a
+    convolution runs as its own reorder primitives around the convolution primitive, one after
+    the other ([PT131958]: ``reorder`` of the source and the weights, ``convolution``, ``reorder``
+    of the destination back to NCHW), so the re-layouts are passes of their own (``reorder_passes``),
+    not traffic hidden under the convolution's compute. Any other op's plain weights
+    (``LibraryHints.reorder_B``) are read and written once more inside the op. Host-side kernels are
+    left alone.
 
     Raises:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
@@ -229,22 +239,77 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     if not any(k.library.foldable or k.library.reorder_B for k in workload.kernels):
         return workload
     ops: list[Op] = []
-    for op in workload.ops:
+    deps: list[tuple[int, ...]] = []
+    moved: dict[int, int] = {}  # an op's index -> the index of the last op it became
+    waits = workload.deps or tuple(() for _ in workload.ops)
+    for index, op in enumerate(workload.ops):
+        after = tuple(moved[wait] for wait in waits[index] if wait in moved)
         if isinstance(op, Kernel) and op.device != HOST:
             library = library_of(system.compute, op.library.cpu_library)
             if library.folds and op.library.foldable:
+                if any(workload.deps):
+                    raise ParsimError(
+                        f"{workload.name}: folding ops out of a program with dependencies is not modelled"
+                    )
                 continue
             if library.blocked_weights and op.library.reorder_B:
-                extra = op.library.reorder_B
-                op = op.but(
-                    bytes_read=op.work.bytes_read + extra,
-                    bytes_written=op.work.bytes_written + extra,
-                    cold_bytes=op.access.cold_bytes + 2 * extra,
-                    reorder_B=0.0,
-                )
+                inside = op.library.conv is None
+                passes = (_reorder_inside(op),) if inside else reorder_passes(op)
+                for step, part in enumerate(passes):  # in order; a program with waits chains them
+                    ops.append(part)
+                    deps.append((len(ops) - 2,) if step and any(workload.deps) else after)
+                moved[index] = len(ops) - 1
+                continue
         ops.append(op)
-    if len(ops) == len(workload.ops):
-        return attrs.evolve(workload, ops=tuple(ops))
-    if any(workload.deps):
-        raise ParsimError(f"{workload.name}: folding ops out of a program with dependencies is not modelled")
-    return attrs.evolve(workload, ops=tuple(ops), deps=tuple(() for _ in ops) if workload.deps else ())
+        deps.append(after)
+        moved[index] = len(ops) - 1
+    return attrs.evolve(workload, ops=tuple(ops), deps=tuple(deps) if workload.deps else ())
+
+
+def _reorder_inside(op: Kernel) -> Kernel:
+    """An op whose plain weights are re-laid out inside it: read and written once more."""
+    extra = op.library.reorder_B
+    return op.but(
+        bytes_read=op.work.bytes_read + extra,
+        bytes_written=op.work.bytes_written + extra,
+        cold_bytes=op.access.cold_bytes + 2 * extra,
+        reorder_B=0.0,
+    )
+
+
+def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
+    """An eager convolution on a blocked-layout library as it runs ([PT131958]): a reorder of the
+    plain weights (read from memory, written blocked), a reorder of the NCHW source activations
+    (``LibraryHints.nchw_B``, split by the pass's input and output sizes), the convolution itself,
+    then a reorder of the destination back to NCHW: each a pass of its own, one after the other."""
+    shape = op.library.conv
+    assert shape is not None
+    weights, activations = op.library.reorder_B, op.library.nchw_B
+    size = itemsize(op.work.dtype)
+    inputs = shape.batch * shape.channels * shape.height * shape.width
+    outputs = shape.batch * shape.filters * shape.out_height * shape.out_width
+    source = activations * inputs / (inputs + outputs)
+
+    def reorder(name: str, nbytes: float, cold: float) -> Kernel:
+        return Kernel.of(
+            f"{op.name} {name}",
+            0.0,
+            nbytes,
+            nbytes,
+            max(1, round(nbytes / size)),
+            stream=op.stream,
+            device=op.device,
+            layer=op.layer,
+            phase=op.phase,
+            part=op.part,
+            dtype=op.work.dtype,
+            cold_bytes=cold,
+        )
+
+    passes = [reorder("reorder weights", weights, 2 * weights)]
+    if source > 0:
+        passes.append(reorder("reorder source", source, 0.0))
+    passes.append(op.but(reorder_B=0.0, nchw_B=0.0))
+    if activations - source > 0:
+        passes.append(reorder("reorder back", activations - source, 0.0))
+    return tuple(passes)

@@ -89,7 +89,7 @@ def execution(
     if kernel.library.conv is not None:  # a framework convolution, through the device's kernel library
         conv = kernel.library.conv
         core_flops *= library_of(spec, kernel.library.cpu_library).conv_share(
-            rated if on_matrix_units else None, conv.out_height * conv.out_width
+            rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch
         )
     if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
         core_flops *= library_of(spec, kernel.library.cpu_library).attention_share(
@@ -101,7 +101,7 @@ def execution(
         lanes=used,
         core_flops_per_s=core_flops,
         core_special_per_s=spec.special_per_core_per_cycle
-        * spec.clock_Hz
+        * spec.compute_clock_Hz
         * spec.sustained_share
         * (used / spec.lanes_per_core),
         core_op_rate=dict(spec.op_rates_per_core).get(kernel.work.op)

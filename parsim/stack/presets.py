@@ -15,6 +15,9 @@ Sources, abbreviated in the comments:
   remapper folds batch norm and fuses ReLU into _FusedConv2D on CPUs.
 - [JCJ] jcjohnson/cnn-benchmarks README and issue #20: Torch7 CPU timings on 2x Xeon E5-2630 v3 with
   the plain `nn` backend and a vanilla Torch install.
+- [PT131958] pytorch/pytorch issue #131958, a ``DNNL_VERBOSE`` log of stock PyTorch 2.4 CPU inference at
+  batch 1: each NCHW convolution runs as oneDNN ``reorder`` primitives of the source and the weights,
+  the ``convolution`` primitive, and a ``reorder`` of the destination back, each timed on its own.
 - [THNN] torch/nn@d2233768b0ce4a7e690c41b071dd4e2379b82a84 lib/THNN/generic/SpatialConvolutionMM.c:
   ``updateOutput`` and ``updateGradInput`` run ``#pragma omp parallel for`` over the batch's frames,
   each an ``unfolded_copy`` (im2col) and one ``THTensor_(addmm)`` of the weights by that frame's
@@ -240,6 +243,13 @@ ONEDNN = LibrarySpec(
     conv_efficiency=1.0,
     folds=True,  # [ONEDNN] post-ops and batch-norm folding in compiled (frozen) inference graphs
     blocked_weights=True,  # [ONEDNN] convolutions run on blocked weights (OIhw16i16o); plain ones reorder
+    # fitted once (benchmarks/fit_stack.py: 50-150 pixels in steps of 10; issue 26 item 8) against the
+    # Xeon 8480+ rows, batch 1 on 4 cores per instance: the late stages' 7 x 7 and 14 x 14 feature
+    # maps leave one call too few pixels to spread its fixed work over (TensorFlow's ResNet-50 at
+    # ~540 img/s where VGG-16, whose work sits in 14-224 pixel-wide layers, runs its convolutions near
+    # the peak). With eager convolutions' reorders as passes of their own ([PT131958],
+    # model.library) and the 8480+'s vector units at 3.0 GHz, the 20 rows: 22 % -> 9.7 %
+    batch_half_pixels=80.0,
 )
 
 THNN = LibrarySpec(

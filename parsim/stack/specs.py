@@ -214,6 +214,12 @@ class LibrarySpec:
             the threads' join) is spread over them, so the convolution reaches
             ``pixels / (pixels + per_image_half_pixels)`` of ``conv_efficiency``: half at this many
             pixels. 0: one product over the whole batch (oneDNN, cuDNN).
+        batch_half_pixels: a library whose direct convolution spreads one call over the whole
+            batch's output pixels (oneDNN's JIT kernels: threads over images, channel blocks and
+            rows, registers over a row's pixels) pays a fixed share per call (the weight blocks each
+            thread loads, the threads' join): it reaches ``m / (m + batch_half_pixels)`` of
+            ``conv_efficiency``, ``m`` = images x output pixels. Felt at batch 1 on small late-stage
+            feature maps (7 x 7 = 49 pixels), not at training batches. 0: no such share.
     """
 
     id: str = attrs.field(validator=text)
@@ -237,11 +243,14 @@ class LibrarySpec:
     blocked_weights: bool = attrs.field(default=False, validator=boolean)
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
+    batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
 
-    def conv_share(self, matrix_format: str | None, pixels: float = 0.0) -> float:
+    def conv_share(self, matrix_format: str | None, pixels: float = 0.0, images: float = 1.0) -> float:
         """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)
-        whose images have ``pixels`` output pixels each (0: not known, the full share)."""
+        over ``images`` images of ``pixels`` output pixels each (0: not known, the full share)."""
         share = dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)
         if self.per_image_half_pixels and pixels > 0:
             share *= pixels / (pixels + self.per_image_half_pixels)
+        if self.batch_half_pixels and pixels > 0:
+            share *= images * pixels / (images * pixels + self.batch_half_pixels)
         return share
