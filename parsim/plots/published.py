@@ -36,6 +36,8 @@ UNITS = {
         for what, label in (("ttft", "first token"), ("tpot", "per token"), ("e2e", "end to end"))
         for percentile in ("p50", "p90", "p99")
     },
+    "itl_p50_s": "between streamed tokens P50",
+    "itl_p99_s": "between streamed tokens P99",
 }
 """A legend label for each metric of ``parsim.studies.published.METRICS`` (a test keeps them in step)."""
 
