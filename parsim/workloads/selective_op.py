@@ -39,7 +39,7 @@ def recomputed_share(config: LlmConfig) -> dict[str, float]:
     again = set(matmul_order(config)[1::2])  # the 2nd, 4th, 6th... call
     width = {"q": config.heads, "k": config.kv_heads, "v": config.kv_heads}
     qkv = sum(width[p] for p in ("q", "k", "v") if p in again) / sum(width.values())
-    shares = {part: 1.0 for part in ("out", "gate", "up", "down") if part in again}
+    shares: dict[str, float] = {part: 1.0 for part in ("out", "gate", "up", "down") if part in again}
     if qkv:
         shares["qkv"] = qkv
     return shares
