@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench_engine import CASES as ENGINE_CASES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
@@ -55,30 +57,10 @@ figures["sweep"] = len(frame) / (time.process_time() - start) * 60
 print(json.dumps(figures))
 """
 
-CASES = [
-    ("matmul 4096^3", "matmul", {"m": 4096, "n": 4096, "k": 4096}, {"device": "h100-sxm"}, 50),
-    (
-        "network resnet50 train b=32",
-        "network",
-        {"model": "resnet50", "batch": 32, "train": True},
-        {"device": "h100-sxm"},
-        7,
-    ),
-    (
-        "data_parallel gpus=8 host",
-        "data_parallel",
-        {"model": "resnet50", "batch": 256, "gpus": 8, "sync": "host"},
-        {"device": "v100-pcie"},
-        3,
-    ),
-    (
-        "data_parallel gpus=8 ring",
-        "data_parallel",
-        {"model": "resnet50", "batch": 256, "gpus": 8, "sync": "ring"},
-        {"device": "v100-sxm2", "link": "nvlink3"},
-        3,
-    ),
-]
+REPEATS = {"matmul 4096^3": 50, "network resnet50 train b=32": 7}
+"""Cold repeats per case (the best counts); the data-parallel steps take 3."""
+CASES = [(*case, REPEATS.get(case[0], 3)) for case in ENGINE_CASES if not case[0].startswith("vector_add")]
+"""bench_engine's cases issue 28 item 4 names (a matmul, a ResNet-50 step, data parallelism)."""
 SWEEP = "engine sweep, ResNet-50 points/min"
 
 

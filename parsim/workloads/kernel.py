@@ -268,19 +268,12 @@ def _good(kernel: Kernel) -> bool:
         and 0 <= i.python_ops_per_item < _INF
         and type(i.primitive) is bool
         and type(i.multi_tensor) is bool
-        and 0 <= a.cold_bytes <= w.bytes_read + w.bytes_written
+        and a.cold_bytes >= 0
         and 0 <= a.thread_loads_B < _INF
         and 0 <= a.reuse_B < _INF
         and 0 < a.bandwidth_share <= 1
         and 0 <= a.core_in_flight_B < _INF
-        and type(kernel.stream) is int
-        and kernel.stream >= 0
-        and type(kernel.device) is int
-        and kernel.device >= HOST
-        and type(kernel.name) is str
-        and type(kernel.layer) is str
-        and type(kernel.phase) is str
-        and type(kernel.part) is str
+        and _good_place(kernel)
         and (lib.gemm_mn is None or _whole_pair(lib.gemm_mn))
         and (lib.math == "" or lib.math == "tf32" or lib.math in QUANTISED_FORMATS)
         and (lib.conv is None or type(lib.conv) is ConvShape)
