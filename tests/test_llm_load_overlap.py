@@ -14,19 +14,7 @@ from parsim.methods.serving.metrics import summarize, weighted_percentiles
 from parsim.methods.serving.simulate import simulate
 from parsim.workloads.registry import validate_params
 from parsim.workloads.requests import RequestStream, generate
-
-
-def one_second(prefill_tokens: int, decode_batch: int, decode_context_tokens: int) -> float:
-    return 1.0
-
-
-def affine(prefill_tokens: int, decode_batch: int, decode_context_tokens: int) -> float:
-    return 0.01 + 5e-5 * prefill_tokens + 2e-4 * decode_batch + 1e-7 * decode_context_tokens
-
-
-def two_requests() -> RequestStream:
-    """A: at 0 s, 4 prompt tokens, 3 out; B: at 0.5 s, 4 prompt tokens, 2 out."""
-    return RequestStream([0.0, 0.5], [4, 4], [3, 2])
+from tests.test_llm_load import affine, one_second, two_requests
 
 
 def test_an_overlap_scheduler_admits_an_arrival_one_step_later():
