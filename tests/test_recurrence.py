@@ -179,7 +179,7 @@ SPLITS = [
 @pytest.mark.parametrize(("params", "cluster"), SPLITS)
 def test_a_split_searchs_figures_are_the_engines(params: dict, cluster: str) -> None:
     """``step_figures`` (unnamed passes, no trace) against the engine's full prediction."""
-    from parsim.studies import pipeline_extrapolation as px
+    from parsim.studies import pipeline_figures as px
 
     fast = px.step_figures(params, cluster)
     events = predict("network", {**params, "pipeline_events": True}, cluster=cluster, budget=None)

@@ -246,11 +246,11 @@ STEP_METRICS = ("megatron_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
 
 
 def _step_metric(row: Row) -> float:
-    """A 3D-parallel row's figure from the step's time and tokens (``pipeline_extrapolation``: the
+    """A 3D-parallel row's figure from the step's time and tokens (``pipeline_figures``: the
     recurrence's exact timeline without the trace a full prediction carries), as ``predict``'s."""
-    from parsim.studies import pipeline_extrapolation
+    from parsim.studies import pipeline_figures
 
-    figures = pipeline_extrapolation.step_figures(dict(row.params), row.device)
+    figures = pipeline_figures.step_figures(dict(row.params), row.device)
     cluster = registry.cluster(row.device)
     gpus = int(row.params.get("gpus", cluster.gpus_per_node)) * int(row.params.get("nodes", cluster.nodes))
     if row.metric == "megatron_tflops_per_gpu":

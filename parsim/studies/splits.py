@@ -24,7 +24,7 @@ from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.network import ClusterSpec
 from parsim.model import footprint
-from parsim.studies import pipeline_extrapolation
+from parsim.studies import pipeline_figures
 from parsim.studies.sweeps.workers import watch_parent
 from parsim.workloads import parallel3d
 from parsim.workloads.llms import is_llm, llm
@@ -116,7 +116,7 @@ def _table(
         )
     fitting = [split for split, row in zip(found, rows, strict=True) if row.fits]
     if budget is not None:
-        passes = sum(pipeline_extrapolation.simulated_passes(split) for split in fitting)
+        passes = sum(pipeline_figures.simulated_passes(split) for split in fitting)
         what = f"splits: pp x microbatches summed over the {len(fitting)} fitting splits"
         budget.check(passes, "split_passes", what)
     figures = iter(_predict_all(fitting, spec, method))
@@ -136,12 +136,12 @@ def mfu_peak(params: dict[str, Any], cluster: str | ClusterSpec) -> tuple[str, s
     return gpu.id, dtype, gpu.peak_flops_per_s(dtype, matrix=True)
 
 
-FIGURES = pipeline_extrapolation.FIGURES
+FIGURES = pipeline_figures.FIGURES
 
 
 def _figures(split: dict[str, Any], spec: ClusterSpec, method: str) -> dict[str, float]:
     """A split's figures (counted against the budget above): its event simulation's."""
-    return pipeline_extrapolation.step_figures(split, spec, method)
+    return pipeline_figures.step_figures(split, spec, method)
 
 
 def _predict_all(splits: list[dict[str, Any]], spec: ClusterSpec, method: str) -> list[dict[str, float]]:

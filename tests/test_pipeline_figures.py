@@ -15,7 +15,7 @@ import pytest
 from parsim.base import collector
 from parsim.methods.engine import simulate
 from parsim.methods.predict import clear_caches, predict, request_key
-from parsim.studies import pipeline_extrapolation as px
+from parsim.studies import pipeline_figures as px
 from parsim.workloads.registry import make_workload
 
 BASE = {"model": "gpt3-125m", "train": True, "dtype": "float16", "optimizer": "adam", "seq": 256, "gpus": 8}

@@ -5,7 +5,7 @@ Issue 28 first tried a fast form here: a long 1F1B pipeline's figures from three
 not sound: the step of megatron-7.5b on 8 DGX A100 nodes (tp 2, pp 8, one sequence per
 micro-batch) grows by 33.3 ms per micro-batch from 8 to 10 micro-batches, then by 34.2-35.2 ms, so
 the three short steps agree with each other and the extrapolation to 32 micro-batches comes out
-2.5 % fast (``tests/test_pipeline_extrapolation.py`` keeps the counter-example).
+2.5 % fast (``tests/test_pipeline_figures.py`` keeps the counter-example).
 
 What replaced it is exact: every pass of the step, timed by the engine's rules as a max-plus
 recurrence (``methods.recurrence``) instead of SimPy events. A search asks only for five figures,
