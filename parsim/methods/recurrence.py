@@ -29,7 +29,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.model.collectives import SEND, group_of, op_timing
 from parsim.model.issue import issue_s, step_issue_s
 from parsim.model.placement import blocks_host, link_lane
-from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s
+from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s, uplink_bandwidth_Bps
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Block, Transfer, Workload, stream_predecessors, thread_of
@@ -231,7 +231,7 @@ def evaluate(
             if op.nbytes > 0:
                 rate = min(
                     copy_bandwidth_Bps(system.host_link, op.pinned, op.direction, op.nbytes),
-                    system.host_link.bandwidth_Bps,
+                    uplink_bandwidth_Bps(system.host_link, op.direction),
                 )
                 streamed[index] = op.nbytes / rate  # alone on its uplink: one flow at its own rate
     starts = [0.0] * n

@@ -60,6 +60,12 @@ def pinned_bandwidth_Bps(link: LinkSpec, direction: str) -> float:
     return min(link.bandwidth_Bps * ratio, link.peak_bandwidth_Bps)
 
 
+def uplink_bandwidth_Bps(link: LinkSpec, direction: str) -> float:
+    """What a PCIe switch's uplink carries in ``direction``: its own direction's packets on a duplex
+    link, the slower (host-to-device) rate on a link both directions share."""
+    return pinned_bandwidth_Bps(link, direction if link.duplex else "h2d")
+
+
 def copy_latency_s(link: LinkSpec, pinned: bool, direction: str = "h2d") -> float:
     """The fixed cost of one copy: the link's, or the measured pageable one in ``direction``."""
     measured = None if pinned else pageable_copy(link, direction)

@@ -23,7 +23,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import FluidServer, Process
 from parsim.model.collectives import SEND, group_of, op_timing
 from parsim.model.placement import BOTH_WAYS, engine_lane, engines_per_lane, link_lane
-from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s, pinned_bandwidth_Bps
+from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s, uplink_bandwidth_Bps
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Transfer
@@ -59,8 +59,7 @@ class Links:
                 lane: FluidServer(
                     env,
                     f"switch {index} {'h2d' if lane == BOTH_WAYS else lane}",
-                    # a duplex lane carries its own direction's packets; a shared one, the slower
-                    pinned_bandwidth_Bps(self.link, "h2d" if lane == BOTH_WAYS else lane),
+                    uplink_bandwidth_Bps(self.link, "h2d" if lane == BOTH_WAYS else lane),
                 )
                 for lane in dict.fromkeys(link_lane(self.link, d) for d in directions)
             }
