@@ -170,3 +170,53 @@ def _params_of(model: str) -> tuple[tuple[str, int], ...]:
     from parsim.workloads.training import llm_layer_params
 
     return llm_layer_params(llm(model))
+
+
+SCENARIO = """
+title = "FSDP alone or with tensor parallelism in the node"
+lesson = "2D: tp GPUs split each layer, FSDP shards over the groups."
+plot = "bars"
+
+[defaults]
+workload = "data_parallel"
+cluster = "dgx-a100"
+
+[defaults.params]
+model = "gpt2"
+seq = 256
+batch = 2
+sync = "ring"
+scaling = "weak"
+dtype = "bfloat16"
+optimizer = "adam"
+zero = 3
+
+[[cases]]
+label = "FSDP over 8 GPUs"
+
+[[cases]]
+label = "FSDP over 4 pairs, tp=2"
+
+[cases.params]
+model = "gpt2"
+seq = 256
+batch = 2
+sync = "ring"
+scaling = "weak"
+dtype = "bfloat16"
+optimizer = "adam"
+zero = 3
+tp = 2
+"""
+
+
+def test_a_scenario_compares_fsdp_with_the_2d_split():
+    from parsim.studies.scenarios import loads_scenario, run_scenario
+
+    result = run_scenario(loads_scenario(SCENARIO))
+    one, two = (r.prediction for r in result.results)
+    assert one.params.get("tp", 1) == 1 and two.params["tp"] == 2
+    # 8 GPUs either way; the 2D step runs 4 replicas of batch 2 where FSDP alone runs 8
+    step_one, step_two = 1 / one.throughput_per_s, 1 / two.throughput_per_s
+    assert one.metrics["samples_per_s"] == pytest.approx(16 / step_one)
+    assert two.metrics["samples_per_s"] == pytest.approx(8 / step_two)

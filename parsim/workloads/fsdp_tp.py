@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Kernel, Params
-from parsim.workloads.llms import LlmConfig
+from parsim.workloads.llms import LlmConfig, llm
 from parsim.workloads.parallel3d import RECOMPUTE_PHASE
 from parsim.workloads.transformer_ops import EMBEDDING, block_layers
 
@@ -76,6 +77,20 @@ def split_layer_params(
         kept = whole.get(layer, config.norm_params)
         split.append((layer, kept + math.ceil((params - kept) / tp)))
     return tuple(split)
+
+
+def sync_fields(params: Params, dtype_B: int, micro: int) -> dict[str, Any]:
+    """``ddp.Sync``'s fields for a 2D step of ``micro`` sequences per pass: the FSDP group (one GPU
+    of each tensor-parallel group, ``gpus / tp`` of them per node) and each unit's exchanges."""
+    config, tp = llm(params["model"]), params["tp"]
+    return {
+        "ranks": params["gpus"] * params.get("nodes", 1) // tp,
+        "per_node": params["gpus"] // tp,
+        "tp": tp,
+        "tp_B": exchange_B(micro * params["seq"], config, dtype_B),
+        "tp_replay": params.get("recompute", "none") == "full",
+        "layers": config.layers,
+    }
 
 
 def exchange_B(tokens: int, config: LlmConfig, dtype_B: int) -> float:

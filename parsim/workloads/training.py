@@ -209,7 +209,7 @@ def data_parallel(params: Params) -> Workload:
     step = _shard_step(params, numerics, shard // microbatches)
     layers = step.kinds + (("sync", "sync"),)
     if sync == "ring":
-        two_d = _two_d(params, numerics, shard // microbatches) if tp > 1 else {}
+        two_d = fsdp_tp.sync_fields(params, itemsize(numerics.dtype), shard // microbatches) if tp > 1 else {}
         rule = ddp.Sync(
             bucket_B=params.get("bucket_mb", 25.0) * ddp.MB,
             overlap=params.get("overlap", True),
@@ -281,20 +281,6 @@ def data_parallel(params: Params) -> Workload:
         layers=layers,
         framework=params["framework"],
     )
-
-
-def _two_d(params: Params, numerics: Numerics, micro: int) -> dict:
-    """``ddp.Sync``'s fields for a 2D step: the FSDP group (one GPU of each tensor-parallel group,
-    ``gpus / tp`` per node) and each unit's tensor-parallel exchanges (``fsdp_tp``)."""
-    config, tp = llm(params["model"]), params["tp"]
-    return {
-        "ranks": params["gpus"] * params.get("nodes", 1) // tp,
-        "per_node": params["gpus"] // tp,
-        "tp": tp,
-        "tp_B": fsdp_tp.exchange_B(micro * params["seq"], config, itemsize(numerics.dtype)),
-        "tp_replay": params.get("recompute", "none") == "full",
-        "layers": config.layers,
-    }
 
 
 @attrs.frozen
