@@ -117,6 +117,11 @@ def test_the_2d_step_runs_over_the_tp_groups_and_counts_their_samples():
     assert [len(b.collectives) for b in blocks] == [2 * n for n in subs]
     assert subs[:3] == [0, 4, 4]
     assert blocks[1].collectives[0].nbytes == 2 * 256 * 768 * 2  # gpt2: hidden 768, bfloat16
+    # the forward pass gathers each GPU's slice of every weight once, in bfloat16
+    forward = [op for op in fsdp if op.kind == "all_gather" and "(forward 0)" in op.name]
+    whole = fsdp_tp.split_layer_params(_params_of("gpt2"), llm("gpt2"), 1)
+    sliced = fsdp_tp.split_layer_params(whole, llm("gpt2"), 2)
+    assert sum(op.nbytes for op in forward) == 2 * sum(n for _, n in sliced)
     p = parsim.predict("data_parallel", {**LLM, "tp": 2}, cluster="dgx-a100")
     # batch 2 on each of the 4 groups a step (steps back to back: throughput_per_s)
     assert p.metrics["samples_per_s"] == pytest.approx(2 * 4 * p.throughput_per_s)
