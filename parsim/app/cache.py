@@ -1,8 +1,11 @@
 """Cached pure computations for the app, keyed by plain values so pages switch instantly.
 
 Hardware arrives as a *source*: a preset id, or the text of a hardware TOML (an upload, the
-editor, a calibration). Predictions, scenario runs and sweeps are cached with
-``st.cache_data``; figures are drawn from the cached data on each run (drawing is cheap).
+editor, a calibration). Predictions and scenario runs are cached with ``st.cache_resource``: a
+prediction is deeply immutable (frozen classes, frozen mappings, tuples), so every session can share
+the one object, where ``st.cache_data`` would unpickle a copy on every hit — for a step with tens of
+thousands of trace events that copy cost as much as predicting again. Figures are drawn from the
+cached data and cached as PNG bytes (``widgets.cached_png``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def resolve(source: str | None) -> str | ProcessorSpec | LinkSpec | None:
     return loads_hardware(source, source="hardware file")
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_resource(show_spinner=False, max_entries=512)
 def cached_predict(
     workload: str,
     params: tuple,
@@ -52,7 +55,7 @@ def cached_predict(
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@st.cache_resource(show_spinner=False, max_entries=128)
 def cached_scenario(path: str, stamp: float = 0.0, changes: tuple = ()):
     """A scenario run, cached by path, modification time (``stamp``) and ``changes``.
 

@@ -98,7 +98,7 @@ def timeline_figure(workload: str, params: tuple, cluster: tuple[str, str], titl
 
 
 def timeline_trace(workload: str, params: tuple, cluster: tuple[str, str]):
-    return chrome_trace.prediction_trace(predict_on(workload, params, cluster), budget=APP)
+    return chrome_trace.pending_cases([("", predict_on(workload, params, cluster))], budget=APP)
 
 
 @st.fragment
