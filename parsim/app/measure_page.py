@@ -15,7 +15,7 @@ import streamlit as st
 
 from parsim import plots
 from parsim.app import layout, measure_shipped
-from parsim.app.cache import cached_published, cached_snapshot
+from parsim.app.cache import cached_snapshot, published_again
 from parsim.app.measure_here import CALIBRATION, calibrate_button, present
 from parsim.app.widgets import cached_png, csv_download, figure, load_calibrated, show_png
 from parsim.base import units
@@ -276,8 +276,9 @@ def _published() -> None:
             st.session_state[PUBLISHED_SHOWN] = True
             data = None
         if data is None:
-            with st.spinner("predicting the published runs (about a minute) ..."):
-                data = cached_published()
+            bar = st.progress(0.0, text="predicting the published runs (about a minute), a class at a time")
+            data = published_again(bar)
+            bar.empty()
             st.caption(f"predicted now by the installed parsim ({data.get('created_at', '')})")
         else:
             late = published_snapshot.behind(data)
