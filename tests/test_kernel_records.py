@@ -31,7 +31,7 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "nchw_B",
         "fused_attention",
     },
-    "issue": {"python_ops_per_item", "primitive", "multi_tensor"},
+    "issue": {"python_ops_per_item", "primitive", "multi_tensor", "python_loop"},
 }
 
 

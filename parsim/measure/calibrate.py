@@ -4,14 +4,17 @@ Each step measures one figure the model needs, the way the model uses it:
 
 - ``dispatch_s``: one NumPy call on one element; ``parallel_dispatch_s``: the extra cost of
   handing tiny chunks to the worker threads and joining them;
-- ``interpreted_element_s``: the pure-Python vector add, per element;
+- ``interpreted_element_s``: the pure-Python vector add, per element; then each other loop body
+  the SISD demo runs (saxpy, relu on signed data, sigmoid, a running sum, a scalar matmul) over
+  what its counted operations predict, in the same pass (``interpreted_loop_scale``);
 - memory: a vector add over working sets from a few KiB to several times the last cache level,
   on one thread (the per-core ceiling) and on all cores: the bandwidth curve the model
   interpolates, and from it each cache level's and the DRAM figures;
 - compute: single-thread GEMMs in float32, float64 and float16 (BLAS efficiency and dtype
-  ratios), ``exp`` on cache-resident data (the special-function rate), and the rate of each
-  NumPy operation a pass can be (``add``, ``maximum``, ``exp``, ``sum``...): their loops run at
-  very different speeds, which FLOP counts alone do not show.
+  ratios), the float32 one again on all cores (the BLAS's threading efficiency), ``exp`` on
+  cache-resident data (the special-function rate), and the rate of each NumPy operation a pass
+  can be (``add``, ``maximum``, ``exp``, ``sum``...): their loops run at very different speeds,
+  which FLOP counts alone do not show.
 
 A timing the machine could not have produced (an overhead that is nearly all of the time it is
 subtracted from, a rate above what any core does) is measured again, then dropped with a note in
@@ -41,6 +44,7 @@ from parsim.measure.backends import NumpyBackend, cpu_model, host_free_memory_B
 from parsim.measure.lock import check_timeout, measurement_lock
 from parsim.measure.machine import cache_levels, clock_Hz, simd_lanes, total_memory_B
 from parsim.measure.timing import Timing, time_callable
+from parsim.workloads.ops import python_loop_ops
 
 Progress = Callable[[int, int, str], None]
 Timer = Callable[..., Timing]
@@ -150,6 +154,25 @@ def calibrate(
 
         keep("interpreted_element_s", plausible.measured(attempt), "the interpreted Python cost per element")
 
+    def loop_scales():
+        # Each loop body over what its counted operations predict at this pass's add-loop cost: a
+        # ratio within one pass, so a machine whose speed drifts between passes keeps it.
+        for loop, params in SISD_LOOPS:
+            run = cpu.sisd_operation(loop, params)
+            counted_s = python_loop_ops(loop, params) * raw["interpreted_element_s"]
+
+            def attempt(run=run, counted_s=counted_s):
+                scale = timed(run) / counted_s
+                if not LOOP_SCALE_BOUNDS[0] <= scale <= LOOP_SCALE_BOUNDS[1]:
+                    return f"{scale:.3g} x its counted operations, outside {LOOP_SCALE_BOUNDS}"
+                return scale
+
+            outcome = plausible.measured(attempt)
+            if isinstance(outcome, str):
+                note(f"the {loop} loop's cost", outcome)  # the counted operations stand in
+            else:
+                raw[f"loop_{loop}_scale"] = outcome
+
     def curve_point(working_set_B: float):
         def step():
             n = max(256, int(working_set_B / 12))
@@ -195,12 +218,37 @@ def calibrate(
                 keep(f"gemm_{dtype}_flops_per_s", outcome, f"the {dtype} GEMM rate")
             finally:
                 limit.close()
+        if cores > 1:
+            threaded(size)
         small = 64 if quick else 128
         operation = kernels.matmul(backend, small, small, small, "float16")
         outcome = plausible.measured(
             lambda: plausible.rate(2.0 * small**3, timed(operation), ceiling["flops_per_s"], "FLOP/s")
         )
         keep("gemm_float16_flops_per_s", outcome, "the float16 GEMM rate")
+
+    def threaded(size: int):
+        """The float32 GEMM as one BLAS call on every core: less the fork/join of its threads, the
+        share of one core's rate each core keeps (1 at most: a share above is timing noise)."""
+        operation, _ = cpu.cpu_operation(
+            backend, "matmul", {"m": size, "n": size, "k": size, "dtype": "float32"}, "mimd+simd"
+        )
+        one_core_s = 2.0 * size**3 / raw["gemm_float32_flops_per_s"]
+
+        def attempt():
+            net = plausible.net_s(timed(operation), raw["parallel_dispatch_s"])
+            if isinstance(net, str):
+                return net
+            share = one_core_s / (cores * net)
+            if share < MIN_THREAD_SPEEDUP / cores:
+                return f"{cores} threads ran it {cores * share:.2g}x as fast as one core"
+            return min(1.0, share)
+
+        outcome = plausible.measured(attempt)
+        if isinstance(outcome, str):
+            note(f"the GEMM on {cores} threads", outcome)  # the spec keeps perfect threading
+        else:
+            raw["blas_thread_efficiency"] = outcome
 
     def special():
         n = 4096
@@ -231,13 +279,14 @@ def calibrate(
 
     add("dispatch and fork/join overhead", dispatch)
     add("interpreted Python per element", interpreted)
+    add(f"interpreted loop bodies ({', '.join(loop for loop, _ in SISD_LOOPS)})", loop_scales)
     last = levels[-1][1] if levels else 32 * 2**20
     dram_B = min(max(4 * last, 96 * 2**20) if quick else max(8 * last, 512 * 2**20), host_free_memory_B() / 4)
     count = 9 if quick else 16
     sizes = [16 * 1024 * (dram_B / (16 * 1024)) ** (index / (count - 1)) for index in range(count)]
     for size in sizes:
         add(f"bandwidth at a {size / 1024:,.0f} KiB working set", curve_point(size))
-    add("GEMM FLOP/s (float32, float64, float16)", gemm)
+    add("GEMM FLOP/s (float32, float64, float16; float32 on all cores)", gemm)
     add("exp throughput", special)
     add(f"NumPy operation rates ({', '.join(OP_PASSES)})", op_rates)
     passes = []
@@ -256,6 +305,16 @@ def calibrate(
 
 
 OP_PASSES = ("add", "multiply", "maximum", "negative", "exp", "reciprocal", "sum")
+SISD_LOOPS = (
+    ("saxpy", {"n": 50000}),
+    # signed data over more elements than a branch predictor learns when one list repeats
+    ("relu", {"n": 50000}),
+    ("sigmoid", {"n": 50000}),
+    ("reduce_sum", {"n": 50000}),
+    ("matmul", {"m": 24, "n": 24, "k": 24}),
+)
+LOOP_SCALE_BOUNDS = (0.2, 5.0)  # a loop body this far from its count is a disturbed timing
+MIN_THREAD_SPEEDUP = 0.9  # threads that made one product slower than one core did were disturbed
 
 
 def _op_pass(backend, name: str, n: int) -> Callable[[], object]:
@@ -375,6 +434,12 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
         dispatch_s=raw["dispatch_s"],
         parallel_dispatch_s=raw["parallel_dispatch_s"],
         interpreted_element_s=raw["interpreted_element_s"],
+        interpreted_loop_scale={
+            key.removeprefix("loop_").removesuffix("_scale"): value
+            for key, value in raw.items()
+            if key.startswith("loop_")
+        },
+        blas_thread_efficiency=raw.get("blas_thread_efficiency", 1.0),
         tile_items=cpu.CHUNK_ITEMS,
         matmul_tile=64,
         max_gpus=8,

@@ -6,7 +6,9 @@ uses all lanes: tensor cores and AMX are fed by the vector units). GEMM-shaped k
 library's measured ``matmul_efficiency`` of that. Transcendentals (``exp``) go through the
 special-function rate. A processor calibrated with a measured rate for an elementary operation
 (``add``, ``maximum``...) uses it instead of its FLOP/s. A CPU in ``sisd`` runs the interpreter
-loop: ``interpreted_element_s`` per element and Python operation.
+loop: ``interpreted_element_s`` per element and Python operation, scaled for the loop body where
+calibration measured it (``interpreted_loop_scale``). A GEMM one BLAS call spreads over several CPU
+cores keeps ``blas_thread_efficiency`` of each core's rate.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class Execution(NamedTuple):
         tile_items: work items per tile.
         tiles_per_core: tiles resident on one core at once.
         memory: the memory level serving the kernel's working set.
+        thread_share: the share of its rate each core keeps while several cores run one product
+            together (a CPU BLAS's ``blas_thread_efficiency``; 1 elsewhere). A product of one
+            tile runs on one core and keeps all of it.
     """
 
     cores: int
@@ -56,6 +61,7 @@ class Execution(NamedTuple):
     tile_items: int
     tiles_per_core: int
     memory: Level
+    thread_share: float = 1.0
 
     @property
     def interpreted(self) -> bool:
@@ -108,10 +114,20 @@ def execution(
         if kernel.work.op and used > 1
         else None,
         interpreted_element_s=(
-            spec.interpreted_element_s if mode == "sisd" and not spec.is_accelerator else 0.0
+            spec.interpreted_element_s * _loop_scale(spec, kernel)
+            if mode == "sisd" and not spec.is_accelerator
+            else 0.0
         ),
         tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
         # A GEMM tile fills an SM's registers and shared memory: one per core at a time.
         tiles_per_core=1 if gemm or used == 1 else spec.tiles_per_core,
         memory=level(spec, cores, kernel.working_set_B if working_set_B is None else working_set_B),
+        thread_share=spec.blas_thread_efficiency if gemm and cores > 1 and not spec.is_accelerator else 1.0,
     )
+
+
+def _loop_scale(spec: ProcessorSpec, kernel: Kernel) -> float:
+    """This CPU's measured cost of ``kernel``'s pure-Python loop body over the counted one (1 when
+    calibration did not measure that loop)."""
+    loop = kernel.issue.python_loop
+    return dict(spec.interpreted_loop_scale).get(loop, 1.0) if loop else 1.0

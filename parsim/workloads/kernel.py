@@ -152,11 +152,14 @@ class Issue(NamedTuple):
         multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
             apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
             (``FrameworkSpec.kernel_floor_s``) of its own.
+        python_loop: the pure-Python loop body the SISD demo runs for it (``relu``, ``matmul``...),
+            by which a calibrated CPU's ``interpreted_loop_scale`` prices that body; empty: none.
     """
 
     python_ops_per_item: float = 1.0
     primitive: bool = False
     multi_tensor: bool = False
+    python_loop: str = ""
 
 
 PLAIN_ACCESS = Access()
@@ -236,7 +239,12 @@ _RULES: dict[type, dict[str, Any]] = {
         "nchw_B": non_negative,
         "fused_attention": text,
     },
-    Issue: {"python_ops_per_item": non_negative, "primitive": boolean, "multi_tensor": boolean},
+    Issue: {
+        "python_ops_per_item": non_negative,
+        "primitive": boolean,
+        "multi_tensor": boolean,
+        "python_loop": text,
+    },
 }
 _PLACE_RULES = {
     "name": text,
@@ -268,6 +276,7 @@ def _good(kernel: Kernel) -> bool:
         and 0 <= i.python_ops_per_item < _INF
         and type(i.primitive) is bool
         and type(i.multi_tensor) is bool
+        and type(i.python_loop) is str
         and a.cold_bytes >= 0
         and 0 <= a.thread_loads_B < _INF
         and 0 <= a.reuse_B < _INF
@@ -442,6 +451,7 @@ class Kernel:
         python_ops_per_item: float = 1.0,
         primitive: bool = False,
         multi_tensor: bool = False,
+        python_loop: str = "",
     ) -> Kernel:
         """A kernel from its facts given flat, each filed into its record: what a builder writes,
         and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
@@ -451,7 +461,7 @@ class Kernel:
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
         library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
-        issue = (python_ops_per_item, primitive, multi_tensor)
+        issue = (python_ops_per_item, primitive, multi_tensor, python_loop)
         return cls(
             name,
             Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),
