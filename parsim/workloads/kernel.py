@@ -129,6 +129,9 @@ class LibraryHints(NamedTuple):
         fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
             other kernel: its products run at the kernel library's ``attention_efficiency`` share of
             the GEMM rate for that kind, not at cuBLAS's own.
+        sign_test: the op tests each element's sign (a ReLU forward, and its backward's mask): a
+            library that runs it as a scalar loop branches on it
+            (``LibrarySpec.serial_sign_test_cycles``); a vectorised one takes a max.
     """
 
     gemm_mn: tuple[int, int] | None = None
@@ -139,6 +142,7 @@ class LibraryHints(NamedTuple):
     cpu_library: str = ""
     nchw_B: float = 0.0
     fused_attention: str = ""
+    sign_test: bool = False
 
 
 class Issue(NamedTuple):
@@ -238,6 +242,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "cpu_library": text,
         "nchw_B": non_negative,
         "fused_attention": text,
+        "sign_test": boolean,
     },
     Issue: {
         "python_ops_per_item": non_negative,
@@ -291,6 +296,7 @@ def _good(kernel: Kernel) -> bool:
         and type(lib.cpu_library) is str
         and 0 <= lib.nchw_B < _INF
         and type(lib.fused_attention) is str
+        and type(lib.sign_test) is bool
     )
 
 
@@ -448,6 +454,7 @@ class Kernel:
         cpu_library: str = "",
         nchw_B: float = 0.0,
         fused_attention: str = "",
+        sign_test: bool = False,
         python_ops_per_item: float = 1.0,
         primitive: bool = False,
         multi_tensor: bool = False,
@@ -460,7 +467,7 @@ class Kernel:
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
-        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
+        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention, sign_test)
         issue = (python_ops_per_item, primitive, multi_tensor, python_loop)
         return cls(
             name,
