@@ -39,12 +39,11 @@ import numpy
 
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, MemorySpec, ProcessorSpec
-from parsim.measure import cpu, kernels, plausible
+from parsim.measure import calibrate_loops, cpu, kernels, plausible
 from parsim.measure.backends import NumpyBackend, cpu_model, host_free_memory_B
 from parsim.measure.lock import check_timeout, measurement_lock
 from parsim.measure.machine import cache_levels, clock_Hz, simd_lanes, total_memory_B
 from parsim.measure.timing import Timing, time_callable
-from parsim.workloads.ops import python_loop_ops
 
 Progress = Callable[[int, int, str], None]
 Timer = Callable[..., Timing]
@@ -155,23 +154,7 @@ def calibrate(
         keep("interpreted_element_s", plausible.measured(attempt), "the interpreted Python cost per element")
 
     def loop_scales():
-        # Each loop body over what its counted operations predict at this pass's add-loop cost: a
-        # ratio within one pass, so a machine whose speed drifts between passes keeps it.
-        for loop, params in SISD_LOOPS:
-            run = cpu.sisd_operation(loop, params)
-            counted_s = python_loop_ops(loop, params) * raw["interpreted_element_s"]
-
-            def attempt(run=run, counted_s=counted_s):
-                scale = timed(run) / counted_s
-                if not LOOP_SCALE_BOUNDS[0] <= scale <= LOOP_SCALE_BOUNDS[1]:
-                    return f"{scale:.3g} x its counted operations, outside {LOOP_SCALE_BOUNDS}"
-                return scale
-
-            outcome = plausible.measured(attempt)
-            if isinstance(outcome, str):
-                note(f"the {loop} loop's cost", outcome)  # the counted operations stand in
-            else:
-                raw[f"loop_{loop}_scale"] = outcome
+        calibrate_loops.loop_scales(timed, raw, note)
 
     def curve_point(working_set_B: float):
         def step():
@@ -219,36 +202,13 @@ def calibrate(
             finally:
                 limit.close()
         if cores > 1:
-            threaded(size)
+            calibrate_loops.blas_share(backend, size, cores, timed, raw, note)
         small = 64 if quick else 128
         operation = kernels.matmul(backend, small, small, small, "float16")
         outcome = plausible.measured(
             lambda: plausible.rate(2.0 * small**3, timed(operation), ceiling["flops_per_s"], "FLOP/s")
         )
         keep("gemm_float16_flops_per_s", outcome, "the float16 GEMM rate")
-
-    def threaded(size: int):
-        """The float32 GEMM as one BLAS call on every core: less the fork/join of its threads, the
-        share of one core's rate each core keeps (1 at most: a share above is timing noise)."""
-        operation, _ = cpu.cpu_operation(
-            backend, "matmul", {"m": size, "n": size, "k": size, "dtype": "float32"}, "mimd+simd"
-        )
-        one_core_s = 2.0 * size**3 / raw["gemm_float32_flops_per_s"]
-
-        def attempt():
-            net = plausible.net_s(timed(operation), raw["parallel_dispatch_s"])
-            if isinstance(net, str):
-                return net
-            share = one_core_s / (cores * net)
-            if share < MIN_THREAD_SPEEDUP / cores:
-                return f"{cores} threads ran it {cores * share:.2g}x as fast as one core"
-            return min(1.0, share)
-
-        outcome = plausible.measured(attempt)
-        if isinstance(outcome, str):
-            note(f"the GEMM on {cores} threads", outcome)  # the spec keeps perfect threading
-        else:
-            raw["blas_thread_efficiency"] = outcome
 
     def special():
         n = 4096
@@ -279,7 +239,7 @@ def calibrate(
 
     add("dispatch and fork/join overhead", dispatch)
     add("interpreted Python per element", interpreted)
-    add(f"interpreted loop bodies ({', '.join(loop for loop, _ in SISD_LOOPS)})", loop_scales)
+    add(f"interpreted loop bodies ({', '.join(loop for loop, _ in calibrate_loops.SISD_LOOPS)})", loop_scales)
     last = levels[-1][1] if levels else 32 * 2**20
     dram_B = min(max(4 * last, 96 * 2**20) if quick else max(8 * last, 512 * 2**20), host_free_memory_B() / 4)
     count = 9 if quick else 16
@@ -305,16 +265,6 @@ def calibrate(
 
 
 OP_PASSES = ("add", "multiply", "maximum", "negative", "exp", "reciprocal", "sum")
-SISD_LOOPS = (
-    ("saxpy", {"n": 50000}),
-    # signed data over more elements than a branch predictor learns when one list repeats
-    ("relu", {"n": 50000}),
-    ("sigmoid", {"n": 50000}),
-    ("reduce_sum", {"n": 50000}),
-    ("matmul", {"m": 24, "n": 24, "k": 24}),
-)
-LOOP_SCALE_BOUNDS = (0.2, 5.0)  # a loop body this far from its count is a disturbed timing
-MIN_THREAD_SPEEDUP = 0.9  # threads that made one product slower than one core did were disturbed
 
 
 def _op_pass(backend, name: str, n: int) -> Callable[[], object]:
