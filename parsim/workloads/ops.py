@@ -84,9 +84,9 @@ def python_loop_ops(loop: str, params: Params) -> float:
     for the whole pure-Python ``loop`` over ``params``: ``n`` elements, or an ``m x k`` by
     ``k x n`` product."""
     if loop == "matmul":
-        return params["m"] * params["n"] * (GEMM_PYTHON_OPS * params["k"] + GEMM_PYTHON_SETUP)
+        return float(params["m"] * params["n"] * (GEMM_PYTHON_OPS * params["k"] + GEMM_PYTHON_SETUP))
     per_item = REDUCE_PYTHON_OPS if loop == "reduce_sum" else ELEMENTWISE[loop].python_ops
-    return per_item * params["n"]
+    return float(per_item * params["n"])
 
 
 def elementwise_parts(op: str, n: Number, dtype: str, fused: bool = True) -> list[Params]:
