@@ -8,7 +8,9 @@ cuDNN times every algorithm a convolution shape allows and keeps the fastest (``
   F(2x2, 3x3)); its transformed products run on the vector units, so it wins in float32 on
   CUDA cores and loses to tensor cores;
 - **FFT** (filters of 5 or more at stride 1): products in the frequency domain, paid for with
-  transforms and complex buffers moved through memory.
+  transforms and complex buffers moved through memory. Its arithmetic (radix-2 transforms and a
+  batched complex product per frequency of matrices as small as batch x channels) runs at a share
+  of the vector rate (``LibrarySpec.fft_efficiency``), not at a large GEMM's.
 
 Every candidate is timed by the model's own closed form and the fastest is kept
 (``model.kernel.choose``, above this module: the closed form needs the rates), so the choice
@@ -120,6 +122,7 @@ def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:
         matrix=False,
         gemm_mn=None,
         work_items=max(1, shape.batch * shape.filters * plane),
+        frequency_domain=True,  # at the library's fft_efficiency
     )
 
 

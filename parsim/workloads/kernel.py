@@ -129,6 +129,9 @@ class LibraryHints(NamedTuple):
         fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
             other kernel: its products run at the kernel library's ``attention_efficiency`` share of
             the GEMM rate for that kind, not at cuBLAS's own.
+        frequency_domain: a convolution computed through FFTs (transforms, complex products per
+            frequency, the inverse): its arithmetic runs at the library's ``fft_efficiency`` share of
+            the vector rate, not at a GEMM's.
     """
 
     gemm_mn: tuple[int, int] | None = None
@@ -139,6 +142,7 @@ class LibraryHints(NamedTuple):
     cpu_library: str = ""
     nchw_B: float = 0.0
     fused_attention: str = ""
+    frequency_domain: bool = False
 
 
 class Issue(NamedTuple):
