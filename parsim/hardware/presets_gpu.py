@@ -173,7 +173,12 @@ T4 = _gpu(
     # estimate: the 70 W T4 cannot hold its 1590 MHz boost under long GEMMs (Jia et al. 2019, "Dissecting
     # the NVidia Turing T4 GPU via Microbenchmarking", power-capped clocks); ~20 % below boost
     sustained_clock_Hz=1.27e9,
-    # [CS] measures 4 TFLOP/s FP32 matmul of the 8.1 peak: 0.6 of boost = 0.75 at the sustained clock
+    # [CS] measures 4 TFLOP/s FP32 matmul of the 8.1 peak. 0.75 at the sustained clock is 4.9 TFLOP/s (0.6
+    # of boost): right for the T4's tensor-core GEMMs (DeepBench T4 FP16: 37.6-39.9 TFLOP/s on the large
+    # shapes) and its FP32 ResNet-50 inference rows; cuBLAS's large SGEMMs on the T4 reach only 3.7-4.2
+    # (DeepBench T4 FP32), ~20 % below: a SIMT-GEMM share of 0.6 was tried (issue 26, kernel round 4) and
+    # pushed the FP32 inference rows from -9 to -19 %, so cuDNN's FP32 kernels and cuBLAS's SGEMM differ
+    # here in a way the model does not split yet
     matmul_efficiency=0.75,
     special_per_core_per_cycle=16,  # [PG] cc 7.5: 16 SFU results/clock/SM
     dispatch_s=6e-6,  # estimate: between the 5.7 us (A100) and 7.9 us (V100) CUDA launches of [CLP]
