@@ -156,3 +156,12 @@ def test_deepbenchs_5x5_layer_runs_fft_and_is_bound_by_its_arithmetic():
 def test_a_bad_fft_efficiency_is_a_one_line_error(value):
     with pytest.raises(ParsimError, match=re.escape("'fft_efficiency'")):
         attrs.evolve(stack.library_of(PROCESSORS["v100-sxm2"]), fft_efficiency=value)
+
+
+def test_the_notes_say_stream_k_shares_the_last_wave_and_name_no_tail():
+    product = {"m": 2048, "n": 2048, "k": 2048, "dtype": "float16"}
+    hopper = parsim.predict("matmul", product, device="h100-pcie").notes
+    assert any("1.12 waves, the last shared among the SMs (stream-K)" in note for note in hopper)
+    assert not any("wave quantisation" in note for note in hopper)
+    ampere = parsim.predict("matmul", product, device="a100-80gb").notes
+    assert any("wave quantisation" in note for note in ampere) and not any("stream-K" in n for n in ampere)
