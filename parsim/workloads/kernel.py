@@ -454,7 +454,8 @@ class Kernel:
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
-        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
+        # frequency_domain is False for every builder: only the library's FFT candidate sets it (``but``)
+        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention, False)
         issue = (python_ops_per_item, primitive, multi_tensor)
         return cls(
             name,
