@@ -30,6 +30,7 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "cpu_library",
         "nchw_B",
         "fused_attention",
+        "frequency_domain",
     },
     "issue": {"python_ops_per_item", "primitive", "multi_tensor"},
 }

@@ -443,6 +443,7 @@ class Kernel:
         cpu_library: str = "",
         nchw_B: float = 0.0,
         fused_attention: str = "",
+        frequency_domain: bool = False,
         python_ops_per_item: float = 1.0,
         primitive: bool = False,
         multi_tensor: bool = False,
@@ -454,8 +455,17 @@ class Kernel:
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
-        # frequency_domain is False for every builder: only the library's FFT candidate sets it (``but``)
-        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention, False)
+        library = (
+            gemm_mn,
+            conv,
+            math,
+            foldable,
+            reorder_B,
+            cpu_library,
+            nchw_B,
+            fused_attention,
+            frequency_domain,
+        )
         issue = (python_ops_per_item, primitive, multi_tensor)
         return cls(
             name,
