@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -165,3 +166,21 @@ def test_the_notes_say_stream_k_shares_the_last_wave_and_name_no_tail():
     assert not any("wave quantisation" in note for note in hopper)
     ampere = parsim.predict("matmul", product, device="a100-80gb").notes
     assert any("wave quantisation" in note for note in ampere) and not any("stream-K" in n for n in ampere)
+
+
+def test_a_hardware_toml_turns_stream_k_off_from_the_cli(cli, tmp_path):
+    # `parsim hardware show h100-pcie --toml` carries stream_k = true; set false, the 2048^3 product
+    # pays its tail again: 256 tiles of 128x128 on 114 SMs take 3 waves, where stream-K spreads 128
+    # tiles of 256x128 (the work of 2.25 such waves) evenly: 3 / 2.25 = 1.33 x the busy time
+    code, out, _ = cli("hardware", "show", "h100-pcie", "--toml")
+    assert code == 0 and "stream_k = true" in out
+    path = tmp_path / "h100-tail.toml"
+    path.write_text(out.replace("stream_k = true", "stream_k = false"))
+    args = ("predict", "matmul", "m=2048", "n=2048", "k=2048", "dtype=float16", "--json")
+
+    def compute_s(device: str) -> float:
+        code, out, _ = cli(*args, "--device", device)
+        assert code == 0
+        return float(json.loads(out)["breakdown"]["compute"])
+
+    assert compute_s(str(path)) / compute_s("h100-pcie") > 3 / (256 / 114)
