@@ -54,11 +54,10 @@ NOT_MET_YET: dict[str, str] = {
     # add + ReLU for the graph frameworks makes their AMP rows as fast, so the gap is common to the
     # HBM GPUs (ResNet's channel-poor tensor-core convolutions or its memory-bound kernels' bandwidth)
     "training": "the tensor-core convolution rate of ResNet-50's layers on V100/A100/H100 under AMP",
-    # GEMM/conv at 10.6 % (39 rows; 12.4 % of 25 before the H100 PCIe's tensor-core power cap):
-    # DeepBench's 5x5 FP32 convolution on a V100 (-40 %: cuDNN's FFT_TILING), the 35-row skinny
-    # GEMMs (T4 FP32 -34 %, V100 FP16 -27 %), and Hopper's torch.mm at 4096^3 (+7 to +20 %: the
-    # tail wave parsim loses and cuBLAS's persistent/stream-K kernels hide)
-    "kernel": "cuDNN's FFT_TILING cost, skinny-GEMM kernels and Hopper cuBLAS's stream-K tail",
+    # issue 26 kernel round 4 took "kernel" off this list (10.6 % of 39 rows -> 7.7 % of 56): Hopper
+    # cuBLAS's stream-K tail (ProcessorSpec.stream_k) and cuDNN's FFT arithmetic share
+    # (LibrarySpec.fft_efficiency); DeepBench's 35-row skinny GEMMs (V100 FP16 -27 %, T4 FP32 -33 %)
+    # remain its worst rows
     # issue 26 round 3 took "collective" (10.9 % -> 9.3 %: NVLink 5's measured 680 GB/s ring; the
     # MI300X rows' +57 % at 1 MiB stays, see model.nccl.RCCL_HOP_EXTRA_S), "collective-small"
     # (13.0 % -> 8.3 %: NVLS' 30.5 us fixed cost on Hopper) and "tp-pcie" (10.4 % -> 9.5 %, a third
