@@ -33,7 +33,7 @@ import attrs
 from parsim.base import collector, units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads import megatron
+from parsim.workloads import expert_parallel, megatron
 from parsim.workloads import pipeline_schedule as schedule
 from parsim.workloads.base import AllReduce, Block, Kernel, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
@@ -88,7 +88,7 @@ class ParallelMetrics(Record):
 
 def applies(params: Params) -> bool:
     """The step is split over GPUs (or recomputes activations): the 3D path, not one GPU's program."""
-    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches", "cp"))
+    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches", "cp", "ep"))
     features = megatron.features_of(params)
     return split or params.get("recompute", "none") != "none" or features != megatron.Features()
 
@@ -154,6 +154,7 @@ def layout(config: LlmConfig, params: Params) -> Layout:
             f"dp x microbatches = {dp} x {microbatches}"
         )
     megatron.check(megatron.features_of(params), params, config.layers, pp, microbatches)
+    expert_parallel.check(config, params, tp, dp, cp)
     return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches), cp, chunks)
 
 
@@ -193,6 +194,19 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         sequence_parallel=features.sequence_parallel,
     )
     activations = needs.activations_B
+    ep = expert_parallel.ep_of(params)
+    if ep > 1:  # the experts' weights, gradients and optimizer state: 1/ep of them here
+        whole = stage_params(config, stage_layers(config, lay.pp), 0)
+        first = len(stage_layers(config, lay.pp)[0])
+        dense, local = expert_parallel.split_params(config, first, whole, ep)
+        kept = (dense + local) / whole
+        distributed = features.distributed_optimizer and numerics.mixed  # its shards: 1/(dp cp) as before
+        needs = attrs.evolve(
+            needs,
+            weights_B=needs.weights_B * kept,
+            gradients_B=needs.gradients_B * kept,
+            optimizer_B=needs.optimizer_B if distributed else needs.optimizer_B * kept,
+        )
     if lay.virtual_stages > 1:
         activations *= 1 + (lay.pp - 1) / (lay.pp * lay.virtual_stages)
     weights, gradients, optimizer = needs.weights_B, needs.gradients_B, needs.optimizer_B
@@ -218,6 +232,8 @@ class _Stage:
     update: Block
     grads_B: float
     weights_B: float
+    expert_grads_B: float = 0.0  # the local experts' (expert parallelism): reduced over their own group
+    expert_weights_B: float = 0.0
 
 
 def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
@@ -254,6 +270,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         tp=lay.tp,
         update=False,
         dropout=params["dropout"],
+        routing=expert_parallel.routing(params, lay.micro_batch * local),
     )
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
@@ -271,15 +288,26 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         config.kv_heads, config.head_dim, local * lay.micro_batch, numerics.dtype, lay.tp, lay.cp
     )
     shards = lay.dp * lay.cp if features.distributed_optimizer else 1
+    ep = expert_parallel.ep_of(params)
+    expert_shards = expert_parallel.expert_dp(ep, lay.dp, lay.cp) if features.distributed_optimizer else 1
+    # the tokens a GPU dispatches: its micro-batch's seq/cp (1/tp of them under sequence parallelism)
+    routed = lay.micro_batch * local // (lay.tp if features.sequence_parallel else 1)
+    grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
     stages = []
     for s in range(lay.pp):
-        fwds, bwds, exchange, held = [], [], [], 0
+        fwds, bwds, exchange, held, experts = [], [], [], 0, 0
         for j in range(s, chunks, lay.pp):  # chunk c of stage s is virtual stage c p + s
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
             layers = len(blocks[j])
             tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
             tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
+            tp_fwd += expert_parallel.dispatch_collectives(
+                config, params, routed, layers, "forward", lay.gpus_per_node
+            )
+            tp_bwd += expert_parallel.dispatch_collectives(
+                config, params, routed, layers, "backward", lay.gpus_per_node
+            )
             tp_again = tp_fwd if recompute == "full" else ()
             fwds.append(Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"))
             bwds.append(
@@ -292,23 +320,25 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                 )
             )
             exchange.append(kv_B * layers)
-            held += stage_params(config, blocks, j)
-        held = math.ceil(held / lay.tp)
-        update = [
-            update_kernel(
-                params["optimizer"], "optimizer step", math.ceil(held / shards), numerics.master_dtype
-            )
-        ]
+            chunk = stage_params(config, blocks, j)
+            dense, local_experts = expert_parallel.split_params(config, layers, chunk, ep)
+            held, experts = held + dense, experts + local_experts
+        held, experts = math.ceil(held / lay.tp), math.ceil(experts / lay.tp)
+        stepped = math.ceil(held / shards + experts / expert_shards)
+        update = [update_kernel(params["optimizer"], "optimizer step", stepped, numerics.master_dtype)]
         if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
-            update.append(megatron.fp8_cast(attrs.evolve(update[0], layer="optimizer"), held, numerics.dtype))
+            cast = attrs.evolve(update[0], layer="optimizer")
+            update.append(megatron.fp8_cast(cast, held + experts, numerics.dtype))
         stages.append(
             _Stage(
                 tuple(fwds),
                 tuple(bwds),
                 tuple(exchange),
                 Block("optimizer step", tuple(update), (), device=s, layer="optimizer"),
-                held * itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype),
+                held * grad_B,
                 held * itemsize(numerics.dtype),
+                experts * grad_B,
+                experts * itemsize(numerics.dtype),
             )
         )
     return stages
@@ -397,10 +427,25 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             s,
             features.distributed_optimizer,
         )
-        sync = tuple(attrs.evolve(op, device=s) for op in sync)
-        ops.append((sync[0], [last], ("sync", s, 0)))
-        ops.append((stage.update, [("sync", s, 0)], ("update", s, 0)))
-        for op in sync[1:]:  # the distributed optimizer's weight all-gather after the update
+        reduced: schedule.Key = ("sync", s, 0)
+        ops.append((attrs.evolve(sync[0], device=s), [last], reduced))
+        gathers = sync[1:]
+        if stage.expert_grads_B:  # expert parallelism: the local experts' reduction, then the update
+            experts = expert_parallel.expert_sync(
+                stage.expert_grads_B,
+                stage.expert_weights_B,
+                expert_parallel.ep_of(params),
+                lay.dp,
+                lay.cp,
+                lay.tp,
+                lay.gpus_per_node,
+                s,
+                features.distributed_optimizer,
+            )
+            ops.append((experts[0], [reduced], ("expert sync", s, 0)))
+            reduced, gathers = ("expert sync", s, 0), gathers + experts[1:]
+        ops.append((stage.update, [reduced], ("update", s, 0)))
+        for op in (attrs.evolve(op, device=s) for op in gathers):  # the distributed optimizer's all-gathers
             ops.append((op, [("update", s, 0)], None))
         sequences.append(ops)
     ordered, deps = schedule.topological(sequences)

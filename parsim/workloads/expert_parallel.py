@@ -1,0 +1,150 @@
+"""Expert parallelism in the 3D-parallel training step (Megatron-Core's ``--expert-model-parallel-size``).
+
+A mixture of experts' block holds ``E`` expert MLPs; expert parallelism deals them out over ``ep``
+GPUs, ``E / ep`` each, like a hospital whose specialists sit in different wings: every patient
+(token) still sees k of them, so each wing sends its patients to the others' specialists and
+takes them back afterwards. Megatron-Core carves the ``ep`` GPUs out of the data-parallel (x
+context-parallel) ranks (its rank order ``tp-cp-ep-dp-pp``: the EP peers of a GPU are ``tp x cp``
+apart, inside a node when ``tp x cp x ep`` fits one), so each of them runs its own micro-batch
+through the attention and only the experts are split:
+
+- **all-to-alls** (``--moe-token-dispatcher-type alltoall``): per MoE layer and micro-batch, a
+  dispatch after the router's top-k and a combine after the experts' down projection in the
+  forward pass, the same two in the backward pass (and two more when full recomputation runs the
+  forward again). Each GPU's buffer is its own tokens' k copies of the hidden state (its
+  ``seq / cp`` tokens, ``/ tp`` under sequence parallelism), of which ``(ep - 1) / ep`` leaves it
+  (``model.collectives``: NVLink inside a node, the NICs across nodes). They stop the stream
+  (the experts need the tokens), as Megatron-Core runs them without overlap by default.
+- **expert GEMMs**: each GPU's ``E / ep`` experts receive the tokens of all ``ep`` GPUs routed to
+  them: balanced, ``tokens x k`` rows in all, as many as without expert parallelism; the busiest
+  expert's share over the mean (``imbalance``, default 1.0: the published Megatron-Bridge and NeMo
+  benchmarks force-balance the routing; ``capacity_factor`` caps it) sets the grouped GEMM's time
+  (``moe.moe_mlp``).
+- **memory**: the experts' weights, gradients and (without the distributed optimizer) their
+  optimizer state are ``1 / ep`` on each GPU; the distributed optimizer shards the local experts'
+  state over the ``dp x cp / ep`` expert-data-parallel peers, which leaves ``1 / (dp x cp)`` of
+  every parameter's state per GPU, as without expert parallelism.
+- **gradient reduction**: the dense parameters' gradients over the ``dp x cp`` data-parallel
+  GPUs as before, the local experts' over the ``dp x cp / ep`` GPUs that hold the same experts.
+
+With ``ep = 1`` nothing changes: no all-to-all, one gradient reduction of every parameter (the
+dense path, which the tests check op for op).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from parsim.base.dtypes import itemsize
+from parsim.base.errors import ParsimError
+from parsim.workloads.base import AllReduce, Params
+from parsim.workloads.llm_config import LlmConfig
+from parsim.workloads.megatron import optimizer_sync
+from parsim.workloads.moe import Routing, dispatch_B
+
+NAME = "network"
+
+
+def ep_of(params: Params) -> int:
+    """The expert-parallel GPUs ``params`` name (1: none)."""
+    return int(params.get("ep", 1))
+
+
+def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
+    """Refuse, in one line, expert parallelism that Megatron-Core or the model cannot run.
+
+    Raises:
+        ParsimError: ``ep`` > 1 on a dense model, ``ep`` not dividing the experts or the
+            ``dp x cp`` GPUs it is carved from, or beside ``tp`` > 1 without sequence parallelism.
+    """
+    ep = ep_of(params)
+    if ep == 1:
+        return
+    if not config.moe:
+        raise ParsimError(f"{NAME}: 'ep' must be 1 for {config.name}, a dense model: {ep}")
+    if config.experts % ep:
+        raise ParsimError(f"{NAME}: 'ep' must divide {config.name}'s {config.experts} experts: {ep}")
+    if (dp * cp) % ep:
+        raise ParsimError(
+            f"{NAME}: 'ep' must divide the data-parallel x context-parallel GPUs dp x cp = {dp} x {cp} "
+            f"(the expert-parallel ranks are carved out of them): {ep}"
+        )
+    if tp > 1 and not params.get("sequence_parallel", False):
+        raise ParsimError(
+            f"{NAME}: ep={ep} with tp={tp} needs sequence_parallel=true (Megatron-Core refuses expert "
+            "and tensor parallelism without it)"
+        )
+
+
+def routing(params: Params, tokens: int) -> Routing:
+    """The routing of one GPU's ``tokens`` (a micro-batch's, ``seq / cp`` each) over the EP group."""
+    ep = ep_of(params)
+    return Routing(
+        float(params.get("imbalance", 1.0)),
+        float(params.get("capacity_factor", 0.0)),
+        ep,
+        tokens * ep,
+    )
+
+
+def expert_dp(ep: int, dp: int, cp: int) -> int:
+    """GPUs holding the same experts: the ``dp x cp / ep`` expert-data-parallel group."""
+    return dp * cp // ep
+
+
+def _per_node(ranks: int, apart: int, gpus_per_node: int) -> int:
+    """Members of a group of ``ranks`` GPUs ``apart`` ranks apart that share one node."""
+    return math.gcd(ranks, max(1, gpus_per_node // apart))
+
+
+def dispatch_collectives(
+    config: LlmConfig, params: Params, tokens: int, layers: int, name: str, gpus_per_node: int
+) -> tuple[AllReduce, ...]:
+    """One pass's all-to-alls over the EP group: a dispatch and a combine per MoE layer, each GPU's
+    buffer its ``tokens`` (under sequence parallelism already ``/ tp``) k hidden states."""
+    ep = ep_of(params)
+    if ep == 1 or not config.moe:
+        return ()
+    tp, cp = int(params["tp"]), int(params.get("cp", 1))
+    buffer = dispatch_B(tokens, config, itemsize(params["dtype"]))
+    a2a = AllReduce(
+        f"{name} ep all-to-all",
+        buffer,
+        kind="all_to_all",
+        ranks=ep,
+        per_node=_per_node(ep, tp * cp, gpus_per_node),
+    )
+    return (a2a,) * (2 * layers)
+
+
+def split_params(config: LlmConfig, layers: int, held: int, ep: int) -> tuple[int, int]:
+    """``(dense, local experts)`` of the ``held`` parameters of a chunk of ``layers`` blocks (before
+    tensor parallelism): the experts' share ``1 / ep`` on this GPU, the rest (attention, router,
+    norms, embeddings) whole. ``ep = 1``: everything counts as dense (one reduction)."""
+    if ep == 1 or not config.moe:
+        return held, 0
+    experts = layers * config.expert_params // config.layers
+    return held - experts, experts // ep
+
+
+def expert_sync(
+    grads_B: float,
+    weights_B: float,
+    ep: int,
+    dp: int,
+    cp: int,
+    tp: int,
+    gpus_per_node: int,
+    device: int,
+    distributed: bool,
+) -> tuple[AllReduce, ...]:
+    """The local experts' gradient reduction over their expert-data-parallel group (and, under the
+    distributed optimizer, their weights' all-gather after the update): ``megatron.optimizer_sync``'s
+    ops over ``dp x cp / ep`` GPUs ``tp x cp x ep`` ranks apart."""
+    ranks = expert_dp(ep, dp, cp)
+    ops = optimizer_sync(
+        grads_B, weights_B, ranks, _per_node(ranks, tp * cp * ep, gpus_per_node), device, distributed
+    )
+    return tuple(attrs.evolve(op, name=f"expert {op.name}") for op in ops)
