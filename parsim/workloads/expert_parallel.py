@@ -43,6 +43,7 @@ from parsim.workloads.base import AllReduce, Params
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.megatron import optimizer_sync
 from parsim.workloads.moe import Routing, dispatch_B
+from parsim.workloads.transformer_memory import stage_params
 
 NAME = "network"
 
@@ -127,6 +128,17 @@ def split_params(config: LlmConfig, layers: int, held: int, ep: int) -> tuple[in
         return held, 0
     experts = layers * config.expert_params // config.layers
     return held - experts, experts // ep
+
+
+def kept_share(config: LlmConfig, blocks: list[range], params: Params) -> float:
+    """Of the first stage's parameters, the share one GPU holds under expert parallelism (1 without):
+    its dense ones and 1/ep of its experts' (the memory footprint's rule)."""
+    ep = ep_of(params)
+    if ep == 1 or not config.moe:
+        return 1.0
+    whole = stage_params(config, blocks, 0)
+    dense, local = split_params(config, len(blocks[0]), whole, ep)
+    return (dense + local) / whole
 
 
 def expert_sync(

@@ -194,31 +194,20 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         sequence_parallel=features.sequence_parallel,
     )
     activations = needs.activations_B
-    ep = expert_parallel.ep_of(params)
-    if ep > 1:  # the experts' weights, gradients and optimizer state: 1/ep of them here
-        whole = stage_params(config, stage_layers(config, lay.pp), 0)
-        first = len(stage_layers(config, lay.pp)[0])
-        dense, local = expert_parallel.split_params(config, first, whole, ep)
-        kept = (dense + local) / whole
-        distributed = features.distributed_optimizer and numerics.mixed  # its shards: 1/(dp cp) as before
-        needs = attrs.evolve(
-            needs,
-            weights_B=needs.weights_B * kept,
-            gradients_B=needs.gradients_B * kept,
-            optimizer_B=needs.optimizer_B if distributed else needs.optimizer_B * kept,
-        )
     if lay.virtual_stages > 1:
         activations *= 1 + (lay.pp - 1) / (lay.pp * lay.virtual_stages)
     weights, gradients, optimizer = needs.weights_B, needs.gradients_B, needs.optimizer_B
     master = itemsize(numerics.master_dtype)
     held = weights / (master + itemsize(numerics.dtype)) if numerics.mixed else weights / master
+    kept = expert_parallel.kept_share(config, stage_layers(config, lay.pp), params)  # 1/ep of the experts
+    weights, gradients, optimizer = weights * kept, gradients * kept, optimizer * kept
     if features.distributed_optimizer and numerics.mixed:
-        shards = lay.dp * lay.cp
-        weights = held * (itemsize(numerics.dtype) + master / shards)
-        gradients = held * itemsize(numerics.dtype)  # reduced in 16 bits (grad_reduce_in_fp32=False)
-        optimizer /= shards
+        shards = lay.dp * lay.cp  # every parameter's master copy and state: 1/(dp cp) of it, ep or not
+        weights = held * (itemsize(numerics.dtype) * kept + master / shards)
+        gradients = held * itemsize(numerics.dtype) * kept  # reduced in 16 bits (grad_reduce_in_fp32=False)
+        optimizer = needs.optimizer_B / shards
     if features.fp8:
-        weights += held * megatron.FP8_B
+        weights += held * kept * megatron.FP8_B
     return attrs.evolve(
         needs, activations_B=activations, weights_B=weights, gradients_B=gradients, optimizer_B=optimizer
     )
