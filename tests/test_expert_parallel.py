@@ -135,6 +135,7 @@ def test_ep_1_is_the_dense_expert_step_op_for_op():
 def test_balanced_expert_parallelism_moves_no_flops_only_collectives_and_memory(ep, micro, distributed):
     given_ = {"nodes": 1, "microbatches": 16 // (8 * micro), "distributed_optimizer": distributed}
     dense, split = _step(ep=1, **given_), _step(ep=ep, **given_)
+
     # every pass's kernels do the same FLOPs (each GPU's E/ep experts get ep GPUs' tokens); only the
     # optimizer steps fewer weights
     def flops(step: Workload) -> list[list[float]]:
@@ -164,9 +165,8 @@ def test_a_dense_model_takes_no_ep_and_the_cli_exits_2(cli):
     dense = attrs.evolve(TINY, experts=1, experts_per_token=1, name="tiny-dense")
     with pytest.raises(ParsimError, match=r"'ep' must be 1 for tiny-dense, a dense model: 2"):
         _step(dense, ep=2)
-    code, _, err = cli(
-        "predict", "network", "model=mixtral-8x7b", "batch=8", "seq=64", "gpus=8", "ep=3", "--device", "h100-sxm"
-    )  # fmt: skip
+    args = ("model=mixtral-8x7b", "batch=8", "seq=64", "gpus=8", "ep=3", "--device", "h100-sxm")
+    code, _, err = cli("predict", "network", *args)
     assert code == 2 and "'ep' must divide mixtral-8x7b's 8 experts: 3" in err
 
 
