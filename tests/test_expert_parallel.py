@@ -152,13 +152,54 @@ def test_balanced_expert_parallelism_moves_no_flops_only_collectives_and_memory(
     ("given", "message"),
     [
         ({"ep": 3, "nodes": 3, "gpus": 8, "batch": 24}, r"'ep' must divide tiny-moe's 8 experts: 3"),
-        ({"ep": 8, "tp": 2}, r"'ep' must divide the data-parallel x context-parallel GPUs dp x cp = 4 x 1"),
+        (
+            {"ep": 8, "tp": 2, "sequence_parallel": True},
+            r"ep x expert_tp = 8 x 2 must divide tp x dp x cp = 2 x 4",
+        ),
+        (
+            {"ep": 2, "tp": 4, "expert_tp": 3},
+            r"'expert_tp' must divide tp=4 and tiny-moe's expert width 128: 3",
+        ),
         ({"ep": 2, "tp": 2}, r"ep=2 with tp=2 needs sequence_parallel=true"),
     ],
 )
 def test_expert_parallelism_megatron_cannot_run_is_refused_in_one_line(given, message):
     with pytest.raises(ParsimError, match=message):
         _step(**given)
+
+
+def test_moe_parallel_folding_routes_each_gpus_share_of_the_tokens_through_whole_experts():
+    # tp=2 with expert_tp=1 (folding): ep=8 may exceed dp=4; each GPU routes 256/2 = 128 of its
+    # micro-batch's tokens through whole experts (width 128, not 64): the same expert FLOPs per GPU
+    folded = _step(tp=2, ep=8, expert_tp=1, sequence_parallel=True, microbatches=2)
+    split = _step(tp=2, ep=2, sequence_parallel=True, microbatches=2)  # experts split like attention
+    up = {
+        name: next(
+            k for b in _blocks(w) if b.name == "F" for k in b.kernels if k.name == "h.0.mlp experts up fwd"
+        )
+        for name, w in (("folded", folded), ("split", split))
+    }
+    assert up["folded"].library.gemm_mn == (128 * 2, 128) and up["split"].library.gemm_mn == (256 * 2, 64)
+    assert up["folded"].work.flops == up["split"].work.flops == 2 * 256 * 2 * 64 * 64
+    # the experts' weights: whole ones, 8 / 8 = 1 of them per GPU (every layer's, bfloat16 + float32)
+    a2a = _collectives(folded, "all_to_all")
+    assert {(op.ranks, op.per_node) for op in a2a} == {(8, 8)}
+    experts = [op for op in _collectives(folded, "all_reduce") if op.name.startswith("expert")]
+    assert {op.ranks for op in experts} == {1}  # tp x dp / (ep x expert_tp) = 8 / 8
+
+
+def test_overlapped_all_to_alls_leave_the_pass_for_a_stream_of_their_own():
+    plain = _step(pp=2, ep=4, nodes=2, microbatches=2)
+    overlapped = _step(pp=2, ep=4, nodes=2, microbatches=2, ep_overlap=True)
+    assert not [c for b in _blocks(overlapped) for c in b.collectives if c.kind == "all_to_all"]
+    beside = [op for op in overlapped.ops if isinstance(op, AllReduce) and op.kind == "all_to_all"]
+    # one op per pass (2 stages x 2 micro-batches x F and B), each of the pass's 2 layers x 2
+    # buffers of a 1 x 128-token micro-batch's top-2 hidden states (64 wide, bfloat16)
+    assert len(beside) == 2 * 2 * 2
+    assert {(op.nbytes, op.stream) for op in beside} == {(2 * 2 * 128 * 2 * 64 * 2, 5)}
+    system = registry.cluster("dgx-h100")
+    times = [predict(w, cluster="dgx-h100").latency_s for w in (plain, overlapped)]
+    assert times[1] < times[0] and system is not None
 
 
 def test_a_dense_model_takes_no_ep_and_the_cli_exits_2(cli):
@@ -170,8 +211,10 @@ def test_a_dense_model_takes_no_ep_and_the_cli_exits_2(cli):
     assert code == 2 and "'ep' must divide mixtral-8x7b's 8 experts: 3" in err
 
 
-def test_mixtral_trains_with_expert_parallelism_and_the_event_engine_agrees():
+@pytest.mark.parametrize("overlap", [False, True])
+def test_mixtral_trains_with_expert_parallelism_and_the_event_engine_agrees(overlap):
     given_ = {
+        "ep_overlap": overlap,
         **BASE,
         "batch": 16,
         "seq": 1024,

@@ -27,6 +27,15 @@ through the attention and only the experts are split:
 - **gradient reduction**: the dense parameters' gradients over the ``dp x cp`` data-parallel
   GPUs as before, the local experts' over the ``dp x cp / ep`` GPUs that hold the same experts.
 
+``expert_tp`` (Megatron-Core's ``--expert-tensor-parallel-size``, default the attention's ``tp``)
+splits each expert over fewer GPUs than the attention: under MoE parallel folding (Liu et al. 2025,
+arXiv:2504.14960) the ``ep x expert_tp`` expert groups are carved from ``tp x dp x cp``, so with
+``expert_tp = 1`` each GPU routes its own ``1/tp`` of the tokens (sequence parallelism) through
+whole experts, and ``ep`` may exceed ``dp x cp``. ``ep_overlap`` (Megatron-Core's
+``overlap_moe_expert_parallel_comm``) runs the all-to-alls of one micro-batch beside the compute of
+another: they leave the pass's critical path and run on a stream of their own, as context
+parallelism's ring does.
+
 With ``ep = 1`` nothing changes: no all-to-all, one gradient reduction of every parameter (the
 dense path, which the tests check op for op).
 """
@@ -53,24 +62,36 @@ def ep_of(params: Params) -> int:
     return int(params.get("ep", 1))
 
 
+def expert_tp_of(params: Params) -> int:
+    """GPUs each expert is split over: ``expert_tp``, or the attention's ``tp`` when not given (0)."""
+    return int(params.get("expert_tp", 0)) or int(params.get("tp", 1))
+
+
 def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
     """Refuse, in one line, expert parallelism that Megatron-Core or the model cannot run.
 
     Raises:
-        ParsimError: ``ep`` > 1 on a dense model, ``ep`` not dividing the experts or the
-            ``dp x cp`` GPUs it is carved from, or beside ``tp`` > 1 without sequence parallelism.
+        ParsimError: ``ep`` > 1 on a dense model, ``ep`` not dividing the experts, ``ep x
+            expert_tp`` not dividing the ``tp x dp x cp`` GPUs they are carved from, ``expert_tp``
+            not dividing ``tp`` or the experts' width, or expert and tensor parallelism without
+            sequence parallelism.
     """
-    ep = ep_of(params)
-    if ep == 1:
+    ep, etp = ep_of(params), expert_tp_of(params)
+    if tp % etp or config.mlp_hidden % etp:
+        raise ParsimError(
+            f"{NAME}: 'expert_tp' must divide tp={tp} and {config.name}'s expert width "
+            f"{config.mlp_hidden}: {etp}"
+        )
+    if ep == 1 and etp == tp:
         return
     if not config.moe:
         raise ParsimError(f"{NAME}: 'ep' must be 1 for {config.name}, a dense model: {ep}")
     if config.experts % ep:
         raise ParsimError(f"{NAME}: 'ep' must divide {config.name}'s {config.experts} experts: {ep}")
-    if (dp * cp) % ep:
+    if (tp * dp * cp) % (ep * etp):
         raise ParsimError(
-            f"{NAME}: 'ep' must divide the data-parallel x context-parallel GPUs dp x cp = {dp} x {cp} "
-            f"(the expert-parallel ranks are carved out of them): {ep}"
+            f"{NAME}: ep x expert_tp = {ep} x {etp} must divide tp x dp x cp = {tp} x {dp} x {cp} "
+            f"(the expert groups are carved out of them): ep={ep}"
         )
     if tp > 1 and not params.get("sequence_parallel", False):
         raise ParsimError(
@@ -82,17 +103,19 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
 def routing(params: Params, tokens: int) -> Routing:
     """The routing of one GPU's ``tokens`` (a micro-batch's, ``seq / cp`` each) over the EP group."""
     ep = ep_of(params)
+    split = int(params.get("tp", 1)) // expert_tp_of(params)  # experts split over fewer GPUs: 1/split each
     return Routing(
         float(params.get("imbalance", 1.0)),
         float(params.get("capacity_factor", 0.0)),
         ep,
-        tokens * ep,
+        tokens // split * ep,
+        expert_tp_of(params),
     )
 
 
-def expert_dp(ep: int, dp: int, cp: int) -> int:
-    """GPUs holding the same experts: the ``dp x cp / ep`` expert-data-parallel group."""
-    return dp * cp // ep
+def expert_dp(params: Params, dp: int, cp: int) -> int:
+    """GPUs holding the same experts: the ``tp x dp x cp / (ep x expert_tp)`` expert-data-parallel group."""
+    return int(params.get("tp", 1)) * dp * cp // (ep_of(params) * expert_tp_of(params))
 
 
 def _per_node(ranks: int, apart: int, gpus_per_node: int) -> int:
@@ -104,59 +127,65 @@ def dispatch_collectives(
     config: LlmConfig, params: Params, tokens: int, layers: int, name: str, gpus_per_node: int
 ) -> tuple[AllReduce, ...]:
     """One pass's all-to-alls over the EP group: a dispatch and a combine per MoE layer, each GPU's
-    buffer its ``tokens`` (under sequence parallelism already ``/ tp``) k hidden states."""
+    buffer its ``tokens`` (under sequence parallelism already ``/ tp``) k hidden states. Under
+    ``ep_overlap`` they are one op of all their bytes, run beside the pass (``overlapped``)."""
     ep = ep_of(params)
     if ep == 1 or not config.moe:
         return ()
-    tp, cp = int(params["tp"]), int(params.get("cp", 1))
     buffer = dispatch_B(tokens, config, itemsize(params["dtype"]))
     a2a = AllReduce(
         f"{name} ep all-to-all",
         buffer,
         kind="all_to_all",
         ranks=ep,
-        per_node=_per_node(ep, tp * cp, gpus_per_node),
+        per_node=_per_node(ep, expert_tp_of(params), gpus_per_node),
     )
+    if overlapped(params):
+        return (attrs.evolve(a2a, nbytes=buffer * 2 * layers, stream=5, layer="expert a2a"),)
     return (a2a,) * (2 * layers)
 
 
-def split_params(config: LlmConfig, layers: int, held: int, ep: int) -> tuple[int, int]:
-    """``(dense, local experts)`` of the ``held`` parameters of a chunk of ``layers`` blocks (before
-    tensor parallelism): the experts' share ``1 / ep`` on this GPU, the rest (attention, router,
-    norms, embeddings) whole. ``ep = 1``: everything counts as dense (one reduction)."""
-    if ep == 1 or not config.moe:
+def overlapped(params: Params) -> bool:
+    """The all-to-alls run beside the compute of another micro-batch (``ep_overlap``)."""
+    return bool(params.get("ep_overlap", False)) and ep_of(params) > 1
+
+
+def split_params(config: LlmConfig, layers: int, held: int, params: Params) -> tuple[int, int]:
+    """``(dense, local experts)`` of the ``held`` parameters of a chunk of ``layers`` blocks: the
+    dense ones (attention, router, norms, embeddings) before tensor parallelism, the experts' share
+    one GPU holds (``1 / (ep x expert_tp)``). Without expert parallelism everything counts as dense
+    (one reduction)."""
+    ep, etp, tp = ep_of(params), expert_tp_of(params), int(params.get("tp", 1))
+    if (ep == 1 and etp == tp) or not config.moe:
         return held, 0
     experts = layers * config.expert_params // config.layers
-    return held - experts, experts // ep
+    return held - experts, experts // (ep * etp)
 
 
 def kept_share(config: LlmConfig, blocks: list[range], params: Params) -> float:
-    """Of the first stage's parameters, the share one GPU holds under expert parallelism (1 without):
-    its dense ones and 1/ep of its experts' (the memory footprint's rule)."""
-    ep = ep_of(params)
-    if ep == 1 or not config.moe:
-        return 1.0
+    """Of the first stage's parameters over ``tp``, the share one GPU holds under expert
+    parallelism (1 without): its dense ones over ``tp`` and its ``1 / (ep x expert_tp)`` of the experts."""
     whole = stage_params(config, blocks, 0)
-    dense, local = split_params(config, len(blocks[0]), whole, ep)
-    return (dense + local) / whole
+    dense, local = split_params(config, len(blocks[0]), whole, params)
+    tp = int(params.get("tp", 1))
+    return 1.0 if local == 0 else (dense / tp + local) / (whole / tp)
 
 
 def expert_sync(
     grads_B: float,
     weights_B: float,
-    ep: int,
+    params: Params,
     dp: int,
     cp: int,
-    tp: int,
     gpus_per_node: int,
     device: int,
     distributed: bool,
 ) -> tuple[AllReduce, ...]:
     """The local experts' gradient reduction over their expert-data-parallel group (and, under the
     distributed optimizer, their weights' all-gather after the update): ``megatron.optimizer_sync``'s
-    ops over ``dp x cp / ep`` GPUs ``tp x cp x ep`` ranks apart."""
-    ranks = expert_dp(ep, dp, cp)
-    ops = optimizer_sync(
-        grads_B, weights_B, ranks, _per_node(ranks, tp * cp * ep, gpus_per_node), device, distributed
-    )
+    ops over those GPUs, ``ep x expert_tp`` ranks apart."""
+    ranks = expert_dp(params, dp, cp)
+    apart = ep_of(params) * expert_tp_of(params)
+    group = _per_node(ranks, apart, gpus_per_node)
+    ops = optimizer_sync(grads_B, weights_B, ranks, group, device, distributed)
     return tuple(attrs.evolve(op, name=f"expert {op.name}") for op in ops)

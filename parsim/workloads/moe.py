@@ -64,12 +64,16 @@ class Routing:
             (0: dropless).
         ep: GPUs the experts are sharded over (expert parallelism).
         tokens: tokens routed in the step over the whole EP group (0: this GPU's own).
+        expert_tp: GPUs each expert is split over when fewer than the attention's ``tp`` (MoE
+            parallel folding: each GPU routes its ``1 / (tp / expert_tp)`` of the tokens through
+            experts ``1 / expert_tp`` wide); 0: as the attention.
     """
 
     imbalance: float = 1.0
     capacity_factor: float = 0.0
     ep: int = 1
     tokens: int = 0
+    expert_tp: int = 0
 
     @property
     def load(self) -> float:

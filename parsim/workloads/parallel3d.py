@@ -223,6 +223,7 @@ class _Stage:
     weights_B: float
     expert_grads_B: float = 0.0  # the local experts' (expert parallelism): reduced over their own group
     expert_weights_B: float = 0.0
+    beside: tuple[tuple[AllReduce, AllReduce], ...] = ()  # each chunk's overlapped all-to-alls (F, B)
 
 
 def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
@@ -277,26 +278,31 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         config.kv_heads, config.head_dim, local * lay.micro_batch, numerics.dtype, lay.tp, lay.cp
     )
     shards = lay.dp * lay.cp if features.distributed_optimizer else 1
-    ep = expert_parallel.ep_of(params)
-    expert_shards = expert_parallel.expert_dp(ep, lay.dp, lay.cp) if features.distributed_optimizer else 1
+    expert_shards = expert_parallel.expert_dp(params, lay.dp, lay.cp) if features.distributed_optimizer else 1
     # the tokens a GPU dispatches: its micro-batch's seq/cp (1/tp of them under sequence parallelism)
     routed = lay.micro_batch * local // (lay.tp if features.sequence_parallel else 1)
     grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
     stages = []
     for s in range(lay.pp):
         fwds, bwds, exchange, held, experts = [], [], [], 0, 0
+        beside: list[tuple[AllReduce, AllReduce]] = []  # overlapped all-to-alls per chunk (ep_overlap)
         for j in range(s, chunks, lay.pp):  # chunk c of stage s is virtual stage c p + s
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
             layers = len(blocks[j])
             tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
             tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
-            tp_fwd += expert_parallel.dispatch_collectives(
+            a2a_fwd = expert_parallel.dispatch_collectives(
                 config, params, routed, layers, "forward", lay.gpus_per_node
             )
-            tp_bwd += expert_parallel.dispatch_collectives(
+            a2a_bwd = expert_parallel.dispatch_collectives(
                 config, params, routed, layers, "backward", lay.gpus_per_node
             )
+            if expert_parallel.overlapped(params):  # beside the pass, on a stream of their own
+                again = a2a_fwd[0].nbytes if recompute == "full" else 0.0
+                beside.append((a2a_fwd[0], attrs.evolve(a2a_bwd[0], nbytes=a2a_bwd[0].nbytes + again)))
+            else:
+                tp_fwd, tp_bwd = tp_fwd + a2a_fwd, tp_bwd + a2a_bwd
             tp_again = tp_fwd if recompute == "full" else ()
             fwds.append(Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"))
             bwds.append(
@@ -310,9 +316,9 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             )
             exchange.append(kv_B * layers)
             chunk = stage_params(config, blocks, j)
-            dense, local_experts = expert_parallel.split_params(config, layers, chunk, ep)
+            dense, local_experts = expert_parallel.split_params(config, layers, chunk, params)
             held, experts = held + dense, experts + local_experts
-        held, experts = math.ceil(held / lay.tp), math.ceil(experts / lay.tp)
+        held, experts = math.ceil(held / lay.tp), math.ceil(experts)
         stepped = math.ceil(held / shards + experts / expert_shards)
         update = [update_kernel(params["optimizer"], "optimizer step", stepped, numerics.master_dtype)]
         if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
@@ -328,6 +334,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                 held * itemsize(numerics.dtype),
                 experts * grad_B,
                 experts * itemsize(numerics.dtype),
+                tuple(beside),
             )
         )
     return stages
@@ -391,6 +398,9 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
                     )
                     shapes[("ring", kind, c)] = ring
                 ops.append((ring, needs, None))
+            if stage.beside:  # expert parallelism's all-to-alls beside the pass (ep_overlap)
+                a2a = stage.beside[c][0 if kind == "F" else 1]
+                ops.append((attrs.evolve(a2a, device=s), needs, None))
             if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
                 peer = (s + 1) % p if kind == "F" else (s - 1) % p
                 across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
@@ -423,10 +433,9 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             experts = expert_parallel.expert_sync(
                 stage.expert_grads_B,
                 stage.expert_weights_B,
-                expert_parallel.ep_of(params),
+                params,
                 lay.dp,
                 lay.cp,
-                lay.tp,
                 lay.gpus_per_node,
                 s,
                 features.distributed_optimizer,

@@ -162,6 +162,12 @@ class NetworkParams(_ModelParams):
     ep: int = Field(
         1, gt=0, le=1024, description="mixture of experts: expert-parallel GPUs (of dp x cp; all-to-alls)"
     )
+    expert_tp: int = Field(
+        0, ge=0, le=72, description="mixture of experts: GPUs each expert is split over (0: tp; 1: folding)"
+    )
+    ep_overlap: bool = Field(
+        False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
+    )
     imbalance: float = Field(
         1.0, ge=1.0, le=1000.0, description="mixture of experts: the busiest expert's tokens over the mean"
     )

@@ -203,7 +203,11 @@ def transformer_kernels(
 
         back = ops.pointwise(mlp, "ln_2", tokens * d, (norm_flops, 1, 0), (8, 2, 1), REPLICATED)
         if config.moe:
-            back += moe_mlp(ops, mlp, config, tokens, width, routing or Routing())
+            routed = routing or Routing()
+            # MoE parallel folding: experts over fewer GPUs, each routing its 1/split of the tokens
+            split = tp // routed.expert_tp if routed.expert_tp else 1
+            wide = config.mlp_hidden // (routed.expert_tp or tp)
+            back += moe_mlp(ops, mlp, config, tokens // split, wide, routed)
         elif config.mlp == "gelu":
             back += ops.linear(mlp, "up", tokens, width, d, config.bias, train)[::-1]
             back += ops.pointwise(mlp, "gelu", tokens * width, (8, 1, 1), (10, 2, 1))
