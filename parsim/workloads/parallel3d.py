@@ -364,6 +364,7 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             )
             ops.append((tokens, [], None))
         last: schedule.Key = ("B", s, 0)
+        beside_last: schedule.Key = last
         shapes: dict[tuple[str, str, int], AllReduce] = {}  # unnamed: one op per shape of this stage
         for kind, c, i in schedule.order(s, lay.pp, lay.virtual_stages, m):
             block = stage.forward[c] if kind == "F" else stage.backward[c]
@@ -400,7 +401,8 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
                 ops.append((ring, needs, None))
             if stage.beside:  # expert parallelism's all-to-alls beside the pass (ep_overlap)
                 a2a = stage.beside[c][0 if kind == "F" else 1]
-                ops.append((attrs.evolve(a2a, device=s), needs, None))
+                ops.append((attrs.evolve(a2a, device=s), needs, ("a2a" + kind, s, c * m + i)))
+                beside_last = ("a2a" + kind, s, c * m + i)  # the gradients wait for the last one
             if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
                 peer = (s + 1) % p if kind == "F" else (s - 1) % p
                 across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
@@ -427,7 +429,9 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             features.distributed_optimizer,
         )
         reduced: schedule.Key = ("sync", s, 0)
-        ops.append((attrs.evolve(sync[0], device=s), [last], reduced))
+        ops.append(
+            (attrs.evolve(sync[0], device=s), [last] + ([beside_last] if stage.beside else []), reduced)
+        )
         gathers = sync[1:]
         if stage.expert_grads_B:  # expert parallelism: the local experts' reduction, then the update
             experts = expert_parallel.expert_sync(

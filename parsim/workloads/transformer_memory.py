@@ -104,10 +104,11 @@ def layer_activation_B(
     if recompute == selective_op.MODE:  # torchtitan's per-op policy (flash attention's LSE kept too)
         return float(tokens * (selective_op.kept_per_token(config, t) * size + config.heads / t * LSE_B))
     heads, kv_heads = config.heads / t, config.kv_heads / t
-    # a mixture of experts keeps each token's k experts' rows and its k dispatched copies
+    # a mixture of experts keeps each token's k experts' rows and its k dispatched copies (1/tp of
+    # them here: the experts split over tp, or under folding each GPU's 1/tp of the tokens)
     k = config.experts_per_token
     inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t * k
-    own = (2 * heads + 2 * kv_heads) * config.head_dim + inner + (k * config.hidden if config.moe else 0)
+    own = (2 * heads + 2 * kv_heads) * config.head_dim + inner + (k * config.hidden / t if config.moe else 0)
     kept = tokens * (4 * config.hidden / split + own) * size
     kept += 2 * tokens * config.hidden * MASK_B / split if dropout else 0.0
     if attention != "unfused":
