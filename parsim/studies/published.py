@@ -279,8 +279,9 @@ def megatron_flops(params: dict) -> float:
 
 
 def mcore_flops(params: dict) -> float:
-    """FLOPs of one step as Megatron-Core counts them for the TFLOP/s it logs (``num_floating_point_operations``
-    in megatron/training/training.py, NVIDIA/Megatron-LM@83f0eba84e): ``12 B s l h^2 ((1 + g/a + s/h) q/h
+    """FLOPs of one step as Megatron-Core counts them for the TFLOP/s it logs
+    (``num_floating_point_operations`` in megatron/training/training.py, NVIDIA/Megatron-LM@83f0eba84e):
+    ``12 B s l h^2 ((1 + g/a + s/h) q/h
     + (f/h) k m + V / (2 l h))`` with g KV heads of a query heads, q their query width, f one expert's
     MLP width, k the experts a token is routed to (1 for a dense MLP) and m 3/2 for a gated MLP: the
     mixture of experts' counterpart of ``megatron_flops`` (no recomputation counted)."""

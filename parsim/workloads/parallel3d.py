@@ -192,6 +192,7 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         attention=params["attention"],
         dropout=params["dropout"],
         sequence_parallel=features.sequence_parallel,
+        fp8=features.fp8,
     )
     activations = needs.activations_B
     if lay.virtual_stages > 1:

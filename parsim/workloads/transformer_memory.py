@@ -93,10 +93,13 @@ def layer_activation_B(
     attention: str = "flash",
     dropout: bool = False,
     sequence_parallel: bool = False,
+    fp8: bool = False,
 ) -> float:
     """Bytes one layer keeps for its backward, for one micro-batch on one GPU (module docstring).
     Sequence parallelism splits the replicated ``[s, b, h]`` tensors (the norms' and the dropout
-    masks) over ``tp`` too: the paper's ``sbh (34/t + 5as/(ht))``."""
+    masks) over ``tp`` too: the paper's ``sbh (34/t + 5as/(ht))``. ``fp8``: a mixture of experts'
+    grouped GEMMs keep their inputs (the k dispatched copies, the down projection's input) as the
+    FP8 casts Transformer Engine made of them, one byte each."""
     size, tokens, t = itemsize(dtype), micro_batch * seq, tp
     split = t if sequence_parallel else 1
     if recompute == "full":
@@ -110,6 +113,8 @@ def layer_activation_B(
     inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t * k
     own = (2 * heads + 2 * kv_heads) * config.head_dim + inner + (k * config.hidden / t if config.moe else 0)
     kept = tokens * (4 * config.hidden / split + own) * size
+    if fp8 and config.moe:  # the grouped GEMMs' saved inputs in one byte, not ``size``
+        kept -= tokens * k * (config.hidden + config.mlp_hidden) / t * (size - 1)
     kept += 2 * tokens * config.hidden * MASK_B / split if dropout else 0.0
     if attention != "unfused":
         return float(kept + tokens * heads * LSE_B)
@@ -136,6 +141,7 @@ def transformer_needs(
     fused_loss: bool = False,
     offload: bool = False,
     sequence_parallel: bool = False,
+    fp8: bool = False,
 ) -> MemoryNeeds:
     """One GPU's needs for a step of ``config`` over ``batch`` sequences of ``seq`` tokens
     (training: ``batch`` is the micro-batch; the fullest of ``pp`` stages), or for a forward pass
@@ -155,7 +161,7 @@ def transformer_needs(
             workspace_B=max(tokens * inner * size, scores, batch * vocab * size),
         )
     per_layer = layer_activation_B(
-        config, batch, seq, numerics.dtype, t, recompute, attention, dropout, sequence_parallel
+        config, batch, seq, numerics.dtype, t, recompute, attention, dropout, sequence_parallel, fp8
     )
     if offload:
         if recompute != "full":
