@@ -17,6 +17,7 @@ from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.methods.predict import predict
 from parsim.model.collectives import Group, collective
+from parsim.studies.published import mcore_flops
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
 from parsim.workloads.layers import Numerics
@@ -250,3 +251,12 @@ def test_serving_under_load_takes_expert_parallelism():
     assert result.latency_s > 0
     with pytest.raises(ParsimError, match=r"'ep' must divide mixtral-8x7b's 8 experts: 3"):
         make_workload("llm_load", {**params, "ep": 3, "gpus": 6})
+
+
+def test_megatron_cores_flop_count_of_mixtral_by_hand():
+    # 12 x 4096 x 32 x 4096^2 x ((1 + 8/32 + 4096/4096) x 1 + 14336/4096 x 2 x 3/2 + 32000/(2 x 32 x 4096))
+    # per sequence of 4096 tokens: 82.93 GFLOP per token
+    per_token = 12 * 32 * 4096**2 * (2.25 + 10.5 + 32000 / (2 * 32 * 4096))
+    flops = mcore_flops({"model": "mixtral-8x7b", "batch": 2, "seq": 4096})
+    assert flops == pytest.approx(2 * 4096 * per_token)
+    assert per_token == pytest.approx(82.93e9, rel=1e-4)
