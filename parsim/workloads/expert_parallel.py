@@ -36,6 +36,16 @@ whole experts, and ``ep`` may exceed ``dp x cp``. ``ep_overlap`` (Megatron-Core'
 another: they leave the pass's critical path and run on a stream of their own, as context
 parallelism's ring does.
 
+Megatron-Core's MoE layer also runs small framework ops the kernels above leave out, each an
+eager PyTorch operator that costs the host its dispatch (``FrameworkSpec.op_cycles``) whatever
+its size: the router's auxiliary load-balancing loss, the dispatcher's token counts per expert and
+per rank (their all-gather, the device-to-host copy the dropless split sizes need), and the
+permutation, chunk sorting and unpermutation of the tokens and their probabilities
+(``MCORE_MOE_FORWARD_OPS`` forward, ``MCORE_MOE_BACKWARD_OPS`` backward, per MoE layer and
+micro-batch, counted from the code; ``layer_ops``). Each is a small pass over the routed tokens'
+indices and probabilities; what it costs is the host's time to issue it, so it weighs on small
+micro-batches and on many thin experts.
+
 With ``ep = 1`` nothing changes: no all-to-all, one gradient reduction of every parameter (the
 dense path, which the tests check op for op).
 """
@@ -48,13 +58,27 @@ import attrs
 
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads.base import AllReduce, Params
+from parsim.workloads.base import AllReduce, Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.megatron import optimizer_sync
 from parsim.workloads.moe import Routing, dispatch_B
 from parsim.workloads.transformer_memory import stage_params
 
 NAME = "network"
+MCORE_MOE_FORWARD_OPS = 20
+"""Forward framework ops of Megatron-Core's MoE layer besides its router GEMM, top-k, grouped GEMMs,
+activation and combine, counted approximately in NVIDIA/Megatron-LM@d98e8a64 (with the perf
+recipes' ``moe_router_fusion`` and ``moe_permute_fusion``): router.py's auxiliary-loss ops and
+token counts (~5), token_dispatcher.py ``MoEAlltoAllTokenDispatcher.preprocess`` (the per-expert and
+per-rank sums and reshapes, the all-gather of the counts, the device-to-host copy: ~8), and
+moe_utils.py's ``permute``, ``sort_chunks_by_idxs`` (tokens and probabilities) and ``unpermute``
+with the probabilities' own all-to-all (~7)."""
+ROUTING_B = 4  # an int32 expert index or a float32 probability
+DISPATCH_OPS = "moe dispatch"
+"""``Kernel.part`` of those small ops."""
+MCORE_MOE_BACKWARD_OPS = 10
+"""Their autograd counterparts that launch work: the permutations' and sorts' gathers, the
+probabilities' all-to-all and the auxiliary loss's gradient (counted as above)."""
 
 
 def ep_of(params: Params) -> int:
@@ -121,6 +145,31 @@ def expert_dp(params: Params, dp: int, cp: int) -> int:
 def _per_node(ranks: int, apart: int, gpus_per_node: int) -> int:
     """Members of a group of ``ranks`` GPUs ``apart`` ranks apart that share one node."""
     return math.gcd(ranks, max(1, gpus_per_node // apart))
+
+
+def layer_ops(config: LlmConfig, tokens: int, layer: str, dtype: str, device: int) -> tuple[Kernel, ...]:
+    """``MCORE_MOE_FORWARD_OPS`` then ``MCORE_MOE_BACKWARD_OPS`` small kernels of one MoE layer and
+    micro-batch (``tokens``: this GPU's): each a pass over the tokens' k expert indices and
+    probabilities (4 bytes each), what the framework's per-op host cost then prices."""
+    routed = tokens * config.experts_per_token
+    made = []
+    for index in range(MCORE_MOE_FORWARD_OPS + MCORE_MOE_BACKWARD_OPS):
+        backward = index >= MCORE_MOE_FORWARD_OPS
+        made.append(
+            Kernel.of(
+                f"{layer} moe dispatch op {index} {'bwd' if backward else 'fwd'}",
+                float(routed),
+                float(routed * ROUTING_B),
+                float(routed * ROUTING_B),
+                max(1, routed),
+                dtype=dtype,
+                device=device,
+                layer=layer,
+                cold_bytes=float(2 * routed * ROUTING_B),
+                part=DISPATCH_OPS,
+            )
+        )
+    return tuple(made)
 
 
 def dispatch_collectives(

@@ -283,6 +283,11 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     # the tokens a GPU dispatches: its micro-batch's seq/cp (1/tp of them under sequence parallelism)
     routed = lay.micro_batch * local // (lay.tp if features.sequence_parallel else 1)
     grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
+    dispatched = lay.micro_batch * local // (lay.tp // expert_parallel.expert_tp_of(params))
+
+    def moe_ops(layer: str) -> tuple[Kernel, ...]:
+        return expert_parallel.layer_ops(config, dispatched, layer, numerics.dtype, 0)
+
     stages = []
     for s in range(lay.pp):
         fwds, bwds, exchange, held, experts = [], [], [], 0, 0
@@ -291,6 +296,11 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
             layers = len(blocks[j])
+            if config.moe:  # Megatron-Core's MoE layer's small ops (``expert_parallel.layer_ops``)
+                for i in blocks[j]:
+                    small = moe_ops(block_layers(i)[1])
+                    fwd += small[: expert_parallel.MCORE_MOE_FORWARD_OPS]
+                    bwd += small[expert_parallel.MCORE_MOE_FORWARD_OPS :]
             tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
             tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
             a2a_fwd = expert_parallel.dispatch_collectives(
