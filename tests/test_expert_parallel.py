@@ -16,10 +16,14 @@ from hypothesis import strategies as st
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.methods.predict import predict
+from parsim.model.blocks import block_parts
 from parsim.model.collectives import Group, collective
+from parsim.model.issue import issue_s
+from parsim.stack import framework
 from parsim.studies.published import mcore_flops
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
+from parsim.workloads.expert_parallel import DISPATCH_OPS
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.registry import make_workload, validate_params
@@ -108,6 +112,23 @@ def test_each_moe_layer_adds_two_all_to_alls_per_pass_of_its_tokens():
     full = _step(pp=2, ep=4, nodes=2, microbatches=1, recompute="full")
     again = next(b for b in _blocks(full) if b.name == "B")
     assert len([c for c in again.collectives if c.kind == "all_to_all"]) == 2 * 2 * 2  # forward again
+
+
+def test_megatron_cores_small_moe_ops_cost_the_host_per_layer_and_pass():
+    # 20 forward and 10 backward framework ops per MoE layer and micro-batch, each a pass over the
+    # tokens' k indices and probabilities (256 tokens x 2 x 4 B), each at least the eager
+    # framework's per-op host cost in the block's time
+    step = _step(pp=2, ep=4, nodes=2, microbatches=1)
+    forward = next(b for b in _blocks(step) if b.name == "F")
+    backward = next(b for b in _blocks(step) if b.name == "B")
+    small = [[k for k in b.kernels if k.part == DISPATCH_OPS] for b in (forward, backward)]
+    assert [len(ops) for ops in small] == [20 * 2, 10 * 2]
+    assert {(k.work.bytes_read, k.work.bytes_written) for k in small[0]} == {(256 * 2 * 4, 256 * 2 * 4)}
+    system = registry.system("h100-sxm", "xeon-8480", None, 8, None)
+    eager = framework("eager")
+    lean = attrs.evolve(forward, kernels=tuple(k for k in forward.kernels if k.part != DISPATCH_OPS))
+    seconds = [sum(block_parts(system, eager, b.kernels, (), lambda k: 0.0)) for b in (forward, lean)]
+    assert seconds[0] - seconds[1] == pytest.approx(40 * issue_s(system, eager, False, small[0][0]))
 
 
 def test_expert_gradients_reduce_over_the_experts_data_parallel_group():
