@@ -84,15 +84,14 @@ NOT_MET_YET: dict[str, str] = {
     # transformer-training rows, so it was not changed here
     "fsdp": "sustained GEMM rate of a long eager-PyTorch bf16 run (clock under the power limit) not modelled",
     # issue 26 round 3 (moe4): MoE training with expert parallelism, 10 rows (Megatron-Bridge's Qwen3
-    # MoE on DGX-H100/B200, Megatron-LM's Mixtral 8x7B) at ~60 %: every row but the EP=16 one
-    # (-10 %) predicted fast, Mixtral +15 %, Qwen3 +22 to +181 %. The gap grows with the experts per
-    # GPU (128 experts, top-8) and shrinks with the micro-batch (Qwen3-30B on 8 B200: 9,691 tokens/s
-    # per GPU at micro-batch 1, 27,136 at 4, ~0.36 s of fixed time per micro-batch): the host and
-    # launch work of Megatron-Core's MoE layer per micro-batch (router and aux-loss ops, the dropless
-    # dispatcher's token-count sync, per-expert GEMM and FP8 quantisation launches) and HybridEP /
-    # DeepEP's all-to-all rates are not priced
-    "moe-training": "Megatron-Core MoE layer's per-micro-batch host/launch work (router, dispatcher "
-    "sync, per-expert GEMM launches) and HybridEP/DeepEP all-to-all rates",
+    # MoE on DGX-H100/B200, Megatron-LM's Mixtral 8x7B): 60.5 % with the kernels, collectives and
+    # memory alone, 35.7 % with Megatron-Core's small MoE ops at the framework's per-op host cost
+    # (Mixtral +4 %, Qwen3-30B B200 mbs 4 +1 %, H100 pp 2 +7 %). Left: the 25.11 containers' rows
+    # (+49 to +137 %: older software), Qwen3-30B at micro-batch 1 (+33 %), Qwen3-235B (+22 to +42 %,
+    # all-to-alls across 4 nodes overlapped with compute) and ep=16 across 2 nodes (-25 %:
+    # Megatron-Bridge's HybridEP dispatcher against NCCL's all-to-all through the NICs)
+    "moe-training": "HybridEP/DeepEP dispatch rates across nodes, the all-to-all overlap's real share, "
+    "per-expert GEMM launches at small micro-batches, and older containers' software",
     # issue 26 item 8: 10.4 % against 10 % (19.9 % before: eager convolutions' oneDNN reorders as
     # passes of their own, oneDNN's batch-1 pixel share, the 8480+ at its 3.0 GHz all-core turbo;
     # the 20 Xeon 8480+ rows at 9.7 %). Left: IPEX runs ResNet-18/50 ~25 % faster than TensorFlow
