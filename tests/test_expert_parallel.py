@@ -21,6 +21,7 @@ from parsim.model.collectives import Group, collective
 from parsim.model.issue import issue_s
 from parsim.stack import framework
 from parsim.studies.published import mcore_flops
+from parsim.studies.scenarios import loads_scenario, run_scenario
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
 from parsim.workloads.expert_parallel import DISPATCH_OPS
@@ -281,3 +282,33 @@ def test_megatron_cores_flop_count_of_mixtral_by_hand():
     flops = mcore_flops({"model": "mixtral-8x7b", "batch": 2, "seq": 4096})
     assert flops == pytest.approx(2 * 4096 * per_token)
     assert per_token == pytest.approx(82.93e9, rel=1e-4)
+
+
+def test_a_scenario_file_takes_expert_parallelism_like_any_parameter():
+    text = """
+title = "Mixtral 8x7B on 16 H100: all-to-alls in the pass or beside it"
+lesson = "Expert parallelism's all-to-alls stop the pass, or run beside another micro-batch's compute."
+[defaults]
+workload = "network"
+cluster = "dgx-h100"
+[defaults.params]
+model = "mixtral-8x7b"
+batch = 16
+seq = 1024
+dtype = "bfloat16"
+optimizer = "adam"
+nodes = 2
+pp = 2
+microbatches = 2
+distributed_optimizer = true
+[[cases]]
+label = "ep=8"
+params = { ep = 8 }
+[[cases]]
+label = "ep=8, all-to-alls overlapped"
+params = { ep = 8, ep_overlap = true }
+"""
+    result = run_scenario(loads_scenario(text))
+    times = {r.label: r.prediction.latency_s for r in result.results}
+    assert set(times) == {"ep=8", "ep=8, all-to-alls overlapped"}
+    assert 0 < times["ep=8, all-to-alls overlapped"] < times["ep=8"]
