@@ -8,6 +8,8 @@ the dense-expert step op for op.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import pytest
 from hypothesis import given, settings
@@ -24,7 +26,7 @@ from parsim.studies.published import mcore_flops
 from parsim.studies.scenarios import loads_scenario, run_scenario
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
-from parsim.workloads.expert_parallel import DISPATCH_OPS
+from parsim.workloads.expert_parallel import DISPATCH_OPS, remote_nodes
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.registry import make_workload, validate_params
@@ -312,3 +314,28 @@ params = { ep = 8, ep_overlap = true }
     times = {r.label: r.prediction.latency_s for r in result.results}
     assert set(times) == {"ep=8", "ep=8, all-to-alls overlapped"}
     assert 0 < times["ep=8, all-to-alls overlapped"] < times["ep=8"]
+
+
+def test_remote_nodes_of_a_tokens_experts_by_hand():
+    assert remote_nodes(8, 2, 1) == 0.0
+    assert remote_nodes(8, 2, 2) == pytest.approx(1 - 6 / 28)  # 1 - C(4,2)/C(8,2)
+    assert remote_nodes(8, 2, 4) == pytest.approx(3 * (1 - 15 / 28))  # 3 x (1 - C(6,2)/C(8,2))
+    assert remote_nodes(128, 8, 2) == pytest.approx(1 - math.comb(64, 8) / math.comb(128, 8))
+
+
+def test_a_flex_dispatcher_crosses_nodes_once_per_node_not_per_expert():
+    # ep=8 over 2 nodes of 4 GPUs: a micro-batch of 2 x 128 tokens; each token's hidden state (64 x
+    # 2 B) crosses to the other node 1 - C(4,2)/C(8,2) = 22/28 times on average, not top-2 x 4/8 = 1:
+    # the all-to-all's buffer is sized so that its cross-node half is that (the NVLink fan-out
+    # overlaps it)
+    flex = _step(gpus=4, nodes=2, ep=8, microbatches=1, dispatcher="flex")
+    forward = next(b for b in _blocks(flex) if b.name == "F")
+    a2a = [c for c in forward.collectives if c.kind == "all_to_all"]
+    assert len(a2a) == 2 * 4  # 4 layers, a dispatch and a combine
+    assert {(c.name, c.ranks, c.per_node) for c in a2a} == {("forward ep flex all-to-all", 8, 4)}
+    assert a2a[0].nbytes * 4 / 8 == pytest.approx(256 * 64 * 2 * 22 / 28)
+    # on DGX H100 nodes: tp=2 (the experts too) puts 4 of the 8 EP peers in each of 2 nodes
+    split = {"nodes": 2, "tp": 2, "sequence_parallel": True, "ep": 8, "microbatches": 1}
+    plain, flex = _step(**split), _step(**split, dispatcher="flex")
+    times = [predict(w, cluster="dgx-h100").latency_s for w in (plain, flex)]
+    assert times[1] < times[0]

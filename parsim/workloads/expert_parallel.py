@@ -46,6 +46,10 @@ micro-batch, counted from the code; ``layer_ops``). Each is a small pass over th
 indices and probabilities; what it costs is the host's time to issue it, so it weighs on small
 micro-batches and on many thin experts.
 
+``dispatcher=flex`` (DeepEP, HybridEP) sends a token across nodes once per node its experts live
+on, not once per expert, the NVLink fan-out overlapped with it (``flex_exchange``); inside one
+node it is the all-to-all above.
+
 With ``ep = 1`` nothing changes: no all-to-all, one gradient reduction of every parameter (the
 dense path, which the tests check op for op).
 """
@@ -177,21 +181,44 @@ def dispatch_collectives(
 ) -> tuple[AllReduce, ...]:
     """One pass's all-to-alls over the EP group: a dispatch and a combine per MoE layer, each GPU's
     buffer its ``tokens`` (under sequence parallelism already ``/ tp``) k hidden states. Under
-    ``ep_overlap`` they are one op of all their bytes, run beside the pass (``overlapped``)."""
+    ``ep_overlap`` they are one op per exchange of all their bytes, run beside the pass
+    (``overlapped``); ``dispatcher=flex`` exchanges as ``flex_exchange``."""
     ep = ep_of(params)
     if ep == 1 or not config.moe:
         return ()
     buffer = dispatch_B(tokens, config, itemsize(params["dtype"]))
-    a2a = AllReduce(
-        f"{name} ep all-to-all",
-        buffer,
-        kind="all_to_all",
-        ranks=ep,
-        per_node=_per_node(ep, expert_tp_of(params), gpus_per_node),
-    )
+    per_node = _per_node(ep, expert_tp_of(params), gpus_per_node)
+    exchange = (AllReduce(f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),)
+    if params.get("dispatcher", "alltoall") == "flex" and per_node < ep:
+        exchange = flex_exchange(config, tokens, itemsize(params["dtype"]), ep, per_node, name)
     if overlapped(params):
-        return (attrs.evolve(a2a, nbytes=buffer * 2 * layers, stream=5, layer="expert a2a"),)
-    return (a2a,) * (2 * layers)
+        return tuple(
+            attrs.evolve(op, nbytes=op.nbytes * 2 * layers, stream=5, layer="expert a2a") for op in exchange
+        )
+    return exchange * (2 * layers)
+
+
+def remote_nodes(experts: int, top_k: int, nodes: int) -> float:
+    """Expected other nodes a token's ``top_k`` experts (of ``experts`` spread evenly over ``nodes``
+    nodes, picked uniformly) live on: ``(N - 1) (1 - C(E - E/N, k) / C(E, k))``."""
+    if nodes <= 1:
+        return 0.0
+    return (nodes - 1) * (1.0 - math.comb(experts - experts // nodes, top_k) / math.comb(experts, top_k))
+
+
+def flex_exchange(
+    config: LlmConfig, tokens: int, size: int, ep: int, per_node: int, name: str
+) -> tuple[AllReduce, ...]:
+    """DeepEP's and HybridEP's exchange (Megatron-Core's ``--moe-token-dispatcher-type flex``): a
+    token crosses to another node once, however many of its k experts live there (RDMA to the GPU
+    of the same index there), and is forwarded to them over that node's NVLink while the RDMA
+    transfers are in flight, so the crossing sets the time: the EP group's all-to-all with each
+    GPU's cross-node bytes ``remote_nodes`` hidden states per token instead of the k copies'
+    ``(P - P_node) / P`` share."""
+    nodes = ep // per_node
+    crossing = tokens * config.hidden * size * remote_nodes(config.experts, config.experts_per_token, nodes)
+    buffer = crossing * ep / (ep - per_node)  # what leaves for other nodes: (P - P_node) / P of it
+    return (AllReduce(f"{name} ep flex all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),)
 
 
 def overlapped(params: Params) -> bool:

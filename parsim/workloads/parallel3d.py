@@ -224,7 +224,7 @@ class _Stage:
     weights_B: float
     expert_grads_B: float = 0.0  # the local experts' (expert parallelism): reduced over their own group
     expert_weights_B: float = 0.0
-    beside: tuple[tuple[AllReduce, AllReduce], ...] = ()  # each chunk's overlapped all-to-alls (F, B)
+    beside: tuple[tuple[tuple[AllReduce, ...], ...], ...] = ()  # each chunk's overlapped all-to-alls (F, B)
 
 
 def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
@@ -291,7 +291,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     stages = []
     for s in range(lay.pp):
         fwds, bwds, exchange, held, experts = [], [], [], 0, 0
-        beside: list[tuple[AllReduce, AllReduce]] = []  # overlapped all-to-alls per chunk (ep_overlap)
+        beside: list[tuple[tuple[AllReduce, ...], ...]] = []  # overlapped all-to-alls per chunk (F, B)
         for j in range(s, chunks, lay.pp):  # chunk c of stage s is virtual stage c p + s
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
@@ -310,8 +310,12 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                 config, params, routed, layers, "backward", lay.gpus_per_node
             )
             if expert_parallel.overlapped(params):  # beside the pass, on a stream of their own
-                again = a2a_fwd[0].nbytes if recompute == "full" else 0.0
-                beside.append((a2a_fwd[0], attrs.evolve(a2a_bwd[0], nbytes=a2a_bwd[0].nbytes + again)))
+                full = recompute == "full"  # the backward's exchanges carry the forward's again
+                a2a_bwd = tuple(
+                    attrs.evolve(b, nbytes=b.nbytes + (f.nbytes if full else 0.0))
+                    for f, b in zip(a2a_fwd, a2a_bwd, strict=True)
+                )
+                beside.append((a2a_fwd, a2a_bwd))
             else:
                 tp_fwd, tp_bwd = tp_fwd + a2a_fwd, tp_bwd + a2a_bwd
             tp_again = tp_fwd if recompute == "full" else ()
@@ -410,10 +414,11 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
                     )
                     shapes[("ring", kind, c)] = ring
                 ops.append((ring, needs, None))
-            if stage.beside:  # expert parallelism's all-to-alls beside the pass (ep_overlap)
-                a2a = stage.beside[c][0 if kind == "F" else 1]
-                ops.append((attrs.evolve(a2a, device=s), needs, ("a2a" + kind, s, c * m + i)))
-                beside_last = ("a2a" + kind, s, c * m + i)  # the gradients wait for the last one
+            for n, a2a in enumerate(stage.beside[c][0 if kind == "F" else 1] if stage.beside else ()):
+                # expert parallelism's all-to-alls beside the pass (ep_overlap), one after another
+                after = needs if n == 0 else [beside_last]
+                beside_last = (f"a2a{n}{kind}", s, c * m + i)  # the gradients wait for the last one
+                ops.append((attrs.evolve(a2a, device=s), after, beside_last))
             if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
                 peer = (s + 1) % p if kind == "F" else (s - 1) % p
                 across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)

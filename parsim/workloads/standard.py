@@ -165,6 +165,11 @@ class NetworkParams(_ModelParams):
     expert_tp: int = Field(
         0, ge=0, le=72, description="mixture of experts: GPUs each expert is split over (0: tp; 1: folding)"
     )
+    dispatcher: Literal["alltoall", "flex"] = Field(
+        "alltoall",
+        description="mixture of experts: NCCL all-to-all, or flex (DeepEP/HybridEP: a token crosses "
+        "to a node once)",
+    )
     ep_overlap: bool = Field(
         False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
     )
