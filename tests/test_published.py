@@ -85,11 +85,11 @@ NOT_MET_YET: dict[str, str] = {
     "fsdp": "sustained GEMM rate of a long eager-PyTorch bf16 run (clock under the power limit) not modelled",
     # issue 26 round 3 (moe4): MoE training with expert parallelism, 10 rows (Megatron-Bridge's Qwen3
     # MoE on DGX-H100/B200, Megatron-LM's Mixtral 8x7B): 60.5 % with the kernels, collectives and
-    # memory alone, 35.7 % with Megatron-Core's small MoE ops at the framework's per-op host cost
-    # (Mixtral +4 %, Qwen3-30B B200 mbs 4 +1 %, H100 pp 2 +7 %). Left: the 25.11 containers' rows
-    # (+49 to +137 %: older software), Qwen3-30B at micro-batch 1 (+33 %), Qwen3-235B (+22 to +42 %,
-    # all-to-alls across 4 nodes overlapped with compute) and ep=16 across 2 nodes (-25 %:
-    # Megatron-Bridge's HybridEP dispatcher against NCCL's all-to-all through the NICs)
+    # memory alone; 34.4 % with Megatron-Core's small MoE ops at the framework's per-op host cost
+    # and the flex (HybridEP) dispatcher (Mixtral +4 %, Qwen3-30B B200 mbs 4 +1 %, H100 pp 2 +7 %,
+    # ep=16 over 2 nodes +12 %). Left: the 25.11 containers' rows (+42 to +137 %: older software),
+    # Qwen3-30B at micro-batch 1 (+33 %: per-expert GEMM launches?) and Qwen3-235B (+22 to +38 %:
+    # all-to-alls across 4 nodes overlapped with compute, overlap taken as complete)
     "moe-training": "HybridEP/DeepEP dispatch rates across nodes, the all-to-all overlap's real share, "
     "per-expert GEMM launches at small micro-batches, and older containers' software",
     # issue 26 item 8: 10.4 % against 10 % (19.9 % before: eager convolutions' oneDNN reorders as
