@@ -188,7 +188,9 @@ def dispatch_collectives(
         return ()
     buffer = dispatch_B(tokens, config, itemsize(params["dtype"]))
     per_node = _per_node(ep, expert_tp_of(params), gpus_per_node)
-    exchange = (AllReduce(f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),)
+    exchange: tuple[AllReduce, ...] = (
+        AllReduce(f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),
+    )
     if params.get("dispatcher", "alltoall") == "flex" and per_node < ep:
         exchange = flex_exchange(config, tokens, itemsize(params["dtype"]), ep, per_node, name)
     if overlapped(params):
