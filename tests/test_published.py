@@ -88,6 +88,15 @@ NOT_MET_YET: dict[str, str] = {
     # in the class: IPEX runs ResNet-18/50 ~25 % faster than TensorFlow (-19 %; both framework=graph:
     # IPEX's prepacked blocked weights and fused post-ops are not told apart from TF's NHWC path),
     # eager PyTorch ResNet-50 -12 to -20 %, Torch7 ResNet-50 -14/-15 %
+    # issue 26 round 3 (moe4): MoE training with expert parallelism, 10 rows (Megatron-Bridge's Qwen3
+    # MoE on DGX-H100/B200, Megatron-LM's Mixtral 8x7B): 60.5 % with the kernels, collectives and
+    # memory alone; 34.4 % with Megatron-Core's small MoE ops at the framework's per-op host cost
+    # and the flex (HybridEP) dispatcher (Mixtral +4 %, Qwen3-30B B200 mbs 4 +1 %, H100 pp 2 +7 %,
+    # ep=16 over 2 nodes +12 %). Left: the 25.11 containers' rows (+42 to +137 %: older software),
+    # Qwen3-30B at micro-batch 1 (+33 %: per-expert GEMM launches?) and Qwen3-235B (+22 to +38 %:
+    # all-to-alls across 4 nodes overlapped with compute, overlap taken as complete)
+    "moe-training": "HybridEP/DeepEP dispatch rates across nodes, the all-to-all overlap's real share, "
+    "per-expert GEMM launches at small micro-batches, and older containers' software",
     # issue 26 item 9: 19.0 % -> 17.7 % (framework=mxnet) -> 14.3 % over 46 rows (framework=tf1: one
     # Session.run of host time per step, then the GPU's, the fetch blocking; 12 TF1 batch-4/8 rows
     # added, 10.2 %). Left: batch-1 GPU time (MXNet 22.10's 0.7 ms on an A100, -79 %, is GPU-bound: its
