@@ -23,6 +23,12 @@ fill more SMs but move more bytes per FLOP). A smaller tile is taken only when i
 (``CLEARLY_FASTER``) faster: larger tiles also reuse each operand more often from registers and
 shared memory, which the closed form does not see, so the heuristic keeps them on near-ties.
 
+[CL] MosaicML Composer, "Channels Last" method card (docs.mosaicml.com, after NVIDIA's diagram): "NVIDIA
+GPUs natively perform convolution operations in NHWC format ... the NCHW tensor must be transposed to
+NHWC before the convolution and transposed back to NCHW after". huggingface/pytorch-image-models
+results/benchmark-infer-amp-{nchw,nhwc}-pt240-cu124-rtx4090.csv time the cost: VGG-16 at 472.9 ms
+per 1,024 images in NCHW against 2 x 176.2 ms per 512 in NHWC.
+
 [PT131958] pytorch/pytorch issue #131958 (PyTorch 2.4 CPU inference at batch 1, ``DNNL_VERBOSE``
 log): around every convolution of an NCHW model, oneDNN ``reorder`` primitives re-lay the source
 (``abcd`` -> ``aBcd8b``) and the weights (``abcd`` -> ``ABcd8b8a``) before the ``convolution``
@@ -64,7 +70,7 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
         return [("", kernel)]
     library = library_of(spec, kernel.library.cpu_library)
     plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
-    offered = [(GEMM if plain else IMPLICIT_GEMM, _on_tensor_cores(spec, kernel))]
+    offered = [(GEMM if plain else IMPLICIT_GEMM, kernel)]
     if shape.winograd_shape and library.winograd_reduction > 1:
         # the transformed products run on the vector units, with the compulsory traffic
         offered.append(
@@ -85,21 +91,22 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     return pinned
 
 
-def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
-    """The GEMM-based pass as it runs: on a GPU's tensor cores, NCHW activations are transposed to
-    NHWC and back first (``LibraryHints.nchw_B`` read and written once more); elsewhere as given."""
-    if not (
+def transposes_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
+    """Whether ``kernel`` is a convolution pass on NCHW activations (``LibraryHints.nchw_B``) in a format
+    ``spec``'s tensor cores run: they compute in NHWC, so cuDNN transposes the source to NHWC before
+    the pass and the destination back after it ([CL]), each a kernel of its own (``lower``). A 1x1
+    convolution at stride 1 is not transposed: on NCHW activations it is already one GEMM per image
+    (the weights times the image's channels x pixels matrix), in every pass; ResNet-50's NCHW
+    penalty on an RTX 4090 ([CL]: 41.5 ms per 1,024 images) is half of what transposing all its
+    convolutions would cost, VGG-16's (all 3x3) all of it."""
+    shape = kernel.library.conv
+    return bool(
         kernel.library.nchw_B
+        and shape is not None
+        and (shape.kernel > 1 or shape.stride > 1)
         and spec.is_accelerator
         and kernel.work.matrix
         and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
-    ):
-        return kernel
-    extra = kernel.library.nchw_B
-    return kernel.but(
-        bytes_read=kernel.work.bytes_read + extra,
-        bytes_written=kernel.work.bytes_written + extra,
-        cold_bytes=kernel.access.cold_bytes + 2 * extra,
     )
 
 
@@ -236,7 +243,7 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
     """
     workload = fuse_epilogues(workload, system)  # XLA: element-wise consumers inside the product
-    if not any(k.library.foldable or k.library.reorder_B for k in workload.kernels):
+    if not any(k.library.foldable or k.library.reorder_B or k.library.nchw_B for k in workload.kernels):
         return workload
     ops: list[Op] = []
     deps: list[tuple[int, ...]] = []
@@ -252,9 +259,10 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
                         f"{workload.name}: folding ops out of a program with dependencies is not modelled"
                     )
                 continue
-            if library.blocked_weights and op.library.reorder_B:
+            transposed = transposes_on_tensor_cores(system.compute, op)
+            if transposed or (library.blocked_weights and op.library.reorder_B):
                 inside = op.library.conv is None
-                passes = (_reorder_inside(op),) if inside else reorder_passes(op)
+                passes = (_reorder_inside(op),) if inside else reorder_passes(op, weights=not transposed)
                 for step, part in enumerate(passes):  # in order; a program with waits chains them
                     ops.append(part)
                     deps.append((len(ops) - 2,) if step and any(workload.deps) else after)
@@ -277,14 +285,16 @@ def _reorder_inside(op: Kernel) -> Kernel:
     )
 
 
-def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
+def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
     """An eager convolution on a blocked-layout library as it runs ([PT131958]): a reorder of the
     plain weights (read from memory, written blocked), a reorder of the NCHW source activations
     (``LibraryHints.nchw_B``, split by the pass's input and output sizes), the convolution itself,
-    then a reorder of the destination back to NCHW: each a pass of its own, one after the other."""
+    then a reorder of the destination back to NCHW: each a pass of its own, one after the other.
+    Without ``weights`` (a GPU's tensor cores on NCHW activations, [CL]) only the activations are
+    transposed: cuDNN's ``nchwToNhwc`` before the pass and ``nhwcToNchw`` after it."""
     shape = op.library.conv
     assert shape is not None
-    weights, activations = op.library.reorder_B, op.library.nchw_B
+    reordered, activations = (op.library.reorder_B if weights else 0.0), op.library.nchw_B
     size = itemsize(op.work.dtype)
     inputs = shape.batch * shape.channels * shape.height * shape.width
     outputs = shape.batch * shape.filters * shape.out_height * shape.out_width
@@ -306,7 +316,7 @@ def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
             cold_bytes=cold,
         )
 
-    passes = [reorder("reorder weights", weights, 2 * weights)]
+    passes = [reorder("reorder weights", reordered, 2 * reordered)] if reordered > 0 else []
     if source > 0:
         passes.append(reorder("reorder source", source, 0.0))
     passes.append(op.but(reorder_B=0.0, nchw_B=0.0))
