@@ -70,7 +70,7 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
         return [("", kernel)]
     library = library_of(spec, kernel.library.cpu_library)
     plain = shape.kernel == 1 and shape.stride == 1 and shape.pass_ != "wgrad"
-    offered = [(GEMM if plain else IMPLICIT_GEMM, kernel)]
+    offered = [(GEMM if plain else IMPLICIT_GEMM, _on_tensor_cores(spec, kernel))]
     if shape.winograd_shape and library.winograd_reduction > 1:
         # the transformed products run on the vector units, with the compulsory traffic
         offered.append(
@@ -91,22 +91,49 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     return pinned
 
 
-def transposes_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
-    """Whether ``kernel`` is a convolution pass on NCHW activations (``LibraryHints.nchw_B``) in a format
-    ``spec``'s tensor cores run: they compute in NHWC, so cuDNN transposes the source to NHWC before
-    the pass and the destination back after it ([CL]), each a kernel of its own (``lower``). A 1x1
-    convolution at stride 1 is not transposed: on NCHW activations it is already one GEMM per image
-    (the weights times the image's channels x pixels matrix), in every pass; ResNet-50's NCHW
-    penalty on an RTX 4090 ([CL]: 41.5 ms per 1,024 images) is half of what transposing all its
-    convolutions would cost, VGG-16's (all 3x3) all of it."""
-    shape = kernel.library.conv
+HALF_FORMATS = ("float16", "bfloat16")
+"""The tensor-core formats whose NCHW convolutions run as transposes around an NHWC kernel ([CL])."""
+
+
+def _nchw_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
+    """Whether ``kernel`` is a convolution pass on NCHW activations (``LibraryHints.nchw_B``) in a
+    format ``spec``'s tensor cores run (they compute in NHWC)."""
     return bool(
         kernel.library.nchw_B
-        and shape is not None
-        and (shape.kernel > 1 or shape.stride > 1)
         and spec.is_accelerator
         and kernel.work.matrix
         and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
+    )
+
+
+def transposes_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
+    """Whether cuDNN runs ``kernel``, a 16-bit convolution pass on NCHW activations, as a transpose of
+    the source to NHWC, the NHWC kernel and a transpose of the destination back, each a kernel of its
+    own ([CL]; ``lower`` makes them passes, not traffic under the convolution's compute). A 1x1
+    convolution's forward pass at stride 1 is not transposed: on NCHW activations it is already one
+    GEMM per image (the weights times the image's channels x pixels matrix, written as NCHW).
+    [CL]'s timm tables: ResNet-50 inference in NCHW runs at 0.83-0.86 of NHWC (RTX 3090 and 4090,
+    PyTorch 1.13-2.4), half the cost of transposing every convolution; VGG-16 (all 3x3) pays all of
+    it. Training pays more (ResNet-50 0.68 on a 3090, PyTorch 1.12): its backward passes are
+    transposed here, and what remains is not modelled."""
+    shape = kernel.library.conv
+    if shape is None or not _nchw_on_tensor_cores(spec, kernel) or matrix_format(kernel) not in HALF_FORMATS:
+        return False
+    return not (shape.kernel == 1 and shape.stride == 1 and shape.pass_ == "fwd")
+
+
+def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
+    """The GEMM-based pass as it runs on NCHW activations in a tensor-core format other than 16-bit
+    (TF32): the transposed bytes read and written once more inside the pass, the rule the TF32
+    convolution share (``LibrarySpec.matrix_conv_efficiency``) was fitted with (no public NCHW
+    against NHWC pair in TF32 to separate them); 16-bit passes get theirs in ``lower``."""
+    if not _nchw_on_tensor_cores(spec, kernel) or matrix_format(kernel) in HALF_FORMATS:
+        return kernel
+    extra = kernel.library.nchw_B
+    return kernel.but(
+        bytes_read=kernel.work.bytes_read + extra,
+        bytes_written=kernel.work.bytes_written + extra,
+        cold_bytes=kernel.access.cold_bytes + 2 * extra,
     )
 
 
