@@ -246,7 +246,8 @@ def test_cli_published_one_class(cli):
     ("patch", "value", "rows"),
     [
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
-        ("step_patch:tf1", 9_000_000.0, "tf1-inference"),
+        ("step_patch:tf1", 10_000_000.0, "tf1-inference"),
+        ("step_patch:mxnet-cuda-graph", 500_000.0, "mxnet-cuda-graph-inference"),
         ("tf32_patch", 0.34, "tf32-training"),
         ("onednn_patch", 1.0, "modern-cpu"),
         ("onednn_pixels_patch", 80.0, "modern-cpu"),
@@ -265,6 +266,9 @@ def test_stack_presets_sit_at_their_fitted_optimum(patch, value, rows):
             r.klass == "inference" and r.params.get("batch") == 1 and r.params.get("framework") == "eager"
         ),
         "tf1-inference": lambda r: r.klass == "inference" and r.params.get("framework") == "tf1",
+        "mxnet-cuda-graph-inference": lambda r: (
+            r.klass == "inference" and r.params.get("framework") == "mxnet-cuda-graph"
+        ),
         "tf32-training": lambda r: r.klass == "training" and r.params.get("math") == "tf32",
         "modern-cpu": lambda r: r.klass == "cpu" and r.device == "xeon-8480",
         "torch7-cpu": lambda r: r.klass == "cpu" and r.params.get("framework") == "torch7",
