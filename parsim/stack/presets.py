@@ -214,19 +214,9 @@ TORCH7 = FrameworkSpec(
     cpu_library="thnn",  # [JCJ] CPU runs use Torch's own nn backend, not MKL-DNN
 )
 
+_NETWORK_FRAMEWORKS = (EAGER, GRAPH, TF1_SESSION, CUDA_GRAPH, TORCH7, XLA_JIT, MXNET, MXNET_CUDA_GRAPHS)
 FRAMEWORKS: dict[str, FrameworkSpec] = {
-    spec.id: spec
-    for spec in (
-        EAGER,
-        GRAPH,
-        TF1_SESSION,
-        CUDA_GRAPH,
-        TORCH7,
-        XLA_JIT,
-        MXNET,
-        MXNET_CUDA_GRAPHS,
-        *engines(EAGER, CUDA_GRAPH),
-    )
+    spec.id: spec for spec in (*_NETWORK_FRAMEWORKS, *engines(EAGER, CUDA_GRAPH))
 }
 DEVICE_FRAMEWORKS = {"tpu": XLA_JIT.id}
 """The framework a workload runs in by default on a device of that kind, where it is not the
