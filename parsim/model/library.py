@@ -334,6 +334,7 @@ def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
             nbytes,
             nbytes,
             max(1, round(nbytes / size)),
+            in_library_call=not weights,  # cuDNN launches its transposes inside the convolution's call
             stream=op.stream,
             device=op.device,
             layer=op.layer,

@@ -152,11 +152,15 @@ class Issue(NamedTuple):
         multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
             apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
             (``FrameworkSpec.kernel_floor_s``) of its own.
+        in_library_call: a kernel the library launches inside another op's call (cuDNN's layout
+            transposes around a convolution): on a GPU it pays its launch, not the framework's
+            work per operator, which that call already paid.
     """
 
     python_ops_per_item: float = 1.0
     primitive: bool = False
     multi_tensor: bool = False
+    in_library_call: bool = False
 
 
 PLAIN_ACCESS = Access()
@@ -442,6 +446,7 @@ class Kernel:
         python_ops_per_item: float = 1.0,
         primitive: bool = False,
         multi_tensor: bool = False,
+        in_library_call: bool = False,
     ) -> Kernel:
         """A kernel from its facts given flat, each filed into its record: what a builder writes,
         and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
@@ -451,7 +456,7 @@ class Kernel:
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
         library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
-        issue = (python_ops_per_item, primitive, multi_tensor)
+        issue = (python_ops_per_item, primitive, multi_tensor, in_library_call)
         return cls(
             name,
             Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),
