@@ -63,9 +63,9 @@ def test_nchw_convolution_runs_transposes_around_it_hand_computed():
     names = [k.name for k in kernels]
     at = names.index("layer1.0.conv2 fwd")  # 64 -> 64 channels, 3x3 on 56x56, batch 8, float16
     assert names[at - 1 : at + 2] == [
-        "layer1.0.conv2 fwd reorder source",
+        "layer1.0.conv2 fwd transpose to NHWC",
         "layer1.0.conv2 fwd",
-        "layer1.0.conv2 fwd reorder back",
+        "layer1.0.conv2 fwd transpose back",
     ]
     source, conv, back = kernels[at - 1 : at + 2]
     plane = 8 * 64 * 56 * 56 * 2  # bytes of the source, and of the destination
@@ -73,10 +73,10 @@ def test_nchw_convolution_runs_transposes_around_it_hand_computed():
     assert back.work.bytes_read == back.work.bytes_written == pytest.approx(plane)
     assert conv.library.nchw_B == 0 and conv.work.flops == 2 * 8 * 56 * 56 * 64 * 64 * 9
     # the 1x1 convolutions around it stay single GEMMs
-    assert "layer1.0.conv1 fwd reorder source" not in names and "layer1.0.conv3 fwd" in names
+    assert "layer1.0.conv1 fwd transpose to NHWC" not in names and "layer1.0.conv3 fwd" in names
     # ResNet-50's 3x3 convolutions, the stem and the three strided downsamples: 16 + 1 + 3
-    assert sum(name.endswith("reorder source") for name in names) == 20
-    assert not any("reorder" in k.name for k in _lowered({**RESNET50, "layout": "nhwc"}))
+    assert sum(name.endswith("transpose to NHWC") for name in names) == 20
+    assert not any("transpose" in k.name for k in _lowered({**RESNET50, "layout": "nhwc"}))
 
 
 def test_transposes_add_to_the_convolution_instead_of_hiding_under_it():
@@ -85,7 +85,7 @@ def test_transposes_add_to_the_convolution_instead_of_hiding_under_it():
     params = {**RESNET50, "model": "vgg16", "batch": 64, "input": "resident"}
     spec = _system().compute
     transposes = sum(
-        closed_form_s(k, spec, "simt", "roofline") for k in _lowered(params) if "reorder" in k.name
+        closed_form_s(k, spec, "simt", "roofline") for k in _lowered(params) if "transpose" in k.name
     )
     nchw = parsim.predict("network", params, device="rtx-4090").latency_s
     nhwc = parsim.predict("network", {**params, "layout": "nhwc"}, device="rtx-4090").latency_s

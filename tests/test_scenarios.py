@@ -669,8 +669,8 @@ def claims_cluster_amdahl_gustafson():
         if e.resource.kind == "thread":
             threads.setdefault(e.resource.first, []).append(e)
     launches = threads[1]
-    transposes = [e for e in launches if "reorder" in e.label]
-    operations = [e for e in launches if "reorder" not in e.label]
+    transposes = [e for e in launches if "transpose" in e.label]
+    operations = [e for e in launches if "transpose" not in e.label]
     assert (len(operations), len(transposes)) == (513, 250)
     assert sum(e.end_s - e.start_s for e in launches) * 1e3 == pytest.approx(27.1, abs=0.05)
     assert sum(e.end_s - e.start_s for e in operations) * 1e3 == pytest.approx(25.7, abs=0.05)

@@ -262,9 +262,10 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     convolution runs as its own reorder primitives around the convolution primitive, one after
     the other ([PT131958]: ``reorder`` of the source and the weights, ``convolution``, ``reorder``
     of the destination back to NCHW), so the re-layouts are passes of their own (``reorder_passes``),
-    not traffic hidden under the convolution's compute. Any other op's plain weights
-    (``LibraryHints.reorder_B``) are read and written once more inside the op. Host-side kernels are
-    left alone.
+    not traffic hidden under the convolution's compute. A 16-bit convolution on a GPU's tensor cores
+    with NCHW activations runs likewise between two transposes ([CL], ``transposes_on_tensor_cores``).
+    Any other op's plain weights (``LibraryHints.reorder_B``) are read and written once more inside
+    the op. Host-side kernels are left alone.
 
     Raises:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
@@ -344,10 +345,11 @@ def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
             cold_bytes=cold,
         )
 
+    to, back = ("reorder source", "reorder back") if weights else ("transpose to NHWC", "transpose back")
     passes = [reorder("reorder weights", reordered, 2 * reordered)] if reordered > 0 else []
     if source > 0:
-        passes.append(reorder("reorder source", source, 0.0))
+        passes.append(reorder(to, source, 0.0))
     passes.append(op.but(reorder_B=0.0, nchw_B=0.0))
     if activations - source > 0:
-        passes.append(reorder("reorder back", activations - source, 0.0))
+        passes.append(reorder(back, activations - source, 0.0))
     return tuple(passes)
