@@ -90,7 +90,7 @@ NOT_MET_YET: dict[str, str] = {
     # TF's NHWC oneDNN path are not told apart), eager PyTorch ResNet-50 -10 to -17 %, and the
     # 2016 Torch7 ResNet-50 rows on two Haswell sockets (-21/-28 %)
     "cpu": "IPEX vs TensorFlow on oneDNN (prepacked blocked weights, fused post-ops); Torch7's ResNet-50",
-    # issue 26 round 3 took "inference" off this list (12.8 % -> 9.7 %, 46 -> 55 rows): MXNet 22.10's
+    # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one
     # pass and timm's resident input (ResNet-50 -25/-27 % -> +2/+0 %); 9 timm rows pair NCHW with
