@@ -7,7 +7,8 @@ Two kinds of parameters no datasheet gives:
   per image), so these rows measure the framework's per-operator cost and little else;
 - TensorFlow 1's host cycles per ``Session.run`` step (``FrameworkSpec.step_cycles`` of ``tf1``),
   from every TF1 inference row (batch 1 to 256): the fetch blocks, so each step is that host time
-  and then the GPU's;
+  and then the GPU's; likewise MXNet's with CUDA graphs (``mxnet-cuda-graph``: DeepLearningExamples'
+  22.10 runner), from its inference rows;
 - cuDNN's share of the TF32 tensor-core rate on convolutions
   (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere;
 - oneDNN's share of the CPU's GEMM rate on convolutions (``LibrarySpec.conv_efficiency``), from
@@ -158,6 +159,11 @@ def main() -> None:
     governed = [r for r in rows if r.klass == "inference" and r.params.get("framework") == "tf1"]
     value, score = best(numpy.arange(6e6, 12.01e6, 0.5e6), governed, lambda v: step_patch("tf1", v))
     print(f"tf1: step_cycles {value:,.0f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = [r for r in rows if r.klass == "inference" and r.params.get("framework") == "mxnet-cuda-graph"]
+    value, score = best(
+        numpy.arange(0.0, 1.001e6, 50_000), governed, lambda v: step_patch("mxnet-cuda-graph", v)
+    )
+    print(f"mxnet-cuda-graph: step_cycles {value:,.0f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = [
         r
         for r in rows

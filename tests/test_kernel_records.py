@@ -33,7 +33,7 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "sign_test",
         "frequency_domain",
     },
-    "issue": {"python_ops_per_item", "primitive", "multi_tensor", "python_loop"},
+    "issue": {"python_ops_per_item", "primitive", "multi_tensor", "python_loop", "in_library_call"},
 }
 
 

@@ -162,12 +162,16 @@ class Issue(NamedTuple):
             (``FrameworkSpec.kernel_floor_s``) of its own.
         python_loop: the pure-Python loop body the SISD demo runs for it (``relu``, ``matmul``...),
             by which a calibrated CPU's ``interpreted_loop_scale`` prices that body; empty: none.
+        in_library_call: a kernel the library launches inside another op's call (cuDNN's layout
+            transposes around a convolution): on a GPU it pays its launch, not the framework's
+            work per operator, which that call already paid.
     """
 
     python_ops_per_item: float = 1.0
     primitive: bool = False
     multi_tensor: bool = False
     python_loop: str = ""
+    in_library_call: bool = False
 
 
 PLAIN_ACCESS = Access()
@@ -254,6 +258,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "primitive": boolean,
         "multi_tensor": boolean,
         "python_loop": text,
+        "in_library_call": boolean,
     },
 }
 _PLACE_RULES = {
@@ -287,6 +292,7 @@ def _good(kernel: Kernel) -> bool:
         and type(i.primitive) is bool
         and type(i.multi_tensor) is bool
         and type(i.python_loop) is str
+        and type(i.in_library_call) is bool
         and a.cold_bytes >= 0
         and 0 <= a.thread_loads_B < _INF
         and 0 <= a.reuse_B < _INF
@@ -466,6 +472,7 @@ class Kernel:
         primitive: bool = False,
         multi_tensor: bool = False,
         python_loop: str = "",
+        in_library_call: bool = False,
     ) -> Kernel:
         """A kernel from its facts given flat, each filed into its record: what a builder writes,
         and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
@@ -486,7 +493,7 @@ class Kernel:
             sign_test,
             frequency_domain,
         )
-        issue = (python_ops_per_item, primitive, multi_tensor, python_loop)
+        issue = (python_ops_per_item, primitive, multi_tensor, python_loop, in_library_call)
         return cls(
             name,
             Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),

@@ -155,6 +155,13 @@ _STREAMING = {
     "mse": (3, 3, 2, 3),  # (y - t)^2 summed; gradient 2 (y - t)
 }
 
+_INFERENCE_STREAMING = {
+    # kind: (fwd flops/elem, fwd elems moved) where inference differs: a batch norm in eval mode
+    # normalises with its running statistics (PyTorch's BatchNorm2d.eval(), cuDNN's
+    # cudnnBatchNormalizationForwardInference): y = x * scale + shift, one pass, no statistics pass
+    "bn": (2, 2),
+}
+
 
 @attrs.frozen
 class Numerics:
@@ -339,6 +346,8 @@ def layer_kernels(
             kernels.append(kernel("bwd", n_in, (n_in + n_out) * size, n_in * size, n_in))
     else:
         fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
+        if not train and layer.kind in _INFERENCE_STREAMING:
+            fwd_flops, fwd_moved = _INFERENCE_STREAMING[layer.kind]
         special = n_out if layer.kind == "softmax" else 0
         sign = {"sign_test": True} if layer.kind == "relu" else {}  # forward: x > 0; backward: its mask
         forward.append(

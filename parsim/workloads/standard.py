@@ -76,14 +76,18 @@ Optimizer = Literal["sgd", "adam"]
 _OPTIMIZER: Any = Field("sgd", description="sgd (w -= lr g) or adam (two moments per weight)")
 
 
+FrameworkName = Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet", "mxnet-cuda-graph"]
+"""The frameworks a deep-learning workload may run in (``stack.FRAMEWORKS``' ids for networks)."""
+
+
 class _FrameworkParams(ParamsModel):
     """What every deep-learning workload shares: the framework and its float32 arithmetic."""
 
-    framework: Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet"] = Field(
+    framework: FrameworkName = Field(
         "eager",
         description="eager (PyTorch), graph (TensorFlow/TorchScript), tf1 (TensorFlow 1 Session.run "
-        "per step), mxnet (hybridized MXNet Gluon), cuda-graph, or xla (one jitted step; the default "
-        "on a TPU)",
+        "per step), mxnet (hybridized MXNet Gluon), mxnet-cuda-graph (the same replayed as CUDA graphs), "
+        "cuda-graph, or xla (one jitted step; the default on a TPU)",
     )
     math: Literal["default", "tf32", "ieee"] = Field(
         "default",
@@ -97,10 +101,10 @@ class _FrameworkParams(ParamsModel):
 
 
 class MlpTrainParams(_FrameworkParams):
-    framework: Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet", "none"] = Field(  # type: ignore[assignment]
+    framework: FrameworkName | Literal["none"] = Field(  # type: ignore[assignment]
         "eager",
-        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), tf1, mxnet, cuda-graph, or none: "
-        "NumPy/CuPy calls with no framework (what parsim measures)",
+        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), tf1, mxnet, mxnet-cuda-graph, "
+        "cuda-graph, or none: NumPy/CuPy calls with no framework (what parsim measures)",
     )
     batch: int = Field(64, gt=0, le=10**6, description="samples per step (N)")
     d_in: int = Field(1000, gt=0, le=10**6, description="input features (D)")
@@ -130,6 +134,11 @@ class NetworkParams(_ModelParams):
     model: Model = "resnet18"
     batch: int = Field(1, gt=0, le=10**6, description="samples per step (the global batch when split)")
     train: bool = True
+    input: Literal["copied", "resident"] = Field(
+        "copied",
+        description="copied: the batch crosses the host link every step (a data loader); resident: "
+        "made on the GPU once and reused (synthetic benchmarks such as timm's benchmark.py)",
+    )
     optimizer: Optimizer = _OPTIMIZER
     gpus: int = Field(1, gt=0, le=72, description="GPUs per node (language-model training: tp x pp x dp)")
     nodes: int = Field(1, gt=0, le=65_536, description="nodes of the cluster (--cluster)")

@@ -102,7 +102,9 @@ def network(params: Params) -> Workload:
     if not train and stack.framework(params["framework"]).compiles:
         for index in folded_layers(layers):
             passes[index] = ([k.but(foldable=True) for k in passes[index][0]], [])
-    ops: list[Op] = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
+    ops: list[Op] = []
+    if params.get("input", "copied") == "copied":  # a resident batch was made on the device once
+        ops.append(Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data"))
     ops += [k for forward, _ in passes for k in forward]
     if train:
         ops += [k for _, backward in reversed(passes) for k in backward]
@@ -143,7 +145,10 @@ def _language_model(params: Params) -> Workload:
         dropout=params.get("dropout", False),
         code=params.get("code", "fused"),
     )
-    ops: list[Op] = [Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"), *forward]
+    ops: list[Op] = []
+    if params.get("input", "copied") == "copied":  # resident token ids were made on the device once
+        ops.append(Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"))
+    ops += forward
     if train:
         ops += [*backward, Transfer("d2h loss", size, "d2h", layer="loss")]
     else:
