@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
+from parsim.methods.serving import reserve
 from parsim.methods.serving.config import ServerConfig, StepTime
 from parsim.workloads.requests import Floats, Ints, RequestStream
 
@@ -68,6 +69,7 @@ class _Replica:
         self.wake: simpy.Event | None = None
         self.pending: collections.deque[int] = collections.deque()  # arrived, unseen (overlap)
         self.last_start: float | None = None  # the step in flight's start (overlap); None: idle
+        self.reservation = reserve.Reservation()  # admission="reserve" (SGLang's) state
 
     def load(self) -> int:
         return len(self.waiting) + len(self.pending) + self.running.size
@@ -144,12 +146,23 @@ class _Simulation:
         ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may)."""
         config, tokens = self.config, 0
         taken: list[int] = []
+        ahead = config.admission == "reserve"
+        if ahead:
+            if replica.reservation.full:
+                return taken
+            running = replica.running
+            to_come = self.output[running] - self.generated[running]
+            left = replica.reservation.budget(replica.free * config.block, to_come)
         while replica.waiting and replica.running.size + len(taken) < config.max_batch:
             i = replica.waiting[0]
             need = config.blocks(int(self.cached[i] + self.prefill_left[i]))
             if need > replica.free or tokens >= budget:
+                replica.reservation.full = ahead and need > replica.free
                 break
             if whole and taken and tokens + self.prefill_left[i] > budget:
+                break
+            if ahead and not self._fits_ahead(replica, taken, i):
+                replica.reservation.full = True
                 break
             replica.waiting.popleft()
             replica.free -= need
@@ -158,12 +171,26 @@ class _Simulation:
                 self.admitted[i] = self.env.now
             taken.append(i)
             tokens += int(self.prefill_left[i])
+            if ahead:  # the ratio budget: its prompt and whole output
+                left -= int(self.prefill_left[i]) + min(int(self.output[i]), reserve.CLIP_TOKENS)
+                if left <= 0:
+                    replica.reservation.full = True
+                    break
         return taken
+
+    def _fits_ahead(self, replica: _Replica, taken: list[int], i: int) -> bool:
+        """SGLang's look-ahead for request ``i`` beside the running and the ``taken`` requests."""
+        members = np.concatenate([replica.running, np.array([*taken, i], dtype=np.int64)])
+        generated = self.generated[members]
+        room = replica.free * self.config.block - int(self.cached[i] + self.prefill_left[i])
+        return reserve.fits(self.output[members] - generated, self.prompt[members] + generated, room)
 
     def _preempt(self, replica: _Replica, decoding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Free blocks for the decodes' next tokens, preempting the latest admitted as needed."""
         block = self.config.block
         need = self.cached[decoding] // block + 1 - self.held[decoding]
+        if self.config.admission == "reserve":
+            return self._retract(replica, decoding, need)
         while int(need.sum()) > replica.free:
             victim = int(replica.running[-1])
             replica.running = replica.running[:-1]
@@ -175,6 +202,33 @@ class _Simulation:
             replica.waiting.appendleft(victim)
             keep = decoding != victim
             decoding, need = decoding[keep], need[keep]
+        return decoding, need
+
+    def _retract(
+        self, replica: _Replica, decoding: np.ndarray, need: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """SGLang's retraction (``reserve``): when the decodes' next tokens do not fit, retract the
+        fewest-generated first until 20 more steps fit; each goes to the back of the queue."""
+        if int(need.sum()) <= replica.free:
+            return decoding, need
+        order = list(reserve.retract_order(self.generated[decoding], self.prompt[decoding]))
+        keep = np.ones(decoding.size, dtype=bool)
+        while len(order) > 1 and (
+            keep.all()
+            or replica.free * self.config.block < reserve.RETRACT_STEPS * len(order)
+            or int(need[keep].sum()) > replica.free
+        ):
+            k = order.pop(0)
+            victim = int(decoding[k])
+            keep[k] = False
+            replica.free += int(self.held[victim])
+            self.held[victim], self.cached[victim] = 0, 0
+            self.prefill_left[victim] = self.prompt[victim] + self.generated[victim]
+            self.preemptions[victim] += 1
+            replica.waiting.append(victim)
+        replica.running = replica.running[~np.isin(replica.running, decoding[~keep])]
+        decoding, need = decoding[keep], need[keep]
+        replica.reservation.retracted(self.generated[decoding], self.output[decoding])
         return decoding, need
 
     def _grow(self, replica: _Replica, decoding: np.ndarray, need: np.ndarray) -> None:
@@ -256,6 +310,7 @@ class _Simulation:
                 replica.reveal(self.stream.arrival_s, env.now)
             if not replica.waiting and replica.running.size == 0:
                 replica.last_start = None
+                replica.reservation.idle()
                 yield replica.sleep()
                 continue
             running = replica.running
@@ -302,6 +357,8 @@ class _Simulation:
             self.cached[decoding] += made
             self.generated[decoding] += made
             self._gaps(decoding, made, steps, seconds, first_s)
+            if decoding.size and not prefill:
+                replica.reservation.decoded(steps)
             for i, take in prefill:
                 self.cached[i] += take
                 self.prefill_left[i] -= take
@@ -320,6 +377,7 @@ class _Simulation:
                 replica.free += int(self.held[ended].sum())
                 self.held[ended] = 0
                 replica.running = running[~done]
+                replica.reservation.full = False
 
     # -- static batches ------------------------------------------------------------------------
 
