@@ -143,12 +143,14 @@ class _Simulation:
 
     def _admit(self, replica: _Replica, budget: int, whole: bool) -> list[int]:
         """Waiting requests, front first, whose prompt blocks fit, up to ``max_batch`` running and
-        ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may)."""
+        ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may). With
+        ``admission="reserve"`` also SGLang's look-ahead and ratio budget (``reserve``), except for
+        a request alone on an idle replica (it fits the whole cache, or it was refused)."""
         config, tokens = self.config, 0
         taken: list[int] = []
         ahead = config.admission == "reserve"
         if ahead:
-            if replica.reservation.full:
+            if replica.reservation.full and replica.running.size:
                 return taken
             running = replica.running
             to_come = self.output[running] - self.generated[running]
@@ -161,7 +163,7 @@ class _Simulation:
                 break
             if whole and taken and tokens + self.prefill_left[i] > budget:
                 break
-            if ahead and not self._fits_ahead(replica, taken, i):
+            if ahead and (replica.running.size or taken) and not self._fits_ahead(replica, taken, i):
                 replica.reservation.full = True
                 break
             replica.waiting.popleft()
