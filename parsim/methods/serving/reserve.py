@@ -33,8 +33,10 @@ and queues the rest before their first token instead of preempting them after it
 [SGL] sgl-project/sglang python/sglang/srt/managers/schedule_policy.py (``PrefillAdder``,
 ``add_one_req_ignore_eos``, ``CLIP_MAX_NEW_TOKENS`` 4096), scheduler.py (``update_running_batch``,
 ``batch_is_full``, the idle reset of ``new_token_ratio``), schedule_batch.py (``check_decode_mem``,
-``retract_decode``), global_config.py: the v0.4 code of the Dec 2024 rows (datacrunch-research/
-h200-benchmarks), unchanged in these rules from late 2024 to v0.4.9.
+``retract_decode``), global_config.py, as of v0.4.0-0.4.1 (Dec 2024: the ``PrefillAdder`` with
+``new_being_chunked_req`` and ``rem_total_token_offset``), the version datacrunch-research/
+h200-benchmarks ran. Later versions (v0.4.9) check each request against its own tokens left with a
+token of reserve per request, a little less cautious; not modelled.
 """
 
 from __future__ import annotations
