@@ -69,8 +69,8 @@ NOT_MET_YET: dict[str, str] = {
     # on 4x H200: ITL +87 -> +55 %, e2e +59 -> +24 %, TTFT -35 -> -30 %), and 18 offline rows added
     # (every request at once, DataCrunch's JSONL; 45.8 % with vLLM's admission, 33.5 % with SGLang's):
     # 16.1 % over 81. What is left is the decode step of thousands of sequences: at saturation
-    # SGLang's ITL is 0.6x parsim's at about parsim's output rate (fewer requests run than parsim's
-    # look-ahead admits on its KV pool, and the per-sequence host work under the overlap scheduler
+    # parsim's ITL is +67 to +200 % while its output rate is 9-21 % lower (fewer requests run than
+    # parsim's look-ahead admits on its KV pool, and the per-sequence host work under the overlap scheduler
     # is neither wholly paid, as parsim has it, nor wholly hidden, which loses the 8 req/s overload)
     "serving": "SGLang's decode step and running set at saturation (thousands of sequences)",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan, fms-fsdp; 8 to 128 A100/H100): 16.1 % over
