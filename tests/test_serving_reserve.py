@@ -47,7 +47,8 @@ def test_the_new_token_ratio_falls_to_its_floor_and_a_retraction_resets_it():
     assert state.ratio == pytest.approx(0.4) and not state.full
     state.decoded(3)  # the step after the retraction keeps the ratio it set
     assert state.ratio == pytest.approx(0.4 - 2 * (0.7 - 0.098) / 600)
-    assert state.budget(1000, np.array([100, 5000])) == pytest.approx(1000 - state.ratio * (100 + 4096))
+    assert state.open(1000, np.array([100, 5000]))
+    assert state.budget == pytest.approx(1000 - state.ratio * (100 + 4096))
     state.idle()
     assert state.ratio == 0.7
 

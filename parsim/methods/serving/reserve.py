@@ -80,6 +80,23 @@ def retract_order(generated: Ints, prompt: Ints) -> Ints:
     return np.lexsort((-prompt, generated))
 
 
+def retraction(generated: Ints, prompt: Ints, held: Ints, need: Ints, free: int, block: int) -> Ints:
+    """Positions of the decoding requests SGLang retracts when their next tokens (``need`` blocks
+    each) do not fit the ``free`` blocks: in ``retract_order``, at least one, until 20 more steps'
+    tokens fit for the rest (and their next ones), never the last one; in the order retracted."""
+    order = list(retract_order(generated, prompt))
+    keep = np.ones(generated.size, dtype=bool)
+    out: list[int] = []
+    while len(order) > 1 and (
+        not out or free * block < RETRACT_STEPS * len(order) or int(need[keep].sum()) > free
+    ):
+        k = int(order.pop(0))
+        keep[k] = False
+        free += int(held[k])
+        out.append(k)
+    return np.array(out, dtype=np.int64)
+
+
 @attrs.define
 class Reservation:
     """One replica's admission state: ``new_token_ratio`` and whether the batch is full."""
@@ -89,9 +106,21 @@ class Reservation:
     retracting: bool = False
     """The step about to run follows a retraction (which set the ratio instead of its fall)."""
 
-    def budget(self, free_tokens: int, running_left: Ints) -> float:
-        """The ratio budget before admitting: free tokens less the running requests' reservations."""
-        return free_tokens - self.ratio * float(np.minimum(running_left, CLIP_TOKENS).sum())
+    budget: float = 0.0
+    """What the ratio budget has left in the admission under way (``open``, ``take``)."""
+
+    def open(self, free_tokens: int, running_left: Ints) -> bool:
+        """Start an admission: the budget is the free tokens less the running requests' tokens left
+        (at most 4,096 each) times the ratio. False while the batch is full (nothing is tried)."""
+        self.budget = free_tokens - self.ratio * float(np.minimum(running_left, CLIP_TOKENS).sum())
+        return not (self.full and running_left.size)
+
+    def take(self, prompt_tokens: int, output_tokens: int) -> bool:
+        """A request was admitted: its prompt and whole output (at most 4,096) leave the budget.
+        False once it is spent (the batch is full)."""
+        self.budget -= prompt_tokens + min(output_tokens, CLIP_TOKENS)
+        self.full = self.budget <= 0
+        return not self.full
 
     def decoded(self, steps: int) -> None:
         """``steps`` decode steps ran: the ratio falls at each but one that followed a retraction."""

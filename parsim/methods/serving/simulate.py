@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
-from parsim.methods.serving import reserve
+from parsim.methods.serving import reserve, static
 from parsim.methods.serving.config import ServerConfig, StepTime
 from parsim.workloads.requests import Floats, Ints, RequestStream
 
@@ -146,25 +146,21 @@ class _Simulation:
         ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may). With
         ``admission="reserve"`` also SGLang's look-ahead and ratio budget (``reserve``), except for
         a request alone on an idle replica (it fits the whole cache, or it was refused)."""
-        config, tokens = self.config, 0
+        config, tokens, state = self.config, 0, replica.reservation
         taken: list[int] = []
         ahead = config.admission == "reserve"
-        if ahead:
-            if replica.reservation.full and replica.running.size:
-                return taken
-            running = replica.running
-            to_come = self.output[running] - self.generated[running]
-            left = replica.reservation.budget(replica.free * config.block, to_come)
+        if ahead and not state.open(replica.free * config.block, self._left(replica.running)):
+            return taken
         while replica.waiting and replica.running.size + len(taken) < config.max_batch:
             i = replica.waiting[0]
             need = config.blocks(int(self.cached[i] + self.prefill_left[i]))
             if need > replica.free or tokens >= budget:
-                replica.reservation.full = ahead and need > replica.free
+                state.full = ahead and need > replica.free
                 break
             if whole and taken and tokens + self.prefill_left[i] > budget:
                 break
             if ahead and (replica.running.size or taken) and not self._fits_ahead(replica, taken, i):
-                replica.reservation.full = True
+                state.full = True
                 break
             replica.waiting.popleft()
             replica.free -= need
@@ -173,64 +169,48 @@ class _Simulation:
                 self.admitted[i] = self.env.now
             taken.append(i)
             tokens += int(self.prefill_left[i])
-            if ahead:  # the ratio budget: its prompt and whole output
-                left -= int(self.prefill_left[i]) + min(int(self.output[i]), reserve.CLIP_TOKENS)
-                if left <= 0:
-                    replica.reservation.full = True
-                    break
+            if ahead and not state.take(int(self.prefill_left[i]), int(self.output[i])):
+                break
         return taken
+
+    def _left(self, requests: np.ndarray) -> np.ndarray:
+        """Tokens each of ``requests`` has still to generate."""
+        left: np.ndarray = self.output[requests] - self.generated[requests]
+        return left
 
     def _fits_ahead(self, replica: _Replica, taken: list[int], i: int) -> bool:
         """SGLang's look-ahead for request ``i`` beside the running and the ``taken`` requests."""
         members = np.concatenate([replica.running, np.array([*taken, i], dtype=np.int64)])
-        generated = self.generated[members]
         room = replica.free * self.config.block - int(self.cached[i] + self.prefill_left[i])
-        return reserve.fits(self.output[members] - generated, self.prompt[members] + generated, room)
+        return reserve.fits(self._left(members), self.prompt[members] + self.generated[members], room)
+
+    def _evict(self, replica: _Replica, victim: int, front: bool) -> None:
+        """Take ``victim`` out of the running requests, free its blocks and queue it again (at the
+        front or the back) to recompute its prompt and tokens so far."""
+        replica.running = replica.running[replica.running != victim]
+        replica.free += int(self.held[victim])
+        self.held[victim], self.cached[victim] = 0, 0
+        self.prefill_left[victim] = self.prompt[victim] + self.generated[victim]
+        self.preemptions[victim] += 1
+        (replica.waiting.appendleft if front else replica.waiting.append)(victim)
 
     def _preempt(self, replica: _Replica, decoding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Free blocks for the decodes' next tokens, preempting the latest admitted as needed."""
-        block = self.config.block
-        need = self.cached[decoding] // block + 1 - self.held[decoding]
-        if self.config.admission == "reserve":
-            return self._retract(replica, decoding, need)
+        """Free blocks for the decodes' next tokens: preempting the latest admitted as needed (vLLM),
+        or with ``admission="reserve"`` SGLang's retraction (``reserve.retraction``)."""
+        need = self.cached[decoding] // self.config.block + 1 - self.held[decoding]
+        if self.config.admission == "reserve" and int(need.sum()) > replica.free:
+            rows = (self.generated[decoding], self.prompt[decoding], self.held[decoding])
+            out = reserve.retraction(*rows, need, replica.free, self.config.block)
+            for k in out:
+                self._evict(replica, int(decoding[k]), front=False)
+            keep = np.isin(np.arange(decoding.size), out, invert=True)
+            decoding, need = decoding[keep], need[keep]
+            replica.reservation.retracted(self.generated[decoding], self.output[decoding])
         while int(need.sum()) > replica.free:
             victim = int(replica.running[-1])
-            replica.running = replica.running[:-1]
-            replica.free += int(self.held[victim])
-            self.held[victim] = 0
-            self.cached[victim] = 0
-            self.prefill_left[victim] = self.prompt[victim] + self.generated[victim]
-            self.preemptions[victim] += 1
-            replica.waiting.appendleft(victim)
+            self._evict(replica, victim, front=True)
             keep = decoding != victim
             decoding, need = decoding[keep], need[keep]
-        return decoding, need
-
-    def _retract(
-        self, replica: _Replica, decoding: np.ndarray, need: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """SGLang's retraction (``reserve``): when the decodes' next tokens do not fit, retract the
-        fewest-generated first until 20 more steps fit; each goes to the back of the queue."""
-        if int(need.sum()) <= replica.free:
-            return decoding, need
-        order = list(reserve.retract_order(self.generated[decoding], self.prompt[decoding]))
-        keep = np.ones(decoding.size, dtype=bool)
-        while len(order) > 1 and (
-            keep.all()
-            or replica.free * self.config.block < reserve.RETRACT_STEPS * len(order)
-            or int(need[keep].sum()) > replica.free
-        ):
-            k = order.pop(0)
-            victim = int(decoding[k])
-            keep[k] = False
-            replica.free += int(self.held[victim])
-            self.held[victim], self.cached[victim] = 0, 0
-            self.prefill_left[victim] = self.prompt[victim] + self.generated[victim]
-            self.preemptions[victim] += 1
-            replica.waiting.append(victim)
-        replica.running = replica.running[~np.isin(replica.running, decoding[~keep])]
-        decoding, need = decoding[keep], need[keep]
-        replica.reservation.retracted(self.generated[decoding], self.output[decoding])
         return decoding, need
 
     def _grow(self, replica: _Replica, decoding: np.ndarray, need: np.ndarray) -> None:
@@ -381,47 +361,6 @@ class _Simulation:
                 replica.running = running[~done]
                 replica.reservation.full = False
 
-    # -- static batches ------------------------------------------------------------------------
-
-    def static(self, replica: _Replica) -> Any:
-        """The static scheduler of one replica: one timeout per batch, tokens timed inside it."""
-        config, env, arrival = self.config, self.env, self.stream.arrival_s
-        while True:
-            if not replica.waiting:
-                yield replica.sleep()
-                continue
-            deadline = arrival[replica.waiting[0]] + config.batch_timeout_s
-            if len(replica.waiting) < config.max_batch and env.now < deadline:
-                yield env.any_of([replica.sleep(), env.timeout(deadline - env.now)])
-                continue
-            batch: list[int] = []
-            longest_prompt = longest_output = 0
-            while replica.waiting and len(batch) < config.max_batch:
-                i = replica.waiting[0]
-                p, o = max(longest_prompt, int(self.prompt[i])), max(longest_output, int(self.output[i]))
-                if (len(batch) + 1) * config.blocks(p + o) > config.kv_blocks:
-                    break
-                batch.append(replica.waiting.popleft())
-                longest_prompt, longest_output = p, o
-            size, ids = len(batch), np.array(batch, dtype=np.int64)
-            replica.running = ids
-            replica.free = config.kv_blocks - size * config.blocks(longest_prompt + longest_output)
-            self.admitted[ids] = env.now
-            self.sample(replica)
-            # token k (1..longest_output) of every slot is out after the prefill and k - 1 decodes,
-            # each over the padded context of the step
-            times = [self.step_time(size * longest_prompt, 0, 0)]
-            for step in range(1, longest_output):
-                times.append(self.step_time(0, size, size * (longest_prompt + step - 1)))
-            ends = env.now + np.cumsum(times)
-            self.first_token[ids] = ends[0]
-            self.finish[ids] = ends[self.output[ids] - 1]
-            self.generated[ids] = self.output[ids]
-            self.step_rows.append((size, float(np.sum(times)), len(times)))
-            yield env.timeout(float(ends[-1] - env.now))
-            replica.running = replica.running[:0]
-            replica.free = config.kv_blocks
-
 
 def simulate(
     stream: RequestStream, config: ServerConfig, step_time: StepTime, *, fuse: bool = True
@@ -437,7 +376,7 @@ def simulate(
     sim = _Simulation(stream, config, step_time, fuse)
     sim.env.process(sim.arrivals())
     for replica in sim.replicas:
-        sim.env.process(sim.static(replica) if config.scheduler == "static" else sim.iterate(replica))
+        sim.env.process(static.serve(sim, replica) if config.scheduler == "static" else sim.iterate(replica))
     sim.env.run()
     finished = ~np.isnan(sim.finish)
     if int(finished.sum()) + int(sim.refused.sum()) != len(stream) or (finished & sim.refused).any():
