@@ -15,6 +15,12 @@ Sources, abbreviated in the comments:
   remapper folds batch norm and fuses ReLU into _FusedConv2D on CPUs.
 - [JCJ] jcjohnson/cnn-benchmarks README and issue #20: Torch7 CPU timings on 2x Xeon E5-2630 v3 with
   the plain `nn` backend and a vanilla Torch install.
+- [THRESH] fmassa/nn@03e4ff9c1302f66d7127af056cb129db3f411951 lib/THNN/generic/Threshold.c (Torch7 nn's
+  THNN of 2016: ``TH_TENSOR_APPLY`` loops with a branch per element, no OpenMP) and
+  ColfaxResearch/nn@a73aa0a0a172dc89a6150aea0d1bf96c44ceb2dd, the same file with ``#pragma omp parallel
+  for`` added for Intel's optimised Torch.
+- [AGNER] A. Fog, "The microarchitecture of Intel, AMD and VIA CPUs", Haswell: "The branch
+  misprediction penalty is 15-20 clock cycles".
 - [PT131958] pytorch/pytorch issue #131958, a ``DNNL_VERBOSE`` log of stock PyTorch 2.4 CPU inference at
   batch 1: each NCHW convolution runs as oneDNN ``reorder`` primitives of the source and the weights,
   the ``convolution`` primitive, and a ``reorder`` of the destination back, each timed on its own.
@@ -45,6 +51,9 @@ Sources, abbreviated in the comments:
   LLaMA-2 projections for 1 to 4096 tokens. At 128 tokens (A100) they take 1.70-1.76x the max of
   compute at peak and weight streaming, 0.94-0.98x their sum; sqrt(compute^2 + memory^2) with
   the devices' efficiencies follows every size from 16 to 4096 tokens within ~10 %.
+- [DBENCH] baidu-research/DeepBench@da81ba7820739e2e506dc27f382d15be5479f98f results/train/
+  DeepBench_NV_V100.xlsx and DeepBench_NV_T4.xlsx, sheet 'Results FP32', 'Convolution' (cuDNN 7.6.2,
+  the forward algorithm cuDNN chose named per row).
 - [MIOPEN] ROCm/MIOpen documentation, "Convolution algorithms" (miopenConvFwdAlgorithm_t: GEMM, Direct,
   FFT, Winograd, ImplicitGEMM; ``miopenFindConvolutionForwardAlgorithm`` times them, as cudnnFind does).
 - [TENSILE] ROCm/Tensile (hipBLASLt's and rocBLAS's GEMM generator): kernels named by their macro tile
@@ -195,6 +204,12 @@ CUDNN = LibrarySpec(
     name="cuDNN and cuBLAS (NVIDIA GPUs)",
     winograd_reduction=36 / 16,  # [LG16] F(2x2, 3x3): 16 multiplies instead of 36
     fft_min_filter=5,  # [CUDNN] FFT and FFT_TILING pay off for large filters at stride 1
+    # fitted once (grid 0.2-0.5 in steps of 0.05, least MAPE) on DeepBench's two FFT_TILING convolutions
+    # ([DBENCH]: 28x28, 192 -> 32 channels, 5x5, batch 16, float32: 0.192 ms on a V100, 0.439 ms on a
+    # T4): their ratio (2.29) is the two chips' vector-rate ratio (2.4), not their bandwidth ratio
+    # (3.3), so the algorithm is bound by its arithmetic, at 0.3 of the vector peak (transforms' index
+    # and twiddle work beside the 5 n log2 n FLOPs; complex products of 16x192 by 192x32 per frequency)
+    fft_efficiency=0.3,
     # [VIDUR] cuBLAS products of LLaMA-2 7B/70B shapes timed on A100 and H100 from 16 to 4096 rows:
     # 1.7x the max of compute and weight streaming at 128 rows, near the sum; the smooth roofline
     # with p = 2 follows them within ~10 % at every size (compute-bound or memory-bound ends keep
@@ -254,16 +269,25 @@ ONEDNN = LibrarySpec(
 
 THNN = LibrarySpec(
     id="thnn",
-    name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image)",
-    # both fitted once (benchmarks/fit_stack.py) against the published Torch7 CPU rows ([JCJ]: VGG-16,
-    # ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far from optimal ... a vanilla Torch installation"):
-    # VGG-16's products (3,136-50,176 pixels an image) run at 0.2 of the GEMM rate, ResNets' late
-    # stages (196 and 49 pixels) far below: [THNN] SpatialConvolutionMM loops ``omp parallel for`` over
-    # the batch and calls one ``addmm`` per image (weights x the image's unfolded input), so each
-    # call's fixed work is spread over one image's output pixels only. MAPE of the six rows: 39.8 %
-    # with one flat share (0.14), 12.9 % with the per-image curve
-    conv_efficiency=0.2,
-    per_image_half_pixels=320.0,
+    name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image, a serial ReLU)",
+    # [THRESH] nn.ReLU is THNN's Threshold: ``TH_TENSOR_APPLY(real, input, if (*input_data <=
+    # threshold) *input_data = val;)``, forward and backward, a scalar loop on one thread (2016's
+    # TH_TENSOR_APPLY has no OpenMP; Intel's fork added ``omp parallel for`` to it later). On the
+    # activations' random signs the branch misses about every second element: [AGNER] Haswell's
+    # misprediction penalty is 15-20 cycles, so ~8.5 of them per element plus the loop's ~3 (load,
+    # compare, store, the apply's counters): 12 cycles. ResNet-50 runs 154 M ReLU elements a batch of
+    # 16 forward (VGG-16 217 M, ResNet-18 37 M): 0.7 s of its 2.5 s on one core.
+    serial_sign_test_cycles=12.0,
+    # the convolution's share and its per-image curve, fitted once (benchmarks/fit_stack.py) against
+    # the published Torch7 CPU rows ([JCJ]: VGG-16, ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far
+    # from optimal ... a vanilla Torch installation") with the serial ReLU above: VGG-16's products
+    # (3,136-50,176 pixels an image) run at 0.29 of the GEMM rate, ResNets' late stages (196 and 49
+    # pixels) far below: [THNN] SpatialConvolutionMM loops ``omp parallel for`` over the batch and
+    # calls one ``addmm`` per image (weights x the image's unfolded input), so each call's fixed work
+    # is spread over one image's output pixels only. MAPE of the six rows: 39.8 % with one flat share
+    # (0.14), 12.9 % with the per-image curve (0.2, 320 pixels), 6.3 % with the serial ReLU as well
+    conv_efficiency=0.29,
+    per_image_half_pixels=400.0,
 )
 
 ROCM = LibrarySpec(
