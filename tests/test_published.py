@@ -64,11 +64,11 @@ NOT_MET_YET: dict[str, str] = {
     # source: a peer ring across two sockets, NCCL's SHM share of a box's measured staged copies)
     # off this list
     # serving: round 4 modelled SGLang's admission (methods/serving/reserve.py: the running outputs'
-    # look-ahead, the new_token_ratio budget, retraction): the 63 old rows 12.3 % -> 11.2 % (16 req/s
-    # on 4x H200: ITL +87 -> +55 %, e2e +59 -> +24 %, TTFT -35 -> -30 %), and 18 offline rows added
-    # (every request at once, DataCrunch's JSONL; 45.8 % with vLLM's admission, 33.5 % with SGLang's):
+    # look-ahead, the new_token_ratio budget, retraction): the 63 old rows 12.4 % -> 11.5 % (16 req/s
+    # on 4x H200: ITL +69 -> +45 %, e2e +44 -> +12 %, TTFT -40 -> -38 %), and 18 offline rows added
+    # (every request at once, DataCrunch's JSONL; 43.7 % with vLLM's admission, 32.0 % with SGLang's):
     # 16.1 % over 81. What is left is the decode step of thousands of sequences: at saturation
-    # parsim's ITL is +67 to +200 % while its output rate is 9-21 % lower (fewer requests run than
+    # parsim's ITL is +58 to +189 % while its output rate is 5-18 % lower (fewer requests run than
     # parsim's look-ahead admits on its KV pool, and the per-sequence host work under the overlap scheduler
     # is neither wholly paid, as parsim has it, nor wholly hidden, which loses the 8 req/s overload)
     "serving": "SGLang's decode step and running set at saturation (thousands of sequences)",
