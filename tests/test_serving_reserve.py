@@ -102,6 +102,18 @@ def test_a_token_granular_look_ahead_never_runs_out_of_room(seed, rate, schedule
     assert not np.isnan(outcome.finish_s[~outcome.refused]).any()
 
 
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**16), st.integers(8, 60), st.sampled_from(["continuous", "chunked"]))
+def test_with_paged_blocks_every_request_still_finishes_or_is_refused(seed, blocks, scheduler):
+    # 8-token blocks round the look-ahead's tokens up, so a decode may still run out and retract:
+    # retracted requests are queued again, never lost, and the simulation ends
+    stream = generate(40.0, 60, "uniform:1:100", "uniform:1:100", seed=seed)
+    config = ServerConfig(kv_blocks=blocks, block=8, scheduler=scheduler, chunk=32, admission="reserve")
+    outcome = simulate(stream, config, affine)
+    finished = ~np.isnan(outcome.finish_s)
+    assert (finished ^ outcome.refused).all()
+
+
 def test_reserve_needs_one_step_per_scheduling_on_replicas():
     with pytest.raises(ParsimError, match="admission=reserve"):
         ServerConfig(kv_blocks=100, admission="reserve", scheduler="static")
