@@ -171,6 +171,11 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             # min(max(KV tokens / context x 512, 2048), 4096) (python/sglang/srt/managers/tp_worker.py,
             # model_executor/model_runner.py): 4096 for a 128K-context model on a large cache
             serve_max_running=4096,
+            # its scheduler admits a request only when the running requests' remaining outputs fit
+            # ahead of it, and retracts requests to the back of the queue when a decode runs out of
+            # room (methods.serving.reserve, from its schedule_policy.py and scheduler.py): not
+            # fitted, the engine's code
+            serve_admission="reserve",
         ),
         attrs.evolve(
             cuda_graph,

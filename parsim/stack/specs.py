@@ -99,6 +99,11 @@ class FrameworkSpec:
         overlap_schedule: the engine schedules step k + 1 while step k runs (SGLang's overlap
             scheduler): a request that arrives is seen by a scheduling pass that starts after it, so
             it joins the step after the one already launched.
+        serve_admission: how a serving engine admits requests under load
+            (``methods.serving.config``): ``prompt`` when a request's prompt fits, preempting the
+            latest admitted when a decode runs out of room (vLLM); ``reserve`` when the outputs of
+            every running request still fit ahead of it, retracting to the back of the queue
+            otherwise (SGLang: ``methods.serving.reserve``).
         request_cycles: host CPU cycles of a serving engine's own work per request outside the
             steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
             part of the request's time to first token.
@@ -131,6 +136,7 @@ class FrameworkSpec:
     request_cycles: float = attrs.field(default=0.0, validator=non_negative)
     serve_max_running: int = attrs.field(default=0, validator=non_negative_int)
     overlap_schedule: bool = attrs.field(default=False, validator=boolean)
+    serve_admission: str = attrs.field(default="prompt", validator=one_of(("prompt", "reserve")))
     call_cycles: float = attrs.field(default=0.0, validator=non_negative)
 
     def decode_bandwidth_share(self, expert: bool, weights: str) -> float:

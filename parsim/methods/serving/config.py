@@ -34,6 +34,11 @@ An overlap scheduler (SGLang 0.4's, ``overlap``) schedules step k + 1 while step
 sees of the queue is what had arrived when step k began, so a request that arrives during step k
 joins no earlier than step k + 2 (at once when the replica is idle). Continuous and chunked only.
 
+Admission (``admission``, the engine's policy): ``prompt`` as above (vLLM); ``reserve`` as SGLang's
+scheduler, which admits a request only when every running request's remaining output fits ahead of
+it and retracts requests to the back of the queue when a decode still runs out of room
+(``methods.serving.reserve``). Continuous and chunked only, one step per scheduling.
+
 ``replicas`` copies of the model each run their own scheduler behind one router: ``round_robin``
 (request i to replica i mod R) or ``least_loaded`` (the replica with the fewest requests waiting or
 running at the arrival).
@@ -55,6 +60,7 @@ from parsim.base.errors import ParsimError, field_error
 
 SCHEDULERS = ("static", "continuous", "chunked")
 ROUTERS = ("round_robin", "least_loaded")
+ADMISSIONS = ("prompt", "reserve")
 
 
 class StepTime(Protocol):
@@ -105,6 +111,7 @@ class ServerConfig:
     multi_step: int = 1
     cached_prefix: float = 0.0
     overlap: bool = False
+    admission: str = "prompt"
 
     def __attrs_post_init__(self) -> None:
         for name, most in INTEGERS.items():
@@ -123,6 +130,8 @@ class ServerConfig:
             raise field_error("cached_prefix", "a share of the prompt in 0..1", self.cached_prefix)
         if self.scheduler not in SCHEDULERS:
             raise field_error("scheduler", f"one of {', '.join(SCHEDULERS)}", self.scheduler)
+        if self.admission not in ADMISSIONS:
+            raise field_error("admission", f"one of {', '.join(ADMISSIONS)}", self.admission)
         if self.router not in ROUTERS:
             raise field_error("router", f"one of {', '.join(ROUTERS)}", self.router)
         if self.scheduler == "chunked" and self.chunk <= 1:
@@ -145,6 +154,12 @@ class ServerConfig:
             raise ParsimError(
                 f"'overlap' (an overlap scheduler) needs scheduler=continuous or chunked on replicas, one "
                 f"step per scheduling: scheduler={self.scheduler}, multi_step={self.multi_step}"
+            )
+        if self.admission == "reserve" and not one_step:
+            raise ParsimError(
+                f"'admission=reserve' (SGLang's look-ahead admission) needs scheduler=continuous or "
+                f"chunked on replicas, one step per scheduling: scheduler={self.scheduler}, "
+                f"multi_step={self.multi_step}"
             )
         if self.disaggregated is not None:
             check_disaggregated(self.disaggregated, self.scheduler, self.replicas)

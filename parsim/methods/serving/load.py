@@ -84,6 +84,7 @@ def stream_of(params: dict[str, Any], budget: Budget | None) -> RequestStream:
 def server(params: dict[str, Any], system: SystemSpec) -> ServerConfig:
     """The server ``params`` describe on one replica's ``system`` (its KV blocks: the room left)."""
     scheduler = str(params["scheduler"])
+    engine = stack.framework(str(params.get("framework", "cuda-graph")))
     config = ServerConfig(
         kv_blocks=1,
         scheduler=scheduler,
@@ -98,8 +99,8 @@ def server(params: dict[str, Any], system: SystemSpec) -> ServerConfig:
         disaggregated=parse_disaggregated(params["disaggregated"]) if params.get("disaggregated") else None,
         multi_step=int(params.get("multi_step", 1)),
         cached_prefix=float(params.get("cached_prefix", 0.0)),
-        overlap=stack.framework(str(params.get("framework", "cuda-graph"))).overlap_schedule
-        and not params.get("disaggregated"),
+        overlap=engine.overlap_schedule and not params.get("disaggregated"),
+        admission="prompt" if params.get("disaggregated") else engine.serve_admission,
     )
     # the activations reserved are those of the largest prefill one step runs (vLLM profiles one)
     largest = config.chunk if scheduler == "chunked" else config.max_prefill_tokens

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
+from parsim.methods.serving import reserve, static
 from parsim.methods.serving.config import ServerConfig, StepTime
 from parsim.workloads.requests import Floats, Ints, RequestStream
 
@@ -68,6 +69,7 @@ class _Replica:
         self.wake: simpy.Event | None = None
         self.pending: collections.deque[int] = collections.deque()  # arrived, unseen (overlap)
         self.last_start: float | None = None  # the step in flight's start (overlap); None: idle
+        self.reservation = reserve.Reservation()  # admission="reserve" (SGLang's) state
 
     def load(self) -> int:
         return len(self.waiting) + len(self.pending) + self.running.size
@@ -141,15 +143,24 @@ class _Simulation:
 
     def _admit(self, replica: _Replica, budget: int, whole: bool) -> list[int]:
         """Waiting requests, front first, whose prompt blocks fit, up to ``max_batch`` running and
-        ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may)."""
-        config, tokens = self.config, 0
+        ``budget`` prompt tokens (``whole``: each prompt entirely; the first always may). With
+        ``admission="reserve"`` also SGLang's look-ahead and ratio budget (``reserve``), except for
+        a request alone on an idle replica (it fits the whole cache, or it was refused)."""
+        config, tokens, state = self.config, 0, replica.reservation
         taken: list[int] = []
+        ahead = config.admission == "reserve"
+        if ahead and not state.open(replica.free * config.block, self._left(replica.running)):
+            return taken
         while replica.waiting and replica.running.size + len(taken) < config.max_batch:
             i = replica.waiting[0]
             need = config.blocks(int(self.cached[i] + self.prefill_left[i]))
             if need > replica.free or tokens >= budget:
+                state.full = ahead and need > replica.free
                 break
             if whole and taken and tokens + self.prefill_left[i] > budget:
+                break
+            if ahead and (replica.running.size or taken) and not self._fits_ahead(replica, taken, i):
+                state.full = True
                 break
             replica.waiting.popleft()
             replica.free -= need
@@ -158,21 +169,46 @@ class _Simulation:
                 self.admitted[i] = self.env.now
             taken.append(i)
             tokens += int(self.prefill_left[i])
+            if ahead and not state.take(int(self.prefill_left[i]), int(self.output[i])):
+                break
         return taken
 
+    def _left(self, requests: np.ndarray) -> np.ndarray:
+        """Tokens each of ``requests`` has still to generate."""
+        left: np.ndarray = self.output[requests] - self.generated[requests]
+        return left
+
+    def _fits_ahead(self, replica: _Replica, taken: list[int], i: int) -> bool:
+        """SGLang's look-ahead for request ``i`` beside the running and the ``taken`` requests."""
+        members = np.concatenate([replica.running, np.array([*taken, i], dtype=np.int64)])
+        room = replica.free * self.config.block - int(self.cached[i] + self.prefill_left[i])
+        return reserve.fits(self._left(members), self.prompt[members] + self.generated[members], room)
+
+    def _evict(self, replica: _Replica, victim: int, front: bool) -> None:
+        """Take ``victim`` out of the running requests, free its blocks and queue it again (at the
+        front or the back) to recompute its prompt and tokens so far."""
+        replica.running = replica.running[replica.running != victim]
+        replica.free += int(self.held[victim])
+        self.held[victim], self.cached[victim] = 0, 0
+        self.prefill_left[victim] = self.prompt[victim] + self.generated[victim]
+        self.preemptions[victim] += 1
+        (replica.waiting.appendleft if front else replica.waiting.append)(victim)
+
     def _preempt(self, replica: _Replica, decoding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Free blocks for the decodes' next tokens, preempting the latest admitted as needed."""
-        block = self.config.block
-        need = self.cached[decoding] // block + 1 - self.held[decoding]
+        """Free blocks for the decodes' next tokens: preempting the latest admitted as needed (vLLM),
+        or with ``admission="reserve"`` SGLang's retraction (``reserve.retraction``)."""
+        need = self.cached[decoding] // self.config.block + 1 - self.held[decoding]
+        if self.config.admission == "reserve" and int(need.sum()) > replica.free:
+            rows = (self.generated[decoding], self.prompt[decoding], self.held[decoding])
+            out = reserve.retraction(*rows, need, replica.free, self.config.block)
+            for k in out:
+                self._evict(replica, int(decoding[k]), front=False)
+            keep = np.isin(np.arange(decoding.size), out, invert=True)
+            decoding, need = decoding[keep], need[keep]
+            replica.reservation.retracted(self.generated[decoding], self.output[decoding])
         while int(need.sum()) > replica.free:
             victim = int(replica.running[-1])
-            replica.running = replica.running[:-1]
-            replica.free += int(self.held[victim])
-            self.held[victim] = 0
-            self.cached[victim] = 0
-            self.prefill_left[victim] = self.prompt[victim] + self.generated[victim]
-            self.preemptions[victim] += 1
-            replica.waiting.appendleft(victim)
+            self._evict(replica, victim, front=True)
             keep = decoding != victim
             decoding, need = decoding[keep], need[keep]
         return decoding, need
@@ -256,6 +292,7 @@ class _Simulation:
                 replica.reveal(self.stream.arrival_s, env.now)
             if not replica.waiting and replica.running.size == 0:
                 replica.last_start = None
+                replica.reservation.idle()
                 yield replica.sleep()
                 continue
             running = replica.running
@@ -302,6 +339,8 @@ class _Simulation:
             self.cached[decoding] += made
             self.generated[decoding] += made
             self._gaps(decoding, made, steps, seconds, first_s)
+            if decoding.size and not prefill:
+                replica.reservation.decoded(steps)
             for i, take in prefill:
                 self.cached[i] += take
                 self.prefill_left[i] -= take
@@ -320,47 +359,7 @@ class _Simulation:
                 replica.free += int(self.held[ended].sum())
                 self.held[ended] = 0
                 replica.running = running[~done]
-
-    # -- static batches ------------------------------------------------------------------------
-
-    def static(self, replica: _Replica) -> Any:
-        """The static scheduler of one replica: one timeout per batch, tokens timed inside it."""
-        config, env, arrival = self.config, self.env, self.stream.arrival_s
-        while True:
-            if not replica.waiting:
-                yield replica.sleep()
-                continue
-            deadline = arrival[replica.waiting[0]] + config.batch_timeout_s
-            if len(replica.waiting) < config.max_batch and env.now < deadline:
-                yield env.any_of([replica.sleep(), env.timeout(deadline - env.now)])
-                continue
-            batch: list[int] = []
-            longest_prompt = longest_output = 0
-            while replica.waiting and len(batch) < config.max_batch:
-                i = replica.waiting[0]
-                p, o = max(longest_prompt, int(self.prompt[i])), max(longest_output, int(self.output[i]))
-                if (len(batch) + 1) * config.blocks(p + o) > config.kv_blocks:
-                    break
-                batch.append(replica.waiting.popleft())
-                longest_prompt, longest_output = p, o
-            size, ids = len(batch), np.array(batch, dtype=np.int64)
-            replica.running = ids
-            replica.free = config.kv_blocks - size * config.blocks(longest_prompt + longest_output)
-            self.admitted[ids] = env.now
-            self.sample(replica)
-            # token k (1..longest_output) of every slot is out after the prefill and k - 1 decodes,
-            # each over the padded context of the step
-            times = [self.step_time(size * longest_prompt, 0, 0)]
-            for step in range(1, longest_output):
-                times.append(self.step_time(0, size, size * (longest_prompt + step - 1)))
-            ends = env.now + np.cumsum(times)
-            self.first_token[ids] = ends[0]
-            self.finish[ids] = ends[self.output[ids] - 1]
-            self.generated[ids] = self.output[ids]
-            self.step_rows.append((size, float(np.sum(times)), len(times)))
-            yield env.timeout(float(ends[-1] - env.now))
-            replica.running = replica.running[:0]
-            replica.free = config.kv_blocks
+                replica.reservation.full = False
 
 
 def simulate(
@@ -377,7 +376,7 @@ def simulate(
     sim = _Simulation(stream, config, step_time, fuse)
     sim.env.process(sim.arrivals())
     for replica in sim.replicas:
-        sim.env.process(sim.static(replica) if config.scheduler == "static" else sim.iterate(replica))
+        sim.env.process(static.serve(sim, replica) if config.scheduler == "static" else sim.iterate(replica))
     sim.env.run()
     finished = ~np.isnan(sim.finish)
     if int(finished.sum()) + int(sim.refused.sum()) != len(stream) or (finished & sim.refused).any():
