@@ -248,7 +248,7 @@ def test_cli_published_one_class(cli):
     [
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
         ("step_patch:tf1", 9_000_000.0, "tf1-inference"),
-        ("tf32_patch", 0.34, "tf32-training"),
+        ("tf32_patch", 0.40, "tf32-training"),
         ("onednn_patch", 1.0, "modern-cpu"),
         ("onednn_pixels_patch", 80.0, "modern-cpu"),
         ("thnn_patch", 0.2, "torch7-cpu"),

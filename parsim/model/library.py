@@ -27,6 +27,11 @@ shared memory, which the closed form does not see, so the heuristic keeps them o
 log): around every convolution of an NCHW model, oneDNN ``reorder`` primitives re-lay the source
 (``abcd`` -> ``aBcd8b``) and the weights (``abcd`` -> ``ABcd8b8a``) before the ``convolution``
 primitive and the destination back (``aBcd8b`` -> ``abcd``) after it, each timed on its own.
+
+[NSYS-NCHW] instanseg/instanseg pull request #144 (a PyTorch float16 autocast profile on an RTX 5090):
+cuDNN prefers NHWC kernels, so around every convolution of an NCHW model it runs ``nchwToNhwc`` on
+the feature map and ``nhwcToNchw`` on the result, kernels of their own (~12 % of the CUDA time,
+beside ~27 % in the convolutions); channels-last tensors drop them.
 """
 
 from __future__ import annotations
@@ -86,20 +91,36 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
 
 
 def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
-    """The GEMM-based pass as it runs: on a GPU's tensor cores, NCHW activations are transposed to
-    NHWC and back first (``LibraryHints.nchw_B`` read and written once more); elsewhere as given."""
-    if not (
-        kernel.library.nchw_B
-        and spec.is_accelerator
-        and kernel.work.matrix
-        and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
-    ):
+    """The GEMM-based pass as it runs: a float32 (TF32) pass on a GPU's tensor cores reads and writes
+    its NCHW activations once more (``LibraryHints.nchw_B``) inside its own traffic, as the TF32
+    share was fitted with it (a 16-bit pass's transposes are kernels of their own:
+    ``nchw_transposes``); elsewhere as given."""
+    if not (kernel.library.nchw_B and _transposes(spec, kernel) and itemsize(kernel.work.dtype) > 2):
         return kernel
     extra = kernel.library.nchw_B
     return kernel.but(
         bytes_read=kernel.work.bytes_read + extra,
         bytes_written=kernel.work.bytes_written + extra,
         cold_bytes=kernel.access.cold_bytes + 2 * extra,
+    )
+
+
+def _transposes(spec: ProcessorSpec, kernel: Kernel) -> bool:
+    """Does the library re-lay an NCHW pass's activations out for ``spec``'s matrix units (NHWC)?"""
+    return bool(
+        spec.is_accelerator and kernel.work.matrix and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
+    )
+
+
+def nchw_transposes(spec: ProcessorSpec, op: Kernel) -> bool:
+    """Does a 16-bit NCHW convolution pass run as cuDNN runs it on tensor cores: ``nchwToNhwcKernel``
+    on its inputs, the NHWC kernel, ``nhwcToNchwKernel`` on its output, three kernels one after the
+    other ([NSYS-NCHW]), so that the transposes cannot hide under the product's compute?"""
+    return bool(
+        op.library.nchw_B
+        and op.library.conv is not None
+        and itemsize(op.work.dtype) == 2
+        and _transposes(spec, op)
     )
 
 
@@ -236,7 +257,7 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
     """
     workload = fuse_epilogues(workload, system)  # XLA: element-wise consumers inside the product
-    if not any(k.library.foldable or k.library.reorder_B for k in workload.kernels):
+    if not any(k.library.foldable or k.library.reorder_B or k.library.nchw_B for k in workload.kernels):
         return workload
     ops: list[Op] = []
     deps: list[tuple[int, ...]] = []
@@ -252,9 +273,10 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
                         f"{workload.name}: folding ops out of a program with dependencies is not modelled"
                     )
                 continue
-            if library.blocked_weights and op.library.reorder_B:
+            transposed = nchw_transposes(system.compute, op)
+            if transposed or (library.blocked_weights and op.library.reorder_B):
                 inside = op.library.conv is None
-                passes = (_reorder_inside(op),) if inside else reorder_passes(op)
+                passes = (_reorder_inside(op),) if inside else reorder_passes(op, transposed)
                 for step, part in enumerate(passes):  # in order; a program with waits chains them
                     ops.append(part)
                     deps.append((len(ops) - 2,) if step and any(workload.deps) else after)
@@ -277,11 +299,14 @@ def _reorder_inside(op: Kernel) -> Kernel:
     )
 
 
-def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
+def reorder_passes(op: Kernel, transposed: bool = False) -> tuple[Kernel, ...]:
     """An eager convolution on a blocked-layout library as it runs ([PT131958]): a reorder of the
     plain weights (read from memory, written blocked), a reorder of the NCHW source activations
     (``LibraryHints.nchw_B``, split by the pass's input and output sizes), the convolution itself,
-    then a reorder of the destination back to NCHW: each a pass of its own, one after the other."""
+    then a reorder of the destination back to NCHW: each a pass of its own, one after the other.
+    ``transposed``: a GPU library's NCHW transposes around a tensor-core pass (``nchw_transposes``),
+    the weights left as the framework hands them; the library launches them inside the framework's
+    call, so each pays a primitive op's issue (``Issue.primitive``), not an operator's."""
     shape = op.library.conv
     assert shape is not None
     weights, activations = op.library.reorder_B, op.library.nchw_B
@@ -304,8 +329,15 @@ def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
             part=op.part,
             dtype=op.work.dtype,
             cold_bytes=cold,
+            primitive=transposed,
         )
 
+    if transposed:  # cuDNN launches them inside the framework's call; what they write goes to memory
+        source_pass, back_pass = (
+            reorder("nchw->nhwc", source, source),
+            reorder("nhwc->nchw", activations - source, activations - source),
+        )
+        return (source_pass, op.but(reorder_B=0.0, nchw_B=0.0), back_pass)
     passes = [reorder("reorder weights", weights, 2 * weights)]
     if source > 0:
         passes.append(reorder("reorder source", source, 0.0))

@@ -89,7 +89,7 @@ def execution(
     if kernel.library.conv is not None:  # a framework convolution, through the device's kernel library
         conv = kernel.library.conv
         core_flops *= library_of(spec, kernel.library.cpu_library).conv_share(
-            rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch
+            rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch, conv.pass_
         )
     if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
         core_flops *= library_of(spec, kernel.library.cpu_library).attention_share(

@@ -220,6 +220,11 @@ class LibrarySpec:
             thread loads, the threads' join): it reaches ``m / (m + batch_half_pixels)`` of
             ``conv_efficiency``, ``m`` = images x output pixels. Felt at batch 1 on small late-stage
             feature maps (7 x 7 = 49 pixels), not at training batches. 0: no such share.
+        backward_conv_efficiency: ``(pass, share)`` pairs: a convolution's backward passes (``dgrad``:
+            the gradient with respect to the input, ``wgrad``: with respect to the weights) reach this
+            share of the rate its forward pass reaches on the same shape (the library's backward
+            kernels are fewer and less tuned: strided and small-map data gradients, weight gradients
+            reduced over every pixel of the batch); a pass not listed runs at the forward's rate.
     """
 
     id: str = attrs.field(validator=text)
@@ -244,11 +249,24 @@ class LibrarySpec:
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
+    backward_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
 
-    def conv_share(self, matrix_format: str | None, pixels: float = 0.0, images: float = 1.0) -> float:
-        """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)
-        over ``images`` images of ``pixels`` output pixels each (0: not known, the full share)."""
+    @backward_conv_efficiency.validator
+    def _backward_passes(self, attribute: attrs.Attribute, value: tuple[tuple[str, float], ...]) -> None:
+        for pass_, share in value:
+            one_of(("dgrad", "wgrad"))(
+                self, attrs.Attribute.evolve(attribute, name=f"{attribute.name} pass"), pass_
+            )
+            fraction(self, attribute, share)
+
+    def conv_share(
+        self, matrix_format: str | None, pixels: float = 0.0, images: float = 1.0, pass_: str = "fwd"
+    ) -> float:
+        """Share of the GEMM rate a convolution's ``pass_`` (``fwd``, ``dgrad`` or ``wgrad``) reaches
+        (``matrix_format``: None off the matrix units) over ``images`` images of ``pixels`` output
+        pixels each (0: not known, the full share)."""
         share = dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)
+        share *= dict(self.backward_conv_efficiency).get(pass_, 1.0)
         if self.per_image_half_pixels and pixels > 0:
             share *= pixels / (pixels + self.per_image_half_pixels)
         if self.batch_half_pixels and pixels > 0:
