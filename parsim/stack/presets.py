@@ -39,6 +39,11 @@ Sources, abbreviated in the comments:
   ``_foreach_mul_`` and ``_foreach_addcmul_`` (v), ``_foreach_sqrt``, ``_foreach_div_``, ``_foreach_add_``
   (the denominator) and ``_foreach_addcdiv_`` (the weights): 12 arrays read and 8 written per weight;
   ``fused=True`` is opt-in.
+- [SCALER] pytorch/pytorch torch/amp/grad_scaler.py (torch/cuda/amp/grad_scaler.py before 2.3):
+  ``unscale_`` runs ``torch._amp_foreach_non_finite_check_and_unscale_`` over every gradient (one
+  multi-tensor pass, reading and writing each), and ``_maybe_opt_step`` calls ``optimizer.step`` only
+  ``if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values())``: a device-to-host
+  read that waits for the backward pass (the float16 recipe; bfloat16 needs no scaler).
 - [XLAJIT] JAX docs, "Just-in-time compilation" and "Asynchronous dispatch": a jitted function is
   traced and compiled once; each later call dispatches the compiled executable, no Python per op.
 - [XLAFUSE] OpenXLA docs, "XLA architecture" / operation fusion: element-wise operations are fused
@@ -99,6 +104,7 @@ EAGER = FrameworkSpec(
     # cache; ~1,000 small kernels (RMSNorm's, RoPE's, the adds) take ~2.8 us each from launch to drain
     kernel_floor_s=2.8e-6,
     fused_optimizer=False,  # [ADAMW] torch.optim.AdamW defaults to foreach=True on CUDA (not fused)
+    scaler_sync=True,  # [SCALER] GradScaler.step reads the overflow flag back before optimizer.step
 )
 
 GRAPH = FrameworkSpec(

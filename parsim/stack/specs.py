@@ -102,6 +102,10 @@ class FrameworkSpec:
         request_cycles: host CPU cycles of a serving engine's own work per request outside the
             steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
             part of the request's time to first token.
+        scaler_sync: float16 training scales the loss (PyTorch's ``GradScaler``): one multi-tensor
+            pass unscales the gradients and checks them for overflow, then the host reads the flag
+            back (``.item()``) before it issues the optimizer's step, so that step's launches wait
+            for the whole backward pass and the GPU waits for them.
         call_cycles: host CPU cycles of one generate() call of an engine's offline runtime outside
             its kernels (its buffers set up, the prompt copied in, the sampling layer set up, the
             first token synchronised back), part of ``llm_serve``'s time to first token.
@@ -132,6 +136,7 @@ class FrameworkSpec:
     serve_max_running: int = attrs.field(default=0, validator=non_negative_int)
     overlap_schedule: bool = attrs.field(default=False, validator=boolean)
     call_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    scaler_sync: bool = attrs.field(default=False, validator=boolean)
 
     def decode_bandwidth_share(self, expert: bool, weights: str) -> float:
         """The memory-bandwidth share of one of this engine's decode matrix kernels: an expert's

@@ -355,21 +355,24 @@ def layer_kernels(
                 kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out)
             )
     if train and update and layer.params:
-        master = numerics.master_dtype
-        kernels.append(
-            update_kernel(
-                optimizer,
-                f"{layer.name} update",
-                layer.params,
-                master,
-                device=device,
-                layer=layer.name,
-                cold=True,
-                foreach=numerics.foreach_optimizer,
-                multi_tensor=True,  # torch.optim steps over every layer's weights at once
-            )
-        )
+        kernels.append(layer_update(layer, numerics, optimizer, device))
     return forward, kernels if train else []
+
+
+def layer_update(layer: Layer, numerics: Numerics, optimizer: str = "sgd", device: int = 0) -> Kernel:
+    """The optimizer's update of ``layer``'s weights (in the master precision), one layer's share of
+    ``torch.optim``'s step over all of them."""
+    return update_kernel(
+        optimizer,
+        f"{layer.name} update",
+        layer.params,
+        numerics.master_dtype,
+        device=device,
+        layer=layer.name,
+        cold=True,
+        foreach=numerics.foreach_optimizer,
+        multi_tensor=True,  # torch.optim steps over every layer's weights at once
+    )
 
 
 def _cast(layer: Layer, what: str, items: int, source: str, target: str, device: int) -> Kernel:
