@@ -249,6 +249,7 @@ def test_cli_published_one_class(cli):
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
         ("step_patch:tf1", 9_000_000.0, "tf1-inference"),
         ("tf32_patch", 0.40, "tf32-training"),
+        ("cudnn5_patch", 0.5, "torch7-gpu"),
         ("onednn_patch", 1.0, "modern-cpu"),
         ("onednn_pixels_patch", 80.0, "modern-cpu"),
         ("thnn_patch", 0.2, "torch7-cpu"),
@@ -270,6 +271,7 @@ def test_stack_presets_sit_at_their_fitted_optimum(patch, value, rows):
         "modern-cpu": lambda r: r.klass == "cpu" and r.device == "xeon-8480",
         "torch7-cpu": lambda r: r.klass == "cpu" and r.params.get("framework") == "torch7",
         "flash-training": lambda r: r in fit_stack.flash_training(ROWS),
+        "torch7-gpu": lambda r: r in fit_stack.torch7_gpu(ROWS),
     }[rows]
     chosen = [row for row in ROWS if governed(row)]
     name, _, argument = patch.partition(":")

@@ -149,7 +149,9 @@ class NetBuilder:
 _STREAMING = {
     # kind: (fwd flops/elem, fwd elems moved, bwd flops/elem, bwd elems moved)
     "relu": (1, 2, 1, 3),  # y = max(x, 0); dx = dy * (y > 0): reads dy, y; writes dx
-    "bn": (5, 3, 8, 4),  # statistics pass + normalise pass; backward reads dy and x twice
+    # statistics pass + normalise pass; backward reads dy and x twice (PyTorch's
+    # batch_norm_backward_reduce then batch_norm_backward_elemt kernels, Normalization.cuh) and writes dx
+    "bn": (5, 3, 8, 5),
     "add": (1, 3, 1, 3),  # y = a + b; backward accumulates the two gradient paths
     "softmax": (5, 2, 2, 2),  # exp, sum, divide, log, pick; gradient p - onehot
     "mse": (3, 3, 2, 3),  # (y - t)^2 summed; gradient 2 (y - t)
