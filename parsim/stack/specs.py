@@ -182,6 +182,10 @@ class FrameworkSpec:
         return seconds if multi_tensor else max(seconds, self.kernel_floor_s)
 
 
+PassShares = tuple[tuple[str, float], ...]
+"""``(pass, share)`` pairs: a convolution pass's share of the rate (``backward_conv_efficiency``)."""
+
+
 @attrs.frozen(cache_hash=True)
 class LibrarySpec:
     """How a kernel library runs convolutions and matrix products.
@@ -254,14 +258,13 @@ class LibrarySpec:
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
-    backward_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
+    backward_conv_efficiency: PassShares = attrs.field(default=())
 
     @backward_conv_efficiency.validator
-    def _backward_passes(self, attribute: attrs.Attribute, value: tuple[tuple[str, float], ...]) -> None:
+    def _backward_passes(self, attribute: attrs.Attribute[PassShares], value: PassShares) -> None:
+        passes = attrs.Attribute.evolve(attribute, name=f"{attribute.name} pass")
         for pass_, share in value:
-            one_of(("dgrad", "wgrad"))(
-                self, attrs.Attribute.evolve(attribute, name=f"{attribute.name} pass"), pass_
-            )
+            one_of(("dgrad", "wgrad"))(self, passes, pass_)
             fraction(self, attribute, share)
 
     def conv_share(
