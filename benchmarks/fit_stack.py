@@ -12,7 +12,8 @@ Two kinds of parameters no datasheet gives:
   (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere;
 - oneDNN's share of the CPU's GEMM rate on convolutions (``LibrarySpec.conv_efficiency``), from
   the modern-CPU inference rows; and Torch7's own CPU backend (THNN: its share and the output
-  pixels of one image at which its per-image GEMM reaches half of it) from its CPU rows;
+  pixels of one image at which its per-image GEMM reaches half of it) from its CPU rows, with its
+  serial ReLU's cycles per element set from the core's branch-miss penalty, not fitted;
 - FlashAttention's share of the GEMM rate (``LibrarySpec.attention_efficiency``), from the
   transformer training rows that ran it.
 
@@ -180,7 +181,7 @@ def main() -> None:
     value, score = best(numpy.linspace(0.10, 1.0, 46), governed, attention_patch)
     print(f"fused attention share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = [r for r in rows if r.klass == "cpu" and r.params.get("framework") == "torch7"]
-    value, score = best(numpy.linspace(0.02, 0.5, 25), governed, thnn_patch)
+    value, score = best(numpy.arange(0.02, 0.501, 0.01), governed, thnn_patch)
     print(f"thnn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     value, score = best(numpy.linspace(40.0, 800.0, 20), governed, thnn_pixels_patch)
     print(f"thnn per-image half pixels: {value:.0f} -> MAPE {score:.1%} over {len(governed)} rows")

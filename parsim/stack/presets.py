@@ -19,6 +19,12 @@ Sources, abbreviated in the comments:
   remapper folds batch norm and fuses ReLU into _FusedConv2D on CPUs.
 - [JCJ] jcjohnson/cnn-benchmarks README and issue #20: Torch7 CPU timings on 2x Xeon E5-2630 v3 with
   the plain `nn` backend and a vanilla Torch install.
+- [THRESH] fmassa/nn@03e4ff9c1302f66d7127af056cb129db3f411951 lib/THNN/generic/Threshold.c (Torch7 nn's
+  THNN of 2016: ``TH_TENSOR_APPLY`` loops with a branch per element, no OpenMP) and
+  ColfaxResearch/nn@a73aa0a0a172dc89a6150aea0d1bf96c44ceb2dd, the same file with ``#pragma omp parallel
+  for`` added for Intel's optimised Torch.
+- [AGNER] A. Fog, "The microarchitecture of Intel, AMD and VIA CPUs", Haswell: "The branch
+  misprediction penalty is 15-20 clock cycles".
 - [PT131958] pytorch/pytorch issue #131958, a ``DNNL_VERBOSE`` log of stock PyTorch 2.4 CPU inference at
   batch 1: each NCHW convolution runs as oneDNN ``reorder`` primitives of the source and the weights,
   the ``convolution`` primitive, and a ``reorder`` of the destination back, each timed on its own.
@@ -271,16 +277,25 @@ ONEDNN = LibrarySpec(
 
 THNN = LibrarySpec(
     id="thnn",
-    name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image)",
-    # both fitted once (benchmarks/fit_stack.py) against the published Torch7 CPU rows ([JCJ]: VGG-16,
-    # ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far from optimal ... a vanilla Torch installation"):
-    # VGG-16's products (3,136-50,176 pixels an image) run at 0.2 of the GEMM rate, ResNets' late
-    # stages (196 and 49 pixels) far below: [THNN] SpatialConvolutionMM loops ``omp parallel for`` over
-    # the batch and calls one ``addmm`` per image (weights x the image's unfolded input), so each
-    # call's fixed work is spread over one image's output pixels only. MAPE of the six rows: 39.8 %
-    # with one flat share (0.14), 12.9 % with the per-image curve
-    conv_efficiency=0.2,
-    per_image_half_pixels=320.0,
+    name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image, a serial ReLU)",
+    # [THRESH] nn.ReLU is THNN's Threshold: ``TH_TENSOR_APPLY(real, input, if (*input_data <=
+    # threshold) *input_data = val;)``, forward and backward, a scalar loop on one thread (2016's
+    # TH_TENSOR_APPLY has no OpenMP; Intel's fork added ``omp parallel for`` to it later). On the
+    # activations' random signs the branch misses about every second element: [AGNER] Haswell's
+    # misprediction penalty is 15-20 cycles, so ~8.5 of them per element plus the loop's ~3 (load,
+    # compare, store, the apply's counters): 12 cycles. ResNet-50 runs 154 M ReLU elements a batch of
+    # 16 forward (VGG-16 217 M, ResNet-18 37 M): 0.7 s of its 2.5 s on one core.
+    serial_sign_test_cycles=12.0,
+    # the convolution's share and its per-image curve, fitted once (benchmarks/fit_stack.py) against
+    # the published Torch7 CPU rows ([JCJ]: VGG-16, ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far
+    # from optimal ... a vanilla Torch installation") with the serial ReLU above: VGG-16's products
+    # (3,136-50,176 pixels an image) run at 0.29 of the GEMM rate, ResNets' late stages (196 and 49
+    # pixels) far below: [THNN] SpatialConvolutionMM loops ``omp parallel for`` over the batch and
+    # calls one ``addmm`` per image (weights x the image's unfolded input), so each call's fixed work
+    # is spread over one image's output pixels only. MAPE of the six rows: 39.8 % with one flat share
+    # (0.14), 12.9 % with the per-image curve (0.2, 320 pixels), 6.3 % with the serial ReLU as well
+    conv_efficiency=0.29,
+    per_image_half_pixels=400.0,
 )
 
 ROCM = LibrarySpec(

@@ -234,6 +234,11 @@ class LibrarySpec:
             share of the rate its forward pass reaches on the same shape (the library's backward
             kernels are fewer and less tuned: strided and small-map data gradients, weight gradients
             reduced over every pixel of the batch); a pass not listed runs at the forward's rate.
+        serial_sign_test_cycles: a library whose ReLU is a scalar loop on one thread that branches
+            on each element's sign (Torch7's THNN ``Threshold``: a ``TH_TENSOR_APPLY`` of
+            ``if (x <= 0) x = 0``, no OpenMP) pays these cycles per element on one core: on
+            activations of random sign the branch predictor misses about every second test.
+            0: a vectorised, threaded ReLU (a max; the memory stream bounds it).
     """
 
     id: str = attrs.field(validator=text)
@@ -258,6 +263,7 @@ class LibrarySpec:
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
+    serial_sign_test_cycles: float = attrs.field(default=0.0, validator=non_negative)
     backward_conv_efficiency: PassShares = attrs.field(default=())
 
     @backward_conv_efficiency.validator

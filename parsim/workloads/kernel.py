@@ -129,6 +129,9 @@ class LibraryHints(NamedTuple):
         fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
             other kernel: its products run at the kernel library's ``attention_efficiency`` share of
             the GEMM rate for that kind, not at cuBLAS's own.
+        sign_test: the op tests each element's sign (a ReLU forward, and its backward's mask): a
+            library that runs it as a scalar loop branches on it
+            (``LibrarySpec.serial_sign_test_cycles``); a vectorised one takes a max.
     """
 
     gemm_mn: tuple[int, int] | None = None
@@ -139,6 +142,7 @@ class LibraryHints(NamedTuple):
     cpu_library: str = ""
     nchw_B: float = 0.0
     fused_attention: str = ""
+    sign_test: bool = False
 
 
 class Issue(NamedTuple):
@@ -152,11 +156,14 @@ class Issue(NamedTuple):
         multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
             apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
             (``FrameworkSpec.kernel_floor_s``) of its own.
+        python_loop: the pure-Python loop body the SISD demo runs for it (``relu``, ``matmul``...),
+            by which a calibrated CPU's ``interpreted_loop_scale`` prices that body; empty: none.
     """
 
     python_ops_per_item: float = 1.0
     primitive: bool = False
     multi_tensor: bool = False
+    python_loop: str = ""
 
 
 PLAIN_ACCESS = Access()
@@ -235,8 +242,14 @@ _RULES: dict[type, dict[str, Any]] = {
         "cpu_library": text,
         "nchw_B": non_negative,
         "fused_attention": text,
+        "sign_test": boolean,
     },
-    Issue: {"python_ops_per_item": non_negative, "primitive": boolean, "multi_tensor": boolean},
+    Issue: {
+        "python_ops_per_item": non_negative,
+        "primitive": boolean,
+        "multi_tensor": boolean,
+        "python_loop": text,
+    },
 }
 _PLACE_RULES = {
     "name": text,
@@ -268,6 +281,7 @@ def _good(kernel: Kernel) -> bool:
         and 0 <= i.python_ops_per_item < _INF
         and type(i.primitive) is bool
         and type(i.multi_tensor) is bool
+        and type(i.python_loop) is str
         and a.cold_bytes >= 0
         and 0 <= a.thread_loads_B < _INF
         and 0 <= a.reuse_B < _INF
@@ -282,6 +296,7 @@ def _good(kernel: Kernel) -> bool:
         and type(lib.cpu_library) is str
         and 0 <= lib.nchw_B < _INF
         and type(lib.fused_attention) is str
+        and type(lib.sign_test) is bool
     )
 
 
@@ -439,9 +454,11 @@ class Kernel:
         cpu_library: str = "",
         nchw_B: float = 0.0,
         fused_attention: str = "",
+        sign_test: bool = False,
         python_ops_per_item: float = 1.0,
         primitive: bool = False,
         multi_tensor: bool = False,
+        python_loop: str = "",
     ) -> Kernel:
         """A kernel from its facts given flat, each filed into its record: what a builder writes,
         and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
@@ -450,8 +467,8 @@ class Kernel:
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
-        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
-        issue = (python_ops_per_item, primitive, multi_tensor)
+        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention, sign_test)
+        issue = (python_ops_per_item, primitive, multi_tensor, python_loop)
         return cls(
             name,
             Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),

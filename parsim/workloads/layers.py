@@ -342,6 +342,7 @@ def layer_kernels(
     else:
         fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
         special = n_out if layer.kind == "softmax" else 0
+        sign = {"sign_test": True} if layer.kind == "relu" else {}  # forward: x > 0; backward: its mask
         forward.append(
             kernel(
                 "fwd",
@@ -350,11 +351,12 @@ def layer_kernels(
                 n_out * size,
                 n_out,
                 special_ops=special,
+                **sign,
             )
         )
         if train:
             kernels.append(
-                kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out)
+                kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out, **sign)
             )
     if train and update and layer.params:
         kernels.append(layer_update(layer, numerics, optimizer, device))

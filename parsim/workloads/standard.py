@@ -216,6 +216,13 @@ class DataParallelParams(_ModelParams):
         description="zero=3 (FSDP): units whose weights may be gathered at once; 2 as FSDP's "
         "limit_all_gathers and FSDP2's default prefetch keep (1: every gather exposed)",
     )
+    tp: int = Field(
+        1,
+        gt=0,
+        le=72,
+        description="language models with zero=3: tensor-parallel GPUs inside a node (2D, torchtitan's "
+        "FSDP + TP): each group of tp GPUs splits the layers, FSDP runs over gpus x nodes / tp groups",
+    )
 
 
 def _elementwise(op: str) -> WorkloadDef:
@@ -238,7 +245,7 @@ def _batch(params: Params) -> int:
 
 def _global_batch(params: Params) -> int:
     """Samples of a data-parallel step: every GPU's shard (a strong-scaling batch may not divide evenly)."""
-    ranks = params["gpus"] * params.get("nodes", 1)
+    ranks = params["gpus"] * params.get("nodes", 1) // params.get("tp", 1)  # one per tensor-parallel group
     shard = params["batch"] if params["scaling"] == "weak" else params["batch"] // ranks
     return int(shard * ranks)
 
@@ -295,7 +302,7 @@ DATA_PARALLEL = WorkloadDef(
     training.data_parallel,
     "training split over GPUs, host or ring sync",
     samples=_global_batch,
-    baseline=lambda params: {**params, "gpus": 1, "nodes": 1},
+    baseline=lambda params: {**params, "gpus": 1, "nodes": 1, "tp": 1},
     check=_check_model,
     cluster=(("sync", "ring"),),  # a cluster's GPUs sum gradients with NCCL, not on one host
 )

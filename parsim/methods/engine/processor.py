@@ -100,9 +100,7 @@ def phase_times(
 def kernel_fork_join_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """The model's fork/join cost of spreading this kernel over the cores."""
     how = plan(spec, mode, overlap, kernel)
-    return float(
-        fork_join_s(spec, how.ex, how.kernel.library.gemm_mn is not None, how.kernel.work.work_items)
-    )
+    return float(fork_join_s(spec, how.ex, how.kernel.work.work_items))
 
 
 @cached(maxsize=16384)

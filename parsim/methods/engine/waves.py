@@ -97,6 +97,8 @@ def _chunks(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> int:
 def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decomposition:
     """Split ``kernel`` into at most two phases: the full waves and the tail wave."""
     tiles, per_tile_s, arithmetic_s = tile_seconds(kernel, ex, _chunks(kernel, ex, spec), spec)
+    if ex.thread_share != 1.0 and tiles > 1:  # cores running one product together (a CPU BLAS)
+        per_tile_s, arithmetic_s = per_tile_s / ex.thread_share, arithmetic_s / ex.thread_share
     slots = ex.cores * ex.tiles_per_core
     per_tile_B = kernel.bytes / tiles
     full_waves, tail_tiles = divmod(tiles, slots)
