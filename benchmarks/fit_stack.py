@@ -133,6 +133,16 @@ def attention_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("CUDNN", attention_efficiency=(("flash-v1", v1), ("flash", min(1.0, 2 * v1))))
 
 
+def fft_patch(share: float) -> Callable[[], Callable[[], None]]:
+    """cuDNN's FFT convolutions: the share of the vector rate their arithmetic reaches."""
+    return preset_patch("CUDNN", fft_efficiency=min(1.0, float(share)))
+
+
+def fft_convolutions(rows) -> list[published.Row]:
+    """The kernel rows of single convolutions cuDNN may run as FFT (a 5x5 or larger filter)."""
+    return [r for r in rows if r.klass == "kernel" and r.workload == "conv2d" and r.params["kernel"] >= 5]
+
+
 def best(values, rows, patch) -> tuple[float, float]:
     scores = {float(v): mape(rows, patch(v)) for v in values}
     value = min(scores, key=scores.__getitem__)
@@ -180,6 +190,9 @@ def main() -> None:
     governed = flash_training(rows)
     value, score = best(numpy.linspace(0.10, 1.0, 46), governed, attention_patch)
     print(f"fused attention share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = fft_convolutions(rows)
+    value, score = best(numpy.arange(0.2, 0.501, 0.05), governed, fft_patch)
+    print(f"cudnn fft share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = [r for r in rows if r.klass == "cpu" and r.params.get("framework") == "torch7"]
     value, score = best(numpy.arange(0.02, 0.501, 0.01), governed, thnn_patch)
     print(f"thnn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")

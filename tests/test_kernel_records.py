@@ -31,6 +31,7 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "nchw_B",
         "fused_attention",
         "sign_test",
+        "frequency_domain",
     },
     "issue": {"python_ops_per_item", "primitive", "multi_tensor", "python_loop"},
 }

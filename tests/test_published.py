@@ -57,11 +57,10 @@ NOT_MET_YET: dict[str, str] = {
     # batch 720 +11 %) and the GDDR6X parts faster (RTX 3090 -13 %, A6000 -10 %, 4090 -17 %); MXNet's
     # AMP rows -8 to -15 % (its fused batch-norm + add + ReLU kernels) and VGG-16 on cuDNN 5.1 +45 %
     "training": "fp16 convolution rate per GPU generation (HBM A100/H100 vs GDDR6X) at Lambda's batch sizes",
-    # GEMM/conv at 10.6 % (39 rows; 12.4 % of 25 before the H100 PCIe's tensor-core power cap):
-    # DeepBench's 5x5 FP32 convolution on a V100 (-40 %: cuDNN's FFT_TILING), the 35-row skinny
-    # GEMMs (T4 FP32 -34 %, V100 FP16 -27 %), and Hopper's torch.mm at 4096^3 (+7 to +20 %: the
-    # tail wave parsim loses and cuBLAS's persistent/stream-K kernels hide)
-    "kernel": "cuDNN's FFT_TILING cost, skinny-GEMM kernels and Hopper cuBLAS's stream-K tail",
+    # issue 26 kernel round 4 took "kernel" off this list (10.6 % of 39 rows -> 7.7 % of 56): Hopper
+    # cuBLAS's stream-K tail (ProcessorSpec.stream_k) and cuDNN's FFT arithmetic share
+    # (LibrarySpec.fft_efficiency); DeepBench's 35-row skinny GEMMs (V100 FP16 -27 %, T4 FP32 -33 %)
+    # remain its worst rows
     # issue 26 round 3 took "collective" (10.9 % -> 9.3 %: NVLink 5's measured 680 GB/s ring; the
     # MI300X rows' +57 % at 1 MiB stays, see model.nccl.RCCL_HOP_EXTRA_S), "collective-small"
     # (13.0 % -> 8.3 %: NVLS' 30.5 us fixed cost on Hopper) and "tp-pcie" (10.4 % -> 9.5 %, a third
@@ -92,6 +91,15 @@ NOT_MET_YET: dict[str, str] = {
     # in the class: IPEX runs ResNet-18/50 ~25 % faster than TensorFlow (-19 %; both framework=graph:
     # IPEX's prepacked blocked weights and fused post-ops are not told apart from TF's NHWC path),
     # eager PyTorch ResNet-50 -12 to -20 %, Torch7 ResNet-50 -14/-15 %
+    # issue 26 round 3 (moe4): MoE training with expert parallelism, 10 rows (Megatron-Bridge's Qwen3
+    # MoE on DGX-H100/B200, Megatron-LM's Mixtral 8x7B): 60.5 % with the kernels, collectives and
+    # memory alone; 34.4 % with Megatron-Core's small MoE ops at the framework's per-op host cost
+    # and the flex (HybridEP) dispatcher (Mixtral +4 %, Qwen3-30B B200 mbs 4 +1 %, H100 pp 2 +7 %,
+    # ep=16 over 2 nodes +12 %). Left: the 25.11 containers' rows (+42 to +137 %: older software),
+    # Qwen3-30B at micro-batch 1 (+33 %: per-expert GEMM launches?) and Qwen3-235B (+22 to +38 %:
+    # all-to-alls across 4 nodes overlapped with compute, overlap taken as complete)
+    "moe-training": "HybridEP/DeepEP dispatch rates across nodes, the all-to-all overlap's real share, "
+    "per-expert GEMM launches at small micro-batches, and older containers' software",
     # issue 26 item 9: 19.0 % -> 17.7 % (framework=mxnet) -> 14.3 % over 46 rows (framework=tf1: one
     # Session.run of host time per step, then the GPU's, the fetch blocking; 12 TF1 batch-4/8 rows
     # added, 10.2 %). Left: batch-1 GPU time (MXNet 22.10's 0.7 ms on an A100, -79 %, is GPU-bound: its

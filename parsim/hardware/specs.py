@@ -191,6 +191,9 @@ class ProcessorSpec:
             whose matrix units reach a different share; None when ``matmul_efficiency`` holds
             for both (an Ada GeForce reaches ~60 % of its FP32 peak in SGEMM: half its FP32
             lanes share their issue slots with the integer work a GEMM also needs).
+        stream_k: the platform library's matrix-unit GEMMs on this chip share the last wave's work
+            among every SM (persistent kernels with a stream-K tile scheduler: cuBLAS on Hopper),
+            so a product of 4.5 waves takes 4.5 waves' time, not 5 (no tail effect).
         special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
         op_rates_per_core: measured items per second of one core for elementary operations run
             as single passes (``{"add": 6.5e9, "maximum": 2.2e9, "exp": 1.2e9, ...}``); where an
@@ -273,6 +276,7 @@ class ProcessorSpec:
     vector_matmul_efficiency: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(fraction)
     )
+    stream_k: bool = attrs.field(default=False, validator=boolean)
     platform: Literal["cuda", "rocm"] = attrs.field(default="cuda", validator=one_of(GPU_PLATFORMS))
     systolic_array: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(whole_within(2, 4096))

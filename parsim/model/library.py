@@ -8,7 +8,9 @@ cuDNN times every algorithm a convolution shape allows and keeps the fastest (``
   F(2x2, 3x3)); its transformed products run on the vector units, so it wins in float32 on
   CUDA cores and loses to tensor cores;
 - **FFT** (filters of 5 or more at stride 1): products in the frequency domain, paid for with
-  transforms and complex buffers moved through memory.
+  transforms and complex buffers moved through memory. Its arithmetic (radix-2 transforms and a
+  batched complex product per frequency of matrices as small as batch x channels) runs at a share
+  of the vector rate (``LibrarySpec.fft_efficiency``), not at a large GEMM's.
 
 Every candidate is timed by the model's own closed form and the fastest is kept
 (``model.kernel.choose``, above this module: the closed form needs the rates), so the choice
@@ -141,6 +143,7 @@ def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:
         matrix=False,
         gemm_mn=None,
         work_items=max(1, shape.batch * shape.filters * plane),
+        frequency_domain=True,  # at the library's fft_efficiency
     )
 
 
@@ -206,6 +209,19 @@ def tile_seconds(
     return max(tile_parts(kernel, ex, rows, columns, split, spec))
 
 
+def stream_k(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> bool:
+    """Whether ``kernel`` runs as a stream-K product, its last wave's work shared by every SM
+    (``ProcessorSpec.stream_k``): a library matrix product (not a convolution) on the matrix units."""
+    return (
+        spec.stream_k
+        and kernel.library.gemm_mn is not None
+        and kernel.library.conv is None
+        and kernel.work.matrix
+        and ex.lanes == spec.lanes_per_core
+        and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
+    )
+
+
 @cached(maxsize=65536)
 def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     """The tile and split-K the library chooses for ``kernel`` (see the module docstring)."""
@@ -228,11 +244,12 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
         shapes = [(min(m, systolic.round_up(m / spec.cores, systolic.ROWS)), n)]
     best: tuple[float, Tiling] | None = None
     rate = _operand_rate(spec, kernel)  # the same for every tile shape
+    shared_tail = stream_k(spec, ex, kernel)
     for rows, columns in shapes:  # largest first
         outputs = math.ceil(m / rows) * math.ceil(n / columns)
         edge = min(rows, columns)
         split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
-        waves = math.ceil(outputs * split / slots)
+        waves = outputs * split / slots if shared_tail else math.ceil(outputs * split / slots)
         seconds = waves * max(_tile_parts(kernel, ex, rows, columns, split, rate))  # tile_seconds
         if best is None or seconds < best[0] * (1 - CLEARLY_FASTER):
             best = (seconds, Tiling(rows, columns, split, outputs))

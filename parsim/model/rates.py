@@ -101,6 +101,8 @@ def execution(
         core_flops *= library_of(spec, kernel.library.cpu_library).conv_share(
             rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch, conv.pass_
         )
+    if kernel.library.frequency_domain:  # an FFT convolution: transforms and small complex products
+        core_flops *= library_of(spec, kernel.library.cpu_library).fft_efficiency
     if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
         core_flops *= library_of(spec, kernel.library.cpu_library).attention_share(
             kernel.library.fused_attention

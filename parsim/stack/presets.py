@@ -60,6 +60,9 @@ Sources, abbreviated in the comments:
   LLaMA-2 projections for 1 to 4096 tokens. At 128 tokens (A100) they take 1.70-1.76x the max of
   compute at peak and weight streaming, 0.94-0.98x their sum; sqrt(compute^2 + memory^2) with
   the devices' efficiencies follows every size from 16 to 4096 tokens within ~10 %.
+- [DBENCH] baidu-research/DeepBench@da81ba7820739e2e506dc27f382d15be5479f98f results/train/
+  DeepBench_NV_V100.xlsx and DeepBench_NV_T4.xlsx, sheet 'Results FP32', 'Convolution' (cuDNN 7.6.2,
+  the forward algorithm cuDNN chose named per row).
 - [MIOPEN] ROCm/MIOpen documentation, "Convolution algorithms" (miopenConvFwdAlgorithm_t: GEMM, Direct,
   FFT, Winograd, ImplicitGEMM; ``miopenFindConvolutionForwardAlgorithm`` times them, as cudnnFind does).
 - [TENSILE] ROCm/Tensile (hipBLASLt's and rocBLAS's GEMM generator): kernels named by their macro tile
@@ -211,6 +214,12 @@ CUDNN = LibrarySpec(
     name="cuDNN and cuBLAS (NVIDIA GPUs)",
     winograd_reduction=36 / 16,  # [LG16] F(2x2, 3x3): 16 multiplies instead of 36
     fft_min_filter=5,  # [CUDNN] FFT and FFT_TILING pay off for large filters at stride 1
+    # fitted once (grid 0.2-0.5 in steps of 0.05, least MAPE) on DeepBench's two FFT_TILING convolutions
+    # ([DBENCH]: 28x28, 192 -> 32 channels, 5x5, batch 16, float32: 0.192 ms on a V100, 0.439 ms on a
+    # T4): their ratio (2.29) is the two chips' vector-rate ratio (2.4), not their bandwidth ratio
+    # (3.3), so the algorithm is bound by its arithmetic, at 0.3 of the vector peak (transforms' index
+    # and twiddle work beside the 5 n log2 n FLOPs; complex products of 16x192 by 192x32 per frequency)
+    fft_efficiency=0.3,
     # [VIDUR] cuBLAS products of LLaMA-2 7B/70B shapes timed on A100 and H100 from 16 to 4096 rows:
     # 1.7x the max of compute and weight streaming at 128 rows, near the sum; the smooth roofline
     # with p = 2 follows them within ~10 % at every size (compute-bound or memory-bound ends keep

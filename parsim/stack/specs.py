@@ -195,6 +195,8 @@ class LibrarySpec:
         name: what it stands for.
         winograd_reduction: multiplies saved by Winograd on 3x3 stride-1 convolutions.
         fft_min_filter: smallest filter edge for which FFT convolution is a candidate.
+        fft_efficiency: share of the vector rate an FFT convolution's arithmetic reaches (its
+            transforms and its batched complex products of small matrices, one per frequency).
         gemm_tiles: output tiles (rows, columns) the GEMM heuristic chooses from; empty keeps the
             processor's own ``matmul_tile``.
         conv_efficiency: share of the processor's GEMM rate (``matmul_efficiency``) that
@@ -245,6 +247,7 @@ class LibrarySpec:
     name: str = attrs.field(validator=text)
     winograd_reduction: float = attrs.field(default=1.0, validator=positive)
     fft_min_filter: int = attrs.field(default=0)
+    fft_efficiency: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     gemm_tiles: tuple[tuple[int, int], ...] = attrs.field(default=())
     conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
     matrix_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())

@@ -132,6 +132,9 @@ class LibraryHints(NamedTuple):
         sign_test: the op tests each element's sign (a ReLU forward, and its backward's mask): a
             library that runs it as a scalar loop branches on it
             (``LibrarySpec.serial_sign_test_cycles``); a vectorised one takes a max.
+        frequency_domain: a convolution computed through FFTs (transforms, complex products per
+            frequency, the inverse): its arithmetic runs at the library's ``fft_efficiency`` share of
+            the vector rate, not at a GEMM's.
     """
 
     gemm_mn: tuple[int, int] | None = None
@@ -143,6 +146,7 @@ class LibraryHints(NamedTuple):
     nchw_B: float = 0.0
     fused_attention: str = ""
     sign_test: bool = False
+    frequency_domain: bool = False
 
 
 class Issue(NamedTuple):
@@ -243,6 +247,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "nchw_B": non_negative,
         "fused_attention": text,
         "sign_test": boolean,
+        "frequency_domain": boolean,
     },
     Issue: {
         "python_ops_per_item": non_negative,
@@ -297,6 +302,7 @@ def _good(kernel: Kernel) -> bool:
         and 0 <= lib.nchw_B < _INF
         and type(lib.fused_attention) is str
         and type(lib.sign_test) is bool
+        and type(lib.frequency_domain) is bool
     )
 
 
@@ -455,6 +461,7 @@ class Kernel:
         nchw_B: float = 0.0,
         fused_attention: str = "",
         sign_test: bool = False,
+        frequency_domain: bool = False,
         python_ops_per_item: float = 1.0,
         primitive: bool = False,
         multi_tensor: bool = False,
@@ -467,7 +474,18 @@ class Kernel:
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
-        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention, sign_test)
+        library = (
+            gemm_mn,
+            conv,
+            math,
+            foldable,
+            reorder_B,
+            cpu_library,
+            nchw_B,
+            fused_attention,
+            sign_test,
+            frequency_domain,
+        )
         issue = (python_ops_per_item, primitive, multi_tensor, python_loop)
         return cls(
             name,

@@ -18,7 +18,6 @@ from parsim.workloads.base import Params
 from parsim.workloads.definition import MAX_ELEMENTS, ParamsModel, WorkloadDef
 from parsim.workloads.llms import LLMS, is_llm, llm
 from parsim.workloads.models import MODELS
-from parsim.workloads.moe import require_inference
 from parsim.workloads.parallel3d import ParallelMetrics
 
 if TYPE_CHECKING:  # the choices are data: to the type checker, names
@@ -160,6 +159,29 @@ class NetworkParams(_ModelParams):
     fp8: bool = Field(
         False, description="Transformer Engine FP8 GEMMs in the blocks' linear layers (H100 and later)"
     )
+    ep: int = Field(
+        1, gt=0, le=1024, description="mixture of experts: expert-parallel GPUs (of dp x cp; all-to-alls)"
+    )
+    expert_tp: int = Field(
+        0, ge=0, le=72, description="mixture of experts: GPUs each expert is split over (0: tp; 1: folding)"
+    )
+    dispatcher: Literal["alltoall", "flex"] = Field(
+        "alltoall",
+        description="mixture of experts: NCCL all-to-all, or flex (DeepEP/HybridEP: a token crosses "
+        "to a node once)",
+    )
+    ep_overlap: bool = Field(
+        False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
+    )
+    imbalance: float = Field(
+        1.0, ge=1.0, le=1000.0, description="mixture of experts: the busiest expert's tokens over the mean"
+    )
+    capacity_factor: float = Field(
+        0.0,
+        ge=0.0,
+        le=1000.0,
+        description="mixture of experts: rows an expert takes over the mean (0: dropless)",
+    )
     pipeline_events: bool = Field(
         False,
         description="time a pipelined step event by event in the SimPy engine (the oracle) instead of "
@@ -262,8 +284,6 @@ def _check_model(name: str, given: Params, params: Params) -> Params:
             config = llm(model)
         except ParsimError as error:
             raise ParsimError(f"{name}: {error}") from None
-        if name == "data_parallel" or params.get("train", False):  # serve only infers
-            require_inference(config, name)
         context = config.context
         seq = params["seq"] or context
         if seq > context:

@@ -276,7 +276,7 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
         zip(decomposition.phases, phase_times(spec, mode, overlap, kernel), strict=True)
     ):
         kind = leg(compute_s, memory_s)
-        tail = decomposition.tiles % decomposition.slots
+        tail = 0 if decomposition.shared_tail else decomposition.tiles % decomposition.slots
         if kind == "compute" and index == 0 and tail and decomposition.waves > 1:
             quantised = (decomposition.waves, decomposition.slots, tail)
         memory = None
