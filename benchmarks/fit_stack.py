@@ -76,7 +76,12 @@ def preset_patch(attribute: str, **changes: object) -> Callable[[], Callable[[],
         # the tables ``library_for`` reads hold the preset itself: patch them too
         tables = [
             t
-            for t in (presets.LIBRARIES, presets.CPU_LIBRARIES, presets.GPU_LIBRARIES)
+            for t in (
+                presets.LIBRARIES,
+                presets.CPU_LIBRARIES,
+                presets.GPU_LIBRARIES,
+                presets.STACK_GPU_LIBRARIES,
+            )
             if original in t.values()
         ]
 
@@ -94,6 +99,15 @@ def preset_patch(attribute: str, **changes: object) -> Callable[[], Callable[[],
 
 def tf32_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("CUDNN", matrix_conv_efficiency=(("tf32", float(share)),))
+
+
+def cudnn5_patch(share: float) -> Callable[[], Callable[[], None]]:
+    return preset_patch("CUDNN5", conv_efficiency=float(share))
+
+
+def torch7_gpu(rows) -> list[published.Row]:
+    """The Lua Torch 7 rows on the GTX 1080 (cuDNN 5.1: training and inference)."""
+    return [r for r in rows if r.params.get("framework") == "torch7" and r.device == "gtx-1080"]
 
 
 def onednn_patch(share: float) -> Callable[[], Callable[[], None]]:
@@ -171,6 +185,9 @@ def main() -> None:
     ]
     value, score = best(numpy.arange(0.10, 1.001, 0.02), governed, tf32_patch)
     print(f"cudnn tf32 conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = torch7_gpu(rows)
+    value, score = best(numpy.arange(0.40, 1.001, 0.05), governed, cudnn5_patch)
+    print(f"cudnn 5.1 conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = [r for r in rows if r.klass == "cpu" and r.device in ("xeon-8480", "epyc-9654")]
     value, score = best(numpy.linspace(0.10, 1.0, 19), governed, onednn_patch)
     print(f"onednn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")

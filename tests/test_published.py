@@ -48,12 +48,16 @@ def test_no_published_run_is_refused(compared):
 # Known gaps (issue 14), kept visible: each fails today and the xfail is strict, so meeting the
 # target makes the test fail until the class leaves this list.
 NOT_MET_YET: dict[str, str] = {
-    # issue 26 lowered every target to 10 %. Single-GPU training at 12.1 % (14.3 % before cuDNN 5.1
-    # for the Torch7 stack): PyTorch AMP ResNet-50 on V100/A100/H100 predicted too fast (+15 to +50 %,
-    # Lambda's NCHW runs worst) while the same runs on an RTX 4090 are within 6 %; fusing batch norm +
-    # add + ReLU for the graph frameworks makes their AMP rows as fast, so the gap is common to the
-    # HBM GPUs (ResNet's channel-poor tensor-core convolutions or its memory-bound kernels' bandwidth)
-    "training": "the tensor-core convolution rate of ResNet-50's layers on V100/A100/H100 under AMP",
+    # issue 26 lowered every target to 10 %. Single-GPU training at 10.5 % over 38 rows (12.1 % over
+    # 33 before; 9.6 % over those 33 now, with kernel round 4's FFT share): cuDNN's backward passes at
+    # their DeepBench share of the forward's rate, a 16-bit NCHW pass's transposes as kernels of
+    # their own, PyTorch's GradScaler read-back before the optimizer, batch norm's backward as
+    # PyTorch's two kernels (5 passes). Five more Lambda AMP rows (same harness, 8 GPUs in all) show
+    # what is left: the HBM parts run slower than predicted (A100 SXM/PCIe +28 %, H100 SXM/PCIe
+    # +36/+23 %, all at batch 1280; the A100 40GB at batch 720 +11 %) and the GDDR6X parts faster
+    # (RTX 3090 -13 %, A6000 -10 %, 4090 -17 %); MXNet's AMP rows -8 to -15 % (its fused batch-norm
+    # + add + ReLU kernels) and VGG-16 on cuDNN 5.1 +45 %
+    "training": "fp16 convolution rate per GPU generation (HBM A100/H100 vs GDDR6X) at Lambda's batch sizes",
     # issue 26 kernel round 4 took "kernel" off this list (10.6 % of 39 rows -> 7.7 % of 56): Hopper
     # cuBLAS's stream-K tail (ProcessorSpec.stream_k) and cuDNN's FFT arithmetic share
     # (LibrarySpec.fft_efficiency); DeepBench's 35-row skinny GEMMs (V100 FP16 -27 %, T4 FP32 -33 %)
@@ -259,7 +263,8 @@ def test_cli_published_one_class(cli):
         ("framework_patch:eager", 133_000.0, "eager-batch-1"),
         ("step_patch:tf1", 10_000_000.0, "tf1-inference"),
         ("step_patch:mxnet-cuda-graph", 500_000.0, "mxnet-cuda-graph-inference"),
-        ("tf32_patch", 0.34, "tf32-training"),
+        ("tf32_patch", 0.40, "tf32-training"),
+        ("cudnn5_patch", 0.5, "torch7-gpu"),
         ("onednn_patch", 1.0, "modern-cpu"),
         ("onednn_pixels_patch", 80.0, "modern-cpu"),
         ("thnn_patch", 0.29, "torch7-cpu"),
@@ -284,6 +289,7 @@ def test_stack_presets_sit_at_their_fitted_optimum(patch, value, rows):
         "modern-cpu": lambda r: r.klass == "cpu" and r.device == "xeon-8480",
         "torch7-cpu": lambda r: r.klass == "cpu" and r.params.get("framework") == "torch7",
         "flash-training": lambda r: r in fit_stack.flash_training(ROWS),
+        "torch7-gpu": lambda r: r in fit_stack.torch7_gpu(ROWS),
     }[rows]
     chosen = [row for row in ROWS if governed(row)]
     name, _, argument = patch.partition(":")

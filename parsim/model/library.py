@@ -35,6 +35,11 @@ per 1,024 images in NCHW against 2 x 176.2 ms per 512 in NHWC.
 log): around every convolution of an NCHW model, oneDNN ``reorder`` primitives re-lay the source
 (``abcd`` -> ``aBcd8b``) and the weights (``abcd`` -> ``ABcd8b8a``) before the ``convolution``
 primitive and the destination back (``aBcd8b`` -> ``abcd``) after it, each timed on its own.
+
+[NSYS-NCHW] instanseg/instanseg pull request #144 (a PyTorch float16 autocast profile on an RTX 5090):
+cuDNN prefers NHWC kernels, so around every convolution of an NCHW model it runs ``nchwToNhwc`` on
+the feature map and ``nhwcToNchw`` on the result, kernels of their own (~12 % of the CUDA time,
+beside ~27 % in the convolutions); channels-last tensors drop them.
 """
 
 from __future__ import annotations
@@ -111,7 +116,7 @@ def _nchw_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
 def transposes_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
     """Whether cuDNN runs ``kernel``, a 16-bit convolution pass on NCHW activations, as a transpose of
     the source to NHWC, the NHWC kernel and a transpose of the destination back, each a kernel of its
-    own ([CL]; ``lower`` makes them passes, not traffic under the convolution's compute). A 1x1
+    own ([CL]; [NSYS-NCHW]'s profile names them ``nchwToNhwcKernel`` and ``nhwcToNchwKernel``; ``lower`` makes them passes, not traffic under the convolution's compute). A 1x1
     convolution's forward pass at stride 1 is not transposed: on NCHW activations it is already one
     GEMM per image (the weights times the image's channels x pixels matrix, written as NCHW).
     [CL]'s timm tables: ResNet-50 inference in NCHW runs at 0.83-0.86 of NHWC (RTX 3090 and 4090,
@@ -360,6 +365,7 @@ def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
             part=op.part,
             dtype=op.work.dtype,
             cold_bytes=cold,
+            primitive=transposed,
         )
 
     to, back = ("reorder source", "reorder back") if weights else ("transpose to NHWC", "transpose back")

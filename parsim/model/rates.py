@@ -99,7 +99,7 @@ def execution(
     if kernel.library.conv is not None:  # a framework convolution, through the device's kernel library
         conv = kernel.library.conv
         core_flops *= library_of(spec, kernel.library.cpu_library).conv_share(
-            rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch
+            rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch, conv.pass_
         )
     if kernel.library.frequency_domain:  # an FFT convolution: transforms and small complex products
         core_flops *= library_of(spec, kernel.library.cpu_library).fft_efficiency

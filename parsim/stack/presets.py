@@ -7,6 +7,10 @@ Sources, abbreviated in the comments:
 - [CUDNN] NVIDIA cuDNN API reference, ``cudnnConvolutionFwdAlgo_t``: IMPLICIT_GEMM,
   IMPLICIT_PRECOMP_GEMM, GEMM, FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED; ``cudnnFindConvolution*``
   times each and returns the fastest.
+- [DBENCH] baidu-research/DeepBench@da81ba7820739e2e506dc27f382d15be5479f98f results/train/
+  DeepBench_NV_V100.xlsx and DeepBench_NV_T4.xlsx (CUDA 10.1, cuDNN 7.6.2), sheets "Results FP32" and
+  "Results - FP16 ip, Mixed math", section Convolution: per shape "Forward (msec)", "wrt Inputs
+  (msec)" and "wrt Parameters (msec)", cuDNN's fastest algorithm for each pass.
 - [CUTLASS] NVIDIA CUTLASS, media/docs/efficient_gemm.md and the profiler's default kernels:
   threadblock tiles from 256x128 down to 64x64 (and 32x32 for small problems), with split-K.
 - [ONEDNN] oneDNN developer guide, "Memory Format Propagation" (convolutions choose blocked formats
@@ -41,6 +45,11 @@ Sources, abbreviated in the comments:
   ``_foreach_mul_`` and ``_foreach_addcmul_`` (v), ``_foreach_sqrt``, ``_foreach_div_``, ``_foreach_add_``
   (the denominator) and ``_foreach_addcdiv_`` (the weights): 12 arrays read and 8 written per weight;
   ``fused=True`` is opt-in.
+- [SCALER] pytorch/pytorch torch/amp/grad_scaler.py (torch/cuda/amp/grad_scaler.py before 2.3):
+  ``unscale_`` runs ``torch._amp_foreach_non_finite_check_and_unscale_`` over every gradient (one
+  multi-tensor pass, reading and writing each), and ``_maybe_opt_step`` calls ``optimizer.step`` only
+  ``if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values())``: a device-to-host
+  read that waits for the backward pass (the float16 recipe; bfloat16 needs no scaler).
 - [XLAJIT] JAX docs, "Just-in-time compilation" and "Asynchronous dispatch": a jitted function is
   traced and compiled once; each later call dispatches the compiled executable, no Python per op.
 - [XLAFUSE] OpenXLA docs, "XLA architecture" / operation fusion: element-wise operations are fused
@@ -116,6 +125,7 @@ EAGER = FrameworkSpec(
     # cache; ~1,000 small kernels (RMSNorm's, RoPE's, the adds) take ~2.8 us each from launch to drain
     kernel_floor_s=EAGER_KERNEL_FLOOR_S,
     fused_optimizer=False,  # [ADAMW] torch.optim.AdamW defaults to foreach=True on CUDA (not fused)
+    scaler_sync=True,  # [SCALER] GradScaler.step reads the overflow flag back before optimizer.step
 )
 
 GRAPH = FrameworkSpec(
@@ -263,10 +273,17 @@ CUDNN = LibrarySpec(
     conv_efficiency=1.0,  # implicit GEMM reaches cuBLAS's rate: the processor's matmul_efficiency
     # fitted once (benchmarks/fit_stack.py) against the published float32 (TF32) ResNet-50 training
     # rows on A100s (DeepLearningExamples: PyTorch, TensorFlow, MXNet, PaddlePaddle, 909-1056 img/s):
-    # TF32 convolutions reach 0.34 of the TF32 tensor rate (~45 TFLOP/s on an A100), while cuBLAS's
-    # TF32 GEMM reaches 0.69 (published torch.mm 4096^3: 108 TFLOP/s) and float16 convolutions the full
-    # matmul_efficiency: ResNet-50's convolutions are too small and too channel-poor for TF32 tiles
-    matrix_conv_efficiency=(("tf32", 0.34),),
+    # TF32 convolutions reach 0.40 of the TF32 tensor rate in the forward pass (~53 TFLOP/s on an
+    # A100; 0.34 before the backward passes' own share below), while cuBLAS's TF32 GEMM reaches 0.69
+    # (published torch.mm 4096^3: 108 TFLOP/s) and float16 convolutions the full matmul_efficiency:
+    # ResNet-50's convolutions are too small and too channel-poor for TF32 tiles
+    matrix_conv_efficiency=(("tf32", 0.40),),
+    # [DBENCH] fitted once: the data and weight gradients of every DeepBench training convolution timed
+    # with both (V100 and T4 sheets, float16 on tensor cores and float32 on CUDA cores; 4 x 70
+    # shapes) take 1.10-1.44x (dgrad) and 1.19-1.38x (wgrad) the forward's time, where the same
+    # FLOPs at the forward's rate give 0.99-1.04x; the shares that make parsim's pooled ratios match
+    # (geometric mean over the four sheets): dgrad 0.79, wgrad 0.78 of the forward's rate
+    backward_conv_efficiency=(("dgrad", 0.79), ("wgrad", 0.78)),
     # flash-v1 fitted once (benchmarks/fit_stack.py) against FlashAttention's own GPT-3 125M-760M
     # training runs on 8x A100 (training/README.md of the v1 era: PyTorch 1.12, CUDA 11.8, "up to 189
     # TFLOPs/sec per A100"): its fused attention forward + backward reaches 0.22 of the GEMM rate

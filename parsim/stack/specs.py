@@ -107,6 +107,10 @@ class FrameworkSpec:
         request_cycles: host CPU cycles of a serving engine's own work per request outside the
             steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
             part of the request's time to first token.
+        scaler_sync: float16 training scales the loss (PyTorch's ``GradScaler``): one multi-tensor
+            pass unscales the gradients and checks them for overflow, then the host reads the flag
+            back (``.item()``) before it issues the optimizer's step, so that step's launches wait
+            for the whole backward pass and the GPU waits for them.
         call_cycles: host CPU cycles of one generate() call of an engine's offline runtime outside
             its kernels (its buffers set up, the prompt copied in, the sampling layer set up, the
             first token synchronised back), part of ``llm_serve``'s time to first token.
@@ -138,6 +142,7 @@ class FrameworkSpec:
     overlap_schedule: bool = attrs.field(default=False, validator=boolean)
     serve_admission: str = attrs.field(default="prompt", validator=one_of(("prompt", "reserve")))
     call_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    scaler_sync: bool = attrs.field(default=False, validator=boolean)
 
     def decode_bandwidth_share(self, expert: bool, weights: str) -> float:
         """The memory-bandwidth share of one of this engine's decode matrix kernels: an expert's
@@ -181,6 +186,10 @@ class FrameworkSpec:
         """A kernel's time on the GPU: at least the framework's floor, unless it is one tensor's share
         of a multi-tensor launch (``Issue.multi_tensor``)."""
         return seconds if multi_tensor else max(seconds, self.kernel_floor_s)
+
+
+PassShares = tuple[tuple[str, float], ...]
+"""``(pass, share)`` pairs: a convolution pass's share of the rate (``backward_conv_efficiency``)."""
 
 
 @attrs.frozen(cache_hash=True)
@@ -228,6 +237,11 @@ class LibrarySpec:
             thread loads, the threads' join): it reaches ``m / (m + batch_half_pixels)`` of
             ``conv_efficiency``, ``m`` = images x output pixels. Felt at batch 1 on small late-stage
             feature maps (7 x 7 = 49 pixels), not at training batches. 0: no such share.
+        backward_conv_efficiency: ``(pass, share)`` pairs: a convolution's backward passes (``dgrad``:
+            the gradient with respect to the input, ``wgrad``: with respect to the weights) reach this
+            share of the rate its forward pass reaches on the same shape (the library's backward
+            kernels are fewer and less tuned: strided and small-map data gradients, weight gradients
+            reduced over every pixel of the batch); a pass not listed runs at the forward's rate.
         serial_sign_test_cycles: a library whose ReLU is a scalar loop on one thread that branches
             on each element's sign (Torch7's THNN ``Threshold``: a ``TH_TENSOR_APPLY`` of
             ``if (x <= 0) x = 0``, no OpenMP) pays these cycles per element on one core: on
@@ -259,11 +273,23 @@ class LibrarySpec:
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     serial_sign_test_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    backward_conv_efficiency: PassShares = attrs.field(default=())
 
-    def conv_share(self, matrix_format: str | None, pixels: float = 0.0, images: float = 1.0) -> float:
-        """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)
-        over ``images`` images of ``pixels`` output pixels each (0: not known, the full share)."""
+    @backward_conv_efficiency.validator
+    def _backward_passes(self, attribute: attrs.Attribute[PassShares], value: PassShares) -> None:
+        passes = attrs.Attribute.evolve(attribute, name=f"{attribute.name} pass")
+        for pass_, share in value:
+            one_of(("dgrad", "wgrad"))(self, passes, pass_)
+            fraction(self, attribute, share)
+
+    def conv_share(
+        self, matrix_format: str | None, pixels: float = 0.0, images: float = 1.0, pass_: str = "fwd"
+    ) -> float:
+        """Share of the GEMM rate a convolution's ``pass_`` (``fwd``, ``dgrad`` or ``wgrad``) reaches
+        (``matrix_format``: None off the matrix units) over ``images`` images of ``pixels`` output
+        pixels each (0: not known, the full share)."""
         share = dict(self.matrix_conv_efficiency).get(matrix_format or "", self.conv_efficiency)
+        share *= dict(self.backward_conv_efficiency).get(pass_, 1.0)
         if self.per_image_half_pixels and pixels > 0:
             share *= pixels / (pixels + self.per_image_half_pixels)
         if self.batch_half_pixels and pixels > 0:

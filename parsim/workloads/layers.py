@@ -149,7 +149,9 @@ class NetBuilder:
 _STREAMING = {
     # kind: (fwd flops/elem, fwd elems moved, bwd flops/elem, bwd elems moved)
     "relu": (1, 2, 1, 3),  # y = max(x, 0); dx = dy * (y > 0): reads dy, y; writes dx
-    "bn": (5, 3, 8, 4),  # statistics pass + normalise pass; backward reads dy and x twice
+    # statistics pass + normalise pass; backward reads dy and x twice (PyTorch's
+    # batch_norm_backward_reduce then batch_norm_backward_elemt kernels, Normalization.cuh) and writes dx
+    "bn": (5, 3, 8, 5),
     "add": (1, 3, 1, 3),  # y = a + b; backward accumulates the two gradient paths
     "softmax": (5, 2, 2, 2),  # exp, sum, divide, log, pick; gradient p - onehot
     "mse": (3, 3, 2, 3),  # (y - t)^2 summed; gradient 2 (y - t)
@@ -366,21 +368,24 @@ def layer_kernels(
                 kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out, **sign)
             )
     if train and update and layer.params:
-        master = numerics.master_dtype
-        kernels.append(
-            update_kernel(
-                optimizer,
-                f"{layer.name} update",
-                layer.params,
-                master,
-                device=device,
-                layer=layer.name,
-                cold=True,
-                foreach=numerics.foreach_optimizer,
-                multi_tensor=True,  # torch.optim steps over every layer's weights at once
-            )
-        )
+        kernels.append(layer_update(layer, numerics, optimizer, device))
     return forward, kernels if train else []
+
+
+def layer_update(layer: Layer, numerics: Numerics, optimizer: str = "sgd", device: int = 0) -> Kernel:
+    """The optimizer's update of ``layer``'s weights (in the master precision), one layer's share of
+    ``torch.optim``'s step over all of them."""
+    return update_kernel(
+        optimizer,
+        f"{layer.name} update",
+        layer.params,
+        numerics.master_dtype,
+        device=device,
+        layer=layer.name,
+        cold=True,
+        foreach=numerics.foreach_optimizer,
+        multi_tensor=True,  # torch.optim steps over every layer's weights at once
+    )
 
 
 def _cast(layer: Layer, what: str, items: int, source: str, target: str, device: int) -> Kernel:

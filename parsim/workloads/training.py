@@ -36,6 +36,7 @@ from parsim.workloads.layers import (
     network_needs,
 )
 from parsim.workloads.llms import LlmConfig, is_llm, llm
+from parsim.workloads.loss_scaling import scaled_update
 from parsim.workloads.models import MODELS
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.ops import _items
@@ -95,8 +96,11 @@ def network(params: Params) -> Workload:
     optimizer = params.get("optimizer", "sgd")
     numerics = numerics_of(params)
     size = itemsize(dtype)
+    scaled = (
+        train and dtype == "float16" and numerics.mixed and stack.framework(params["framework"]).scaler_sync
+    )
     passes = [
-        layer_kernels(layer, batch, numerics, train, i == 0, optimizer=optimizer)
+        layer_kernels(layer, batch, numerics, train, i == 0, optimizer=optimizer, update=not scaled)
         for i, layer in enumerate(layers)
     ]
     if not train and stack.framework(params["framework"]).compiles:
@@ -108,6 +112,8 @@ def network(params: Params) -> Workload:
     ops += [k for forward, _ in passes for k in forward]
     if train:
         ops += [k for _, backward in reversed(passes) for k in backward]
+        if scaled:
+            ops += scaled_update(layers, numerics, optimizer)
         ops.append(Transfer("d2h loss", size, "d2h", layer="loss"))
     else:
         # an inference step hands its result to the host (Session.run, .cpu(), asnumpy()): the host
