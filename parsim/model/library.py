@@ -116,7 +116,8 @@ def _nchw_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
 def transposes_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
     """Whether cuDNN runs ``kernel``, a 16-bit convolution pass on NCHW activations, as a transpose of
     the source to NHWC, the NHWC kernel and a transpose of the destination back, each a kernel of its
-    own ([CL]; [NSYS-NCHW]'s profile names them ``nchwToNhwcKernel`` and ``nhwcToNchwKernel``; ``lower`` makes them passes, not traffic under the convolution's compute). A 1x1
+    own ([CL]; [NSYS-NCHW]'s profile names them ``nchwToNhwcKernel`` and ``nhwcToNchwKernel``;
+    ``lower`` makes them passes, not traffic under the convolution's compute). A 1x1
     convolution's forward pass at stride 1 is not transposed: on NCHW activations it is already one
     GEMM per image (the weights times the image's channels x pixels matrix, written as NCHW).
     [CL]'s timm tables: ResNet-50 inference in NCHW runs at 0.83-0.86 of NHWC (RTX 3090 and 4090,
@@ -365,7 +366,6 @@ def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
             part=op.part,
             dtype=op.work.dtype,
             cold_bytes=cold,
-            primitive=transposed,
         )
 
     to, back = ("reorder source", "reorder back") if weights else ("transpose to NHWC", "transpose back")
