@@ -172,6 +172,15 @@ class Processor:
         with self.slot.request() as slot:
             yield slot
             clock = self.env.now
+            if self.trace is None and issue_s:  # a throughput run: durations alone, no trace
+                durations = self._durations
+                for kernel, issued in zip(kernels, issue_s, strict=True):
+                    duration = durations.get(id(kernel))
+                    if duration is None:
+                        duration = self._duration(kernel)
+                    clock = max(clock, issued) + duration
+                yield self.env.timeout(clock - self.env.now)
+                return
             for index, kernel in enumerate(kernels):
                 if issue_s:
                     clock = max(clock, issue_s[index])
@@ -190,10 +199,8 @@ class Processor:
         """Append the kernel's phases to the trace from ``start``; return its end."""
         if self.trace is None:
             duration = self._durations.get(id(kernel))
-            if duration is None:  # held with its floor: the same kernel recurs in every instance
-                duration = self._durations[id(kernel)] = self._floor(
-                    kernel, kernel_s(self.spec, self.mode, self.overlap, shape(kernel))
-                )
+            if duration is None:
+                duration = self._duration(kernel)
             return start + duration
         layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
@@ -236,6 +243,14 @@ class Processor:
                     )
                 )
         return start + self._floor(kernel, layout.duration_s)
+
+    def _duration(self, kernel: Kernel) -> float:
+        """The kernel's time held with its floor, kept by identity: the same kernel recurs in every
+        instance of a throughput run."""
+        duration = self._durations[id(kernel)] = self._floor(
+            kernel, kernel_s(self.spec, self.mode, self.overlap, shape(kernel))
+        )
+        return duration
 
     def _floor(self, kernel: Kernel, seconds: float) -> float:
         return self.framework.floor(seconds, kernel.issue.multi_tensor) if self.framework else seconds
