@@ -13,6 +13,7 @@ costs nothing. The categories therefore add up to the latency exactly.
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import itemgetter
 from typing import NamedTuple
 
 from parsim.model.outcome import CATEGORIES, WORK
@@ -58,6 +59,10 @@ class TraceEvent(NamedTuple):
         return {**data, "resource": self.resource.label}
 
 
+_time_of = itemgetter(0)
+"""An edge's time (``breakdown`` sorts its edges by it alone, stably)."""
+
+
 def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     """Seconds per category; the values add up to ``latency_s``.
 
@@ -66,26 +71,30 @@ def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     """
     result = dict.fromkeys(CATEGORIES, 0.0)
     edges = []
+    append = edges.append
     for event in trace:
         if not event.detail and event.kind in WORK and event.end_s > event.start_s:
-            edges.append((event.start_s, 1, event.kind))
-            edges.append((event.end_s, -1, event.kind))
-    edges.sort(key=lambda edge: edge[0])
+            append((event.start_s, 1, event.kind))
+            append((event.end_s, -1, event.kind))
+    edges.sort(key=_time_of)
+    append((latency_s, 0, None))
     active = dict.fromkeys(WORK, 0)
+    total = 0  # active intervals of every kind: the sum of ``active``, kept as it changes
     clock = 0.0
-    for time_s, change, kind in [*edges, (latency_s, 0, None)]:
+    for time_s, change, kind in edges:
         time_s = min(time_s, latency_s)
         if time_s > clock:
-            busy = [k for k in WORK if active[k]]
-            total = sum(active[k] for k in busy)
             if total:
-                for k in busy:
-                    result[k] += (time_s - clock) * active[k] / total
+                for k in WORK:
+                    count = active[k]
+                    if count:
+                        result[k] += (time_s - clock) * count / total
             else:
                 result["overhead"] += time_s - clock
             clock = time_s
         if kind is not None:
             active[kind] += change
+            total += change
     return result
 
 
