@@ -107,12 +107,16 @@ def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, flo
     """
     busy: dict[Resource, float] = defaultdict(float)
     groups: dict[Resource, Resource] = {}  # a row's processor, looked up once per row
+    last_row: Resource | None = None  # a run of events on one row (one object) looks it up once
+    group = None
     for event in trace:
         if event.kind != "wait":
             row = event.resource
-            group = groups.get(row)
-            if group is None:
-                group = groups[row] = row.group
+            if row is not last_row:
+                group = groups.get(row)
+                if group is None:
+                    group = groups[row] = row.group
+                last_row = row
             busy[group] += event.weight * (event.end_s - event.start_s)
     return {
         resource: min(seconds / latency_s, 1.0) if latency_s > 0 else 0.0

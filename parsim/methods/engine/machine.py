@@ -66,6 +66,7 @@ class Machine:
             self.devices = [self.host]
             self.links: Links | None = None
         else:
+            durations: dict[tuple[int, int, int, int], float] = {}  # the GPUs are alike: shared
             self.devices = [
                 Processor(
                     env,
@@ -77,6 +78,7 @@ class Machine:
                     g,
                     self.notes,
                     framework,
+                    durations,
                 )
                 for g in range(system.gpus)
             ]

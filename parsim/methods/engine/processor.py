@@ -126,6 +126,9 @@ class Processor:
         notes: collector of plain-language remarks.
         framework: the framework whose kernels it runs: each holds the processor at least its
             floor (``FrameworkSpec.floor``); None: the roofline alone.
+        durations: kernel durations by the identities of the kernel's four records, shared by
+            processors of one spec, mode, overlap and framework (the GPUs of a data-parallel step
+            run the same kernels, each GPU its own copy with the same records); None: its own.
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class Processor:
         device: int,
         notes: Notes,
         framework: FrameworkSpec | None = None,
+        durations: dict[tuple[int, int, int, int], float] | None = None,
     ):
         self.env = env
         self.framework = framework
@@ -152,6 +156,7 @@ class Processor:
         self._rows: dict[int | str, Resource] = {}  # busy-core count or memory level -> its row
         self.slot = simpy.Resource(env, capacity=1)
         self._durations: dict[int, float] = {}  # by id: the same kernel objects recur in every instance
+        self._by_records = {} if durations is None else durations
 
     def run_chain(
         self,
@@ -247,9 +252,15 @@ class Processor:
     def _duration(self, kernel: Kernel) -> float:
         """The kernel's time held with its floor, kept by identity: the same kernel recurs in every
         instance of a throughput run."""
-        duration = self._durations[id(kernel)] = self._floor(
-            kernel, kernel_s(self.spec, self.mode, self.overlap, shape(kernel))
-        )
+        # the records are alive while their kernels are (a running program holds them), so their
+        # identities name them; equal records that are not one object only miss this table
+        records = (id(kernel.work), id(kernel.access), id(kernel.library), id(kernel.issue))
+        duration = self._by_records.get(records)
+        if duration is None:
+            duration = self._by_records[records] = self._floor(
+                kernel, kernel_s(self.spec, self.mode, self.overlap, shape(kernel))
+            )
+        self._durations[id(kernel)] = duration
         return duration
 
     def _floor(self, kernel: Kernel, seconds: float) -> float:

@@ -101,8 +101,12 @@ def _simulate(
     previous = stream_predecessors(ops)
     program = _Program(ops, deps, system, per_instance, framework)
     threads: dict[int, list[int]] = {}
+    thread_of_device: dict[int, int] = {}  # ``thread_of`` asked once per device, not per op
     for index, op in enumerate(ops):
-        threads.setdefault(thread_of(op), []).append(index)
+        thread = thread_of_device.get(op.device)
+        if thread is None:
+            thread = thread_of_device[op.device] = thread_of(op)
+        threads.setdefault(thread, []).append(index)
     segments = {thread: program.segments(mine) for thread, mine in threads.items()}
     # Only ops that start a segment wait; only what they wait for needs an event.
     needs: dict[int, list[int]] = {}
