@@ -332,33 +332,33 @@ def _share_records(kernel: Kernel) -> bool:
     valid one and a value merely equal to a checked one (2.0 for the integer 2) is still refused.
     Raises TypeError where a record's field has a wrong type or does not hash.
     """
-    for (name, good), table, ids in zip(_RECORD_CHECKS, _SHARED, _SHARED_IDS, strict=True):
-        record = getattr(kernel, name)
-        if id(record) in ids:  # the checked record itself
-            continue
-        if not good(record):
-            return False
-        shared = table.get(record)
-        if shared is None:
-            if len(table) >= SHARED_MAX:
-                table.clear()
-                ids.clear()
-            table[record] = record
-            ids.add(id(record))
-        else:
-            object.__setattr__(kernel, name, shared)
-    return True
-
-
-def _shared_records(kernel: Kernel) -> bool:
-    """Whether each of the kernel's records is the checked one its table holds (the same object)."""
     works, accesses, libraries, issues = _SHARED_IDS
-    return (
-        id(kernel.work) in works
-        and id(kernel.access) in accesses
-        and id(kernel.library) in libraries
-        and id(kernel.issue) in issues
+    return (  # spelt out, not a loop: every kernel of a step passes here
+        (id(kernel.work) in works or _adopt(kernel, 0))
+        and (id(kernel.access) in accesses or _adopt(kernel, 1))
+        and (id(kernel.library) in libraries or _adopt(kernel, 2))
+        and (id(kernel.issue) in issues or _adopt(kernel, 3))
     )
+
+
+def _adopt(kernel: Kernel, index: int) -> bool:
+    """Check the kernel's record number ``index`` (``_RECORD_CHECKS``' order) and share it: the
+    equal checked record in its place, or it kept as the checked one. False: the record is invalid."""
+    name, good = _RECORD_CHECKS[index]
+    record = getattr(kernel, name)
+    if not good(record):
+        return False
+    table, ids = _SHARED[index], _SHARED_IDS[index]
+    shared = table.get(record)
+    if shared is None:
+        if len(table) >= SHARED_MAX:
+            table.clear()
+            ids.clear()
+        table[record] = record
+        ids.add(id(record))
+    else:
+        object.__setattr__(kernel, name, shared)
+    return True
 
 
 def _good_place(kernel: Kernel) -> bool:
@@ -430,11 +430,7 @@ class Kernel:
     part: str = ""
 
     def __attrs_post_init__(self) -> None:
-        if _shared_records(self):  # checked records (a kernel moved or renamed): only its place
-            if not _good_place(self):
-                _explain(self)
-            return
-        try:
+        try:  # checked records (a kernel moved or renamed) pass at once: then only its place
             good = _share_records(self) and _good_place(self)
         except TypeError:
             good = False
