@@ -70,7 +70,7 @@ def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     is O(n log n) in the number of trace events.
     """
     result = dict.fromkeys(CATEGORIES, 0.0)
-    edges = []
+    edges: list[tuple[float, int, str | None]] = []
     append = edges.append
     for event in trace:
         if not event.detail and event.kind in WORK and event.end_s > event.start_s:
@@ -108,14 +108,13 @@ def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, flo
     busy: dict[Resource, float] = defaultdict(float)
     groups: dict[Resource, Resource] = {}  # a row's processor, looked up once per row
     last_row: Resource | None = None  # a run of events on one row (one object) looks it up once
-    group = None
+    group: Resource  # set at the first event: no row is None
     for event in trace:
         if event.kind != "wait":
             row = event.resource
             if row is not last_row:
-                group = groups.get(row)
-                if group is None:
-                    group = groups[row] = row.group
+                known = groups.get(row)
+                group = known if known is not None else groups.setdefault(row, row.group)
                 last_row = row
             busy[group] += event.weight * (event.end_s - event.start_s)
     return {
