@@ -17,6 +17,7 @@ inference step:
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import attrs
@@ -156,7 +157,7 @@ _STREAMING = {
 }
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # a key of the layer-shape cache, asked once per layer
 class Numerics:
     """How a framework does the arithmetic of a network.
 
@@ -211,8 +212,8 @@ def _conv_pass(
     return ConvShape(batch, channels, height, width, filters, window, stride, padding, step)
 
 
-_SHAPE_FIELDS = tuple(field.name for field in attrs.fields(Layer) if field.name != "name")
-"""Every field of a layer but its name: what its kernels' costs depend on."""
+_shape_of = operator.attrgetter(*(field.name for field in attrs.fields(Layer) if field.name != "name"))
+"""Every field of a layer but its name, as a tuple: what its kernels' costs depend on."""
 
 
 def layer_kernels(
@@ -233,7 +234,7 @@ def layer_kernels(
     built and checked once (``_unnamed_kernels``) and given each layer's name here, their records
     shared (``Kernel.on_device``'s cheap path), not built again.
     """
-    shape = tuple(getattr(layer, field) for field in _SHAPE_FIELDS)
+    shape = _shape_of(layer)
     forward, backward = _unnamed_kernels(shape, batch, numerics, train, first, device, update, optimizer)
     name = layer.name
     return [_named(kernel, name) for kernel in forward], [_named(kernel, name) for kernel in backward]
