@@ -160,6 +160,7 @@ class Issue(NamedTuple):
     multi_tensor: bool = False
 
 
+_record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order
 PLAIN_ACCESS = Access()
 NO_LIBRARY_HINTS = LibraryHints()
 PLAIN_ISSUE = Issue()
@@ -481,15 +482,18 @@ class Kernel:
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
         library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
         issue = (python_ops_per_item, primitive, multi_tensor)
+        # the records made as the tuples they are (every field given: the named tuples' own
+        # constructors would only fill defaults)
+        work = (flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op)
         return cls(
             name,
-            Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),
+            _record(Work, work),
             stream,
             device,
             layer,
-            PLAIN_ACCESS if access == PLAIN_ACCESS else Access(*access),
-            NO_LIBRARY_HINTS if library == NO_LIBRARY_HINTS else LibraryHints(*library),
-            PLAIN_ISSUE if issue == PLAIN_ISSUE else Issue(*issue),
+            PLAIN_ACCESS if access == PLAIN_ACCESS else _record(Access, access),
+            NO_LIBRARY_HINTS if library == NO_LIBRARY_HINTS else _record(LibraryHints, library),
+            PLAIN_ISSUE if issue == PLAIN_ISSUE else _record(Issue, issue),
             phase,
             part,
         )
