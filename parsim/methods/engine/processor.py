@@ -112,6 +112,23 @@ def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> fl
     return kernel_fork_join_s(spec, mode, overlap, kernel) + phases
 
 
+RecordIds = tuple[int, int, int, int]
+"""A kernel's four records by identity: they are alive while the program that holds the kernel
+runs, so the ids name them; equal records that are not one object only miss a table."""
+
+
+class KernelTimes:
+    """Kernel durations (a throughput run) and layouts (a traced run) by ``RecordIds``, shared by the
+    processors of one spec, mode, overlap and framework: the GPUs of a data-parallel step run the
+    same kernels, each GPU its own copy of them with the same records."""
+
+    __slots__ = ("durations", "layouts")
+
+    def __init__(self) -> None:
+        self.durations: dict[RecordIds, float] = {}
+        self.layouts: dict[RecordIds, _Layout] = {}
+
+
 class Processor:
     """A CPU socket or a GPU as a SimPy resource.
 
@@ -126,9 +143,8 @@ class Processor:
         notes: collector of plain-language remarks.
         framework: the framework whose kernels it runs: each holds the processor at least its
             floor (``FrameworkSpec.floor``); None: the roofline alone.
-        durations: kernel durations by the identities of the kernel's four records, shared by
-            processors of one spec, mode, overlap and framework (the GPUs of a data-parallel step
-            run the same kernels, each GPU its own copy with the same records); None: its own.
+        shared: kernel times shared with the processors of the same spec, mode, overlap and
+            framework (``KernelTimes``); None: its own.
     """
 
     def __init__(
@@ -142,7 +158,7 @@ class Processor:
         device: int,
         notes: Notes,
         framework: FrameworkSpec | None = None,
-        durations: dict[tuple[int, int, int, int], float] | None = None,
+        shared: KernelTimes | None = None,
     ):
         self.env = env
         self.framework = framework
@@ -156,7 +172,8 @@ class Processor:
         self._rows: dict[int | str, Resource] = {}  # busy-core count or memory level -> its row
         self.slot = simpy.Resource(env, capacity=1)
         self._durations: dict[int, float] = {}  # by id: the same kernel objects recur in every instance
-        self._by_records = {} if durations is None else durations
+        shared = shared or KernelTimes()
+        self._by_records, self._layouts = shared.durations, shared.layouts
 
     def run_chain(
         self,
@@ -207,7 +224,10 @@ class Processor:
             if duration is None:
                 duration = self._duration(kernel)
             return start + duration
-        layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
+        records = (id(kernel.work), id(kernel.access), id(kernel.library), id(kernel.issue))
+        layout = self._layouts.get(records)  # ``RecordIds``: the kernel's cost
+        if layout is None:
+            layout = self._layouts[records] = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if layout.level not in MAIN_MEMORY:
             self.notes.cached(name, layout.level)
@@ -252,8 +272,6 @@ class Processor:
     def _duration(self, kernel: Kernel) -> float:
         """The kernel's time held with its floor, kept by identity: the same kernel recurs in every
         instance of a throughput run."""
-        # the records are alive while their kernels are (a running program holds them), so their
-        # identities name them; equal records that are not one object only miss this table
         records = (id(kernel.work), id(kernel.access), id(kernel.library), id(kernel.issue))
         duration = self._by_records.get(records)
         if duration is None:
