@@ -70,32 +70,38 @@ def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     is O(n log n) in the number of trace events.
     """
     result = dict.fromkeys(CATEGORIES, 0.0)
-    edges: list[tuple[float, int, str | None]] = []
+    edges: list[tuple[float, int, str]] = []
     append = edges.append
     for event in trace:
         if not event.detail and event.kind in WORK and event.end_s > event.start_s:
             append((event.start_s, 1, event.kind))
             append((event.end_s, -1, event.kind))
     edges.sort(key=_time_of)
-    append((latency_s, 0, None))
     active = dict.fromkeys(WORK, 0)
     total = 0  # active intervals of every kind: the sum of ``active``, kept as it changes
     clock = 0.0
     for time_s, change, kind in edges:
-        time_s = min(time_s, latency_s)
+        if time_s > latency_s:  # ``min(time_s, latency_s)``
+            time_s = latency_s
         if time_s > clock:
-            if total:
-                for k in WORK:
-                    count = active[k]
-                    if count:
-                        result[k] += (time_s - clock) * count / total
-            else:
-                result["overhead"] += time_s - clock
+            _spread(result, active, total, time_s - clock)
             clock = time_s
-        if kind is not None:
-            active[kind] += change
-            total += change
+        active[kind] += change
+        total += change
+    if latency_s > clock:
+        _spread(result, active, total, latency_s - clock)
     return result
+
+
+def _spread(result: dict[str, float], active: dict[str, int], total: int, seconds: float) -> None:
+    """Share ``seconds`` among the kinds active through them, by their counts; overhead if none."""
+    if total:
+        for kind in WORK:
+            count = active[kind]
+            if count:
+                result[kind] += seconds * count / total
+    else:
+        result["overhead"] += seconds
 
 
 def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, float]:
