@@ -174,6 +174,8 @@ PARTS: dict[str, type[Work] | type[Access] | type[LibraryHints] | type[Issue]] =
 }
 """The kernel's records by its attribute name."""
 _PART_OF = {name: part for part, cls in PARTS.items() for name in cls._fields}
+_POSITION = {name: cls._fields.index(name) for cls in PARTS.values() for name in cls._fields}
+"""Each fact's place in its record."""
 
 
 class _Field(NamedTuple):
@@ -509,8 +511,12 @@ class Kernel:
                 own[fact] = value
             else:
                 raise TypeError(f"Kernel.but() got an unexpected keyword argument {fact!r}")
-        for part, values in parts.items():
-            own[part] = getattr(self, part)._replace(**values)
+        for part, values in parts.items():  # ``_replace``, without its keyword round trip
+            record = getattr(self, part)
+            fields = list(record)
+            for fact, value in values.items():
+                fields[_POSITION[fact]] = value
+            own[part] = _record(type(record), fields)
         get = own.get  # the constructor itself, not attrs.evolve: a training step makes thousands
         return Kernel(
             get("name", self.name),
