@@ -7,12 +7,14 @@ Two kinds of parameters no datasheet gives:
   per image), so these rows measure the framework's per-operator cost and little else;
 - TensorFlow 1's host cycles per ``Session.run`` step (``FrameworkSpec.step_cycles`` of ``tf1``),
   from every TF1 inference row (batch 1 to 256): the fetch blocks, so each step is that host time
-  and then the GPU's;
+  and then the GPU's; likewise MXNet's with CUDA graphs (``mxnet-cuda-graph``: DeepLearningExamples'
+  22.10 runner), from its inference rows;
 - cuDNN's share of the TF32 tensor-core rate on convolutions
   (``LibrarySpec.matrix_conv_efficiency``), from the float32 (TF32) training rows on Ampere;
 - oneDNN's share of the CPU's GEMM rate on convolutions (``LibrarySpec.conv_efficiency``), from
   the modern-CPU inference rows; and Torch7's own CPU backend (THNN: its share and the output
-  pixels of one image at which its per-image GEMM reaches half of it) from its CPU rows;
+  pixels of one image at which its per-image GEMM reaches half of it) from its CPU rows, with its
+  serial ReLU's cycles per element set from the core's branch-miss penalty, not fitted;
 - FlashAttention's share of the GEMM rate (``LibrarySpec.attention_efficiency``), from the
   transformer training rows that ran it.
 
@@ -118,6 +120,16 @@ def attention_patch(share: float) -> Callable[[], Callable[[], None]]:
     return preset_patch("CUDNN", attention_efficiency=(("flash-v1", v1), ("flash", min(1.0, 2 * v1))))
 
 
+def fft_patch(share: float) -> Callable[[], Callable[[], None]]:
+    """cuDNN's FFT convolutions: the share of the vector rate their arithmetic reaches."""
+    return preset_patch("CUDNN", fft_efficiency=min(1.0, float(share)))
+
+
+def fft_convolutions(rows) -> list[published.Row]:
+    """The kernel rows of single convolutions cuDNN may run as FFT (a 5x5 or larger filter)."""
+    return [r for r in rows if r.klass == "kernel" and r.workload == "conv2d" and r.params["kernel"] >= 5]
+
+
 def best(values, rows, patch) -> tuple[float, float]:
     scores = {float(v): mape(rows, patch(v)) for v in values}
     value = min(scores, key=scores.__getitem__)
@@ -147,6 +159,11 @@ def main() -> None:
     governed = [r for r in rows if r.klass == "inference" and r.params.get("framework") == "tf1"]
     value, score = best(numpy.arange(6e6, 12.01e6, 0.5e6), governed, lambda v: step_patch("tf1", v))
     print(f"tf1: step_cycles {value:,.0f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = [r for r in rows if r.klass == "inference" and r.params.get("framework") == "mxnet-cuda-graph"]
+    value, score = best(
+        numpy.arange(0.0, 1.001e6, 50_000), governed, lambda v: step_patch("mxnet-cuda-graph", v)
+    )
+    print(f"mxnet-cuda-graph: step_cycles {value:,.0f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = [
         r
         for r in rows
@@ -162,8 +179,11 @@ def main() -> None:
     governed = flash_training(rows)
     value, score = best(numpy.linspace(0.10, 1.0, 46), governed, attention_patch)
     print(f"fused attention share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = fft_convolutions(rows)
+    value, score = best(numpy.arange(0.2, 0.501, 0.05), governed, fft_patch)
+    print(f"cudnn fft share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = [r for r in rows if r.klass == "cpu" and r.params.get("framework") == "torch7"]
-    value, score = best(numpy.linspace(0.02, 0.5, 25), governed, thnn_patch)
+    value, score = best(numpy.arange(0.02, 0.501, 0.01), governed, thnn_patch)
     print(f"thnn conv share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
     value, score = best(numpy.linspace(40.0, 800.0, 20), governed, thnn_pixels_patch)
     print(f"thnn per-image half pixels: {value:.0f} -> MAPE {score:.1%} over {len(governed)} rows")

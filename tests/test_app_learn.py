@@ -151,10 +151,10 @@ def test_measure_page_opens_on_the_shipped_published_comparison_without_predicti
     # Before: no figure until a button was pressed (issue 27, 10); predicting it on open takes a minute.
     from parsim.studies.published_snapshot import load_snapshot
 
-    def refuse():
+    def refuse(bar=None):
         raise AssertionError("the published set was predicted on open")
 
-    monkeypatch.setattr("parsim.app.measure_page.cached_published", refuse)
+    monkeypatch.setattr("parsim.app.measure_page.published_again", refuse)
     at = app("measure")  # its speed is timed by benchmarks/bench_app.py, not asserted here
     assert not at.exception
     summary = next(f.value for f in at.dataframe if "MAPE" in f.value.columns)
@@ -172,7 +172,7 @@ def test_measure_page_shows_this_machines_calibration_curve_at_once(tmp_path, mo
 
     save_hardware(calibrated_laptop(), tmp_path / "this-machine.toml")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("parsim.app.measure_page.cached_published", lambda: None)
+    monkeypatch.setattr("parsim.app.measure_page.published_again", lambda bar=None: None)
     at = app("measure")
     assert not at.exception
     assert at.get("download_button")  # the curve's PNG and the TOML, offered without a press

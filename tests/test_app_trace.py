@@ -28,7 +28,7 @@ def test_the_explore_trace_is_the_prediction_s():
         None,
         None,
     )
-    document = json.loads(chrome_trace.dumps(explore._trace(*call)))
+    document = json.loads(chrome_trace.dumps(explore._trace(*call).build()))
     assert sum(e["ph"] == "X" for e in document["traceEvents"]) == len(cached_predict(*call).trace)
 
 
@@ -37,7 +37,7 @@ def test_the_load_trace_is_the_served_load_s_timeline():
         sorted({"model": "llama-2-7b", "prompt": 128, "output": 16, "requests": 40, "seed": 1}.items())
     )
     _, timeline = scale_load.cached_load(params, "a100-80gb", 4.0, "continuous")
-    document = scale_load._load_trace(params, "a100-80gb", 4.0, "continuous")
+    document = scale_load._load_trace(params, "a100-80gb", 4.0, "continuous").build()
     samples = [e for e in document["traceEvents"] if e["name"] == "requests"]
     assert 0 < len(samples) <= len(timeline.time_s)
     assert samples[-1]["ts"] == pytest.approx(float(timeline.time_s[-1]) * 1e6, abs=0.001)
@@ -46,7 +46,7 @@ def test_the_load_trace_is_the_served_load_s_timeline():
 def test_the_comparison_trace_holds_each_case_in_its_processes():
     path = compare.scenario_path("streams_overlap")
     result = compare.cached_scenario(str(path), path.stat().st_mtime, ())
-    document = compare._comparison_trace(str(path), path.stat().st_mtime, (), "streams")
+    document = compare._comparison_trace(str(path), path.stat().st_mtime, (), "streams").build()
     cases = [case["label"] for case in document["otherData"]["cases"]]
     assert cases == [r.label for r in result.results]
     assert sum(e["ph"] == "X" for e in document["traceEvents"]) == sum(

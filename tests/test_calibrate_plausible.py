@@ -22,8 +22,10 @@ from parsim.base.errors import ParsimError
 from parsim.measure import calibrate as calibration
 from parsim.measure import cpu
 from parsim.measure.timing import Timing
+from parsim.workloads.ops import python_loop_ops
 
 CALL_S, ITEM_S, TASK_S, GEMM_FLOPS = 1e-6, 1e-9, 30e-6, 50e9  # the fake machine's costs
+LOOP_OP_S = 30e-9  # and of one counted operation of a pure-Python loop
 UFUNCS = ("add", "multiply", "maximum", "negative", "exp", "reciprocal")
 
 
@@ -49,8 +51,9 @@ def small_memory(monkeypatch, dram_B: float = 16 * 2**20) -> None:
 @pytest.fixture
 def fake_machine(monkeypatch):
     """A machine where a NumPy call costs 1 us + 1 ns per item, a GEMM runs at 50 GFLOP/s and
-    handing a pass to k > 1 threads costs 30 us per thread; its threads do not add bandwidth.
-    The timer runs the operation once and charges exactly that (pure Python: its real time)."""
+    handing a pass to k > 1 threads costs 30 us per thread; its threads do not add bandwidth, and
+    its pure-Python loops take 30 ns per counted operation. The timer runs the operation once and
+    charges exactly that (other pure Python: its real time)."""
     spent = {"calls": 0, "items": 0, "flops": 0.0, "tasks": 0}
 
     def counted(name):
@@ -82,7 +85,18 @@ def fake_machine(monkeypatch):
 
     monkeypatch.setattr(cpu.Parallel, "run", forked)
 
+    def loop(name, params):  # a pure-Python loop at 30 ns per counted operation
+        def run():
+            return None
+
+        run.cost_s = python_loop_ops(name, params) * LOOP_OP_S
+        return run
+
+    monkeypatch.setattr(cpu, "sisd_operation", loop)
+
     def timer(operation, budget_s=0.0, **_):
+        if hasattr(operation, "cost_s"):
+            return Timing(operation.cost_s, operation.cost_s, operation.cost_s, 1)
         spent.update(calls=0, items=0, flops=0.0, tasks=0)
         start = time.perf_counter()
         operation()

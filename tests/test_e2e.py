@@ -149,3 +149,26 @@ def test_an_uploaded_file_cannot_make_the_app_read_the_server(server, browser, t
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "upload-evil.png"), full_page=True)
         page.close()
+
+
+def test_the_trace_download_is_built_when_pressed(server, browser, tmp_path):
+    # issue 28 item 5: the page only checks the trace's size; the file is built when the button is
+    # pressed (Streamlit calls the deferred builder then), and it must be the whole timeline
+    import json
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    try:
+        page.goto(f"{server}/explore", wait_until="domcontentloaded", timeout=60_000)
+        button = page.get_by_role("button", name="Download trace (Perfetto)")
+        button.wait_for(timeout=90_000)
+        wait_idle(page)
+        with page.expect_download(timeout=60_000) as download:
+            button.click()
+        path = tmp_path / "timeline.json"
+        download.value.save_as(path)
+        assert download.value.suggested_filename == "timeline.json"
+        document = json.loads(path.read_text(encoding="utf-8"))
+        assert document["otherData"]["cases"][0]["workload"]
+        assert sum(event["ph"] == "X" for event in document["traceEvents"]) > 0
+    finally:
+        page.close()

@@ -132,7 +132,7 @@ def test_mixtral_is_read_counted_and_served(tmp_path):
     assert attrs.evolve(llm(str(path)), name="m", source="", published_params=0) == attrs.evolve(
         LLMS["mixtral-8x7b"], name="m", source="", published_params=0
     )
-    with pytest.raises(ParsimError, match="network: .*a mixture of experts: modelled for inference"):
+    with pytest.raises(ParsimError, match="network needs .* GiB, h100-sxm has 80.0 GiB"):  # trains, too big
         predict("network", {"model": str(path), "batch": 1, "seq": 64}, device="h100-sxm")
 
 

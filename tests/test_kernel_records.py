@@ -30,8 +30,10 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "cpu_library",
         "nchw_B",
         "fused_attention",
+        "sign_test",
+        "frequency_domain",
     },
-    "issue": {"python_ops_per_item", "primitive", "multi_tensor"},
+    "issue": {"python_ops_per_item", "primitive", "multi_tensor", "python_loop", "in_library_call"},
 }
 
 

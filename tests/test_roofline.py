@@ -59,9 +59,7 @@ def test_analytic_kernel_time_is_the_rule(mnk):
     ex, compute, memory = _legs(kernel)
     norm = overlap_norm(A100, kernel)
     assert norm == 2.0  # cuBLAS's smooth roofline
-    expected = combine(compute, memory, "roofline", norm) + fork_join_s(
-        A100, ex, True, kernel.work.work_items
-    )
+    expected = combine(compute, memory, "roofline", norm) + fork_join_s(A100, ex, kernel.work.work_items)
     assert kernel_time_s(kernel, A100, "simt")[0] == expected
 
 

@@ -95,7 +95,8 @@ def test_a_faster_host_issues_faster():
 def test_unknown_framework_is_one_line():
     with pytest.raises(
         ParsimError,
-        match="'framework' must be one of eager, graph, tf1, cuda-graph, torch7, xla, mxnet, hf, .*: 'jax'",
+        match="'framework' must be one of eager, graph, tf1, cuda-graph, torch7, xla, mxnet, "
+        "mxnet-cuda-graph, hf, .*: 'jax'",
     ):
         stack.framework("jax")
     with pytest.raises(ParsimError, match="framework"):
@@ -132,6 +133,35 @@ def test_hybridized_mxnet_issues_between_a_tf1_graph_and_a_cuda_graph():
     mxnet = latency("mxnet")
     assert mxnet == pytest.approx(3.43e-3, rel=0.10)
     assert latency("cuda-graph") < mxnet < latency("graph")
+
+
+def test_mxnet_with_cuda_graphs_pays_one_step_and_a_replay_share_hand_computed():
+    # DeepLearningExamples' 22.10 runner (MXNET_ENABLE_CUDA_GRAPHS=1): no host cost per operator, a
+    # fifth of a launch per replayed node, one Python step of 500k cycles (0.5 ms on a 1 GHz host)
+    from parsim.model.issue import step_issue_s
+
+    system = SystemSpec(host=TINY_CPU, device=TINY_GPU, link=TINY_LINK)  # host at 1 GHz, launches of 1 us
+    replayed = stack.framework("mxnet-cuda-graph")
+    assert issue_s(system, replayed, on_host=False) == pytest.approx(0.2e-6)
+    assert step_issue_s(system, replayed, index=0, per_instance=10) == pytest.approx(0.5e-3)
+    assert step_issue_s(system, replayed, index=3, per_instance=10) == 0.0
+    assert replayed.floor(1e-7) == pytest.approx(2.8e-6)  # a tiny kernel still ramps up and drains
+
+
+def test_cuda_graphs_cut_mxnet_batch_one_on_an_a100_as_published():
+    # DeepLearningExamples' MXNet ResNet-50 on an A100 80GB, float16, batch 1: 2.15 ms in mxnet-20.12
+    # (no CUDA graphs) and 0.70 ms in mxnet-22.10 (CUDA graphs): a factor of 3.1
+    def prediction(framework):
+        params = {"model": "resnet50", "batch": 1, "train": False, "dtype": "float16", "framework": framework}
+        return parsim.predict("network", params, device="a100-80gb")
+
+    replayed, per_op = prediction("mxnet-cuda-graph"), prediction("mxnet")
+    assert replayed.latency_s < per_op.latency_s / 2.5
+    # every GPU kernel holds the GPU for at least the floor, after the step's host work
+    kernels = {e.op.name for e in replayed.trace if e.resource.kind == "cores" and e.resource.on_gpu}
+    step_s = 500_000 / PROCESSORS["xeon-e5-2630v3"].clock_Hz  # the default host, 2.6 GHz
+    assert len(kernels) > 150  # ResNet-50's convolutions, batch norms, ReLUs, adds, pool and fc
+    assert replayed.latency_s >= step_s + len(kernels) * 2.8e-6
 
 
 def test_mixed_precision_is_slower_at_batch_one_and_faster_at_256():

@@ -1,8 +1,11 @@
 """Cached pure computations for the app, keyed by plain values so pages switch instantly.
 
 Hardware arrives as a *source*: a preset id, or the text of a hardware TOML (an upload, the
-editor, a calibration). Predictions, scenario runs and sweeps are cached with
-``st.cache_data``; figures are drawn from the cached data on each run (drawing is cheap).
+editor, a calibration). Predictions and scenario runs are cached with ``st.cache_resource``: a
+prediction is deeply immutable (frozen classes, frozen mappings, tuples), so every session can share
+the one object, where ``st.cache_data`` would unpickle a copy on every hit — for a step with tens of
+thousands of trace events that copy cost as much as predicting again. Figures are drawn from the
+cached data and cached as PNG bytes (``widgets.cached_png``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def resolve(source: str | None) -> str | ProcessorSpec | LinkSpec | None:
     return loads_hardware(source, source="hardware file")
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_resource(show_spinner=False, max_entries=512)
 def cached_predict(
     workload: str,
     params: tuple,
@@ -52,7 +55,7 @@ def cached_predict(
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@st.cache_resource(show_spinner=False, max_entries=128)
 def cached_scenario(path: str, stamp: float = 0.0, changes: tuple = ()):
     """A scenario run, cached by path, modification time (``stamp``) and ``changes``.
 
@@ -123,12 +126,41 @@ def cached_lessons_using(workload: str) -> list[tuple[str, str]]:
     return lessons.using(workload)
 
 
+def published_again(bar=None) -> dict:
+    """Every shipped published measurement predicted by the installed model, a class at a time
+    (each cached on its own) with ``bar`` moving between classes, as one report
+    (``parsim.studies.published.report``, cached too: its figure is drawn once)."""
+    classes = _published_classes()
+    for index, klass in enumerate(classes):
+        _compared(klass)
+        if bar is not None:
+            done = index + 1
+            bar.progress(done / len(classes), text=f"predicted {klass} ({done} of {len(classes)} classes)")
+    return cached_published()
+
+
 @st.cache_data(show_spinner=False, max_entries=2)
 def cached_published() -> dict:
-    """The shipped published measurements, each predicted (``parsim.studies.published.report``)."""
+    """The report of every class's predictions (``published_again`` predicts them first)."""
     from parsim.studies import published
 
-    return published.report(published.compare())
+    by_id = {c.row.id: c for klass in _published_classes() for c in _compared(klass)}
+    return published.report([by_id[row.id] for row in published.load_rows()])
+
+
+def _published_classes() -> list[str]:
+    from parsim.studies import published
+
+    present = {row.klass for row in published.load_rows()}
+    return [klass for klass in published.CLASSES if klass in present]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _compared(klass: str) -> tuple:
+    """One class's rows, each predicted (``parsim.studies.published.compare``)."""
+    from parsim.studies import published
+
+    return tuple(published.compare(published.rows_of((klass,))))
 
 
 @st.cache_data(show_spinner=False, max_entries=2)

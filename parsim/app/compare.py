@@ -109,7 +109,7 @@ def _comparison_figure(path: str, stamp: float, changes: tuple, figure: str, tit
 
 def _comparison_trace(path: str, stamp: float, changes: tuple, title: str):
     result = cached_scenario(path, stamp, changes)
-    return chrome_trace.cases_trace([(r.label, r.prediction) for r in result.results], title, budget=APP)
+    return chrome_trace.pending_cases([(r.label, r.prediction) for r in result.results], title, budget=APP)
 
 
 def _sweep_figure(path: str, changes: tuple):

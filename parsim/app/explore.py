@@ -121,7 +121,7 @@ def _timeline(*call):
 
 
 def _trace(*call):
-    return chrome_trace.prediction_trace(cached_predict(*call), budget=APP)
+    return chrome_trace.pending_cases([("", cached_predict(*call))], budget=APP)
 
 
 def _roofline(*call):

@@ -124,7 +124,7 @@ def render() -> None:
 def _lesson_trace(path: str, stamp: float):
     result = cached_scenario(path, stamp)
     cases = [(r.label, r.prediction) for r in result.results]
-    return chrome_trace.cases_trace(cases, result.scenario.title, budget=APP)
+    return chrome_trace.pending_cases(cases, result.scenario.title, budget=APP)
 
 
 def _lesson_figure(path: str, stamp: float):

@@ -176,7 +176,7 @@ def _step_of(changes: tuple, counts: tuple, label: str, gpus: int):
 
 
 def _step_trace(changes: tuple, counts: tuple, label: str, gpus: int):
-    return chrome_trace.prediction_trace(_step_of(changes, counts, label, gpus), budget=APP)
+    return chrome_trace.pending_cases([("", _step_of(changes, counts, label, gpus))], budget=APP)
 
 
 def _step_figure(changes: tuple, counts: tuple, label: str, gpus: int, title: str):

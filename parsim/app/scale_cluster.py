@@ -87,7 +87,7 @@ def cluster_picker(prefix: str, nodes: int) -> tuple[tuple[str, str], int]:
     return (name, nic), int(count)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_resource(show_spinner=False, max_entries=256)  # a prediction is immutable: shared, not copied
 def predict_on(workload: str, params: tuple, cluster: tuple[str, str]):
     """``parsim.predict`` on a cluster, cached by plain values (``params`` as sorted pairs)."""
     return predict(workload, dict(params), cluster=cluster_of(cluster), budget=APP)
@@ -98,7 +98,7 @@ def timeline_figure(workload: str, params: tuple, cluster: tuple[str, str], titl
 
 
 def timeline_trace(workload: str, params: tuple, cluster: tuple[str, str]):
-    return chrome_trace.prediction_trace(predict_on(workload, params, cluster), budget=APP)
+    return chrome_trace.pending_cases([("", predict_on(workload, params, cluster))], budget=APP)
 
 
 @st.fragment

@@ -121,7 +121,7 @@ def _timeline(params: tuple, gpu: str, rate: float, scheduler: str):
 
 def _load_trace(params: tuple, gpu: str, rate: float, scheduler: str):
     title = f"{scheduler} batching at {rate:g} requests/s"
-    return chrome_trace.load_trace(cached_load(params, gpu, rate, scheduler)[1], title, budget=APP)
+    return chrome_trace.pending_load(cached_load(params, gpu, rate, scheduler)[1], title, budget=APP)
 
 
 def _schedulers(params: tuple, gpu: str, rate: float):

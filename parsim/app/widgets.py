@@ -7,6 +7,7 @@ kept; parameter inputs are bounded by the workload's own limits and validated ag
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import typing
 from pathlib import Path
@@ -329,16 +330,18 @@ def show_png(png: bytes, name: str, key: str) -> None:
 
 def trace_download(build, *args, name: str, key: str) -> None:
     """A button that downloads the timeline ``build(*args)`` makes as a Chrome Trace Event file, for
-    Perfetto or ``chrome://tracing`` (``report.chrome_trace``; built once per arguments, within the
-    app's budget: a trace above it is refused in place)."""
+    Perfetto or ``chrome://tracing`` (``report.chrome_trace``). ``build`` returns a
+    ``chrome_trace.PendingTrace``: its size is checked against the app's budget as the page is
+    drawn (a trace above it is refused in place), and the file is built only when the button is
+    pressed — a step's trace of tens of thousands of events is not built for every slider move."""
     try:
-        data = _trace_bytes(f"{build.__module__}.{build.__qualname__}", build, *args)
+        pending = build(*args)
     except ParsimError as exc:
         st.caption(f"trace: {exc}")
         return
     st.download_button(
         "Download trace (Perfetto)",
-        data,
+        functools.partial(_trace_bytes, pending),
         file_name=f"{name}.json",
         mime="application/json",
         key=key,
@@ -346,11 +349,10 @@ def trace_download(build, *args, name: str, key: str) -> None:
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _trace_bytes(name: str, _build, *args) -> bytes:
+def _trace_bytes(pending) -> bytes:
     from parsim.report.chrome_trace import dumps
 
-    return dumps(_build(*args)).encode("utf-8")
+    return dumps(pending.build()).encode("utf-8")
 
 
 def cached_png(draw, *args) -> bytes:

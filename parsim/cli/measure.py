@@ -252,6 +252,12 @@ def validate(
             "--class llm-decode --class serving.",
         ),
     ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --published: save the predicted-vs-published figure (a panel per class) as a PNG."
+        ),
+    ] = None,
     lock_timeout: LockTimeout = 600.0,
     as_json: Json = False,
 ):
@@ -266,8 +272,11 @@ def validate(
     from parsim.studies import validate as validation
 
     _writable(out, ".json", "--out")
+    _writable(plot, ".png", "--plot")
     if only_class and not published:
         raise ParsimError("'--class' goes with --published")
+    if plot is not None and not published:
+        raise ParsimError("'--plot' goes with --published")
     if record is not None:
         others = (load, device, gpu_device, gpu_link, out)
         if published or summary_only or any(other is not None for other in others):
@@ -283,7 +292,7 @@ def validate(
                 "'--published' compares with shipped measurements; it takes no --device, --gpu-device, "
                 "--gpu-link or --load"
             )
-        _published(out, summary_only, as_json, tuple(only_class or ()))
+        _published(out, plot, summary_only, as_json, tuple(only_class or ()))
         return
     if summary_only:
         raise ParsimError("'--summary' goes with --published")
@@ -353,7 +362,10 @@ def _record(out: Path, budget: float, lock_timeout: float, as_json: bool) -> Non
     typer.echo(jsontext.dumps(data) if as_json else validation_text(data))
 
 
-def _published(out: Path | None, summary_only: bool, as_json: bool, classes: tuple[str, ...]) -> None:
+def _published(
+    out: Path | None, plot: Path | None, summary_only: bool, as_json: bool, classes: tuple[str, ...]
+) -> None:
+    from parsim import plots
     from parsim.report.text import published_text
     from parsim.studies import published
 
@@ -361,6 +373,10 @@ def _published(out: Path | None, summary_only: bool, as_json: bool, classes: tup
     data = published.report(
         _with_progress("predicting", lambda progress: published.compare(rows, progress=progress))
     )
+    if plot is not None:
+        png = plots.published_png(data)
+        _write(plot, lambda path: safefiles.write_with(path, lambda out: out.write(png), "--plot"), "--plot")
+        typer.echo(f"saved {plot}", err=True)
     _emit(data, out, as_json, published.save, lambda d: published_text(d, rows=not summary_only))
 
 

@@ -37,6 +37,10 @@ where bandwidth still grows up to ~40 % occupancy); L1 bandwidth 128 B/cycle/SM 
 gpu-cache README: "close to 128B/cycle/SM" on V100, A100, H100); without an L2 measurement, L2
 bandwidth ~3x effective DRAM (the ratio [TK] cuda-cache measures on a V100: 2.54 vs 0.83 TB/s).
 - [CUTLASS] NVIDIA CUTLASS, media/docs/efficient_gemm.md: threadblock tiles up to 256x128.
+- [CUTLASS3] NVIDIA/cutlass media/docs/efficient_gemm.md, "Warp-Specialized Persistent Cooperative
+  kernel design" (Hopper: persistent thread blocks, one per SM, take output tiles from a tile
+  scheduler) and include/cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp (the stream-K scheduler:
+  the last tiles' K iterations split among the SMs); Osama et al., "Stream-K", PPoPP 2023.
 - [ZZC95], [ZZC79] zzc0721/torch-performance-test-data issues #95 ("NVIDIA H100 PCIe", torch 2.9.0
   cu128) and #79 ("NVIDIA H100 80GB HBM3", torch 2.7.0 cu128): test.py's torch.mm TFLOP/s for
   FP32, TF32, FP16 and BF16 at 1024-10240 (square).
@@ -169,7 +173,12 @@ T4 = _gpu(
     # estimate: the 70 W T4 cannot hold its 1590 MHz boost under long GEMMs (Jia et al. 2019, "Dissecting
     # the NVidia Turing T4 GPU via Microbenchmarking", power-capped clocks); ~20 % below boost
     sustained_clock_Hz=1.27e9,
-    # [CS] measures 4 TFLOP/s FP32 matmul of the 8.1 peak: 0.6 of boost = 0.75 at the sustained clock
+    # [CS] measures 4 TFLOP/s FP32 matmul of the 8.1 peak. 0.75 at the sustained clock is 4.9 TFLOP/s (0.6
+    # of boost): right for the T4's tensor-core GEMMs (DeepBench T4 FP16: 37.6-39.9 TFLOP/s on the large
+    # shapes) and its FP32 ResNet-50 inference rows; cuBLAS's large SGEMMs on the T4 reach only 3.7-4.2
+    # (DeepBench T4 FP32), ~20 % below: a SIMT-GEMM share of 0.6 was tried (issue 26, kernel round 4) and
+    # pushed the FP32 inference rows from -9 to -19 %, so cuDNN's FP32 kernels and cuBLAS's SGEMM differ
+    # here in a way the model does not split yet
     matmul_efficiency=0.75,
     special_per_core_per_cycle=16,  # [PG] cc 7.5: 16 SFU results/clock/SM
     dispatch_s=6e-6,  # estimate: between the 5.7 us (A100) and 7.9 us (V100) CUDA launches of [CLP]
@@ -336,6 +345,11 @@ H100_PCIE = _gpu(
     matmul_efficiency=0.62,
     # [ZZC95] FP32 (IEEE) torch.mm 8192^3: 36.95 TFLOP/s of 51.2 on the CUDA cores, below the power cap
     vector_matmul_efficiency=0.75,
+    # fitted once for GH100 (cuBLAS 12's sm90 tensor-core kernels: persistent, warp-specialised, with a
+    # stream-K tile scheduler [CUTLASS3]): [ZZC95]'s 4096^3 products reach the 8192^3 ones' rate on the
+    # 114-SM PCIe part (BF16 495.9 vs 492.8, FP16 457.3 vs 437.1, TF32 234.8 vs 240.4 TFLOP/s) though
+    # 512 tiles of 256x128 fill 4.49 waves, where a tail wave would cost 10 %: no tail effect
+    stream_k=True,
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
     tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256
@@ -376,6 +390,7 @@ def _gh100_sxm(
             "int8": 1978.9e12,  # [WP-H100] SXM5 INT8 tensor 3958 TOPS with sparsity, 1979 dense
         },
         matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
+        stream_k=True,  # as the PCIe part's (H100_PCIE): cuBLAS's sm90 kernels share the last wave
         special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
         dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
         tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256

@@ -65,6 +65,12 @@ def _op_table(instance: Any, attribute: Any, value: tuple[tuple[str, float], ...
     _positive_rates(attribute, value)
 
 
+def _loop_scales(instance: Any, attribute: Any, value: tuple[tuple[str, float], ...]) -> None:
+    for loop, scale in value:
+        if not is_number(scale) or not 0.01 <= scale <= 100.0:
+            raise field_error(f"{attribute.name}.{loop}", "in [0.01, 100]", scale)
+
+
 def _rate_items(
     value: Mapping[str, float] | Iterable[tuple[str, float]] | None,
 ) -> tuple[tuple[str, float], ...]:
@@ -185,14 +191,27 @@ class ProcessorSpec:
             whose matrix units reach a different share; None when ``matmul_efficiency`` holds
             for both (an Ada GeForce reaches ~60 % of its FP32 peak in SGEMM: half its FP32
             lanes share their issue slots with the integer work a GEMM also needs).
+        stream_k: the platform library's matrix-unit GEMMs on this chip share the last wave's work
+            among every SM (persistent kernels with a stream-K tile scheduler: cuBLAS on Hopper),
+            so a product of 4.5 waves takes 4.5 waves' time, not 5 (no tail effect).
         special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
         op_rates_per_core: measured items per second of one core for elementary operations run
             as single passes (``{"add": 6.5e9, "maximum": 2.2e9, "exp": 1.2e9, ...}``); where an
             op has a rate it replaces the FLOP/s model. Calibration fills it; presets leave it empty.
         dispatch_s: host-side cost to start one op (NumPy call ~1 us, CUDA launch ~5-25 us).
         parallel_dispatch_s: fork/join cost when a CPU op is spread over several cores (waking
-            worker threads and waiting for them); measured by calibration, 0 in the presets.
+            worker threads and waiting for them; a multithreaded BLAS call wakes and joins its
+            own); measured by calibration, 0 in the presets.
+        blas_thread_efficiency: share of one core's GEMM rate each core keeps when the BLAS splits
+            one product over several cores (they share the last-level cache and the memory the
+            packed panels stream from, and wait for the slowest at each panel); measured by
+            calibration, 1 in the presets (their ``matmul_efficiency`` is the whole chip's).
         interpreted_element_s: interpreted Python cost per element and op (SISD demo; CPUs).
+        interpreted_loop_scale: per pure-Python loop body (``relu``, ``reduce_sum``, ``matmul``...,
+            named as ``Issue.python_loop``), its measured time over ``interpreted_element_s`` x
+            the operations ``workloads.ops`` counts for it: the bytecodes of a branch on a random
+            sign or of a generator per output cost this interpreter on this core more or less than
+            the reference counts say. Calibration fills it; loops not listed keep 1.
         warp_size: lanes in lockstep (32 on NVIDIA GPUs, 1 on CPUs).
         tile_items: work items per tile (a GPU thread block; a CPU chunk).
         tiles_per_core: tiles resident on one core at once (GPU blocks per SM; 1 on CPUs).
@@ -240,6 +259,10 @@ class ProcessorSpec:
     dispatch_s: float = attrs.field(default=1e-6, validator=SECONDS)
     parallel_dispatch_s: float = attrs.field(default=0.0, validator=SECONDS)
     interpreted_element_s: float = attrs.field(default=50e-9, validator=within(1e-12, 1e-3, "s"))
+    interpreted_loop_scale: tuple[tuple[str, float], ...] = attrs.field(
+        factory=tuple, converter=_rate_items, validator=_loop_scales
+    )
+    blas_thread_efficiency: float = attrs.field(default=1.0, validator=fraction)
     warp_size: int = attrs.field(default=1, validator=whole_within(1, 1024))
     tile_items: int = attrs.field(default=16384, validator=whole_within(1, 2**31))
     tiles_per_core: int = attrs.field(default=1, validator=whole_within(1, 1024))
@@ -253,6 +276,7 @@ class ProcessorSpec:
     vector_matmul_efficiency: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(fraction)
     )
+    stream_k: bool = attrs.field(default=False, validator=boolean)
     platform: Literal["cuda", "rocm"] = attrs.field(default="cuda", validator=one_of(GPU_PLATFORMS))
     systolic_array: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(whole_within(2, 4096))

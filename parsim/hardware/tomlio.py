@@ -2,7 +2,7 @@
 
 A hardware file describes one processor (a ``[processor]`` table with a nested ``memory``
 table, ``[[processor.memory.caches]]``, for calibrated machines ``[[processor.memory.curve]]``,
-and optional ``matrix_flops_per_s`` / ``op_rates_per_core`` tables), one link
+and optional ``matrix_flops_per_s`` / ``op_rates_per_core`` / ``interpreted_loop_scale`` tables), one link
 (a ``[link]`` table; calibrated, with ``[link.pageable_h2d]`` and ``[link.pageable_d2h]``) or one
 cluster (a ``[cluster]`` table naming its GPU, fabric and host by
 preset id, with a ``[cluster.network]`` table whose ``nic`` is a NIC preset id or a
@@ -93,7 +93,7 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
             raise ParsimError(
                 "'processor.memory.caches' and 'processor.memory.curve' must be arrays of tables"
             )
-        for key in ("matrix_flops_per_s", "op_rates_per_core"):
+        for key in ("matrix_flops_per_s", "op_rates_per_core", "interpreted_loop_scale"):
             if key in table and not isinstance(table[key], dict):
                 raise ParsimError(
                     f"'processor.{key}' must be a table of name = rate, not {_kind(table[key])}"
@@ -217,6 +217,7 @@ def dumps_hardware(
     if isinstance(spec, ProcessorSpec):
         data["matrix_flops_per_s"] = dict(spec.matrix_flops_per_s)
         data["op_rates_per_core"] = dict(spec.op_rates_per_core)
+        data["interpreted_loop_scale"] = dict(spec.interpreted_loop_scale)
         document = {"processor": data}
     elif isinstance(spec, ClusterSpec):
         document = {"cluster": data}

@@ -4,14 +4,17 @@ Each step measures one figure the model needs, the way the model uses it:
 
 - ``dispatch_s``: one NumPy call on one element; ``parallel_dispatch_s``: the extra cost of
   handing tiny chunks to the worker threads and joining them;
-- ``interpreted_element_s``: the pure-Python vector add, per element;
+- ``interpreted_element_s``: the pure-Python vector add, per element; then each other loop body
+  the SISD demo runs (saxpy, relu on signed data, sigmoid, a running sum, a scalar matmul) over
+  what its counted operations predict, in the same pass (``interpreted_loop_scale``);
 - memory: a vector add over working sets from a few KiB to several times the last cache level,
   on one thread (the per-core ceiling) and on all cores: the bandwidth curve the model
   interpolates, and from it each cache level's and the DRAM figures;
 - compute: single-thread GEMMs in float32, float64 and float16 (BLAS efficiency and dtype
-  ratios), ``exp`` on cache-resident data (the special-function rate), and the rate of each
-  NumPy operation a pass can be (``add``, ``maximum``, ``exp``, ``sum``...): their loops run at
-  very different speeds, which FLOP counts alone do not show.
+  ratios), the float32 one again on all cores (the BLAS's threading efficiency), ``exp`` on
+  cache-resident data (the special-function rate), and the rate of each NumPy operation a pass
+  can be (``add``, ``maximum``, ``exp``, ``sum``...): their loops run at very different speeds,
+  which FLOP counts alone do not show.
 
 A timing the machine could not have produced (an overhead that is nearly all of the time it is
 subtracted from, a rate above what any core does) is measured again, then dropped with a note in
@@ -36,7 +39,7 @@ import numpy
 
 from parsim.base.errors import ParsimError
 from parsim.hardware.specs import BandwidthPoint, CacheLevel, MemorySpec, ProcessorSpec
-from parsim.measure import cpu, kernels, plausible
+from parsim.measure import calibrate_loops, cpu, kernels, plausible
 from parsim.measure.backends import NumpyBackend, cpu_model, host_free_memory_B
 from parsim.measure.lock import check_timeout, measurement_lock
 from parsim.measure.machine import cache_levels, clock_Hz, simd_lanes, total_memory_B
@@ -150,6 +153,9 @@ def calibrate(
 
         keep("interpreted_element_s", plausible.measured(attempt), "the interpreted Python cost per element")
 
+    def loop_scales():
+        calibrate_loops.loop_scales(timed, raw, note)
+
     def curve_point(working_set_B: float):
         def step():
             n = max(256, int(working_set_B / 12))
@@ -195,6 +201,8 @@ def calibrate(
                 keep(f"gemm_{dtype}_flops_per_s", outcome, f"the {dtype} GEMM rate")
             finally:
                 limit.close()
+        if cores > 1:
+            calibrate_loops.blas_share(backend, size, cores, timed, raw, note)
         small = 64 if quick else 128
         operation = kernels.matmul(backend, small, small, small, "float16")
         outcome = plausible.measured(
@@ -231,13 +239,14 @@ def calibrate(
 
     add("dispatch and fork/join overhead", dispatch)
     add("interpreted Python per element", interpreted)
+    add(f"interpreted loop bodies ({', '.join(loop for loop, _ in calibrate_loops.SISD_LOOPS)})", loop_scales)
     last = levels[-1][1] if levels else 32 * 2**20
     dram_B = min(max(4 * last, 96 * 2**20) if quick else max(8 * last, 512 * 2**20), host_free_memory_B() / 4)
     count = 9 if quick else 16
     sizes = [16 * 1024 * (dram_B / (16 * 1024)) ** (index / (count - 1)) for index in range(count)]
     for size in sizes:
         add(f"bandwidth at a {size / 1024:,.0f} KiB working set", curve_point(size))
-    add("GEMM FLOP/s (float32, float64, float16)", gemm)
+    add("GEMM FLOP/s (float32, float64, float16; float32 on all cores)", gemm)
     add("exp throughput", special)
     add(f"NumPy operation rates ({', '.join(OP_PASSES)})", op_rates)
     passes = []
@@ -375,6 +384,12 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
         dispatch_s=raw["dispatch_s"],
         parallel_dispatch_s=raw["parallel_dispatch_s"],
         interpreted_element_s=raw["interpreted_element_s"],
+        interpreted_loop_scale={
+            key.removeprefix("loop_").removesuffix("_scale"): value
+            for key, value in raw.items()
+            if key.startswith("loop_")
+        },
+        blas_thread_efficiency=raw.get("blas_thread_efficiency", 1.0),
         tile_items=cpu.CHUNK_ITEMS,
         matmul_tile=64,
         max_gpus=8,

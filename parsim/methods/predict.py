@@ -324,8 +324,9 @@ def _with_scaling(
     """
     gpus = system.total_gpus
     assert definition.baseline is not None and definition.samples is not None  # the caller checked
-    single = make_workload(workload.name, definition.baseline(dict(workload.params)))
     one_gpu = attrs.evolve(system, gpus=1, gpus_per_switch=1, nodes=1, torus=())
+    # lowered as the G-GPU step was (its library's own passes: layout transposes, reorders, folds)
+    single = lower(make_workload(workload.name, definition.baseline(dict(workload.params))), one_gpu)
     one_latency, one_period = _timing(single, one_gpu, mode, method, overlap)
     reference = definition.samples(dict(single.params)) / one_period  # samples/s of one GPU
     if gpus > 1 and workload.param("zero", 0):

@@ -34,6 +34,10 @@ from parsim.results import resources
 from parsim.results.timeline import TraceEvent
 from parsim.workloads.base import AllReduce, Block, Transfer, Workload, stream_predecessors, thread_of
 
+BESIDE_SYNC_STREAM = 3
+"""The stream of a step's gradient reduction (``megatron.optimizer_sync``): it follows the passes.
+A collective on any other stream runs beside them (expert parallelism's ``ep_overlap``) and slows
+them by the SMs it holds, which this recurrence does not model: such a step is the engine's."""
 FINISHED_RTOL = 1e-9
 """A flow within this share of its size of done is done (``engine.fluid``'s rounding rule)."""
 
@@ -55,6 +59,8 @@ def covers(workload: Workload, system: SystemSpec, repeats: int = 1) -> bool:
             lanes.update((engine, uplink))
         elif not isinstance(op, (Block, AllReduce)):
             return False
+        elif isinstance(op, AllReduce) and op.kind != SEND and op.stream != BESIDE_SYNC_STREAM:
+            return False  # a collective beside the passes holds SMs from them (``model.comm_sms``)
     return True
 
 

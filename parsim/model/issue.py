@@ -7,7 +7,8 @@ deep-learning framework every operator first pays the framework (Python, dispatc
 allocator): ``op_cycles`` of the host CPU, so a faster host issues faster; a captured CUDA graph
 pays only a share of each launch. A *primitive* op inside an operator's forward (the eight tensor
 ops of a Hugging Face RMSNorm) pays the framework's ``primitive_cycles`` instead: the dispatcher and
-the launch, not a module call. On a GPU the host then moves on while the device works, so when
+the launch, not a module call; a kernel the library launches inside an op's call (cuDNN's layout
+transposes) pays its launch alone. On a GPU the host then moves on while the device works, so when
 this host time exceeds the kernel's, the GPU idles behind the host: the timeline shows the gaps.
 A compiled framework (XLA's jitted step) pays instead once per step, before the step's first op;
 a raw call on a TPU is itself one jitted call (JAX), and pays that.
@@ -59,6 +60,8 @@ def issue_s(
     if framework is None:
         kind = call_kind(op) if op is not None else None
         return launch if kind is None else CUPY.call_s(kind, launch)
+    if isinstance(op, Kernel) and op.issue.in_library_call:  # the op whose call launched it paid the rest
+        return framework.launch_share * launch
     primitive = isinstance(op, Kernel) and op.issue.primitive
     return framework.op_host_s(host.clock_Hz, primitive) + framework.launch_share * launch
 

@@ -9,7 +9,8 @@
 - the two legs make the time by the one roofline rule (``model.roofline``: the max, a GEMM
   library's smooth roofline, or for ``serial`` their sum);
 - a CPU op spread over several cores pays the fork/join cost of waking and joining the worker
-  threads (GEMMs thread inside the BLAS library, whose own cost is part of its efficiency).
+  threads; a GEMM too, when its output spans more than one tile: the BLAS wakes and joins its
+  own threads (calibration measures the cost once, ``parallel_dispatch_s``; 0 in the presets).
 
 The engine uses the same ``compute_s`` per tile, ``memory.Level`` per phase and roofline rule per
 phase; it differs only in cutting the kernel into waves. Inputs may be numbers or NumPy arrays
@@ -40,7 +41,10 @@ def compute_s(
         return items * python_ops * ex.interpreted_element_s / cores
     if ex.core_op_rate:  # a measured rate for this elementary operation
         return items / (cores * ex.core_op_rate)
-    return flops / (cores * ex.core_flops_per_s) + special / (cores * ex.core_special_per_s)
+    seconds = flops / (cores * ex.core_flops_per_s) + special / (cores * ex.core_special_per_s)
+    if ex.thread_share != 1.0:  # a product of more than one tile shares the cores' caches and memory
+        seconds = seconds / where(items > ex.tile_items, ex.thread_share, 1.0)
+    return seconds
 
 
 def memory_s(
@@ -81,9 +85,10 @@ def overlap_norm(spec: ProcessorSpec, kernel: Kernel) -> float:
     return math.inf if norm is None else norm
 
 
-def fork_join_s(spec: ProcessorSpec, ex: Execution, gemm: bool, items: Number) -> Number:
-    """Fork/join cost when a CPU op spreads over more than one core (0 on GPUs, for GEMMs, one tile)."""
-    if spec.is_accelerator or gemm or ex.cores == 1:
+def fork_join_s(spec: ProcessorSpec, ex: Execution, items: Number) -> Number:
+    """Fork/join cost when a CPU op spreads over more than one core: 0 on GPUs and for one tile (a
+    GEMM's tiles are its output's: a BLAS call threads alike)."""
+    if spec.is_accelerator or ex.cores == 1:
         return 0.0
     return where(items > ex.tile_items, spec.parallel_dispatch_s, 0.0)
 
@@ -98,7 +103,6 @@ def kernel_time(
     items: Number,
     special: Number,
     python_ops: Number,
-    gemm: bool,
     overlap: str = "roofline",
     norm: float = math.inf,
     thread_loads_B: Number = 0.0,
@@ -110,7 +114,7 @@ def kernel_time(
     memory = memory_s(
         spec, ex, nbytes, cold_bytes, ex.cores, items, thread_loads_B, bandwidth_share, core_in_flight_B
     )
-    total = combine(compute, memory, overlap, norm) + fork_join_s(spec, ex, gemm, items)
+    total = combine(compute, memory, overlap, norm) + fork_join_s(spec, ex, items)
     return total, leg(compute, memory)
 
 
@@ -165,7 +169,6 @@ def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) ->
         items=kernel.work.work_items,
         special=kernel.work.special_ops,
         python_ops=kernel.issue.python_ops_per_item,
-        gemm=kernel.library.gemm_mn is not None,
         overlap=overlap,
         norm=overlap_norm(spec, kernel),
         thread_loads_B=kernel.access.thread_loads_B,

@@ -8,7 +8,9 @@ cuDNN times every algorithm a convolution shape allows and keeps the fastest (``
   F(2x2, 3x3)); its transformed products run on the vector units, so it wins in float32 on
   CUDA cores and loses to tensor cores;
 - **FFT** (filters of 5 or more at stride 1): products in the frequency domain, paid for with
-  transforms and complex buffers moved through memory.
+  transforms and complex buffers moved through memory. Its arithmetic (radix-2 transforms and a
+  batched complex product per frequency of matrices as small as batch x channels) runs at a share
+  of the vector rate (``LibrarySpec.fft_efficiency``), not at a large GEMM's.
 
 Every candidate is timed by the model's own closed form and the fastest is kept
 (``model.kernel.choose``, above this module: the closed form needs the rates), so the choice
@@ -22,6 +24,12 @@ its operands streamed from the shared cache at the core's share, whichever is lo
 fill more SMs but move more bytes per FLOP). A smaller tile is taken only when it is clearly
 (``CLEARLY_FASTER``) faster: larger tiles also reuse each operand more often from registers and
 shared memory, which the closed form does not see, so the heuristic keeps them on near-ties.
+
+[CL] MosaicML Composer, "Channels Last" method card (docs.mosaicml.com, after NVIDIA's diagram): "NVIDIA
+GPUs natively perform convolution operations in NHWC format ... the NCHW tensor must be transposed to
+NHWC before the convolution and transposed back to NCHW after". huggingface/pytorch-image-models
+results/benchmark-infer-amp-{nchw,nhwc}-pt240-cu124-rtx4090.csv time the cost: VGG-16 at 472.9 ms
+per 1,024 images in NCHW against 2 x 176.2 ms per 512 in NHWC.
 
 [PT131958] pytorch/pytorch issue #131958 (PyTorch 2.4 CPU inference at batch 1, ``DNNL_VERBOSE``
 log): around every convolution of an NCHW model, oneDNN ``reorder`` primitives re-lay the source
@@ -85,15 +93,43 @@ def candidates(spec: ProcessorSpec, kernel: Kernel) -> list[tuple[str, Kernel]]:
     return pinned
 
 
-def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
-    """The GEMM-based pass as it runs: on a GPU's tensor cores, NCHW activations are transposed to
-    NHWC and back first (``LibraryHints.nchw_B`` read and written once more); elsewhere as given."""
-    if not (
+HALF_FORMATS = ("float16", "bfloat16")
+"""The tensor-core formats whose NCHW convolutions run as transposes around an NHWC kernel ([CL])."""
+
+
+def _nchw_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
+    """Whether ``kernel`` is a convolution pass on NCHW activations (``LibraryHints.nchw_B``) in a
+    format ``spec``'s tensor cores run (they compute in NHWC)."""
+    return bool(
         kernel.library.nchw_B
         and spec.is_accelerator
         and kernel.work.matrix
         and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
-    ):
+    )
+
+
+def transposes_on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> bool:
+    """Whether cuDNN runs ``kernel``, a 16-bit convolution pass on NCHW activations, as a transpose of
+    the source to NHWC, the NHWC kernel and a transpose of the destination back, each a kernel of its
+    own ([CL]; ``lower`` makes them passes, not traffic under the convolution's compute). A 1x1
+    convolution's forward pass at stride 1 is not transposed: on NCHW activations it is already one
+    GEMM per image (the weights times the image's channels x pixels matrix, written as NCHW).
+    [CL]'s timm tables: ResNet-50 inference in NCHW runs at 0.83-0.86 of NHWC (RTX 3090 and 4090,
+    PyTorch 1.13-2.4), half the cost of transposing every convolution; VGG-16 (all 3x3) pays all of
+    it. Training pays more (ResNet-50 0.68 on a 3090, PyTorch 1.12): its backward passes are
+    transposed here, and what remains is not modelled."""
+    shape = kernel.library.conv
+    if shape is None or not _nchw_on_tensor_cores(spec, kernel) or matrix_format(kernel) not in HALF_FORMATS:
+        return False
+    return not (shape.kernel == 1 and shape.stride == 1 and shape.pass_ == "fwd")
+
+
+def _on_tensor_cores(spec: ProcessorSpec, kernel: Kernel) -> Kernel:
+    """The GEMM-based pass as it runs on NCHW activations in a tensor-core format other than 16-bit
+    (TF32): the transposed bytes read and written once more inside the pass, the rule the TF32
+    convolution share (``LibrarySpec.matrix_conv_efficiency``) was fitted with (no public NCHW
+    against NHWC pair in TF32 to separate them); 16-bit passes get theirs in ``lower``."""
+    if not _nchw_on_tensor_cores(spec, kernel) or matrix_format(kernel) in HALF_FORMATS:
         return kernel
     extra = kernel.library.nchw_B
     return kernel.but(
@@ -120,6 +156,7 @@ def _fft(kernel: Kernel, shape: ConvShape) -> Kernel:
         matrix=False,
         gemm_mn=None,
         work_items=max(1, shape.batch * shape.filters * plane),
+        frequency_domain=True,  # at the library's fft_efficiency
     )
 
 
@@ -185,6 +222,19 @@ def tile_seconds(
     return max(tile_parts(kernel, ex, rows, columns, split, spec))
 
 
+def stream_k(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> bool:
+    """Whether ``kernel`` runs as a stream-K product, its last wave's work shared by every SM
+    (``ProcessorSpec.stream_k``): a library matrix product (not a convolution) on the matrix units."""
+    return (
+        spec.stream_k
+        and kernel.library.gemm_mn is not None
+        and kernel.library.conv is None
+        and kernel.work.matrix
+        and ex.lanes == spec.lanes_per_core
+        and matrix_format(kernel) in dict(spec.matrix_flops_per_s)
+    )
+
+
 @cached(maxsize=65536)
 def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     """The tile and split-K the library chooses for ``kernel`` (see the module docstring)."""
@@ -207,11 +257,12 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
         shapes = [(min(m, systolic.round_up(m / spec.cores, systolic.ROWS)), n)]
     best: tuple[float, Tiling] | None = None
     rate = _operand_rate(spec, kernel)  # the same for every tile shape
+    shared_tail = stream_k(spec, ex, kernel)
     for rows, columns in shapes:  # largest first
         outputs = math.ceil(m / rows) * math.ceil(n / columns)
         edge = min(rows, columns)
         split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
-        waves = math.ceil(outputs * split / slots)
+        waves = outputs * split / slots if shared_tail else math.ceil(outputs * split / slots)
         seconds = waves * max(_tile_parts(kernel, ex, rows, columns, split, rate))  # tile_seconds
         if best is None or seconds < best[0] * (1 - CLEARLY_FASTER):
             best = (seconds, Tiling(rows, columns, split, outputs))
@@ -228,15 +279,16 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     convolution runs as its own reorder primitives around the convolution primitive, one after
     the other ([PT131958]: ``reorder`` of the source and the weights, ``convolution``, ``reorder``
     of the destination back to NCHW), so the re-layouts are passes of their own (``reorder_passes``),
-    not traffic hidden under the convolution's compute. Any other op's plain weights
-    (``LibraryHints.reorder_B``) are read and written once more inside the op. Host-side kernels are
-    left alone.
+    not traffic hidden under the convolution's compute. A 16-bit convolution on a GPU's tensor cores
+    with NCHW activations runs likewise between two transposes ([CL], ``transposes_on_tensor_cores``).
+    Any other op's plain weights (``LibraryHints.reorder_B``) are read and written once more inside
+    the op. Host-side kernels are left alone.
 
     Raises:
         ParsimError: ops would be folded out of a program whose ops wait on each other.
     """
     workload = fuse_epilogues(workload, system)  # XLA: element-wise consumers inside the product
-    if not any(k.library.foldable or k.library.reorder_B for k in workload.kernels):
+    if not any(k.library.foldable or k.library.reorder_B or k.library.nchw_B for k in workload.kernels):
         return workload
     ops: list[Op] = []
     deps: list[tuple[int, ...]] = []
@@ -252,9 +304,10 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
                         f"{workload.name}: folding ops out of a program with dependencies is not modelled"
                     )
                 continue
-            if library.blocked_weights and op.library.reorder_B:
+            transposed = transposes_on_tensor_cores(system.compute, op)
+            if transposed or (library.blocked_weights and op.library.reorder_B):
                 inside = op.library.conv is None
-                passes = (_reorder_inside(op),) if inside else reorder_passes(op)
+                passes = (_reorder_inside(op),) if inside else reorder_passes(op, weights=not transposed)
                 for step, part in enumerate(passes):  # in order; a program with waits chains them
                     ops.append(part)
                     deps.append((len(ops) - 2,) if step and any(workload.deps) else after)
@@ -277,14 +330,16 @@ def _reorder_inside(op: Kernel) -> Kernel:
     )
 
 
-def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
+def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
     """An eager convolution on a blocked-layout library as it runs ([PT131958]): a reorder of the
     plain weights (read from memory, written blocked), a reorder of the NCHW source activations
     (``LibraryHints.nchw_B``, split by the pass's input and output sizes), the convolution itself,
-    then a reorder of the destination back to NCHW: each a pass of its own, one after the other."""
+    then a reorder of the destination back to NCHW: each a pass of its own, one after the other.
+    Without ``weights`` (a GPU's tensor cores on NCHW activations, [CL]) only the activations are
+    transposed: cuDNN's ``nchwToNhwc`` before the pass and ``nhwcToNchw`` after it."""
     shape = op.library.conv
     assert shape is not None
-    weights, activations = op.library.reorder_B, op.library.nchw_B
+    reordered, activations = (op.library.reorder_B if weights else 0.0), op.library.nchw_B
     size = itemsize(op.work.dtype)
     inputs = shape.batch * shape.channels * shape.height * shape.width
     outputs = shape.batch * shape.filters * shape.out_height * shape.out_width
@@ -297,6 +352,7 @@ def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
             nbytes,
             nbytes,
             max(1, round(nbytes / size)),
+            in_library_call=not weights,  # cuDNN launches its transposes inside the convolution's call
             stream=op.stream,
             device=op.device,
             layer=op.layer,
@@ -306,10 +362,11 @@ def reorder_passes(op: Kernel) -> tuple[Kernel, ...]:
             cold_bytes=cold,
         )
 
-    passes = [reorder("reorder weights", weights, 2 * weights)]
+    to, back = ("reorder source", "reorder back") if weights else ("transpose to NHWC", "transpose back")
+    passes = [reorder("reorder weights", reordered, 2 * reordered)] if reordered > 0 else []
     if source > 0:
-        passes.append(reorder("reorder source", source, 0.0))
+        passes.append(reorder(to, source, 0.0))
     passes.append(op.but(reorder_B=0.0, nchw_B=0.0))
     if activations - source > 0:
-        passes.append(reorder("reorder back", activations - source, 0.0))
+        passes.append(reorder(back, activations - source, 0.0))
     return tuple(passes)

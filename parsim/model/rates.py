@@ -6,7 +6,10 @@ uses all lanes: tensor cores and AMX are fed by the vector units). GEMM-shaped k
 library's measured ``matmul_efficiency`` of that. Transcendentals (``exp``) go through the
 special-function rate. A processor calibrated with a measured rate for an elementary operation
 (``add``, ``maximum``...) uses it instead of its FLOP/s. A CPU in ``sisd`` runs the interpreter
-loop: ``interpreted_element_s`` per element and Python operation.
+loop: ``interpreted_element_s`` per element and Python operation, scaled for the loop body where
+calibration measured it (``interpreted_loop_scale``). A GEMM one BLAS call spreads over several CPU
+cores keeps ``blas_thread_efficiency`` of each core's rate. A library whose ReLU is a serial scalar
+loop branching on each sign (``LibrarySpec.serial_sign_test_cycles``) runs it on one core, one lane.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ class Execution(NamedTuple):
         tile_items: work items per tile.
         tiles_per_core: tiles resident on one core at once.
         memory: the memory level serving the kernel's working set.
+        thread_share: the share of its rate each core keeps while several cores run one product
+            together (a CPU BLAS's ``blas_thread_efficiency``; 1 elsewhere). A product of one
+            tile runs on one core and keeps all of it.
     """
 
     cores: int
@@ -56,6 +62,7 @@ class Execution(NamedTuple):
     tile_items: int
     tiles_per_core: int
     memory: Level
+    thread_share: float = 1.0
 
     @property
     def interpreted(self) -> bool:
@@ -74,6 +81,9 @@ def execution(
     ``working_set_B`` defaults to the kernel's own; a vectorised sweep passes an array of them.
     """
     cores, used = busy_cores(spec, mode), lanes(spec, mode)
+    serial_rate = _serial_sign_test_rate(spec, kernel)
+    if serial_rate:  # the library's scalar loop on one thread
+        cores, used = 1, 1
     core_flops = used * spec.lane_flops_per_s(kernel.work.dtype)
     matrix_rates = dict(spec.matrix_flops_per_s)
     rated = matrix_format(kernel)
@@ -91,6 +101,8 @@ def execution(
         core_flops *= library_of(spec, kernel.library.cpu_library).conv_share(
             rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch
         )
+    if kernel.library.frequency_domain:  # an FFT convolution: transforms and small complex products
+        core_flops *= library_of(spec, kernel.library.cpu_library).fft_efficiency
     if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
         core_flops *= library_of(spec, kernel.library.cpu_library).attention_share(
             kernel.library.fused_attention
@@ -104,14 +116,32 @@ def execution(
         * spec.compute_clock_Hz
         * spec.sustained_share
         * (used / spec.lanes_per_core),
-        core_op_rate=dict(spec.op_rates_per_core).get(kernel.work.op)
-        if kernel.work.op and used > 1
-        else None,
+        core_op_rate=serial_rate
+        or (dict(spec.op_rates_per_core).get(kernel.work.op) if kernel.work.op and used > 1 else None),
         interpreted_element_s=(
-            spec.interpreted_element_s if mode == "sisd" and not spec.is_accelerator else 0.0
+            spec.interpreted_element_s * _loop_scale(spec, kernel)
+            if mode == "sisd" and not spec.is_accelerator
+            else 0.0
         ),
         tile_items=spec.matmul_tile**2 if gemm else spec.tile_items,
         # A GEMM tile fills an SM's registers and shared memory: one per core at a time.
         tiles_per_core=1 if gemm or used == 1 else spec.tiles_per_core,
         memory=level(spec, cores, kernel.working_set_B if working_set_B is None else working_set_B),
+        thread_share=spec.blas_thread_efficiency if gemm and cores > 1 and not spec.is_accelerator else 1.0,
     )
+
+
+def _loop_scale(spec: ProcessorSpec, kernel: Kernel) -> float:
+    """This CPU's measured cost of ``kernel``'s pure-Python loop body over the counted one (1 when
+    calibration did not measure that loop)."""
+    loop = kernel.issue.python_loop
+    return dict(spec.interpreted_loop_scale).get(loop, 1.0) if loop else 1.0
+
+
+def _serial_sign_test_rate(spec: ProcessorSpec, kernel: Kernel) -> float | None:
+    """Elements per second of a sign test (a ReLU) run as its CPU library's serial scalar loop, or
+    None where the library vectorises and threads it (or on an accelerator)."""
+    if not kernel.library.sign_test or spec.is_accelerator:
+        return None
+    cycles = library_of(spec, kernel.library.cpu_library).serial_sign_test_cycles
+    return spec.clock_Hz / cycles if cycles else None

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from parsim.plots.lines import scaling, sweep, sweep_lines, tradeoff, validation
 from parsim.plots.measured import calibration_curve, measured
-from parsim.plots.published import published
+from parsim.plots.published import published, published_png
 from parsim.plots.style import COLORS, presentation, styled
 from parsim.plots.timelines import bars, roofline, timeline, timelines
 from parsim.workloads.records import Scaling, Throughput
@@ -25,6 +25,7 @@ __all__ = [
     "measured",
     "presentation",
     "published",
+    "published_png",
     "roofline",
     "scaling",
     "scenario",

@@ -8,6 +8,7 @@ miss one can read off the projector. Ratios rather than raw figures, because a c
 
 from __future__ import annotations
 
+import io
 import math
 
 from matplotlib.figure import Figure
@@ -15,6 +16,7 @@ from matplotlib.figure import Figure
 from parsim.plots.axes import plain_axis
 from parsim.plots.style import _figure, legend, styled, suptitle
 from parsim.plots.style import title as style_title
+from parsim.studies.published_snapshot import figure_stamp
 
 UNITS = {
     "samples_per_s": "samples/s",
@@ -87,3 +89,12 @@ def published(data: dict, title: str = "Predicted vs published measurements") ->
         ax.grid(True, which="both", alpha=0.25)
     suptitle(fig, title)
     return fig
+
+
+def published_png(data: dict, dpi: int = 110) -> bytes:
+    """``published(data)`` as PNG bytes, stamped with the report's ``created_at`` (a ``Comment``
+    text chunk: ``studies.published_snapshot.shipped_figure`` shows a shipped figure only beside
+    the report it was drawn from). 110 dpi, as the app draws its figures."""
+    buffer = io.BytesIO()
+    published(data).savefig(buffer, format="png", dpi=dpi, metadata={"Comment": figure_stamp(data)})
+    return buffer.getvalue()

@@ -111,10 +111,12 @@ def _kinds_legend(fig, kinds: set[str]) -> None:
         return
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    # The key's width needs only a renderer to measure its text, not a drawing of the whole figure
+    # (which would draw every bar twice: here and when the figure is saved).
+    renderer = FigureCanvasAgg(fig).get_renderer()
     for columns in range(len(handles), 0, -1):  # one row, unless it is wider than the figure (a slide)
         key = fig.legend(handles=handles, loc="outside lower center", ncols=columns)
-        FigureCanvasAgg(fig).draw()
-        if columns == 1 or key.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+        if columns == 1 or key.get_window_extent(renderer).width <= fig.bbox.width:
             return
         key.remove()
 

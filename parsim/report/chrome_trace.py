@@ -41,12 +41,15 @@ a file would hold before any is built, and ``check_budget`` refuses one above th
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from parsim import __version__
 from parsim.base import safefiles
@@ -99,6 +102,17 @@ def check_budget(budget: Budget | None, count: int) -> None:
         budget.check(count, "trace_events", "the trace's event count")
 
 
+@attrs.frozen
+class PendingTrace:
+    """A trace that passed its budget, built only when asked: the app checks each trace as its page
+    is drawn (a refusal shows in place) and builds the file when the download button is pressed."""
+
+    events: int
+    """The events the file will hold at most (``event_count``)."""
+    build: Callable[[], dict[str, Any]]
+    """Builds the Trace Event document."""
+
+
 def prediction_trace(prediction: Prediction, budget: Budget | None = None) -> dict[str, Any]:
     """The Trace Event document of one prediction's timeline."""
     return cases_trace([("", prediction)], budget=budget)
@@ -114,7 +128,24 @@ def cases_trace(
     Raises:
         ParsimError: more events than ``budget`` allows (before any is built).
     """
-    check_budget(budget, event_count(p for _, p in cases))
+    return pending_cases(cases, title, budget).build()
+
+
+def pending_cases(
+    cases: Sequence[tuple[str, Prediction]], title: str = "", budget: Budget | None = None
+) -> PendingTrace:
+    """``cases_trace`` checked against ``budget`` now, built later.
+
+    Raises:
+        ParsimError: more events than ``budget`` allows.
+    """
+    cases = tuple(cases)
+    count = event_count(p for _, p in cases)
+    check_budget(budget, count)
+    return PendingTrace(count, functools.partial(_cases_document, cases, title))
+
+
+def _cases_document(cases: Sequence[tuple[str, Prediction]], title: str) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     pids = _Pids()
     for label, prediction in cases:
@@ -135,7 +166,21 @@ def load_trace(timeline: LoadTimeline, title: str = "", budget: Budget | None = 
     Raises:
         ParsimError: more events than ``budget`` allows (before any is built).
     """
-    check_budget(budget, event_count(loads=[timeline]))
+    return pending_load(timeline, title, budget).build()
+
+
+def pending_load(timeline: LoadTimeline, title: str = "", budget: Budget | None = None) -> PendingTrace:
+    """``load_trace`` checked against ``budget`` now, built later.
+
+    Raises:
+        ParsimError: more events than ``budget`` allows.
+    """
+    count = event_count(loads=[timeline])
+    check_budget(budget, count)
+    return PendingTrace(count, functools.partial(_load_document, timeline, title))
+
+
+def _load_document(timeline: LoadTimeline, title: str) -> dict[str, Any]:
     pid = 1
     events: list[dict[str, Any]] = [
         _meta("process_name", pid, None, {"name": "server (all replicas)"}),

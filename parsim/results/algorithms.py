@@ -16,7 +16,7 @@ from parsim.base.units import si
 from parsim.hardware.specs import SystemSpec
 from parsim.model import systolic
 from parsim.model.kernel import choose, shape
-from parsim.model.library import gemm_tiling
+from parsim.model.library import gemm_tiling, stream_k
 from parsim.model.placement import kernel_processor
 from parsim.model.rates import execution
 from parsim.workloads.base import HOST, Kernel, Workload
@@ -127,11 +127,15 @@ def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tu
                 lines.append(f"{kernel.name}: {pad.sentence()}")
                 continue
             anonymous = shape(kernel)  # the engine's tiling of this shape, already cached
-            tiling = gemm_tiling(spec, execution(spec, kernel_mode, anonymous), anonymous)
+            ex = execution(spec, kernel_mode, anonymous)
+            tiling = gemm_tiling(spec, ex, anonymous)
             split = f", reduction split {tiling.split} ways (split-K)" if tiling.split > 1 else ""
+            shared = ""
+            if stream_k(spec, ex, anonymous) and tiling.tiles % spec.cores:
+                shared = f"; {tiling.tiles / spec.cores:.2f} waves, the last shared among the SMs (stream-K)"
             lines.append(
                 f"{kernel.name}: {tiling.outputs} output tiles of {tiling.rows}x{tiling.columns}{split} "
-                "(the library's tile choice)"
+                f"(the library's tile choice){shared}"
             )
     return tuple(lines)
 

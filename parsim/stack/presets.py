@@ -15,6 +15,12 @@ Sources, abbreviated in the comments:
   remapper folds batch norm and fuses ReLU into _FusedConv2D on CPUs.
 - [JCJ] jcjohnson/cnn-benchmarks README and issue #20: Torch7 CPU timings on 2x Xeon E5-2630 v3 with
   the plain `nn` backend and a vanilla Torch install.
+- [THRESH] fmassa/nn@03e4ff9c1302f66d7127af056cb129db3f411951 lib/THNN/generic/Threshold.c (Torch7 nn's
+  THNN of 2016: ``TH_TENSOR_APPLY`` loops with a branch per element, no OpenMP) and
+  ColfaxResearch/nn@a73aa0a0a172dc89a6150aea0d1bf96c44ceb2dd, the same file with ``#pragma omp parallel
+  for`` added for Intel's optimised Torch.
+- [AGNER] A. Fog, "The microarchitecture of Intel, AMD and VIA CPUs", Haswell: "The branch
+  misprediction penalty is 15-20 clock cycles".
 - [PT131958] pytorch/pytorch issue #131958, a ``DNNL_VERBOSE`` log of stock PyTorch 2.4 CPU inference at
   batch 1: each NCHW convolution runs as oneDNN ``reorder`` primitives of the source and the weights,
   the ``convolution`` primitive, and a ``reorder`` of the destination back, each timed on its own.
@@ -45,6 +51,9 @@ Sources, abbreviated in the comments:
   LLaMA-2 projections for 1 to 4096 tokens. At 128 tokens (A100) they take 1.70-1.76x the max of
   compute at peak and weight streaming, 0.94-0.98x their sum; sqrt(compute^2 + memory^2) with
   the devices' efficiencies follows every size from 16 to 4096 tokens within ~10 %.
+- [DBENCH] baidu-research/DeepBench@da81ba7820739e2e506dc27f382d15be5479f98f results/train/
+  DeepBench_NV_V100.xlsx and DeepBench_NV_T4.xlsx, sheet 'Results FP32', 'Convolution' (cuDNN 7.6.2,
+  the forward algorithm cuDNN chose named per row).
 - [MIOPEN] ROCm/MIOpen documentation, "Convolution algorithms" (miopenConvFwdAlgorithm_t: GEMM, Direct,
   FFT, Winograd, ImplicitGEMM; ``miopenFindConvolutionForwardAlgorithm`` times them, as cudnnFind does).
 - [TENSILE] ROCm/Tensile (hipBLASLt's and rocBLAS's GEMM generator): kernels named by their macro tile
@@ -57,6 +66,11 @@ Sources, abbreviated in the comments:
   TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, "Inference performance" tables
   (20.06-tf1-py3, XLA off): batch-1 average latency 5.26/4.51 ms (A100 TF32/AMP), 5.79/4.25 ms
   (V100 FP32/AMP), 7.34/4.77 ms (T4 FP32/AMP).
+- [DLEMX22] NVIDIA/DeepLearningExamples@1bd98ac3723aaf483098c265095cd7e8c350879c ("[RN50/MXNet] Release
+  22.10"): MxNet/Classification/RN50v1.5/runner adds ``os.environ['MXNET_ENABLE_CUDA_GRAPHS'] = "1"`` and
+  ``MXNET_ASYNC_GPU_ENGINE`` = "1"; README.md's A100 80GB tables are re-measured in mxnet-22.10-py3
+  (batch 1 float16: 0.70 ms, against 2.15 ms in the 20.12 table of commit 134510b4) while the V100
+  and T4 tables keep the 20.12 container.
 - [TFSESS] TensorFlow 1.x API docs, ``tf.compat.v1.Session.run``: "runs one step of TensorFlow
   computation ... The value returned by run() has the same shape as the fetches argument, where the
   leaves are replaced by the corresponding values returned by TensorFlow" (numpy arrays: the call
@@ -76,6 +90,13 @@ from parsim.hardware.specs import ProcessorSpec
 from parsim.stack.engines import engines
 from parsim.stack.specs import FrameworkSpec, LibrarySpec
 
+EAGER_KERNEL_FLOOR_S = 2.8e-6
+"""The shortest time a small kernel holds the GPU, launch to drain (``FrameworkSpec.kernel_floor_s``):
+fitted once on an H100 (issue #30, measured 2026-11-25; see ``EAGER``)."""
+CUDA_GRAPH_LAUNCH_SHARE = 0.2
+"""The share of a separate kernel launch a replayed CUDA graph node pays (estimate: the driver
+replays the nodes back to back; a fifth of a launch each)."""
+
 EAGER = FrameworkSpec(
     id="eager",
     name="eager framework (PyTorch: Python, dispatcher, autograd, caching allocator per operator)",
@@ -93,7 +114,7 @@ EAGER = FrameworkSpec(
     # fitted once: llama-2-7b float16 decode at batch 1 in eager PyTorch on an H100 SXM (issue #30,
     # measured 2026-11-25): 7.9 ms of kernels for 1,334 kernels, 4.7 ms of them streaming weights and
     # cache; ~1,000 small kernels (RMSNorm's, RoPE's, the adds) take ~2.8 us each from launch to drain
-    kernel_floor_s=2.8e-6,
+    kernel_floor_s=EAGER_KERNEL_FLOOR_S,
     fused_optimizer=False,  # [ADAMW] torch.optim.AdamW defaults to foreach=True on CUDA (not fused)
 )
 
@@ -119,12 +140,14 @@ TF1_SESSION = FrameworkSpec(
     # of host arrays and the executor's set-up run on the host while the GPU waits (the fetch blocks,
     # ``Transfer.waits``), then the C++ executor walks the graph's nodes. Fitted once
     # (benchmarks/fit_stack.py) against [DLETF]'s 14 TF1 ResNet-50 inference rows (A100, V100, T4;
-    # FP32/TF32 and AMP; batch 1, 16, 256): 9.0M cycles = 3.5 ms per step on the default 2.6 GHz
-    # host and 5k cycles = 2 us per node; the optimum is flat from 0 to 10k cycles per node (a
+    # FP32/TF32 and AMP; batch 1, 16, 256; 26 rows with batch 4 and 8): 10.0M cycles = 3.8 ms per
+    # step on the default 2.6 GHz host (9.0M before batch norm in eval mode was priced as the one
+    # pass it is: the batch-256 steps got shorter, the optimum moved; 9.5M-10.0M score alike)
+    # and 5k cycles = 2 us per node; the optimum is flat from 0 to 10k cycles per node (a
     # per-node cost is hidden behind the kernels), where one cost per node (``graph``'s 62k) gives
     # the same time to float32 and AMP at batch 1, which the rows do not show (7.34 vs 4.77 ms on a T4)
     op_cycles=5_000.0,
-    step_cycles=9_000_000.0,
+    step_cycles=10_000_000.0,
     launch_share=1.0,
     autocast=False,  # TF AMP rewrites the graph; weight casts run ahead of the activations
     compiles=True,  # the whole graph is known before it runs
@@ -147,12 +170,30 @@ MXNET = FrameworkSpec(
     layout="nhwc",  # [DLEMX] float16 runs use the NHWC layout
 )
 
+MXNET_CUDA_GRAPHS = attrs.evolve(
+    MXNET,
+    id="mxnet-cuda-graph",
+    name="MXNet 1.9 Gluon, hybridized and replayed as CUDA graphs (MXNET_ENABLE_CUDA_GRAPHS=1; NGC 22.10)",
+    # [DLEMX22] the 22.10 runner sets MXNET_ENABLE_CUDA_GRAPHS=1: the CachedOp captures the hybridized
+    # forward once and replays it, so no host work per operator is left (A100 batch 1: 2.15 ms in
+    # 20.12 without graphs, 0.70 ms in 22.10 with them)
+    op_cycles=0.0,
+    launch_share=CUDA_GRAPH_LAUNCH_SHARE,  # as ``cuda-graph``: the driver replays the nodes
+    # a replayed kernel still ramps its grid up and drains it: the eager preset's
+    # launch-to-drain floor, measured on an H100 (a GPU's property, not the launch path's)
+    kernel_floor_s=EAGER_KERNEL_FLOOR_S,
+    # fitted once (benchmarks/fit_stack.py) against [DLEMX22]'s A100 batch-1 row, the one published
+    # step whose time the host sets (batch 256: within 5 % at any value): fit.py's ``model_score``
+    # loop is Python per batch (DALI's iterator, the CachedOp call, ``metric.update``, which copies
+    # the outputs to the host), 500k cycles = 0.19 ms on the default 2.6 GHz host
+    step_cycles=500_000.0,
+)
+
 CUDA_GRAPH = FrameworkSpec(
     id="cuda-graph",
     name="captured CUDA graph (one launch replays the whole step)",
     op_cycles=0.0,  # nothing runs on the host per operator once the graph is captured
-    # estimate: the driver replays graph nodes back to back; a fifth of a separate launch each
-    launch_share=0.2,
+    launch_share=CUDA_GRAPH_LAUNCH_SHARE,
     autocast=True,
 )
 
@@ -182,9 +223,9 @@ TORCH7 = FrameworkSpec(
     cpu_library="thnn",  # [JCJ] CPU runs use Torch's own nn backend, not MKL-DNN
 )
 
+_NETWORK_FRAMEWORKS = (EAGER, GRAPH, TF1_SESSION, CUDA_GRAPH, TORCH7, XLA_JIT, MXNET, MXNET_CUDA_GRAPHS)
 FRAMEWORKS: dict[str, FrameworkSpec] = {
-    spec.id: spec
-    for spec in (EAGER, GRAPH, TF1_SESSION, CUDA_GRAPH, TORCH7, XLA_JIT, MXNET, *engines(EAGER, CUDA_GRAPH))
+    spec.id: spec for spec in (*_NETWORK_FRAMEWORKS, *engines(EAGER, CUDA_GRAPH))
 }
 DEVICE_FRAMEWORKS = {"tpu": XLA_JIT.id}
 """The framework a workload runs in by default on a device of that kind, where it is not the
@@ -195,6 +236,12 @@ CUDNN = LibrarySpec(
     name="cuDNN and cuBLAS (NVIDIA GPUs)",
     winograd_reduction=36 / 16,  # [LG16] F(2x2, 3x3): 16 multiplies instead of 36
     fft_min_filter=5,  # [CUDNN] FFT and FFT_TILING pay off for large filters at stride 1
+    # fitted once (grid 0.2-0.5 in steps of 0.05, least MAPE) on DeepBench's two FFT_TILING convolutions
+    # ([DBENCH]: 28x28, 192 -> 32 channels, 5x5, batch 16, float32: 0.192 ms on a V100, 0.439 ms on a
+    # T4): their ratio (2.29) is the two chips' vector-rate ratio (2.4), not their bandwidth ratio
+    # (3.3), so the algorithm is bound by its arithmetic, at 0.3 of the vector peak (transforms' index
+    # and twiddle work beside the 5 n log2 n FLOPs; complex products of 16x192 by 192x32 per frequency)
+    fft_efficiency=0.3,
     # [VIDUR] cuBLAS products of LLaMA-2 7B/70B shapes timed on A100 and H100 from 16 to 4096 rows:
     # 1.7x the max of compute and weight streaming at 128 rows, near the sum; the smooth roofline
     # with p = 2 follows them within ~10 % at every size (compute-bound or memory-bound ends keep
@@ -254,16 +301,25 @@ ONEDNN = LibrarySpec(
 
 THNN = LibrarySpec(
     id="thnn",
-    name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image)",
-    # both fitted once (benchmarks/fit_stack.py) against the published Torch7 CPU rows ([JCJ]: VGG-16,
-    # ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far from optimal ... a vanilla Torch installation"):
-    # VGG-16's products (3,136-50,176 pixels an image) run at 0.2 of the GEMM rate, ResNets' late
-    # stages (196 and 49 pixels) far below: [THNN] SpatialConvolutionMM loops ``omp parallel for`` over
-    # the batch and calls one ``addmm`` per image (weights x the image's unfolded input), so each
-    # call's fixed work is spread over one image's output pixels only. MAPE of the six rows: 39.8 %
-    # with one flat share (0.14), 12.9 % with the per-image curve
-    conv_efficiency=0.2,
-    per_image_half_pixels=320.0,
+    name="Torch7 nn on CPUs (THNN: im2col and an OpenBLAS GEMM per image, a serial ReLU)",
+    # [THRESH] nn.ReLU is THNN's Threshold: ``TH_TENSOR_APPLY(real, input, if (*input_data <=
+    # threshold) *input_data = val;)``, forward and backward, a scalar loop on one thread (2016's
+    # TH_TENSOR_APPLY has no OpenMP; Intel's fork added ``omp parallel for`` to it later). On the
+    # activations' random signs the branch misses about every second element: [AGNER] Haswell's
+    # misprediction penalty is 15-20 cycles, so ~8.5 of them per element plus the loop's ~3 (load,
+    # compare, store, the apply's counters): 12 cycles. ResNet-50 runs 154 M ReLU elements a batch of
+    # 16 forward (VGG-16 217 M, ResNet-18 37 M): 0.7 s of its 2.5 s on one core.
+    serial_sign_test_cycles=12.0,
+    # the convolution's share and its per-image curve, fitted once (benchmarks/fit_stack.py) against
+    # the published Torch7 CPU rows ([JCJ]: VGG-16, ResNet-18/50 on 2x Xeon E5-2630 v3, "pretty far
+    # from optimal ... a vanilla Torch installation") with the serial ReLU above: VGG-16's products
+    # (3,136-50,176 pixels an image) run at 0.29 of the GEMM rate, ResNets' late stages (196 and 49
+    # pixels) far below: [THNN] SpatialConvolutionMM loops ``omp parallel for`` over the batch and
+    # calls one ``addmm`` per image (weights x the image's unfolded input), so each call's fixed work
+    # is spread over one image's output pixels only. MAPE of the six rows: 39.8 % with one flat share
+    # (0.14), 12.9 % with the per-image curve (0.2, 320 pixels), 6.3 % with the serial ReLU as well
+    conv_efficiency=0.29,
+    per_image_half_pixels=400.0,
 )
 
 ROCM = LibrarySpec(

@@ -186,6 +186,8 @@ class LibrarySpec:
         name: what it stands for.
         winograd_reduction: multiplies saved by Winograd on 3x3 stride-1 convolutions.
         fft_min_filter: smallest filter edge for which FFT convolution is a candidate.
+        fft_efficiency: share of the vector rate an FFT convolution's arithmetic reaches (its
+            transforms and its batched complex products of small matrices, one per frequency).
         gemm_tiles: output tiles (rows, columns) the GEMM heuristic chooses from; empty keeps the
             processor's own ``matmul_tile``.
         conv_efficiency: share of the processor's GEMM rate (``matmul_efficiency``) that
@@ -220,12 +222,18 @@ class LibrarySpec:
             thread loads, the threads' join): it reaches ``m / (m + batch_half_pixels)`` of
             ``conv_efficiency``, ``m`` = images x output pixels. Felt at batch 1 on small late-stage
             feature maps (7 x 7 = 49 pixels), not at training batches. 0: no such share.
+        serial_sign_test_cycles: a library whose ReLU is a scalar loop on one thread that branches
+            on each element's sign (Torch7's THNN ``Threshold``: a ``TH_TENSOR_APPLY`` of
+            ``if (x <= 0) x = 0``, no OpenMP) pays these cycles per element on one core: on
+            activations of random sign the branch predictor misses about every second test.
+            0: a vectorised, threaded ReLU (a max; the memory stream bounds it).
     """
 
     id: str = attrs.field(validator=text)
     name: str = attrs.field(validator=text)
     winograd_reduction: float = attrs.field(default=1.0, validator=positive)
     fft_min_filter: int = attrs.field(default=0)
+    fft_efficiency: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     gemm_tiles: tuple[tuple[int, int], ...] = attrs.field(default=())
     conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
     matrix_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
@@ -244,6 +252,7 @@ class LibrarySpec:
     fuses_elementwise: bool = attrs.field(default=False, validator=boolean)
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
+    serial_sign_test_cycles: float = attrs.field(default=0.0, validator=non_negative)
 
     def conv_share(self, matrix_format: str | None, pixels: float = 0.0, images: float = 1.0) -> float:
         """Share of the GEMM rate a convolution reaches (``matrix_format``: None off the matrix units)

@@ -66,6 +66,7 @@ CLASSES: dict[str, tuple[str, float]] = {
     "serving": ("LLM serving under load (P50/P99 latency)", 0.10),
     "tpu-training": ("TPU slice training throughput (MaxText recipes)", 0.10),
     "fsdp": ("FSDP / ZeRO-3 LLM training throughput", 0.10),
+    "moe-training": ("Mixture-of-experts training, expert parallel (tokens/s, TFLOP/s per GPU)", 0.10),
 }
 """Each class: what it holds and its MAPE target (for a ``POINTS`` class: mean absolute error in
 percentage points of efficiency)."""
@@ -83,6 +84,7 @@ CLUSTER_METRICS = (
     "bus_bandwidth_Bps",
     "collective_s",
     "megatron_tflops_per_gpu",
+    "mcore_tflops_per_gpu",
     "tokens_per_s_per_gpu",
     "step_s",
 )
@@ -215,6 +217,8 @@ def predicted(row: Row) -> float:
         p = predict(row.workload, row.params, cluster=row.device)
         if row.metric == "megatron_tflops_per_gpu":
             return megatron_flops(row.params) / p.latency_s / p.gpus / 1e12
+        if row.metric == "mcore_tflops_per_gpu":
+            return mcore_flops(row.params) / p.latency_s / p.gpus / 1e12
         if row.metric == "tokens_per_s_per_gpu":  # NeMo's and Megatron-Bridge's tables
             return float(p.metrics["tokens_per_s"]) / p.gpus
         if row.metric == "step_s":  # a training step's seconds (Korthikanti et al.'s iteration time)
@@ -241,7 +245,7 @@ def predicted(row: Row) -> float:
     return p.latency_s
 
 
-STEP_METRICS = ("megatron_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
+STEP_METRICS = ("megatron_tflops_per_gpu", "mcore_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
 """What a 3D-parallel step's published rows measure: read from the step's figures alone."""
 
 
@@ -255,6 +259,8 @@ def _step_metric(row: Row) -> float:
     gpus = int(row.params.get("gpus", cluster.gpus_per_node)) * int(row.params.get("nodes", cluster.nodes))
     if row.metric == "megatron_tflops_per_gpu":
         return megatron_flops(row.params) / figures["step_s"] / gpus / 1e12
+    if row.metric == "mcore_tflops_per_gpu":
+        return mcore_flops(row.params) / figures["step_s"] / gpus / 1e12
     if row.metric == "tokens_per_s_per_gpu":
         return figures["tokens_per_s"] / gpus
     return figures["step_s"]
@@ -270,6 +276,24 @@ def megatron_flops(params: dict) -> float:
     batch, seq = float(params["batch"]), float(params.get("seq") or config.context)
     layers, hidden, vocab = config.layers, config.hidden, config.vocab
     return 96 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+
+
+def mcore_flops(params: dict) -> float:
+    """FLOPs of one step as Megatron-Core counts them for the TFLOP/s it logs
+    (``num_floating_point_operations`` in megatron/training/training.py, NVIDIA/Megatron-LM@83f0eba84e):
+    ``12 B s l h^2 ((1 + g/a + s/h) q/h
+    + (f/h) k m + V / (2 l h))`` with g KV heads of a query heads, q their query width, f one expert's
+    MLP width, k the experts a token is routed to (1 for a dense MLP) and m 3/2 for a gated MLP: the
+    mixture of experts' counterpart of ``megatron_flops`` (no recomputation counted)."""
+    from parsim.workloads.llms import llm
+
+    config = llm(str(params["model"]))
+    batch, seq = float(params["batch"]), float(params.get("seq") or config.context)
+    h, layers = config.hidden, config.layers
+    attention = (1 + config.kv_heads / config.heads + seq / h) * config.query_width / h
+    gated = 1.5 if config.mlp == "swiglu" else 1.0
+    mlp = config.mlp_hidden / h * config.experts_per_token * gated
+    return 12 * batch * seq * layers * h * h * (attention + mlp + config.vocab / (2 * layers * h))
 
 
 @attrs.frozen

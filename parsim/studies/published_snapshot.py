@@ -7,6 +7,10 @@ the package was made, ``parsim/data/published_snapshot.json``, written by the sa
 timetable is posted at the stop while the live one is a phone call away. The page shows the
 snapshot with its date; pressing a button predicts again with the installed model.
 
+Its figure (a panel per class) takes seconds to draw, so it ships too, as
+``parsim/data/published_snapshot.png`` (``--plot`` of the same command), stamped with the report's
+``created_at``: ``shipped_figure`` hands it out only beside the report it was drawn from.
+
 A snapshot can fall behind ``published.csv``: rows added, changed or removed since it was made.
 ``behind`` counts them from the two files alone (no prediction), so the page can say so in one
 line instead of quietly showing an old comparison as today's.
@@ -15,6 +19,7 @@ line instead of quietly showing an old comparison as today's.
 from __future__ import annotations
 
 import json
+import struct
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,6 +29,9 @@ from parsim.studies.published import SCHEMA, Row, load_rows
 
 MAX_SNAPSHOT_BYTES = 20_000_000
 """A snapshot of a few hundred rows is well under a megabyte; anything this large is not one."""
+MAX_FIGURE_BYTES = 8_000_000
+"""The figure of a few hundred rows is under a megabyte."""
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def snapshot_path() -> Path:
@@ -62,3 +70,44 @@ def behind(data: dict[str, Any], rows: tuple[Row, ...] | None = None) -> int:
     changed = sum(1 for key, value in current.items() if shipped.get(key) != value)
     removed = sum(1 for key in shipped if key not in current)
     return changed + removed
+
+
+def figure_stamp(data: dict[str, Any]) -> str:
+    """The text a figure of the report ``data`` carries (a PNG ``Comment``), naming the report."""
+    return f"parsim published report {data.get('created_at', '')}"
+
+
+def figure_path() -> Path:
+    """Where the shipped figure lives (beside the snapshot)."""
+    return snapshot_path().with_suffix(".png")
+
+
+def shipped_figure(data: dict[str, Any], path: str | Path | None = None) -> bytes | None:
+    """The shipped PNG of the report ``data``, or None: no file, or one drawn from another report
+    (its stamp differs), or not a PNG — then the caller draws the figure itself."""
+    path = Path(path) if path is not None else figure_path()
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_FIGURE_BYTES:
+            return None
+        png = path.read_bytes()
+    except OSError:
+        return None
+    return png if _png_comment(png) == figure_stamp(data) else None
+
+
+def _png_comment(png: bytes) -> str | None:
+    """The ``Comment`` text chunk of a PNG (chunks: 4-byte length, 4-byte type, data, 4-byte CRC)."""
+    if not png.startswith(_PNG_SIGNATURE):
+        return None
+    at = len(_PNG_SIGNATURE)
+    while at + 8 <= len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        kind, body = png[at + 4 : at + 8], png[at + 8 : at + 8 + length]
+        if kind == b"tEXt":
+            key, _, text = body.partition(b"\0")
+            if key == b"Comment":
+                return text.decode("latin-1")
+        if kind == b"IEND":
+            return None
+        at += 12 + length
+    return None

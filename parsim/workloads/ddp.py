@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import attrs
 
 from parsim.base.dtypes import itemsize
+from parsim.workloads import fsdp_tp
 from parsim.workloads.base import AllReduce, Block, Kernel, Op, Transfer
 from parsim.workloads.optimizers import update_kernel
 
@@ -52,7 +53,11 @@ class GpuStep:
 class Sync:
     """How gradients are synchronised: bucket size, overlap with the backward pass, ZeRO stage,
     micro-batches per step (gradient accumulation) and, for ZeRO-3, how many units' weights may
-    be gathered at once (``prefetch``: FSDP's ``limit_all_gathers`` keeps 2)."""
+    be gathered at once (``prefetch``: FSDP's ``limit_all_gathers`` keeps 2).
+
+    Under 2D parallelism (``fsdp_tp``) the data-parallel group is ``ranks`` GPUs, ``per_node`` of
+    them in a node (0: every GPU of the system, all of a node's), and each unit's kernels carry
+    their ``tp`` group's exchanges of ``tp_B`` bytes (``tp_replay``: full recomputation replays them)."""
 
     bucket_B: float
     overlap: bool
@@ -62,6 +67,16 @@ class Sync:
     weight_dtype: str
     microbatches: int = 1
     prefetch: int = 2
+    ranks: int = 0
+    per_node: int = 0
+    tp: int = 1
+    tp_B: float = 0.0
+    tp_replay: bool = False
+    layers: int = 0
+
+    def collective(self, name: str, size_B: float, kind: str) -> AllReduce:
+        """A collective of the data-parallel group on the NCCL stream."""
+        return AllReduce(name, size_B, kind=kind, layer="sync", ranks=self.ranks, per_node=self.per_node)
 
 
 def buckets(layer_params: Sequence[tuple[str, int]], bucket_params: float) -> list[list[tuple[str, int]]]:
@@ -175,7 +190,7 @@ class _Program:
         kind = "all_reduce" if self.sync.zero == 0 else "reduce_scatter"
         size = self.sizes[bucket] * itemsize(self.sync.master_dtype)
         name = f"{kind.replace('_', '-')} bucket {bucket} ({size / MB:.0f} MB)"
-        self.reduced.append(self.add(AllReduce(name, size, kind=kind, layer="sync"), ready))
+        self.reduced.append(self.add(self.sync.collective(name, size, kind), ready))
 
     def inputs(self, steps: Sequence[GpuStep]) -> None:
         for g, step in enumerate(steps):
@@ -243,9 +258,7 @@ class _Program:
                 ahead = sequence[issued]
                 if ahead.bucket >= 0:
                     name = f"all-gather weights {ahead.bucket} ({ahead.phase} {ahead.micro})"
-                    gather = AllReduce(
-                        name, self.sizes[ahead.bucket] * weight_B, kind="all_gather", layer="sync"
-                    )
+                    gather = self.sync.collective(name, self.sizes[ahead.bucket] * weight_B, "all_gather")
                     gather_of[issued] = self.add(gather, ends[issued - depth] if issued >= depth else ())
                 issued += 1
             needs = (gather_of[j],) if j in gather_of else ()
@@ -253,8 +266,10 @@ class _Program:
             # (a step of 21 micro-batches of a 48-layer model is then ~10^4 blocks, not 10^6 kernels)
             layer = unit.kernels[0][0].layer
             name = f"{'F' if unit.phase == 'forward' else 'B'}{unit.micro} {layer}"
+            sync = self.sync
+            tp = fsdp_tp.exchanges(unit.kernels[0], sync.tp, sync.tp_B, sync.tp_replay, sync.layers)
             last = [
-                self.add(Block(name, kernels, device=g, layer=layer), needs)
+                self.add(Block(name, kernels, tp, device=g, layer=layer), needs)
                 for g, kernels in enumerate(unit.kernels)
             ]
             for b, _ in unit.completes:  # FSDP casts the bucket's gradients to the reduce dtype
@@ -308,7 +323,5 @@ def ring_step(
     )
     if sync.zero in (1, 2):  # each GPU updated its 1/N: gather the new weights
         weights_B = total * itemsize(sync.weight_dtype)
-        program.add(
-            AllReduce("all-gather updated weights", weights_B, kind="all_gather", layer="sync"), updates
-        )
+        program.add(sync.collective("all-gather updated weights", weights_B, "all_gather"), updates)
     return program.ops, program.deps

@@ -162,6 +162,44 @@ def _llama(fields: _Fields, family: str) -> dict[str, Any]:
     }
 
 
+def _qwen3_moe(fields: _Fields) -> dict[str, Any]:
+    """Qwen3's mixture of experts: Llama's block with a per-head RMSNorm on queries and keys, heads
+    of ``head_dim`` (128, whatever the hidden size), and ``num_experts`` SwiGLU experts of
+    ``moe_intermediate_size`` in every block (``decoder_sparse_step`` 1, no ``mlp_only_layers``)."""
+    hidden, heads = _hidden_and_heads(fields)
+    kv_heads = fields.whole("num_key_value_heads", default=heads, limit="heads")
+    if heads % kv_heads:
+        raise fields.error("num_key_value_heads", f"a divisor of the {heads} attention heads", kv_heads)
+    fields.choice("hidden_act", ("silu", "swish"), "silu")
+    experts = fields.whole("num_experts", limit="experts")
+    top = fields.whole("num_experts_per_tok", limit="experts")
+    if top > experts:
+        raise fields.error("num_experts_per_tok", f"at most num_experts ({experts})", top)
+    if fields.whole("decoder_sparse_step", default=1, limit="layers") != 1:
+        raise fields.error("decoder_sparse_step", "1 (every block a mixture of experts, in parsim)", 0)
+    if fields.data.get("mlp_only_layers") not in (None, []):
+        raise fields.error("mlp_only_layers", "empty (every block a mixture of experts, in parsim)", 1)
+    return {
+        "layers": fields.whole("num_hidden_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "mlp_hidden": fields.whole("moe_intermediate_size", limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_position_embeddings", limit="context"),
+        "mlp": "swiglu",
+        "norm": "rmsnorm",
+        "position": "rotary",
+        "tied_embeddings": fields.flag("tie_word_embeddings", False),
+        "bias": fields.flag("attention_bias", False),
+        "experts": experts,
+        "experts_per_token": top,
+        "head_size": fields.whole("head_dim", default=hidden // heads, limit="hidden"),
+        "qk_norm": True,
+        **_rope(fields),
+    }
+
+
 def _gpt2(fields: _Fields) -> dict[str, Any]:
     """GPT-2: learned positions, LayerNorm, GELU MLP of 4 x n_embd unless n_inner, one QKV matrix."""
     hidden, heads = fields.whole("n_embd", limit="hidden"), fields.whole("n_head", limit="heads")
@@ -379,6 +417,7 @@ ARCHITECTURES: dict[str, Callable[[_Fields], dict[str, Any]]] = {
     "MistralForCausalLM": lambda f: _llama(f, "mistral"),
     "MixtralForCausalLM": lambda f: _llama(f, "mixtral"),
     "Qwen2ForCausalLM": lambda f: _llama(f, "qwen2"),
+    "Qwen3MoeForCausalLM": _qwen3_moe,
     "GPT2LMHeadModel": _gpt2,
     "GPTNeoXForCausalLM": _neox,
     "OPTForCausalLM": _opt,

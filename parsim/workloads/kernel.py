@@ -130,6 +130,12 @@ class LibraryHints(NamedTuple):
         fused_attention: the kind of a fused attention kernel (``flash``, ``flash-v1``), empty for any
             other kernel: its products run at the kernel library's ``attention_efficiency`` share of
             the GEMM rate for that kind, not at cuBLAS's own.
+        sign_test: the op tests each element's sign (a ReLU forward, and its backward's mask): a
+            library that runs it as a scalar loop branches on it
+            (``LibrarySpec.serial_sign_test_cycles``); a vectorised one takes a max.
+        frequency_domain: a convolution computed through FFTs (transforms, complex products per
+            frequency, the inverse): its arithmetic runs at the library's ``fft_efficiency`` share of
+            the vector rate, not at a GEMM's.
     """
 
     gemm_mn: tuple[int, int] | None = None
@@ -140,6 +146,8 @@ class LibraryHints(NamedTuple):
     cpu_library: str = ""
     nchw_B: float = 0.0
     fused_attention: str = ""
+    sign_test: bool = False
+    frequency_domain: bool = False
 
 
 class Issue(NamedTuple):
@@ -153,14 +161,21 @@ class Issue(NamedTuple):
         multi_tensor: one tensor's share of a multi-tensor launch (PyTorch's ``foreach`` optimizer,
             apex's fused Adam: one kernel walks a list of tensors), so it pays no launch floor
             (``FrameworkSpec.kernel_floor_s``) of its own.
+        python_loop: the pure-Python loop body the SISD demo runs for it (``relu``, ``matmul``...),
+            by which a calibrated CPU's ``interpreted_loop_scale`` prices that body; empty: none.
+        in_library_call: a kernel the library launches inside another op's call (cuDNN's layout
+            transposes around a convolution): on a GPU it pays its launch, not the framework's
+            work per operator, which that call already paid.
     """
 
     python_ops_per_item: float = 1.0
     primitive: bool = False
     multi_tensor: bool = False
+    python_loop: str = ""
+    in_library_call: bool = False
 
 
-_record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order
+_record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order (``but``)
 PLAIN_ACCESS = Access()
 NO_LIBRARY_HINTS = LibraryHints()
 PLAIN_ISSUE = Issue()
@@ -239,8 +254,16 @@ _RULES: dict[type, dict[str, Any]] = {
         "cpu_library": text,
         "nchw_B": non_negative,
         "fused_attention": text,
+        "sign_test": boolean,
+        "frequency_domain": boolean,
     },
-    Issue: {"python_ops_per_item": non_negative, "primitive": boolean, "multi_tensor": boolean},
+    Issue: {
+        "python_ops_per_item": non_negative,
+        "primitive": boolean,
+        "multi_tensor": boolean,
+        "python_loop": text,
+        "in_library_call": boolean,
+    },
 }
 _PLACE_RULES = {
     "name": text,
@@ -292,6 +315,8 @@ def _good_library(lib: LibraryHints) -> bool:
         and type(lib.cpu_library) is str
         and 0 <= lib.nchw_B < _INF
         and type(lib.fused_attention) is str
+        and type(lib.sign_test) is bool
+        and type(lib.frequency_domain) is bool
     )
 
 
@@ -302,6 +327,8 @@ def _good_issue(i: Issue) -> bool:
         and 0 <= i.python_ops_per_item < _INF
         and type(i.primitive) is bool
         and type(i.multi_tensor) is bool
+        and type(i.python_loop) is str
+        and type(i.in_library_call) is bool
     )
 
 
@@ -471,9 +498,13 @@ class Kernel:
         cpu_library: str = "",
         nchw_B: float = 0.0,
         fused_attention: str = "",
+        sign_test: bool = False,
+        frequency_domain: bool = False,
         python_ops_per_item: float = 1.0,
         primitive: bool = False,
         multi_tensor: bool = False,
+        python_loop: str = "",
+        in_library_call: bool = False,
     ) -> Kernel:
         """A kernel from its facts given flat, each filed into its record: what a builder writes,
         and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
@@ -482,20 +513,28 @@ class Kernel:
         # most kernels leave a record at its defaults and share the one default record (a tuple
         # compares in C; a wrong value differs from the defaults, so it is still refused)
         access = (cold_bytes, thread_loads_B, reuse_B, bandwidth_share, core_in_flight_B)
-        library = (gemm_mn, conv, math, foldable, reorder_B, cpu_library, nchw_B, fused_attention)
-        issue = (python_ops_per_item, primitive, multi_tensor)
-        # the records made as the tuples they are (every field given: the named tuples' own
-        # constructors would only fill defaults)
-        work = (flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op)
+        library = (
+            gemm_mn,
+            conv,
+            math,
+            foldable,
+            reorder_B,
+            cpu_library,
+            nchw_B,
+            fused_attention,
+            sign_test,
+            frequency_domain,
+        )
+        issue = (python_ops_per_item, primitive, multi_tensor, python_loop, in_library_call)
         return cls(
             name,
-            _record(Work, work),
+            Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),
             stream,
             device,
             layer,
-            PLAIN_ACCESS if access == PLAIN_ACCESS else _record(Access, access),
-            NO_LIBRARY_HINTS if library == NO_LIBRARY_HINTS else _record(LibraryHints, library),
-            PLAIN_ISSUE if issue == PLAIN_ISSUE else _record(Issue, issue),
+            PLAIN_ACCESS if access == PLAIN_ACCESS else Access(*access),
+            NO_LIBRARY_HINTS if library == NO_LIBRARY_HINTS else LibraryHints(*library),
+            PLAIN_ISSUE if issue == PLAIN_ISSUE else Issue(*issue),
             phase,
             part,
         )

@@ -156,6 +156,13 @@ _STREAMING = {
     "mse": (3, 3, 2, 3),  # (y - t)^2 summed; gradient 2 (y - t)
 }
 
+_INFERENCE_STREAMING = {
+    # kind: (fwd flops/elem, fwd elems moved) where inference differs: a batch norm in eval mode
+    # normalises with its running statistics (PyTorch's BatchNorm2d.eval(), cuDNN's
+    # cudnnBatchNormalizationForwardInference): y = x * scale + shift, one pass, no statistics pass
+    "bn": (2, 2),
+}
+
 
 @attrs.frozen(cache_hash=True)  # a key of the layer-shape cache, asked once per layer
 class Numerics:
@@ -402,7 +409,10 @@ def layer_kernels_of_shape(
             kernels.append(kernel("bwd", n_in, (n_in + n_out) * size, n_in * size, n_in))
     else:
         fwd_flops, fwd_moved, bwd_flops, bwd_moved = _STREAMING[layer.kind]
+        if not train and layer.kind in _INFERENCE_STREAMING:
+            fwd_flops, fwd_moved = _INFERENCE_STREAMING[layer.kind]
         special = n_out if layer.kind == "softmax" else 0
+        sign = {"sign_test": True} if layer.kind == "relu" else {}  # forward: x > 0; backward: its mask
         forward.append(
             kernel(
                 "fwd",
@@ -411,11 +421,12 @@ def layer_kernels_of_shape(
                 n_out * size,
                 n_out,
                 special_ops=special,
+                **sign,
             )
         )
         if train:
             kernels.append(
-                kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out)
+                kernel("bwd", bwd_flops * n_out, (bwd_moved - 1) * n_out * size, n_out * size, n_out, **sign)
             )
     if train and update and layer.params:
         master = numerics.master_dtype

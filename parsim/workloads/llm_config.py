@@ -52,6 +52,10 @@ class LlmConfig:
         experts_per_token: experts each token is routed to (top-k).
         rope_theta: RoPE's base (0: not given or no RoPE); stored, it does not change the cost.
         rope_scaling: RoPE's scaling type (``llama3``, ``linear``, ...; empty: none); stored.
+        head_size: one head's width when it is not ``hidden / heads`` (Qwen3's 128 beside a hidden
+            size of 2048 and 32 heads: queries 4096 wide); 0: ``hidden / heads``.
+        qk_norm: an RMSNorm over each head's queries and keys (Qwen3): a scale of ``head_dim``
+            each, per block.
     """
 
     name: str
@@ -81,10 +85,17 @@ class LlmConfig:
     experts_per_token: int = 1
     rope_theta: float = 0.0
     rope_scaling: str = ""
+    head_size: int = 0
+    qk_norm: bool = False
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_size or self.hidden // self.heads
+
+    @property
+    def query_width(self) -> int:
+        """Width of one token's queries (and of the attention output): heads x head size."""
+        return self.heads * self.head_dim
 
     @property
     def kv_width(self) -> int:
@@ -103,12 +114,13 @@ class LlmConfig:
 
     @property
     def attention_params(self) -> int:
-        """Q (hidden x hidden), K and V (hidden x kv_width each) and the output projection."""
-        d = self.hidden
-        weights = 2 * d * d + 2 * d * self.kv_width
-        qkv = d + 2 * self.kv_width
+        """Q (hidden x query_width), K and V (hidden x kv_width each), the output projection and
+        Qwen3's query and key norms."""
+        d, q = self.hidden, self.query_width
+        weights = 2 * d * q + 2 * d * self.kv_width
+        qkv = q + 2 * self.kv_width
         biases = (qkv + d) if self.bias else qkv if self.qkv_bias else 0
-        return weights + biases
+        return weights + biases + (2 * self.head_dim if self.qk_norm else 0)
 
     @property
     def mlp_matrices(self) -> int:

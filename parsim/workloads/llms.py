@@ -72,6 +72,8 @@ BUILT_IN = (
     "mixtral-8x7b",
     "mixtral-8x22b",
     "dbrx",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
 )
 """The built-in models' ids, in the order the choices list them (``parsim/models/<id>.json``)."""
 MODELS_FOLDER = "models"

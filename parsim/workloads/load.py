@@ -57,6 +57,11 @@ class LlmLoadParams(ParamsModel):
     gpus: int = Field(1, gt=0, le=64, description="tensor-parallel GPUs of one replica")
     attention: Literal["flash", "flash-v1", "unfused"] = Field("flash", description="as llm_serve")
     framework: ServeFramework = Field("cuda-graph", description="as llm_serve (or a serving engine)")
+    ep: int = Field(
+        1, gt=0, le=64, description="mixture of experts: expert-parallel GPUs of a replica's (as llm_serve)"
+    )
+    imbalance: float = Field(1.0, ge=1.0, le=1000.0, description="mixture of experts: as llm_serve")
+    capacity_factor: float = Field(0.0, ge=0.0, le=1000.0, description="mixture of experts: as llm_serve")
     replicas: int = Field(1, gt=0, le=1024, description="copies of the model behind the router")
     router: Literal["round_robin", "least_loaded"] = Field("round_robin", description="request -> replica")
     rate: float = Field(1.0, gt=0, le=1e6, description="requests per second (all replicas)")

@@ -28,7 +28,14 @@ Expert parallelism (``ep``) shards the experts over ``ep`` GPUs, E/ep each; each
 tokens' k copies of the hidden state to the experts' GPUs (all-to-all dispatch) and gets the
 results back (all-to-all combine): a buffer of ``tokens x k x hidden`` elements per GPU, of which
 ``(ep-1)/ep`` leaves it (``model.collectives`` prices the all-to-all). ``check_routing`` refuses
-what cannot be split. Training a mixture of experts is not modelled (``require_inference``).
+what cannot be split.
+
+Training (``moe_mlp`` with ``ops.train``) runs each forward kernel's gradients as the dense
+layers do: a grouped GEMM's data gradient (``[rows, n] @ W^T``, the weights read again) and its
+weight gradient (``X^T @ dY`` per expert: every local expert's weights written), the router's two,
+and a streaming pass for the top-k, the activation and the combine. The all-to-alls a step adds,
+the expert weights sharded over ``ep`` and their gradient reduction are the 3D-parallel step's
+(``workloads.expert_parallel``).
 """
 
 from __future__ import annotations
@@ -57,12 +64,16 @@ class Routing:
             (0: dropless).
         ep: GPUs the experts are sharded over (expert parallelism).
         tokens: tokens routed in the step over the whole EP group (0: this GPU's own).
+        expert_tp: GPUs each expert is split over when fewer than the attention's ``tp`` (MoE
+            parallel folding: each GPU routes its ``1 / (tp / expert_tp)`` of the tokens through
+            experts ``1 / expert_tp`` wide); 0: as the attention.
     """
 
     imbalance: float = 1.0
     capacity_factor: float = 0.0
     ep: int = 1
     tokens: int = 0
+    expert_tp: int = 0
 
     @property
     def load(self) -> float:
@@ -102,19 +113,17 @@ def check_routing(config: LlmConfig, routing: Routing, gpus: int, where: str) ->
         raise ParsimError(f"{where}: 'ep' must divide gpus={gpus}: {routing.ep}")
 
 
-def require_inference(config: LlmConfig, where: str) -> None:
-    """Refuse training a mixture of experts (its backward pass and router losses are not modelled)."""
-    if config.moe:
-        raise ParsimError(
-            f"{where}: {config.name} is a mixture of experts: modelled for inference (network train=false, "
-            "llm_serve, llm_load), not for training"
-        )
-
-
-def moe_mlp(ops: Ops, layer: str, config: LlmConfig, tokens: int, width: int, routing: Routing) -> None:
+def moe_mlp(
+    ops: Ops, layer: str, config: LlmConfig, tokens: int, width: int, routing: Routing
+) -> list[Kernel]:
     """The forward kernels of one MoE block's MLP on one GPU (``ops``: a ``transformer_ops.Ops``):
     router GEMM, softmax/top-k, the grouped gate/up GEMMs, SiLU x up (or GELU), the grouped down GEMM
-    and the weighted sum of each token's k outputs. ``width``: an expert's inner width on this GPU."""
+    and the weighted sum of each token's k outputs. ``width``: an expert's inner width on this GPU.
+
+    Returns:
+        the backward kernels when ``ops.train`` (in forward order, each op's own reversed: the
+        ``transformer_kernels`` convention), else none.
+    """
     s, d, experts, k = ops.size, config.hidden, config.experts, config.experts_per_token
     routed = routing.tokens or tokens  # the tokens every expert of the EP group may receive
     local = experts // routing.ep
@@ -157,6 +166,74 @@ def moe_mlp(ops: Ops, layer: str, config: LlmConfig, tokens: int, width: int, ro
     ops.forward.append(
         ops.kernel(layer, "combine fwd", 2.0 * out, out * s, tokens * d * s, out, part="combine")
     )
+    if not ops.train:
+        return []
+    held = local * (d + bias) * width  # a weight gradient writes every local expert's matrix
+    back = _router_backward(ops, layer, tokens, d, experts, k)
+    for what in matrices:
+        back += _grouped_backward(ops, layer, what, rows, width, d, touched * (d + bias) * width, held, local)
+    reads = 3 if len(matrices) == 2 else 2  # as the dense MLP's activation backward
+    back.append(ops.stream(layer, f"experts {act} bwd", n, 10, reads, len(matrices)))
+    down = (width * d + bias * d, local * (width * d + bias * d))  # touched and held per expert
+    back += _grouped_backward(ops, layer, "down", rows, d, width, touched * down[0], down[1], local)
+    # the combine's gradient: each of a token's k outputs gets dy x its weight, each weight dy . output
+    read, written = (out + tokens * d) * s, (out + tokens * k) * s
+    back.append(ops.kernel(layer, "combine bwd", 4.0 * out, read, written, out))
+    return back
+
+
+def _router_backward(ops: Ops, layer: str, tokens: int, d: int, experts: int, k: int) -> list[Kernel]:
+    """The top-k softmax's gradient, then the router GEMM's (data, weight), in accumulation order."""
+    s = ops.size
+    scores = tokens * experts
+    return [
+        ops.gemm(layer, "router bwd-weight", d, experts, tokens, (tokens * d + scores) * s, d * experts * s),
+        ops.gemm(
+            layer,
+            "router bwd-data",
+            tokens,
+            d,
+            experts,
+            (scores + d * experts) * s,
+            tokens * d * s,
+            cold=d * experts * s,
+        ),
+        ops.kernel(layer, "softmax top-k bwd", 3.0 * scores, (scores + tokens * k) * s, scores * s, scores),
+    ]
+
+
+def _grouped_backward(
+    ops: Ops, layer: str, what: str, rows: float, n: int, k: int, weights: float, held: float, local: int
+) -> list[Kernel]:
+    """A grouped GEMM's gradients in accumulation order (weight, then data, as ``Ops.linear``'s
+    reversed): ``dX = dY @ W^T`` reads the experts' weights again; ``dW = X^T @ dY`` per expert
+    writes each local expert's ``k x n`` matrix (``held`` elements), ``local`` GEMMs of that shape."""
+    s, m = ops.size, max(1, math.ceil(rows))
+    flops = 2.0 * rows * n * k
+    common = {"matrix": True, "python_ops_per_item": n, "math": ops.numerics.linear_math, "part": what}
+    return [
+        ops.kernel(
+            layer,
+            f"experts {what} bwd-weight",
+            flops,
+            rows * (k + n) * s,
+            held * s,
+            local * k * n,
+            gemm_mn=(max(1, local * k), max(1, n)),
+            **common,
+        ),
+        ops.kernel(
+            layer,
+            f"experts {what} bwd-data",
+            flops,
+            rows * n * s + weights * s,
+            rows * k * s,
+            m * k,
+            gemm_mn=(m, max(1, k)),
+            cold=weights * s,
+            **common,
+        ),
+    ]
 
 
 def _grouped(ops: Ops, layer: str, what: str, rows: float, n: int, k: int, weights: float) -> Kernel:

@@ -74,6 +74,19 @@ ELEMENTWISE: dict[str, Elementwise] = {
 REDUCE_PYTHON_OPS = 0.5  # a running sum in a for loop: about half of the unit above
 GEMM_PYTHON_OPS = 1.75  # one term of sum(x * y for x, y in zip(row, col)), per multiply-add
 GEMM_PYTHON_SETUP = 22.0  # per output element: building the generator and calling sum()
+# These counts are one interpreter on one core; a calibrated CPU measures each loop body itself
+# (``ProcessorSpec.interpreted_loop_scale``): a branch on a random sign costs a mispredicted
+# branch on one core and less on another, a generator's setup differs between builds.
+
+
+def python_loop_ops(loop: str, params: Params) -> float:
+    """Interpreted operations (in units of one ``x + y`` of a list comprehension) the model counts
+    for the whole pure-Python ``loop`` over ``params``: ``n`` elements, or an ``m x k`` by
+    ``k x n`` product."""
+    if loop == "matmul":
+        return float(params["m"] * params["n"] * (GEMM_PYTHON_OPS * params["k"] + GEMM_PYTHON_SETUP))
+    per_item = REDUCE_PYTHON_OPS if loop == "reduce_sum" else ELEMENTWISE[loop].python_ops
+    return float(per_item * params["n"])
 
 
 def elementwise_parts(op: str, n: Number, dtype: str, fused: bool = True) -> list[Params]:
@@ -96,6 +109,7 @@ def elementwise_parts(op: str, n: Number, dtype: str, fused: bool = True) -> lis
             "work_items": n,
             "special_ops": special * n,
             "python_ops_per_item": spec.python_ops / len(passes),
+            "python_loop": op,
             "op": "" if merged else name,
             # on a GPU, CuPy's grid-stride loop: one element per thread, one load per input
             "thread_loads_B": CUPY.thread_loads_B(inputs, size),
@@ -144,6 +158,7 @@ def reduce_parts(n: Number, dtype: str) -> Params:
         "bytes_written": size + 0 * n,
         "work_items": n,
         "python_ops_per_item": REDUCE_PYTHON_OPS,
+        "python_loop": "reduce_sum",
         "op": "sum",
     }
 
@@ -169,6 +184,7 @@ def gemm_parts(m: Number, n: Number, k: Number, dtype: str) -> Params:
         "bytes_written": m * n * size,
         "work_items": m * n,
         "python_ops_per_item": GEMM_PYTHON_OPS * k + GEMM_PYTHON_SETUP,  # k multiply-adds per output
+        "python_loop": "matmul",
     }
 
 

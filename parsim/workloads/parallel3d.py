@@ -33,7 +33,7 @@ import attrs
 from parsim.base import collector, units
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads import megatron
+from parsim.workloads import expert_parallel, megatron
 from parsim.workloads import pipeline_schedule as schedule
 from parsim.workloads.base import AllReduce, Block, Kernel, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
@@ -88,7 +88,7 @@ class ParallelMetrics(Record):
 
 def applies(params: Params) -> bool:
     """The step is split over GPUs (or recomputes activations): the 3D path, not one GPU's program."""
-    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches", "cp"))
+    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches", "cp", "ep"))
     features = megatron.features_of(params)
     return split or params.get("recompute", "none") != "none" or features != megatron.Features()
 
@@ -154,6 +154,7 @@ def layout(config: LlmConfig, params: Params) -> Layout:
             f"dp x microbatches = {dp} x {microbatches}"
         )
     megatron.check(megatron.features_of(params), params, config.layers, pp, microbatches)
+    expert_parallel.check(config, params, tp, dp, cp)
     return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches), cp, chunks)
 
 
@@ -191,6 +192,7 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         attention=params["attention"],
         dropout=params["dropout"],
         sequence_parallel=features.sequence_parallel,
+        fp8=features.fp8,
     )
     activations = needs.activations_B
     if lay.virtual_stages > 1:
@@ -198,13 +200,15 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
     weights, gradients, optimizer = needs.weights_B, needs.gradients_B, needs.optimizer_B
     master = itemsize(numerics.master_dtype)
     held = weights / (master + itemsize(numerics.dtype)) if numerics.mixed else weights / master
+    kept = expert_parallel.kept_share(config, stage_layers(config, lay.pp), params)  # 1/ep of the experts
+    weights, gradients, optimizer = weights * kept, gradients * kept, optimizer * kept
     if features.distributed_optimizer and numerics.mixed:
-        shards = lay.dp * lay.cp
-        weights = held * (itemsize(numerics.dtype) + master / shards)
-        gradients = held * itemsize(numerics.dtype)  # reduced in 16 bits (grad_reduce_in_fp32=False)
-        optimizer /= shards
+        shards = lay.dp * lay.cp  # every parameter's master copy and state: 1/(dp cp) of it, ep or not
+        weights = held * (itemsize(numerics.dtype) * kept + master / shards)
+        gradients = held * itemsize(numerics.dtype) * kept  # reduced in 16 bits (grad_reduce_in_fp32=False)
+        optimizer = needs.optimizer_B / shards
     if features.fp8:
-        weights += held * megatron.FP8_B
+        weights += held * kept * megatron.FP8_B
     return attrs.evolve(
         needs, activations_B=activations, weights_B=weights, gradients_B=gradients, optimizer_B=optimizer
     )
@@ -218,6 +222,9 @@ class _Stage:
     update: Block
     grads_B: float
     weights_B: float
+    expert_grads_B: float = 0.0  # the local experts' (expert parallelism): reduced over their own group
+    expert_weights_B: float = 0.0
+    beside: tuple[tuple[tuple[AllReduce, ...], ...], ...] = ()  # each chunk's overlapped all-to-alls (F, B)
 
 
 def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
@@ -254,6 +261,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         tp=lay.tp,
         update=False,
         dropout=params["dropout"],
+        routing=expert_parallel.routing(params, lay.micro_batch * local),
     )
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
@@ -271,15 +279,45 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         config.kv_heads, config.head_dim, local * lay.micro_batch, numerics.dtype, lay.tp, lay.cp
     )
     shards = lay.dp * lay.cp if features.distributed_optimizer else 1
+    expert_shards = expert_parallel.expert_dp(params, lay.dp, lay.cp) if features.distributed_optimizer else 1
+    # the tokens a GPU dispatches: its micro-batch's seq/cp (1/tp of them under sequence parallelism)
+    routed = lay.micro_batch * local // (lay.tp if features.sequence_parallel else 1)
+    grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
+    dispatched = lay.micro_batch * local // (lay.tp // expert_parallel.expert_tp_of(params))
+
+    def moe_ops(layer: str) -> tuple[Kernel, ...]:
+        return expert_parallel.layer_ops(config, dispatched, layer, numerics.dtype, 0)
+
     stages = []
     for s in range(lay.pp):
-        fwds, bwds, exchange, held = [], [], [], 0
+        fwds, bwds, exchange, held, experts = [], [], [], 0, 0
+        beside: list[tuple[tuple[AllReduce, ...], ...]] = []  # overlapped all-to-alls per chunk (F, B)
         for j in range(s, chunks, lay.pp):  # chunk c of stage s is virtual stage c p + s
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
             layers = len(blocks[j])
+            if config.moe:  # Megatron-Core's MoE layer's small ops (``expert_parallel.layer_ops``)
+                for i in blocks[j]:
+                    small = moe_ops(block_layers(i)[1])
+                    fwd += small[: expert_parallel.MCORE_MOE_FORWARD_OPS]
+                    bwd += small[expert_parallel.MCORE_MOE_FORWARD_OPS :]
             tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
             tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
+            a2a_fwd = expert_parallel.dispatch_collectives(
+                config, params, routed, layers, "forward", lay.gpus_per_node
+            )
+            a2a_bwd = expert_parallel.dispatch_collectives(
+                config, params, routed, layers, "backward", lay.gpus_per_node
+            )
+            if expert_parallel.overlapped(params):  # beside the pass, on a stream of their own
+                full = recompute == "full"  # the backward's exchanges carry the forward's again
+                a2a_bwd = tuple(
+                    attrs.evolve(b, nbytes=b.nbytes + (f.nbytes if full else 0.0))
+                    for f, b in zip(a2a_fwd, a2a_bwd, strict=True)
+                )
+                beside.append((a2a_fwd, a2a_bwd))
+            else:
+                tp_fwd, tp_bwd = tp_fwd + a2a_fwd, tp_bwd + a2a_bwd
             tp_again = tp_fwd if recompute == "full" else ()
             fwds.append(Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"))
             bwds.append(
@@ -292,23 +330,26 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                 )
             )
             exchange.append(kv_B * layers)
-            held += stage_params(config, blocks, j)
-        held = math.ceil(held / lay.tp)
-        update = [
-            update_kernel(
-                params["optimizer"], "optimizer step", math.ceil(held / shards), numerics.master_dtype
-            )
-        ]
+            chunk = stage_params(config, blocks, j)
+            dense, local_experts = expert_parallel.split_params(config, layers, chunk, params)
+            held, experts = held + dense, experts + local_experts
+        held, experts = math.ceil(held / lay.tp), math.ceil(experts)
+        stepped = math.ceil(held / shards + experts / expert_shards)
+        update = [update_kernel(params["optimizer"], "optimizer step", stepped, numerics.master_dtype)]
         if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
-            update.append(megatron.fp8_cast(attrs.evolve(update[0], layer="optimizer"), held, numerics.dtype))
+            cast = attrs.evolve(update[0], layer="optimizer")
+            update.append(megatron.fp8_cast(cast, held + experts, numerics.dtype))
         stages.append(
             _Stage(
                 tuple(fwds),
                 tuple(bwds),
                 tuple(exchange),
                 Block("optimizer step", tuple(update), (), device=s, layer="optimizer"),
-                held * itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype),
+                held * grad_B,
                 held * itemsize(numerics.dtype),
+                experts * grad_B,
+                experts * itemsize(numerics.dtype),
+                tuple(beside),
             )
         )
     return stages
@@ -338,6 +379,7 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             )
             ops.append((tokens, [], None))
         last: schedule.Key = ("B", s, 0)
+        beside_last: schedule.Key = last
         shapes: dict[tuple[str, str, int], AllReduce] = {}  # unnamed: one op per shape of this stage
         for kind, c, i in schedule.order(s, lay.pp, lay.virtual_stages, m):
             block = stage.forward[c] if kind == "F" else stage.backward[c]
@@ -372,6 +414,11 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
                     )
                     shapes[("ring", kind, c)] = ring
                 ops.append((ring, needs, None))
+            for n, a2a in enumerate(stage.beside[c][0 if kind == "F" else 1] if stage.beside else ()):
+                # expert parallelism's all-to-alls beside the pass (ep_overlap), one after another
+                after = needs if n == 0 else [beside_last]
+                beside_last = (f"a2a{n}{kind}", s, c * m + i)  # the gradients wait for the last one
+                ops.append((attrs.evolve(a2a, device=s), after, beside_last))
             if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
                 peer = (s + 1) % p if kind == "F" else (s - 1) % p
                 across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
@@ -397,10 +444,26 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             s,
             features.distributed_optimizer,
         )
-        sync = tuple(attrs.evolve(op, device=s) for op in sync)
-        ops.append((sync[0], [last], ("sync", s, 0)))
-        ops.append((stage.update, [("sync", s, 0)], ("update", s, 0)))
-        for op in sync[1:]:  # the distributed optimizer's weight all-gather after the update
+        reduced: schedule.Key = ("sync", s, 0)
+        ops.append(
+            (attrs.evolve(sync[0], device=s), [last] + ([beside_last] if stage.beside else []), reduced)
+        )
+        gathers = sync[1:]
+        if stage.expert_grads_B:  # expert parallelism: the local experts' reduction, then the update
+            experts = expert_parallel.expert_sync(
+                stage.expert_grads_B,
+                stage.expert_weights_B,
+                params,
+                lay.dp,
+                lay.cp,
+                lay.gpus_per_node,
+                s,
+                features.distributed_optimizer,
+            )
+            ops.append((experts[0], [reduced], ("expert sync", s, 0)))
+            reduced, gathers = ("expert sync", s, 0), gathers + experts[1:]
+        ops.append((stage.update, [reduced], ("update", s, 0)))
+        for op in (attrs.evolve(op, device=s) for op in gathers):  # the distributed optimizer's all-gathers
             ops.append((op, [("update", s, 0)], None))
         sequences.append(ops)
     ordered, deps = schedule.topological(sequences)

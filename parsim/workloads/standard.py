@@ -18,7 +18,6 @@ from parsim.workloads.base import Params
 from parsim.workloads.definition import MAX_ELEMENTS, ParamsModel, WorkloadDef
 from parsim.workloads.llms import LLMS, is_llm, llm
 from parsim.workloads.models import MODELS
-from parsim.workloads.moe import require_inference
 from parsim.workloads.parallel3d import ParallelMetrics
 
 if TYPE_CHECKING:  # the choices are data: to the type checker, names
@@ -77,14 +76,18 @@ Optimizer = Literal["sgd", "adam"]
 _OPTIMIZER: Any = Field("sgd", description="sgd (w -= lr g) or adam (two moments per weight)")
 
 
+FrameworkName = Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet", "mxnet-cuda-graph"]
+"""The frameworks a deep-learning workload may run in (``stack.FRAMEWORKS``' ids for networks)."""
+
+
 class _FrameworkParams(ParamsModel):
     """What every deep-learning workload shares: the framework and its float32 arithmetic."""
 
-    framework: Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet"] = Field(
+    framework: FrameworkName = Field(
         "eager",
         description="eager (PyTorch), graph (TensorFlow/TorchScript), tf1 (TensorFlow 1 Session.run "
-        "per step), mxnet (hybridized MXNet Gluon), cuda-graph, or xla (one jitted step; the default "
-        "on a TPU)",
+        "per step), mxnet (hybridized MXNet Gluon), mxnet-cuda-graph (the same replayed as CUDA graphs), "
+        "cuda-graph, or xla (one jitted step; the default on a TPU)",
     )
     math: Literal["default", "tf32", "ieee"] = Field(
         "default",
@@ -98,10 +101,10 @@ class _FrameworkParams(ParamsModel):
 
 
 class MlpTrainParams(_FrameworkParams):
-    framework: Literal["eager", "graph", "tf1", "cuda-graph", "torch7", "xla", "mxnet", "none"] = Field(  # type: ignore[assignment]
+    framework: FrameworkName | Literal["none"] = Field(  # type: ignore[assignment]
         "eager",
-        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), tf1, mxnet, cuda-graph, or none: "
-        "NumPy/CuPy calls with no framework (what parsim measures)",
+        description="eager (PyTorch), graph (TensorFlow/XLA/TorchScript), tf1, mxnet, mxnet-cuda-graph, "
+        "cuda-graph, or none: NumPy/CuPy calls with no framework (what parsim measures)",
     )
     batch: int = Field(64, gt=0, le=10**6, description="samples per step (N)")
     d_in: int = Field(1000, gt=0, le=10**6, description="input features (D)")
@@ -131,6 +134,11 @@ class NetworkParams(_ModelParams):
     model: Model = "resnet18"
     batch: int = Field(1, gt=0, le=10**6, description="samples per step (the global batch when split)")
     train: bool = True
+    input: Literal["copied", "resident"] = Field(
+        "copied",
+        description="copied: the batch crosses the host link every step (a data loader); resident: "
+        "made on the GPU once and reused (synthetic benchmarks such as timm's benchmark.py)",
+    )
     optimizer: Optimizer = _OPTIMIZER
     gpus: int = Field(1, gt=0, le=72, description="GPUs per node (language-model training: tp x pp x dp)")
     nodes: int = Field(1, gt=0, le=65_536, description="nodes of the cluster (--cluster)")
@@ -159,6 +167,29 @@ class NetworkParams(_ModelParams):
     )
     fp8: bool = Field(
         False, description="Transformer Engine FP8 GEMMs in the blocks' linear layers (H100 and later)"
+    )
+    ep: int = Field(
+        1, gt=0, le=1024, description="mixture of experts: expert-parallel GPUs (of dp x cp; all-to-alls)"
+    )
+    expert_tp: int = Field(
+        0, ge=0, le=72, description="mixture of experts: GPUs each expert is split over (0: tp; 1: folding)"
+    )
+    dispatcher: Literal["alltoall", "flex"] = Field(
+        "alltoall",
+        description="mixture of experts: NCCL all-to-all, or flex (DeepEP/HybridEP: a token crosses "
+        "to a node once)",
+    )
+    ep_overlap: bool = Field(
+        False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
+    )
+    imbalance: float = Field(
+        1.0, ge=1.0, le=1000.0, description="mixture of experts: the busiest expert's tokens over the mean"
+    )
+    capacity_factor: float = Field(
+        0.0,
+        ge=0.0,
+        le=1000.0,
+        description="mixture of experts: rows an expert takes over the mean (0: dropless)",
     )
     pipeline_events: bool = Field(
         False,
@@ -216,6 +247,13 @@ class DataParallelParams(_ModelParams):
         description="zero=3 (FSDP): units whose weights may be gathered at once; 2 as FSDP's "
         "limit_all_gathers and FSDP2's default prefetch keep (1: every gather exposed)",
     )
+    tp: int = Field(
+        1,
+        gt=0,
+        le=72,
+        description="language models with zero=3: tensor-parallel GPUs inside a node (2D, torchtitan's "
+        "FSDP + TP): each group of tp GPUs splits the layers, FSDP runs over gpus x nodes / tp groups",
+    )
 
 
 def _elementwise(op: str) -> WorkloadDef:
@@ -238,7 +276,7 @@ def _batch(params: Params) -> int:
 
 def _global_batch(params: Params) -> int:
     """Samples of a data-parallel step: every GPU's shard (a strong-scaling batch may not divide evenly)."""
-    ranks = params["gpus"] * params.get("nodes", 1)
+    ranks = params["gpus"] * params.get("nodes", 1) // params.get("tp", 1)  # one per tensor-parallel group
     shard = params["batch"] if params["scaling"] == "weak" else params["batch"] // ranks
     return int(shard * ranks)
 
@@ -255,8 +293,6 @@ def _check_model(name: str, given: Params, params: Params) -> Params:
             config = llm(model)
         except ParsimError as error:
             raise ParsimError(f"{name}: {error}") from None
-        if name == "data_parallel" or params.get("train", False):  # serve only infers
-            require_inference(config, name)
         context = config.context
         seq = params["seq"] or context
         if seq > context:
@@ -295,7 +331,7 @@ DATA_PARALLEL = WorkloadDef(
     training.data_parallel,
     "training split over GPUs, host or ring sync",
     samples=_global_batch,
-    baseline=lambda params: {**params, "gpus": 1, "nodes": 1},
+    baseline=lambda params: {**params, "gpus": 1, "nodes": 1, "tp": 1},
     check=_check_model,
     cluster=(("sync", "ring"),),  # a cluster's GPUs sum gradients with NCCL, not on one host
 )

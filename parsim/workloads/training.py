@@ -26,7 +26,7 @@ import attrs
 from parsim import stack
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads import ddp, parallel3d, selective_op
+from parsim.workloads import ddp, fsdp_tp, megatron, parallel3d, selective_op
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import (
     Layer,
@@ -102,7 +102,9 @@ def network(params: Params) -> Workload:
     if not train and stack.framework(params["framework"]).compiles:
         for index in folded_layers(layers):
             passes[index] = ([k.but(foldable=True) for k in passes[index][0]], [])
-    ops: list[Op] = [Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data")]
+    ops: list[Op] = []
+    if params.get("input", "copied") == "copied":  # a resident batch was made on the device once
+        ops.append(Transfer("h2d input", batch * layers[0].in_size * size, "h2d", layer="data"))
     ops += [k for forward, _ in passes for k in forward]
     if train:
         ops += [k for _, backward in reversed(passes) for k in backward]
@@ -143,7 +145,10 @@ def _language_model(params: Params) -> Workload:
         dropout=params.get("dropout", False),
         code=params.get("code", "fused"),
     )
-    ops: list[Op] = [Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"), *forward]
+    ops: list[Op] = []
+    if params.get("input", "copied") == "copied":  # resident token ids were made on the device once
+        ops.append(Transfer("h2d token ids", batch * seq * TOKEN_ID_B, "h2d", layer="data"))
+    ops += forward
     if train:
         ops += [*backward, Transfer("d2h loss", size, "d2h", layer="loss")]
     else:
@@ -180,16 +185,20 @@ def serve(params: Params) -> Workload:
 
 def data_parallel(params: Params) -> Workload:
     """One data-parallel training step over ``gpus`` GPUs (of each of ``nodes`` nodes) with host or
-    NCCL gradient sync (``ddp``: buckets, overlap with the backward pass, ZeRO)."""
-    gpus, sync, nodes = params["gpus"], params["sync"], params.get("nodes", 1)
+    NCCL gradient sync (``ddp``: buckets, overlap with the backward pass, ZeRO); with ``tp`` > 1 each
+    group of ``tp`` GPUs of a node splits the layers and FSDP runs over the groups (``fsdp_tp``)."""
+    gpus, sync, nodes, tp = params["gpus"], params["sync"], params.get("nodes", 1), params.get("tp", 1)
     optimizer = params.get("optimizer", "sgd")
     numerics = numerics_of(params)
     master = itemsize(numerics.master_dtype)  # gradients, their sums and the update (float32 when mixed)
-    ranks = gpus * nodes
+    if tp > 1:
+        fsdp_tp.check(llm(params["model"]) if is_llm(params["model"]) else None, params)
+    ranks = gpus * nodes // tp  # data-parallel ranks: one per tensor-parallel group
     shard = params["batch"] // ranks if params["scaling"] == "strong" else params["batch"]
     if shard < 1:
+        over = "'gpus' x 'nodes'" if tp == 1 else "'gpus' x 'nodes' / 'tp'"
         raise ParsimError(
-            f"data_parallel: 'batch' {params['batch']} is smaller than 'gpus' x 'nodes' ({ranks}): "
+            f"data_parallel: 'batch' {params['batch']} is smaller than {over} ({ranks}): "
             "each GPU needs at least one sample"
         )
     if sync == "host" and (nodes > 1 or params.get("zero", 0)):
@@ -205,6 +214,7 @@ def data_parallel(params: Params) -> Workload:
     step = _shard_step(params, numerics, shard // microbatches)
     layers = step.kinds + (("sync", "sync"),)
     if sync == "ring":
+        two_d = fsdp_tp.sync_fields(params, itemsize(numerics.dtype), shard // microbatches) if tp > 1 else {}
         rule = ddp.Sync(
             bucket_B=params.get("bucket_mb", 25.0) * ddp.MB,
             overlap=params.get("overlap", True),
@@ -214,6 +224,7 @@ def data_parallel(params: Params) -> Workload:
             weight_dtype=numerics.dtype,
             microbatches=microbatches,
             prefetch=params.get("prefetch", 2),
+            **two_d,
         )
         shares = [ddp.GpuStep(step.input_B, *step.kernels(g)) for g in range(gpus)]
         ring_ops, ring_deps = ddp.ring_step(shares, step.layer_params, rule, ranks)
@@ -301,14 +312,27 @@ class _ShardStep:
 def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
     """The per-GPU step of ``params['model']`` (a CNN, the MLP or a language model) over ``shard`` samples."""
     optimizer = params.get("optimizer", "sgd")
-    recompute = params.get("recompute", "none")
+    recompute, tp = params.get("recompute", "none"), params.get("tp", 1)
     if is_llm(params["model"]):
         config, seq = llm(params["model"]), params["seq"]
 
         def language(device: int) -> tuple[list[Kernel], list[Kernel]]:
             forward, backward = transformer_kernels(
-                config, shard, seq, numerics, True, attention=params["attention"], device=device, update=False
+                config,
+                shard,
+                seq,
+                numerics,
+                True,
+                attention=params["attention"],
+                device=device,
+                update=False,
+                tp=tp,
             )
+            if tp > 1:  # torchtitan's plan: the norms sequence-parallel (1/tp of the tokens each)
+                forward, backward = (
+                    megatron.sequence_split(forward, tp),
+                    megatron.sequence_split(backward, tp),
+                )
             if recompute == selective_op.MODE:
                 again = selective_op.replayed(
                     forward, config, parallel3d.RECOMPUTED, parallel3d.RECOMPUTE_PHASE
@@ -331,11 +355,13 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
             recompute=recompute,
             fused_loss=stack.framework(params["framework"]).fused_loss,
             offload=params.get("offload", False),
+            tp=tp,
+            sequence_parallel=tp > 1,
         )
         kinds = (("data", "copy"), *transformer_layers(config, True))
-        return _ShardStep(
-            shard * seq * TOKEN_ID_B, config.params, footprint, kinds, language, llm_layer_params(config)
-        )
+        split = fsdp_tp.split_layer_params(llm_layer_params(config), config, tp)
+        weights = config.params if tp == 1 else sum(p for _, p in split)
+        return _ShardStep(shard * seq * TOKEN_ID_B, weights, footprint, kinds, language, split)
     if recompute != "none":
         raise ParsimError(f"data_parallel: 'recompute' {recompute} applies to language models only")
     layers = MODELS[params["model"]]()

@@ -7,7 +7,7 @@ tokens), so a step has as many events as the model has layers, whatever the batc
   attention, the output projection and the residual add;
 - ``h.i.mlp``: norm, up GEMM, GELU, down GEMM (GPT-2) or gate and up GEMMs, SiLU x up, down GEMM
   (SwiGLU, Llama), and the residual add; a mixture of experts' MLP is its router, top-k and
-  grouped expert GEMMs (``moe``: inference only);
+  grouped expert GEMMs (``moe``);
 - around them: token (+ learned position) embedding, a final norm, the LM head and, for
   training, the cross-entropy over every token's logits.
 
@@ -35,7 +35,7 @@ from parsim.workloads import transformer_hf as hf
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, kv_itemsize
-from parsim.workloads.moe import Routing, moe_mlp, require_inference
+from parsim.workloads.moe import Routing, moe_mlp
 from parsim.workloads.transformer_ops import ATTENTION_CORE, EMBEDDING, REPLICATED, Ops, block_layers
 
 __all__ = [  # the memory side of the API: llms.py (the KV cache) and transformer_memory.py
@@ -131,8 +131,6 @@ def transformer_kernels(
     """
     new = seq if new_tokens is None else new_tokens
     _check(config, batch, new, past, tp, attention)
-    if config.moe and train:
-        require_inference(config, "network")
     if config.moe and (numerics.primitive_layers or code == "hf"):
         raise ParsimError(
             f"{config.name}: a mixture of experts runs fused kernels here (framework=graph or "
@@ -204,8 +202,12 @@ def transformer_kernels(
         groups.append(back[::-1] + ops.update_of(attn, config.norm_params + config.attention_params // tp))
 
         back = ops.pointwise(mlp, "ln_2", tokens * d, (norm_flops, 1, 0), (8, 2, 1), REPLICATED)
-        if config.moe:  # inference only (refused above for training)
-            moe_mlp(ops, mlp, config, tokens, width, routing or Routing())
+        if config.moe:
+            routed = routing or Routing()
+            # MoE parallel folding: experts over fewer GPUs, each routing its 1/split of the tokens
+            split = tp // routed.expert_tp if routed.expert_tp else 1
+            wide = config.mlp_hidden // (routed.expert_tp or tp)
+            back += moe_mlp(ops, mlp, config, tokens // split, wide, routed)
         elif config.mlp == "gelu":
             back += ops.linear(mlp, "up", tokens, width, d, config.bias, train)[::-1]
             back += ops.pointwise(mlp, "gelu", tokens * width, (8, 1, 1), (10, 2, 1))

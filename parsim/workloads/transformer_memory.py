@@ -93,10 +93,13 @@ def layer_activation_B(
     attention: str = "flash",
     dropout: bool = False,
     sequence_parallel: bool = False,
+    fp8: bool = False,
 ) -> float:
     """Bytes one layer keeps for its backward, for one micro-batch on one GPU (module docstring).
     Sequence parallelism splits the replicated ``[s, b, h]`` tensors (the norms' and the dropout
-    masks) over ``tp`` too: the paper's ``sbh (34/t + 5as/(ht))``."""
+    masks) over ``tp`` too: the paper's ``sbh (34/t + 5as/(ht))``. ``fp8``: a mixture of experts'
+    grouped GEMMs keep their inputs (the k dispatched copies, the down projection's input) as the
+    FP8 casts Transformer Engine made of them, one byte each."""
     size, tokens, t = itemsize(dtype), micro_batch * seq, tp
     split = t if sequence_parallel else 1
     if recompute == "full":
@@ -104,9 +107,14 @@ def layer_activation_B(
     if recompute == selective_op.MODE:  # torchtitan's per-op policy (flash attention's LSE kept too)
         return float(tokens * (selective_op.kept_per_token(config, t) * size + config.heads / t * LSE_B))
     heads, kv_heads = config.heads / t, config.kv_heads / t
-    inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t
-    own = (2 * heads + 2 * kv_heads) * config.head_dim + inner
+    # a mixture of experts keeps each token's k experts' rows and its k dispatched copies (1/tp of
+    # them here: the experts split over tp, or under folding each GPU's 1/tp of the tokens)
+    k = config.experts_per_token
+    inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t * k
+    own = (2 * heads + 2 * kv_heads) * config.head_dim + inner + (k * config.hidden / t if config.moe else 0)
     kept = tokens * (4 * config.hidden / split + own) * size
+    if fp8 and config.moe:  # the grouped GEMMs' saved inputs in one byte, not ``size``
+        kept -= tokens * k * (config.hidden + config.mlp_hidden) / t * (size - 1)
     kept += 2 * tokens * config.hidden * MASK_B / split if dropout else 0.0
     if attention != "unfused":
         return float(kept + tokens * heads * LSE_B)
@@ -133,6 +141,7 @@ def transformer_needs(
     fused_loss: bool = False,
     offload: bool = False,
     sequence_parallel: bool = False,
+    fp8: bool = False,
 ) -> MemoryNeeds:
     """One GPU's needs for a step of ``config`` over ``batch`` sequences of ``seq`` tokens
     (training: ``batch`` is the micro-batch; the fullest of ``pp`` stages), or for a forward pass
@@ -152,7 +161,7 @@ def transformer_needs(
             workspace_B=max(tokens * inner * size, scores, batch * vocab * size),
         )
     per_layer = layer_activation_B(
-        config, batch, seq, numerics.dtype, t, recompute, attention, dropout, sequence_parallel
+        config, batch, seq, numerics.dtype, t, recompute, attention, dropout, sequence_parallel, fp8
     )
     if offload:
         if recompute != "full":

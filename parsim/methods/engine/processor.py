@@ -100,9 +100,7 @@ def phase_times(
 def kernel_fork_join_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """The model's fork/join cost of spreading this kernel over the cores."""
     how = plan(spec, mode, overlap, kernel)
-    return float(
-        fork_join_s(spec, how.ex, how.kernel.library.gemm_mn is not None, how.kernel.work.work_items)
-    )
+    return float(fork_join_s(spec, how.ex, how.kernel.work.work_items))
 
 
 @cached(maxsize=16384)
@@ -322,7 +320,7 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
         zip(decomposition.phases, phase_times(spec, mode, overlap, kernel), strict=True)
     ):
         kind = leg(compute_s, memory_s)
-        tail = decomposition.tiles % decomposition.slots
+        tail = 0 if decomposition.shared_tail else decomposition.tiles % decomposition.slots
         if kind == "compute" and index == 0 and tail and decomposition.waves > 1:
             quantised = (decomposition.waves, decomposition.slots, tail)
         memory = None

@@ -231,12 +231,17 @@ def _issue_ends(
 ) -> tuple[list[float], list[float]]:
     """Each kernel's issue cost, and when the host has issued it, from the chain's start (a CuPy
     reduction costs more than an elementwise call)."""
-    # a device kernel's issue cost depends on its kind of call and whether it is a primitive op
-    # (``issue.issue_s``): asked once per kind, not per kernel
-    known: dict[tuple[bool, str, bool], float] = {}
+    # a device kernel's issue cost depends on its kind of call, whether it is a primitive op and
+    # whether a library call launched it (``issue.issue_s``): asked once per kind, not per kernel
+    known: dict[tuple[bool, str, bool, bool], float] = {}
     costs = []
     for kernel in kernels:
-        kind = (kernel.library.gemm_mn is None, kernel.work.op, kernel.issue.primitive)
+        kind = (
+            kernel.library.gemm_mn is None,
+            kernel.work.op,
+            kernel.issue.primitive,
+            kernel.issue.in_library_call,
+        )
         cost = known.get(kind)
         if cost is None:
             cost = known[kind] = issue_s(system, framework, False, kernel)

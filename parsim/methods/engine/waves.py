@@ -50,11 +50,13 @@ class Phase:
 
 @attrs.frozen
 class Decomposition:
-    """How a kernel was cut: tile count, slots per wave and the resulting phases."""
+    """How a kernel was cut: tile count, slots per wave and the resulting phases (``shared_tail``: a
+    stream-K product's last wave shared by every core, no tail effect)."""
 
     tiles: int
     slots: int
     phases: tuple[Phase, ...]
+    shared_tail: bool = False
 
     @property
     def waves(self) -> float:
@@ -98,9 +100,18 @@ def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decompositi
     tiling = gemm_tiling(spec, ex, kernel) if kernel.library.gemm_mn is not None else None
     chunks = tiling.tiles if tiling is not None else math.ceil(kernel.work.work_items / ex.tile_items)
     tiles, per_tile_s, arithmetic_s = tile_seconds(kernel, ex, chunks, spec, tiling)
+    if ex.thread_share != 1.0 and tiles > 1:  # cores running one product together (a CPU BLAS)
+        per_tile_s, arithmetic_s = per_tile_s / ex.thread_share, arithmetic_s / ex.thread_share
     slots = ex.cores * ex.tiles_per_core
     per_tile_B = kernel.bytes / tiles
     full_waves, tail_tiles = divmod(tiles, slots)
+    if tail_tiles and kernel.library.gemm_mn is not None and library.stream_k(spec, ex, kernel):
+        # stream-K: the last wave's multiply-adds are shared by every SM, one phase of fractional waves
+        share = tiles / ex.cores
+        label = f"waves 1-{full_waves + 1} (stream-K, {tiles / slots:.2f} waves)"
+        busy, arithmetic = share * per_tile_s, share * arithmetic_s
+        phase = Phase(label, tiles, full_waves + 1, ex.cores, busy, kernel.bytes, arithmetic)
+        return Decomposition(tiles, slots, (phase,), shared_tail=True)
     phases = []
     if full_waves:
         label = "wave 1" if full_waves == 1 else f"waves 1-{full_waves}"

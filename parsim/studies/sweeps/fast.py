@@ -141,7 +141,6 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
             items=k["work_items"],
             special=k.get("special_ops", 0.0),
             python_ops=k["python_ops_per_item"],
-            gemm=op.library.gemm_mn is not None,
             overlap=overlap,
             norm=overlap_norm(spec, op),
             thread_loads_B=k.get("thread_loads_B", 0.0),

@@ -1,0 +1,269 @@
+"""Expert parallelism in the 3D-parallel training step (Megatron-Core's ``--expert-model-parallel-size``).
+
+A mixture of experts' block holds ``E`` expert MLPs; expert parallelism deals them out over ``ep``
+GPUs, ``E / ep`` each, like a hospital whose specialists sit in different wings: every patient
+(token) still sees k of them, so each wing sends its patients to the others' specialists and
+takes them back afterwards. Megatron-Core carves the ``ep`` GPUs out of the data-parallel (x
+context-parallel) ranks (its rank order ``tp-cp-ep-dp-pp``: the EP peers of a GPU are ``tp x cp``
+apart, inside a node when ``tp x cp x ep`` fits one), so each of them runs its own micro-batch
+through the attention and only the experts are split:
+
+- **all-to-alls** (``--moe-token-dispatcher-type alltoall``): per MoE layer and micro-batch, a
+  dispatch after the router's top-k and a combine after the experts' down projection in the
+  forward pass, the same two in the backward pass (and two more when full recomputation runs the
+  forward again). Each GPU's buffer is its own tokens' k copies of the hidden state (its
+  ``seq / cp`` tokens, ``/ tp`` under sequence parallelism), of which ``(ep - 1) / ep`` leaves it
+  (``model.collectives``: NVLink inside a node, the NICs across nodes). They stop the stream
+  (the experts need the tokens), as Megatron-Core runs them without overlap by default.
+- **expert GEMMs**: each GPU's ``E / ep`` experts receive the tokens of all ``ep`` GPUs routed to
+  them: balanced, ``tokens x k`` rows in all, as many as without expert parallelism; the busiest
+  expert's share over the mean (``imbalance``, default 1.0: the published Megatron-Bridge and NeMo
+  benchmarks force-balance the routing; ``capacity_factor`` caps it) sets the grouped GEMM's time
+  (``moe.moe_mlp``).
+- **memory**: the experts' weights, gradients and (without the distributed optimizer) their
+  optimizer state are ``1 / ep`` on each GPU; the distributed optimizer shards the local experts'
+  state over the ``dp x cp / ep`` expert-data-parallel peers, which leaves ``1 / (dp x cp)`` of
+  every parameter's state per GPU, as without expert parallelism.
+- **gradient reduction**: the dense parameters' gradients over the ``dp x cp`` data-parallel
+  GPUs as before, the local experts' over the ``dp x cp / ep`` GPUs that hold the same experts.
+
+``expert_tp`` (Megatron-Core's ``--expert-tensor-parallel-size``, default the attention's ``tp``)
+splits each expert over fewer GPUs than the attention: under MoE parallel folding (Liu et al. 2025,
+arXiv:2504.14960) the ``ep x expert_tp`` expert groups are carved from ``tp x dp x cp``, so with
+``expert_tp = 1`` each GPU routes its own ``1/tp`` of the tokens (sequence parallelism) through
+whole experts, and ``ep`` may exceed ``dp x cp``. ``ep_overlap`` (Megatron-Core's
+``overlap_moe_expert_parallel_comm``) runs the all-to-alls of one micro-batch beside the compute of
+another: they leave the pass's critical path and run on a stream of their own, as context
+parallelism's ring does.
+
+Megatron-Core's MoE layer also runs small framework ops the kernels above leave out, each an
+eager PyTorch operator that costs the host its dispatch (``FrameworkSpec.op_cycles``) whatever
+its size: the router's auxiliary load-balancing loss, the dispatcher's token counts per expert and
+per rank (their all-gather, the device-to-host copy the dropless split sizes need), and the
+permutation, chunk sorting and unpermutation of the tokens and their probabilities
+(``MCORE_MOE_FORWARD_OPS`` forward, ``MCORE_MOE_BACKWARD_OPS`` backward, per MoE layer and
+micro-batch, counted from the code; ``layer_ops``). Each is a small pass over the routed tokens'
+indices and probabilities; what it costs is the host's time to issue it, so it weighs on small
+micro-batches and on many thin experts.
+
+``dispatcher=flex`` (DeepEP, HybridEP) sends a token across nodes once per node its experts live
+on, not once per expert, the NVLink fan-out overlapped with it (``flex_exchange``); inside one
+node it is the all-to-all above.
+
+With ``ep = 1`` nothing changes: no all-to-all, one gradient reduction of every parameter (the
+dense path, which the tests check op for op).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from parsim.base.dtypes import itemsize
+from parsim.base.errors import ParsimError
+from parsim.workloads.base import AllReduce, Kernel, Params
+from parsim.workloads.llm_config import LlmConfig
+from parsim.workloads.megatron import optimizer_sync
+from parsim.workloads.moe import Routing, dispatch_B
+from parsim.workloads.transformer_memory import stage_params
+
+NAME = "network"
+MCORE_MOE_FORWARD_OPS = 20
+"""Forward framework ops of Megatron-Core's MoE layer besides its router GEMM, top-k, grouped GEMMs,
+activation and combine, counted approximately in NVIDIA/Megatron-LM@d98e8a64 (with the perf
+recipes' ``moe_router_fusion`` and ``moe_permute_fusion``): router.py's auxiliary-loss ops and
+token counts (~5), token_dispatcher.py ``MoEAlltoAllTokenDispatcher.preprocess`` (the per-expert and
+per-rank sums and reshapes, the all-gather of the counts, the device-to-host copy: ~8), and
+moe_utils.py's ``permute``, ``sort_chunks_by_idxs`` (tokens and probabilities) and ``unpermute``
+with the probabilities' own all-to-all (~7)."""
+ROUTING_B = 4  # an int32 expert index or a float32 probability
+DISPATCH_OPS = "moe dispatch"
+"""``Kernel.part`` of those small ops."""
+MCORE_MOE_BACKWARD_OPS = 10
+"""Their autograd counterparts that launch work: the permutations' and sorts' gathers, the
+probabilities' all-to-all and the auxiliary loss's gradient (counted as above)."""
+
+
+def ep_of(params: Params) -> int:
+    """The expert-parallel GPUs ``params`` name (1: none)."""
+    return int(params.get("ep", 1))
+
+
+def expert_tp_of(params: Params) -> int:
+    """GPUs each expert is split over: ``expert_tp``, or the attention's ``tp`` when not given (0)."""
+    return int(params.get("expert_tp", 0)) or int(params.get("tp", 1))
+
+
+def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
+    """Refuse, in one line, expert parallelism that Megatron-Core or the model cannot run.
+
+    Raises:
+        ParsimError: ``ep`` > 1 on a dense model, ``ep`` not dividing the experts, ``ep x
+            expert_tp`` not dividing the ``tp x dp x cp`` GPUs they are carved from, ``expert_tp``
+            not dividing ``tp`` or the experts' width, or expert and tensor parallelism without
+            sequence parallelism.
+    """
+    ep, etp = ep_of(params), expert_tp_of(params)
+    if tp % etp or config.mlp_hidden % etp:
+        raise ParsimError(
+            f"{NAME}: 'expert_tp' must divide tp={tp} and {config.name}'s expert width "
+            f"{config.mlp_hidden}: {etp}"
+        )
+    if ep == 1 and etp == tp:
+        return
+    if not config.moe:
+        raise ParsimError(f"{NAME}: 'ep' must be 1 for {config.name}, a dense model: {ep}")
+    if config.experts % ep:
+        raise ParsimError(f"{NAME}: 'ep' must divide {config.name}'s {config.experts} experts: {ep}")
+    if (tp * dp * cp) % (ep * etp):
+        raise ParsimError(
+            f"{NAME}: ep x expert_tp = {ep} x {etp} must divide tp x dp x cp = {tp} x {dp} x {cp} "
+            f"(the expert groups are carved out of them): ep={ep}"
+        )
+    if tp > 1 and not params.get("sequence_parallel", False):
+        raise ParsimError(
+            f"{NAME}: ep={ep} with tp={tp} needs sequence_parallel=true (Megatron-Core refuses expert "
+            "and tensor parallelism without it)"
+        )
+
+
+def routing(params: Params, tokens: int) -> Routing:
+    """The routing of one GPU's ``tokens`` (a micro-batch's, ``seq / cp`` each) over the EP group."""
+    ep = ep_of(params)
+    split = int(params.get("tp", 1)) // expert_tp_of(params)  # experts split over fewer GPUs: 1/split each
+    return Routing(
+        float(params.get("imbalance", 1.0)),
+        float(params.get("capacity_factor", 0.0)),
+        ep,
+        tokens // split * ep,
+        expert_tp_of(params),
+    )
+
+
+def expert_dp(params: Params, dp: int, cp: int) -> int:
+    """GPUs holding the same experts: the ``tp x dp x cp / (ep x expert_tp)`` expert-data-parallel group."""
+    return int(params.get("tp", 1)) * dp * cp // (ep_of(params) * expert_tp_of(params))
+
+
+def _per_node(ranks: int, apart: int, gpus_per_node: int) -> int:
+    """Members of a group of ``ranks`` GPUs ``apart`` ranks apart that share one node."""
+    return math.gcd(ranks, max(1, gpus_per_node // apart))
+
+
+def layer_ops(config: LlmConfig, tokens: int, layer: str, dtype: str, device: int) -> tuple[Kernel, ...]:
+    """``MCORE_MOE_FORWARD_OPS`` then ``MCORE_MOE_BACKWARD_OPS`` small kernels of one MoE layer and
+    micro-batch (``tokens``: this GPU's): each a pass over the tokens' k expert indices and
+    probabilities (4 bytes each), what the framework's per-op host cost then prices."""
+    routed = tokens * config.experts_per_token
+    made = []
+    for index in range(MCORE_MOE_FORWARD_OPS + MCORE_MOE_BACKWARD_OPS):
+        backward = index >= MCORE_MOE_FORWARD_OPS
+        made.append(
+            Kernel.of(
+                f"{layer} moe dispatch op {index} {'bwd' if backward else 'fwd'}",
+                float(routed),
+                float(routed * ROUTING_B),
+                float(routed * ROUTING_B),
+                max(1, routed),
+                dtype=dtype,
+                device=device,
+                layer=layer,
+                cold_bytes=float(2 * routed * ROUTING_B),
+                part=DISPATCH_OPS,
+            )
+        )
+    return tuple(made)
+
+
+def dispatch_collectives(
+    config: LlmConfig, params: Params, tokens: int, layers: int, name: str, gpus_per_node: int
+) -> tuple[AllReduce, ...]:
+    """One pass's all-to-alls over the EP group: a dispatch and a combine per MoE layer, each GPU's
+    buffer its ``tokens`` (under sequence parallelism already ``/ tp``) k hidden states. Under
+    ``ep_overlap`` they are one op per exchange of all their bytes, run beside the pass
+    (``overlapped``); ``dispatcher=flex`` exchanges as ``flex_exchange``."""
+    ep = ep_of(params)
+    if ep == 1 or not config.moe:
+        return ()
+    buffer = dispatch_B(tokens, config, itemsize(params["dtype"]))
+    per_node = _per_node(ep, expert_tp_of(params), gpus_per_node)
+    exchange: tuple[AllReduce, ...] = (
+        AllReduce(f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),
+    )
+    if params.get("dispatcher", "alltoall") == "flex" and per_node < ep:
+        exchange = flex_exchange(config, tokens, itemsize(params["dtype"]), ep, per_node, name)
+    if overlapped(params):
+        return tuple(
+            attrs.evolve(op, nbytes=op.nbytes * 2 * layers, stream=5, layer="expert a2a") for op in exchange
+        )
+    return exchange * (2 * layers)
+
+
+def remote_nodes(experts: int, top_k: int, nodes: int) -> float:
+    """Expected other nodes a token's ``top_k`` experts (of ``experts`` spread evenly over ``nodes``
+    nodes, picked uniformly) live on: ``(N - 1) (1 - C(E - E/N, k) / C(E, k))``."""
+    if nodes <= 1:
+        return 0.0
+    return (nodes - 1) * (1.0 - math.comb(experts - experts // nodes, top_k) / math.comb(experts, top_k))
+
+
+def flex_exchange(
+    config: LlmConfig, tokens: int, size: int, ep: int, per_node: int, name: str
+) -> tuple[AllReduce, ...]:
+    """DeepEP's and HybridEP's exchange (Megatron-Core's ``--moe-token-dispatcher-type flex``): a
+    token crosses to another node once, however many of its k experts live there (RDMA to the GPU
+    of the same index there), and is forwarded to them over that node's NVLink while the RDMA
+    transfers are in flight, so the crossing sets the time: the EP group's all-to-all with each
+    GPU's cross-node bytes ``remote_nodes`` hidden states per token instead of the k copies'
+    ``(P - P_node) / P`` share."""
+    nodes = ep // per_node
+    crossing = tokens * config.hidden * size * remote_nodes(config.experts, config.experts_per_token, nodes)
+    buffer = crossing * ep / (ep - per_node)  # what leaves for other nodes: (P - P_node) / P of it
+    return (AllReduce(f"{name} ep flex all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),)
+
+
+def overlapped(params: Params) -> bool:
+    """The all-to-alls run beside the compute of another micro-batch (``ep_overlap``)."""
+    return bool(params.get("ep_overlap", False)) and ep_of(params) > 1
+
+
+def split_params(config: LlmConfig, layers: int, held: int, params: Params) -> tuple[int, int]:
+    """``(dense, local experts)`` of the ``held`` parameters of a chunk of ``layers`` blocks: the
+    dense ones (attention, router, norms, embeddings) before tensor parallelism, the experts' share
+    one GPU holds (``1 / (ep x expert_tp)``). Without expert parallelism everything counts as dense
+    (one reduction)."""
+    ep, etp, tp = ep_of(params), expert_tp_of(params), int(params.get("tp", 1))
+    if (ep == 1 and etp == tp) or not config.moe:
+        return held, 0
+    experts = layers * config.expert_params // config.layers
+    return held - experts, experts // (ep * etp)
+
+
+def kept_share(config: LlmConfig, blocks: list[range], params: Params) -> float:
+    """Of the first stage's parameters over ``tp``, the share one GPU holds under expert
+    parallelism (1 without): its dense ones over ``tp`` and its ``1 / (ep x expert_tp)`` of the experts."""
+    whole = stage_params(config, blocks, 0)
+    dense, local = split_params(config, len(blocks[0]), whole, params)
+    tp = int(params.get("tp", 1))
+    return 1.0 if local == 0 else (dense / tp + local) / (whole / tp)
+
+
+def expert_sync(
+    grads_B: float,
+    weights_B: float,
+    params: Params,
+    dp: int,
+    cp: int,
+    gpus_per_node: int,
+    device: int,
+    distributed: bool,
+) -> tuple[AllReduce, ...]:
+    """The local experts' gradient reduction over their expert-data-parallel group (and, under the
+    distributed optimizer, their weights' all-gather after the update): ``megatron.optimizer_sync``'s
+    ops over those GPUs, ``ep x expert_tp`` ranks apart."""
+    ranks = expert_dp(params, dp, cp)
+    apart = ep_of(params) * expert_tp_of(params)
+    group = _per_node(ranks, apart, gpus_per_node)
+    ops = optimizer_sync(grads_B, weights_B, ranks, group, device, distributed)
+    return tuple(attrs.evolve(op, name=f"expert {op.name}") for op in ops)
