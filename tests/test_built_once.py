@@ -1,9 +1,9 @@
 """What a prediction derives once and reuses (issue 28 item 4) gives what deriving it again gives.
 
 A layer shape's kernels are built and checked once and named per layer; a kernel record is checked
-once and shared; a kernel's shape is kept per kernel; the GPUs of one machine share kernel
-durations; a chain's issue times are found once for every instance; copy engines and uplinks are
-made at their first copy. Each test below compares the reuse with the derivation it replaces, or
+once and shared; kernels of one cost share one shape; the GPUs of one machine share kernel
+durations and layouts; a chain's issue times are found once for every instance; copy engines and
+uplinks are made at their first copy. Each test below compares the reuse with the derivation it replaces, or
 with a hand-computed answer.
 """
 

@@ -180,16 +180,7 @@ def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) ->
 
 def shape(kernel: Kernel) -> Kernel:
     """The kernel's anonymous twin, one per distinct cost (every GPU of a data-parallel step and
-    every repeated layer share it): the key of every timing cache below.
-
-    Kept per kernel as well: a prediction asks for the shape of each of its kernels several times
-    (its traced run, its throughput run, its algorithm notes), and a kernel hashes by its cached
-    hash where its cost key hashes all four records again each time."""
-    return _kernel_shape(kernel)
-
-
-@cached(maxsize=65536)
-def _kernel_shape(kernel: Kernel) -> Kernel:
+    every repeated layer share it): the key of every timing cache below."""
     return _shape_of(kernel.cost_key())
 
 

@@ -37,11 +37,14 @@ def _convolutions(
     for kernel in workload.kernels:
         if kernel.library.conv is not None:
             spec, kernel_mode = kernel_processor(system, kernel, mode)
-            anonymous = shape(kernel)
-            key = (spec, kernel_mode, anonymous)
+            # the kernel's records by identity (the workload holds them: the ids name them) stand
+            # for its shape, which a step of thousands of GPUs would otherwise hash per kernel
+            records = (id(kernel.work), id(kernel.access), id(kernel.library), id(kernel.issue))
+            key = (spec, kernel_mode, records)
             known = per_shape.get(key)
             if known is None:
-                chosen, runs = choose(spec, kernel_mode, overlap, anonymous)  # the engine's own (cached)
+                # the engine's own (cached) choice
+                chosen, runs = choose(spec, kernel_mode, overlap, shape(kernel))
                 known = per_shape[key] = (chosen, kernel.work.flops - runs.work.flops)
             convolutions.append((kernel, *known))
     return tuple(convolutions)
