@@ -10,17 +10,27 @@ restores the state it found, whatever happens inside.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 
-@contextmanager
-def paused() -> Iterator[None]:
-    """Run the ``with`` body with the cyclic collector off; turn it back on after if it was on."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
+class paused:  # used as ``with paused():``, named as the function it replaced
+    """Run the ``with`` body with the cyclic collector off; turn it back on after if it was on.
+
+    A class rather than a ``contextlib.contextmanager`` generator: every simulation enters it, and
+    a single-kernel prediction runs two in a third of a millisecond.
+    """
+
+    __slots__ = ("_collecting",)
+
+    def __enter__(self) -> None:
+        self._collecting = gc.isenabled()
+        gc.disable()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._collecting:
             gc.enable()

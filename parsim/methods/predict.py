@@ -176,8 +176,9 @@ def _predict_request(
         gpus = system.gpus
     else:
         if isinstance(workload, str):
-            check_params(budget, workload, validate_params(workload, params or {}))  # before building it
-            workload = make_workload(workload, params)
+            values = validate_params(workload, dict(params or {}))
+            check_params(budget, workload, values)  # before building it
+            workload = lookup(workload).build(values)  # ``make_workload`` without validating twice
         elif params:
             raise ParsimError("'params' only applies when the workload is given by name")
         if int(workload.param("nodes", 1)) > 1:
@@ -288,8 +289,9 @@ def _on_cluster(
         raise ParsimError(f"--cluster applies to {', '.join(cluster_names())}, not {name}")
     if isinstance(workload, str):
         given = definition.on_cluster(params or {}, spec.nodes, spec.gpus_per_node)
-        check_params(budget, name, validate_params(name, given))  # before building it
-        workload = make_workload(name, given)
+        values = validate_params(name, dict(given))
+        check_params(budget, name, values)  # before building it
+        workload = definition.build(values)  # ``make_workload`` without validating twice
     elif params:
         raise ParsimError("'params' only applies when the workload is given by name")
     per_node = workload.param("gpus", gpus or spec.gpus_per_node)

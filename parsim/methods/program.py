@@ -177,13 +177,12 @@ def layer_rows(
 
     seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
     for event in trace:
-        if (
-            event.layer in seconds
-            and not event.detail
-            and counted(event.resource.device)
-            and event.resource.kind != NETWORK_ROW  # the same collective as GPU0's ring row
-        ):
-            seconds[event.layer] += event.duration_s
+        if event.layer in seconds and not event.detail:
+            row = event.resource
+            # ``counted`` inlined (a step traces thousands of events); a network row carries the
+            # same collective as GPU0's ring row
+            if (every or row.device in (0, HOST)) and row.kind != NETWORK_ROW:
+                seconds[event.layer] += event.end_s - event.start_s
     flops = dict.fromkeys(seconds, 0.0)
     moved = dict.fromkeys(seconds, 0.0)
     per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples

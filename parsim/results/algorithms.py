@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from parsim.base.caching import cached
 from parsim.base.units import si
 from parsim.hardware.specs import SystemSpec
 from parsim.model import systolic
@@ -24,12 +25,29 @@ from parsim.workloads.conv import DIRECT_LOOP
 LISTED = 3
 
 
-def algorithm(system: SystemSpec, mode: str, overlap: str, kernel: Kernel) -> str:
-    """The library's algorithm for a convolution kernel (``""`` for any other kernel)."""
-    if kernel.library.conv is None:
-        return ""
-    spec, kernel_mode = kernel_processor(system, kernel, mode)
-    return choose(spec, kernel_mode, overlap, shape(kernel))[0]  # the engine's own (cached) choice
+@cached(maxsize=256)
+def _convolutions(
+    workload: Workload, system: SystemSpec, mode: str, overlap: str
+) -> tuple[tuple[Kernel, str, float], ...]:
+    """Each convolution kernel of ``workload`` in order, its library's algorithm and the FLOPs that
+    algorithm saves against the direct count; every GPU of a step repeats the same few shapes, so
+    each shape is asked once (and the three readers below share one pass)."""
+    per_shape: dict[tuple[object, ...], tuple[str, float]] = {}
+    convolutions = []
+    for kernel in workload.kernels:
+        if kernel.library.conv is not None:
+            spec, kernel_mode = kernel_processor(system, kernel, mode)
+            # the kernel's records by identity (the workload holds them: the ids name them) stand
+            # for its shape, which a step of thousands of GPUs would otherwise hash per kernel
+            records = (id(kernel.work), id(kernel.access), id(kernel.library), id(kernel.issue))
+            key = (spec, kernel_mode, records)
+            known = per_shape.get(key)
+            if known is None:
+                # the engine's own (cached) choice
+                chosen, runs = choose(spec, kernel_mode, overlap, shape(kernel))
+                known = per_shape[key] = (chosen, kernel.work.flops - runs.work.flops)
+            convolutions.append((kernel, *known))
+    return tuple(convolutions)
 
 
 def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> float | None:
@@ -37,16 +55,8 @@ def executed_flops(workload: Workload, system: SystemSpec, mode: str, overlap: s
     Winograd (and FFT) do fewer multiplications than the direct convolution every framework
     counts. None when nothing is saved (the effective and the executed FLOPs agree)."""
     saved = 0.0
-    # every GPU of a step repeats the same few shapes: time each once
-    per_shape: dict[tuple[object, ...], float] = {}
-    for kernel in workload.kernels:
-        if kernel.library.conv is not None:
-            spec, kernel_mode = kernel_processor(system, kernel, mode)
-            key = (spec.id, kernel_mode, kernel.cost_key())
-            if key not in per_shape:
-                runs = choose(spec, kernel_mode, overlap, shape(kernel))[1]
-                per_shape[key] = kernel.work.flops - runs.work.flops
-            saved += per_shape[key]
+    for _, _, fewer in _convolutions(workload, system, mode, overlap):
+        saved += fewer
     return workload.flops - saved if saved > 1e-9 * workload.flops else None
 
 
@@ -71,18 +81,22 @@ def layer_algorithms(
 ) -> dict[str, dict[str, str]]:
     """``{layer: {pass: algorithm}}`` for the convolutions of GPU 0 (or the host)."""
     chosen: dict[str, dict[str, str]] = {}
-    for op in workload.kernels:
-        if op.library.conv is not None and op.device in (0, HOST):
-            chosen.setdefault(op.layer, {})[op.library.conv.pass_] = algorithm(system, mode, overlap, op)
+    for op, name, _ in _convolutions(workload, system, mode, overlap):
+        if op.device in (0, HOST):
+            assert op.library.conv is not None  # a convolution
+            chosen.setdefault(op.layer, {})[op.library.conv.pass_] = name
     return chosen
 
 
 def notes(workload: Workload, system: SystemSpec, mode: str, overlap: str) -> tuple[str, ...]:
     """One line on the convolution algorithms, and one per GEMM tiling of a small program."""
     kernels = [k for k in workload.kernels if k.device in (0, HOST)]
-    convs = [k for k in kernels if k.library.conv is not None]
+    ours = [
+        (k, name) for k, name, _ in _convolutions(workload, system, mode, overlap) if k.device in (0, HOST)
+    ]
+    convs = [k for k, _ in ours]
     lines = []
-    chosen = [algorithm(system, mode, overlap, k) for k in convs]
+    chosen = [name for _, name in ours]
     if convs and set(chosen) == {DIRECT_LOOP}:  # SISD: no library chose anything
         first = convs[0].library.conv
         taps = first.gemm_dims()[2] if len(convs) == 1 and first is not None else None

@@ -13,6 +13,7 @@ costs nothing. The categories therefore add up to the latency exactly.
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import itemgetter
 from typing import NamedTuple
 
 from parsim.model.outcome import CATEGORIES, WORK
@@ -58,6 +59,10 @@ class TraceEvent(NamedTuple):
         return {**data, "resource": self.resource.label}
 
 
+_time_of = itemgetter(0)
+"""An edge's time (``breakdown`` sorts its edges by it alone, stably)."""
+
+
 def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     """Seconds per category; the values add up to ``latency_s``.
 
@@ -65,28 +70,38 @@ def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     is O(n log n) in the number of trace events.
     """
     result = dict.fromkeys(CATEGORIES, 0.0)
-    edges = []
+    edges: list[tuple[float, int, str]] = []
+    append = edges.append
     for event in trace:
         if not event.detail and event.kind in WORK and event.end_s > event.start_s:
-            edges.append((event.start_s, 1, event.kind))
-            edges.append((event.end_s, -1, event.kind))
-    edges.sort(key=lambda edge: edge[0])
+            append((event.start_s, 1, event.kind))
+            append((event.end_s, -1, event.kind))
+    edges.sort(key=_time_of)
     active = dict.fromkeys(WORK, 0)
+    total = 0  # active intervals of every kind: the sum of ``active``, kept as it changes
     clock = 0.0
-    for time_s, change, kind in [*edges, (latency_s, 0, None)]:
-        time_s = min(time_s, latency_s)
+    for time_s, change, kind in edges:
+        if time_s > latency_s:  # ``min(time_s, latency_s)``
+            time_s = latency_s
         if time_s > clock:
-            busy = [k for k in WORK if active[k]]
-            total = sum(active[k] for k in busy)
-            if total:
-                for k in busy:
-                    result[k] += (time_s - clock) * active[k] / total
-            else:
-                result["overhead"] += time_s - clock
+            _spread(result, active, total, time_s - clock)
             clock = time_s
-        if kind is not None:
-            active[kind] += change
+        active[kind] += change
+        total += change
+    if latency_s > clock:
+        _spread(result, active, total, latency_s - clock)
     return result
+
+
+def _spread(result: dict[str, float], active: dict[str, int], total: int, seconds: float) -> None:
+    """Share ``seconds`` among the kinds active through them, by their counts; overhead if none."""
+    if total:
+        for kind in WORK:
+            count = active[kind]
+            if count:
+                result[kind] += seconds * count / total
+    else:
+        result["overhead"] += seconds
 
 
 def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, float]:
@@ -98,12 +113,15 @@ def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, flo
     """
     busy: dict[Resource, float] = defaultdict(float)
     groups: dict[Resource, Resource] = {}  # a row's processor, looked up once per row
+    last_row: Resource | None = None  # a run of events on one row (one object) looks it up once
+    group: Resource  # set at the first event: no row is None
     for event in trace:
         if event.kind != "wait":
             row = event.resource
-            group = groups.get(row)
-            if group is None:
-                group = groups[row] = row.group
+            if row is not last_row:
+                known = groups.get(row)
+                group = known if known is not None else groups.setdefault(row, row.group)
+                last_row = row
             busy[group] += event.weight * (event.end_s - event.start_s)
     return {
         resource: min(seconds / latency_s, 1.0) if latency_s > 0 else 0.0

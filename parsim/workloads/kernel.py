@@ -15,7 +15,8 @@ The model reads a kernel's facts in groups, and each group is a frozen record of
 The name, stream, device, layer, phase and part stay on the kernel itself, as on every op (``Transfer``,
 ``AllReduce``): they place it in the program and the timeline, and no timing depends on them, so
 ``cost_key`` (the timing caches' key) is the four records. A kernel checks its records when it is
-built, with one cheap expression (a training step builds thousands); only a failure runs the
+built, each record with one cheap expression and only once (a training step builds thousands, of
+a few shapes: a record already checked is shared, not checked again); only a failure runs the
 rules one by one to name the field, prefixed by the kernel's name.
 
 The records are named tuples rather than attrs classes because every timing cache lookup hashes
@@ -174,6 +175,7 @@ class Issue(NamedTuple):
     in_library_call: bool = False
 
 
+_record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order (``but``)
 PLAIN_ACCESS = Access()
 NO_LIBRARY_HINTS = LibraryHints()
 PLAIN_ISSUE = Issue()
@@ -187,6 +189,8 @@ PARTS: dict[str, type[Work] | type[Access] | type[LibraryHints] | type[Issue]] =
 }
 """The kernel's records by its attribute name."""
 _PART_OF = {name: part for part, cls in PARTS.items() for name in cls._fields}
+_POSITION = {name: cls._fields.index(name) for cls in PARTS.values() for name in cls._fields}
+"""Each fact's place in its record."""
 
 
 class _Field(NamedTuple):
@@ -271,14 +275,10 @@ _PLACE_RULES = {
 }
 
 
-def _good(kernel: Kernel) -> bool:
-    """Every field of every record valid, in one expression (raises TypeError on a wrong type)."""
-    w, a, lib, i = kernel.work, kernel.access, kernel.library, kernel.issue
+def _good_work(w: Work) -> bool:
+    """Every field of a ``Work`` valid, in one expression (raises TypeError on a wrong type)."""
     return (
         type(w) is Work
-        and type(a) is Access
-        and type(lib) is LibraryHints
-        and type(i) is Issue
         and 0 <= w.flops < _INF
         and 0 <= w.bytes_read < _INF
         and 0 <= w.bytes_written < _INF
@@ -288,17 +288,25 @@ def _good(kernel: Kernel) -> bool:
         and w.dtype in DTYPES
         and type(w.matrix) is bool
         and type(w.op) is str
-        and 0 <= i.python_ops_per_item < _INF
-        and type(i.primitive) is bool
-        and type(i.multi_tensor) is bool
-        and type(i.python_loop) is str
-        and type(i.in_library_call) is bool
+    )
+
+
+def _good_access(a: Access) -> bool:
+    """Every field of an ``Access`` valid (its bound by the work: ``_good_place``)."""
+    return (
+        type(a) is Access
         and a.cold_bytes >= 0
         and 0 <= a.thread_loads_B < _INF
         and 0 <= a.reuse_B < _INF
         and 0 < a.bandwidth_share <= 1
         and 0 <= a.core_in_flight_B < _INF
-        and _good_place(kernel)
+    )
+
+
+def _good_library(lib: LibraryHints) -> bool:
+    """Every field of a ``LibraryHints`` valid."""
+    return (
+        type(lib) is LibraryHints
         and (lib.gemm_mn is None or _whole_pair(lib.gemm_mn))
         and (lib.math == "" or lib.math == "tf32" or lib.math in QUANTISED_FORMATS)
         and (lib.conv is None or type(lib.conv) is ConvShape)
@@ -312,6 +320,27 @@ def _good(kernel: Kernel) -> bool:
     )
 
 
+def _good_issue(i: Issue) -> bool:
+    """Every field of an ``Issue`` valid."""
+    return (
+        type(i) is Issue
+        and 0 <= i.python_ops_per_item < _INF
+        and type(i.primitive) is bool
+        and type(i.multi_tensor) is bool
+        and type(i.python_loop) is str
+        and type(i.in_library_call) is bool
+    )
+
+
+_RECORD_CHECKS = (
+    ("work", _good_work),
+    ("access", _good_access),
+    ("library", _good_library),
+    ("issue", _good_issue),
+)
+"""Each record's attribute name and its check, in ``_SHARED``'s order."""
+
+
 SHARED_MAX = 1 << 16
 """Checked records kept for sharing, per kind; the table starts again when it holds more."""
 _SHARED: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})
@@ -321,41 +350,49 @@ kernel made of records already checked and shared (``Kernel.but`` of a place, ``
 only its place fields checked."""
 
 
-def _share_records(kernel: Kernel) -> None:
-    """Give ``kernel`` the checked record equal to each of its own, where one exists.
+def _share_records(kernel: Kernel) -> bool:
+    """Check each record of ``kernel`` that is not already a checked one, and give ``kernel`` the
+    checked record equal to each of its own, where one exists; False where a record is invalid.
 
     A training step repeats a few kernel shapes over its layers, micro-batches and GPUs; sharing
     their records keeps tens of thousands of equal tuples from living on, which the garbage
-    collector would otherwise walk again and again (a 3D-parallel lesson ran ~25 % slower). Only
-    records of a kernel that passed its checks are kept, so a shared record is always a valid one
-    (a value equal to a checked one, 2.0 for the integer 2, becomes that checked value).
+    collector would otherwise walk again and again (a 3D-parallel lesson ran ~25 % slower), and a
+    record already checked (the same object: a default, or one a kernel was built from) is not
+    checked again. Each record is checked before it is looked up, so a shared record is always a
+    valid one and a value merely equal to a checked one (2.0 for the integer 2) is still refused.
+    Raises TypeError where a record's field has a wrong type or does not hash.
     """
-    for name, table, ids in zip(("work", "access", "library", "issue"), _SHARED, _SHARED_IDS, strict=True):
-        record = getattr(kernel, name)
-        shared = table.get(record)
-        if shared is None:
-            if len(table) >= SHARED_MAX:
-                table.clear()
-                ids.clear()
-            table[record] = record
-            ids.add(id(record))
-        elif shared is not record:
-            object.__setattr__(kernel, name, shared)
-
-
-def _shared_records(kernel: Kernel) -> bool:
-    """Whether each of the kernel's records is the checked one its table holds (the same object)."""
     works, accesses, libraries, issues = _SHARED_IDS
-    return (
-        id(kernel.work) in works
-        and id(kernel.access) in accesses
-        and id(kernel.library) in libraries
-        and id(kernel.issue) in issues
+    return (  # spelt out, not a loop: every kernel of a step passes here
+        (id(kernel.work) in works or _adopt(kernel, 0))
+        and (id(kernel.access) in accesses or _adopt(kernel, 1))
+        and (id(kernel.library) in libraries or _adopt(kernel, 2))
+        and (id(kernel.issue) in issues or _adopt(kernel, 3))
     )
 
 
+def _adopt(kernel: Kernel, index: int) -> bool:
+    """Check the kernel's record number ``index`` (``_RECORD_CHECKS``' order) and share it: the
+    equal checked record in its place, or it kept as the checked one. False: the record is invalid."""
+    name, good = _RECORD_CHECKS[index]
+    record = getattr(kernel, name)
+    if not good(record):
+        return False
+    table, ids = _SHARED[index], _SHARED_IDS[index]
+    shared = table.get(record)
+    if shared is None:
+        if len(table) >= SHARED_MAX:
+            table.clear()
+            ids.clear()
+        table[record] = record
+        ids.add(id(record))
+    else:
+        object.__setattr__(kernel, name, shared)
+    return True
+
+
 def _good_place(kernel: Kernel) -> bool:
-    """The place fields valid, and the one rule between two records (``_good``'s checks of them)."""
+    """The place fields valid, and the one rule between two records (on every kernel, shared or not)."""
     work = kernel.work
     return (
         kernel.access.cold_bytes <= work.bytes_read + work.bytes_written
@@ -386,7 +423,7 @@ def _explain(kernel: Kernel) -> None:
     if kernel.access.cold_bytes > kernel.work.bytes_read + kernel.work.bytes_written:
         bound = field_error("cold_bytes", "<= bytes_read + bytes_written", kernel.access.cold_bytes)
         raise ParsimError(f"{what}: {bound}")
-    raise ParsimError(f"{what}: invalid")  # _good and the rules disagree: a bug in this module
+    raise ParsimError(f"{what}: invalid")  # the checks and the rules disagree: a bug in this module
 
 
 @attrs.frozen(cache_hash=True)
@@ -423,17 +460,12 @@ class Kernel:
     part: str = ""
 
     def __attrs_post_init__(self) -> None:
-        if _shared_records(self):  # checked records (a kernel moved or renamed): only its place
-            if not _good_place(self):
-                _explain(self)
-            return
-        try:
-            good = _good(self)
+        try:  # checked records (a kernel moved or renamed) pass at once: then only its place
+            good = _share_records(self) and _good_place(self)
         except TypeError:
             good = False
         if not good:
             _explain(self)
-        _share_records(self)
 
     @classmethod
     def of(
@@ -518,8 +550,12 @@ class Kernel:
                 own[fact] = value
             else:
                 raise TypeError(f"Kernel.but() got an unexpected keyword argument {fact!r}")
-        for part, values in parts.items():
-            own[part] = getattr(self, part)._replace(**values)
+        for part, values in parts.items():  # ``_replace``, without its keyword round trip
+            record = getattr(self, part)
+            fields = list(record)
+            for fact, value in values.items():
+                fields[_POSITION[fact]] = value
+            own[part] = _record(type(record), fields)
         get = own.get  # the constructor itself, not attrs.evolve: a training step makes thousands
         return Kernel(
             get("name", self.name),

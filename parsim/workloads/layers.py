@@ -17,6 +17,7 @@ inference step:
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import attrs
@@ -165,7 +166,7 @@ _INFERENCE_STREAMING = {
 }
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # a key of the layer-shape cache, asked once per layer
 class Numerics:
     """How a framework does the arithmetic of a network.
 
@@ -220,7 +221,69 @@ def _conv_pass(
     return ConvShape(batch, channels, height, width, filters, window, stride, padding, step)
 
 
+_shape_of = operator.attrgetter(*(field.name for field in attrs.fields(Layer) if field.name != "name"))
+"""Every field of a layer but its name, as a tuple: what its kernels' costs depend on."""
+
+
 def layer_kernels(
+    layer: Layer,
+    batch: int,
+    numerics: Numerics,
+    train: bool,
+    first: bool = False,
+    device: int = 0,
+    update: bool = True,
+    optimizer: str = "sgd",
+) -> tuple[list[Kernel], list[Kernel]]:
+    """The kernels of ``layer`` for one step over ``batch`` samples: the forward ones, the backward ones
+    (``layer_kernels_of_shape``, whose arguments these are).
+
+    A network repeats a few layer shapes under many names (ResNet-50: 175 layers, 55 shapes), and
+    only the names and the ``layer`` field of their kernels differ: the kernels of each shape are
+    built and checked once (``_unnamed_kernels``) and given each layer's name here, their records
+    shared (``Kernel.on_device``'s cheap path), not built again.
+    """
+    shape = _shape_of(layer)
+    forward, backward = _unnamed_kernels(shape, batch, numerics, train, first, device, update, optimizer)
+    name = layer.name
+    return [_named(kernel, name) for kernel in forward], [_named(kernel, name) for kernel in backward]
+
+
+@cached(maxsize=4096)
+def _unnamed_kernels(
+    shape: tuple[Any, ...],
+    batch: int,
+    numerics: Numerics,
+    train: bool,
+    first: bool,
+    device: int,
+    update: bool,
+    optimizer: str,
+) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...]]:
+    """The kernels of a layer of this shape named ``""``: names `` fwd``, `` update``..., layer ``""``."""
+    layer = Layer("", *shape)
+    built = layer_kernels_of_shape(layer, batch, numerics, train, first, device, update, optimizer)
+    forward, backward = built
+    return tuple(forward), tuple(backward)
+
+
+def _named(kernel: Kernel, layer: str) -> Kernel:
+    """An unnamed layer kernel (``_unnamed_kernels``) as the kernel of layer ``layer``."""
+    return Kernel(
+        layer + kernel.name,
+        kernel.work,
+        kernel.stream,
+        kernel.device,
+        layer,
+        kernel.access,
+        kernel.library,
+        kernel.issue,
+        kernel.phase,
+        kernel.part,
+    )
+
+
+def layer_kernels_of_shape(
     layer: Layer,
     batch: int,
     numerics: Numerics,

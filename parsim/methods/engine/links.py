@@ -44,26 +44,11 @@ class Links:
         self.gpus = system.gpus
         self.trace = trace
         self.system = system
-        gpu, directions = system.gpu, ("h2d", "d2h")
-        self._engines: list[dict[str, simpy.Resource]] = []
-        for _ in range(system.gpus):
-            engines = {
-                lane: simpy.Resource(env, capacity=engines_per_lane(gpu))
-                for lane in dict.fromkeys(engine_lane(gpu, d) for d in directions)
-            }
-            self._engines.append({d: engines[engine_lane(gpu, d)] for d in directions})
-        switches = -(-system.gpus // system.gpus_per_switch)
-        self._uplinks: list[dict[str, FluidServer]] = []
-        for index in range(switches):
-            uplinks = {
-                lane: FluidServer(
-                    env,
-                    f"switch {index} {'h2d' if lane == BOTH_WAYS else lane}",
-                    uplink_bandwidth_Bps(self.link, "h2d" if lane == BOTH_WAYS else lane),
-                )
-                for lane in dict.fromkeys(link_lane(self.link, d) for d in directions)
-            }
-            self._uplinks.append({d: uplinks[link_lane(self.link, d)] for d in directions})
+        # a GPU's copy engines and a switch's uplinks are made at their first copy (a program
+        # without copies, or a 16,384-GPU step that copies on a few GPUs, makes none): a resource
+        # schedules nothing until it is used, so when it is made does not change the run
+        self._engines: dict[int, dict[str, simpy.Resource]] = {}
+        self._uplinks: dict[int, dict[str, FluidServer]] = {}
         self._per_switch = system.gpus_per_switch
         self.ring_link = system.ring_link
         self._nics: dict[int, FluidServer] = {}
@@ -71,12 +56,39 @@ class Links:
         """Per GPU, when the collective it runs now ends (by its closed form): the SMs its NCCL
         channels hold until then (``model.comm_sms``)."""
 
+    def _copy_engines(self, device: int) -> dict[str, simpy.Resource]:
+        """GPU ``device``'s copy engines by direction (one lane both ways with a single engine)."""
+        gpu, directions = self.system.gpu, ("h2d", "d2h")
+        engines = {
+            lane: simpy.Resource(self.env, capacity=engines_per_lane(gpu))
+            for lane in dict.fromkeys(engine_lane(gpu, d) for d in directions)
+        }
+        made = self._engines[device] = {d: engines[engine_lane(gpu, d)] for d in directions}
+        return made
+
+    def _switch_uplinks(self, index: int) -> dict[str, FluidServer]:
+        """Switch ``index``'s uplink to the host by direction (one both ways on a half-duplex link)."""
+        directions = ("h2d", "d2h")
+        uplinks = {
+            lane: FluidServer(
+                self.env,
+                f"switch {index} {'h2d' if lane == BOTH_WAYS else lane}",
+                uplink_bandwidth_Bps(self.link, "h2d" if lane == BOTH_WAYS else lane),
+            )
+            for lane in dict.fromkeys(link_lane(self.link, d) for d in directions)
+        }
+        made = self._uplinks[index] = {d: uplinks[link_lane(self.link, d)] for d in directions}
+        return made
+
     def copy(self, transfer: Transfer) -> Process:
         """Process: take a copy engine, pay the latency, stream through the switch uplink."""
         link = self.link
         bandwidth = copy_bandwidth_Bps(link, transfer.pinned, transfer.direction, transfer.nbytes)
-        server = self._uplinks[transfer.device // self._per_switch][transfer.direction]
-        with self._engines[transfer.device][transfer.direction].request() as request:
+        switch = transfer.device // self._per_switch
+        uplinks = self._uplinks.get(switch) or self._switch_uplinks(switch)
+        server = uplinks[transfer.direction]
+        engines = self._engines.get(transfer.device) or self._copy_engines(transfer.device)
+        with engines[transfer.direction].request() as request:
             yield request
             start = self.env.now
             yield self.env.timeout(copy_latency_s(link, transfer.pinned, transfer.direction))

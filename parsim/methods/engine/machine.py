@@ -17,7 +17,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.links import Links
 from parsim.methods.engine.notes import Notes
-from parsim.methods.engine.processor import Processor, kernel_s
+from parsim.methods.engine.processor import KernelTimes, Processor, kernel_s
 from parsim.model.blocks import block_parts
 from parsim.model.comm_sms import beside_collective_s
 from parsim.model.kernel import shape
@@ -66,6 +66,7 @@ class Machine:
             self.devices = [self.host]
             self.links: Links | None = None
         else:
+            shared = KernelTimes()  # the GPUs are alike
             self.devices = [
                 Processor(
                     env,
@@ -77,6 +78,7 @@ class Machine:
                     g,
                     self.notes,
                     framework,
+                    shared,
                 )
                 for g in range(system.gpus)
             ]

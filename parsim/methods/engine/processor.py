@@ -110,6 +110,23 @@ def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> fl
     return kernel_fork_join_s(spec, mode, overlap, kernel) + phases
 
 
+RecordIds = tuple[int, int, int, int]
+"""A kernel's four records by identity: they are alive while the program that holds the kernel
+runs, so the ids name them; equal records that are not one object only miss a table."""
+
+
+class KernelTimes:
+    """Kernel durations (a throughput run) and layouts (a traced run) by ``RecordIds``, shared by the
+    processors of one spec, mode, overlap and framework: the GPUs of a data-parallel step run the
+    same kernels, each GPU its own copy of them with the same records."""
+
+    __slots__ = ("durations", "layouts")
+
+    def __init__(self) -> None:
+        self.durations: dict[RecordIds, float] = {}
+        self.layouts: dict[RecordIds, _Layout] = {}
+
+
 class Processor:
     """A CPU socket or a GPU as a SimPy resource.
 
@@ -124,6 +141,8 @@ class Processor:
         notes: collector of plain-language remarks.
         framework: the framework whose kernels it runs: each holds the processor at least its
             floor (``FrameworkSpec.floor``); None: the roofline alone.
+        shared: kernel times shared with the processors of the same spec, mode, overlap and
+            framework (``KernelTimes``); None: its own.
     """
 
     def __init__(
@@ -137,6 +156,7 @@ class Processor:
         device: int,
         notes: Notes,
         framework: FrameworkSpec | None = None,
+        shared: KernelTimes | None = None,
     ):
         self.env = env
         self.framework = framework
@@ -150,6 +170,8 @@ class Processor:
         self._rows: dict[int | str, Resource] = {}  # busy-core count or memory level -> its row
         self.slot = simpy.Resource(env, capacity=1)
         self._durations: dict[int, float] = {}  # by id: the same kernel objects recur in every instance
+        shared = shared or KernelTimes()
+        self._by_records, self._layouts = shared.durations, shared.layouts
 
     def run_chain(
         self,
@@ -170,6 +192,15 @@ class Processor:
         with self.slot.request() as slot:
             yield slot
             clock = self.env.now
+            if self.trace is None and issue_s:  # a throughput run: durations alone, no trace
+                durations = self._durations
+                for kernel, issued in zip(kernels, issue_s, strict=True):
+                    duration = durations.get(id(kernel))
+                    if duration is None:
+                        duration = self._duration(kernel)
+                    clock = max(clock, issued) + duration
+                yield self.env.timeout(clock - self.env.now)
+                return
             for index, kernel in enumerate(kernels):
                 if issue_s:
                     clock = max(clock, issue_s[index])
@@ -188,12 +219,13 @@ class Processor:
         """Append the kernel's phases to the trace from ``start``; return its end."""
         if self.trace is None:
             duration = self._durations.get(id(kernel))
-            if duration is None:  # held with its floor: the same kernel recurs in every instance
-                duration = self._durations[id(kernel)] = self._floor(
-                    kernel, kernel_s(self.spec, self.mode, self.overlap, shape(kernel))
-                )
+            if duration is None:
+                duration = self._duration(kernel)
             return start + duration
-        layout = _layout(self.spec, self.mode, self.overlap, shape(kernel))
+        records = (id(kernel.work), id(kernel.access), id(kernel.library), id(kernel.issue))
+        layout = self._layouts.get(records)  # ``RecordIds``: the kernel's cost
+        if layout is None:
+            layout = self._layouts[records] = _layout(self.spec, self.mode, self.overlap, shape(kernel))
         name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if layout.level not in MAIN_MEMORY:
             self.notes.cached(name, layout.level)
@@ -234,6 +266,18 @@ class Processor:
                     )
                 )
         return start + self._floor(kernel, layout.duration_s)
+
+    def _duration(self, kernel: Kernel) -> float:
+        """The kernel's time held with its floor, kept by identity: the same kernel recurs in every
+        instance of a throughput run."""
+        records = (id(kernel.work), id(kernel.access), id(kernel.library), id(kernel.issue))
+        duration = self._by_records.get(records)
+        if duration is None:
+            duration = self._by_records[records] = self._floor(
+                kernel, kernel_s(self.spec, self.mode, self.overlap, shape(kernel))
+            )
+        self._durations[id(kernel)] = duration
+        return duration
 
     def _floor(self, kernel: Kernel, seconds: float) -> float:
         return self.framework.floor(seconds, kernel.issue.multi_tensor) if self.framework else seconds

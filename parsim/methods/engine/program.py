@@ -15,6 +15,7 @@ add edges across streams, devices and threads.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -50,6 +51,9 @@ class SimResult:
     trace: tuple[TraceEvent, ...]
     events: int
     notes: tuple[str, ...]
+
+
+_event = functools.partial(tuple.__new__, TraceEvent)  # a TraceEvent from its nine fields in order
 
 
 class _Discard(list[TraceEvent]):
@@ -93,12 +97,20 @@ def _simulate(
     machine = Machine(env, system, mode, overlap, trace, record, framework)
     per_instance = len(workload.ops)
     ops = list(workload.ops) * repeats
-    deps = [tuple(d + r * per_instance for d in op_deps) for r in range(repeats) for op_deps in workload.deps]
+    deps = [
+        tuple(d + r * per_instance for d in op_deps) if r and op_deps else op_deps
+        for r in range(repeats)
+        for op_deps in workload.deps
+    ]
     previous = stream_predecessors(ops)
     program = _Program(ops, deps, system, per_instance, framework)
     threads: dict[int, list[int]] = {}
+    thread_of_device: dict[int, int] = {}  # ``thread_of`` asked once per device, not per op
     for index, op in enumerate(ops):
-        threads.setdefault(thread_of(op), []).append(index)
+        thread = thread_of_device.get(op.device)
+        if thread is None:
+            thread = thread_of_device[op.device] = thread_of(op)
+        threads.setdefault(thread, []).append(index)
     segments = {thread: program.segments(mine) for thread, mine in threads.items()}
     # Only ops that start a segment wait; only what they wait for needs an event.
     needs: dict[int, list[int]] = {}
@@ -135,14 +147,17 @@ class _Completion:
     def finisher(self, indices: list[int]) -> Callable[[], None]:
         """A callback that marks ``indices`` done at the current time."""
 
+        # a segment lies in one instance (chains stop at an instance's end): its end is one time
+        instances = sorted({index // self.per_instance for index in indices})
+        awaited = [event for index in indices if (event := self.events.get(index)) is not None]
+
         def finish() -> None:
             self.finished += len(indices)
-            for index in indices:
-                instance = index // self.per_instance
-                self.ends[instance] = max(self.ends[instance], self.env.now)
-                event = self.events.get(index)
-                if event is not None:
-                    event.succeed()
+            now = self.env.now
+            for instance in instances:
+                self.ends[instance] = max(self.ends[instance], now)
+            for event in awaited:  # in the segment's order
+                event.succeed()
 
         return finish
 
@@ -169,39 +184,44 @@ class _Program:
             streams.setdefault(op.device, set()).add(op.stream)
         self._single_stream = {device for device, used in streams.items() if len(used) == 1}
         self._awaited = {d for op_deps in deps for d in op_deps}
+        self.issue_ends: dict[tuple[int, int], tuple[list[float], list[float]]] = {}
+        """A chain's issue costs and ends (``_issue_ends``) by its first op's place in the instance
+        and its length: the same in every instance."""
 
     def on_host(self, op: Op) -> bool:
         return placement.on_host(self.system, op)
 
-    def _chainable(self, index: int) -> bool:
-        op = self.ops[index]
-        return (
-            isinstance(op, Kernel)
-            # host work beside GPUs waits on its inputs (``placement.on_host`` of a kernel)
-            and (self.cpu_only or op.device != HOST)
-            and op.device in self._single_stream
-        )
-
     def segments(self, mine: list[int]) -> list[list[int]]:
-        """Split a thread's ops into chains (lists of several kernels) and single ops."""
+        """Split a thread's ops into chains (lists of several kernels) and single ops.
+
+        An op may join the chain before it when both are kernels of a device's only stream (host
+        work beside GPUs waits on its inputs: ``placement.on_host`` of a kernel), it directly
+        follows the chain's last op on the same device, nothing awaits that op, it waits for
+        nothing itself, and it starts no new instance (a chain fires its ops' events at its end).
+        """
+        ops, deps, awaited, per_instance = self.ops, self.deps, self._awaited, self.per_instance
+        cpu_only, single_stream = self.cpu_only, self._single_stream
         segments: list[list[int]] = []
+        current: list[int] = []
         last_chainable = False  # of the op before (``current[-1]``): each op is asked once
         for index in mine:
-            current = segments[-1] if segments else None
-            chainable = self._chainable(index)
+            op = ops[index]
+            chainable = (
+                isinstance(op, Kernel) and (cpu_only or op.device != HOST) and op.device in single_stream
+            )
             if (
-                current
-                and chainable
+                chainable
                 and last_chainable
-                and self.ops[current[-1]].device == self.ops[index].device
+                and ops[current[-1]].device == op.device
                 and current[-1] == index - 1
-                and current[-1] not in self._awaited
-                and not self.deps[index]
-                and index % self.per_instance
-            ):  # a chain fires its ops' events at its end: not across instances
+                and current[-1] not in awaited
+                and not deps[index]
+                and index % per_instance
+            ):
                 current.append(index)
             else:
-                segments.append([index])
+                current = [index]
+                segments.append(current)
             last_chainable = chainable
         return segments
 
@@ -242,6 +262,7 @@ def _thread(
     trace: list[TraceEvent],
 ) -> Process:
     system = program.system
+    record = not isinstance(trace, _Discard)
     row = resources.thread(thread)
     for segment in segments:
         first = segment[0]
@@ -260,11 +281,20 @@ def _thread(
                 yield env.process(machine.run_chain(kernels, [], waits[first], finish, dispatch_s, row))
                 continue
             start = env.now
-            costs, ends = _issue_ends(system, program.framework, kernels)
+            # every instance repeats the same chains of the same kernels: their issue times once
+            position = (first % program.per_instance, len(segment))
+            known = program.issue_ends.get(position)
+            if known is None:
+                known = program.issue_ends[position] = _issue_ends(system, program.framework, kernels)
+            costs, ends = known
             issued_at = [start + end for end in ends]
             env.process(machine.run_chain(kernels, issued_at, waits[first], finish))
-            for kernel, cost, end in zip(kernels, costs, issued_at, strict=True):
-                trace.append(TraceEvent(row, f"issue {kernel.name}", "overhead", end - cost, end))
+            if record:  # a throughput run's trace keeps nothing: build no records for it
+                append = trace.append
+                for kernel, cost, end in zip(kernels, costs, issued_at, strict=True):
+                    # TraceEvent's fields in order, as the tuple it is (its defaults spelt out)
+                    label = f"issue {kernel.name}"
+                    append(_event((row, label, "overhead", end - cost, end, False, "", 1.0, None)))
             yield env.timeout(ends[-1])
             continue
         if on_host:

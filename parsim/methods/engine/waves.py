@@ -20,7 +20,7 @@ import attrs
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model import library
 from parsim.model.kernel import compute_s
-from parsim.model.library import gemm_tiling
+from parsim.model.library import Tiling, gemm_tiling
 from parsim.model.rates import Execution
 from parsim.workloads.base import Kernel
 
@@ -64,15 +64,18 @@ class Decomposition:
         return self.tiles / self.slots
 
 
-def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec) -> tuple[int, float, float]:
+def tile_seconds(
+    kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec, tiling: Tiling | None = None
+) -> tuple[int, float, float]:
     """The tile count, one core's seconds per tile, and of them its multiply-adds alone.
 
-    A GEMM is cut as the library chooses (``model.library.gemm_tiling``): edge tiles are padded,
-    their warps run the full tile's multiply-adds (tile quantisation), and a tile may wait on its
-    operands from the shared cache. Other kernels share their work evenly among ``tiles`` chunks.
+    A GEMM is cut as the library chooses (``model.library.gemm_tiling``; ``tiling`` where the
+    caller has it already): edge tiles are padded, their warps run the full tile's multiply-adds
+    (tile quantisation), and a tile may wait on its operands from the shared cache. Other kernels
+    share their work evenly among ``tiles`` chunks.
     """
     if kernel.library.gemm_mn is not None and not ex.interpreted:
-        tiling = gemm_tiling(spec, ex, kernel)
+        tiling = tiling or gemm_tiling(spec, ex, kernel)
         padded, operands = library.tile_parts(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
         # the smooth roofline weighs the product's own multiply-adds (as the closed form does); the
         # padding of edge tiles stays in the tile's hard floor
@@ -88,17 +91,15 @@ def tile_seconds(kernel: Kernel, ex: Execution, tiles: int, spec: ProcessorSpec)
     return tiles, float(seconds), float(seconds)
 
 
-def _chunks(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> int:
-    """Tiles of a kernel that is not tiled as a GEMM: chunks of ``tile_items`` (or the GEMM's own
-    output tiles when it runs in the interpreter)."""
-    if kernel.library.gemm_mn is not None:
-        return gemm_tiling(spec, ex, kernel).tiles
-    return math.ceil(kernel.work.work_items / ex.tile_items)
-
-
 def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decomposition:
-    """Split ``kernel`` into at most two phases: the full waves and the tail wave."""
-    tiles, per_tile_s, arithmetic_s = tile_seconds(kernel, ex, _chunks(kernel, ex, spec), spec)
+    """Split ``kernel`` into at most two phases: the full waves and the tail wave.
+
+    A GEMM's tiles are the library's output tiles (``gemm_tiling``, also when it runs in the
+    interpreter); any other kernel is cut into chunks of ``tile_items``.
+    """
+    tiling = gemm_tiling(spec, ex, kernel) if kernel.library.gemm_mn is not None else None
+    chunks = tiling.tiles if tiling is not None else math.ceil(kernel.work.work_items / ex.tile_items)
+    tiles, per_tile_s, arithmetic_s = tile_seconds(kernel, ex, chunks, spec, tiling)
     if ex.thread_share != 1.0 and tiles > 1:  # cores running one product together (a CPU BLAS)
         per_tile_s, arithmetic_s = per_tile_s / ex.thread_share, arithmetic_s / ex.thread_share
     slots = ex.cores * ex.tiles_per_core
