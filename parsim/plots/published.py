@@ -31,6 +31,7 @@ UNITS = {
     "bus_bandwidth_Bps": "nccl-tests bus bandwidth",
     "collective_s": "nccl-tests time",
     "megatron_tflops_per_gpu": "TFLOP/s per GPU (Megatron's count)",
+    "mcore_tflops_per_gpu": "TFLOP/s per GPU (Megatron-Core's count)",
     "tokens_per_s_per_gpu": "tokens/s per GPU (training)",
     "step_s": "seconds per training step",
     **{
