@@ -52,8 +52,8 @@ NOT_MET_YET: dict[str, str] = {
     # round 4's merges (train4 alone: 10.5 %, with its own transposes; main keeps the inference
     # round's, which leaves 1x1 stride-1 forward passes alone). 12.1 % over 33 before: cuDNN's
     # backward passes at their DeepBench share of the forward's rate, a 16-bit NCHW pass's
-    # transposes as kernels of their own, PyTorch's GradScaler read-back before the optimizer, batch norm's backward as
-    # PyTorch's two kernels (5 passes). Five more Lambda AMP rows (same harness, 8 GPUs in all) show
+    # transposes as kernels of their own, PyTorch's GradScaler read-back before the optimizer,
+    # batch norm's backward as PyTorch's two kernels (5 passes). Five more Lambda AMP rows (same harness, 8 GPUs in all) show
     # what is left (main): the HBM parts run slower than predicted (A100 SXM/PCIe +38 %, H100 SXM/PCIe
     # +48/+33 %, all at batch 1280; the A100 40GB at batch 720 +19 %) and the GDDR6X parts faster
     # (RTX 3090 -8 %, A6000 -3 %, 4090 -11 %); MXNet's AMP rows -8 to -15 % (its fused batch-norm
