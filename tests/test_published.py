@@ -49,15 +49,15 @@ def test_no_published_run_is_refused(compared):
 # target makes the test fail until the class leaves this list.
 NOT_MET_YET: dict[str, str] = {
     # issue 26 lowered every target to 10 %. Single-GPU training at 11.5 % over 38 rows on main after
-    # round 4's merges (train4 alone: 10.5 %, with its own transposes; main keeps the inference
-    # round's, which leaves 1x1 stride-1 forward passes alone). 12.1 % over 33 before: cuDNN's
-    # backward passes at their DeepBench share of the forward's rate, a 16-bit NCHW pass's
-    # transposes as kernels of their own, PyTorch's GradScaler read-back before the optimizer,
-    # batch norm's backward as PyTorch's two kernels (5 passes). Five more Lambda AMP rows (same harness, 8 GPUs in all) show
-    # what is left (main): the HBM parts run slower than predicted (A100 SXM/PCIe +38 %, H100 SXM/PCIe
-    # +48/+33 %, all at batch 1280; the A100 40GB at batch 720 +19 %) and the GDDR6X parts faster
-    # (RTX 3090 -8 %, A6000 -3 %, 4090 -11 %); MXNet's AMP rows -8 to -15 % (its fused batch-norm
-    # + add + ReLU kernels) and VGG-16 on cuDNN 5.1 +45 %
+    # round 4's merges (train4 alone: 10.5 %, with its own transposes; main keeps the inference round's,
+    # which leaves 1x1 stride-1 forward passes alone). 12.1 % over 33 before: cuDNN's backward passes at
+    # their DeepBench share of the forward's rate, a 16-bit NCHW pass's transposes as kernels of their
+    # own, PyTorch's GradScaler read-back before the optimizer, batch norm's backward as PyTorch's two
+    # kernels (5 passes). Five more Lambda AMP rows (same harness, 8 GPUs in all) show what is left
+    # (main): the HBM parts run slower than predicted (A100 SXM/PCIe +38 %, H100 SXM/PCIe +48/+33 %, all
+    # at batch 1280; the A100 40GB at batch 720 +19 %) and the GDDR6X parts faster (RTX 3090 -8 %, A6000
+    # -3 %, 4090 -11 %); MXNet's AMP rows -8 to -15 % (its fused batch-norm + add + ReLU kernels) and
+    # VGG-16 on cuDNN 5.1 +45 %
     "training": "fp16 convolution rate per GPU generation (HBM A100/H100 vs GDDR6X) at Lambda's batch sizes",
     # issue 26 kernel round 4 took "kernel" off this list (10.6 % of 39 rows -> 7.7 % of 56): Hopper
     # cuBLAS's stream-K tail (ProcessorSpec.stream_k) and cuDNN's FFT arithmetic share
