@@ -173,3 +173,17 @@ def test_learn_offers_no_measurement_where_nothing_runs_and_says_why(stem):
 def test_learn_offers_a_measurement_where_it_runs():
     at = app("learn", {"lesson": "mlp_training"})
     assert any(b.label.startswith("Measure it here (2 runs)") for b in at.button)
+
+
+def test_a_field_of_literal_choices_or_a_union_of_them_is_a_choice_box():
+    # mlp_train_step's framework is FrameworkName | Literal["none"]: a union of literals was taken
+    # for a number and the Explore page sent framework=1
+    import typing
+
+    from parsim.app.widgets import literal_options
+    from parsim.workloads.standard import FrameworkName, MlpTrainParams
+
+    framework = MlpTrainParams.model_fields["framework"].annotation
+    assert literal_options(framework) == (*typing.get_args(FrameworkName), "none")
+    assert literal_options(typing.Literal["a", "b"]) == ("a", "b")
+    assert literal_options(int) is None and literal_options(int | None) is None

@@ -237,10 +237,21 @@ def batch_that_fits(name: str, fields: dict, start: dict, fits: typing.Callable[
     return {**start, "batch": batch}
 
 
+def literal_options(annotation) -> tuple | None:
+    """The choices of a ``Literal`` field, or of a union of them (``FrameworkName | Literal["none"]``);
+    None for any other annotation."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)
+    parts = typing.get_args(annotation)
+    if parts and all(typing.get_origin(part) is typing.Literal for part in parts):
+        return tuple(option for part in parts for option in typing.get_args(part))
+    return None
+
+
 def _field_input(field: str, info, default, key: str):
     annotation = info.annotation
-    options = typing.get_args(annotation)
-    if typing.get_origin(annotation) is typing.Literal or annotation is typing.Literal:
+    options = literal_options(annotation)
+    if options is not None:
         return st.selectbox(
             field,
             options,
