@@ -314,9 +314,9 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
             if transposed or (library.blocked_weights and op.library.reorder_B):
                 inside = op.library.conv is None
                 passes = (_reorder_inside(op),) if inside else reorder_passes(op, weights=not transposed)
-                for step, part in enumerate(passes):  # in order; a program with waits chains them
+                for step, part in enumerate(passes):  # in order, on the op's stream
                     ops.append(part)
-                    deps.append((len(ops) - 2,) if step and any(workload.deps) else after)
+                    deps.append(after if step == 0 else ())  # one stream runs them in order
                 moved[index] = len(ops) - 1
                 continue
         ops.append(op)
