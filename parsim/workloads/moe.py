@@ -42,13 +42,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
+from pydantic import Field
 
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import Kernel
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.transformer_ops import Ops
+
+# The routing's two parameters, one definition for every workload that takes them (training steps
+# and served loads alike).
+IMBALANCE_FIELD: Any = Field(
+    1.0, ge=1.0, le=1000.0, description="mixture of experts: the busiest expert's tokens over the mean"
+)
+CAPACITY_FACTOR_FIELD: Any = Field(
+    0.0,
+    ge=0.0,
+    le=1000.0,
+    description="mixture of experts: rows an expert takes over the mean (0: dropless)",
+)
 
 ROUTE = "route"
 """``Kernel.part`` of the softmax/top-k: the all-to-all dispatch goes after it."""

@@ -57,7 +57,14 @@ from parsim.workloads.base import HOST, AllReduce, Kernel, Op, Params, Transfer,
 from parsim.workloads.definition import ParamsModel, WorkloadDef
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, llm
-from parsim.workloads.moe import ROUTE, Routing, check_routing, dispatch_B
+from parsim.workloads.moe import (
+    CAPACITY_FACTOR_FIELD,
+    IMBALANCE_FIELD,
+    ROUTE,
+    Routing,
+    check_routing,
+    dispatch_B,
+)
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.quantised import GEMV_ROWS, WEIGHT_B, WeightFormat, quantised
 from parsim.workloads.records import Record, figure
@@ -128,15 +135,8 @@ class LlmServeParams(ParamsModel):
         "sglang-0.3",
     )
     ep: int = Field(1, gt=0, le=64, description="expert-parallel GPUs of the gpus (mixture of experts)")
-    imbalance: float = Field(
-        1.0, ge=1.0, le=1000.0, description="mixture of experts: the busiest expert's tokens over the mean"
-    )
-    capacity_factor: float = Field(
-        0.0,
-        ge=0.0,
-        le=1000.0,
-        description="mixture of experts: rows an expert takes over the mean (0: dropless)",
-    )
+    imbalance: float = IMBALANCE_FIELD
+    capacity_factor: float = CAPACITY_FACTOR_FIELD
 
 
 def check_llm_serve(name: str, given: Params, params: Params) -> Params:

@@ -18,6 +18,7 @@ from parsim.workloads.base import Params
 from parsim.workloads.definition import MAX_ELEMENTS, ParamsModel, WorkloadDef
 from parsim.workloads.llms import LLMS, is_llm, llm
 from parsim.workloads.models import MODELS
+from parsim.workloads.moe import CAPACITY_FACTOR_FIELD, IMBALANCE_FIELD
 from parsim.workloads.parallel3d import ParallelMetrics
 
 if TYPE_CHECKING:  # the choices are data: to the type checker, names
@@ -182,15 +183,8 @@ class NetworkParams(_ModelParams):
     ep_overlap: bool = Field(
         False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
     )
-    imbalance: float = Field(
-        1.0, ge=1.0, le=1000.0, description="mixture of experts: the busiest expert's tokens over the mean"
-    )
-    capacity_factor: float = Field(
-        0.0,
-        ge=0.0,
-        le=1000.0,
-        description="mixture of experts: rows an expert takes over the mean (0: dropless)",
-    )
+    imbalance: float = IMBALANCE_FIELD
+    capacity_factor: float = CAPACITY_FACTOR_FIELD
     pipeline_events: bool = Field(
         False,
         description="time a pipelined step event by event in the SimPy engine (the oracle) instead of "
