@@ -103,6 +103,31 @@ def test_measure_it_here_pairs_measured_and_predicted_with_the_error(tmp_path, m
     assert any("SIMT" in c.value and "no GPU here" in c.value for c in at.caption)
 
 
+def test_a_lesson_measurement_says_when_another_one_holds_the_machine(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from parsim.app import measure_here
+    from parsim.measure import lock
+
+    monkeypatch.setattr(lock, "LOCK_PATH", tmp_path / "measure.lock")
+    item = measure_here.Planned("CPU", None, "vector_add", {"n": 1000}, "numpy", "simd", "")
+    taken, lines = threading.Event(), []
+
+    def other_measurement() -> None:  # holds the lock a moment, as a second browser's run would
+        with lock.measurement_lock(timeout_s=1):
+            taken.set()
+            time.sleep(0.3)
+
+    holder = threading.Thread(target=other_measurement)
+    holder.start()
+    taken.wait(5)
+    row = measure_here.measure_one(item, PROCESSORS["laptop-4c-avx2"], on_wait=lines.append)
+    holder.join()
+    assert len(lines) == 1 and lines[0].startswith("waiting for another measurement on this machine")
+    assert row["measured_s"] > 0 and row["note"] == ""
+
+
 @pytest.mark.slow
 def test_without_a_calibration_the_lesson_says_so_and_offers_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -170,7 +170,12 @@ def _measure_here(stem: str, scenario) -> None:
         bar = st.progress(0.0, text="measuring on this machine")
         for index, item in enumerate(planned):
             bar.progress(index / len(planned), text=f"measuring {item.label}")
-            rows.append(measure_here.measure_one(item, spec))
+            done = index / len(planned)  # a wait for another measurement is said in the bar
+
+            def waiting(line: str, done: float = done) -> None:
+                bar.progress(done, text=line)
+
+            rows.append(measure_here.measure_one(item, spec, on_wait=waiting))
         bar.empty()
         store[stem] = rows
     if stem in store:

@@ -235,10 +235,11 @@ def present() -> tuple[PresentGpu | None, str]:
     return st.session_state[PRESENT]
 
 
-def measure_one(item: Planned, spec) -> dict:
+def measure_one(item: Planned, spec, on_wait=None) -> dict:
     """Measure ``item`` here and predict it for the hardware that ran it: a CPU case for this
     machine's calibration ``spec``, a GPU case for the GPU present (``present``, which names the spec
-    it used); one row of the paired table."""
+    it used); one row of the paired table. ``on_wait`` is told, in one line, when another
+    measurement holds this machine (``parsim.measure.measure``)."""
     from parsim.measure import measure
     from parsim.methods.predict import predict
 
@@ -247,7 +248,12 @@ def measure_one(item: Planned, spec) -> dict:
         row["how"] += f"; the lesson's case is a {item.gpu}"
     try:
         measured = measure(
-            item.workload, item.params, backend=item.backend, mode=item.mode, budget_s=BUDGET_S
+            item.workload,
+            item.params,
+            backend=item.backend,
+            mode=item.mode,
+            budget_s=BUDGET_S,
+            on_wait=on_wait,
         )
     except ParsimError as exc:
         return {**row, "mode": item.mode, "note": f"not measured: {exc}"}
