@@ -162,8 +162,15 @@ def test_the_trace_download_is_built_when_pressed(server, browser, tmp_path):
         button = page.get_by_role("button", name="Download trace (Perfetto)")
         button.wait_for(timeout=90_000)
         wait_idle(page)
-        with page.expect_download(timeout=60_000) as download:
-            button.click()
+        for _ in range(3):  # a press that lands while a loaded CI machine reruns the page is lost
+            try:
+                with page.expect_download(timeout=40_000) as download:
+                    button.click()
+                break
+            except playwright.TimeoutError:
+                wait_idle(page)
+        else:
+            raise AssertionError("no download after three presses of the trace button")
         path = tmp_path / "timeline.json"
         download.value.save_as(path)
         assert download.value.suggested_filename == "timeline.json"

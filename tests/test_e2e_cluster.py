@@ -25,7 +25,9 @@ playwright = pytest.importorskip("playwright.sync_api", reason="pip install play
 
 @pytest.fixture(scope="module")
 def cluster_app():
-    command = [sys.executable, "-m", "parsim", "app", "--headless", "--port", "{port}"]
+    # --no-warm: this test opens heavy views at once itself; the server's warm-up computing them beside
+    # it would only double a CI run's work (test_e2e_class starts the server as a teacher does)
+    command = [sys.executable, "-m", "parsim", "app", "--headless", "--no-warm", "--port", "{port}"]
     with serving(command, ROOT) as url, playwright.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         yield url, chromium

@@ -31,7 +31,9 @@ EVERY = list(dict.fromkeys([*links.printed(), *readme_links()]))
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     folder = tmp_path_factory.mktemp("links")
-    command = [sys.executable, "-m", "parsim", "app", "--headless", "--port", "{port}"]
+    # --no-warm: this test opens heavy views at once itself; the server's warm-up computing them beside
+    # it would only double a CI run's work (test_e2e_class starts the server as a teacher does)
+    command = [sys.executable, "-m", "parsim", "app", "--headless", "--no-warm", "--port", "{port}"]
     with serving(command, folder) as url, playwright.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         yield url, chromium

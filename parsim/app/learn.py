@@ -19,7 +19,7 @@ from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.measure.backends import gpu_available
 from parsim.report import chrome_trace
-from parsim.studies.scenarios import lesson_text, load_scenario, scenario_paths
+from parsim.studies.scenarios import lesson_text, load_scenario, resolve, scenario_paths
 
 # A course order: Flynn's taxonomy first, then data movement, then deep learning (clusters with
 # data parallelism; pipelines after the language models).
@@ -119,6 +119,17 @@ def render() -> None:
     )
     csv_download(table.rename(columns={"latency": "latency_ms"}), stem, key="learn_csv")
     _measure_here(stem, result.scenario)
+
+
+def warm() -> None:
+    """Run the lessons whose cases span a cluster ahead, and draw their figures
+    (``parsim.app.warmup``): they are the slowest to open (thousands of GPUs' steps each)."""
+    for path in scenario_paths(scenario_folder()):
+        scenario = load_scenario(path)
+        if any(resolve(scenario, case).cluster is not None for case in scenario.cases):
+            stamp = path.stat().st_mtime
+            cached_scenario(str(path), stamp)
+            cached_png(_lesson_figure, str(path), stamp)
 
 
 def _lesson_trace(path: str, stamp: float):

@@ -37,6 +37,11 @@ from parsim.workloads.standard import DATA_PARALLEL
 
 NODE_COUNTS = tuple(2**i for i in range(11))  # 1 .. 1024 nodes
 DTYPES = ("float32", "bfloat16", "float16")
+OPTIMIZERS = ("sgd", "adam")
+DEFAULT_CLUSTER = "dgx-a100"
+DEFAULT_NODES = 16
+DEFAULTS = {"model": "resnet50", "batch": 32, "dtype": DTYPES[0], "optimizer": OPTIMIZERS[0], "zero": 0}
+"""The tab's first view: what its widgets start at, and what the server computes ahead (``warm``)."""
 OVERLAP = {True: "all-reduce overlapped with backward", False: "all-reduce after backward"}
 
 
@@ -69,7 +74,7 @@ def cluster_picker(prefix: str, nodes: int) -> tuple[tuple[str, str], int]:
     (the link picker's rule); the URL keeps ``?<prefix>_nic=eth-25g`` only when it differs.
     """
     name = urlstate.choice(
-        "cluster", registry.cluster_ids(), "dgx-a100", f"{prefix}_cluster", format_func=cluster_label
+        "cluster", registry.cluster_ids(), DEFAULT_CLUSTER, f"{prefix}_cluster", format_func=cluster_label
     )
     spec = registry.cluster(name)
     own = spec.network.nic.id
@@ -120,20 +125,28 @@ class Settings(NamedTuple):
 
 
 def controls() -> Settings:
-    source, nodes = cluster_picker("nodes", 16)
+    source, nodes = cluster_picker("nodes", DEFAULT_NODES)
     names = model_names()
-    model = model_picker("model", names, "resnet50", "nodes_model")
+    model = model_picker("model", names, DEFAULTS["model"], "nodes_model")
     batch = st.number_input(
         "batch per GPU",
         min_value=1,
         max_value=4096,
-        value=32,
+        value=DEFAULTS["batch"],
         key="nodes_batch",
         help="weak scaling: every GPU of every node trains on this many samples per step",
         bind="query-params",
     )
-    dtype = st.selectbox("dtype", DTYPES, key="nodes_dtype", bind="query-params")
-    optimizer = st.selectbox("optimizer", ["sgd", "adam"], key="nodes_optimizer", bind="query-params")
+    dtype = st.selectbox(
+        "dtype", DTYPES, DTYPES.index(DEFAULTS["dtype"]), key="nodes_dtype", bind="query-params"
+    )
+    optimizer = st.selectbox(
+        "optimizer",
+        OPTIMIZERS,
+        OPTIMIZERS.index(DEFAULTS["optimizer"]),
+        key="nodes_optimizer",
+        bind="query-params",
+    )
     overlap = st.toggle(
         "overlap the all-reduce with the backward pass",
         value=True,
@@ -144,21 +157,43 @@ def controls() -> Settings:
     zero = st.select_slider(
         "ZeRO stage",
         [0, 1, 2, 3],
-        value=0,
+        value=DEFAULTS["zero"],
         key="nodes_zero",
         help="1: optimizer state sharded, 2: also gradients, 3: also weights (gathered per bucket)",
         bind="query-params",
     )
+    return Settings(source, nodes, step_params(model, int(batch), dtype, optimizer, int(zero)), bool(overlap))
+
+
+def step_params(model: str, batch: int, dtype: str, optimizer: str, zero: int) -> tuple:
+    """The ``data_parallel`` parameters of the tab's step (weak scaling over a ring), as sorted pairs."""
     params = {
         "model": model,
-        "batch": int(batch),
+        "batch": batch,
         "sync": "ring",
         "scaling": "weak",
         "dtype": dtype,
         "optimizer": optimizer,
-        "zero": int(zero),
+        "zero": zero,
     }
-    return Settings(source, nodes, tuple(sorted(params.items())), bool(overlap))
+    return tuple(sorted(params.items()))
+
+
+def default_settings() -> Settings:
+    """The settings the tab opens with (``DEFAULTS``, the cluster's own NIC, overlap on)."""
+    source = (DEFAULT_CLUSTER, registry.cluster(DEFAULT_CLUSTER).network.nic.id)
+    return Settings(source, DEFAULT_NODES, step_params(**DEFAULTS), True)
+
+
+def warm() -> None:
+    """Compute the tab's first view ahead (``parsim.app.warmup``): its step, its sweep of nodes and
+    their figures."""
+    settings = default_settings()
+    source, nodes, params, overlap = settings
+    chosen = with_nodes(params, nodes, overlap)
+    predict_on(DATA_PARALLEL.name, chosen, source)
+    efficiency_png(settings, sweep(params, source))
+    cached_png(timeline_figure, DATA_PARALLEL.name, chosen, source, step_title(settings))
 
 
 def with_nodes(params: tuple, nodes: int, overlap: bool) -> tuple:
@@ -167,7 +202,6 @@ def with_nodes(params: tuple, nodes: int, overlap: bool) -> tuple:
 
 def view(settings: Settings) -> None:
     source, nodes, params, overlap = settings
-    spec = cluster_of(source)
     chosen = with_nodes(params, nodes, overlap)
     try:
         step = predict_on(DATA_PARALLEL.name, chosen, source)
@@ -193,24 +227,28 @@ def view(settings: Settings) -> None:
         "backward pass, and the node's GPUs sharing PCIe and the host",
     )
     memory_bar(step.memory, "nodes_memory")
-    model = dict(params)["model"]
-    title = f"{model} on {spec.id} ({spec.network.nic.id}), batch {dict(params)['batch']} per GPU"
+    show_png(efficiency_png(settings, curves), "efficiency-vs-nodes", key="nodes_png")
+    st.dataframe(in_ms(curves), hide_index=True, key="nodes_table", column_config=SWEEP_COLUMNS)
+    csv_download(curves, "efficiency-vs-nodes", key="nodes_csv")
+    st.subheader("One node's step")
+    step_timeline(DATA_PARALLEL.name, chosen, source, step_title(settings), "nodes_step")
+
+
+def efficiency_png(settings: Settings, curves: pandas.DataFrame) -> bytes:
+    """The efficiency against nodes, overlapped and not, as drawn (cached per sweep)."""
+    spec, params = cluster_of(settings.cluster), dict(settings.params)
+    title = f"{params['model']} on {spec.id} ({spec.network.nic.id}), batch {params['batch']} per GPU"
     series = {
         OVERLAP[on]: (curves["nodes"].tolist(), curves[f"efficiency_{'on' if on else 'off'}"].tolist())
         for on in (True, False)
     }
-    png = cached_png(sweep_lines, series, "nodes", "efficiency vs 1 GPU", (), title, True, False)
-    show_png(png, "efficiency-vs-nodes", key="nodes_png")
-    st.dataframe(in_ms(curves), hide_index=True, key="nodes_table", column_config=SWEEP_COLUMNS)
-    csv_download(curves, "efficiency-vs-nodes", key="nodes_csv")
-    st.subheader("One node's step")
-    step_timeline(
-        DATA_PARALLEL.name,
-        chosen,
-        source,
-        f"{model}, one of {nodes} nodes, {OVERLAP[overlap]}",
-        "nodes_step",
-    )
+    return cached_png(sweep_lines, series, "nodes", "efficiency vs 1 GPU", (), title, True, False)
+
+
+def step_title(settings: Settings) -> str:
+    """The title of the chosen node count's step timeline."""
+    model = dict(settings.params)["model"]
+    return f"{model}, one of {settings.nodes} nodes, {OVERLAP[settings.overlap]}"
 
 
 def in_ms(frame: pandas.DataFrame) -> pandas.DataFrame:

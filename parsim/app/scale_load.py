@@ -45,6 +45,19 @@ SATURATING_RATE_PER_S = 10_000.0
 """Every request arrives within a fraction of a second: the queue never empties."""
 CAPACITY_PROBES = 10
 SCHEDULERS = ("static", "continuous", "chunked")
+DEFAULT_GPU = "a100-80gb"
+DEFAULTS = {
+    "model": "llama-2-7b",
+    "prompt": 512,
+    "output": 128,
+    "requests": 500,
+    "max_batch": 64,
+    "slo_ttft": 0.5,
+    "slo_tpot": 0.05,
+}
+"""The tab's first settings: what its widgets start at, and what the server computes ahead (``warm``)."""
+DEFAULT_SCHEDULER = SCHEDULERS[1]
+DEFAULT_FRACTION = 0.6
 
 
 class Settings(NamedTuple):
@@ -54,25 +67,59 @@ class Settings(NamedTuple):
 
 def controls() -> Settings:
     names = llm_names()
-    model = model_picker("language model", names, "llama-2-7b", "load_model")
-    gpu = processor_picker("GPU", "load_gpu", kind="gpu", default="a100-80gb")
-    prompt = st.number_input("prompt tokens", 16, 4000, 512, step=64, key="load_prompt")
-    output = st.number_input("output tokens", 2, 2000, 128, step=32, key="load_output")
-    requests = st.select_slider("requests simulated", REQUEST_COUNTS, value=500, key="load_requests")
-    max_batch = st.select_slider("max batch", (8, 16, 32, 64, 128, 256), value=64, key="load_max_batch")
-    slo_ttft = st.number_input("SLO: P90 time to first token (s)", 0.01, 60.0, 0.5, key="load_slo_ttft")
-    slo_tpot = st.number_input("SLO: P90 time per output token (s)", 0.001, 10.0, 0.05, key="load_slo_tpot")
+    first = DEFAULTS
+    model = model_picker("language model", names, first["model"], "load_model")
+    gpu = processor_picker("GPU", "load_gpu", kind="gpu", default=DEFAULT_GPU)
+    prompt = st.number_input("prompt tokens", 16, 4000, first["prompt"], step=64, key="load_prompt")
+    output = st.number_input("output tokens", 2, 2000, first["output"], step=32, key="load_output")
+    requests = st.select_slider(
+        "requests simulated", REQUEST_COUNTS, value=first["requests"], key="load_requests"
+    )
+    max_batch = st.select_slider(
+        "max batch", (8, 16, 32, 64, 128, 256), value=first["max_batch"], key="load_max_batch"
+    )
+    slo_ttft = st.number_input(
+        "SLO: P90 time to first token (s)", 0.01, 60.0, first["slo_ttft"], key="load_slo_ttft"
+    )
+    slo_tpot = st.number_input(
+        "SLO: P90 time per output token (s)", 0.001, 10.0, first["slo_tpot"], key="load_slo_tpot"
+    )
+    return Settings(
+        gpu,
+        load_params(
+            model, int(prompt), int(output), int(requests), int(max_batch), float(slo_ttft), float(slo_tpot)
+        ),
+    )
+
+
+def load_params(
+    model: str, prompt: int, output: int, requests: int, max_batch: int, slo_ttft: float, slo_tpot: float
+) -> tuple:
+    """``llm_load`` parameters but the rate and the scheduler, as sorted pairs (seeded: a setting
+    always draws the same requests)."""
     params = {
         "model": model,
-        "prompt": int(prompt),
-        "output": int(output),
-        "requests": min(int(requests), MAX_REQUESTS),
-        "max_batch": int(max_batch),
-        "slo_ttft": float(slo_ttft),
-        "slo_tpot": float(slo_tpot),
+        "prompt": prompt,
+        "output": output,
+        "requests": min(requests, MAX_REQUESTS),
+        "max_batch": max_batch,
+        "slo_ttft": slo_ttft,
+        "slo_tpot": slo_tpot,
         "seed": 1,
     }
-    return Settings(gpu, tuple(sorted(params.items())))
+    return tuple(sorted(params.items()))
+
+
+def warm() -> None:
+    """Simulate the tab's first view ahead (``parsim.app.warmup``): the load at every rate of its
+    curve, the three schedulers at its rate and the capacity search."""
+    params = load_params(**DEFAULTS)
+    grid = rate_grid(saturated_rate(params, DEFAULT_GPU))
+    for rate in grid:
+        cached_load(params, DEFAULT_GPU, rate, DEFAULT_SCHEDULER)
+    for name in SCHEDULERS:
+        cached_load(params, DEFAULT_GPU, grid[FRACTIONS.index(DEFAULT_FRACTION)], name)
+    cached_capacity(params, DEFAULT_GPU, DEFAULT_SCHEDULER)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -138,7 +185,13 @@ def view(settings: Settings) -> None:
         "batches them on one GPU while its KV cache lasts. Each step is priced by parsim's model of "
         "llm_serve: no profiling."
     )
-    scheduler = st.radio("scheduler", SCHEDULERS, index=1, horizontal=True, key="load_scheduler")
+    scheduler = st.radio(
+        "scheduler",
+        SCHEDULERS,
+        index=SCHEDULERS.index(DEFAULT_SCHEDULER),
+        horizontal=True,
+        key="load_scheduler",
+    )
     latency = st.radio(
         "latency drawn",
         tuple(serving.LATENCIES),
@@ -152,7 +205,7 @@ def view(settings: Settings) -> None:
         fraction = st.select_slider(
             "request rate",
             FRACTIONS,
-            value=0.6,
+            value=DEFAULT_FRACTION,
             key="load_rate",
             format_func=lambda f: f"{_two_figures(f * capacity):g} requests/s ({f:.0%} of saturation)",
         )

@@ -19,16 +19,23 @@ import pandas
 import streamlit as st
 
 from parsim.app.memory import memory_bar
-from parsim.app.scale_cluster import cluster_of, cluster_picker, predict_on, step_timeline
+from parsim.app.scale_cluster import DEFAULT_CLUSTER, cluster_of, cluster_picker, predict_on, step_timeline
 from parsim.app.widgets import csv_download, model_picker
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib, si
+from parsim.hardware import registry
 from parsim.studies.splits import SplitRow, split_table
 from parsim.workloads.parallel3d import ParallelMetrics
 from parsim.workloads.registry import llm_names
 from parsim.workloads.standard import NETWORK
 
+DEFAULT_NODES = 8
+DEFAULTS = {"model": "megatron-7.5b", "batch": 128, "recompute": "selective", "dtype": "bfloat16"}
+"""The tab's first settings: what its widgets start at, and what the server computes ahead (``warm``)."""
+DEFAULT_MICRO_BATCH = 1
+RECOMPUTE = ("selective", "none", "full")
+DTYPES = ("bfloat16", "float16", "float32")
 FOUND = "split_found"  # the settings whose table was asked for in this session
 CHOICE = "split_choice"
 
@@ -41,13 +48,13 @@ class Settings(NamedTuple):
 
 def controls() -> Settings:
     names = llm_names()
-    model = model_picker("language model", names, "megatron-7.5b", "split_model")
-    source, nodes = cluster_picker("split", 8)
+    model = model_picker("language model", names, DEFAULTS["model"], "split_model")
+    source, nodes = cluster_picker("split", DEFAULT_NODES)
     batch = st.number_input(
         "global batch (sequences)",
         min_value=1,
         max_value=65536,
-        value=128,
+        value=DEFAULTS["batch"],
         key="split_batch",
         bind="query-params",
     )
@@ -55,28 +62,53 @@ def controls() -> Settings:
         "micro-batch size",
         min_value=1,
         max_value=64,
-        value=1,
+        value=DEFAULT_MICRO_BATCH,
         key="split_micro",
         help="sequences per micro-batch; each replica's share of the batch is cut into these",
         bind="query-params",
     )
     recompute = st.selectbox(
         "recompute",
-        ["selective", "none", "full"],
+        RECOMPUTE,
+        RECOMPUTE.index(DEFAULTS["recompute"]),
         key="split_recompute",
         help="activations recomputed in the backward pass instead of kept (Korthikanti et al.)",
         bind="query-params",
     )
-    dtype = st.selectbox("dtype", ["bfloat16", "float16", "float32"], key="split_dtype", bind="query-params")
+    dtype = st.selectbox(
+        "dtype", DTYPES, DTYPES.index(DEFAULTS["dtype"]), key="split_dtype", bind="query-params"
+    )
+    return Settings(source, network_params(model, int(batch), nodes, recompute, dtype), int(micro))
+
+
+def network_params(model: str, batch: int, nodes: int, recompute: str, dtype: str) -> tuple:
+    """The ``network`` parameters every split shares (Adam), as sorted pairs."""
     params = {
         "model": model,
-        "batch": int(batch),
+        "batch": batch,
         "nodes": nodes,
         "recompute": recompute,
         "dtype": dtype,
         "optimizer": "adam",
     }
-    return Settings(source, tuple(sorted(params.items())), int(micro))
+    return tuple(sorted(params.items()))
+
+
+def with_split(params: tuple, row: SplitRow) -> tuple:
+    """``params`` of one training step cut as ``row`` says."""
+    split = {"train": True, "tp": row.tp, "pp": row.pp, "microbatches": row.microbatches}
+    return tuple(sorted({**dict(params), **split}.items()))
+
+
+def warm() -> None:
+    """Predict every split of the tab's first settings ahead, and the fastest one's step
+    (``parsim.app.warmup``): the first press of the button then finds them computed."""
+    source = (DEFAULT_CLUSTER, registry.cluster(DEFAULT_CLUSTER).network.nic.id)
+    params = network_params(nodes=DEFAULT_NODES, **DEFAULTS)
+    rows = split_table(dict(params), cluster_of(source), micro_batch=DEFAULT_MICRO_BATCH, budget=APP)
+    fastest = next((row for row in rows if row.fits and row.fastest), None)
+    if fastest is not None:
+        predict_on(NETWORK.name, with_split(params, fastest), source)
 
 
 def split_name(row: SplitRow) -> str:
@@ -211,8 +243,7 @@ def _chosen(fitting: list[SplitRow], wanted: tuple, params: tuple, source: tuple
         "split", names, key=CHOICE, format_func=lambda n: f"{n} (fastest)" if n == fastest else n
     )
     row = fitting[names.index(name)]
-    split = {"train": True, "tp": row.tp, "pp": row.pp, "microbatches": row.microbatches}
-    chosen = tuple(sorted({**dict(params), **split}.items()))
+    chosen = with_split(params, row)
     try:
         step = predict_on(NETWORK.name, chosen, source)
     except ParsimError as exc:

@@ -340,13 +340,22 @@ def run_app(
             help="address to serve on: 127.0.0.1 (this machine only) or 0.0.0.0 (a classroom network)"
         ),
     ] = "127.0.0.1",
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm/--no-warm",
+            help="compute the heavy first views (cluster lessons, Scale out's tabs) as the server starts",
+        ),
+    ] = True,
 ):
     """Start the Streamlit app (explore, compare, scale out, measure, learn).
 
     It listens on this machine only unless --address says otherwise: the app measures this
     machine and reads uploaded files, so serving it to a network is a choice. Streamlit always runs
     headless (its first-run e-mail prompt would stop a server started without a terminal); parsim
-    opens the browser itself unless --headless is given or there is no terminal.
+    opens the browser itself unless --headless is given or there is no terminal. As it starts, the
+    server computes the heavy first views (the cluster lessons, Scale out's cluster and serving
+    tabs) in the background, so their first visitor finds them computed; --no-warm leaves that out.
     """
     import threading
 
@@ -355,6 +364,10 @@ def run_app(
     from parsim.app import ENTRY, preload
 
     threading.Thread(target=preload, name="parsim-preload", daemon=True).start()
+    if warm:  # the first visitor of a heavy view then finds it cached (parsim.app.warmup)
+        from parsim.app import warmup
+
+        warmup.start()
     if not headless and sys.stdout.isatty():
         threading.Thread(target=_open_browser, args=(port,), name="parsim-browser", daemon=True).start()
     sys.argv = [
