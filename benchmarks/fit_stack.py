@@ -16,7 +16,10 @@ Two kinds of parameters no datasheet gives:
   pixels of one image at which its per-image GEMM reaches half of it) from its CPU rows, with its
   serial ReLU's cycles per element set from the core's branch-miss penalty, not fitted;
 - FlashAttention's share of the GEMM rate (``LibrarySpec.attention_efficiency``), from the
-  transformer training rows that ran it.
+  transformer training rows that ran it;
+- the integer instructions per element of cuDNN's NCHW <-> NHWC transposes
+  (``LibrarySpec.transpose_int_ops``), from the 16-bit training and inference rows (those of
+  NCHW networks run their convolutions between two transposes).
 
 For each it scans the value, prints the MAPE of the rows it governs, and the best value, which
 the presets in ``parsim/stack/presets.py`` take (rounded).
@@ -150,6 +153,20 @@ def best(values, rows, patch) -> tuple[float, float]:
     return value, scores[value]
 
 
+def transpose_patch(instructions: float) -> Callable[[], Callable[[], None]]:
+    """cuDNN's NCHW <-> NHWC transposes: integer instructions per element."""
+    return preset_patch("CUDNN", transpose_int_ops=float(instructions))
+
+
+def half_precision_networks(rows) -> list[published.Row]:
+    """The 16-bit training and inference rows: those whose NCHW convolutions run between transposes."""
+    return [
+        r
+        for r in rows
+        if r.klass in ("training", "inference") and r.params.get("dtype") in ("float16", "bfloat16")
+    ]
+
+
 def flash_training(rows) -> list[published.Row]:
     """The transformer training rows that ran FlashAttention v1 (``attention=flash-v1``)."""
     return [r for r in rows if r.klass == "transformer-training" and r.params.get("attention") == "flash-v1"]
@@ -196,6 +213,9 @@ def main() -> None:
     governed = flash_training(rows)
     value, score = best(numpy.linspace(0.10, 1.0, 46), governed, attention_patch)
     print(f"fused attention share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")
+    governed = half_precision_networks(rows)
+    value, score = best(numpy.arange(30.0, 81.0, 5.0), governed, transpose_patch)
+    print(f"cudnn transpose int ops per element: {value:.0f} -> MAPE {score:.1%} over {len(governed)} rows")
     governed = fft_convolutions(rows)
     value, score = best(numpy.arange(0.2, 0.501, 0.05), governed, fft_patch)
     print(f"cudnn fft share: {value:.2f} -> MAPE {score:.1%} over {len(governed)} rows")

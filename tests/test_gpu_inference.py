@@ -79,6 +79,47 @@ def test_nchw_convolution_runs_transposes_around_it_hand_computed():
     assert not any("transpose" in k.name for k in _lowered({**RESNET50, "layout": "nhwc"}))
 
 
+def test_a_transposes_index_arithmetic_is_priced_on_the_integer_pipes_hand_computed():
+    """cuDNN's transposes issue 60 integer instructions per element (``transpose_int_ops``) at 64
+    results per SM per clock: on an A100 (108 SMs at 1.41 GHz: 9.75e12/s) that is 6.2e-12 s per
+    element, 1.5e-12 s per byte moved, slower than its 1.75 TB/s memory (5.7e-13 s per byte read or
+    written): the pipes bound the transpose. An RTX 4090's 128 SMs at 2.52 GHz (2.06e13/s) issue them
+    faster than its memory streams them, so there the bytes do (a batch of 256: 103 MB, more than
+    either L2 holds)."""
+    from parsim.model.kernel import closed_form
+    from parsim.stack import library_of
+
+    assert library_of(_system("a100-80gb").compute, "").transpose_int_ops == 60
+    for device, bound in (("a100-80gb", "compute"), ("rtx-4090", "memory")):
+        kernels = _lowered({**RESNET50, "batch": 256}, device)
+        source = next(k for k in kernels if k.name == "layer1.0.conv2 fwd transpose to NHWC")
+        elements = 256 * 64 * 56 * 56
+        assert source.work.int_ops == pytest.approx(60 * elements)
+        spec = _system(device).compute
+        seconds, leg = closed_form(source, spec, "simt", "roofline")
+        rate = spec.cores * 64 * spec.compute_clock_Hz
+        assert leg == bound
+        assert seconds >= 60 * elements / rate
+        if bound == "compute":
+            assert seconds == pytest.approx(60 * elements / rate, rel=0.01)
+    assert all(k.work.int_ops == 0 for k in _lowered(RESNET50) if "transpose" not in k.name)
+
+
+def test_the_integer_pipes_add_to_a_kernels_compute_leg():
+    from parsim.model.kernel import compute_s
+    from parsim.model.rates import execution
+
+    spec = _system("a100-80gb").compute
+    kernel = Kernel.of("index arithmetic", 1e9, 0.0, 0.0, 10**6, int_ops=3e9)
+    ex = execution(spec, "simt", kernel)
+    assert ex.core_int_per_s == pytest.approx(64 * 1.41e9)
+    alone = compute_s(ex, 1e9, 0.0, 10**6, 1.0, ex.cores)
+    pipes = 108 * 64 * 1.41e9  # the A100's integer results per second
+    assert compute_s(ex, 1e9, 0.0, 10**6, 1.0, ex.cores, 3e9) == pytest.approx(alone + 3e9 / pipes)
+    older = registry.processor("gtx-1080")  # no integer rate modelled there: the work costs nothing
+    assert execution(older, "simt", kernel).core_int_per_s == float("inf")
+
+
 def test_transposes_add_to_the_convolution_instead_of_hiding_under_it():
     """VGG-16's compute-bound 3x3 convolutions in NCHW take at least the NHWC time plus the
     transposes' memory time ([CL]: 472.9 ms against 352.5 ms per 1,024 images on an RTX 4090)."""
@@ -152,3 +193,15 @@ def test_a_transposed_pass_in_a_step_with_waits_stays_in_its_streams_chain():
     nhwc = parsim.predict("data_parallel", {**base, "layout": "nhwc"}, device="a100-80gb")
     assert nchw.events == nhwc.events
     assert nchw.latency_s > nhwc.latency_s  # the transposes still take their time
+
+
+def test_a_hardware_file_keeps_or_refuses_the_integer_rate():
+    from parsim.hardware.tomlio import dumps_hardware, loads_hardware
+
+    text = dumps_hardware(registry.processor("a100-80gb"))
+    assert "int_per_core_per_cycle = 64" in text
+    assert loads_hardware(text).int_per_core_per_cycle == 64
+    with pytest.raises(ParsimError, match=r"'int_per_core_per_cycle' must be in \[0.001, 100000\]: 0"):
+        loads_hardware(text.replace("int_per_core_per_cycle = 64", "int_per_core_per_cycle = 0"))
+    older = dumps_hardware(registry.processor("gtx-1080"))  # not modelled: left out, read back as None
+    assert "int_per_core_per_cycle" not in older and loads_hardware(older).int_per_core_per_cycle is None

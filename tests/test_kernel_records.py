@@ -19,7 +19,17 @@ from parsim.workloads.kernel import (
 )
 
 FACTS = {  # every fact the flat kernel had, and the record it belongs to now
-    "work": {"flops", "bytes_read", "bytes_written", "work_items", "dtype", "matrix", "special_ops", "op"},
+    "work": {
+        "flops",
+        "bytes_read",
+        "bytes_written",
+        "work_items",
+        "dtype",
+        "matrix",
+        "special_ops",
+        "op",
+        "int_ops",
+    },
     "access": {"cold_bytes", "thread_loads_B", "reuse_B", "bandwidth_share", "core_in_flight_B"},
     "library": {
         "gemm_mn",

@@ -64,11 +64,14 @@ _GPU_COMMON: dict[str, Any] = dict(
     # one H2D and one D2H copy overlap: deviceQuery reports 2 copy engines on GeForce ([DQ] GTX 1080,
     # RTX 4090) and more on Tesla ([GI] V100: 6, A100: 3); assumed alike for GTX 980, K80, T4, H100/H200
     copy_engines=2,
+    # [PG] throughput table, cc 7.0 to 10.0: 64 results/clock/SM for 32-bit integer add and multiply-add
+    # (Volta to Blackwell keep 64 INT32 lanes per SM beside 64 or 128 FP32 lanes); older chips below
+    int_per_core_per_cycle=64,
 )
 
 
 def _gpu(**fields: Any) -> ProcessorSpec:
-    return ProcessorSpec(**_GPU_COMMON, **fields)
+    return ProcessorSpec(**{**_GPU_COMMON, **fields})
 
 
 def _l1(sms: int, clock_Hz: float, size_B: float) -> CacheLevel:
@@ -86,6 +89,7 @@ GTX_980 = _gpu(
     fp16_ratio=1.0,  # [PG] cc 5.2 has no FP16 arithmetic; half data is computed in FP32
     matmul_efficiency=0.8,  # estimate: cuBLAS SGEMM on Maxwell reaches ~80 % of boost peak
     special_per_core_per_cycle=32,  # [PG] cc 5.x: 32 SFU results/clock/SM
+    int_per_core_per_cycle=None,  # [PG] cc 5.x: integer multiply-add takes several instructions
     dispatch_s=3.7e-6,  # [CLP] GeForce_GTX_980.log: kernel launch latency 3.69 us
     tiles_per_core=8,  # [PG] cc 5.2: 2048 threads/SM = 8 blocks of 256
     default_link="pcie3-x16",  # [WP-GTX980] PCI Express 3.0 x16
@@ -113,6 +117,7 @@ GTX_1080 = _gpu(
     fp16_ratio=1 / 64,  # [PG] cc 6.1: 2 FP16 vs 128 FP32 results/clock/SM
     matmul_efficiency=0.8,  # estimate: cuBLAS SGEMM on Pascal reaches ~80 % of boost peak
     special_per_core_per_cycle=32,  # [PG] cc 6.1: 32 SFU results/clock/SM
+    int_per_core_per_cycle=None,  # [PG] cc 6.x: integer multiply-add takes several instructions
     dispatch_s=4.4e-6,  # [CLP] GeForce_GTX_1080.log: kernel launch latency 4.35 us
     tiles_per_core=8,  # [PG] cc 6.1: 2048 threads/SM ([DQ] confirms) = 8 blocks of 256
     default_link="pcie3-x16",  # [WP-GTX1080] PCI Express 3.0 x16
@@ -140,6 +145,7 @@ K80 = _gpu(
     fp16_ratio=1.0,  # [PG] cc 3.7 has no FP16 arithmetic; half data is computed in FP32
     matmul_efficiency=0.7,  # estimate: K80 rarely holds boost under SGEMM; ~70 % of boost peak
     special_per_core_per_cycle=32,  # [PG] cc 3.x: 32 SFU results/clock/SM
+    int_per_core_per_cycle=None,  # [PG] cc 3.7: 32 integer multiply-adds/clock/SM; not modelled
     dispatch_s=8.2e-6,  # [CLP] Tesla_K80.log: kernel launch latency 8.20 us
     tiles_per_core=8,  # [PG] cc 3.7: 2048 threads/SM = 8 blocks of 256
     default_link="pcie3-x16",  # [WP-K80] PCIe 3.0 x16 board (both dies behind one on-board switch)

@@ -195,6 +195,9 @@ class ProcessorSpec:
             among every SM (persistent kernels with a stream-K tile scheduler: cuBLAS on Hopper),
             so a product of 4.5 waves takes 4.5 waves' time, not 5 (no tail effect).
         special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
+        int_per_core_per_cycle: 32-bit integer results (add, multiply-add) per core per cycle: the
+            rate of the index arithmetic a layout transpose issues (``Work.int_ops``); None where it
+            is not modelled (the work then costs nothing beside the kernel's other legs).
         op_rates_per_core: measured items per second of one core for elementary operations run
             as single passes (``{"add": 6.5e9, "maximum": 2.2e9, "exp": 1.2e9, ...}``); where an
             op has a rate it replaces the FLOP/s model. Calibration fills it; presets leave it empty.
@@ -253,6 +256,9 @@ class ProcessorSpec:
     )
     matmul_efficiency: float = attrs.field(default=0.8, validator=fraction)
     special_per_core_per_cycle: float = attrs.field(default=1.0, validator=within(1e-3, 1e4))
+    int_per_core_per_cycle: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(within(1e-3, 1e5))
+    )
     op_rates_per_core: tuple[tuple[str, float], ...] = attrs.field(
         factory=tuple, converter=_rate_items, validator=_op_table
     )

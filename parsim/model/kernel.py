@@ -1,6 +1,7 @@
 """A kernel's time in closed form: compute, memory, their roofline, and the fork/join of a CPU op.
 
-- compute = FLOPs / (cores x a core's FLOP rate) + transcendentals / (cores x the special rate);
+- compute = FLOPs / (cores x a core's FLOP rate) + transcendentals / (cores x the special rate)
+  + integer instructions (a transpose's index arithmetic) / (cores x the integer rate);
   a measured per-item rate for the kernel's elementary operation replaces both; on an
   interpreted CPU core, items x Python operations per item x the interpreter's cost per element;
 - memory = the level's latency + bytes at what the busy cores can draw (``memory.Level``), or
@@ -34,7 +35,13 @@ from parsim.workloads.conv import DIRECT_LOOP
 
 
 def compute_s(
-    ex: Execution, flops: Number, special: Number, items: Number, python_ops: Number, cores: Number
+    ex: Execution,
+    flops: Number,
+    special: Number,
+    items: Number,
+    python_ops: Number,
+    cores: Number,
+    ints: Number = 0.0,
 ) -> Number:
     """Seconds ``cores`` busy cores need for this much work, shared evenly among them."""
     if ex.interpreted:
@@ -42,6 +49,7 @@ def compute_s(
     if ex.core_op_rate:  # a measured rate for this elementary operation
         return items / (cores * ex.core_op_rate)
     seconds = flops / (cores * ex.core_flops_per_s) + special / (cores * ex.core_special_per_s)
+    seconds = seconds + ints / (cores * ex.core_int_per_s)
     if ex.thread_share != 1.0:  # a product of more than one tile shares the cores' caches and memory
         seconds = seconds / where(items > ex.tile_items, ex.thread_share, 1.0)
     return seconds
@@ -108,9 +116,10 @@ def kernel_time(
     thread_loads_B: Number = 0.0,
     bandwidth_share: Number = 1.0,
     core_in_flight_B: Number = 0.0,
+    ints: Number = 0.0,
 ) -> tuple[Number, Number]:
     """Closed-form duration of a kernel (no tiles, no waves) and the leg that bounds it."""
-    compute = compute_s(ex, flops, special, items, python_ops, ex.cores)
+    compute = compute_s(ex, flops, special, items, python_ops, ex.cores, ints)
     memory = memory_s(
         spec, ex, nbytes, cold_bytes, ex.cores, items, thread_loads_B, bandwidth_share, core_in_flight_B
     )
@@ -168,6 +177,7 @@ def closed_form(kernel: Kernel, spec: ProcessorSpec, mode: str, overlap: str) ->
         cold_bytes=kernel.access.cold_bytes,
         items=kernel.work.work_items,
         special=kernel.work.special_ops,
+        ints=kernel.work.int_ops,
         python_ops=kernel.issue.python_ops_per_item,
         overlap=overlap,
         norm=overlap_norm(spec, kernel),

@@ -313,7 +313,8 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
             transposed = transposes_on_tensor_cores(system.compute, op)
             if transposed or (library.blocked_weights and op.library.reorder_B):
                 inside = op.library.conv is None
-                passes = (_reorder_inside(op),) if inside else reorder_passes(op, weights=not transposed)
+                ints = library.transpose_int_ops if transposed else 0.0
+                passes = (_reorder_inside(op),) if inside else reorder_passes(op, not transposed, ints)
                 for step, part in enumerate(passes):  # in order, on the op's stream
                     ops.append(part)
                     deps.append(after if step == 0 else ())  # one stream runs them in order
@@ -336,13 +337,15 @@ def _reorder_inside(op: Kernel) -> Kernel:
     )
 
 
-def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
+def reorder_passes(op: Kernel, weights: bool = True, int_ops_per_element: float = 0.0) -> tuple[Kernel, ...]:
     """An eager convolution on a blocked-layout library as it runs ([PT131958]): a reorder of the
     plain weights (read from memory, written blocked), a reorder of the NCHW source activations
     (``LibraryHints.nchw_B``, split by the pass's input and output sizes), the convolution itself,
     then a reorder of the destination back to NCHW: each a pass of its own, one after the other.
     Without ``weights`` (a GPU's tensor cores on NCHW activations, [CL]) only the activations are
-    transposed: cuDNN's ``nchwToNhwc`` before the pass and ``nhwcToNchw`` after it."""
+    transposed: cuDNN's ``nchwToNhwc`` before the pass and ``nhwcToNchw`` after it, each issuing
+    ``int_ops_per_element`` integer instructions per element for its index arithmetic
+    (``LibrarySpec.transpose_int_ops``)."""
     shape = op.library.conv
     assert shape is not None
     reordered, activations = (op.library.reorder_B if weights else 0.0), op.library.nchw_B
@@ -366,6 +369,7 @@ def reorder_passes(op: Kernel, weights: bool = True) -> tuple[Kernel, ...]:
             part=op.part,
             dtype=op.work.dtype,
             cold_bytes=cold,
+            int_ops=int_ops_per_element * nbytes / size,
         )
 
     to, back = ("reorder source", "reorder back") if weights else ("transpose to NHWC", "transpose back")

@@ -14,6 +14,7 @@ loop branching on each sign (``LibrarySpec.serial_sign_test_cycles``) runs it on
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from parsim.base.dtypes import QUANTISED_FORMATS
@@ -42,6 +43,7 @@ class Execution(NamedTuple):
         core_flops_per_s: FLOP rate of one busy core for this kernel (matrix units and GEMM
             efficiency included).
         core_special_per_s: transcendental results per second of one busy core.
+        core_int_per_s: 32-bit integer results per second of one busy core (inf: not modelled).
         core_op_rate: measured items per second of one busy core for the kernel's ``op``, or None.
         interpreted_element_s: interpreter cost per element and Python operation (CPU sisd
             only; 0 when the code is compiled).
@@ -63,6 +65,7 @@ class Execution(NamedTuple):
     tiles_per_core: int
     memory: Level
     thread_share: float = 1.0
+    core_int_per_s: float = math.inf
 
     @property
     def interpreted(self) -> bool:
@@ -108,14 +111,15 @@ def execution(
             kernel.library.fused_attention
         )
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
+    # a special-function or integer pipe's results per core per cycle, at the clock held, on the
+    # share of the core's lanes the mode uses
+    cycles_per_s = spec.compute_clock_Hz * spec.sustained_share * (used / spec.lanes_per_core)
+    ints = spec.int_per_core_per_cycle
     return Execution(
         cores=cores,
         lanes=used,
         core_flops_per_s=core_flops,
-        core_special_per_s=spec.special_per_core_per_cycle
-        * spec.compute_clock_Hz
-        * spec.sustained_share
-        * (used / spec.lanes_per_core),
+        core_special_per_s=spec.special_per_core_per_cycle * cycles_per_s,
         core_op_rate=serial_rate
         or (dict(spec.op_rates_per_core).get(kernel.work.op) if kernel.work.op and used > 1 else None),
         interpreted_element_s=(
@@ -128,6 +132,7 @@ def execution(
         tiles_per_core=1 if gemm or used == 1 else spec.tiles_per_core,
         memory=level(spec, cores, kernel.working_set_B if working_set_B is None else working_set_B),
         thread_share=spec.blas_thread_efficiency if gemm and cores > 1 and not spec.is_accelerator else 1.0,
+        core_int_per_s=math.inf if ints is None else ints * cycles_per_s,
     )
 
 

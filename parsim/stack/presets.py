@@ -284,6 +284,14 @@ CUDNN = LibrarySpec(
     # FLOPs at the forward's rate give 0.99-1.04x; the shares that make parsim's pooled ratios match
     # (geometric mean over the four sheets): dgrad 0.79, wgrad 0.78 of the forward's rate
     backward_conv_efficiency=(("dgrad", 0.79), ("wgrad", 0.78)),
+    # fitted once (grid 30-80, least MAPE over the training and inference classes, whose 16-bit NCHW
+    # rows are the ones it moves): 60 integer instructions per element of the nchwToNhwc/nhwcToNchw
+    # transposes, about three divisions with remainders by runtime dimensions, done in software (a
+    # GPU has no integer divider), and the address arithmetic. At 64 integer results per SM per
+    # clock they bound the transposes where a chip's SMs x clock are few for its memory: A100 and
+    # H100 (Lambda's NCHW AMP ResNet-50 +38 % and +48 % -> -3 % and +4 %), V100 and GA102 in part,
+    # not an RTX 4090 (128 SMs at 2.5 GHz outrun its 1 TB/s); see benchmarks/fit_stack.py
+    transpose_int_ops=60.0,
     # flash-v1 fitted once (benchmarks/fit_stack.py) against FlashAttention's own GPT-3 125M-760M
     # training runs on 8x A100 (training/README.md of the v1 era: PyTorch 1.12, CUDA 11.8, "up to 189
     # TFLOPs/sec per A100"): its fused attention forward + backward reaches 0.22 of the GEMM rate

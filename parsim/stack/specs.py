@@ -242,6 +242,12 @@ class LibrarySpec:
             share of the rate its forward pass reaches on the same shape (the library's backward
             kernels are fewer and less tuned: strided and small-map data gradients, weight gradients
             reduced over every pixel of the batch); a pass not listed runs at the forward's rate.
+        transpose_int_ops: 32-bit integer instructions per element of the layout transposes the
+            library launches around a convolution on NCHW activations (cuDNN's ``nchwToNhwcKernel``
+            and ``nhwcToNchwKernel``): each element's address in the other layout is computed with
+            divisions and remainders by the tensor's dimensions, which a GPU has no integer divider
+            for; where the device's integer rate (``int_per_core_per_cycle``) issues them slower
+            than its memory streams the bytes, the transposes are bound by it. 0: not modelled.
         serial_sign_test_cycles: a library whose ReLU is a scalar loop on one thread that branches
             on each element's sign (Torch7's THNN ``Threshold``: a ``TH_TENSOR_APPLY`` of
             ``if (x <= 0) x = 0``, no OpenMP) pays these cycles per element on one core: on
@@ -273,6 +279,7 @@ class LibrarySpec:
     per_image_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     batch_half_pixels: float = attrs.field(default=0.0, validator=non_negative)
     serial_sign_test_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    transpose_int_ops: float = attrs.field(default=0.0, validator=non_negative)
     backward_conv_efficiency: PassShares = attrs.field(default=())
 
     @backward_conv_efficiency.validator

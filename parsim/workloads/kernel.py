@@ -62,6 +62,9 @@ class Work(NamedTuple):
         dtype: element type.
         matrix: a dense matrix product that tensor cores / AMX can run.
         special_ops: transcendental evaluations (``exp`` in a sigmoid).
+        int_ops: 32-bit integer instructions the kernel issues besides its arithmetic (the index
+            arithmetic of a layout transpose: a division and a remainder per dimension of each
+            element's address), at the device's integer rate (``int_per_core_per_cycle``).
         op: the elementary operation (``add``, ``maximum``, ``exp``, ``sum``...) when the kernel
             is one NumPy-style pass; a processor with a measured rate for it uses that rate
             instead of its FLOP/s (see ``ProcessorSpec.op_rates_per_core``).
@@ -75,6 +78,7 @@ class Work(NamedTuple):
     matrix: bool = False
     special_ops: float = 0.0
     op: str = ""
+    int_ops: float = 0.0
 
 
 class Access(NamedTuple):
@@ -237,6 +241,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "matrix": boolean,
         "special_ops": non_negative,
         "op": text,
+        "int_ops": non_negative,
     },
     Access: {
         "cold_bytes": non_negative,
@@ -285,6 +290,7 @@ def _good_work(w: Work) -> bool:
         and type(w.work_items) is int
         and w.work_items >= 1
         and 0 <= w.special_ops < _INF
+        and 0 <= w.int_ops < _INF
         and w.dtype in DTYPES
         and type(w.matrix) is bool
         and type(w.op) is str
@@ -485,6 +491,7 @@ class Kernel:
         matrix: bool = False,
         special_ops: float = 0.0,
         op: str = "",
+        int_ops: float = 0.0,
         cold_bytes: float = 0.0,
         thread_loads_B: float = 0.0,
         reuse_B: float = 0.0,
@@ -528,7 +535,7 @@ class Kernel:
         issue = (python_ops_per_item, primitive, multi_tensor, python_loop, in_library_call)
         return cls(
             name,
-            Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op),
+            Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op, int_ops),
             stream,
             device,
             layer,

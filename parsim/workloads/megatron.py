@@ -117,6 +117,7 @@ def _scaled(kernel: Kernel, factor: float) -> Kernel:
         bytes_written=work.bytes_written * factor,
         work_items=max(1, int(work.work_items * factor)),
         special_ops=work.special_ops * factor,
+        int_ops=work.int_ops * factor,
         cold_bytes=kernel.access.cold_bytes * factor,
     )
 

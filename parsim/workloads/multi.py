@@ -66,6 +66,7 @@ def _share(op: Op, gpus: int, device: int) -> Op:
         bytes_written=op.work.bytes_written / gpus,
         work_items=items,
         special_ops=op.work.special_ops / gpus,
+        int_ops=op.work.int_ops / gpus,
         gemm_mn=gemm_mn,
         device=device,
     )

@@ -87,6 +87,7 @@ def tile_seconds(
         kernel.work.work_items / tiles,
         kernel.issue.python_ops_per_item,
         1,
+        kernel.work.int_ops / tiles,
     )
     return tiles, float(seconds), float(seconds)
 

@@ -140,6 +140,7 @@ def _times(system: SystemSpec, mode: str, op, q: Vectorised, overlap: str) -> di
             cold_bytes=0.0,
             items=k["work_items"],
             special=k.get("special_ops", 0.0),
+            ints=k.get("int_ops", 0.0),
             python_ops=k["python_ops_per_item"],
             overlap=overlap,
             norm=overlap_norm(spec, op),
