@@ -223,3 +223,17 @@ def test_the_app_shows_the_same_one_line(monkeypatch, tmp_path):
     (error,) = [e.value for e in at.error]
     assert error.startswith("calibration could not measure") and "\n" not in error
     assert not (tmp_path / "this-machine.toml").exists()
+
+
+def test_an_exp_rate_no_core_could_have_is_refused_in_one_line():
+    from parsim.measure import plausible
+    from parsim.measure.calibrate import _exp_per_cycle
+
+    assert plausible.rate(4096, 1.0, 1e12, "exp/s", floor=6.5e6).startswith("4.1e+03 exp/s is below")
+    assert plausible.rate(4096, 1e-5, 1e12, "exp/s", floor=6.5e6) == pytest.approx(4.096e8)
+    assert _exp_per_cycle(3e9, 3e9) == 1.0
+    with pytest.raises(ParsimError) as caught:  # a 2 ms timer overhead left 1 exp per 1,000+ cycles
+        _exp_per_cycle(2.9e6, 3e9)
+    message = str(caught.value)
+    assert message.startswith("calibration could not measure the exp throughput: 0.000967 results per")
+    assert "below what any core does (0.001)" in message and "\n" not in message

@@ -205,3 +205,24 @@ def test_a_hardware_file_keeps_or_refuses_the_integer_rate():
         loads_hardware(text.replace("int_per_core_per_cycle = 64", "int_per_core_per_cycle = 0"))
     older = dumps_hardware(registry.processor("gtx-1080"))  # not modelled: left out, read back as None
     assert "int_per_core_per_cycle" not in older and loads_hardware(older).int_per_core_per_cycle is None
+
+
+def test_flashattention_1_runs_at_hoppers_legacy_share_hand_computed():
+    """FlashAttention 1 issues Ampere's mma.sync: on an H100 its products run at 0.48 of the share it
+    reaches elsewhere ([FA3]: FlashAttention-2's 35 % of an H100's peak against [FA2]'s 73 % of an
+    A100's); FlashAttention-2 and cuDNN's fused attention ("flash") have Hopper kernels."""
+    from parsim.model.rates import execution
+
+    def rate(device: str, kind: str) -> float:
+        spec = registry.processor(device)
+        product = Kernel.of(
+            "attention", 1e12, 1e6, 1e6, 10**6, dtype="bfloat16", matrix=True, fused_attention=kind
+        )
+        return execution(spec, "simt", product).core_flops_per_s
+
+    h100, a100 = registry.processor("h100-sxm"), registry.processor("a100-80gb")
+    assert h100.legacy_mma_share == 0.48 and a100.legacy_mma_share == 1.0
+    # a fused attention kernel is no cuBLAS product: its share is of the tensor peak per SM
+    assert rate("h100-sxm", "flash-v1") == pytest.approx(989.4e12 / 132 * 0.22 * 0.48)
+    assert rate("h100-sxm", "flash") == pytest.approx(989.4e12 / 132 * 0.44)
+    assert rate("a100-80gb", "flash-v1") == pytest.approx(312e12 / 108 * 0.22)

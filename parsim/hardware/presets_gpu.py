@@ -322,6 +322,12 @@ A100_80GB = _a100(
     capacity_B=80 * GiB,  # [WP-A100] 80 GB HBM2e
 )
 
+# [FA3] Shah et al. 2024, "FlashAttention-3", abstract: FlashAttention-2 "achieves only 35% utilization
+# on H100 GPUs"; [FA2] Dao 2023, abstract: "50-73% of the theoretical maximum FLOPs/s on A100". The
+# same mma.sync kernels reach 35 / 73 = 0.48 of the share of the tensor peak on GH100 that they reach
+# on GA100: Hopper's peak needs its asynchronous warpgroup MMA (wgmma) fed by TMA
+GH100_LEGACY_MMA_SHARE = 0.48
+
 # fitted once for GH100 ([H100-GRID]): CuPy's one-element-per-thread kernels over 1e8 and 4e8 float32
 # (relu and sigmoid with one load per thread, vector_add and saxpy with two) all take n / (132 SMs x
 # 2048 threads) rounds of 1.29-1.31 us after the call's host cost, whatever their bytes: Little's law
@@ -356,6 +362,7 @@ H100_PCIE = _gpu(
     # 114-SM PCIe part (BF16 495.9 vs 492.8, FP16 457.3 vs 437.1, TF32 234.8 vs 240.4 TFLOP/s) though
     # 512 tiles of 256x128 fill 4.49 waves, where a tail wave would cost 10 %: no tail effect
     stream_k=True,
+    legacy_mma_share=GH100_LEGACY_MMA_SHARE,
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
     tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256
@@ -397,6 +404,7 @@ def _gh100_sxm(
         },
         matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
         stream_k=True,  # as the PCIe part's (H100_PCIE): cuBLAS's sm90 kernels share the last wave
+        legacy_mma_share=GH100_LEGACY_MMA_SHARE,
         special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
         dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
         tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256

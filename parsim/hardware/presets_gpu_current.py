@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.hardware.presets_gpu import GiB, KiB, MiB, _a100, _gpu, _l1
+from parsim.hardware.presets_gpu import GH100_LEGACY_MMA_SHARE, GiB, KiB, MiB, _a100, _gpu, _l1
 from parsim.hardware.specs import CacheLevel, MemorySpec, ProcessorSpec
 
 GB = 1e9  # datasheets quote HBM3e capacity in decimal gigabytes
@@ -137,6 +137,7 @@ H100_NVL = _gpu(
         "int8": 1670.5e12,  # [WP-H100NVL] INT8 tensor 3341 TOPS with sparsity, 1670.5 dense
     },
     matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
+    legacy_mma_share=GH100_LEGACY_MMA_SHARE,  # GH100's, as the other H100s
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
     tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256

@@ -195,6 +195,10 @@ class ProcessorSpec:
             among every SM (persistent kernels with a stream-K tile scheduler: cuBLAS on Hopper),
             so a product of 4.5 waves takes 4.5 waves' time, not 5 (no tail effect).
         special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
+        legacy_mma_share: the share of the matrix units' rate that kernels written with the previous
+            generation's matrix instructions reach (on Hopper, warp-level ``mma.sync`` without its
+            asynchronous warpgroup ``wgmma`` and TMA loads: FlashAttention 1 and 2); 1 where a
+            generation has no such split.
         int_per_core_per_cycle: 32-bit integer results (add, multiply-add) per core per cycle: the
             rate of the index arithmetic a layout transpose issues (``Work.int_ops``); None where it
             is not modelled (the work then costs nothing beside the kernel's other legs).
@@ -256,6 +260,7 @@ class ProcessorSpec:
     )
     matmul_efficiency: float = attrs.field(default=0.8, validator=fraction)
     special_per_core_per_cycle: float = attrs.field(default=1.0, validator=within(1e-3, 1e4))
+    legacy_mma_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     int_per_core_per_cycle: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(within(1e-3, 1e5))
     )

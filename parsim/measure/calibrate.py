@@ -216,7 +216,8 @@ def calibrate(
 
         def attempt():
             net = plausible.net_s(timed(lambda: numpy.exp(a, out=out)), overhead_s(1))
-            return plausible.rate(n, net, ceiling["results_per_s"], "exp/s")
+            floor = plausible.SPECIAL_FLOOR_PER_CYCLE * plausible.CLOCK_CEILING_HZ
+            return plausible.rate(n, net, ceiling["results_per_s"], "exp/s", floor)
 
         keep("exp_per_s", plausible.measured(attempt), "the exp throughput")
 
@@ -379,7 +380,7 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
         fp64_ratio=_dtype_ratio(raw, "float64"),
         fp16_ratio=_dtype_ratio(raw, "float16"),
         matmul_efficiency=efficiency,
-        special_per_core_per_cycle=raw["exp_per_s"] / clock,
+        special_per_core_per_cycle=_exp_per_cycle(raw["exp_per_s"], clock),
         op_rates_per_core={key[3:-6]: value for key, value in raw.items() if key.startswith("op_")},
         dispatch_s=raw["dispatch_s"],
         parallel_dispatch_s=raw["parallel_dispatch_s"],
@@ -394,6 +395,18 @@ def _spec(raw: dict, levels: list[tuple[str, float, bool]], cores: int) -> Proce
         matmul_tile=64,
         max_gpus=8,
     )
+
+
+def _exp_per_cycle(exp_per_s: float, clock: float) -> float:
+    """The exp rate per cycle of the spec's clock; one line if no core could be that slow."""
+    per_cycle = exp_per_s / clock
+    if per_cycle < plausible.SPECIAL_FLOOR_PER_CYCLE:
+        why = (
+            f"{per_cycle:.3g} results per cycle at {clock / 1e9:.3g} GHz is below what any core does "
+            f"({plausible.SPECIAL_FLOOR_PER_CYCLE:g})"
+        )
+        raise plausible.unmeasurable("the exp throughput", why)
+    return per_cycle
 
 
 MIN_DTYPE_RATIO = 1e-3  # the spec's bound: no CPU runs a dtype's GEMM 1000x slower than float32's

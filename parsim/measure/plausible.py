@@ -9,7 +9,9 @@ figure passes two checks before it is kept:
 - the **net share**: the time left after the overhead is at least ``MIN_NET_SHARE`` of the timed
   total (below it, a few percent of spread in either timing is tens of percent of the net);
 - a **ceiling**: the rate is below what the hardware can deliver (bytes or results per cycle at
-  the highest clock any core reaches; for a GPU its memory's peak from the device properties).
+  the highest clock any core reaches; for a GPU its memory's peak from the device properties);
+  where a figure also has a **floor** (a transcendental takes far fewer than a thousand cycles on
+  any core), a rate below it is a timer's overhead, not the machine.
 
 A figure that fails is measured again (``ATTEMPTS`` times in all); if it still fails it is
 dropped with a note (kept in the calibration's ``[meta]``), and if the spec cannot do without it,
@@ -32,6 +34,7 @@ CORE_BYTES_PER_CYCLE = (
     256.0  # widest L1 data paths: 2-3 x 64 B loads + 1-2 x 64 B stores (Golden Cove, Zen 4)
 )
 CORE_RESULTS_PER_CYCLE = 64.0  # float32 results: two 512-bit pipes give 32 (AVX-512 FMA); x2 for margin
+SPECIAL_FLOOR_PER_CYCLE = 1e-3  # an exp costs < 1,000 cycles on any core (glibc's expf: tens)
 INTERPRETED_FLOOR_S = 1e-9  # one element of a CPython loop is several bytecodes: > 1 ns even at 6.5 GHz
 GPU_LINK_LATENCY_FLOOR_S = 0.5e-6  # a DMA needs a PCIe read round trip: >= ~0.5 us (Neugebauer et al.,
 # "Understanding PCIe performance for end host networking", SIGCOMM 2018: 64 B DMA reads 0.5-1 us)
@@ -56,8 +59,9 @@ def net_s(total_s: float, overhead_s: float) -> float | str:
     return net
 
 
-def rate(amount: float, seconds: float | str, ceiling: float, unit: str) -> float | str:
-    """``amount / seconds`` if below ``ceiling``; else (or if ``seconds`` is a reason) why not."""
+def rate(amount: float, seconds: float | str, ceiling: float, unit: str, floor: float = 0.0) -> float | str:
+    """``amount / seconds`` if between ``floor`` and ``ceiling``; else (or if ``seconds`` is a
+    reason) why not."""
     if isinstance(seconds, str):
         return seconds
     if seconds <= 0:
@@ -65,6 +69,8 @@ def rate(amount: float, seconds: float | str, ceiling: float, unit: str) -> floa
     value = amount / seconds
     if value > ceiling:
         return f"{value:.3g} {unit} is above what the hardware can do ({ceiling:.3g} {unit})"
+    if value < floor:
+        return f"{value:.3g} {unit} is below what any core does ({floor:.3g} {unit})"
     return value
 
 

@@ -106,10 +106,12 @@ def execution(
         )
     if kernel.library.frequency_domain:  # an FFT convolution: transforms and small complex products
         core_flops *= library_of(spec, kernel.library.cpu_library).fft_efficiency
-    if kernel.library.fused_attention:  # FlashAttention runs its products below cuBLAS's rate
-        core_flops *= library_of(spec, kernel.library.cpu_library).attention_share(
-            kernel.library.fused_attention
-        )
+    attention = kernel.library.fused_attention
+    if attention:  # FlashAttention runs its products below cuBLAS's rate
+        library = library_of(spec, kernel.library.cpu_library)
+        core_flops *= library.attention_share(attention)
+        if attention in library.legacy_attention:  # written for an older generation's instructions
+            core_flops *= spec.legacy_mma_share
     core_flops *= spec.sustained_share  # a power-capped chip runs below its boost clock
     # a special-function or integer pipe's results per core per cycle, at the clock held, on the
     # share of the core's lanes the mode uses

@@ -300,6 +300,10 @@ CUDNN = LibrarySpec(
     # cuDNN and TensorRT) twice that: [FA2] Dao 2023, "FlashAttention-2", abstract: "around 2x speedup
     # compared to FlashAttention, reaching 50-73% of the theoretical maximum FLOPs/s on A100"
     attention_efficiency=(("flash-v1", 0.22), ("flash", 0.44)),
+    # FlashAttention 1 (2022; its Triton port too) issues Ampere's mma.sync, never Hopper's wgmma: on
+    # an H100 it runs at the chip's legacy_mma_share of that share. "flash" stands for FlashAttention-2
+    # and for the fused attention of cuDNN and TensorRT, which have Hopper kernels: not listed
+    legacy_attention=("flash-v1",),
     # estimate: a PyTorch process's CUDA context with cuDNN/cuBLAS loaded takes 0.3-0.8 GB as nvidia-smi
     # reports it before any tensor; plus cuDNN's convolution workspace
     runtime_B=1.0 * 2**30,

@@ -213,6 +213,9 @@ class LibrarySpec:
         attention_efficiency: ``(kind, share)`` pairs: the share of the processor's GEMM rate that
             fused attention kernels of that kind (``flash``, ``flash-v1``: both products and the
             softmax in one kernel) reach; a kind not listed runs at the full GEMM rate.
+        legacy_attention: the fused attention kinds whose kernels use the previous generation's
+            matrix instructions on a chip that has newer ones (FlashAttention 1 was written for
+            Ampere): on it they reach ``ProcessorSpec.legacy_mma_share`` of their share.
         gemm_overlap_norm: how a GEMM's compute and operand streaming add up: ``p`` of the smooth
             roofline ``(compute^p + memory^p)^(1/p)``; None is the plain max. A tile's main loop
             cannot keep both the matrix units and the loads busy when neither clearly dominates (a
@@ -264,6 +267,7 @@ class LibrarySpec:
     conv_efficiency: float = attrs.field(default=1.0, validator=fraction)
     matrix_conv_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
     attention_efficiency: tuple[tuple[str, float], ...] = attrs.field(default=())
+    legacy_attention: tuple[str, ...] = attrs.field(default=())
     gemm_overlap_norm: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(within(1.0, 64.0))
     )
