@@ -106,7 +106,7 @@ def claims_cpu_vs_gpu_training():
     assert all(gpu.latency_s < old_cpu.latency_s for gpu in gpus)
     # tensor cores: 9.6x faster than the 8480+ at its 3.0 GHz all-core turbo, 57x than the 2014 Xeons
     assert gpus[-1].latency_s * 8 < min(old_cpu.latency_s, new_cpu.latency_s)
-    a100 = gpus[-1]  # the framework's host time keeps the host busy; the GPU waits on it a quarter of the step
+    a100 = gpus[-1]  # the host busy with the framework; the GPU waits on it a quarter of the step
     assert a100.utilization["host"] > 0.8 and a100.breakdown["overhead"] > 0.25 * a100.latency_s
     assert a100.bottleneck == "compute"  # the products, and the NCHW transposes' index arithmetic
     nhwc = parsim.predict("network", {**a100.params, "layout": "nhwc"}, device="a100-80gb")
