@@ -134,6 +134,7 @@ def test_calibrating_a_rocm_gpu_gives_a_rocm_spec_with_wavefronts_of_64(monkeypa
     }
     spec = gpu_calibrate._gpu_spec(properties, raw)
     assert spec.platform == "rocm" and spec.warp_size == 64 and spec.cores == 304
+    assert spec.int_per_core_per_cycle is None  # not modelled on AMD
     assert spec.lanes_per_core == 128  # gfx942, as the mi300x preset counts its packed FP32 lanes
     assert spec.vector_flops_per_s("float32") == pytest.approx(163.4e12, rel=1e-3)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
-from parsim.app import learn, scale_load, warmup
+from parsim.app import cache, learn, scale_cluster, scale_load, scale_splits, warmup, widgets
 from parsim.base import caching
 from parsim.methods import predict as predict_module
 from parsim.studies import splits
@@ -55,15 +55,30 @@ def test_after_the_warm_up_the_heavy_first_views_compute_nothing(monkeypatch):
         return call
 
     monkeypatch.setattr(predict_module, "_predict_request", counted)
+    # the pages' own cached functions must hit too (a miss there would still find parsim's caches)
+    monkeypatch.setattr(scale_cluster, "predict", refused("scale_cluster.predict"))
+    monkeypatch.setattr(cache, "run_scenario", refused("run_scenario"))
     monkeypatch.setattr(scale_load, "run_load", refused("run_load"))
     monkeypatch.setattr(scale_load, "capacity_search", refused("capacity_search"))
+    monkeypatch.setattr(scale_splits, "split_table", refused("split_table"))
+    drawn: list[str] = []
+    real_png = widgets.png_bytes
+
+    def watched(figure):  # which figures are drawn on first open: not the ones the warm-up drew
+        drawn.append(figure.axes[0].get_title() if figure.axes else "")
+        return real_png(figure)
+
+    monkeypatch.setattr(widgets, "png_bytes", watched)
     tables = splits._table.cache_info().misses
     lessons = [path.stem for path in learn.scenario_paths(learn.scenario_folder()) if "cluster" in path.stem]
     assert len(lessons) >= 4  # the lessons whose cases run on clusters
     for stem in lessons:
         assert not app("learn", {"lesson": stem}).exception
-    for tab in ("Across nodes", "LLM serving under load"):
-        assert not app("scale", {"scale_tab": tab}).exception
+    lessons_drawn = len(drawn)
+    assert lessons_drawn == 0  # each lesson's figure came from the warm-up
+    across = app("scale", {"scale_tab": "Across nodes"})
+    assert not across.exception and len(drawn) == 0  # its efficiency curve and its step's timeline
+    assert not app("scale", {"scale_tab": "LLM serving under load"}).exception
     explorer = app("scale", {"scale_tab": "(tp, pp, dp) explorer"})
     explorer.button(key="split_find").click().run()
     assert not explorer.exception and explorer.dataframe

@@ -7,6 +7,7 @@ hardware file to see it refused in place, and saves a screenshot per page under
 """
 
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -162,15 +163,18 @@ def test_the_trace_download_is_built_when_pressed(server, browser, tmp_path):
         button = page.get_by_role("button", name="Download trace (Perfetto)")
         button.wait_for(timeout=90_000)
         wait_idle(page)
-        for _ in range(3):  # a press that lands while a loaded CI machine reruns the page is lost
+        presses, download = 0, None
+        while download is None and presses < 3:  # a press while a loaded machine reruns the page is lost
+            presses += 1
             try:
-                with page.expect_download(timeout=40_000) as download:
+                with page.expect_download(timeout=40_000) as pending:
                     button.click()
-                break
+                download = pending
             except playwright.TimeoutError:
                 wait_idle(page)
-        else:
-            raise AssertionError("no download after three presses of the trace button")
+        assert download is not None, "no download after three presses of the trace button"
+        if presses > 1:  # said, so that a button that only works the second time is noticed
+            warnings.warn(f"the trace download came at press {presses}", stacklevel=1)
         path = tmp_path / "timeline.json"
         download.value.save_as(path)
         assert download.value.suggested_filename == "timeline.json"

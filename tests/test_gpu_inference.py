@@ -226,3 +226,26 @@ def test_flashattention_1_runs_at_hoppers_legacy_share_hand_computed():
     assert rate("h100-sxm", "flash-v1") == pytest.approx(989.4e12 / 132 * 0.22 * 0.48)
     assert rate("h100-sxm", "flash") == pytest.approx(989.4e12 / 132 * 0.44)
     assert rate("a100-80gb", "flash-v1") == pytest.approx(312e12 / 108 * 0.22)
+
+
+def test_a_network_served_over_two_gpus_splits_each_pass_and_its_transposes():
+    """``serve ... --gpus 2`` gives each GPU half of every op, its main-memory bytes and its
+    convolution's images (it was refused: a weight cast's cold bytes stayed whole)."""
+    from parsim.workloads.multi import split_over_gpus
+
+    params = {"model": "resnet50", "batch": 64, "dtype": "float16"}
+    assert parsim.predict("serve", params, device="a100-80gb", gpus=2).gpus == 2
+    whole = make_workload("serve", params)
+    halves = split_over_gpus(whole, 2, "batch")
+    conv = next(k for k in whole.kernels if k.library.conv is not None and k.library.nchw_B)
+    split = [k for k in halves.kernels if k.name == conv.name]
+    assert [k.device for k in split] == [0, 1]
+    for half in split:
+        assert half.library.conv.batch == conv.library.conv.batch // 2
+        assert half.library.nchw_B == conv.library.nchw_B / 2
+        assert half.access.cold_bytes == conv.access.cold_bytes / 2 <= half.bytes
+    on_each = lower(halves, registry.system("a100-80gb", None, None, 2, None)).kernels
+    name = f"{conv.name} transpose to NHWC"
+    transposes = [k for k in on_each if k.name == name]
+    (alone,) = [k for k in lower(whole, _system("a100-80gb")).kernels if k.name == name]
+    assert len(transposes) == 2 and all(k.work.int_ops == alone.work.int_ops / 2 for k in transposes)

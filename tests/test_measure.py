@@ -235,6 +235,8 @@ def test_gpu_spec_from_device_properties_and_timings():
     }
     spec = _gpu_spec(properties, GPU_RAW)
     assert (spec.cores, spec.lanes_per_core, spec.tiles_per_core, spec.copy_engines) == (80, 64, 8, 2)
+    assert spec.int_per_core_per_cycle == 64  # cc 7.0: the presets' integer rate, so transposes are priced
+    assert _gpu_spec({**properties, "major": 6}, GPU_RAW).int_per_core_per_cycle is None
     assert spec.peak_flops_per_s("float32") * spec.matmul_efficiency == pytest.approx(12e12)
     assert spec.peak_flops_per_s("float16", matrix=True) * spec.matmul_efficiency == pytest.approx(90e12)
     link = link_spec(

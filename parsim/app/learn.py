@@ -125,11 +125,14 @@ def warm() -> None:
     """Run the lessons whose cases span a cluster ahead, and draw their figures
     (``parsim.app.warmup``): they are the slowest to open (thousands of GPUs' steps each)."""
     for path in scenario_paths(scenario_folder()):
-        scenario = load_scenario(path)
-        if any(resolve(scenario, case).cluster is not None for case in scenario.cases):
-            stamp = path.stat().st_mtime
-            cached_scenario(str(path), stamp)
-            cached_png(_lesson_figure, str(path), stamp)
+        try:  # a broken lesson file is skipped here as the page skips it (it says why when opened)
+            scenario = load_scenario(path)
+            if any(resolve(scenario, case).cluster is not None for case in scenario.cases):
+                stamp = path.stat().st_mtime
+                cached_scenario(str(path), stamp)
+                cached_png(_lesson_figure, str(path), stamp)
+        except ParsimError:
+            continue
 
 
 def _lesson_trace(path: str, stamp: float):

@@ -94,6 +94,13 @@ def network_params(model: str, batch: int, nodes: int, recompute: str, dtype: st
     return tuple(sorted(params.items()))
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)  # rows are immutable: shared, not copied
+def cached_splits(params: tuple, source: tuple[str, str], micro_batch: int) -> tuple[SplitRow, ...]:
+    """Every split of the settings (``split_table``), once for the server: a press while the
+    warm-up predicts the same settings waits for it instead of predicting them again."""
+    return split_table(dict(params), cluster_of(source), micro_batch=micro_batch, budget=APP)
+
+
 def with_split(params: tuple, row: SplitRow) -> tuple:
     """``params`` of one training step cut as ``row`` says."""
     split = {"train": True, "tp": row.tp, "pp": row.pp, "microbatches": row.microbatches}
@@ -105,7 +112,7 @@ def warm() -> None:
     (``parsim.app.warmup``): the first press of the button then finds them computed."""
     source = (DEFAULT_CLUSTER, registry.cluster(DEFAULT_CLUSTER).network.nic.id)
     params = network_params(nodes=DEFAULT_NODES, **DEFAULTS)
-    rows = split_table(dict(params), cluster_of(source), micro_batch=DEFAULT_MICRO_BATCH, budget=APP)
+    rows = cached_splits(params, source, DEFAULT_MICRO_BATCH)
     fastest = next((row for row in rows if row.fits and row.fastest), None)
     if fastest is not None:
         predict_on(NETWORK.name, with_split(params, fastest), source)
@@ -197,7 +204,7 @@ def view(settings: Settings) -> None:
         return
     try:
         with st.spinner(f"predicting every split of {gpus:,} GPUs"):
-            rows = split_table(dict(params), spec, micro_batch=micro, budget=APP)
+            rows = cached_splits(params, source, micro)
     except ParsimError as exc:
         st.error(str(exc))
         return

@@ -10,7 +10,8 @@ page module's ``warm``), and the first student to open one reads it from the cac
 It runs in one background thread once the Streamlit runtime exists (Streamlit's caches belong to
 it), one view after another, never failing the server: a view that cannot be computed is said in
 one line and skipped (the page will say why when it is opened). Pages opened while it runs still
-work; they share the two cores with it for those seconds. ``parsim app --no-warm`` leaves it out.
+work; for those seconds they share the interpreter with it (and the split table's worker
+processes share the cores). ``parsim app --no-warm`` leaves it out.
 """
 
 from __future__ import annotations

@@ -344,7 +344,8 @@ def run_app(
         bool,
         typer.Option(
             "--warm/--no-warm",
-            help="compute the heavy first views (cluster lessons, Scale out's tabs) as the server starts",
+            help="compute the heavy first views (cluster lessons, Scale out's tabs, the split table) "
+            "as the server starts",
         ),
     ] = True,
 ):
@@ -355,7 +356,8 @@ def run_app(
     headless (its first-run e-mail prompt would stop a server started without a terminal); parsim
     opens the browser itself unless --headless is given or there is no terminal. As it starts, the
     server computes the heavy first views (the cluster lessons, Scale out's cluster and serving
-    tabs) in the background, so their first visitor finds them computed; --no-warm leaves that out.
+    tabs, the split table) in the background, so their first visitor finds them computed; --no-warm
+    leaves that out.
     """
     import threading
 

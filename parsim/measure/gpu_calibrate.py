@@ -265,6 +265,9 @@ def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
         matrix_flops_per_s={"float16": raw["gemm_float16_flops_per_s"] / efficiency},
         matmul_efficiency=efficiency,
         special_per_core_per_cycle=16,
+        # [PG]: 64 integer results per SM per clock from compute capability 7.0 (the presets' rule);
+        # older NVIDIA chips and AMD's are not modelled (None: their integer work is not priced)
+        int_per_core_per_cycle=64 if not rocm and int(properties.get("major", 0)) >= 7 else None,
         dispatch_s=dispatch_s(raw),
         # 32 on NVIDIA; a wavefront of 64 on AMD Instinct (HIP reports it as warpSize)
         warp_size=int(properties.get("warpSize", 64 if rocm else 32)),

@@ -60,14 +60,18 @@ def _share(op: Op, gpus: int, device: int) -> Op:
         if op.library.gemm_mn is None
         else (max(1, math.ceil(op.library.gemm_mn[0] / gpus)), op.library.gemm_mn[1])
     )
+    conv = op.library.conv  # a convolution pass over 1/gpus of the images
     return op.but(
         flops=op.work.flops / gpus,
         bytes_read=op.work.bytes_read / gpus,
         bytes_written=op.work.bytes_written / gpus,
+        cold_bytes=op.access.cold_bytes / gpus,
         work_items=items,
         special_ops=op.work.special_ops / gpus,
         int_ops=op.work.int_ops / gpus,
         gemm_mn=gemm_mn,
+        conv=None if conv is None else attrs.evolve(conv, batch=max(1, math.ceil(conv.batch / gpus))),
+        nchw_B=op.library.nchw_B / gpus,
         device=device,
     )
 

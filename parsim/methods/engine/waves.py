@@ -78,7 +78,8 @@ def tile_seconds(
         tiling = tiling or gemm_tiling(spec, ex, kernel)
         padded, operands = library.tile_parts(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
         # the smooth roofline weighs the product's own multiply-adds (as the closed form does); the
-        # padding of edge tiles stays in the tile's hard floor
+        # padding of edge tiles stays in the tile's hard floor. No product carries transcendental or
+        # integer work (special_ops, int_ops: an activation's, a transpose's), so its tiles have none
         return tiling.tiles, max(padded, operands), kernel.work.flops / tiling.tiles / ex.core_flops_per_s
     seconds = compute_s(
         ex,
