@@ -22,7 +22,7 @@ import streamlit as st
 from parsim import plots
 from parsim.app import urlstate
 from parsim.app.memory import memory_bar
-from parsim.app.widgets import cached_png, csv_download, model_picker, show_png, trace_download
+from parsim.app.widgets import cached_png, csv_download, model_picker, show_png, trace_download, url_choice
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import seconds, si
@@ -137,16 +137,8 @@ def controls() -> Settings:
         help="weak scaling: every GPU of every node trains on this many samples per step",
         bind="query-params",
     )
-    dtype = st.selectbox(
-        "dtype", DTYPES, DTYPES.index(DEFAULTS["dtype"]), key="nodes_dtype", bind="query-params"
-    )
-    optimizer = st.selectbox(
-        "optimizer",
-        OPTIMIZERS,
-        OPTIMIZERS.index(DEFAULTS["optimizer"]),
-        key="nodes_optimizer",
-        bind="query-params",
-    )
+    dtype = url_choice("dtype", DTYPES, DEFAULTS["dtype"], "nodes_dtype")
+    optimizer = url_choice("optimizer", OPTIMIZERS, DEFAULTS["optimizer"], "nodes_optimizer")
     overlap = st.toggle(
         "overlap the all-reduce with the backward pass",
         value=True,

@@ -20,7 +20,7 @@ import streamlit as st
 
 from parsim.app.memory import memory_bar
 from parsim.app.scale_cluster import DEFAULT_CLUSTER, cluster_of, cluster_picker, predict_on, step_timeline
-from parsim.app.widgets import csv_download, model_picker
+from parsim.app.widgets import csv_download, model_picker, url_choice
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib, si
@@ -67,17 +67,14 @@ def controls() -> Settings:
         help="sequences per micro-batch; each replica's share of the batch is cut into these",
         bind="query-params",
     )
-    recompute = st.selectbox(
+    recompute = url_choice(
         "recompute",
         RECOMPUTE,
-        RECOMPUTE.index(DEFAULTS["recompute"]),
-        key="split_recompute",
+        DEFAULTS["recompute"],
+        "split_recompute",
         help="activations recomputed in the backward pass instead of kept (Korthikanti et al.)",
-        bind="query-params",
     )
-    dtype = st.selectbox(
-        "dtype", DTYPES, DTYPES.index(DEFAULTS["dtype"]), key="split_dtype", bind="query-params"
-    )
+    dtype = url_choice("dtype", DTYPES, DEFAULTS["dtype"], "split_dtype")
     return Settings(source, network_params(model, int(batch), nodes, recompute, dtype), int(micro))
 
 

@@ -135,6 +135,11 @@ def model_picker(label: str, names, default: str, key: str, help: str | None = N
     return name
 
 
+def url_choice(label: str, options: tuple[str, ...], default: str, key: str, help: str | None = None) -> str:
+    """A selectbox over ``options`` that starts at ``default`` and keeps its choice in the URL."""
+    return st.selectbox(label, options, options.index(default), key=key, help=help, bind="query-params")
+
+
 def upload_model(label: str, key: str) -> str | None:
     """The model name of an uploaded config.json, read from its bytes in memory (nothing is written
     to disk) by ``hf_config`` with a file's bounds; on a bad file, say why and keep the last good one."""
