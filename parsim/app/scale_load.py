@@ -67,22 +67,21 @@ class Settings(NamedTuple):
 
 def controls() -> Settings:
     names = llm_names()
-    first = DEFAULTS
-    model = model_picker("language model", names, first["model"], "load_model")
+    model = model_picker("language model", names, DEFAULTS["model"], "load_model")
     gpu = processor_picker("GPU", "load_gpu", kind="gpu", default=DEFAULT_GPU)
-    prompt = st.number_input("prompt tokens", 16, 4000, first["prompt"], step=64, key="load_prompt")
-    output = st.number_input("output tokens", 2, 2000, first["output"], step=32, key="load_output")
+    prompt = st.number_input("prompt tokens", 16, 4000, DEFAULTS["prompt"], step=64, key="load_prompt")
+    output = st.number_input("output tokens", 2, 2000, DEFAULTS["output"], step=32, key="load_output")
     requests = st.select_slider(
-        "requests simulated", REQUEST_COUNTS, value=first["requests"], key="load_requests"
+        "requests simulated", REQUEST_COUNTS, value=DEFAULTS["requests"], key="load_requests"
     )
     max_batch = st.select_slider(
-        "max batch", (8, 16, 32, 64, 128, 256), value=first["max_batch"], key="load_max_batch"
+        "max batch", (8, 16, 32, 64, 128, 256), value=DEFAULTS["max_batch"], key="load_max_batch"
     )
     slo_ttft = st.number_input(
-        "SLO: P90 time to first token (s)", 0.01, 60.0, first["slo_ttft"], key="load_slo_ttft"
+        "SLO: P90 time to first token (s)", 0.01, 60.0, DEFAULTS["slo_ttft"], key="load_slo_ttft"
     )
     slo_tpot = st.number_input(
-        "SLO: P90 time per output token (s)", 0.001, 10.0, first["slo_tpot"], key="load_slo_tpot"
+        "SLO: P90 time per output token (s)", 0.001, 10.0, DEFAULTS["slo_tpot"], key="load_slo_tpot"
     )
     return Settings(
         gpu,

@@ -19,12 +19,11 @@ import pandas
 import streamlit as st
 
 from parsim.app.memory import memory_bar
-from parsim.app.scale_cluster import DEFAULT_CLUSTER, cluster_of, cluster_picker, predict_on, step_timeline
+from parsim.app.scale_cluster import cluster_of, cluster_picker, default_source, predict_on, step_timeline
 from parsim.app.widgets import csv_download, model_picker, url_choice
 from parsim.base.budget import APP
 from parsim.base.errors import ParsimError
 from parsim.base.units import gib, si
-from parsim.hardware import registry
 from parsim.studies.splits import SplitRow, split_table
 from parsim.workloads.parallel3d import ParallelMetrics
 from parsim.workloads.registry import llm_names
@@ -107,7 +106,7 @@ def with_split(params: tuple, row: SplitRow) -> tuple:
 def warm() -> None:
     """Predict every split of the tab's first settings ahead, and the fastest one's step
     (``parsim.app.warmup``): the first press of the button then finds them computed."""
-    source = (DEFAULT_CLUSTER, registry.cluster(DEFAULT_CLUSTER).network.nic.id)
+    source = default_source()
     params = network_params(nodes=DEFAULT_NODES, **DEFAULTS)
     rows = cached_splits(params, source, DEFAULT_MICRO_BATCH)
     fastest = next((row for row in rows if row.fits and row.fastest), None)
