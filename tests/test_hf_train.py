@@ -149,7 +149,7 @@ def test_engine_and_analytic_agree():
         ({"framework": "graph"}, "code=hf .* needs framework=eager, not graph"),
         ({"gpus": 2, "tp": 2}, "code=hf is modelled for one GPU's step"),
         ({"model": "llama-2-7b", "seq": 512, "batch": 1}, "GPT-2 family only, not llama-2-7b"),
-        ({"code": "pytorch"}, "'code' input should be 'fused' or 'hf'"),
+        ({"code": "pytorch"}, "'code' input should be 'fused', 'hf', 'eager' or 'eager-fused-norm'"),
     ],
 )
 def test_bad_code_is_a_one_line_error(given, message):

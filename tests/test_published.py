@@ -87,8 +87,10 @@ NOT_MET_YET: dict[str, str] = {
     # round 5: llm-foundry's Triton FlashAttention issues Ampere's mma.sync, which keeps 0.48 of its
     # share on Hopper (ProcessorSpec.legacy_mma_share): its four H100 rows +14..+25 -> +4..+12 %,
     # the class 12.1 -> 10.01 %
-    "fsdp": "torchtitan's A100 steps without full recomputation slower than parsim's (+16..+24 %, "
-    "~10 points more than its full-AC steps): their per-GPU compute, not the collectives",
+    # round 6 took "fsdp" off this list (10.01 % -> 8.2 %): torchtitan's A100 runs had compile = false,
+    # so the reference Llama ran op by op (code=eager / eager-fused-norm, workloads/transformer_titan:
+    # float32 complex rotary, three q/k/v GEMMs, repeat_kv copies, SiLU and the product apart, the
+    # eager RMSNorm of its 70B presets): 13B +21 -> +17 %, 70B full +13 -> +5 %, 8B +16 -> +10 %
     # issue 26 item 8 took "cpu" off this list: 10.4 % -> 8.9 % (Torch7's nn.ReLU is THNN's serial
     # Threshold loop, a branch per element on one core: the six Torch7 rows 12.9 % -> 6.3 %). Left
     # in the class: IPEX runs ResNet-18/50 ~25 % faster than TensorFlow (-19 %; both framework=graph:

@@ -12,8 +12,9 @@ kept runs again: the norms, the rotary embedding, the activations and the residu
 A Llama block calls its matmuls as ``wq, wk, wv, wo, w1 (gate), w3 (up), w2 (down)``
 (``Attention.forward``; ``FeedForward.forward`` is ``w2(silu(w1(x)) * w3(x))``), so ``wk``, ``wo``
 and ``w3`` run again; an ungated block (``wq, wk, wv, wo, up, down``) runs ``wk``, ``wo`` and
-``down`` again. parsim builds q, k and v as one GEMM (``qkv``): its recomputed share is the k
-projection's columns, ``kv_heads / (heads + 2 kv_heads)`` of it.
+``down`` again. parsim's fused code builds q, k and v as one GEMM (``qkv``): its recomputed share is
+the k projection's columns, ``kv_heads / (heads + 2 kv_heads)`` of it; the eager code
+(``transformer_titan``) runs them as three, and ``k`` runs again whole.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def recomputed_share(config: LlmConfig) -> dict[str, float]:
     again = set(matmul_order(config)[1::2])  # the 2nd, 4th, 6th... call
     width = {"q": config.heads, "k": config.kv_heads, "v": config.kv_heads}
     qkv = sum(width[p] for p in ("q", "k", "v") if p in again) / sum(width.values())
-    shares: dict[str, float] = {part: 1.0 for part in ("out", "gate", "up", "down") if part in again}
+    # the eager code (``code=eager``) runs q, k and v as three GEMMs: each its own part
+    shares: dict[str, float] = {part: 1.0 for part in matmul_order(config) if part in again}
     if qkv:
         shares["qkv"] = qkv
     return shares

@@ -131,6 +131,16 @@ class _ModelParams(_FrameworkParams):
     )
 
 
+Code = Literal["fused", "hf", "eager", "eager-fused-norm"]
+CODE_FIELD: Any = Field(
+    "fused",
+    description="language models: the model's code: fused kernels (Megatron-LM, FlashAttention, llm.c, "
+    "a compiled graph), Hugging Face's modules run op by op (hf), or the reference Llama's PyTorch "
+    "run op by op as torchtitan trains it with compile=false (eager; eager-fused-norm: with its "
+    "Triton RMSNorm); all but fused need framework=eager",
+)
+
+
 class NetworkParams(_ModelParams):
     model: Model = "resnet18"
     batch: int = Field(1, gt=0, le=10**6, description="samples per step (the global batch when split)")
@@ -190,12 +200,7 @@ class NetworkParams(_ModelParams):
         description="time a pipelined step event by event in the SimPy engine (the oracle) instead of "
         "its exact max-plus recurrence (the default: the same timeline, faster)",
     )
-    code: Literal["fused", "hf"] = Field(
-        "fused",
-        description="language models: the model's code: fused kernels (Megatron-LM, FlashAttention, "
-        "llm.c) or Hugging Face's modules as eager PyTorch runs them, one kernel per tensor op "
-        "(hf: framework=eager)",
-    )
+    code: Code = CODE_FIELD
 
 
 class ServeParams(_ModelParams):
@@ -248,6 +253,7 @@ class DataParallelParams(_ModelParams):
         description="language models with zero=3: tensor-parallel GPUs inside a node (2D, torchtitan's "
         "FSDP + TP): each group of tp GPUs splits the layers, FSDP runs over gpus x nodes / tp groups",
     )
+    code: Code = CODE_FIELD
 
 
 def _elementwise(op: str) -> WorkloadDef:
@@ -291,10 +297,11 @@ def _check_model(name: str, given: Params, params: Params) -> Params:
         seq = params["seq"] or context
         if seq > context:
             raise ParsimError(f"{name}: 'seq' {seq} is above {model}'s context of {context} tokens")
-        if params.get("code", "fused") == "hf" and params["framework"] != "eager":
+        code = params.get("code", "fused")
+        if code != "fused" and params["framework"] != "eager":
             raise ParsimError(
-                f"{name}: code=hf is Hugging Face's modules run op by op: it needs framework=eager, "
-                f"not {params['framework']} (a compiled graph fuses them: use code=fused)"
+                f"{name}: code={code} is the model's tensor ops run one by one: it needs "
+                f"framework=eager, not {params['framework']} (a compiled graph fuses them: use code=fused)"
             )
         return {**params, "seq": seq}
     if given.get("seq") is not None:

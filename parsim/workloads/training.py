@@ -84,9 +84,10 @@ def network(params: Params) -> Workload:
                 f"model; {params['model']} {'trains' if params['train'] else 'infers'} on one GPU "
                 "(use data_parallel or serve for several)"
             )
-        if params.get("code", "fused") == "hf":
+        if params.get("code", "fused") != "fused":
             raise ParsimError(
-                "network: code=hf is modelled for one GPU's step; the split step runs code=fused"
+                f"network: code={params['code']} is modelled for one GPU's step and data_parallel; "
+                "the split step runs code=fused"
             )
         return parallel3d.parallel_step(llm(params["model"]), params, numerics_of(params))
     if is_llm(params["model"]):
@@ -320,7 +321,12 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
     optimizer = params.get("optimizer", "sgd")
     recompute, tp = params.get("recompute", "none"), params.get("tp", 1)
     if is_llm(params["model"]):
-        config, seq = llm(params["model"]), params["seq"]
+        config, seq, code = llm(params["model"]), params["seq"], params.get("code", "fused")
+        if code != "fused" and tp > 1:
+            raise ParsimError(
+                f"data_parallel: code={code} is modelled for one GPU per model copy (tp=1); "
+                f"tp={tp} runs code=fused"
+            )
 
         def language(device: int) -> tuple[list[Kernel], list[Kernel]]:
             forward, backward = transformer_kernels(
@@ -333,6 +339,7 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
                 device=device,
                 update=False,
                 tp=tp,
+                code=code,
             )
             if tp > 1:  # torchtitan's plan: the norms sequence-parallel (1/tp of the tokens each)
                 forward, backward = (

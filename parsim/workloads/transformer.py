@@ -32,6 +32,7 @@ import math
 from parsim.base.errors import ParsimError
 from parsim.workloads import transformer_eager as eager
 from parsim.workloads import transformer_hf as hf
+from parsim.workloads import transformer_titan as titan
 from parsim.workloads.base import Kernel
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig, kv_cache_bytes, kv_itemsize
@@ -121,8 +122,10 @@ def transformer_kernels(
         dropout: training drops attention probabilities (an extra pass over the unfused square;
             hidden-state dropout is fused into the residual adds, as Megatron-LM fuses it).
         kv_concat: inference grows the KV cache by concatenation: every step copies all of it.
-        code: ``fused`` (the model's code runs fused kernels) or ``hf`` (Hugging Face's modules, one
-            kernel per tensor op: ``transformer_eager`` for inference, ``transformer_hf`` for training).
+        code: ``fused`` (the model's code runs fused kernels), ``hf`` (Hugging Face's modules, one
+            kernel per tensor op: ``transformer_eager`` for inference, ``transformer_hf`` for training)
+            or ``eager`` / ``eager-fused-norm`` (the reference Llama op by op, training:
+            ``transformer_titan``).
         phase: every kernel's ``Kernel.phase`` (an LLM request's ``prefill`` or ``decode``).
         routing: a mixture of experts' routing (``moe.Routing``; default balanced, dropless, no ep).
 
@@ -131,11 +134,20 @@ def transformer_kernels(
     """
     new = seq if new_tokens is None else new_tokens
     _check(config, batch, new, past, tp, attention)
-    if config.moe and (numerics.primitive_layers or code == "hf"):
+    if config.moe and (numerics.primitive_layers or code != "fused"):
         raise ParsimError(
             f"{config.name}: a mixture of experts runs fused kernels here (framework=graph or "
             "cuda-graph, code=fused), not an eager framework's tensor ops"
         )
+    if code in titan.CODES:
+        if not train:
+            raise ParsimError(
+                f"code={code}: the reference Llama's eager code is modelled for training; inference "
+                "op by op is Hugging Face's (code=hf)"
+            )
+        ops = Ops(numerics, device, optimizer, True, update, phase)
+        backward = titan.train_step(ops, _attention, config, batch, new, attention, code)
+        return ops.forward, backward
     if code == "hf" and train:
         ops = Ops(numerics, device, optimizer, True, update, phase)
         backward = hf.train_step(ops, _attention, config, batch, new, attention, dropout)

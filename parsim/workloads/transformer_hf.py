@@ -83,6 +83,19 @@ class Group:
         return [k for chunk in reversed(self._chunks) for k in chunk]
 
 
+def embedding_backward(g: Group, table: str, rows: int, t: int, d: int) -> list[Kernel]:
+    """``embedding_dense_backward`` of a ``rows x d`` table over ``t`` ids: zero the float32
+    gradient, sort the ids, find each id's segment, sum each segment's rows into its row."""
+    ids = t * _TOKEN_ID_B
+    return [
+        g.op(f"{table} grad zero", rows * d, 0, rows * d * F32),
+        *(g.op(f"{table} ids sort {i}", t, 2 * ids, 2 * ids) for i in range(_SORT_KERNELS)),
+        g.op(f"{table} segment offsets", t, 2 * ids, ids),
+        g.op(f"{table} partial sums", t * d, t * d * F32 + ids, t * d * F32),
+        g.op(f"{table} sum into rows", t * d, 2 * t * d * F32, t * d * F32),
+    ]
+
+
 def train_step(
     ops: Ops,
     flash: Callable[..., list[Kernel]],
@@ -190,20 +203,10 @@ class _Step:
         g.forward(g.op("position add fwd", n, 2 * n * w, n * w))
         grads = [g.op("position grad batch sum", n, n * w, n * w)]
         for table, rows in (("wte", c.vocab), ("wpe", c.position_rows)):
-            grads += self._embedding_backward(g, table, rows, t, d)
+            grads += embedding_backward(g, table, rows, t, d)
         g.grad(*grads)
         self.drop(g, "embed", n, w)
         return g.backward() + self.ops.update_of("embed", (c.vocab + c.position_rows) * d)
-
-    def _embedding_backward(self, g: Group, table: str, rows: int, t: int, d: int) -> list[Kernel]:
-        ids = t * _TOKEN_ID_B
-        return [
-            g.op(f"{table} grad zero", rows * d, 0, rows * d * F32),
-            *(g.op(f"{table} ids sort {i}", t, 2 * ids, 2 * ids) for i in range(_SORT_KERNELS)),
-            g.op(f"{table} segment offsets", t, 2 * ids, ids),
-            g.op(f"{table} partial sums", t * d, t * d * F32 + ids, t * d * F32),
-            g.op(f"{table} sum into rows", t * d, 2 * t * d * F32, t * d * F32),
-        ]
 
     def attention_block(
         self, layer: str, flash: Callable[..., list[Kernel]], batch: int, seq: int, attention: str
