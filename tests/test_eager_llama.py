@@ -168,6 +168,7 @@ def test_fsdp_runs_the_eager_step_and_selective_op_replays_wk_whole():
         ("network", {"train": False}, "modelled for training"),
         ("network", {"attention": "unfused"}, "calls SDPA's fused kernel"),
         ("data_parallel", {**DP, "tp": 2}, "tp=2 runs code=fused"),
+        ("data_parallel", {**DP, "model": "gpt2", "code": "hf"}, "code=hf .* one GPU's step"),
     ],
 )
 def test_bad_code_is_a_one_line_error(workload, given, message):

@@ -322,6 +322,11 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
     recompute, tp = params.get("recompute", "none"), params.get("tp", 1)
     if is_llm(params["model"]):
         config, seq, code = llm(params["model"]), params["seq"], params.get("code", "fused")
+        if code == "hf":
+            raise ParsimError(
+                "data_parallel: code=hf (Hugging Face's modules) is modelled for one GPU's step "
+                "(network); data_parallel runs code=fused, eager or eager-fused-norm"
+            )
         if code != "fused" and tp > 1:
             raise ParsimError(
                 f"data_parallel: code={code} is modelled for one GPU per model copy (tp=1); "
