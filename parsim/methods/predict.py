@@ -178,7 +178,7 @@ def _predict_request(
         if isinstance(workload, str):
             values = validate_params(workload, dict(params or {}))
             check_params(budget, workload, values)  # before building it
-            workload = lookup(workload).build(values)  # ``make_workload`` without validating twice
+            workload = _built(workload, values)  # ``make_workload`` without validating twice
         elif params:
             raise ParsimError("'params' only applies when the workload is given by name")
         if int(workload.param("nodes", 1)) > 1:
@@ -220,6 +220,30 @@ def _predict_request(
     if definition is not None and definition.baseline is not None:
         return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     return prediction
+
+
+def _built(name: str, values: dict[str, Any]) -> Workload:
+    """Workload ``name`` built from its validated ``values``: one build per distinct values, shared
+    by the requests that differ only in their system (a sweep predicts each ResNet-50 step on
+    every device of its grid; a step's build is a sixth of its prediction). Values that do not
+    hash, or that name a file (which may change), are built each time."""
+    pairs = tuple(sorted(values.items()))
+    try:
+        hash(pairs)
+    except TypeError:  # a list-valued parameter, say
+        return lookup(name).build(values)
+    if any(isinstance(value, str) and value.endswith(_FILES) for _, value in pairs):
+        return lookup(name).build(values)
+    return _build_cached(name, pairs)
+
+
+_FILES = (".json", ".toml", ".yaml", ".yml", ".csv")
+"""Endings of parameter values that name a file: read again by each build, never cached."""
+
+
+@caching.cached(maxsize=32)  # built programs are frozen: requests share them
+def _build_cached(name: str, pairs: tuple[tuple[str, Any], ...]) -> Workload:
+    return lookup(name).build(dict(pairs))
 
 
 def _under_load(
