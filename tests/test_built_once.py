@@ -111,6 +111,43 @@ def test_utilization_adds_a_rows_intervals_whatever_their_order():
     assert busy[row.group] == 0.25 and busy[other.group] == 0.5
 
 
+def test_breakdown_clamps_at_the_latency_and_leaves_out_detail_rows_and_empty_intervals():
+    # compute 0-6 (clamped to the latency 5), transfer 1-2, a memory detail row and an empty interval
+    trace = [
+        _event("compute", 0.0, 6.0),
+        _event("transfer", 1.0, 2.0),
+        TraceEvent(Resource("memory", 0), "m", "memory", 0.0, 5.0, detail=True),
+        _event("memory", 3.0, 3.0),
+        _event("overhead", 0.0, 5.0),  # host overhead: counted only where no device work runs
+    ]
+    parts = breakdown(trace, 5.0)
+    assert parts == {"compute": 4.5, "memory": 0.0, "transfer": 0.5, "overhead": 0.0}
+    assert list(parts) == ["compute", "memory", "transfer", "overhead"]
+    # work ending before the latency: the rest is overhead, the active kinds' counts back to 0
+    assert breakdown([_event("memory", 0.0, 1.0)], 3.0) == {
+        "compute": 0.0,
+        "memory": 1.0,
+        "transfer": 0.0,
+        "overhead": 2.0,
+    }
+
+
+def test_utilization_groups_equal_rows_made_apart_and_leaves_out_waits():
+    # two core rows of one GPU (different busy counts) and a thread row made twice, equal
+    wide, narrow = Resource("cores", 0, busy=4), Resource("cores", 0, first=0, busy=2)
+    thread, again = Resource("thread", -1), Resource("thread", -1)
+    trace = [
+        TraceEvent(wide, "a", "compute", 0.0, 1.0, weight=0.5),
+        TraceEvent(thread, "i", "overhead", 0.0, 1.0),
+        TraceEvent(narrow, "b", "compute", 1.0, 3.0, weight=0.25),
+        TraceEvent(again, "j", "overhead", 1.0, 2.0),
+        TraceEvent(again, "w", "wait", 2.0, 4.0),
+    ]
+    busy = utilization(trace, 4.0)
+    assert busy == {wide.group: 0.25, thread: 0.5}
+    assert list(busy) == [wide.group, thread]
+
+
 CASES = [
     ("data_parallel", {"model": "resnet18", "batch": 32, "gpus": 4, "sync": "host"}, {"device": "v100-pcie"}),
     ("data_parallel", {"model": "resnet18", "batch": 32, "gpus": 4, "sync": "ring"}, {"device": "v100-sxm2"}),

@@ -176,13 +176,16 @@ def layer_rows(
         return every or device in (0, HOST)
 
     seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
-    for event in trace:
-        if event.layer in seconds and not event.detail:
-            row = event.resource
-            # ``counted`` inlined (a step traces thousands of events); a network row carries the
-            # same collective as GPU0's ring row
-            if (every or row.device in (0, HOST)) and row.kind != NETWORK_ROW:
-                seconds[event.layer] += event.end_s - event.start_s
+    rows: dict[int, bool] = {}  # whether a row counts, by the row's identity: asked once per row
+    for event in trace:  # TraceEvent: (resource, label, kind, start_s, end_s, detail, layer, ...)
+        if event[6] in seconds and not event[5]:
+            counts = rows.get(id(event[0]))
+            if counts is None:
+                row = event[0]
+                # ``counted``; a network row carries the same collective as GPU0's ring row
+                counts = rows[id(row)] = (every or row.device in (0, HOST)) and row.kind != NETWORK_ROW
+            if counts:
+                seconds[event[6]] += event[4] - event[3]
     flops = dict.fromkeys(seconds, 0.0)
     moved = dict.fromkeys(seconds, 0.0)
     per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples
