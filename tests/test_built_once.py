@@ -163,3 +163,18 @@ def test_a_cold_prediction_and_a_warm_one_agree_to_the_bit(name, params, where):
     assert again is not cold
     assert (again.latency_s, again.throughput_per_s) == (cold.latency_s, cold.throughput_per_s)
     assert again.trace == cold.trace and dict(again.breakdown) == dict(cold.breakdown)
+
+
+def test_a_relabelled_or_moved_kernel_is_the_kernel_the_constructor_makes():
+    kernel = Kernel.of(" fwd", 1e9, 1e6, 1e6, 1000, cold_bytes=5e5, stream=2, phase="recompute")
+    named = kernel.relabelled("conv1 fwd", "conv1")
+    made = Kernel("conv1 fwd", kernel.work, 2, 0, "conv1", kernel.access, phase="recompute")
+    assert named == made and hash(named) == hash(made) and named.cost_key() == kernel.cost_key()
+    moved = named.on_device(5)
+    assert moved == Kernel("conv1 fwd", kernel.work, 2, 5, "conv1", kernel.access, phase="recompute")
+    assert moved.on_device(-1).device == -1  # the host
+    for bad, field in ((lambda: kernel.on_device(1.0), "device"), (lambda: kernel.on_device(-2), "device")):
+        with pytest.raises(ParsimError, match=field):
+            bad()
+    with pytest.raises(ParsimError, match="layer"):
+        kernel.relabelled("x", None)
