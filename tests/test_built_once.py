@@ -178,3 +178,16 @@ def test_a_relabelled_or_moved_kernel_is_the_kernel_the_constructor_makes():
             bad()
     with pytest.raises(ParsimError, match="layer"):
         kernel.relabelled("x", None)
+
+
+def test_lowering_keeps_a_program_the_library_runs_as_given():
+    from parsim.hardware import registry
+    from parsim.model.library import lower
+    from parsim.workloads import make_workload
+
+    h100 = registry.system("h100-sxm", None, None, 1, None)
+    plain = make_workload("network", {"model": "resnet18", "batch": 2, "train": True})
+    assert lower(plain, h100) is plain  # float32 NCHW: no transposes, nothing folded
+    half = make_workload("network", {"model": "resnet18", "batch": 2, "train": True, "dtype": "float16"})
+    lowered = lower(half, h100)  # 16-bit NCHW convolutions run between two transposes
+    assert len(lowered.ops) > len(half.ops) and len(lowered.deps) == len(lowered.ops)
