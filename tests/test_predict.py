@@ -139,3 +139,27 @@ def test_a_workload_is_built_once_for_every_device_it_is_predicted_on():
     clear_caches()
     fresh.append(predict("network", params, device="h100-sxm").latency_s)
     assert shared == fresh
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "where"),
+    [
+        ("network", {"model": "resnet18", "batch": 4, "train": True}, {"device": "t4"}),
+        (
+            "data_parallel",
+            {"model": "resnet18", "batch": 32, "gpus": 4, "sync": "ring"},
+            {"device": "v100-sxm2"},
+        ),
+        ("matmul", {"m": 512, "n": 512, "k": 512}, {"device": "xeon-e5-2630v3"}),
+    ],
+)
+def test_a_prediction_without_detail_has_every_figure_of_the_full_one(name, params, where):
+    """What a sweep asks (``detail=False``): the same figures, without layers, utilisation or notes."""
+    full = predict(name, params, **where)
+    lean = predict(name, params, detail=False, **where)
+    from parsim.studies.sweeps.points import prediction_row
+
+    assert prediction_row(lean) == prediction_row(full)
+    assert lean.trace == full.trace and lean.records == full.records and lean.memory == full.memory
+    assert not lean.layers and not lean.notes and not lean.busy and lean.executed_flops is None
+    assert full.notes and (full.layers or name == "matmul") and full.busy
