@@ -111,6 +111,43 @@ def test_utilization_adds_a_rows_intervals_whatever_their_order():
     assert busy[row.group] == 0.25 and busy[other.group] == 0.5
 
 
+def test_breakdown_clamps_at_the_latency_and_leaves_out_detail_rows_and_empty_intervals():
+    # compute 0-6 (clamped to the latency 5), transfer 1-2, a memory detail row and an empty interval
+    trace = [
+        _event("compute", 0.0, 6.0),
+        _event("transfer", 1.0, 2.0),
+        TraceEvent(Resource("memory", 0), "m", "memory", 0.0, 5.0, detail=True),
+        _event("memory", 3.0, 3.0),
+        _event("overhead", 0.0, 5.0),  # host overhead: counted only where no device work runs
+    ]
+    parts = breakdown(trace, 5.0)
+    assert parts == {"compute": 4.5, "memory": 0.0, "transfer": 0.5, "overhead": 0.0}
+    assert list(parts) == ["compute", "memory", "transfer", "overhead"]
+    # work ending before the latency: the rest is overhead, the active kinds' counts back to 0
+    assert breakdown([_event("memory", 0.0, 1.0)], 3.0) == {
+        "compute": 0.0,
+        "memory": 1.0,
+        "transfer": 0.0,
+        "overhead": 2.0,
+    }
+
+
+def test_utilization_groups_equal_rows_made_apart_and_leaves_out_waits():
+    # two core rows of one GPU (different busy counts) and a thread row made twice, equal
+    wide, narrow = Resource("cores", 0, busy=4), Resource("cores", 0, first=0, busy=2)
+    thread, again = Resource("thread", -1), Resource("thread", -1)
+    trace = [
+        TraceEvent(wide, "a", "compute", 0.0, 1.0, weight=0.5),
+        TraceEvent(thread, "i", "overhead", 0.0, 1.0),
+        TraceEvent(narrow, "b", "compute", 1.0, 3.0, weight=0.25),
+        TraceEvent(again, "j", "overhead", 1.0, 2.0),
+        TraceEvent(again, "w", "wait", 2.0, 4.0),
+    ]
+    busy = utilization(trace, 4.0)
+    assert busy == {wide.group: 0.25, thread: 0.5}
+    assert list(busy) == [wide.group, thread]
+
+
 CASES = [
     ("data_parallel", {"model": "resnet18", "batch": 32, "gpus": 4, "sync": "host"}, {"device": "v100-pcie"}),
     ("data_parallel", {"model": "resnet18", "batch": 32, "gpus": 4, "sync": "ring"}, {"device": "v100-sxm2"}),
@@ -126,3 +163,31 @@ def test_a_cold_prediction_and_a_warm_one_agree_to_the_bit(name, params, where):
     assert again is not cold
     assert (again.latency_s, again.throughput_per_s) == (cold.latency_s, cold.throughput_per_s)
     assert again.trace == cold.trace and dict(again.breakdown) == dict(cold.breakdown)
+
+
+def test_a_relabelled_or_moved_kernel_is_the_kernel_the_constructor_makes():
+    kernel = Kernel.of(" fwd", 1e9, 1e6, 1e6, 1000, cold_bytes=5e5, stream=2, phase="recompute")
+    named = kernel.relabelled("conv1 fwd", "conv1")
+    made = Kernel("conv1 fwd", kernel.work, 2, 0, "conv1", kernel.access, phase="recompute")
+    assert named == made and hash(named) == hash(made) and named.cost_key() == kernel.cost_key()
+    moved = named.on_device(5)
+    assert moved == Kernel("conv1 fwd", kernel.work, 2, 5, "conv1", kernel.access, phase="recompute")
+    assert moved.on_device(-1).device == -1  # the host
+    for bad, field in ((lambda: kernel.on_device(1.0), "device"), (lambda: kernel.on_device(-2), "device")):
+        with pytest.raises(ParsimError, match=field):
+            bad()
+    with pytest.raises(ParsimError, match="layer"):
+        kernel.relabelled("x", None)
+
+
+def test_lowering_keeps_a_program_the_library_runs_as_given():
+    from parsim.hardware import registry
+    from parsim.model.library import lower
+    from parsim.workloads import make_workload
+
+    h100 = registry.system("h100-sxm", None, None, 1, None)
+    plain = make_workload("network", {"model": "resnet18", "batch": 2, "train": True})
+    assert lower(plain, h100) is plain  # float32 NCHW: no transposes, nothing folded
+    half = make_workload("network", {"model": "resnet18", "batch": 2, "train": True, "dtype": "float16"})
+    lowered = lower(half, h100)  # 16-bit NCHW convolutions run between two transposes
+    assert len(lowered.ops) > len(half.ops) and len(lowered.deps) == len(lowered.ops)

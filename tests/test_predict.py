@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import parsim
 from parsim.base.errors import ParsimError
 from parsim.hardware.presets import PROCESSORS
+from parsim.methods.predict import clear_caches, predict
 from parsim.model.rates import execution
 from parsim.workloads import make_workload
 
@@ -119,3 +120,46 @@ def test_cpu_device_with_a_gpu_host_or_link_is_refused():
         parsim.predict("relu", {"n": 10}, device="xeon-8480", link="pcie4-x16")
     with pytest.raises(ParsimError, match="'host' must be a CPU"):
         parsim.predict("relu", {"n": 10}, device="t4", host="v100-pcie")
+
+
+def test_a_workload_is_built_once_for_every_device_it_is_predicted_on():
+    """A sweep over devices shares the built step (``predict._built``); a value naming a file is
+    read again each time, and the predictions are those of fresh builds."""
+    from parsim.methods import predict as predicting
+
+    clear_caches()
+    params = {"model": "resnet50", "batch": 2, "train": True}
+    values = predicting.validate_params("network", dict(params))
+    assert predicting._built("network", values) is predicting._built("network", dict(values))
+    named = {**predicting.validate_params("matmul", {"m": 8, "n": 8, "k": 8}), "file": "a.json"}
+    assert predicting._built("matmul", named) is not predicting._built("matmul", dict(named))
+    shared = [predict("network", params, device=d).latency_s for d in ("t4", "h100-sxm")]
+    clear_caches()
+    fresh = [predict("network", params, device="t4").latency_s]
+    clear_caches()
+    fresh.append(predict("network", params, device="h100-sxm").latency_s)
+    assert shared == fresh
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "where"),
+    [
+        ("network", {"model": "resnet18", "batch": 4, "train": True}, {"device": "t4"}),
+        (
+            "data_parallel",
+            {"model": "resnet18", "batch": 32, "gpus": 4, "sync": "ring"},
+            {"device": "v100-sxm2"},
+        ),
+        ("matmul", {"m": 512, "n": 512, "k": 512}, {"device": "xeon-e5-2630v3"}),
+    ],
+)
+def test_a_prediction_without_detail_has_every_figure_of_the_full_one(name, params, where):
+    """What a sweep asks (``detail=False``): the same figures, without layers, utilisation or notes."""
+    full = predict(name, params, **where)
+    lean = predict(name, params, detail=False, **where)
+    from parsim.studies.sweeps.points import prediction_row
+
+    assert prediction_row(lean) == prediction_row(full)
+    assert lean.trace == full.trace and lean.records == full.records and lean.memory == full.memory
+    assert not lean.layers and not lean.notes and not lean.busy and lean.executed_flops is None
+    assert full.notes and (full.layers or name == "matmul") and full.busy

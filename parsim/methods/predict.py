@@ -86,6 +86,7 @@ def predict(
     gpus: int | None = None,
     gpus_per_switch: int | None = None,
     budget: Budget | None = CLI,
+    detail: bool = True,
 ) -> Prediction:
     """Predict latency, throughput and the reasons for ``workload`` on a system.
 
@@ -104,6 +105,9 @@ def predict(
         gpus_per_switch: GPUs sharing one PCIe switch uplink (default up to 4).
         budget: the most the request may cost (``parsim.base.budget``: the command line's by default,
             the app's in the app); None lifts it.
+        detail: False leaves out what only a reader of this one prediction needs: the per-layer
+            rows, the utilisation, the notes and the executed FLOPs (a sweep's rows read none of
+            them); every figure is the same.
 
     Returns:
         The ``Prediction``.
@@ -112,10 +116,10 @@ def predict(
         ParsimError: unknown names, invalid parameters, a mode the device lacks, too many
             GPUs, data that does not fit in memory, or a request above ``budget``.
     """
-    key = request_key(workload, params, device, cluster, host, link, mode, method, overlap, gpus)
+    key = request_key(workload, params, device, cluster, host, link, mode, method, overlap, gpus, detail)
     if key is None:  # a built workload, a hardware file, or values that do not hash: no cache
         request = (device, cluster, host, link, mode, method, overlap, gpus)
-        return _predict_request(workload, params, *request, gpus_per_switch, budget)
+        return _predict_request(workload, params, *request, gpus_per_switch, budget, detail)
     return _predict_cached(key, gpus_per_switch, budget)
 
 
@@ -139,8 +143,8 @@ def request_key(workload: object, params: dict[str, Any] | None, *rest: object) 
 
 @caching.cached(maxsize=512)  # predictions keep their traces: a bounded cache bounds the memory
 def _predict_cached(key: tuple[Any, ...], gpus_per_switch: int | None, budget: Budget | None) -> Prediction:
-    workload, pairs, device, cluster, host, link, mode, method, overlap, gpus = key
-    request = (device, cluster, host, link, mode, method, overlap, gpus, gpus_per_switch, budget)
+    workload, pairs, device, cluster, host, link, mode, method, overlap, gpus, detail = key
+    request = (device, cluster, host, link, mode, method, overlap, gpus, gpus_per_switch, budget, detail)
     return _predict_request(workload, dict(pairs), *request)
 
 
@@ -157,6 +161,7 @@ def _predict_request(
     gpus: int | None,
     gpus_per_switch: int | None,
     budget: Budget | None,
+    detail: bool = True,
 ) -> Prediction:
     if method not in METHODS:
         raise ParsimError(f"'method' must be one of {', '.join(METHODS)}: {method!r}")
@@ -178,7 +183,7 @@ def _predict_request(
         if isinstance(workload, str):
             values = validate_params(workload, dict(params or {}))
             check_params(budget, workload, values)  # before building it
-            workload = lookup(workload).build(values)  # ``make_workload`` without validating twice
+            workload = _built(workload, values)  # ``make_workload`` without validating twice
         elif params:
             raise ParsimError("'params' only applies when the workload is given by name")
         if int(workload.param("nodes", 1)) > 1:
@@ -209,17 +214,41 @@ def _predict_request(
     if hooks.check is not None:
         hooks.check(workload, system)
     memory = check_fits(workload, system)
-    prediction = attrs.evolve(_predict(workload, system, mode, method, overlap), memory=memory)
+    prediction = attrs.evolve(_predict(workload, system, mode, method, overlap, detail), memory=memory)
     if hooks.metrics is not None:
         own = hooks.metrics(workload, system, prediction)
         if own is not None:
             assert definition is not None and isinstance(own, definition.record or Record)
             prediction = attrs.evolve(prediction, records=(*prediction.records, own))
-    if hooks.notes is not None:
+    if hooks.notes is not None and detail:
         prediction = attrs.evolve(prediction, notes=prediction.notes + hooks.notes(workload, system))
     if definition is not None and definition.baseline is not None:
         return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     return prediction
+
+
+def _built(name: str, values: dict[str, Any]) -> Workload:
+    """Workload ``name`` built from its validated ``values``: one build per distinct values, shared
+    by the requests that differ only in their system (a sweep predicts each ResNet-50 step on
+    every device of its grid; a step's build is a sixth of its prediction). Values that do not
+    hash, or that name a file (which may change), are built each time."""
+    pairs = tuple(sorted(values.items()))
+    try:
+        hash(pairs)
+    except TypeError:  # a list-valued parameter, say
+        return lookup(name).build(values)
+    if any(isinstance(value, str) and value.endswith(_FILES) for _, value in pairs):
+        return lookup(name).build(values)
+    return _build_cached(name, pairs)
+
+
+_FILES = (".json", ".toml", ".yaml", ".yml", ".csv")
+"""Endings of parameter values that name a file: read again by each build, never cached."""
+
+
+@caching.cached(maxsize=32)  # built programs are frozen: requests share them
+def _build_cached(name: str, pairs: tuple[tuple[str, Any], ...]) -> Workload:
+    return lookup(name).build(dict(pairs))
 
 
 def _under_load(

@@ -114,8 +114,11 @@ def recurrence_run(
 
 @cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
 def predict_program(
-    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str
+    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str, detail: bool = True
 ) -> Prediction:
+    """The prediction of a lowered program; without ``detail``, the figures alone: no per-layer
+    rows, utilisation, notes or executed FLOPs (what a sweep's row never reads, a tenth of a
+    training step's prediction), every figure the same."""
     ends, trace, events, notes = latency_run(workload, system, mode, method, overlap)
     latency = ends[0]
     # a pipelined step ends with every stage's optimizer step, and the next step's first forward
@@ -125,11 +128,23 @@ def predict_program(
     parts = timeline.breakdown(list(trace), latency)
     samples = samples_per_step(workload)
     records = (Throughput(samples * throughput),) if samples is not None else ()
-    executed = algorithms.executed_flops(workload, system, mode, overlap)
-    dtype = str(dict(workload.params).get("dtype", "float32"))
-    effective = algorithms.effective_note(
-        workload.flops, executed, latency, system.compute.peak_flops_per_s(dtype, matrix=True)
-    )
+    if detail:
+        executed = algorithms.executed_flops(workload, system, mode, overlap)
+        dtype = str(dict(workload.params).get("dtype", "float32"))
+        effective = algorithms.effective_note(
+            workload.flops, executed, latency, system.compute.peak_flops_per_s(dtype, matrix=True)
+        )
+        notes = (
+            tuple(notes)
+            + algorithms.notes(workload, system, mode, overlap)
+            + ((effective,) if effective else ())
+            + transfer.pageable_notes(workload, system.link)
+            + traffic.traffic_notes(workload, system)
+        )
+        busy = timeline.utilization(list(trace), latency)
+        layers = layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap))
+    else:
+        executed, notes, busy, layers = None, (), {}, ()
     return Prediction(
         workload=workload.name,
         params=dict(workload.params),
@@ -145,15 +160,11 @@ def predict_program(
         transfer_bytes=traffic.link_bytes(workload, system),
         bottleneck=outcome.bottleneck(parts),
         breakdown=parts,
-        busy=timeline.utilization(list(trace), latency),
+        busy=busy,
         trace=trace,
         events=events,
-        notes=tuple(notes)
-        + algorithms.notes(workload, system, mode, overlap)
-        + ((effective,) if effective else ())
-        + transfer.pageable_notes(workload, system.link)
-        + traffic.traffic_notes(workload, system),
-        layers=layer_rows(workload, trace, algorithms.layer_algorithms(workload, system, mode, overlap)),
+        notes=notes,
+        layers=layers,
         gpus=system.total_gpus,
         nodes=system.nodes,
         peer_link=system.peer_link.id if system.peer_link is not None else None,
@@ -176,13 +187,16 @@ def layer_rows(
         return every or device in (0, HOST)
 
     seconds = dict.fromkeys((name for name, _ in workload.layers), 0.0)
-    for event in trace:
-        if event.layer in seconds and not event.detail:
-            row = event.resource
-            # ``counted`` inlined (a step traces thousands of events); a network row carries the
-            # same collective as GPU0's ring row
-            if (every or row.device in (0, HOST)) and row.kind != NETWORK_ROW:
-                seconds[event.layer] += event.end_s - event.start_s
+    rows: dict[int, bool] = {}  # whether a row counts, by the row's identity: asked once per row
+    for event in trace:  # TraceEvent: (resource, label, kind, start_s, end_s, detail, layer, ...)
+        if event[6] in seconds and not event[5]:
+            counts = rows.get(id(event[0]))
+            if counts is None:
+                row = event[0]
+                # ``counted``; a network row carries the same collective as GPU0's ring row
+                counts = rows[id(row)] = (every or row.device in (0, HOST)) and row.kind != NETWORK_ROW
+            if counts:
+                seconds[event[6]] += event[4] - event[3]
     flops = dict.fromkeys(seconds, 0.0)
     moved = dict.fromkeys(seconds, 0.0)
     per_shape: dict[int, tuple[float, float]] = {}  # a pipeline's passes share a few kernel tuples

@@ -55,7 +55,7 @@ from parsim.hardware.specs import ProcessorSpec, SystemSpec
 from parsim.model import systolic
 from parsim.model.fusion import fuse_epilogues
 from parsim.model.rates import Execution, matrix_format
-from parsim.stack import library_of
+from parsim.stack import LibrarySpec, library_of
 from parsim.workloads.base import HOST, Kernel, Op, Workload
 from parsim.workloads.conv import FFT, GEMM, IMPLICIT_GEMM, WINOGRAD, ConvShape
 
@@ -300,17 +300,28 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
     deps: list[tuple[int, ...]] = []
     moved: dict[int, int] = {}  # an op's index -> the index of the last op it became
     waits = workload.deps or tuple(() for _ in workload.ops)
+    changed = False  # an op folded or run as passes: else the program is the one given
+    # what the library does with a kernel depends on its work and hints alone: asked once per pair
+    # of records (shared by the kernels of a step: alive here, so their ids name them)
+    decided: dict[tuple[int, int], tuple[LibrarySpec, bool]] = {}
     for index, op in enumerate(workload.ops):
-        after = tuple(moved[wait] for wait in waits[index] if wait in moved)
+        after = tuple(moved[wait] for wait in waits[index] if wait in moved) if waits[index] else ()
         if isinstance(op, Kernel) and op.device != HOST:
-            library = library_of(system.compute, op.library.cpu_library)
+            records = (id(op.work), id(op.library))
+            decision = decided.get(records)
+            if decision is None:
+                decision = decided[records] = (
+                    library_of(system.compute, op.library.cpu_library),
+                    transposes_on_tensor_cores(system.compute, op),
+                )
+            library, transposed = decision
             if library.folds and op.library.foldable:
                 if any(workload.deps):
                     raise ParsimError(
                         f"{workload.name}: folding ops out of a program with dependencies is not modelled"
                     )
+                changed = True
                 continue
-            transposed = transposes_on_tensor_cores(system.compute, op)
             if transposed or (library.blocked_weights and op.library.reorder_B):
                 inside = op.library.conv is None
                 ints = library.transpose_int_ops if transposed else 0.0
@@ -319,10 +330,13 @@ def lower(workload: Workload, system: SystemSpec) -> Workload:
                     ops.append(part)
                     deps.append(after if step == 0 else ())  # one stream runs them in order
                 moved[index] = len(ops) - 1
+                changed = True
                 continue
         ops.append(op)
         deps.append(after)
         moved[index] = len(ops) - 1
+    if not changed:  # NCHW float32 on tensor cores, say: the same ops and waits (no copy to check)
+        return workload
     return attrs.evolve(workload, ops=tuple(ops), deps=tuple(deps) if workload.deps else ())
 
 

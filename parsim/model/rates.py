@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from parsim.base.caching import cached
 from parsim.base.dtypes import QUANTISED_FORMATS
 from parsim.hardware.specs import ProcessorSpec
 from parsim.model.memory import Level, level
@@ -83,6 +84,17 @@ def execution(
 
     ``working_set_B`` defaults to the kernel's own; a vectorised sweep passes an array of them.
     """
+    if working_set_B is None:  # one kernel's rates: asked by its algorithm choice, its plan and notes
+        return _execution_of(spec, mode, kernel)
+    return _execution(spec, mode, kernel, working_set_B)
+
+
+@cached(maxsize=65536)
+def _execution_of(spec: ProcessorSpec, mode: str, kernel: Kernel) -> Execution:
+    return _execution(spec, mode, kernel, None)
+
+
+def _execution(spec: ProcessorSpec, mode: str, kernel: Kernel, working_set_B: Number | None) -> Execution:
     cores, used = busy_cores(spec, mode), lanes(spec, mode)
     serial_rate = _serial_sign_test_rate(spec, kernel)
     if serial_rate:  # the library's scalar loop on one thread

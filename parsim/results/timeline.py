@@ -12,7 +12,6 @@ costs nothing. The categories therefore add up to the latency exactly.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -62,35 +61,51 @@ class TraceEvent(NamedTuple):
 _time_of = itemgetter(0)
 """An edge's time (``breakdown`` sorts its edges by it alone, stably)."""
 
+_WORK_INDEX = {kind: index for index, kind in enumerate(WORK)}
+"""A device-side kind's place in ``WORK``: ``breakdown`` counts the active intervals of each in a list."""
+
 
 def breakdown(trace: list[TraceEvent], latency_s: float) -> dict[str, float]:
     """Seconds per category; the values add up to ``latency_s``.
 
     A sweep over the interval ends keeps a count of active intervals per kind, so the cost
-    is O(n log n) in the number of trace events.
+    is O(n log n) in the number of trace events. (A training step traces thousands of events:
+    the fields are read by position and the spread is inlined, each kind's sum built by the same
+    additions in the same order as ``_spread`` does them.)
     """
-    result = dict.fromkeys(CATEGORIES, 0.0)
-    edges: list[tuple[float, int, str]] = []
+    kinds = _WORK_INDEX
+    edges: list[tuple[float, int, int]] = []
     append = edges.append
-    for event in trace:
-        if not event.detail and event.kind in WORK and event.end_s > event.start_s:
-            append((event.start_s, 1, event.kind))
-            append((event.end_s, -1, event.kind))
+    for event in trace:  # TraceEvent: (resource, label, kind, start_s, end_s, detail, ...)
+        index = kinds.get(event[2])
+        if index is not None and not event[5] and event[4] > event[3]:
+            append((event[3], 1, index))
+            append((event[4], -1, index))
     edges.sort(key=_time_of)
-    active = dict.fromkeys(WORK, 0)
+    active = [0] * len(WORK)
+    sums = [0.0] * len(WORK)
+    overhead = 0.0
     total = 0  # active intervals of every kind: the sum of ``active``, kept as it changes
     clock = 0.0
-    for time_s, change, kind in edges:
+    for time_s, change, index in edges:
         if time_s > latency_s:  # ``min(time_s, latency_s)``
             time_s = latency_s
         if time_s > clock:
-            _spread(result, active, total, time_s - clock)
+            seconds = time_s - clock
+            if total:  # ``_spread``, inlined
+                for kind, count in enumerate(active):
+                    if count:
+                        sums[kind] += seconds * count / total
+            else:
+                overhead += seconds
             clock = time_s
-        active[kind] += change
+        active[index] += change
         total += change
+    result = dict(zip(WORK, sums, strict=True))
+    result["overhead"] = overhead
     if latency_s > clock:
-        _spread(result, active, total, latency_s - clock)
-    return result
+        _spread(result, dict(zip(WORK, active, strict=True)), total, latency_s - clock)
+    return {category: result[category] for category in CATEGORIES}
 
 
 def _spread(result: dict[str, float], active: dict[str, int], total: int, seconds: float) -> None:
@@ -111,18 +126,24 @@ def utilization(trace: list[TraceEvent], latency_s: float) -> dict[Resource, flo
     kernel at a time and a copy engine one copy, so the intervals of a resource never overlap and
     their weighted durations simply add up. Blocked host threads (``wait``) are idle, not busy.
     """
-    busy: dict[Resource, float] = defaultdict(float)
-    groups: dict[Resource, Resource] = {}  # a row's processor, looked up once per row
-    last_row: Resource | None = None  # a run of events on one row (one object) looks it up once
-    group: Resource  # set at the first event: no row is None
-    for event in trace:
-        if event.kind != "wait":
-            row = event.resource
-            if row is not last_row:
-                known = groups.get(row)
-                group = known if known is not None else groups.setdefault(row, row.group)
-                last_row = row
-            busy[group] += event.weight * (event.end_s - event.start_s)
+    # a row is one object for many events: its group's place is found by the row's identity (an
+    # int's hash), not by hashing the row's fields per event; each group's sum takes the same
+    # additions in the same order as a dictionary keyed by the group would
+    slot_of: dict[int, int] = {}
+    slots: dict[Resource, int] = {}
+    sums: list[float] = []
+    for event in trace:  # TraceEvent: (resource, label, kind, start_s, end_s, detail, layer, weight, op)
+        if event[2] != "wait":
+            slot = slot_of.get(id(event[0]))
+            if slot is None:
+                group = event[0].group
+                slot = slots.get(group)
+                if slot is None:
+                    slot = slots[group] = len(sums)
+                    sums.append(0.0)
+                slot_of[id(event[0])] = slot
+            sums[slot] += event[7] * (event[4] - event[3])
+    busy = dict(zip(slots, sums, strict=True))
     return {
         resource: min(seconds / latency_s, 1.0) if latency_s > 0 else 0.0
         for resource, seconds in busy.items()

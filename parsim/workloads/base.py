@@ -15,6 +15,7 @@ A mistake is refused in one line naming the op and the field, as hardware specs 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import attrs
@@ -257,7 +258,13 @@ class Workload:
 
     @property
     def kernels(self) -> list[Kernel]:
-        return [op for op in self.ops if isinstance(op, Kernel)]
+        return list(self._kernels)
+
+    # A workload never changes: what walks all its ops (a training step's thousand) is counted once,
+    # on first use, not at every reading (a prediction reads the FLOPs and kernels several times)
+    @functools.cached_property
+    def _kernels(self) -> tuple[Kernel, ...]:
+        return tuple(op for op in self.ops if isinstance(op, Kernel))
 
     @property
     def transfers(self) -> list[Transfer]:
@@ -270,13 +277,13 @@ class Workload:
             k.device == HOST for k in self.kernels
         )
 
-    @property
+    @functools.cached_property
     def flops(self) -> float:
-        return sum(k.work.flops for k in self.kernels) + self._blocks("flops")
+        return sum(k.work.flops for k in self._kernels) + self._blocks("flops")
 
-    @property
+    @functools.cached_property
     def bytes(self) -> float:
-        return sum(k.bytes for k in self.kernels) + self._blocks("bytes")
+        return sum(k.bytes for k in self._kernels) + self._blocks("bytes")
 
     def _blocks(self, quantity: str) -> float:
         """``quantity`` summed over the blocks, each shape of kernels summed once (a step's

@@ -432,6 +432,46 @@ def _explain(kernel: Kernel) -> None:
     raise ParsimError(f"{what}: invalid")  # the checks and the rules disagree: a bug in this module
 
 
+def _fields(kernel: Kernel, name: str, device: int, layer: str) -> tuple[Any, ...]:
+    """``kernel``'s fields in order, its name, device and layer replaced."""
+    return (
+        name,
+        kernel.work,
+        kernel.stream,
+        device,
+        layer,
+        kernel.access,
+        kernel.library,
+        kernel.issue,
+        kernel.phase,
+        kernel.part,
+    )
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _checked_copy(kernel: Kernel, name: str, device: int, layer: str) -> Kernel:
+    """A copy of the valid ``kernel`` with a valid name, device and layer: its slots set as the
+    attrs constructor sets them, without checking again what its checks passed (a training step
+    relabels ~500 kernels per GPU, a data-parallel one places them on every GPU: the constructor
+    cost three times as much as the copy)."""
+    new = _new(Kernel)
+    _set(new, "name", name)
+    _set(new, "work", kernel.work)
+    _set(new, "stream", kernel.stream)
+    _set(new, "device", device)
+    _set(new, "layer", layer)
+    _set(new, "access", kernel.access)
+    _set(new, "library", kernel.library)
+    _set(new, "issue", kernel.issue)
+    _set(new, "phase", kernel.phase)
+    _set(new, "part", kernel.part)
+    _set(new, "_attrs_cached_hash", None)
+    return new
+
+
 @attrs.frozen(cache_hash=True)
 class Kernel:
     """One launch of data-parallel work (see the module's docstring for its records).
@@ -579,18 +619,16 @@ class Kernel:
 
     def on_device(self, device: int) -> Kernel:
         """This kernel on GPU ``device`` (its records shared: only the index is checked)."""
-        return Kernel(
-            self.name,
-            self.work,
-            self.stream,
-            device,
-            self.layer,
-            self.access,
-            self.library,
-            self.issue,
-            self.phase,
-            self.part,
-        )
+        if type(device) is not int or device < HOST:
+            return Kernel(*_fields(self, self.name, device, self.layer))  # refused, naming the field
+        return _checked_copy(self, self.name, device, self.layer)
+
+    def relabelled(self, name: str, layer: str) -> Kernel:
+        """This kernel under another name and layer (its records and place kept: only the two
+        labels are checked): a network's layers of one shape share one shape's kernels."""
+        if type(name) is not str or type(layer) is not str:
+            return Kernel(*_fields(self, name, self.device, layer))  # refused, naming the field
+        return _checked_copy(self, name, self.device, layer)
 
     def cost_key(self) -> tuple[Work, Access, LibraryHints, Issue]:
         """All that the kernel's timing depends on: its four records (not its name or place)."""

@@ -269,18 +269,7 @@ def _unnamed_kernels(
 
 def _named(kernel: Kernel, layer: str) -> Kernel:
     """An unnamed layer kernel (``_unnamed_kernels``) as the kernel of layer ``layer``."""
-    return Kernel(
-        layer + kernel.name,
-        kernel.work,
-        kernel.stream,
-        kernel.device,
-        layer,
-        kernel.access,
-        kernel.library,
-        kernel.issue,
-        kernel.phase,
-        kernel.part,
-    )
+    return kernel.relabelled(layer + kernel.name, layer)
 
 
 def layer_kernels_of_shape(

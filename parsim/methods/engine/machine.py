@@ -57,11 +57,9 @@ class Machine:
         self.system, self.mode, self.overlap, self.framework = system, mode, overlap, framework
         self.trace = trace
         self._block_times: dict[tuple[int, int], tuple[Block, tuple[float, float]]] = {}
-        kernel_trace = trace if record else None
+        self._kernel_trace = kernel_trace = trace if record else None
         cpu_only = system.device is None
-        self.host = Processor(
-            env, system.host, host_mode(system, mode), overlap, kernel_trace, system, HOST, self.notes
-        )
+        self._host: Processor | None = None
         if cpu_only:
             self.devices = [self.host]
             self.links: Links | None = None
@@ -83,6 +81,24 @@ class Machine:
                 for g in range(system.gpus)
             ]
             self.links = Links(env, system, trace)
+
+    @property
+    def host(self) -> Processor:
+        """The host CPU's processor, made at its first kernel: beside GPUs most programs give it
+        none (a resource schedules nothing until it is used, so when it is made changes no run)."""
+        if self._host is None:
+            system = self.system
+            self._host = Processor(
+                self.env,
+                system.host,
+                host_mode(system, self.mode),
+                self.overlap,
+                self._kernel_trace,
+                system,
+                HOST,
+                self.notes,
+            )
+        return self._host
 
     def processor(self, kernel: Kernel) -> Processor:
         return self.host if kernel.device == HOST else self.devices[kernel.device]

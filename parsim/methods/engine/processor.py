@@ -49,6 +49,7 @@ class Plan:
     kernel: Kernel
     ex: Execution
     decomposition: Decomposition
+    fork_join_s: float  # the model's cost of spreading it over the cores (``model.kernel.fork_join_s``)
 
 
 def plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
@@ -60,7 +61,14 @@ def plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
 def _plan(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> Plan:
     algorithm, runs = choose(spec, mode, overlap, kernel)
     ex = execution(spec, mode, runs)
-    return Plan(algorithm, runs, ex, decompose(runs, ex, spec))
+    fork_join = float(fork_join_s(spec, ex, runs.work.work_items))
+    return Plan(algorithm, runs, ex, decompose(runs, ex, spec), fork_join)
+
+
+# The timings below are cached by shape and take the kernel as its shape (``model.kernel.shape``:
+# what the processors pass): they ask ``_plan`` with it directly, not through ``plan``, which would
+# derive the shape of a shape again (a training step has ~125 shapes, each asked several times).
+# A named kernel given to them gets the same figures (a plan depends on the costs alone).
 
 
 @cached(maxsize=16384)
@@ -72,7 +80,7 @@ def phase_times(
     library's smooth roofline (``LibrarySpec.gemm_overlap_norm``) joins the phase's own
     multiply-adds and main memory; its padded tiles, or a tile waiting on its operands from the
     shared cache, stay a hard floor."""
-    how = plan(spec, mode, overlap, kernel)
+    how = _plan(spec, mode, overlap, kernel)
     runs, ex = how.kernel, how.ex
     norm = overlap_norm(spec, runs)
     times, latency_paid = [], False
@@ -99,15 +107,14 @@ def phase_times(
 
 def kernel_fork_join_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """The model's fork/join cost of spreading this kernel over the cores."""
-    how = plan(spec, mode, overlap, kernel)
-    return float(fork_join_s(spec, how.ex, how.kernel.work.work_items))
+    return plan(spec, mode, overlap, kernel).fork_join_s
 
 
 @cached(maxsize=16384)
 def kernel_s(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> float:
     """Duration of the whole kernel (fork/join and all phases)."""
     phases = sum(duration for _, _, duration in phase_times(spec, mode, overlap, kernel))
-    return kernel_fork_join_s(spec, mode, overlap, kernel) + phases
+    return _plan(spec, mode, overlap, kernel).fork_join_s + phases
 
 
 RecordIds = tuple[int, int, int, int]
@@ -308,9 +315,9 @@ class _Layout:
 
 @cached(maxsize=16384)
 def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _Layout:
-    how = plan(spec, mode, overlap, kernel)
+    how = _plan(spec, mode, overlap, kernel)
     ex, decomposition = how.ex, how.decomposition
-    clock = kernel_fork_join_s(spec, mode, overlap, kernel)
+    clock = how.fork_join_s
     phases: list[_Phase] = []
     quantised: tuple[float, int, int] | None = None
     if clock:

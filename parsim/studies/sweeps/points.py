@@ -153,6 +153,7 @@ def evaluate(task: tuple) -> dict:
             overlap=call.get("overlap") or "roofline",
             gpus=call.get("gpus"),
             gpus_per_switch=call.get("gpus_per_switch"),
+            detail=False,  # a row reads the figures alone (``prediction_row``)
         )
         row.update({k: v for k, v in prediction_row(prediction).items() if k not in point})
         row.update(
