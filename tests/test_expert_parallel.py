@@ -19,7 +19,7 @@ from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.methods.predict import predict
 from parsim.model.blocks import block_parts
-from parsim.model.collectives import Group, collective
+from parsim.model.collectives import Group, collective, op_timing
 from parsim.model.issue import issue_s
 from parsim.stack import framework
 from parsim.studies.published import mcore_flops
@@ -213,18 +213,57 @@ def test_moe_parallel_folding_routes_each_gpus_share_of_the_tokens_through_whole
     assert {op.ranks for op in experts} == {1}  # tp x dp / (ep x expert_tp) = 8 / 8
 
 
-def test_overlapped_all_to_alls_leave_the_pass_for_a_stream_of_their_own():
+def test_overlapped_all_to_alls_pair_with_one_node_of_the_other_pass():
+    # Megatron-Core's combined 1F1B: per layer, the two exchanges of the other pass run beside this
+    # pass's attention node and its mlp node (the grouped GEMMs, their activation and the combine)
     plain = _step(pp=2, ep=4, nodes=2, microbatches=2)
     overlapped = _step(pp=2, ep=4, nodes=2, microbatches=2, ep_overlap=True)
-    assert not [c for b in _blocks(overlapped) for c in b.collectives if c.kind == "all_to_all"]
-    beside = [op for op in overlapped.ops if isinstance(op, AllReduce) and op.kind == "all_to_all"]
-    # one op per pass (2 stages x 2 micro-batches x F and B), each of the pass's 2 layers x 2
-    # buffers of a 1 x 128-token micro-batch's top-2 hidden states (64 wide, bfloat16)
-    assert len(beside) == 2 * 2 * 2
-    assert {(op.nbytes, op.stream) for op in beside} == {(2 * 2 * 128 * 2 * 64 * 2, 5)}
-    system = registry.cluster("dgx-h100")
+    assert not [op for op in overlapped.ops if isinstance(op, AllReduce) and op.kind == "all_to_all"]
+    paired = [b for b in _blocks(overlapped) if any(c.beside for c in b.collectives)]
+    forward = next(b for b in paired if b.name == "F")
+    a2a = [c for c in forward.collectives if c.kind == "all_to_all"]
+    # stage 0 holds blocks 0 and 1: two exchanges per layer, each a 1 x 128-token micro-batch's
+    # top-2 hidden states (64 wide, bfloat16), all beside kernels of their own layer
+    assert len(a2a) == 2 * 2 and {c.nbytes for c in a2a} == {128 * 2 * 64 * 2}
+    node, rest = ({forward.kernels[n].name for n in c.beside} for c in (a2a[1], a2a[0]))
+    assert node == {
+        "h.0.mlp experts gate fwd",
+        "h.0.mlp experts up fwd",
+        "h.0.mlp experts silu x up fwd",
+        "h.0.mlp experts down fwd",
+        "h.0.mlp combine fwd",
+    }
+    assert {"h.0.attn qkv fwd", "h.0.mlp router fwd", "h.0.mlp moe dispatch op 0 fwd"} <= rest
+    assert {forward.kernels[n].layer for n in a2a[0].beside} == {"h.0.attn", "h.0.mlp"}
+    assert rest.isdisjoint(node)
+    # stage 0 warms up with one forward and drains with one backward: F0 and B1 run alone, their
+    # exchanges stopping them; F1 and B0 are the steady state's pair
+    stage0 = [b for b in _blocks(overlapped) if b.device == 0]
+    alone = [[not any(c.beside for c in b.collectives) for b in stage0 if b.name == kind] for kind in "FB"]
+    assert alone == [[True, False], [False, True]]
     times = [predict(w, cluster="dgx-h100").latency_s for w in (plain, overlapped)]
-    assert times[1] < times[0] and system is not None
+    assert times[1] < times[0]
+
+
+def test_a_paired_exchange_costs_only_what_it_outlasts_its_node_by_hand():
+    # a kernel of 1 ms (longer than its issue) beside an exchange of a seconds: a long exchange adds
+    # a - 1 ms; a short one adds the 16 of the H100's 132 SMs NCCL held from the kernel while it
+    # ran (a x 16 / 132, ``comm_sms``)
+    system = registry.system("h100-sxm", None, None, 8, None)
+    fw = framework("eager")
+    kernel = transformer_kernels(TINY, 1, 16, Numerics(dtype="bfloat16"), True)[0][0]
+    for nbytes, long in ((4e9, True), (1e6, False)):
+        a2a = AllReduce("x", nbytes, kind="all_to_all", ranks=8, per_node=8, beside=(0,))
+        a = op_timing(system, a2a).seconds
+        compute, added = block_parts(system, fw, (kernel,), (a2a,), lambda k: 1e-3)
+        assert compute == pytest.approx(1e-3)
+        assert added == pytest.approx(a - 1e-3 if long else a * 16 / 132)
+        assert long == (a > 1e-3)
+
+
+def test_full_recomputation_refuses_overlapped_all_to_alls():
+    with pytest.raises(ParsimError, match="disable full recomputation when enabling overlap"):
+        _step(pp=2, ep=4, nodes=2, microbatches=2, ep_overlap=True, recompute="full")
 
 
 def test_a_dense_model_takes_no_ep_and_the_cli_exits_2(cli):

@@ -103,8 +103,16 @@ NOT_MET_YET: dict[str, str] = {
     # ep=16 over 2 nodes +12 %). Left: the 25.11 containers' rows (+42 to +137 %: older software),
     # Qwen3-30B at micro-batch 1 (+33 %: per-expert GEMM launches?) and Qwen3-235B (+22 to +38 %:
     # all-to-alls across 4 nodes overlapped with compute, overlap taken as complete)
-    "moe-training": "HybridEP/DeepEP dispatch rates across nodes, the all-to-all overlap's real share, "
-    "per-expert GEMM launches at small micro-batches, and older containers' software",
+    # round 6 (moe5): ep_overlap is Megatron-Core's combined 1F1B, each exchange beside one node of
+    # the other pass (model_chunk_schedule_plan.py), not beside the whole pass: 35.1 -> 29.3 %
+    # (Qwen3-235B on 256 H100 +39/+50 -> +13/+18 %). Checked and not the missing mechanism: the
+    # dropless device-to-host sync (each kernel of a pass already takes the longer of its run and its
+    # issue; on the lent H100, eight eager MoE layers at Qwen3-30B's shapes ran within the runs' own
+    # spread with and without a sync per layer from 4,096 tokens on: benchmarks/moe_sync.py),
+    # force-balanced routing's spread (random logits: ~1 % on a rank's expert rows) and the 94
+    # layers' uneven pipeline (already in the model, <= 2 %)
+    "moe-training": "the B200 rows at micro-batch 1 (+22/+33 %: host or small-kernel cost per layer), "
+    "and the 25.11 containers' software (+42/+138 %)",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one

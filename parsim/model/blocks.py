@@ -7,6 +7,13 @@ the host has issued it, so a kernel shorter than the framework's cost to issue i
 cost; the collectives stop the stream (each layer needs the reduced activations), so their time
 adds. The result is split into compute and communication so timelines and breakdowns can show
 how much of a stage's time tensor parallelism costs.
+
+A collective that names kernels ``beside`` it (``AllReduce.beside``: expert parallelism's
+all-to-alls under Megatron-Core's combined 1F1B schedule) runs on a stream of its own while they
+do: the pair takes the longer of the two, the kernels slowed by the SMs the collective holds
+(``model.comm_sms``), so the block pays only what the collective outlasts them by, plus that
+slowdown. Like a relay runner who may set off only when the baton of the other team's leg is
+handed over: each exchange hides behind one leg, not behind the whole race.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from collections.abc import Callable
 
 from parsim.hardware.specs import SystemSpec
 from parsim.model.collectives import op_timing
+from parsim.model.comm_sms import beside_collective_s
 from parsim.model.issue import issue_s
 from parsim.stack import FrameworkSpec
 from parsim.workloads.base import AllReduce, Kernel
@@ -28,12 +36,28 @@ def block_parts(
     kernel_seconds: Callable[[Kernel], float],
 ) -> tuple[float, float]:
     """``(compute_s, communication_s)`` of a block: its kernels, then its collectives (callers cache
-    it per block shape with their own ``kernel_seconds``)."""
+    it per block shape with their own ``kernel_seconds``); a collective run ``beside`` some of the
+    kernels adds only its exposed part (``paired_s``)."""
 
     def gpu_s(kernel: Kernel) -> float:
         seconds = kernel_seconds(kernel)
         return framework.floor(seconds, kernel.issue.multi_tensor) if framework else seconds
 
-    compute = sum(max(gpu_s(kernel), issue_s(system, framework, False, kernel)) for kernel in kernels)
-    communication = sum(op_timing(system, op).seconds for op in collectives)
+    times = [max(gpu_s(kernel), issue_s(system, framework, False, kernel)) for kernel in kernels]
+    compute = sum(times)
+    communication = sum(op_timing(system, op).seconds for op in collectives if not op.beside)
+    paired = [op for op in collectives if op.beside]
+    if paired:
+        sms = 0 if system.torus else system.gpu.cores
+        for op in paired:
+            covered = sum(times[n] for n in op.beside)
+            communication += paired_s(op_timing(system, op).seconds, covered, sms)
     return compute, communication
+
+
+def paired_s(collective_s: float, compute_s: float, sms: int) -> float:
+    """What a collective of ``collective_s`` run beside kernels of ``compute_s`` adds to them: the
+    pair lasts the longer of the two, the kernels slowed by the SMs the collective holds while it
+    runs (``comm_sms.beside_collective_s``; ``sms`` 0: no SMs held)."""
+    slowed = beside_collective_s(compute_s, collective_s, sms) if sms else compute_s
+    return max(collective_s, slowed) - compute_s

@@ -88,6 +88,10 @@ class AllReduce:
         protocol: NCCL's protocol, ``auto`` (its tuner's choice), ``ll``, ``ll128`` or ``simple``.
         transport: ``p2p`` (GPUs reach each other directly) or ``host`` (peer access off: staged
             through host memory).
+        beside: inside a ``Block``, the positions of the block's kernels this collective runs
+            beside on a stream of its own (expert parallelism's all-to-alls under Megatron-Core's
+            combined 1F1B schedule, ``workloads.expert_parallel``): the block pays only the time by
+            which it outlasts them (``model.blocks``); empty: it stops the pass.
     """
 
     name: str = attrs.field(validator=text)
@@ -101,6 +105,7 @@ class AllReduce:
     algorithm: str = attrs.field(default="auto", validator=text)
     protocol: str = attrs.field(default="auto", validator=text)
     transport: str = attrs.field(default="p2p", validator=text)
+    beside: tuple[int, ...] = ()
 
 
 @attrs.frozen(eq=False)

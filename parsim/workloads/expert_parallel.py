@@ -32,9 +32,10 @@ splits each expert over fewer GPUs than the attention: under MoE parallel foldin
 arXiv:2504.14960) the ``ep x expert_tp`` expert groups are carved from ``tp x dp x cp``, so with
 ``expert_tp = 1`` each GPU routes its own ``1/tp`` of the tokens (sequence parallelism) through
 whole experts, and ``ep`` may exceed ``dp x cp``. ``ep_overlap`` (Megatron-Core's
-``overlap_moe_expert_parallel_comm``) runs the all-to-alls of one micro-batch beside the compute of
-another: they leave the pass's critical path and run on a stream of their own, as context
-parallelism's ring does.
+``overlap_moe_expert_parallel_comm``, its combined 1F1B schedule) runs one micro-batch's forward
+beside another's backward layer by layer, each all-to-all on a stream of its own beside one node
+of the other pass (``paired_collectives``): an exchange longer than its node still shows, and the
+warm-up's forwards and the cool-down's backwards, with no partner, run their exchanges alone.
 
 Megatron-Core's MoE layer also runs small framework ops the kernels above leave out, each an
 eager PyTorch operator that costs the host its dispatch (``FrameworkSpec.op_cycles``) whatever
@@ -65,8 +66,9 @@ from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.megatron import optimizer_sync
-from parsim.workloads.moe import Routing, dispatch_B
+from parsim.workloads.moe import EXPERT_NODE, Routing, dispatch_B
 from parsim.workloads.transformer_memory import stage_params
+from parsim.workloads.transformer_ops import block_layers
 
 NAME = "network"
 MCORE_MOE_FORWARD_OPS = 20
@@ -101,8 +103,8 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
     Raises:
         ParsimError: ``ep`` > 1 on a dense model, ``ep`` not dividing the experts, ``ep x
             expert_tp`` not dividing the ``tp x dp x cp`` GPUs they are carved from, ``expert_tp``
-            not dividing ``tp`` or the experts' width, or expert and tensor parallelism without
-            sequence parallelism.
+            not dividing ``tp`` or the experts' width, expert and tensor parallelism without
+            sequence parallelism, or overlapped all-to-alls under full recomputation.
     """
     ep, etp = ep_of(params), expert_tp_of(params)
     if tp % etp or config.mlp_hidden % etp:
@@ -125,6 +127,11 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
         raise ParsimError(
             f"{NAME}: ep={ep} with tp={tp} needs sequence_parallel=true (Megatron-Core refuses expert "
             "and tensor parallelism without it)"
+        )
+    if overlapped(params) and params.get("recompute", "none") == "full":
+        raise ParsimError(
+            f"{NAME}: ep_overlap=true needs recompute other than full (Megatron-Core: 'disable full "
+            "recomputation when enabling overlap_moe_expert_parallel_comm')"
         )
 
 
@@ -176,28 +183,59 @@ def layer_ops(config: LlmConfig, tokens: int, layer: str, dtype: str, device: in
     return tuple(made)
 
 
-def dispatch_collectives(
-    config: LlmConfig, params: Params, tokens: int, layers: int, name: str, gpus_per_node: int
+def exchange(
+    config: LlmConfig, params: Params, tokens: int, name: str, gpus_per_node: int
 ) -> tuple[AllReduce, ...]:
-    """One pass's all-to-alls over the EP group: a dispatch and a combine per MoE layer, each GPU's
-    buffer its ``tokens`` (under sequence parallelism already ``/ tp``) k hidden states. Under
-    ``ep_overlap`` they are one op per exchange of all their bytes, run beside the pass
-    (``overlapped``); ``dispatcher=flex`` exchanges as ``flex_exchange``."""
+    """One dispatch or combine over the EP group: each GPU's buffer its ``tokens`` (under sequence
+    parallelism already ``/ tp``) k hidden states; ``dispatcher=flex`` exchanges as
+    ``flex_exchange``. Empty without expert parallelism."""
     ep = ep_of(params)
     if ep == 1 or not config.moe:
         return ()
     buffer = dispatch_B(tokens, config, itemsize(params["dtype"]))
     per_node = _per_node(ep, expert_tp_of(params), gpus_per_node)
-    exchange: tuple[AllReduce, ...] = (
-        AllReduce(f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),
-    )
     if params.get("dispatcher", "alltoall") == "flex" and per_node < ep:
-        exchange = flex_exchange(config, tokens, itemsize(params["dtype"]), ep, per_node, name)
-    if overlapped(params):
-        return tuple(
-            attrs.evolve(op, nbytes=op.nbytes * 2 * layers, stream=5, layer="expert a2a") for op in exchange
-        )
-    return exchange * (2 * layers)
+        return flex_exchange(config, tokens, itemsize(params["dtype"]), ep, per_node, name)
+    return (AllReduce(f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),)
+
+
+def dispatch_collectives(
+    config: LlmConfig, params: Params, tokens: int, layers: int, name: str, gpus_per_node: int
+) -> tuple[AllReduce, ...]:
+    """One pass's all-to-alls over the EP group, each stopping the pass: a dispatch and a combine
+    per MoE layer (``exchange``)."""
+    return exchange(config, params, tokens, name, gpus_per_node) * (2 * layers)
+
+
+def paired_collectives(
+    exchanged: tuple[AllReduce, ...], kernels: tuple[Kernel, ...], blocks: range
+) -> tuple[AllReduce, ...]:
+    """A pass's all-to-alls under Megatron-Core's combined 1F1B schedule (``ep_overlap``:
+    ``overlap_moe_expert_parallel_comm``): one micro-batch's forward runs beside another's
+    backward, layer by layer (``TransformerLayerSchedulePlan.run`` in
+    megatron/core/models/common/model_chunk_schedule_plan.py)::
+
+        comm stream: combine_bwd    | dispatch_fwd | dispatch_bwd | combine_fwd
+        comp stream: attn_fwd       | mlp_bwd      | mlp_fwd      | attn_bwd
+
+    so each of a layer's four exchanges hides behind one node of the other pass, not behind the
+    whole pass. Priced per pass (``AllReduce.beside``: positions in ``kernels``): a forward pass's
+    layer pays for the two exchanges beside its attention node and its mlp node (the backward's
+    combine and dispatch), a backward pass's for the two beside its own (the forward's): the same
+    four pairs. The mlp node is the kernels of ``moe.EXPERT_NODE``; the attention node the rest of
+    the layer (attention, norms, router, top-k, the dispatcher's small ops). Every layer of
+    ``blocks`` (transformer block indices) with kernels in ``kernels`` gets its two."""
+    made: list[AllReduce] = []
+    for index in blocks:
+        layers = block_layers(index)
+        own = [n for n, k in enumerate(kernels) if k.layer in layers]
+        if not own:
+            continue
+        node = tuple(n for n in own if kernels[n].part in EXPERT_NODE)
+        rest = tuple(n for n in own if kernels[n].part not in EXPERT_NODE)
+        for op in exchanged:
+            made += [attrs.evolve(op, beside=rest), attrs.evolve(op, beside=node)]
+    return tuple(made)
 
 
 def remote_nodes(experts: int, top_k: int, nodes: int) -> float:
@@ -224,7 +262,7 @@ def flex_exchange(
 
 
 def overlapped(params: Params) -> bool:
-    """The all-to-alls run beside the compute of another micro-batch (``ep_overlap``)."""
+    """The all-to-alls run beside another micro-batch's compute (``ep_overlap``)."""
     return bool(params.get("ep_overlap", False)) and ep_of(params) > 1
 
 

@@ -174,6 +174,7 @@ def fp8_cast(like: Kernel, items: int, dtype: str) -> Kernel:
         layer=like.layer,
         cold_bytes=float(read + written),
         phase=like.phase,
+        part=like.part,  # its layer's part: an expert GEMM's cast is the experts' work
     )
 
 

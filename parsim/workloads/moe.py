@@ -66,6 +66,14 @@ CAPACITY_FACTOR_FIELD: Any = Field(
 
 ROUTE = "route"
 """``Kernel.part`` of the softmax/top-k: the all-to-all dispatch goes after it."""
+EXPERT_ACT = "experts act"
+"""``Kernel.part`` of the experts' activation (SiLU x up, or GELU), forward and backward."""
+COMBINE = "combine"
+"""``Kernel.part`` of the weighted sum of each token's k expert outputs, forward and backward."""
+EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE)
+"""The ``Kernel.part`` of the kernels Megatron-Core's combined 1F1B schedule runs as a MoE layer's
+``mlp`` node (the grouped GEMMs, their activation, the combine); the rest of the layer is its
+``attn`` node (``expert_parallel.paired_collectives``)."""
 
 
 @attrs.frozen
@@ -174,11 +182,13 @@ def moe_mlp(
         ops.forward.append(_grouped(ops, layer, what, rows, width, d, touched * (d + bias) * width))
     act, flops = ("gelu", 8) if config.mlp == "gelu" else ("silu x up", 5)  # as the dense MLP's
     n = max(1, math.ceil(rows * width))
-    ops.forward.append(ops.stream(layer, f"experts {act} fwd", n, flops, len(matrices), special_ops=n))
+    ops.forward.append(
+        ops.stream(layer, f"experts {act} fwd", n, flops, len(matrices), special_ops=n, part=EXPERT_ACT)
+    )
     ops.forward.append(_grouped(ops, layer, "down", rows, d, width, touched * (width * d + bias * d)))
     out = tokens * k * d  # each token's k outputs, weighted and summed
     ops.forward.append(
-        ops.kernel(layer, "combine fwd", 2.0 * out, out * s, tokens * d * s, out, part="combine")
+        ops.kernel(layer, "combine fwd", 2.0 * out, out * s, tokens * d * s, out, part=COMBINE)
     )
     if not ops.train:
         return []
@@ -187,12 +197,12 @@ def moe_mlp(
     for what in matrices:
         back += _grouped_backward(ops, layer, what, rows, width, d, touched * (d + bias) * width, held, local)
     reads = 3 if len(matrices) == 2 else 2  # as the dense MLP's activation backward
-    back.append(ops.stream(layer, f"experts {act} bwd", n, 10, reads, len(matrices)))
+    back.append(ops.stream(layer, f"experts {act} bwd", n, 10, reads, len(matrices), part=EXPERT_ACT))
     down = (width * d + bias * d, local * (width * d + bias * d))  # touched and held per expert
     back += _grouped_backward(ops, layer, "down", rows, d, width, touched * down[0], down[1], local)
     # the combine's gradient: each of a token's k outputs gets dy x its weight, each weight dy . output
     read, written = (out + tokens * d) * s, (out + tokens * k) * s
-    back.append(ops.kernel(layer, "combine bwd", 4.0 * out, read, written, out))
+    back.append(ops.kernel(layer, "combine bwd", 4.0 * out, read, written, out, part=COMBINE))
     return back
 
 

@@ -224,7 +224,10 @@ class _Stage:
     weights_B: float
     expert_grads_B: float = 0.0  # the local experts' (expert parallelism): reduced over their own group
     expert_weights_B: float = 0.0
-    beside: tuple[tuple[tuple[AllReduce, ...], ...], ...] = ()  # each chunk's overlapped all-to-alls (F, B)
+    # under ep_overlap, each chunk's passes with their all-to-alls stopping them: the warm-up's
+    # forwards and the cool-down's backwards, which have no pass of another micro-batch beside them
+    forward_alone: tuple[Block, ...] = ()
+    backward_alone: tuple[Block, ...] = ()
 
 
 def recomputed(forward: list[Kernel], recompute: str) -> list[Kernel]:
@@ -289,9 +292,11 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         return expert_parallel.layer_ops(config, dispatched, layer, numerics.dtype, 0)
 
     stages = []
+    overlapped = expert_parallel.overlapped(params)
     for s in range(lay.pp):
         fwds, bwds, exchange, held, experts = [], [], [], 0, 0
-        beside: list[tuple[tuple[AllReduce, ...], ...]] = []  # overlapped all-to-alls per chunk (F, B)
+        alone_f: list[Block] = []  # under ep_overlap: the passes with no other micro-batch beside them
+        alone_b: list[Block] = []
         for j in range(s, chunks, lay.pp):  # chunk c of stage s is virtual stage c p + s
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
@@ -309,26 +314,28 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             a2a_bwd = expert_parallel.dispatch_collectives(
                 config, params, routed, layers, "backward", lay.gpus_per_node
             )
-            if expert_parallel.overlapped(params):  # beside the pass, on a stream of their own
-                full = recompute == "full"  # the backward's exchanges carry the forward's again
-                a2a_bwd = tuple(
-                    attrs.evolve(b, nbytes=b.nbytes + (f.nbytes if full else 0.0))
-                    for f, b in zip(a2a_fwd, a2a_bwd, strict=True)
+            f_kernels, b_kernels = tuple(fwd), tuple(recomputed(fwd, recompute) + bwd)
+            tp_again = tp_fwd + a2a_fwd if recompute == "full" else ()
+            plain_f = Block("F", f_kernels, tp_fwd + a2a_fwd, device=s, layer=f"stage {s}")
+            plain_b = Block("B", b_kernels, tp_again + tp_bwd + a2a_bwd, device=s, layer=f"stage {s}")
+            if overlapped:  # Megatron-Core's combined 1F1B: each exchange beside one node of the other pass
+                pair_f = expert_parallel.paired_collectives(
+                    expert_parallel.exchange(config, params, routed, "backward", lay.gpus_per_node),
+                    f_kernels,
+                    blocks[j],
                 )
-                beside.append((a2a_fwd, a2a_bwd))
+                pair_b = expert_parallel.paired_collectives(
+                    expert_parallel.exchange(config, params, routed, "forward", lay.gpus_per_node),
+                    b_kernels,
+                    blocks[j],
+                )
+                fwds.append(Block("F", f_kernels, tp_fwd + pair_f, device=s, layer=f"stage {s}"))
+                bwds.append(Block("B", b_kernels, tp_bwd + pair_b, device=s, layer=f"stage {s}"))
+                alone_f.append(plain_f)
+                alone_b.append(plain_b)
             else:
-                tp_fwd, tp_bwd = tp_fwd + a2a_fwd, tp_bwd + a2a_bwd
-            tp_again = tp_fwd if recompute == "full" else ()
-            fwds.append(Block("F", tuple(fwd), tp_fwd, device=s, layer=f"stage {s}"))
-            bwds.append(
-                Block(
-                    "B",
-                    tuple(recomputed(fwd, recompute) + bwd),
-                    tp_again + tp_bwd,
-                    device=s,
-                    layer=f"stage {s}",
-                )
-            )
+                fwds.append(plain_f)
+                bwds.append(plain_b)
             exchange.append(kv_B * layers)
             chunk = stage_params(config, blocks, j)
             dense, local_experts = expert_parallel.split_params(config, layers, chunk, params)
@@ -349,7 +356,8 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                 held * itemsize(numerics.dtype),
                 experts * grad_B,
                 experts * itemsize(numerics.dtype),
-                tuple(beside),
+                tuple(alone_f),
+                tuple(alone_b),
             )
         )
     return stages
@@ -379,10 +387,20 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             )
             ops.append((tokens, [], None))
         last: schedule.Key = ("B", s, 0)
-        beside_last: schedule.Key = last
         shapes: dict[tuple[str, str, int], AllReduce] = {}  # unnamed: one op per shape of this stage
-        for kind, c, i in schedule.order(s, lay.pp, lay.virtual_stages, m):
-            block = stage.forward[c] if kind == "F" else stage.backward[c]
+        order = list(schedule.order(s, lay.pp, lay.virtual_stages, m))
+        kinds = [kind for kind, _, _ in order]
+        for n, (kind, c, i) in enumerate(order):
+            # ep_overlap runs each steady-state forward beside the backward after it (Megatron-Core's
+            # combined 1F1B); the warm-up's forwards and the cool-down's backwards have no partner
+            # and run alone, their all-to-alls stopping them
+            partner = "B" if kind == "F" else "F"
+            near = kinds[n + 1] if kind == "F" and n + 1 < len(kinds) else kinds[n - 1] if n > 0 else ""
+            alone = stage.forward_alone if kind == "F" else stage.backward_alone
+            if alone and near != partner:
+                block = alone[c]
+            else:
+                block = stage.forward[c] if kind == "F" else stage.backward[c]
             needs = schedule.waits(kind, s, c, i, lay.pp, lay.virtual_stages, m)
             key = (kind, s, c * m + i)
             passed = (
@@ -414,11 +432,6 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
                     )
                     shapes[("ring", kind, c)] = ring
                 ops.append((ring, needs, None))
-            for n, a2a in enumerate(stage.beside[c][0 if kind == "F" else 1] if stage.beside else ()):
-                # expert parallelism's all-to-alls beside the pass (ep_overlap), one after another
-                after = needs if n == 0 else [beside_last]
-                beside_last = (f"a2a{n}{kind}", s, c * m + i)  # the gradients wait for the last one
-                ops.append((attrs.evolve(a2a, device=s), after, beside_last))
             if p > 1 and schedule.sends(kind, s, c, lay.pp, lay.virtual_stages):
                 peer = (s + 1) % p if kind == "F" else (s - 1) % p
                 across = lay.crosses_nodes(s) if kind == "F" else lay.crosses_nodes(peer)
@@ -445,9 +458,7 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             features.distributed_optimizer,
         )
         reduced: schedule.Key = ("sync", s, 0)
-        ops.append(
-            (attrs.evolve(sync[0], device=s), [last] + ([beside_last] if stage.beside else []), reduced)
-        )
+        ops.append((attrs.evolve(sync[0], device=s), [last], reduced))
         gathers = sync[1:]
         if stage.expert_grads_B:  # expert parallelism: the local experts' reduction, then the update
             experts = expert_parallel.expert_sync(
