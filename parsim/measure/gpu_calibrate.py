@@ -36,8 +36,14 @@ CopyTimer = Callable[[str, bool, int], float]
 """``timer(direction, pinned, nbytes)``: the median seconds of one such copy."""
 
 COPY_SIZES_B = tuple(2**k for k in range(10, 29, 2))  # 1 KiB .. 256 MiB: the knee and DRAM both show
-GEMM_EDGE = {True: 2048, False: 4096}  # quick, thorough
+# quick and thorough alike: a 2048^3 product is too short to reach Hopper's tensor rate (measured on
+# an H200, 2026-11-28: float16 312 TFLOP/s at 2048^3, 683 at 4096^3, 654 at 8192^3), and the quick
+# calibration's rate then priced every large product twice as long as it ran
+GEMM_EDGE = {True: 4096, False: 4096}
 STREAM_ITEMS = {True: 16 * 2**20, False: 64 * 2**20}
+# a reduction keeps enough loads in flight to stream at the memory's bandwidth; its fixed cost (an
+# H200's cupy.sum: 110 us for 400 MB, 370 us for 1.6 GB: ~23 us) is taken out by timing two sizes
+READ_ITEMS = {True: 64 * 2**20, False: 256 * 2**20}
 DIRECTIONS = ("h2d", "d2h")
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic instruction throughput)
@@ -100,14 +106,28 @@ def _calibrate_gpu(quick, progress, copy_sizes_B, copy_timer) -> tuple[Processor
     require("launch_s", plausible.measured(launch), "the launch overhead")
 
     report(1)
+    # The memory's bandwidth from a read-only reduction, which keeps enough loads in flight; its
+    # latency under load from CuPy's one-element-per-thread add, which does not: each thread issues
+    # its loads and waits, so with every SM full of threads the add takes n x latency / threads
+    # (Little's law, model.memory.latency_bound_s). Taking the add's rate as the bandwidth (as
+    # before) priced reductions 1.9x too long and one-load kernels 23 % too short on an H200.
+    peak = plausible.gpu_memory_peak_Bps(properties) or plausible.GPU_MEMORY_CEILING_BPS
+    reads = max(4, min(READ_ITEMS[quick], int(backend.free_memory_B() // 16)))
+    column = cupy.ones(reads, dtype="float32")
+    part = column[: reads // 4]
+
+    def streamed() -> float | str:  # the bytes a quarter of the column adds, over the time it adds
+        whole = backend.time(lambda: cupy.sum(column), budget).median_s
+        quarter = backend.time(lambda: cupy.sum(part), budget).median_s
+        return plausible.rate(4.0 * (reads - reads // 4), whole - quarter, peak, "B/s")
+
+    require("device_bandwidth_Bps", plausible.measured(streamed), "the device memory bandwidth")
     n = STREAM_ITEMS[quick]
     arrays = kernels.elementwise_arrays(backend, n, "float32")
-    peak = plausible.gpu_memory_peak_Bps(properties) or plausible.GPU_MEMORY_CEILING_BPS
     add = lambda: cupy.add(arrays["a"], arrays["b"], out=arrays["out"])  # noqa: E731
-    outcome = plausible.measured(
-        lambda: plausible.rate(12.0 * n, backend.time(add, budget).median_s, peak, "B/s")
-    )
-    require("device_bandwidth_Bps", outcome, "the device memory bandwidth")
+    threads = int(properties["multiProcessorCount"]) * int(properties["maxThreadsPerMultiProcessor"])
+    outcome = plausible.measured(lambda: _positive(backend.time(add, budget).median_s * threads / n))
+    require("loaded_latency_s", outcome, "the memory's latency under load")
 
     report(2)
     edge = GEMM_EDGE[quick]
@@ -217,6 +237,12 @@ def dispatch_s(raw: dict) -> float:
     return launch
 
 
+def _positive(seconds: float | str) -> float | str:
+    if isinstance(seconds, str) or seconds > 0:
+        return seconds
+    return f"a time of {seconds:.3g} s"
+
+
 def _vector_peak(properties: dict) -> float:
     """FP32 FLOP/s of the CUDA cores at the maximum SM clock: SMs x lanes x 2 (FMA) x clock."""
     return (
@@ -249,6 +275,7 @@ def _gpu_spec(properties: dict, raw: dict) -> ProcessorSpec:
         bandwidth_Bps=bandwidth,
         peak_bandwidth_Bps=bandwidth,
         latency_s=500e-9,
+        loaded_latency_s=raw.get("loaded_latency_s"),
         capacity_B=float(properties["totalGlobalMem"]),
         per_core_bandwidth_Bps=3 * bandwidth / sms,
         caches=(CacheLevel("L2", float(properties["l2CacheSize"]) or 4 * 2**20, 3 * bandwidth),),
