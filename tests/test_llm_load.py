@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parsim import stack
 from parsim.base.errors import ParsimError
 from parsim.methods.predict import predict
 from parsim.methods.serving.config import ServerConfig
@@ -300,6 +302,28 @@ def test_kv_blocks_are_the_room_beside_the_weights():
     # llama-2-7b: 2 (K, V) x 32 layers x 4096 x 2 bytes = 512 KiB per token; 80 GiB less 12.6 GiB
     # of weights leaves a little under 67 GiB, about 134,000 tokens
     assert 125_000 < blocks * 16 < 137_000
+
+
+def test_sglangs_kv_pool_is_its_static_share_less_the_weights_by_hand():
+    # SGLang keeps mem_fraction_static of the memory free at start (80 GiB less the 1 GiB CUDA
+    # runtime) for weights and cache: 0.88 x 79 GiB = 69.52 GiB at one GPU, less llama-2-7b's
+    # 6,738,415,616 bf16 weights (12.55 GiB): 56.97 GiB over 512 KiB per token = 116,670 tokens
+    system = replica_system(LLAMA, "a100-80gb")
+    params = {**LLAMA, "framework": "sglang"}
+    weights = 6_738_415_616 * 2
+    tokens = (0.88 * 79 * 2**30 - weights) / (512 * 2**10)
+    assert kv_blocks(params, system, 16, 4096) == int(tokens // 16)
+    # vLLM's profiling gives the cache the room past the activations and workspace: more of it
+    assert kv_blocks({**LLAMA, "framework": "vllm"}, system, 16, 4096) > int(tokens // 16)
+
+
+def test_the_static_share_follows_the_tensor_parallel_gpus():
+    sglang = stack.framework("sglang")
+    assert [sglang.static_memory_fraction(g) for g in (1, 2, 4, 8, 16)] == [0.88, 0.87, 0.85, 0.81, 0.79]
+    assert stack.framework("sglang-0.3").static_memory_fraction(8) == 0.83
+    assert stack.framework("vllm").static_memory_fraction(4) is None
+    with pytest.raises(ValueError, match="static_memory"):
+        attrs.evolve(sglang, static_memory=((4, 1.5),))
 
 
 def mixed_load(rate: float, requests: int = 400) -> RequestStream:

@@ -70,6 +70,15 @@ NOT_MET_YET: dict[str, str] = {
     # parsim's ITL is +58 to +189 % while its output rate is 5-18 % lower (fewer requests run than
     # parsim's look-ahead admits on its KV pool, and the per-sequence host work under the overlap scheduler
     # is neither wholly paid, as parsim has it, nor wholly hidden, which loses the 8 req/s overload)
+    # round 6: SGLang's KV pool by its own rule (FrameworkSpec.static_memory: mem_fraction_static
+    # 0.85 at TP4 less the weights: 1.02M tokens on 4x H200 where vLLM's profiled room gave 1.27M):
+    # 16.1 -> 14.3 % (dc-sglang 20.9 -> 17.2 %; offline 256-512 ITL +189 -> +137 %, 1024-1024
+    # +58 -> +29 %, 16 req/s ITL +45 -> +19 %; the 4096-token offline ITLs -19/-20 -> -33/-34 %).
+    # The 0.19 s median ITL at 256-512 is below the GPU alone at the ~3,400 sequences parsim runs
+    # (1.26e14 FLOP per GPU: 0.13 s at the 989 TFLOPS peak, parsim 0.24 s at 739 TFLOPS + 37 ms of
+    # all-reduces), and the run's 230 s for 1.53M tokens needs <= ~120 us per token where parsim
+    # charges 77 us of host + 64 us of GPU in series: fewer sequences run, and the host work is
+    # hidden at that batch, though not at 8 req/s (70.8 ms at ~360 sequences, GPU 36 ms)
     "serving": "SGLang's decode step and running set at saturation (thousands of sequences)",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan 1D and 2D, fms-fsdp; 8 to 128 A100/H100):
     # 11.5 % over 21 rows against 10 % (16.1 % over 13 before round 4). Round 4: llm-foundry's MPT

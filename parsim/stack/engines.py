@@ -12,6 +12,10 @@ host launched every kernel of every token itself, which on an A100 or H100 takes
 products (gpt-fast's ``w1[expert_indices]``) or runs a weight-only format through a padded
 tensor-core kernel (gpt-fast's int4 tinygemm) reaches less again.
 
+A serving engine sizes its KV cache by its own rule: SGLang keeps a fixed share of each GPU's
+memory for the weights and the cache (``static_memory``) and leaves the rest free, where vLLM
+profiles one step's activations and gives the cache everything else.
+
 Around the GPU, a serving engine's host runs the scheduler, the sampler's bookkeeping and the
 detokeniser between two steps (hidden under the GPU only by an overlap scheduler: SGLang 0.4) and
 per request its HTTP front end and tokeniser (``serve_step_cycles``, ``request_cycles``).
@@ -33,6 +37,11 @@ Sources, abbreviated in the comments:
   block per output row, each thread loading a few quantised blocks per iteration); pull request
   #6766 (May 2024) added CUDA graphs, before which ``ggml_backend_cuda_graph_compute`` launched every
   node from the host.
+- [SGLARGS] sgl-project/sglang python/sglang/srt/server_args.py ``__post_init__`` (the
+  ``mem_fraction_static`` default by ``tp_size``: v0.3.0 and v0.4.0-0.4.1, Dec 2024) and
+  model_executor/model_runner.py ``profile_max_num_token``: ``rest_memory = available_gpu_memory -
+  total_gpu_memory * (1 - mem_fraction_static)``, the memory free after the weights loaded less the
+  unreserved share of the memory free before, over the KV bytes per token.
 """
 
 from __future__ import annotations
@@ -42,6 +51,9 @@ from typing import Literal
 import attrs
 
 from parsim.stack.specs import FrameworkSpec
+
+SGLANG_STATIC_MEMORY = ((1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79))
+"""SGLang 0.4's ``mem_fraction_static`` by tensor-parallel GPUs at least [SGLARGS]."""
 
 SERVING_ENGINES = (
     "hf",
@@ -176,6 +188,10 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             # room (methods.serving.reserve, from its schedule_policy.py and scheduler.py): not
             # fitted, the engine's code
             serve_admission="reserve",
+            # its KV pool: mem_fraction_static of the memory free at start less what loading the
+            # weights took, by --tp-size 0.88 (1), 0.87 (2+), 0.85 (4+), 0.81 (8+), 0.79 (16+)
+            # ([SGLARGS] server_args.py, model_runner.py ``profile_max_num_token``): not fitted
+            static_memory=SGLANG_STATIC_MEMORY,
         ),
         attrs.evolve(
             cuda_graph,
@@ -187,5 +203,7 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             request_cycles=3e7,
             serve_step_cycles=5e6,
             serve_sequence_cycles=2e5,
+            # the same rule; 0.3.0's fractions differ only at 8+ GPUs (0.83) [SGLARGS]
+            static_memory=((1, 0.88), (2, 0.87), (4, 0.85), (8, 0.83), (16, 0.79)),
         ),
     )

@@ -104,6 +104,11 @@ class FrameworkSpec:
             latest admitted when a decode runs out of room (vLLM); ``reserve`` when the outputs of
             every running request still fit ahead of it, retracting to the back of the queue
             otherwise (SGLang: ``methods.serving.reserve``).
+        static_memory: ``(gpus, fraction)`` pairs, by tensor-parallel GPUs at least: the share of
+            each GPU's memory a serving engine keeps for its weights and KV cache, its cache being
+            that share less the weights (SGLang's ``mem_fraction_static``: the rest stays free for
+            activations and CUDA graphs, whatever the step needs); empty: the cache takes the room
+            the runtime, the largest step's activations and workspace leave (vLLM's profiling).
         request_cycles: host CPU cycles of a serving engine's own work per request outside the
             steps (HTTP, tokenising the prompt, admitting the request, streaming the first token),
             part of the request's time to first token.
@@ -141,6 +146,7 @@ class FrameworkSpec:
     serve_max_running: int = attrs.field(default=0, validator=non_negative_int)
     overlap_schedule: bool = attrs.field(default=False, validator=boolean)
     serve_admission: str = attrs.field(default="prompt", validator=one_of(("prompt", "reserve")))
+    static_memory: tuple[tuple[int, float], ...] = attrs.field(default=())
     call_cycles: float = attrs.field(default=0.0, validator=non_negative)
     scaler_sync: bool = attrs.field(default=False, validator=boolean)
 
@@ -165,6 +171,18 @@ class FrameworkSpec:
         """Host seconds between two serving steps of ``sequences`` that the GPU waits for, at
         ``host_clock_Hz``."""
         return (self.serve_step_cycles + self.serve_sequence_cycles * sequences) / host_clock_Hz
+
+    @static_memory.validator
+    def _check_static_memory(self, attribute: attrs.Attribute, value: tuple[tuple[int, float], ...]) -> None:
+        for gpus, share in value:
+            if not (isinstance(gpus, int) and gpus >= 1 and 0.0 < share <= 1.0):
+                raise ValueError(f"'static_memory' must hold (gpus >= 1, 0 < fraction <= 1) pairs: {value!r}")
+
+    def static_memory_fraction(self, gpus: int) -> float | None:
+        """The share of each GPU's memory the engine keeps for its weights and KV cache when it
+        serves on ``gpus`` tensor-parallel GPUs (``static_memory``), or None where it sets none."""
+        shares = [share for least, share in sorted(self.static_memory) if least <= gpus]
+        return shares[-1] if shares else None
 
     def request_s(self, host_clock_Hz: float) -> float:
         """Host seconds of per-request serving work in the time to first token, at ``host_clock_Hz``."""

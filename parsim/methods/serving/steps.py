@@ -39,6 +39,7 @@ from typing import Any
 
 import attrs
 
+from parsim import stack
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import SystemSpec
@@ -176,7 +177,9 @@ class ModelSteps:
 def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_tokens: int) -> int:
     """KV-cache blocks of ``block`` tokens one replica's GPUs hold beside the weights, the runtime and
     the activations of a prefill of ``prefill_tokens`` tokens (what vLLM reserves by profiling one):
-    the room ``model.footprint`` gives, less every part of ``llm_serve``'s needs but its cache.
+    the room ``model.footprint`` gives, less every part of ``llm_serve``'s needs but its cache. An
+    engine that keeps a fixed share of the memory instead (``FrameworkSpec.static_memory``: SGLang)
+    holds that share of the room less the weights.
 
     Raises:
         ParsimError: not even the weights and one prefill fit.
@@ -189,7 +192,11 @@ def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_to
     values: dict[str, Any] = dict(workload.params)
     needs = memory_needs(model, values, 1)
     breakdown = footprint.breakdown(needs, system, True)
-    room = breakdown.room_B - (needs.total_B - needs.kv_cache_B)
+    share = stack.framework(str(values["framework"])).static_memory_fraction(int(values["gpus"]))
+    if share is None:  # the room the weights, the prefill's activations and workspace leave
+        room = breakdown.room_B - (needs.total_B - needs.kv_cache_B)
+    else:  # the engine's share of the memory free at start (past the runtime), less the weights
+        room = share * breakdown.room_B - needs.weights_B
     per_block = kv_cache_bytes(model, 1, block, kv_type(values)) / float(values["gpus"])
     blocks = int(room // per_block)
     if blocks < 1:  # say what takes the memory and the way out: more GPUs per replica
