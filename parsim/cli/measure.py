@@ -25,7 +25,12 @@ from parsim.base.choices import Backend, Mode
 from parsim.base.errors import ParsimError
 from parsim.base.paths import gpu_calibration, output_path
 
-SHIPPED = ("h100-sxm-2026-11-25", "h100-sxm-2026-11-25-calibrated")  # parsim/data/measured (tested)
+SHIPPED = (  # parsim/data/measured (tested)
+    "h100-sxm-2026-11-25",
+    "h100-sxm-2026-11-25-calibrated",
+    "h200-2026-11-28",
+    "h200-2026-11-28-calibrated-quick",
+)
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 LockTimeout = Annotated[
     float,
