@@ -439,7 +439,9 @@ H200 = _gh100_sxm(
     "NVIDIA H200 SXM 141 GB (GH100, Hopper)",
     bandwidth_Bps=3.6e12,  # [TK] gpu-stream h200 triad 3534 GB/s; gpu-roofline h200 read 3760 GB/s
     peak_bandwidth_Bps=4.8e12,  # [WP-H200] 4.8 TB/s HBM3e
-    capacity_B=141e9,  # [WP-H200] 141 GB HBM3e
+    # [WP-H200] "141 GB" HBM3e, binary as the H100's "80 GB" is: nvidia-smi on the lent H200 reads
+    # 143,771 MiB (2026-11-28; parsim/data/measured/h200-2026-11-28.json); 141e9 B was 9 GiB short
+    capacity_B=143771 * MiB,
 )
 
 RTX_4090 = _gpu(
