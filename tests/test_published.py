@@ -78,7 +78,9 @@ NOT_MET_YET: dict[str, str] = {
     # (1.26e14 FLOP per GPU: 0.13 s at the 989 TFLOPS peak, parsim 0.24 s at 739 TFLOPS + 37 ms of
     # all-reduces), and the run's 230 s for 1.53M tokens needs <= ~120 us per token where parsim
     # charges 77 us of host + 64 us of GPU in series: fewer sequences run, and the host work is
-    # hidden at that batch, though not at 8 req/s (70.8 ms at ~360 sequences, GPU 36 ms)
+    # hidden at that batch, though not at 8 req/s (70.8 ms at ~360 sequences, GPU 36 ms). Then the
+    # H200 preset's memory as the lent H200 reads it (143,771 MiB, not 141e9 B): 1.12M tokens,
+    # 14.3 -> 14.7 % (dc-sglang 18.2 %; 256-512 ITL +157 %, the 4096-token ITLs -27/-28 %)
     "serving": "SGLang's decode step and running set at saturation (thousands of sequences)",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan 1D and 2D, fms-fsdp; 8 to 128 A100/H100):
     # 11.5 % over 21 rows against 10 % (16.1 % over 13 before round 4). Round 4: llm-foundry's MPT
