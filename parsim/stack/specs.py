@@ -173,7 +173,9 @@ class FrameworkSpec:
         return (self.serve_step_cycles + self.serve_sequence_cycles * sequences) / host_clock_Hz
 
     @static_memory.validator
-    def _check_static_memory(self, attribute: attrs.Attribute, value: tuple[tuple[int, float], ...]) -> None:
+    def _check_static_memory(
+        self, attribute: attrs.Attribute[tuple[tuple[int, float], ...]], value: tuple[tuple[int, float], ...]
+    ) -> None:
         for gpus, share in value:
             if not (isinstance(gpus, int) and gpus >= 1 and 0.0 < share <= 1.0):
                 raise ValueError(f"'static_memory' must hold (gpus >= 1, 0 < fraction <= 1) pairs: {value!r}")
