@@ -10,6 +10,7 @@ screenshot in ``test-artifacts/cluster-*.png``.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,12 @@ def images_loaded(page, count: int) -> None:
     images.nth(count - 1).wait_for(timeout=90_000)
     for index in range(count):
         images.nth(index).wait_for(timeout=60_000)
-        assert images.nth(index).evaluate("img => img.complete && img.naturalWidth > 100")
+        # a rerun swaps each figure's src: the new one decodes a moment after the element is there
+        # (CI caught it mid-swap once, 2026-11-28), so wait for the decode rather than sample it
+        deadline = time.monotonic() + 60
+        while not images.nth(index).evaluate("img => img.complete && img.naturalWidth > 100"):
+            assert time.monotonic() < deadline, f"figure {index} never finished loading"
+            time.sleep(0.25)
 
 
 def test_across_nodes_follows_the_nodes_slider(cluster_app):
