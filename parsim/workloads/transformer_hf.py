@@ -83,6 +83,23 @@ class Group:
         return [k for chunk in reversed(self._chunks) for k in chunk]
 
 
+def float32_cross_entropy(loss: Group, t: int, v: int) -> list[Kernel]:
+    """``F.cross_entropy`` over ``t`` float32 rows of ``v`` logits: ``log_softmax`` and ``nll_loss``
+    forward now; returns the backward (the seed, the zero-filled gradient, the scatter, then
+    ``log_softmax``'s backward)."""
+    n = t * v
+    loss.forward(
+        loss.op("log_softmax fwd", n, n * F32, n * F32, 4, module=True, special_ops=float(n)),
+        loss.op("nll_loss fwd", t, t * (F32 + _TOKEN_ID_B), F32),
+    )
+    return [
+        loss.op("loss grad seed", 1, 0, F32),
+        loss.op("nll_loss bwd zero", n, 0, n * F32),
+        loss.op("nll_loss bwd scatter", t, t * _TOKEN_ID_B, t * F32),
+        loss.op("log_softmax bwd", n, 2 * n * F32, n * F32, 3, special_ops=float(n)),
+    ]
+
+
 def embedding_backward(g: Group, table: str, rows: int, t: int, d: int) -> list[Kernel]:
     """``embedding_dense_backward`` of a ``rows x d`` table over ``t`` ids: zero the float32
     gradient, sort the ids, find each id's segment, sum each segment's rows into its row."""
@@ -361,15 +378,8 @@ class _Step:
             for op in ("pad fill", "pad copy", "shift")
         ]
         loss.forward(*([self.cast(loss, "logits.float()", n, a, F32)] if a != F32 else []), *labels)
-        loss.forward(
-            loss.op("log_softmax fwd", n, n * F32, n * F32, 4, module=True, special_ops=float(n)),
-            loss.op("nll_loss fwd", t, t * (F32 + _TOKEN_ID_B), F32),
-        )
         loss.grad(
-            loss.op("loss grad seed", 1, 0, F32),
-            loss.op("nll_loss bwd zero", n, 0, n * F32),
-            loss.op("nll_loss bwd scatter", t, t * _TOKEN_ID_B, t * F32),
-            loss.op("log_softmax bwd", n, 2 * n * F32, n * F32, 3, special_ops=float(n)),
+            *float32_cross_entropy(loss, t, v),
             *([self.cast(loss, "logits grad", n, F32, a)] if a != F32 else []),
         )
         return [

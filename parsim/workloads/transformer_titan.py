@@ -35,7 +35,7 @@ from collections.abc import Callable
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import Kernel
 from parsim.workloads.llm_config import LlmConfig
-from parsim.workloads.transformer_hf import F32, Group, embedding_backward
+from parsim.workloads.transformer_hf import F32, Group, embedding_backward, float32_cross_entropy
 from parsim.workloads.transformer_ops import EMBEDDING, REPLICATED, Ops, block_layers
 
 CODES = ("eager", "eager-fused-norm")
@@ -209,16 +209,7 @@ class _Step:
         head.forward(*self._cast(head, "logits.float()", n, a, F32))
         head.grad(*self._cast(head, "logits grad", n, F32, a))
         loss = Group(self.ops, "loss")
-        loss.forward(
-            loss.op("log_softmax fwd", n, n * F32, n * F32, 4, module=True, special_ops=float(n)),
-            loss.op("nll_loss fwd", t, t * (F32 + _TOKEN_ID_B), F32),
-        )
-        loss.grad(
-            loss.op("loss grad seed", 1, 0, F32),
-            loss.op("nll_loss bwd zero", n, 0, n * F32),
-            loss.op("nll_loss bwd scatter", t, t * _TOKEN_ID_B, t * F32),
-            loss.op("log_softmax bwd", n, 2 * n * F32, n * F32, 3, special_ops=float(n)),
-        )
+        loss.grad(*float32_cross_entropy(loss, t, v))
         return [
             norm.backward() + self.ops.update_of("ln_f", c.norm_params),
             head.backward() + self.ops.update_of("lm_head", c.head_params),
