@@ -204,6 +204,6 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             serve_step_cycles=5e6,
             serve_sequence_cycles=2e5,
             # the same rule; 0.3.0's fractions differ only at 8+ GPUs (0.83) [SGLARGS]
-            static_memory=((1, 0.88), (2, 0.87), (4, 0.85), (8, 0.83), (16, 0.79)),
+            static_memory=tuple((gpus, 0.83 if gpus == 8 else share) for gpus, share in SGLANG_STATIC_MEMORY),
         ),
     )

@@ -458,16 +458,8 @@ def _checked_copy(kernel: Kernel, name: str, device: int, layer: str) -> Kernel:
     relabels ~500 kernels per GPU, a data-parallel one places them on every GPU: the constructor
     cost three times as much as the copy)."""
     new = _new(Kernel)
-    _set(new, "name", name)
-    _set(new, "work", kernel.work)
-    _set(new, "stream", kernel.stream)
-    _set(new, "device", device)
-    _set(new, "layer", layer)
-    _set(new, "access", kernel.access)
-    _set(new, "library", kernel.library)
-    _set(new, "issue", kernel.issue)
-    _set(new, "phase", kernel.phase)
-    _set(new, "part", kernel.part)
+    for field, value in zip(_FIELD_NAMES, _fields(kernel, name, device, layer), strict=True):
+        _set(new, field, value)
     _set(new, "_attrs_cached_hash", None)
     return new
 
@@ -656,3 +648,7 @@ class Kernel:
     def intensity(self) -> float:
         """Arithmetic intensity in FLOP per byte (the roofline's x axis)."""
         return self.work.flops / self.bytes if self.bytes else float("inf")
+
+
+_FIELD_NAMES = tuple(field.name for field in attrs.fields(Kernel))
+"""``Kernel``'s slots, in the order ``_fields`` gives their values."""
