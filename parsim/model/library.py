@@ -248,32 +248,50 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     m, n = kernel.library.gemm_mn
     k = kernel.work.flops / (2.0 * m * n)
     slots = ex.cores * ex.tiles_per_core
-    library = library_of(spec, kernel.library.cpu_library)
-    fitting = (
-        [tile for tile in library.gemm_tiles if max(tile) <= spec.matmul_tile] if spec.is_accelerator else []
-    )
-    # a CPU BLAS blocks to the matrix's edge (its register micro-tile is a few rows): a matrix-vector
-    # product is not padded to a square block
-    # a skinny tile (fewer rows than the smallest GEMM tile's 32: cuBLAS's matrix-vector kernels)
-    # serves only a product thinner than a GEMM tile; one of 32 rows or more runs the GEMM tiles,
-    # padded to their edge, as a DeepBench 35-row product shows (sgemm at ~0.4 of peak on a V100)
-    fitting = [(rows, columns) for rows, columns in fitting if rows >= GEMV_ROWS or m < GEMV_ROWS]
-    shapes = fitting or [(min(spec.matmul_tile, m), min(spec.matmul_tile, n))]
+    shapes = _tile_shapes(spec, kernel.library.cpu_library, m < GEMV_ROWS) or [
+        (min(spec.matmul_tile, m), min(spec.matmul_tile, n))
+    ]
     if spec.systolic_array is not None:  # XLA splits the (already padded) rows among the TensorCores
         shapes = [(min(m, systolic.round_up(m / spec.cores, systolic.ROWS)), n)]
-    best: tuple[float, Tiling] | None = None
+    best_s, best = math.inf, (0, 0, 0, 0)
     rate = _operand_rate(spec, kernel)  # the same for every tile shape
     shared_tail = stream_k(spec, ex, kernel)
+    core_flops = ex.core_flops_per_s
+    ceil = math.ceil
     for rows, columns in shapes:  # largest first
-        outputs = math.ceil(m / rows) * math.ceil(n / columns)
+        outputs = ceil(m / rows) * ceil(n / columns)
         edge = min(rows, columns)
         split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
-        waves = outputs * split / slots if shared_tail else math.ceil(outputs * split / slots)
-        seconds = waves * max(_tile_parts(kernel, ex, rows, columns, split, rate))  # tile_seconds
-        if best is None or seconds < best[0] * (1 - CLEARLY_FASTER):
-            best = (seconds, Tiling(rows, columns, split, outputs))
-    assert best is not None
-    return best[1]
+        waves = outputs * split / slots if shared_tail else ceil(outputs * split / slots)
+        # ``_tile_parts`` inlined (a training step tiles ~70 shapes of ~9 tiles): the same
+        # expressions in the same order, so the same seconds to the bit
+        depth = kernel.work.flops / (2.0 * m * n) / split  # the reduction each tile does
+        compute = 2.0 * rows * columns * depth / core_flops
+        if rate is None:
+            seconds = waves * max(compute, 0.0)  # tile_seconds
+        else:
+            seconds = waves * max(compute, (rows + columns) * depth * rate[1] / rate[0])
+        if best_s is math.inf or seconds < best_s * (1 - CLEARLY_FASTER):
+            best_s, best = seconds, (rows, columns, split, outputs)
+    assert best_s is not math.inf
+    return Tiling(*best)
+
+
+@cached(maxsize=256)
+def _tile_shapes(spec: ProcessorSpec, cpu_library: str, gemv: bool) -> tuple[tuple[int, int], ...]:
+    """The library's GEMM tiles that fit ``spec``, largest first: a CPU BLAS blocks to the matrix's
+    edge (none); a skinny tile (fewer rows than the smallest GEMM tile's 32: cuBLAS's matrix-vector
+    kernels) serves only a product thinner than a GEMM tile (``gemv``); one of 32 rows or more runs
+    the GEMM tiles, padded to their edge, as a DeepBench 35-row product shows (sgemm at ~0.4 of peak
+    on a V100)."""
+    if not spec.is_accelerator:
+        return ()
+    library = library_of(spec, cpu_library)
+    return tuple(
+        (rows, columns)
+        for rows, columns in library.gemm_tiles
+        if max(rows, columns) <= spec.matmul_tile and (rows >= GEMV_ROWS or gemv)
+    )
 
 
 def lower(workload: Workload, system: SystemSpec) -> Workload:

@@ -1,0 +1,79 @@
+"""The fast paths and caches of issue 28 item 4 give what the slow paths give, and their keys part
+inputs that differ (a wrong cache hit would be a wrong prediction)."""
+
+import math
+
+import attrs
+import pytest
+
+from parsim.base import caching
+from parsim.hardware import registry
+from parsim.model import library, rates
+from parsim.model.kernel import choose, shape
+from parsim.model.library import lower
+from parsim.workloads import make_workload
+from parsim.workloads.base import Kernel
+
+DEVICES = ["h100-sxm", "v100-pcie", "t4", "a100-80gb", "mi300x", "tpu-v5e", "xeon-e5-2630v3"]
+
+
+def _slow_gemm_tiling(spec, ex, kernel):
+    """``gemm_tiling`` as it was written before its loop was inlined (the reference)."""
+    m, n = kernel.library.gemm_mn
+    k = kernel.work.flops / (2.0 * m * n)
+    slots = ex.cores * ex.tiles_per_core
+    lib = library.library_of(spec, kernel.library.cpu_library)
+    tiles = lib.gemm_tiles if spec.is_accelerator else ()
+    fitting = [tile for tile in tiles if max(tile) <= spec.matmul_tile]
+    fitting = [(r, c) for r, c in fitting if r >= library.GEMV_ROWS or m < library.GEMV_ROWS]
+    shapes = fitting or [(min(spec.matmul_tile, m), min(spec.matmul_tile, n))]
+    if spec.systolic_array is not None:
+        shapes = [(min(m, library.systolic.round_up(m / spec.cores, library.systolic.ROWS)), n)]
+    best = None
+    for rows, columns in shapes:
+        outputs = math.ceil(m / rows) * math.ceil(n / columns)
+        edge = min(rows, columns)
+        split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
+        shared = library.stream_k(spec, ex, kernel)
+        waves = outputs * split / slots if shared else math.ceil(outputs * split / slots)
+        seconds = waves * library.tile_seconds(kernel, ex, rows, columns, split, spec)
+        if best is None or seconds < best[0] * (1 - library.CLEARLY_FASTER):
+            best = (seconds, library.Tiling(rows, columns, split, outputs))
+    return best[1]
+
+
+def _gemm_kernels(device):
+    system = registry.system(device, None, None, 1, None)
+    kernels = []
+    for name, params in [
+        ("network", {"model": "resnet50", "batch": 8, "train": True}),
+        ("matmul", {"m": 35, "n": 8457, "k": 2560}),
+        ("matmul", {"m": 7, "n": 4096, "k": 4096}),
+        ("matmul", {"m": 4096, "n": 4096, "k": 4096, "dtype": "float16"}),
+    ]:
+        workload = lower(make_workload(name, params), system)
+        kernels += [op for op in workload.ops if isinstance(op, Kernel) and op.library.gemm_mn is not None]
+    return system.compute, list(dict.fromkeys(shape(k) for k in kernels))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gemm_tiling_is_the_reference_s(device):
+    spec, kernels = _gemm_kernels(device)
+    mode = "simt" if spec.is_accelerator else "mimd+simd"
+    for kernel in kernels:
+        runs = choose(spec, mode, "roofline", kernel)[1]
+        if runs.library.gemm_mn is None:
+            continue
+        ex = rates.execution(spec, mode, runs)
+        assert library.gemm_tiling.__wrapped__(spec, ex, runs) == _slow_gemm_tiling(spec, ex, runs)
+
+
+def test_tile_shapes_part_specs_libraries_and_thin_products():
+    caching.clear_caches()
+    spec = registry.processor("h100-sxm")
+    small = attrs.evolve(spec, matmul_tile=64)
+    wide = library._tile_shapes(spec, "", False)
+    assert library._tile_shapes(small, "", False) != wide  # a spec's own tile limit
+    assert all(max(tile) <= 64 for tile in library._tile_shapes(small, "", False))
+    assert library._tile_shapes(spec, "", True) != wide  # matrix-vector tiles for thin products
+    assert library._tile_shapes(registry.processor("xeon-e5-2630v3"), "", False) == ()
