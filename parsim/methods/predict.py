@@ -106,8 +106,8 @@ def predict(
         budget: the most the request may cost (``parsim.base.budget``: the command line's by default,
             the app's in the app); None lifts it.
         detail: False leaves out what only a reader of this one prediction needs: the per-layer
-            rows, the utilisation, the notes and the executed FLOPs (a sweep's rows read none of
-            them); every figure is the same.
+            rows, the utilisation, the notes, the executed FLOPs and the trace (a sweep's rows
+            read none of them); every figure is the same.
 
     Returns:
         The ``Prediction``.
@@ -223,7 +223,9 @@ def _predict_request(
     if hooks.notes is not None and detail:
         prediction = attrs.evolve(prediction, notes=prediction.notes + hooks.notes(workload, system))
     if definition is not None and definition.baseline is not None:
-        return _with_scaling(prediction, workload, definition, system, mode, method, overlap)
+        prediction = _with_scaling(prediction, workload, definition, system, mode, method, overlap)
+    if not detail:  # the hooks have read the trace: a figures-only prediction keeps none (``detail``)
+        prediction = attrs.evolve(prediction, trace=())
     return prediction
 
 

@@ -114,13 +114,29 @@ def recurrence_run(
     return recurrence.evaluate(workload, system, parts, record)
 
 
-@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
 def predict_program(
     workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str, detail: bool = True
 ) -> Prediction:
     """The prediction of a lowered program; without ``detail``, the figures alone: no per-layer
     rows, utilisation, notes or executed FLOPs (what a sweep's row never reads, a tenth of a
-    training step's prediction), every figure the same."""
+    training step's prediction), every figure the same.
+
+    Only detailed predictions are kept here: the caller of a figures-only one (``predict``, for a
+    sweep's rows) keeps it without its trace, and a trace kept here for each point of a sweep
+    would be tens of thousands of records the garbage collector walks again and again."""
+    if detail:
+        return _detailed(workload, system, mode, method, overlap)
+    return _program_prediction(workload, system, mode, method, overlap, False)
+
+
+@cached(maxsize=256)  # predictions keep their traces: a bounded cache bounds the memory
+def _detailed(workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str) -> Prediction:
+    return _program_prediction(workload, system, mode, method, overlap, True)
+
+
+def _program_prediction(
+    workload: Workload, system: SystemSpec, mode: str, method: str, overlap: str, detail: bool
+) -> Prediction:
     ends, trace, events, notes = latency_run(workload, system, mode, method, overlap)
     latency = ends[0]
     # a pipelined step ends with every stage's optimizer step, and the next step's first forward
