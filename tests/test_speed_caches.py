@@ -77,3 +77,38 @@ def test_tile_shapes_part_specs_libraries_and_thin_products():
     assert all(max(tile) <= 64 for tile in library._tile_shapes(small, "", False))
     assert library._tile_shapes(spec, "", True) != wide  # matrix-vector tiles for thin products
     assert library._tile_shapes(registry.processor("xeon-e5-2630v3"), "", False) == ()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_one_kernel_s_stream_and_level_are_the_vectorised_ones(device):
+    """The scalar paths of ``Level.stream_s`` and ``memory.level`` against the array paths (the
+    formulas as written), element by element, to the bit."""
+    import numpy
+
+    from parsim.model import memory
+
+    spec = registry.processor(device)
+    rng = numpy.random.default_rng(7)
+    count = 400
+    sizes = numpy.concatenate([[0.0, 1.0], 10 ** rng.uniform(0, 11, count - 2)])
+    cold = numpy.concatenate([[0.0, 1.0], rng.uniform(0, 1, count - 2)])
+    cores = rng.integers(1, spec.cores + 1, count).astype(float)
+    items = numpy.floor(sizes / 4) + 1
+    loads = rng.choice([0.0, 4.0, 8.0, 12.0], count)
+    share = rng.choice([1.0, 0.5, 0.9], count)
+    in_flight = rng.choice([0.0, 0.0, 4096.0, 65536.0], count)
+    for busy in (1, spec.cores):
+        levels = memory.level(spec, busy, sizes)  # arrays: the formulas as written
+        bandwidth, core, main = (
+            numpy.broadcast_to(part, sizes.shape)  # a device without caches keeps one number
+            for part in (levels.bandwidth_Bps, levels.core_bandwidth_Bps, levels.main)
+        )
+        for i, size in enumerate(sizes):
+            one = memory.level(spec, busy, float(size))
+            assert (one.bandwidth_Bps, one.core_bandwidth_Bps, one.main) == (bandwidth[i], core[i], main[i])
+    for served in (memory.level(spec, spec.cores, 1.0), memory.level(spec, spec.cores, 1e12)):
+        array = served.stream_s(spec, sizes, cold, cores, items, loads, share, in_flight)
+        for i in range(count):
+            args = (float(sizes[i]), float(cold[i]), float(cores[i]), float(items[i]))
+            one = served.stream_s(spec, *args, float(loads[i]), float(share[i]), float(in_flight[i]))
+            assert one == array[i]

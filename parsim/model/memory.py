@@ -88,10 +88,64 @@ class Level(NamedTuple):
         keep too few bytes in flight to reach main memory's bandwidth (``latency_bound_s``): for all
         of its elements when main memory serves it, else for the share of them whose bytes are cold;
         or where each core keeps only ``core_in_flight_B`` in flight (``in_flight_bound_s``)."""
+        if not (
+            isinstance(nbytes, _ARRAY)
+            or isinstance(cold_fraction, _ARRAY)
+            or isinstance(active_cores, _ARRAY)
+            or isinstance(items, _ARRAY)
+            or isinstance(thread_loads_B, _ARRAY)
+            or isinstance(share, _ARRAY)
+            or isinstance(core_in_flight_B, _ARRAY)
+        ):  # one kernel's numbers, not a vectorised sweep's arrays
+            return self._scalar_stream_s(
+                spec, nbytes, cold_fraction, active_cores, items, thread_loads_B, share, core_in_flight_B
+            )
         moved = self.transfer_s(nbytes, cold_fraction, active_cores) / share
         bound = latency_bound_s(spec, items, thread_loads_B, active_cores)
         cores_bound = in_flight_bound_s(spec, nbytes * cold_fraction, core_in_flight_B)
         return maximum(maximum(moved, bound * where(self.main, 1.0, cold_fraction)), cores_bound)
+
+    def _scalar_stream_s(
+        self,
+        spec: ProcessorSpec,
+        nbytes: float,
+        cold_fraction: float,
+        active_cores: float,
+        items: float,
+        thread_loads_B: float,
+        share: float,
+        core_in_flight_B: float,
+    ) -> float:
+        """``stream_s`` of numbers (one kernel's phase: a training step asks ~400 times), its helpers
+        inlined: the same operations in the same order as ``transfer_s``, ``latency_bound_s`` and
+        ``in_flight_bound_s`` (``tests/test_speed_caches.py`` compares the two on a grid)."""
+        # transfer_s
+        cold = nbytes * cold_fraction
+        main = active_cores * self.main_core_bandwidth_Bps
+        if self.main_bandwidth_Bps <= main:  # ``minimum``: the first where they tie
+            main = self.main_bandwidth_Bps
+        reachable = active_cores * self.core_bandwidth_Bps  # ``reachable_Bps``
+        if self.bandwidth_Bps <= reachable:
+            reachable = self.bandwidth_Bps
+        moved = ((nbytes - cold) / reachable + cold / main) / share
+        # latency_bound_s
+        latency = spec.memory.loaded_latency_s
+        if not spec.is_accelerator or latency is None:
+            bound = 0.0 * thread_loads_B
+        else:
+            in_flight_B = active_cores * spec.tiles_per_core * spec.tile_items * thread_loads_B
+            bound = items * thread_loads_B / (in_flight_B / latency) if in_flight_B > 0 else 0.0
+        # in_flight_bound_s
+        if core_in_flight_B > 0:
+            cores_bound = cold / (spec.cores * core_in_flight_B / spec.memory.latency_s)
+        else:
+            cores_bound = 0.0
+        weighted = bound * (1.0 if self.main else cold_fraction)
+        longest = moved if moved >= weighted else weighted  # ``maximum``: the first where they tie
+        return longest if longest >= cores_bound else cores_bound
+
+
+_ARRAY = numpy.ndarray
 
 
 def in_flight_bound_s(spec: ProcessorSpec, cold_B: Number, core_in_flight_B: Number) -> Number:
@@ -137,10 +191,33 @@ def _caches(spec: ProcessorSpec, cores: int) -> tuple[tuple[float, float, float]
     )
 
 
+@cached(maxsize=256)
+def _cache_names(spec: ProcessorSpec) -> tuple[str, ...]:
+    """The names of the cache levels ``_caches`` lists, in its order."""
+    return tuple(cache.name for cache in spec.memory.caches if not (spec.is_accelerator and cache.per_core))
+
+
 def level(spec: ProcessorSpec, cores: int, working_set_B: Number) -> Level:
     """The level serving ``working_set_B`` with ``cores`` cores busy (see the module docstring)."""
     memory = spec.memory
     caches = _caches(spec, cores)
+    if not isinstance(working_set_B, _ARRAY) and not memory.curve:  # one kernel's working set
+        # the loop below with plain conditionals (``where`` of a number is one): the same level
+        found = -1
+        for position in range(len(caches) - 1, -1, -1):
+            if working_set_B <= caches[position][0]:
+                found = position
+        if found < 0:
+            name, bandwidth, core_bandwidth = (
+                main_memory_name(spec),
+                memory.bandwidth_Bps,
+                memory.per_core_bandwidth_Bps,
+            )
+        else:
+            name, (_, bandwidth, core_bandwidth) = _cache_names(spec)[found], caches[found]
+        return Level(
+            name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps, found < 0
+        )
     index: Number = -1
     bandwidth: Number = memory.bandwidth_Bps
     core_bandwidth: Number = memory.per_core_bandwidth_Bps
