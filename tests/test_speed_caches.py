@@ -112,3 +112,17 @@ def test_one_kernel_s_stream_and_level_are_the_vectorised_ones(device):
             args = (float(sizes[i]), float(cold[i]), float(cores[i]), float(items[i]))
             one = served.stream_s(spec, *args, float(loads[i]), float(share[i]), float(in_flight[i]))
             assert one == array[i]
+
+
+def test_a_relabelled_or_moved_kernel_is_the_one_the_constructor_makes():
+    from parsim.workloads.kernel import _fields
+
+    workload = make_workload("network", {"model": "resnet18", "batch": 2, "train": True})
+    for kernel in [op for op in workload.ops if isinstance(op, Kernel)][:50]:
+        for copy, (name, device, layer) in (
+            (kernel.relabelled("renamed", "a layer"), ("renamed", kernel.device, "a layer")),
+            (kernel.on_device(3), (kernel.name, 3, kernel.layer)),
+        ):
+            built = Kernel(*_fields(kernel, name, device, layer))
+            assert attrs.astuple(copy, recurse=False) == attrs.astuple(built, recurse=False)
+            assert copy == built and hash(copy) == hash(built) and copy.work is kernel.work
