@@ -126,3 +126,23 @@ def test_a_relabelled_or_moved_kernel_is_the_one_the_constructor_makes():
             built = Kernel(*_fields(kernel, name, device, layer))
             assert attrs.astuple(copy, recurse=False) == attrs.astuple(built, recurse=False)
             assert copy == built and hash(copy) == hash(built) and copy.work is kernel.work
+
+
+def test_prediction_but_is_evolve():
+    import parsim
+    from parsim.workloads.records import Scaling
+
+    full = parsim.predict("network", {"model": "resnet18", "batch": 2, "train": True}, device="t4")
+    scaling = Scaling(speedup=1.5, efficiency=0.75, serial_fraction=0.1, single_gpu_latency_s=1.0)
+    for changes in (
+        {"memory": None},
+        {"trace": ()},
+        {"notes": [*full.notes, "one more"]},
+        {"records": (*full.records, scaling), "notes": ("x",)},
+        {"layers": [{"name": "a", "algorithms": {"fwd": "gemm"}}], "params": {"batch": [1, 2]}},
+    ):
+        fast, slow = full.but(**dict(changes)), attrs.evolve(full, **changes)
+        assert all(getattr(fast, f.name) == getattr(slow, f.name) for f in attrs.fields(type(full)))
+        assert fast == slow and fast.metrics == slow.metrics and fast.to_dict() == slow.to_dict()
+    with pytest.raises(TypeError):
+        full.but(metrics={})

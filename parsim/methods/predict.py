@@ -214,18 +214,18 @@ def _predict_request(
     if hooks.check is not None:
         hooks.check(workload, system)
     memory = check_fits(workload, system)
-    prediction = attrs.evolve(_predict(workload, system, mode, method, overlap, detail), memory=memory)
+    prediction = _predict(workload, system, mode, method, overlap, detail).but(memory=memory)
     if hooks.metrics is not None:
         own = hooks.metrics(workload, system, prediction)
         if own is not None:
             assert definition is not None and isinstance(own, definition.record or Record)
-            prediction = attrs.evolve(prediction, records=(*prediction.records, own))
+            prediction = prediction.but(records=(*prediction.records, own))
     if hooks.notes is not None and detail:
-        prediction = attrs.evolve(prediction, notes=prediction.notes + hooks.notes(workload, system))
+        prediction = prediction.but(notes=prediction.notes + hooks.notes(workload, system))
     if definition is not None and definition.baseline is not None:
         prediction = _with_scaling(prediction, workload, definition, system, mode, method, overlap)
     if not detail:  # the hooks have read the trace: a figures-only prediction keeps none (``detail``)
-        prediction = attrs.evolve(prediction, trace=())
+        prediction = prediction.but(trace=())
     return prediction
 
 
@@ -377,7 +377,7 @@ def _with_scaling(
     if not alone.fits:
         need, has = gib(alone.need_B), gib(alone.capacity_B)
         notes += (f"the 1-GPU baseline would need {need} on a {has} GPU: a hypothetical reference",)
-    return attrs.evolve(prediction, records=(*prediction.records, scaling), notes=notes)
+    return prediction.but(records=(*prediction.records, scaling), notes=notes)
 
 
 def own_share(workload: Workload) -> Workload:

@@ -108,6 +108,29 @@ class Prediction:
             flat.update(record.as_dict())
         object.__setattr__(self, "metrics", FrozenMap(flat))
 
+    def but(self, **changes: Any) -> Prediction:
+        """This prediction with ``changes`` (``attrs.evolve``'s result): a copy of its slots, only
+        the changed fields converted as the constructor converts them (``evolve`` converts every
+        field again, a training step's per-layer rows among them; ``predict`` changes two or
+        three fields of each prediction), its metrics made again where its records change."""
+        new = _new(Prediction)
+        for field in _FIELDS:
+            name = field.name
+            if name == "metrics":  # derived from the records, below
+                continue
+            if name in changes:
+                value = changes.pop(name)
+                _set(new, name, value if field.converter is None else field.converter(value))
+            else:
+                _set(new, name, getattr(self, name))
+        if changes:  # ``metrics`` is derived, and anything else is no field
+            raise TypeError(f"Prediction.but() got unexpected fields: {', '.join(changes)}")
+        if new.records is self.records:
+            _set(new, "metrics", self.metrics)
+        else:
+            new.__attrs_post_init__()
+        return new
+
     def record(self, kind: type[R]) -> R:
         """The record of type ``kind`` (``prediction.record(ServingMetrics).time_to_first_token_s``).
 
@@ -156,3 +179,7 @@ class Prediction:
         if trace:
             data["trace"] = [event.to_dict() for event in self.trace]
         return data
+
+
+_FIELDS = attrs.fields(Prediction)
+_new, _set = object.__new__, object.__setattr__

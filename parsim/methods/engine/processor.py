@@ -233,44 +233,23 @@ class Processor:
         layout = self._layouts.get(records)  # ``RecordIds``: the kernel's cost
         if layout is None:
             layout = self._layouts[records] = _layout(self.spec, self.mode, self.overlap, shape(kernel))
-        name = kernel.name.split("[")[0]  # one note for all chunks of an offload
         if layout.level not in MAIN_MEMORY:
-            self.notes.cached(name, layout.level)
+            self.notes.cached(kernel.name.split("[")[0], layout.level)  # one note for an offload's chunks
         if layout.quantised:
-            self.notes.quantised(name, *layout.quantised)
-        append, rows, layer = self.trace.append, self._rows, kernel.layer
+            self.notes.quantised(kernel.name.split("[")[0], *layout.quantised)
+        append, rows, layer, name = self.trace.append, self._rows, kernel.layer, kernel.name
         for cores, label, kind, begin, end, weight, memory in layout.phases:
             # TraceEvent's fields in order, made as the tuple it is (a traced step makes thousands)
+            row = rows.get(cores) or self._row(cores)
             append(
                 _event(
-                    (
-                        rows.get(cores) or self._row(cores),
-                        f"{kernel.name} {label}",
-                        kind,
-                        start + begin,
-                        start + end,
-                        False,
-                        layer,
-                        weight,
-                        kernel,
-                    )
+                    (row, f"{name} {label}", kind, start + begin, start + end, False, layer, weight, kernel)
                 )
             )
             if memory is not None:
+                row = rows.get(layout.level) or self._row(layout.level)
                 append(
-                    _event(
-                        (
-                            rows.get(layout.level) or self._row(layout.level),
-                            kernel.name,
-                            "memory",
-                            start + memory[0],
-                            start + memory[1],
-                            True,
-                            "",
-                            1.0,
-                            kernel,
-                        )
-                    )
+                    _event((row, name, "memory", start + memory[0], start + memory[1], True, "", 1.0, kernel))
                 )
         return start + self._floor(kernel, layout.duration_s)
 
