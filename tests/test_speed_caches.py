@@ -146,3 +146,13 @@ def test_prediction_but_is_evolve():
         assert fast == slow and fast.metrics == slow.metrics and fast.to_dict() == slow.to_dict()
     with pytest.raises(TypeError):
         full.but(metrics={})
+
+
+def test_model_layers_are_each_model_s_own():
+    from parsim.workloads.models import MODELS, model_layers
+
+    caching.clear_caches()
+    for name, build in MODELS.items():
+        assert model_layers(name) == tuple(build())
+        assert all(isinstance(layer.in_shape, tuple) for layer in model_layers(name))  # frozen all through
+    assert model_layers("resnet18") != model_layers("resnet50")

@@ -37,7 +37,7 @@ from parsim.workloads.layers import (
 )
 from parsim.workloads.llms import LlmConfig, is_llm, llm
 from parsim.workloads.loss_scaling import scaled_update
-from parsim.workloads.models import MODELS
+from parsim.workloads.models import model_layers
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.ops import _items
 from parsim.workloads.optimizers import update_kernel
@@ -92,7 +92,7 @@ def network(params: Params) -> Workload:
         return parallel3d.parallel_step(llm(params["model"]), params, numerics_of(params))
     if is_llm(params["model"]):
         return _language_model(params)
-    layers = MODELS[params["model"]]()
+    layers = list(model_layers(params["model"]))
     batch, dtype, train = params["batch"], params["dtype"], params["train"]
     optimizer = params.get("optimizer", "sgd")
     numerics = numerics_of(params)
@@ -382,7 +382,7 @@ def _shard_step(params: Params, numerics: Numerics, shard: int) -> _ShardStep:
         return _ShardStep(shard * seq * TOKEN_ID_B, weights, footprint, kinds, language, split)
     if recompute != "none":
         raise ParsimError(f"data_parallel: 'recompute' {recompute} applies to language models only")
-    layers = MODELS[params["model"]]()
+    layers = list(model_layers(params["model"]))
 
     first: list[tuple[list[Kernel], list[Kernel]]] = []  # GPU 0's kernels, built once
 
