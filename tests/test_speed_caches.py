@@ -156,3 +156,76 @@ def test_model_layers_are_each_model_s_own():
         assert model_layers(name) == tuple(build())
         assert all(isinstance(layer.in_shape, tuple) for layer in model_layers(name))  # frozen all through
     assert model_layers("resnet18") != model_layers("resnet50")
+
+
+def _reference_segments_and_needs(workload, cpu_only, repeats):
+    """The engine's chains and waits as ``_simulate`` found them over every instance's ops (before
+    it repeated the first instance's)."""
+    from parsim.methods.engine.program import HOST
+    from parsim.workloads.base import stream_predecessors, thread_of
+
+    n = len(workload.ops)
+    ops = list(workload.ops) * repeats
+    deps = [tuple(d + r * n for d in od) if r and od else od for r in range(repeats) for od in workload.deps]
+    previous = stream_predecessors(ops)
+    streams = {}
+    for op in ops:
+        streams.setdefault(op.device, set()).add(op.stream)
+    single = {device for device, used in streams.items() if len(used) == 1}
+    awaited = {d for od in deps for d in od}
+    threads = {}
+    for index, op in enumerate(ops):
+        threads.setdefault(thread_of(op), []).append(index)
+    segments = {}
+    for thread, mine in threads.items():
+        chains, current, last = [], [], False
+        for index in mine:
+            op = ops[index]
+            chainable = isinstance(op, Kernel) and (cpu_only or op.device != HOST) and op.device in single
+            if (
+                chainable
+                and last
+                and ops[current[-1]].device == op.device
+                and current[-1] == index - 1
+                and current[-1] not in awaited
+                and not deps[index]
+                and index % n
+            ):
+                current.append(index)
+            else:
+                current = [index]
+                chains.append(current)
+            last = chainable
+        segments[thread] = chains
+    needs = {}
+    for chains in segments.values():
+        for first, *_ in chains:
+            before = previous[first]
+            needs[first] = [*deps[first], *([before] if before is not None else [])]
+    return segments, needs
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "device"),
+    [
+        ("network", {"model": "resnet18", "batch": 2, "train": True}, "t4"),
+        ("data_parallel", {"model": "resnet18", "batch": 16, "gpus": 4, "sync": "host"}, "v100-pcie"),
+        ("data_parallel", {"model": "resnet18", "batch": 16, "gpus": 2, "sync": "ring"}, "v100-sxm2"),
+        ("offload", {"op": "relu", "n": 1000}, "v100-pcie"),
+        ("mlp_train_step", {}, "h100-sxm"),
+        ("network", {"model": "mlp", "batch": 4, "train": True}, "xeon-e5-2630v3"),
+    ],
+)
+def test_each_instance_repeats_the_first_ones_chains_and_waits(name, params, device):
+    from parsim.methods.engine import program as engine_program
+    from parsim.methods.predict import split_over_gpus
+
+    system = registry.system(device, None, None, params.get("gpus", 1), None)
+    workload = make_workload(name, params)
+    if workload.gpus != system.gpus:
+        workload = split_over_gpus(workload, system.gpus, None, "")
+    workload = lower(workload, system)
+    cpu_only = system.device is None
+    for repeats in (1, 2, 3):
+        expected = _reference_segments_and_needs(workload, cpu_only, repeats)
+        assert engine_program._segments_and_needs(workload, cpu_only, repeats) == expected

@@ -25,6 +25,7 @@ import simpy
 
 from parsim import stack
 from parsim.base import collector
+from parsim.base.caching import cached
 from parsim.hardware.specs import SystemSpec
 from parsim.methods.engine.fluid import Process
 from parsim.methods.engine.machine import Machine
@@ -97,27 +98,8 @@ def _simulate(
     machine = Machine(env, system, mode, overlap, trace, record, framework)
     per_instance = len(workload.ops)
     ops = list(workload.ops) * repeats
-    deps = [
-        tuple(d + r * per_instance for d in op_deps) if r and op_deps else op_deps
-        for r in range(repeats)
-        for op_deps in workload.deps
-    ]
-    previous = stream_predecessors(ops)
-    program = _Program(ops, deps, system, per_instance, framework)
-    threads: dict[int, list[int]] = {}
-    thread_of_device: dict[int, int] = {}  # ``thread_of`` asked once per device, not per op
-    for index, op in enumerate(ops):
-        thread = thread_of_device.get(op.device)
-        if thread is None:
-            thread = thread_of_device[op.device] = thread_of(op)
-        threads.setdefault(thread, []).append(index)
-    segments = {thread: program.segments(mine) for thread, mine in threads.items()}
-    # Only ops that start a segment wait; only what they wait for needs an event.
-    needs: dict[int, list[int]] = {}
-    for chains in segments.values():
-        for first, *_ in chains:
-            before = previous[first]
-            needs[first] = [*deps[first], *([before] if before is not None else [])]
+    program = _Program(ops, system, per_instance, framework)
+    segments, needs = _segments_and_needs(workload, program.cpu_only, repeats)
     completion = _Completion(env, per_instance, repeats, {d for wanted in needs.values() for d in wanted})
     waits = {first: [completion.events[d] for d in wanted] for first, wanted in needs.items()}
     for thread in sorted(segments):
@@ -132,6 +114,37 @@ def _simulate(
             "a latency would be meaningless"
         )
     return SimResult(tuple(completion.ends), tuple(trace), events, machine.notes.summary())
+
+
+def _segments_and_needs(
+    workload: Workload, cpu_only: bool, repeats: int
+) -> tuple[dict[int, list[list[int]]], dict[int, list[int]]]:
+    """Each host thread's chains over ``repeats`` instances (``_chains``), and what the first op of
+    each chain waits for: its dependencies and its stream predecessor."""
+    per_instance = len(workload.ops)
+    one = _instance(workload, cpu_only)  # the latency and throughput runs share it
+    # every instance repeats the first one's chains, ``per_instance`` ops further on (a chain
+    # ends with its instance), and waits for the ops its first one waits for, shifted alike; an
+    # op first on its stream in its instance follows the last one of the instance before
+    shifts = range(0, repeats * per_instance, per_instance)
+    segments = {
+        thread: [[index + shift for index in chain] for shift in shifts for chain in chains]
+        for thread, chains in one.segments
+    }
+    # Only ops that start a segment wait; only what they wait for needs an event.
+    needs: dict[int, list[int]] = {}
+    deps, previous, wrapped = workload.deps, one.previous, one.wrapped
+    for chains in segments.values():
+        for first, *_ in chains:
+            shift, index = divmod(first, per_instance)
+            shift *= per_instance
+            before = previous[index]
+            if before is not None:
+                before += shift
+            elif shift:
+                before = wrapped[index] + shift - per_instance
+            needs[first] = [*(d + shift for d in deps[index]), *([before] if before is not None else [])]
+    return segments, needs
 
 
 class _Completion:
@@ -163,27 +176,14 @@ class _Completion:
 
 
 class _Program:
-    """Which ops may run as one chain: kernels of a device's only stream that nothing else awaits."""
+    """The ops of a run (``repeats`` instances back to back) and what their host threads share."""
 
-    def __init__(
-        self,
-        ops: list[Op],
-        deps: list[tuple[int, ...]],
-        system: SystemSpec,
-        per_instance: int,
-        framework: FrameworkSpec | None,
-    ):
+    def __init__(self, ops: list[Op], system: SystemSpec, per_instance: int, framework: FrameworkSpec | None):
         self.ops = ops
         self.framework = framework
         self.per_instance = per_instance
-        self.deps = deps
         self.system = system
         self.cpu_only = system.device is None
-        streams: dict[int, set[int]] = {}
-        for op in ops:
-            streams.setdefault(op.device, set()).add(op.stream)
-        self._single_stream = {device for device, used in streams.items() if len(used) == 1}
-        self._awaited = {d for op_deps in deps for d in op_deps}
         self.issue_ends: dict[tuple[int, int], tuple[list[float], list[float]]] = {}
         """A chain's issue costs and ends (``_issue_ends``) by its first op's place in the instance
         and its length: the same in every instance."""
@@ -191,39 +191,87 @@ class _Program:
     def on_host(self, op: Op) -> bool:
         return placement.on_host(self.system, op)
 
-    def segments(self, mine: list[int]) -> list[list[int]]:
-        """Split a thread's ops into chains (lists of several kernels) and single ops.
 
-        An op may join the chain before it when both are kernels of a device's only stream (host
-        work beside GPUs waits on its inputs: ``placement.on_host`` of a kernel), it directly
-        follows the chain's last op on the same device, nothing awaits that op, it waits for
-        nothing itself, and it starts no new instance (a chain fires its ops' events at its end).
-        """
-        ops, deps, awaited, per_instance = self.ops, self.deps, self._awaited, self.per_instance
-        cpu_only, single_stream = self.cpu_only, self._single_stream
-        segments: list[list[int]] = []
-        current: list[int] = []
-        last_chainable = False  # of the op before (``current[-1]``): each op is asked once
-        for index in mine:
-            op = ops[index]
-            chainable = (
-                isinstance(op, Kernel) and (cpu_only or op.device != HOST) and op.device in single_stream
-            )
-            if (
-                chainable
-                and last_chainable
-                and ops[current[-1]].device == op.device
-                and current[-1] == index - 1
-                and current[-1] not in awaited
-                and not deps[index]
-                and index % per_instance
-            ):
-                current.append(index)
-            else:
-                current = [index]
-                segments.append(current)
-            last_chainable = chainable
-        return segments
+@attrs.frozen(eq=False)
+class _Instance:
+    """One instance's chains and stream order, which every instance of a run repeats.
+
+    Attributes:
+        segments: each host thread's chains (``_chains``), by thread in order of first use.
+        previous: each op's predecessor on its (device, stream) in the instance, or None.
+        wrapped: for an op first on its stream, the last op on that stream (the op the same op
+            of the next instance follows); None for the others.
+    """
+
+    segments: tuple[tuple[int, tuple[tuple[int, ...], ...]], ...]
+    previous: tuple[int | None, ...]
+    wrapped: tuple[int | None, ...]
+
+
+@cached(maxsize=16)  # bounded: entries keep their programs; a prediction's two runs share one
+def _instance(workload: Workload, cpu_only: bool) -> _Instance:
+    ops, deps = workload.ops, workload.deps
+    threads: dict[int, list[int]] = {}
+    thread_of_device: dict[int, int] = {}  # ``thread_of`` asked once per device, not per op
+    for index, op in enumerate(ops):
+        thread = thread_of_device.get(op.device)
+        if thread is None:
+            thread = thread_of_device[op.device] = thread_of(op)
+        threads.setdefault(thread, []).append(index)
+    streams: dict[int, set[int]] = {}
+    for op in ops:
+        streams.setdefault(op.device, set()).add(op.stream)
+    single_stream = {device for device, used in streams.items() if len(used) == 1}
+    awaited = {d for op_deps in deps for d in op_deps}
+    segments = tuple(
+        (thread, tuple(map(tuple, _chains(ops, deps, awaited, single_stream, cpu_only, mine))))
+        for thread, mine in threads.items()
+    )
+    previous = stream_predecessors(list(ops))
+    last = {(op.device, op.stream): index for index, op in enumerate(ops)}
+    wrapped = tuple(
+        last[(op.device, op.stream)] if before is None else None
+        for op, before in zip(ops, previous, strict=True)
+    )
+    return _Instance(segments, tuple(previous), wrapped)
+
+
+def _chains(
+    ops: tuple[Op, ...],
+    deps: tuple[tuple[int, ...], ...],
+    awaited: set[int],
+    single_stream: set[int],
+    cpu_only: bool,
+    mine: list[int],
+) -> list[list[int]]:
+    """Split a thread's ops of one instance into chains (lists of several kernels) and single ops.
+
+    An op may join the chain before it when both are kernels of a device's only stream (host
+    work beside GPUs waits on its inputs: ``placement.on_host`` of a kernel), it directly follows
+    the chain's last op on the same device, nothing awaits that op, and it waits for nothing
+    itself (a chain fires its ops' events at its end). A chain never crosses into the next
+    instance: each instance's chains are the first one's (``_simulate``).
+    """
+    segments: list[list[int]] = []
+    current: list[int] = []
+    last_chainable = False  # of the op before (``current[-1]``): each op is asked once
+    for index in mine:
+        op = ops[index]
+        chainable = isinstance(op, Kernel) and (cpu_only or op.device != HOST) and op.device in single_stream
+        if (
+            chainable
+            and last_chainable
+            and ops[current[-1]].device == op.device
+            and current[-1] == index - 1
+            and current[-1] not in awaited
+            and not deps[index]
+        ):
+            current.append(index)
+        else:
+            current = [index]
+            segments.append(current)
+        last_chainable = chainable
+    return segments
 
 
 def _issue_ends(
