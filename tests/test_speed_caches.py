@@ -229,3 +229,35 @@ def test_each_instance_repeats_the_first_ones_chains_and_waits(name, params, dev
     for repeats in (1, 2, 3):
         expected = _reference_segments_and_needs(workload, cpu_only, repeats)
         assert engine_program._segments_and_needs(workload, cpu_only, repeats) == expected
+
+
+def test_spaced_collection_restores_the_thresholds_and_still_collects():
+    import gc
+    import weakref
+
+    from parsim.base import collector
+
+    found = gc.get_threshold()
+    with collector.spaced():
+        assert gc.get_threshold()[0] == max(found[0], collector.YOUNG_EVERY) and gc.isenabled()
+        with collector.spaced():  # nested: one spacing, restored by the outermost only
+            assert gc.get_threshold()[0] == max(found[0], collector.YOUNG_EVERY)
+        assert gc.get_threshold()[0] == max(found[0], collector.YOUNG_EVERY)
+        probe: list = []
+
+        class Cycle:
+            pass
+
+        def garbage():
+            first, second = Cycle(), Cycle()
+            first.other, second.other = second, first
+            return weakref.ref(first)
+
+        weak = garbage()
+        for _ in range(3 * collector.YOUNG_EVERY):  # net new objects: the young generation fills
+            probe = [probe]
+        assert weak() is None  # cyclic garbage is still collected while spaced
+    assert gc.get_threshold() == found
+    with pytest.raises(RuntimeError), collector.spaced():
+        raise RuntimeError
+    assert gc.get_threshold() == found

@@ -24,6 +24,7 @@ import attrs
 import numpy
 import pandas
 
+from parsim.base import collector
 from parsim.base.errors import ParsimError
 from parsim.studies.scenarios import Scenario, load_scenario, resolve
 from parsim.studies.sweeps.fast import fast_rows
@@ -107,14 +108,15 @@ def execute_plan(checked: Plan, store: Store, workers=None, progress: Progress |
         if progress is not None:
             progress(0, missing)
         count = 0
-        for rows in execute(_work(checked, skip), workers):
-            if isinstance(rows, pandas.DataFrame):
-                store.add_frame(rows)
-            else:
-                store.add_rows(rows)
-            count += len(rows)
-            if progress is not None:
-                progress(count, missing)
+        with collector.spaced():  # the points fill the caches: the collector need not walk them often
+            for rows in execute(_work(checked, skip), workers):
+                if isinstance(rows, pandas.DataFrame):
+                    store.add_frame(rows)
+                else:
+                    store.add_rows(rows)
+                count += len(rows)
+                if progress is not None:
+                    progress(count, missing)
         if checked.measure:
             _measure_rows(store, device_kinds(checked.cases, checked.grid))
         finished = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import attrs
 
+from parsim.base import collector
 from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
@@ -172,8 +173,10 @@ def evaluate(task: tuple) -> dict:
 
 
 def evaluate_many(tasks: list[tuple[str, dict, dict]]) -> list[dict]:
-    """A batch of points (one task for a worker, so per-task overhead is paid once per batch)."""
-    return [evaluate(task) for task in tasks]
+    """A batch of points (one task for a worker, so per-task overhead is paid once per batch), the
+    worker's collector spaced as the sweep's own process spaces it (``collector.spaced``)."""
+    with collector.spaced():
+        return [evaluate(task) for task in tasks]
 
 
 def _plain(value):
