@@ -1,8 +1,9 @@
-"""The engine's closed form for a program of one GPU kernel (``engine.lone``) against the engine.
+"""The engine's closed forms for a program of one GPU kernel (``engine.lone``) against the engine.
 
 ``program.timing`` skips the throughput simulation of a one-kernel program and takes the ends
-``lone.instance_ends`` computes: they must be the simulation's to the bit, on every kind of
-device, framework, overlap and repeat count, and every other program must be simulated.
+``lone.instance_ends`` computes, and ``program.latency_run`` takes ``lone.latency_run``'s traced
+run: they must be the simulation's to the bit (ends, trace records, event count, notes), on every
+kind of device, framework, overlap and repeat count, and every other program must be simulated.
 """
 
 import attrs
@@ -46,6 +47,10 @@ def test_one_kernel_ends_are_the_simulation_s_to_the_bit(name, params, device):
         for repeats in (1, 2, 3):
             simulated = simulate(workload, system, mode, overlap, repeats=repeats, record=False)
             assert lone.instance_ends(workload, system, mode, overlap, repeats) == simulated.instance_ends_s
+        traced = simulate(workload, system, mode, overlap)
+        run = lone.latency_run(workload, system, mode, overlap)
+        assert run == (traced.instance_ends_s, traced.trace, traced.events, traced.notes)
+        assert repr(run) == repr((traced.instance_ends_s, traced.trace, traced.events, traced.notes))
 
 
 @pytest.mark.parametrize("framework", ["eager", "cuda-graph", "xla"])
@@ -55,6 +60,11 @@ def test_one_kernel_in_a_framework(framework, device):
     simulated = simulate(workload, system, mode, repeats=3, record=False).instance_ends_s
     ends = lone.instance_ends(workload, system, mode, "roofline", 3)
     assert ends is None or ends == simulated  # a compiled step's dispatch is left to the engine
+    traced = simulate(workload, system, mode)
+    run = lone.latency_run(workload, system, mode, "roofline")
+    assert run is None or repr(run) == repr(
+        (traced.instance_ends_s, traced.trace, traced.events, traced.notes)
+    )
     assert program.timing.__wrapped__(workload, system, mode, "engine", "roofline") == (
         simulated[0],
         (simulated[-1] - simulated[0]) / 2,
@@ -64,6 +74,7 @@ def test_one_kernel_in_a_framework(framework, device):
 def test_xla_step_dispatch_is_simulated():
     workload, system, mode = _program("matmul", {"m": 64, "n": 64, "k": 64}, "h100-sxm", "xla")
     assert lone.instance_ends(workload, system, mode, "roofline", 3) is None
+    assert lone.latency_run(workload, system, mode, "roofline") is None
 
 
 @pytest.mark.parametrize(
@@ -76,6 +87,7 @@ def test_xla_step_dispatch_is_simulated():
 def test_anything_else_is_simulated(name, params, device):
     workload, system, mode = _program(name, params, device)
     assert lone.instance_ends(workload, system, mode, "roofline", 3) is None
+    assert lone.latency_run(workload, system, mode, "roofline") is None
 
 
 def test_timing_takes_the_engine_s_period():

@@ -77,8 +77,11 @@ def latency_run(
         run = recurrence_run(workload, system, mode, overlap)
         return (run.end_s,), run.trace, run.steps, ()
     if method == "engine":
-        from parsim.methods.engine import simulate
+        from parsim.methods.engine import lone, simulate
 
+        run = lone.latency_run(workload, system, mode, overlap)  # one GPU kernel: no events to step
+        if run is not None:
+            return run
         simulated = simulate(workload, system, mode, overlap)
         return (
             tuple(simulated.instance_ends_s),
