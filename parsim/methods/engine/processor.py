@@ -233,10 +233,12 @@ class Processor:
         layout = self._layouts.get(records)  # ``RecordIds``: the kernel's cost
         if layout is None:
             layout = self._layouts[records] = _layout(self.spec, self.mode, self.overlap, shape(kernel))
-        if layout.level not in MAIN_MEMORY:
-            self.notes.cached(kernel.name.split("[")[0], layout.level)  # one note for an offload's chunks
-        if layout.quantised:
-            self.notes.quantised(kernel.name.split("[")[0], *layout.quantised)
+        if layout.quantised or layout.level not in MAIN_MEMORY:
+            note = kernel.name.split("[")[0]  # one note for all chunks of an offload
+            if layout.level not in MAIN_MEMORY:
+                self.notes.cached(note, layout.level)
+            if layout.quantised:
+                self.notes.quantised(note, *layout.quantised)
         append, rows, layer, name = self.trace.append, self._rows, kernel.layer, kernel.name
         for cores, label, kind, begin, end, weight, memory in layout.phases:
             # TraceEvent's fields in order, made as the tuple it is (a traced step makes thousands)
