@@ -14,6 +14,7 @@ import math
 
 from parsim import stack
 from parsim.base.caching import cached
+from parsim.base.frozen import FrozenMap, freeze
 from parsim.hardware.specs import SystemSpec
 from parsim.methods import analytic, recurrence
 from parsim.model import outcome, traffic, transfer
@@ -196,7 +197,7 @@ def _program_prediction(
 
 def layer_rows(
     workload: Workload, trace: tuple[TraceEvent, ...], chosen: dict[str, dict[str, str]]
-) -> tuple[dict[str, object], ...]:
+) -> tuple[FrozenMap, ...]:
     """Per-layer time (busy time of its ops on GPU 0 or the host; a pipeline's rows on every
     stage's GPU), FLOPs, bytes and, for convolutions, the library's algorithm per pass
     (``{"fwd": "winograd", ...}``)."""
@@ -231,15 +232,19 @@ def layer_rows(
             shape = per_shape[id(op.kernels)]
             flops[op.layer] += shape[0]
             moved[op.layer] += shape[1]
+    # frozen here, as ``Prediction`` would freeze them (a ResNet-50 step's 176 rows: a quarter of a
+    # millisecond there, converting each row's dict again)
     return tuple(
-        {
-            "name": name,
-            "kind": kind,
-            "latency_s": seconds[name],
-            "flops": flops[name],
-            "bytes": moved[name],
-            **({"algorithms": chosen[name]} if name in chosen else {}),
-        }
+        FrozenMap(
+            {
+                "name": name,
+                "kind": kind,
+                "latency_s": seconds[name],
+                "flops": flops[name],
+                "bytes": moved[name],
+                **({"algorithms": freeze(chosen[name])} if name in chosen else {}),
+            }
+        )
         for name, kind in workload.layers
     )
 
