@@ -253,7 +253,10 @@ class Processor:
                 append(
                     _event((row, name, "memory", start + memory[0], start + memory[1], True, "", 1.0, kernel))
                 )
-        return start + self._floor(kernel, layout.duration_s)
+        framework = self.framework  # ``_floor``, inlined: a traced step places ~500 kernels
+        if framework is None:
+            return start + layout.duration_s
+        return start + framework.floor(layout.duration_s, kernel.issue.multi_tensor)
 
     def _duration(self, kernel: Kernel) -> float:
         """The kernel's time held with its floor, kept by identity: the same kernel recurs in every
