@@ -182,6 +182,12 @@ class Tiling:
     columns: int
     split: int
     outputs: int
+    # what ``gemm_tiling`` computed for the chosen tile on its way, kept so the engine's
+    # decomposition need not compute it again: ``tile_parts`` of the tile (the same expressions,
+    # so the same seconds to the bit) and ``stream_k``; not part of the tiling's value (eq=False)
+    padded_s: float = attrs.field(default=math.nan, eq=False, repr=False)
+    operands_s: float = attrs.field(default=math.nan, eq=False, repr=False)
+    shared_tail: bool = attrs.field(default=False, eq=False, repr=False)
 
     @property
     def tiles(self) -> int:
@@ -253,28 +259,31 @@ def gemm_tiling(spec: ProcessorSpec, ex: Execution, kernel: Kernel) -> Tiling:
     ]
     if spec.systolic_array is not None:  # XLA splits the (already padded) rows among the TensorCores
         shapes = [(min(m, systolic.round_up(m / spec.cores, systolic.ROWS)), n)]
-    best_s, best = math.inf, (0, 0, 0, 0)
+    best_s, best, parts = math.inf, (0, 0, 0, 0), (0.0, 0.0)
     rate = _operand_rate(spec, kernel)  # the same for every tile shape
     shared_tail = stream_k(spec, ex, kernel)
     core_flops = ex.core_flops_per_s
     ceil = math.ceil
+    # ``_tile_parts`` inlined (a training step tiles ~70 shapes of ~9 tiles): the same expressions
+    # in the same order, so the same seconds to the bit; ``depth`` is ``k / split``, the very
+    # expression ``_tile_parts`` evaluates, and ``max`` is spelt as a comparison (its first
+    # argument where they tie, as ``max`` returns)
     for rows, columns in shapes:  # largest first
         outputs = ceil(m / rows) * ceil(n / columns)
-        edge = min(rows, columns)
-        split = max(1, min(slots // outputs, int(k // edge))) if outputs < slots else 1
-        waves = outputs * split / slots if shared_tail else ceil(outputs * split / slots)
-        # ``_tile_parts`` inlined (a training step tiles ~70 shapes of ~9 tiles): the same
-        # expressions in the same order, so the same seconds to the bit
-        depth = kernel.work.flops / (2.0 * m * n) / split  # the reduction each tile does
-        compute = 2.0 * rows * columns * depth / core_flops
-        if rate is None:
-            seconds = waves * max(compute, 0.0)  # tile_seconds
+        if outputs < slots:
+            edge = columns if columns < rows else rows  # ``min``
+            split = max(1, min(slots // outputs, int(k // edge)))
         else:
-            seconds = waves * max(compute, (rows + columns) * depth * rate[1] / rate[0])
+            split = 1
+        waves = outputs * split / slots if shared_tail else ceil(outputs * split / slots)
+        depth = k / split  # the reduction each tile does
+        compute = 2.0 * rows * columns * depth / core_flops
+        operands = 0.0 if rate is None else (rows + columns) * depth * rate[1] / rate[0]
+        seconds = waves * (operands if operands > compute else compute)  # tile_seconds
         if best_s is math.inf or seconds < best_s * (1 - CLEARLY_FASTER):
-            best_s, best = seconds, (rows, columns, split, outputs)
+            best_s, best, parts = seconds, (rows, columns, split, outputs), (compute, operands)
     assert best_s is not math.inf
-    return Tiling(*best)
+    return Tiling(*best, *parts, shared_tail)
 
 
 @cached(maxsize=256)

@@ -19,6 +19,7 @@ then a handful of events per GPU, while the trace still shows every kernel and p
 from __future__ import annotations
 
 import functools
+import math
 
 import attrs
 import simpy
@@ -83,25 +84,35 @@ def phase_times(
     how = _plan(spec, mode, overlap, kernel)
     runs, ex = how.kernel, how.ex
     norm = overlap_norm(spec, runs)
+    # a phase's numbers are plain numbers (never a sweep's arrays): ``Level.stream_s``'s scalar
+    # path called at once, and ``combine``'s max or sum spelt out (the same operations, so the
+    # same seconds); a library's smooth roofline still goes through ``combine``
+    stream = ex.memory._scalar_stream_s
+    access = runs.access
+    plain = overlap != "serial" and norm == math.inf
     times, latency_paid = [], False
     for phase in how.decomposition.phases:
         memory_s = 0.0
         if phase.bytes > 0:
-            memory_s = ex.memory.stream_s(
+            memory_s = stream(
                 spec,
                 phase.bytes,
-                runs.access.cold_bytes / runs.bytes,
+                access.cold_bytes / runs.bytes,
                 phase.active_cores,
                 runs.work.work_items * phase.bytes / runs.bytes,  # the phase's share of the elements
-                runs.access.thread_loads_B,
-                runs.access.bandwidth_share,
-                runs.access.core_in_flight_B,
+                access.thread_loads_B,
+                access.bandwidth_share,
+                access.core_in_flight_B,
             )
             if not latency_paid:
                 memory_s += spec.memory.latency_s
                 latency_paid = True
-        duration = float(combine(phase.compute_s, memory_s, overlap, norm, phase.arithmetic_s))
-        times.append((phase.compute_s, memory_s, duration))
+        compute_s = phase.compute_s
+        if plain:  # ``maximum``: the first where they tie
+            duration = float(compute_s if compute_s >= memory_s else memory_s)
+        else:
+            duration = float(combine(compute_s, memory_s, overlap, norm, phase.arithmetic_s))
+        times.append((compute_s, memory_s, duration))
     return tuple(times)
 
 

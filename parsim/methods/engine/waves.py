@@ -76,7 +76,10 @@ def tile_seconds(
     """
     if kernel.library.gemm_mn is not None and not ex.interpreted:
         tiling = tiling or gemm_tiling(spec, ex, kernel)
-        padded, operands = library.tile_parts(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
+        if math.isnan(tiling.padded_s):  # a tiling made by hand: its parts were never computed
+            padded, operands = library.tile_parts(kernel, ex, tiling.rows, tiling.columns, tiling.split, spec)
+        else:  # ``gemm_tiling``'s own, computed for this kernel and these rates on its way
+            padded, operands = tiling.padded_s, tiling.operands_s
         # the smooth roofline weighs the product's own multiply-adds (as the closed form does); the
         # padding of edge tiles stays in the tile's hard floor. No product carries transcendental or
         # integer work (special_ops, int_ops: an activation's, a transpose's), so its tiles have none
@@ -107,7 +110,7 @@ def decompose(kernel: Kernel, ex: Execution, spec: ProcessorSpec) -> Decompositi
     slots = ex.cores * ex.tiles_per_core
     per_tile_B = kernel.bytes / tiles
     full_waves, tail_tiles = divmod(tiles, slots)
-    if tail_tiles and kernel.library.gemm_mn is not None and library.stream_k(spec, ex, kernel):
+    if tail_tiles and tiling is not None and tiling.shared_tail:  # ``stream_k``, as ``gemm_tiling`` found
         # stream-K: the last wave's multiply-adds are shared by every SM, one phase of fractional waves
         share = tiles / ex.cores
         label = f"waves 1-{full_waves + 1} (stream-K, {tiles / slots:.2f} waves)"
