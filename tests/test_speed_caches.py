@@ -261,3 +261,45 @@ def test_spaced_collection_restores_the_thresholds_and_still_collects():
     with pytest.raises(RuntimeError), collector.spaced():
         raise RuntimeError
     assert gc.get_threshold() == found
+
+
+def _rate_kernels() -> list[Kernel]:
+    """Kernels of every kind the rates tell apart: GEMMs and convolutions (TF32, float16, int8), a
+    thin product, FFT candidates, element-wise ops with a measured op, attention, a sign test."""
+    kernels = []
+    for name, params in [
+        ("network", {"model": "resnet50", "batch": 4, "train": True}),
+        ("network", {"model": "resnet18", "batch": 2, "train": True, "dtype": "float16"}),
+        ("matmul", {"m": 35, "n": 8457, "k": 2560, "dtype": "float16"}),
+        ("vector_add", {"n": 1e6}),
+    ]:
+        kernels += [op for op in make_workload(name, params).ops if isinstance(op, Kernel)]
+    kernels = list(dict.fromkeys(shape(k) for k in kernels))
+    extra = []
+    for kernel in kernels[:40]:
+        extra.append(kernel.but(frequency_domain=True, matrix=False))
+        extra.append(kernel.but(fused_attention="flash", math="tf32"))
+        extra.append(kernel.but(sign_test=True, op="maximum"))
+        extra.append(kernel.but(math="int8", matrix=True))
+    return kernels + extra
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fast_execution_is_the_general_one(device):
+    """``rates._fast_execution`` (per-mode reads looked up once) gives ``rates._execution``'s rates
+    to the bit, in every mode the device has, and the per-mode table keys on the mode and the spec."""
+    from parsim.model.modes import MODES
+
+    spec = registry.processor(device)
+    modes = [m for m in MODES if m != "simt" or spec.is_gpu]
+    for mode in modes:
+        for kernel in _rate_kernels():
+            general = rates._execution(spec, mode, kernel, None)
+            assert rates._execution_of.__wrapped__(spec, mode, kernel) == general
+            if not rates._serial_sign_test_rate(spec, kernel):
+                assert rates._fast_execution(spec, mode, kernel) == general
+    caching.clear_caches()
+    other = attrs.evolve(spec, special_per_core_per_cycle=spec.special_per_core_per_cycle * 2)
+    assert rates._mode_rates(spec, modes[-1]) != rates._mode_rates(other, modes[-1])
+    if len(modes) > 1:
+        assert rates._mode_rates(spec, modes[0]) != rates._mode_rates(spec, modes[-1])

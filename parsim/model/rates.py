@@ -15,6 +15,8 @@ loop branching on each sign (``LibrarySpec.serial_sign_test_cycles``) runs it on
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 from parsim.base.caching import cached
@@ -91,7 +93,94 @@ def execution(
 
 @cached(maxsize=65536)
 def _execution_of(spec: ProcessorSpec, mode: str, kernel: Kernel) -> Execution:
-    return _execution(spec, mode, kernel, None)
+    if _serial_sign_test_rate(spec, kernel):  # one core, one lane: the general path
+        return _execution(spec, mode, kernel, None)
+    return _fast_execution(spec, mode, kernel)
+
+
+class _ModeRates(NamedTuple):
+    """What ``_execution`` reads of a processor in one mode, whatever the kernel: looked up once per
+    spec and mode, not once per kernel (a training step resolves the rates of ~140 kernels)."""
+
+    cores: int
+    used: int
+    full_lanes: bool  # ``used == spec.lanes_per_core``: the matrix units are fed
+    matrix_rates: Mapping[str, float]  # ``dict(spec.matrix_flops_per_s)``, read-only
+    op_rates: Mapping[str, float]  # ``dict(spec.op_rates_per_core)``, read-only
+    core_special_per_s: float
+    core_int_per_s: float
+    interpreted_element_s: float  # before the loop's scale; 0 when compiled
+    blas_share: float  # ``thread_share`` of a GEMM on these cores
+
+
+@cached(maxsize=256)
+def _mode_rates(spec: ProcessorSpec, mode: str) -> _ModeRates:
+    cores, used = busy_cores(spec, mode), lanes(spec, mode)
+    # ``_execution``'s expressions, in its order, so the same rates to the bit
+    cycles_per_s = spec.compute_clock_Hz * spec.sustained_share * (used / spec.lanes_per_core)
+    ints = spec.int_per_core_per_cycle
+    return _ModeRates(
+        cores=cores,
+        used=used,
+        full_lanes=used == spec.lanes_per_core,
+        matrix_rates=MappingProxyType(dict(spec.matrix_flops_per_s)),
+        op_rates=MappingProxyType(dict(spec.op_rates_per_core)),
+        core_special_per_s=spec.special_per_core_per_cycle * cycles_per_s,
+        core_int_per_s=math.inf if ints is None else ints * cycles_per_s,
+        interpreted_element_s=(
+            spec.interpreted_element_s if mode == "sisd" and not spec.is_accelerator else 0.0
+        ),
+        blas_share=spec.blas_thread_efficiency if cores > 1 and not spec.is_accelerator else 1.0,
+    )
+
+
+def _fast_execution(spec: ProcessorSpec, mode: str, kernel: Kernel) -> Execution:
+    """``_execution`` of one kernel's own working set on cores that are not the serial loop's, its
+    per-mode reads taken from ``_mode_rates``: the same operations in the same order, so the same
+    rates (``tests/test_speed_caches.py`` compares the two on a grid)."""
+    known = _mode_rates(spec, mode)
+    work, hints = kernel.work, kernel.library
+    used = known.used
+    core_flops = used * spec.lane_flops_per_s(work.dtype)
+    matrix_rates = known.matrix_rates
+    rated = matrix_format(kernel)
+    if rated in QUANTISED_FORMATS and rated not in matrix_rates:
+        rated = work.dtype
+    on_matrix_units = work.matrix and known.full_lanes and rated in matrix_rates
+    if on_matrix_units:
+        core_flops = max(core_flops, matrix_rates[rated] / spec.cores)
+    gemm = hints.gemm_mn is not None
+    if gemm:
+        vector = spec.vector_matmul_efficiency
+        core_flops *= spec.matmul_efficiency if on_matrix_units or vector is None else vector
+    if hints.conv is not None:
+        conv = hints.conv
+        core_flops *= library_of(spec, hints.cpu_library).conv_share(
+            rated if on_matrix_units else None, conv.out_height * conv.out_width, conv.batch, conv.pass_
+        )
+    if hints.frequency_domain:
+        core_flops *= library_of(spec, hints.cpu_library).fft_efficiency
+    attention = hints.fused_attention
+    if attention:
+        library = library_of(spec, hints.cpu_library)
+        core_flops *= library.attention_share(attention)
+        if attention in library.legacy_attention:
+            core_flops *= spec.legacy_mma_share
+    core_flops *= spec.sustained_share
+    interpreted = known.interpreted_element_s
+    return Execution(
+        known.cores,
+        used,
+        core_flops,
+        known.core_special_per_s,
+        known.op_rates.get(work.op) if work.op and used > 1 else None,
+        interpreted * _loop_scale(spec, kernel) if interpreted else 0.0,
+        spec.matmul_tile**2 if gemm else spec.tile_items,
+        1 if gemm or used == 1 else spec.tiles_per_core,
+        level(spec, known.cores, kernel.working_set_B),
+        known.blas_share if gemm else 1.0,
+        known.core_int_per_s,
+    )
 
 
 def _execution(spec: ProcessorSpec, mode: str, kernel: Kernel, working_set_B: Number | None) -> Execution:
