@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
-import attrs
 import simpy
 
 from parsim.base.caching import cached
@@ -32,7 +32,7 @@ from parsim.methods.engine.waves import Decomposition, decompose
 from parsim.model.kernel import choose, fork_join_s, overlap_norm, shape
 from parsim.model.memory import MAIN_MEMORY, main_memory_name
 from parsim.model.rates import Execution, execution
-from parsim.model.roofline import combine, leg
+from parsim.model.roofline import combine
 from parsim.results import resources
 from parsim.results.resources import Resource
 from parsim.results.timeline import TraceEvent
@@ -42,9 +42,9 @@ from parsim.workloads.base import Kernel
 _event = functools.partial(tuple.__new__, TraceEvent)  # a TraceEvent from its nine fields in order
 
 
-@attrs.frozen
-class Plan:
-    """How a kernel runs: the library's algorithm, the kernel it then is, its rates and its phases."""
+class Plan(NamedTuple):
+    """How a kernel runs: the library's algorithm, the kernel it then is, its rates and its phases
+    (a named tuple, as ``waves.Phase``: one per shape of every prediction)."""
 
     algorithm: str
     kernel: Kernel
@@ -298,9 +298,9 @@ class Processor:
 _Phase = tuple[int, str, str, float, float, float, tuple[float, float] | None]
 
 
-@attrs.frozen
-class _Layout:
-    """A kernel's phases relative to its start: busy cores, labels, kinds and times (cached by shape)."""
+class _Layout(NamedTuple):
+    """A kernel's phases relative to its start: busy cores, labels, kinds and times (cached by shape;
+    a named tuple, as ``Plan``)."""
 
     level: str
     duration_s: float
@@ -321,7 +321,7 @@ def _layout(spec: ProcessorSpec, mode: str, overlap: str, kernel: Kernel) -> _La
     for index, (phase, (compute_s, memory_s, duration)) in enumerate(
         zip(decomposition.phases, phase_times(spec, mode, overlap, kernel), strict=True)
     ):
-        kind = leg(compute_s, memory_s)
+        kind = "compute" if compute_s >= memory_s else "memory"  # ``leg`` of two numbers
         tail = 0 if decomposition.shared_tail else decomposition.tiles % decomposition.slots
         if kind == "compute" and index == 0 and tail and decomposition.waves > 1:
             quantised = (decomposition.waves, decomposition.slots, tail)
