@@ -303,3 +303,29 @@ def test_fast_execution_is_the_general_one(device):
     assert rates._mode_rates(spec, modes[-1]) != rates._mode_rates(other, modes[-1])
     if len(modes) > 1:
         assert rates._mode_rates(spec, modes[0]) != rates._mode_rates(spec, modes[-1])
+
+
+def test_workload_hash_keys_on_everything_but_each_op():
+    """Equal workloads hash equal (two builds, a pickled copy); workloads that differ only inside
+    their ops hash alike but stay two cache entries with their own figures."""
+    import pickle
+
+    from parsim.hardware.registry import system
+    from parsim.methods.program import timing
+
+    params = {"model": "resnet18", "batch": 2, "train": True}
+    built, again = make_workload("network", params), make_workload("network", params)
+    caching.clear_caches()
+    rebuilt = make_workload("network", params)
+    assert built == rebuilt and hash(built) == hash(rebuilt) == hash(again)
+    assert hash(pickle.loads(pickle.dumps(built))) == hash(built)
+    assert hash(make_workload("network", {**params, "batch": 4})) != hash(built)
+    ops = list(built.ops)
+    middle = len(ops) // 2
+    heavier = ops[middle].but(flops=ops[middle].work.flops * 100 + 1e12)
+    changed = attrs.evolve(built, ops=(*ops[:middle], heavier, *ops[middle + 1 :]))
+    assert changed != built and hash(changed) == hash(built)  # one bucket, two entries
+    where = system("v100-sxm2", None, None, 1, None)
+    first, second = (timing(w, where, "simt", "engine", "roofline") for w in (built, changed))
+    assert second[1] > first[1]
+    assert timing(built, where, "simt", "engine", "roofline") == first

@@ -326,3 +326,40 @@ def stream_predecessors(ops: list[Op]) -> list[int | None]:
         previous.append(last.get(key))
         last[key] = index
     return previous
+
+
+def _workload_hash(self: Workload) -> int:
+    """A workload's hash: everything but its ops, which count by their number and by the first and
+    last one (kept, as attrs keeps a cached hash, until the instance is copied or unpickled).
+
+    Equal workloads hash equal (the fields hashed are compared by ``__eq__``), and workloads that
+    differ only inside their ops still compare unequal: they share a bucket, not a cache entry. What
+    it saves is the ops' own hashes: a freshly built training step is a cache key of the prediction
+    (``methods.program``), and hashing each of its ~500 kernels' records took a fiftieth of a cold
+    ResNet-50 prediction; two builds of the same name and parameters are the same program.
+    """
+    cached = self._attrs_cached_hash
+    if cached is None:
+        ops = self.ops
+        cached = hash(
+            (
+                self.name,
+                self.params,
+                len(ops),
+                ops[:1],
+                ops[-1:],
+                self.deps,
+                self.footprint_B,
+                self.gpus,
+                self.layers,
+                self.staging,
+                self.framework,
+                self.devices,
+                self.memory,
+            )
+        )
+        object.__setattr__(self, "_attrs_cached_hash", cached)
+    return cached
+
+
+Workload.__hash__ = _workload_hash  # type: ignore[method-assign]
