@@ -11,9 +11,7 @@ choice to the library, which takes its fastest.
 
 from __future__ import annotations
 
-from typing import Literal
-
-import attrs
+from typing import Literal, NamedTuple
 
 from parsim.base.checks import non_negative_int, one_of, positive_int
 
@@ -27,11 +25,50 @@ DIRECT_LOOP = "direct loop"
 """A SISD convolution: one scalar loop over every output and tap (no library, so no GEMM)."""
 LIBRARY_ALGORITHMS = (IMPLICIT_GEMM, WINOGRAD, FFT)
 """The algorithms a kernel library offers (``model.library.candidates``), as a user names them."""
+PASSES = ("fwd", "dgrad", "wgrad")
 
 
-@attrs.frozen(cache_hash=True)
-class ConvShape:
+class _Field(NamedTuple):
+    """What a field validator reads of an attrs attribute: its name."""
+
+    name: str
+
+
+_RULES = {
+    "batch": positive_int,
+    "channels": positive_int,
+    "height": positive_int,
+    "width": positive_int,
+    "filters": positive_int,
+    "kernel": positive_int,
+    "stride": positive_int,
+    "padding": non_negative_int,
+    "pass_": one_of(PASSES),
+    "algorithm": one_of(("", *LIBRARY_ALGORITHMS)),
+}
+"""``ConvShape``'s field validators, as its attrs fields had them."""
+
+
+class _ConvFields(NamedTuple):
+    batch: int
+    channels: int
+    height: int
+    width: int
+    filters: int
+    kernel: int
+    stride: int = 1
+    padding: int = 0
+    pass_: Pass = "fwd"
+    algorithm: str = ""
+
+
+class ConvShape(_ConvFields):
     """One convolution pass over a batch.
+
+    A named tuple, checked when made (a refused field is named as an attrs validator names it):
+    every convolution kernel's ``LibraryHints`` holds one, and the timing caches hash and compare
+    those records, which a tuple does in C (an attrs class cost a Python call per hash and per
+    comparison, and a validator call per field per shape built).
 
     Attributes:
         batch: images.
@@ -46,16 +83,50 @@ class ConvShape:
         algorithm: one of ``LIBRARY_ALGORITHMS`` to run; empty: the library's fastest.
     """
 
-    batch: int = attrs.field(validator=positive_int)
-    channels: int = attrs.field(validator=positive_int)
-    height: int = attrs.field(validator=positive_int)
-    width: int = attrs.field(validator=positive_int)
-    filters: int = attrs.field(validator=positive_int)
-    kernel: int = attrs.field(validator=positive_int)
-    stride: int = attrs.field(default=1, validator=positive_int)
-    padding: int = attrs.field(default=0, validator=non_negative_int)
-    pass_: Pass = attrs.field(default="fwd", validator=one_of(("fwd", "dgrad", "wgrad")))
-    algorithm: str = attrs.field(default="", validator=one_of(("", *LIBRARY_ALGORITHMS)))
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        batch: int,
+        channels: int,
+        height: int,
+        width: int,
+        filters: int,
+        kernel: int,
+        stride: int = 1,
+        padding: int = 0,
+        pass_: Pass = "fwd",
+        algorithm: str = "",
+    ) -> ConvShape:
+        shape = tuple.__new__(
+            cls, (batch, channels, height, width, filters, kernel, stride, padding, pass_, algorithm)
+        )
+        good = (  # plain integers pass here at once; anything else goes through the validators
+            type(batch) is int
+            and batch >= 1
+            and type(channels) is int
+            and channels >= 1
+            and type(height) is int
+            and height >= 1
+            and type(width) is int
+            and width >= 1
+            and type(filters) is int
+            and filters >= 1
+            and type(kernel) is int
+            and kernel >= 1
+            and type(stride) is int
+            and stride >= 1
+            and type(padding) is int
+            and padding >= 0
+            and type(pass_) is str
+            and pass_ in PASSES
+            and type(algorithm) is str
+            and (algorithm == "" or algorithm in LIBRARY_ALGORITHMS)
+        )
+        if not good:
+            for name, validate in _RULES.items():  # raises naming the first field refused
+                validate(shape, _Field(name), getattr(shape, name))
+        return shape
 
     @property
     def out_height(self) -> int:

@@ -70,7 +70,7 @@ def _share(op: Op, gpus: int, device: int) -> Op:
         special_ops=op.work.special_ops / gpus,
         int_ops=op.work.int_ops / gpus,
         gemm_mn=gemm_mn,
-        conv=None if conv is None else attrs.evolve(conv, batch=max(1, math.ceil(conv.batch / gpus))),
+        conv=None if conv is None else conv._replace(batch=max(1, math.ceil(conv.batch / gpus))),
         nchw_B=op.library.nchw_B / gpus,
         device=device,
     )
