@@ -329,3 +329,44 @@ def test_workload_hash_keys_on_everything_but_each_op():
     first, second = (timing(w, where, "simt", "engine", "roofline") for w in (built, changed))
     assert second[1] > first[1]
     assert timing(built, where, "simt", "engine", "roofline") == first
+
+
+def test_a_prediction_pauses_the_collector_and_leaves_it_as_found():
+    """``predict`` runs with the cyclic collector off and turns it back on only where it was on,
+    after a refused request too; the figures are the same with the collector on throughout."""
+    import gc
+
+    import parsim
+    from parsim.base.errors import ParsimError
+    from parsim.methods import predict as predicting
+
+    seen: list[bool] = []
+    original = predicting._predict_request
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    params = {"model": "resnet18", "batch": 2, "train": True}
+    caching.clear_caches()
+    try:
+        predicting._predict_request = spy
+        paused = parsim.predict("network", params, device="t4")
+    finally:
+        predicting._predict_request = original
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ParsimError):
+        parsim.predict("network", {**params, "batch": 0}, device="t4")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parsim.predict("matmul", {"m": 64, "n": 64, "k": 64}, device="t4")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    caching.clear_caches()  # the same request with the collector on throughout
+    request = ("t4", None, None, None, None, "engine", "roofline", None, None, None)
+    collected = original("network", {**params, "framework": "eager"}, *request)
+    assert gc.isenabled()
+    assert collected.to_dict() == paused.to_dict()
+    assert [repr(event) for event in collected.trace] == [repr(event) for event in paused.trace]

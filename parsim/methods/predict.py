@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from parsim import stack
-from parsim.base import caching
+from parsim.base import caching, collector
 from parsim.base.budget import CLI, Budget, check_params
 from parsim.base.choices import METHODS, OVERLAPS
 from parsim.base.errors import ParsimError
@@ -117,10 +117,17 @@ def predict(
             GPUs, data that does not fit in memory, or a request above ``budget``.
     """
     key = request_key(workload, params, device, cluster, host, link, mode, method, overlap, gpus, detail)
-    if key is None:  # a built workload, a hardware file, or values that do not hash: no cache
-        request = (device, cluster, host, link, mode, method, overlap, gpus)
-        return _predict_request(workload, params, *request, gpus_per_switch, budget, detail)
-    return _predict_cached(key, gpus_per_switch, budget)
+    # One prediction is one burst of small objects that reference counting frees or the caches and
+    # the prediction keep (the program's kernels and records, plans, the trace, the rows): the
+    # cyclic collector, triggered every 700 of them, would walk them again and again and free
+    # nothing, and its passes over the middle generation add up to full passes over every object
+    # of the process. Paused for the prediction (``collector.paused``; the simulations inside
+    # already pause it), it collects once after: a thirtieth of a cold training-step prediction.
+    with collector.paused():
+        if key is None:  # a built workload, a hardware file, or values that do not hash: no cache
+            request = (device, cluster, host, link, mode, method, overlap, gpus)
+            return _predict_request(workload, params, *request, gpus_per_switch, budget, detail)
+        return _predict_cached(key, gpus_per_switch, budget)
 
 
 def request_key(workload: object, params: dict[str, Any] | None, *rest: object) -> tuple[Any, ...] | None:
