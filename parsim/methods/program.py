@@ -80,9 +80,9 @@ def latency_run(
     if method == "engine":
         from parsim.methods.engine import lone, simulate
 
-        run = lone.latency_run(workload, system, mode, overlap)  # one GPU kernel: no events to step
-        if run is not None:
-            return run
+        lone_run = lone.latency_run(workload, system, mode, overlap)  # one GPU kernel: no events to step
+        if lone_run is not None:
+            return lone_run
         simulated = simulate(workload, system, mode, overlap)
         return (
             tuple(simulated.instance_ends_s),

@@ -208,15 +208,20 @@ def level(spec: ProcessorSpec, cores: int, working_set_B: Number) -> Level:
             if working_set_B <= caches[position][0]:
                 found = position
         if found < 0:
-            name, bandwidth, core_bandwidth = (
+            found_name, found_Bps, found_core_Bps = (
                 main_memory_name(spec),
                 memory.bandwidth_Bps,
                 memory.per_core_bandwidth_Bps,
             )
         else:
-            name, (_, bandwidth, core_bandwidth) = _cache_names(spec)[found], caches[found]
+            found_name, (_, found_Bps, found_core_Bps) = _cache_names(spec)[found], caches[found]
         return Level(
-            name, bandwidth, core_bandwidth, memory.bandwidth_Bps, memory.per_core_bandwidth_Bps, found < 0
+            found_name,
+            found_Bps,
+            found_core_Bps,
+            memory.bandwidth_Bps,
+            memory.per_core_bandwidth_Bps,
+            found < 0,
         )
     index: Number = -1
     bandwidth: Number = memory.bandwidth_Bps

@@ -120,7 +120,8 @@ class Prediction:
                 continue
             if name in changes:
                 value = changes.pop(name)
-                _set(new, name, value if field.converter is None else field.converter(value))
+                converter: Any = field.converter  # attrs types it as a Converter; ours are plain callables
+                _set(new, name, value if converter is None else converter(value))
             else:
                 _set(new, name, getattr(self, name))
         if changes:  # ``metrics`` is derived, and anything else is no field

@@ -338,7 +338,7 @@ def _workload_hash(self: Workload) -> int:
     (``methods.program``), and hashing each of its ~500 kernels' records took a fiftieth of a cold
     ResNet-50 prediction; two builds of the same name and parameters are the same program.
     """
-    cached = self._attrs_cached_hash
+    cached: int | None = self._attrs_cached_hash  # type: ignore[attr-defined]  # attrs' slot, set below
     if cached is None:
         ops = self.ops
         cached = hash(
@@ -362,4 +362,4 @@ def _workload_hash(self: Workload) -> int:
     return cached
 
 
-Workload.__hash__ = _workload_hash  # type: ignore[method-assign]
+Workload.__hash__ = _workload_hash  # type: ignore[method-assign, assignment]

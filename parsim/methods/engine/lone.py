@@ -97,7 +97,7 @@ def instance_ends(
     if framework is not None:
         seconds = framework.floor(seconds, kernel.issue.multi_tensor)
     ends: list[float] = []
-    issued = 0  # the host thread's clock (SimPy's starts at the integer 0)
+    issued: float = 0  # the host thread's clock (SimPy's starts at the integer 0)
     end = None
     for _ in range(repeats):
         issued = issued + dispatch  # ``yield env.timeout(dispatch_s)``

@@ -19,6 +19,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
+from typing import cast
 
 import attrs
 import simpy
@@ -142,7 +143,8 @@ def _segments_and_needs(
             if before is not None:
                 before += shift
             elif shift:
-                before = wrapped[index] + shift - per_instance
+                # an op with no predecessor in its instance has a wrapped one: never None here
+                before = cast(int, wrapped[index]) + shift - per_instance
             needs[first] = [*(d + shift for d in deps[index]), *([before] if before is not None else [])]
     return segments, needs
 
