@@ -43,7 +43,13 @@ YOUNG_EVERY = 10_000
 runs (``spaced``); Python's default is 700."""
 
 _lock = threading.Lock()
-_spacing: list[tuple[int, int, int]] = []  # the thresholds found by the outermost ``spaced``: one per entry
+
+
+class _Spacing:
+    """How many ``spaced`` bodies are open, and the thresholds the first of them found."""
+
+    depth = 0
+    found: tuple[int, int, int] = gc.get_threshold()
 
 
 class spaced:  # used as ``with spaced():``
@@ -63,10 +69,10 @@ class spaced:  # used as ``with spaced():``
 
     def __enter__(self) -> None:
         with _lock:
-            found = gc.get_threshold()
-            if not _spacing:
+            if not _Spacing.depth:
+                found = _Spacing.found = gc.get_threshold()
                 gc.set_threshold(max(found[0], YOUNG_EVERY), *found[1:])
-            _spacing.append(found if not _spacing else _spacing[0])
+            _Spacing.depth += 1
 
     def __exit__(
         self,
@@ -75,6 +81,6 @@ class spaced:  # used as ``with spaced():``
         traceback: TracebackType | None,
     ) -> None:
         with _lock:
-            first = _spacing.pop()
-            if not _spacing:
-                gc.set_threshold(*first)
+            _Spacing.depth -= 1
+            if not _Spacing.depth:
+                gc.set_threshold(*_Spacing.found)

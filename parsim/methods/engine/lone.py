@@ -78,7 +78,7 @@ def latency_run(
     trace.append(
         TraceEvent(resources.thread(thread_of(kernel)), f"issue {kernel.name}", "overhead", 0, issued)
     )
-    clock = gpu._place(kernel, max(issued, issued))  # ``Processor.run_chain``: the GPU is free
+    clock = gpu._place(kernel, issued)  # ``Processor.run_chain``: max(now, issued), the same here
     end = issued + (clock - issued)  # ``yield env.timeout(clock - now)``
     return (max(0.0, end),), tuple(trace), EVENTS, notes.summary()
 
