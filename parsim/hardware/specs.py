@@ -4,7 +4,9 @@ Think of a spec as the data sheet pinned above the simulator: a ``ProcessorSpec`
 or a GPU) owns a ``MemorySpec`` (DRAM/HBM plus its cache levels); a ``LinkSpec`` is one PCIe or
 NVLink connection; a ``SystemSpec`` wires a host, an optional accelerator and the link between
 them. Specs never change after construction, so they can be shared, hashed and cached freely;
-``attrs.evolve`` makes a modified copy.
+``attrs.evolve`` makes a modified copy. The memory records live in ``hardware.memory_spec``, the
+link records in ``hardware.link_spec``; this module holds the processor and the system and
+re-exports the others.
 
 Every field is validated on construction and an invalid value raises ``ParsimError`` naming the
 field, the bound and the value. Numbers are *effective* figures where the two differ (what a
@@ -21,8 +23,6 @@ from typing import Any, Literal
 import attrs
 
 from parsim.base.checks import (
-    BANDWIDTH,
-    BYTES,
     CLOCK,
     SECONDS,
     boolean,
@@ -36,7 +36,32 @@ from parsim.base.checks import (
 )
 from parsim.base.dtypes import MATRIX_FORMATS
 from parsim.base.errors import ParsimError, field_error
+from parsim.hardware.link_spec import (
+    LINK_FAMILIES,
+    PACKET_SIZES_B,
+    PEER_KINDS,
+    LinkSpec,
+    PageableCopy,
+)
+from parsim.hardware.memory_spec import BandwidthPoint, CacheLevel, MemorySpec
 from parsim.hardware.network import NetworkSpec
+
+__all__ = [  # the link and memory records live in their own modules; callers import them from here too
+    "ACCELERATOR_KINDS",
+    "GPU_PLATFORMS",
+    "LINK_FAMILIES",
+    "PACKET_SIZES_B",
+    "PEER_KINDS",
+    "PROCESSOR_KINDS",
+    "BandwidthPoint",
+    "CacheLevel",
+    "LinkSpec",
+    "MemorySpec",
+    "PageableCopy",
+    "ProcessorSpec",
+    "SystemSpec",
+]
+
 
 GPU_PLATFORMS = ("cuda", "rocm")
 """The GPU software platforms a device's frameworks call: NVIDIA's CUDA libraries or AMD's ROCm."""
@@ -76,91 +101,6 @@ def _rate_items(
 ) -> tuple[tuple[str, float], ...]:
     """Store a ``{dtype: rate}`` table as sorted pairs so the spec stays hashable."""
     return tuple(sorted(dict(value or {}).items()))
-
-
-def _levels(value: Iterable[CacheLevel]) -> tuple[CacheLevel, ...]:
-    return tuple(value)
-
-
-def _curve(points: Iterable[BandwidthPoint]) -> tuple[BandwidthPoint, ...]:
-    """Measured points, smallest working set first."""
-    return tuple(sorted(points, key=lambda point: point.working_set_B))
-
-
-@attrs.frozen(cache_hash=True)
-class CacheLevel:
-    """One level of the cache hierarchy as the roofline sees it.
-
-    Attributes:
-        name: ``"L1"``, ``"L2"``, ``"L3"``...
-        size_B: capacity; per core when ``per_core`` is true, else shared by all cores.
-        bandwidth_Bps: sustained read+write bandwidth of the whole level (all cores busy).
-        per_core: private to each core (so the usable size grows with active cores).
-        per_core_bandwidth_Bps: what one core alone draws from this level; None means an equal
-            share of ``bandwidth_Bps`` (calibration measures it).
-    """
-
-    name: str
-    size_B: float = attrs.field(validator=BYTES)
-    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    per_core: bool = False
-    per_core_bandwidth_Bps: float | None = attrs.field(
-        default=None, validator=attrs.validators.optional(BANDWIDTH)
-    )
-
-
-@attrs.frozen(cache_hash=True)
-class BandwidthPoint:
-    """Streaming bandwidth measured at one working-set size (calibrated machines).
-
-    Attributes:
-        working_set_B: bytes the kernel touches.
-        one_core_Bps: bandwidth one core reaches at that size.
-        all_cores_Bps: bandwidth all cores reach together.
-    """
-
-    working_set_B: float = attrs.field(validator=BYTES)
-    one_core_Bps: float = attrs.field(validator=BANDWIDTH)
-    all_cores_Bps: float = attrs.field(validator=BANDWIDTH)
-
-
-@attrs.frozen(cache_hash=True)
-class MemorySpec:
-    """Main memory (DRAM or HBM) of one processor.
-
-    Attributes:
-        bandwidth_Bps: effective sustained bandwidth (STREAM triad / device copy benchmark).
-        peak_bandwidth_Bps: datasheet bandwidth, for the roofline ceiling.
-        latency_s: load-to-use latency of a DRAM access.
-        capacity_B: installed capacity.
-        per_core_bandwidth_Bps: what one core (or SM) can pull alone; Little's law
-            (bytes in flight / latency) is why one NumPy thread gets a fraction of the socket.
-        caches: cache levels, smallest first.
-        curve: measured bandwidth against working-set size (calibration); when present it
-            replaces the step from one cache level to the next by interpolation between the
-            measured points, which is what real caches do near their capacity.
-        loaded_latency_s: latency of a load while memory streams at full load (queues in the
-            memory controllers and the crossbar add to ``latency_s``): what Little's law needs to
-            cap a GPU kernel that keeps few bytes in flight per thread; None where it is not
-            known (no cap: with the unloaded latency it would not bind on the presets without one).
-    """
-
-    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    peak_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    latency_s: float = attrs.field(validator=within(1e-10, 1e-2, "s"))
-    capacity_B: float = attrs.field(validator=BYTES)
-    per_core_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    caches: tuple[CacheLevel, ...] = attrs.field(default=(), converter=_levels)
-    curve: tuple[BandwidthPoint, ...] = attrs.field(default=(), converter=_curve)
-    loaded_latency_s: float | None = attrs.field(
-        default=None, validator=attrs.validators.optional(within(1e-10, 1e-2, "s"))
-    )
-
-    def __attrs_post_init__(self) -> None:
-        if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
-            raise field_error(
-                "bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})", self.bandwidth_Bps
-            )
 
 
 @attrs.frozen(cache_hash=True)
@@ -351,139 +291,6 @@ class ProcessorSpec:
         if matrix and dtype in rates:
             return max(vector, float(rates[dtype]))
         return vector
-
-
-@attrs.frozen(cache_hash=True)
-class PageableCopy:
-    """Pageable copies in one direction, as calibration measured them (``measure.linkfit``): the
-    driver stages them with a CPU memcpy, so they run at the host's speed (7-10 GB/s on the H100
-    host of issue 30, presets say 24), faster for the first ``cached_B`` bytes of a buffer copied
-    again and again (they stay in the host's caches) than for the rest, read from DRAM.
-
-    Attributes:
-        latency_s: fixed cost per copy besides the host's call (which the GPU's dispatch charges).
-        bandwidth_Bps: rate of the bytes the host memcpy moves from or to DRAM.
-        cached_bandwidth_Bps: rate of the bytes it finds in the host's caches (>= bandwidth_Bps).
-        cached_B: bytes of a repeatedly copied buffer the host finds in its caches (0: none).
-    """
-
-    latency_s: float = attrs.field(validator=SECONDS)
-    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    cached_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    cached_B: float = attrs.field(default=0.0, validator=within(0.0, 1e16, "B"))
-
-    def __attrs_post_init__(self) -> None:
-        if self.cached_bandwidth_Bps < self.bandwidth_Bps * 0.9999:
-            raise field_error(
-                "cached_bandwidth_Bps",
-                f">= bandwidth_Bps ({self.bandwidth_Bps:g})",
-                self.cached_bandwidth_Bps,
-            )
-
-
-LINK_FAMILIES = {"pcie": "PCIe", "nvlink": "NVLink", "xgmi": "Infinity Fabric", "ici": "ICI"}
-PEER_KINDS = ("nvlink", "xgmi", "ici")
-"""Links that join accelerators directly (NVLink, AMD's Infinity Fabric, a TPU's inter-chip
-interconnect), not the host."""
-
-
-def _pageable(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not None and not isinstance(value, PageableCopy):
-        raise field_error(attribute.name, "a PageableCopy table or absent", value)
-
-
-"""Link kinds and how timelines name them."""
-
-PACKET_SIZES_B = (64, 128, 256, 512, 1024, 2048, 4096)
-"""The payload sizes PCIe allows (max payload size and read completion sizes are powers of two)."""
-
-
-def _optional_packet(instance: Any, attribute: Any, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or value not in PACKET_SIZES_B):
-        raise field_error(attribute.name, f"one of {', '.join(map(str, PACKET_SIZES_B))} bytes", value)
-
-
-@attrs.frozen(cache_hash=True)
-class LinkSpec:
-    """A host<->device or device<->device link, e.g. PCIe 3.0 x16 or NVLink.
-
-    Attributes:
-        id: preset id (``"pcie3-x16"``).
-        name: human-readable name.
-        kind: ``pcie`` (host<->GPU, and GPU peer-to-peer through the host's PCIe), ``nvlink`` or
-            ``xgmi`` (AMD's Infinity Fabric): GPU to GPU, given as ``--link`` they carry all-reduce
-            traffic while copies to the host keep the GPU's PCIe link; or ``ici`` (a TPU's
-            inter-chip interconnect: a peer link like NVLink, one torus link per direction).
-        bandwidth_Bps: effective bandwidth per direction with pinned host memory.
-        peak_bandwidth_Bps: theoretical bandwidth per direction.
-        pageable_bandwidth_Bps: effective bandwidth from pageable memory (staged through a
-            pinned bounce buffer by the driver).
-        latency_s: fixed cost per transfer (driver + DMA setup + link round trip).
-        duplex: both directions run at full speed at once.
-        pageable_h2d: pageable host-to-device copies as calibration measured them on this host
-            (a ``PageableCopy``); None: ``pageable_bandwidth_Bps`` after ``latency_s``.
-        pageable_d2h: the same for device-to-host copies.
-        write_payload_B: a PCIe link's max payload size (MPS): the data bytes of each memory-write
-            packet the GPU sends up for a device-to-host copy. None with ``read_completion_B``:
-            both directions stream at ``bandwidth_Bps``.
-        read_completion_B: the data bytes of each completion packet the host's root complex sends
-            down for a host-to-device copy (the GPU reads host memory): its read completion size.
-            With ``write_payload_B`` it sets the device-to-host rate (``model.transfer``):
-            ``bandwidth_Bps`` is then the host-to-device one.
-    """
-
-    id: str
-    name: str
-    bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    peak_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    pageable_bandwidth_Bps: float = attrs.field(validator=BANDWIDTH)
-    latency_s: float = attrs.field(validator=SECONDS)
-    duplex: bool = attrs.field(default=True, validator=boolean)
-    kind: Literal["pcie", "nvlink", "xgmi", "ici"] = attrs.field(
-        default="pcie", validator=one_of(tuple(LINK_FAMILIES))
-    )
-    pageable_h2d: PageableCopy | None = attrs.field(default=None, validator=_pageable)
-    pageable_d2h: PageableCopy | None = attrs.field(default=None, validator=_pageable)
-    write_payload_B: int | None = attrs.field(default=None, validator=_optional_packet)
-    read_completion_B: int | None = attrs.field(default=None, validator=_optional_packet)
-
-    @property
-    def is_peer(self) -> bool:
-        """Joins accelerators directly (NVLink, Infinity Fabric, ICI): carries collectives, never
-        host copies."""
-        return self.kind in PEER_KINDS
-
-    @property
-    def family(self) -> str:
-        """How timelines name the link's rows: ``PCIe``, ``NVLink``, ``Infinity Fabric``, ``ICI``."""
-        return LINK_FAMILIES[self.kind]
-
-    def __attrs_post_init__(self) -> None:
-        if self.bandwidth_Bps > self.peak_bandwidth_Bps * 1.0001:
-            raise field_error(
-                "bandwidth_Bps", f"<= peak_bandwidth_Bps ({self.peak_bandwidth_Bps:g})", self.bandwidth_Bps
-            )
-        if self.pageable_bandwidth_Bps > self.bandwidth_Bps * 1.0001:
-            raise field_error(
-                "pageable_bandwidth_Bps",
-                f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
-                self.pageable_bandwidth_Bps,
-            )
-        if (self.write_payload_B is None) != (self.read_completion_B is None):
-            missing = "write_payload_B" if self.write_payload_B is None else "read_completion_B"
-            raise field_error(missing, "given with the other PCIe packet size (or neither)", None)
-        if self.write_payload_B is not None and self.kind != "pcie":
-            raise field_error(
-                "write_payload_B", "absent on a peer link (host copies are PCIe's)", self.write_payload_B
-            )
-        for name in ("pageable_h2d", "pageable_d2h"):  # staged through the DMA: never faster than it
-            copy = getattr(self, name)
-            if copy is not None and copy.cached_bandwidth_Bps > self.bandwidth_Bps * 1.0001:
-                raise field_error(
-                    f"{name}.cached_bandwidth_Bps",
-                    f"<= bandwidth_Bps ({self.bandwidth_Bps:g})",
-                    copy.cached_bandwidth_Bps,
-                )
 
 
 def _int_tuple(value: Any) -> tuple[int, ...]:
