@@ -179,6 +179,19 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             # where the GPU's share is 0.07-0.09
             serve_sequence_cycles=2e5,
             overlap_schedule=True,
+            # CUDA graphs are captured for decode batches up to cuda_graph_max_bs, 160 on a GPU of 25 GB
+            # or more ([SGLARGS] server_args.py, Dec 2024); a larger decode step runs eagerly, its
+            # kernels launched one by one after FlashInfer's plan has copied the batch's page table
+            # offsets to the host (a synchronising copy), so the GPU waits for the launches. Fitted
+            # once on the datacrunch rows (the offline runs' durations and the 8 requests/s ITL, the
+            # steps of 250-2800 sequences): 10 ms per eager step at 2.6 GHz
+            serve_graph_max_batch=160,
+            serve_eager_step_cycles=2.6e7,
+            # decode attention over the cache: FlashInfer with SGLang's token-granular pool (page size
+            # 1: every cached token's K and V rows fetched by their own index) reaches under a third
+            # of the library kernel's bandwidth; fitted once on the datacrunch offline runs of 1024-
+            # and 4096-token prompts, whose steps read 0.7-0.8 M cached tokens each
+            decode_attention_share=0.3,
             # sglang's default max_running_requests: min(KV tokens // 2, the request pool), the pool
             # min(max(KV tokens / context x 512, 2048), 4096) (python/sglang/srt/managers/tp_worker.py,
             # model_executor/model_runner.py): 4096 for a 128K-context model on a large cache
