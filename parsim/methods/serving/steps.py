@@ -19,6 +19,10 @@ a few such predictions, cached:
   GEMMs, which read the weights once, so the step is the prefill of N + B tokens plus the decodes'
   attention over their context, s(B) c.
 
+A decode-only step of a serving engine is then shaped by the engine's loop
+(``ModelSteps.engine_decode_s``): eager launches above its CUDA-graph batch, and an overlap
+scheduler's host work run under the kernels.
+
 A low load therefore reproduces ``llm_serve``: one request's first token comes after one prefill of
 its prompt, and its decode steps average a + s (prompt + (output - 2) / 2), ``llm_serve``'s mean step.
 
@@ -187,7 +191,10 @@ class ModelSteps:
         work on one step's sequences runs while the next step's kernels do — SGLang 0.4's
         ``event_loop_overlap`` launches batch k + 1 before ``process_batch_result`` of batch k
         (sgl-project/sglang python/sglang/srt/managers/scheduler.py, Dec 2024) — so step after step
-        the loop takes the longer of the two, not their sum.
+        the loop takes the longer of the two, not their sum; but the thread that launches the
+        kernels shares the interpreter lock with the one doing that work, and waits for it up to
+        CPython's switch interval (``GIL_SWITCH_S``): that much of the host work stays on the
+        step's path (all of it for a few sequences, 5 ms of a large batch's).
         """
         seconds = priced_s + self.engine.eager_step_s(self.clock_Hz, batch)
         if not self.engine.overlap_schedule:
