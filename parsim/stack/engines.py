@@ -173,12 +173,32 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             # the overlap scheduler (0.4) runs the batch's scheduling under the previous step's
             # kernels, so no fixed host time per step; the work per sequence of the step (its request
             # object, its token appended and checked for a stop, sent to the detokeniser) is the same
-            # Python as 0.3's and still paid: sglang-0.3's 77 us per sequence, not refitted. The
-            # datacrunch ITLs say so: 13.6, 14.8, 19.4 and 70.8 ms at about 8, 17, 52 and 360
-            # sequences running (Little's law on their e2e latencies), 0.13-0.17 ms per sequence
-            # where the GPU's share is 0.07-0.09
+            # Python as 0.3's: sglang-0.3's 77 us per sequence, not refitted. The scheduler thread
+            # does it while the forward thread (tp_worker_overlap_thread.py, a thread of the same
+            # process) launches and runs the next step (scheduler.py event_loop_overlap, Dec 2024);
+            # the forward thread waits for the interpreter lock up to CPython's 5 ms switch interval,
+            # so the first 5 ms of a step's host work stay on its path and the rest runs under its
+            # kernels (methods.serving.steps ModelSteps.engine_decode_s). The datacrunch ITLs say
+            # so: 13.6-19.4 ms at about 8-52 sequences (0.13-0.15 ms per sequence beside the GPU's
+            # weights: host work under 5 ms, all paid), while the offline runs' steps of 1,000-2,800
+            # sequences take far less than their kernels plus 77 us per sequence
             serve_sequence_cycles=2e5,
             overlap_schedule=True,
+            # CUDA graphs are captured for decode batches up to cuda_graph_max_bs, 160 on a GPU of 25 GB
+            # or more ([SGLARGS] server_args.py, Dec 2024); a larger decode step runs eagerly, its
+            # kernels (about a thousand for a 70B model) launched one by one from Python. Fitted once
+            # on the datacrunch rows (the offline runs' durations and the 8 requests/s ITL: steps of
+            # 250-2,800 sequences): 10 ms per eager step at 2.6 GHz, some 10 us per launch
+            serve_graph_max_batch=160,
+            serve_eager_step_cycles=2.6e7,
+            # decode attention over the cache at 0.3 of the library kernel's bandwidth: fitted once on
+            # the datacrunch offline runs of 4096-token prompts (2,500-2,900 cached tokens per
+            # sequence, whose durations the rest of the step leaves 40 % short); taken to be
+            # FlashInfer's decode over SGLang's token-granular pool (page size 1: each cached token's
+            # K and V rows fetched by their own index), not shown. The SGLang 0.3 rows (A100, Llama
+            # 3.1 8B and 70B, short ShareGPT contexts) do not call for it, so it is this engine's
+            # fit, not the library's
+            decode_attention_share=0.3,
             # sglang's default max_running_requests: min(KV tokens // 2, the request pool), the pool
             # min(max(KV tokens / context x 512, 2048), 4096) (python/sglang/srt/managers/tp_worker.py,
             # model_executor/model_runner.py): 4096 for a 128K-context model on a large cache

@@ -93,12 +93,20 @@ class FrameworkSpec:
             runs it under the previous step's kernels.
         serve_sequence_cycles: host CPU cycles of that work per sequence of the step (its request
             object scheduled, its token sampled, detokenised and streamed).
+        serve_graph_max_batch: the largest decode batch the engine captured CUDA graphs for; a
+            decode step of more sequences runs eagerly (0: every step is a graph, or none is).
+        serve_eager_step_cycles: host CPU cycles the GPU waits for in an eager decode step (one of
+            more than ``serve_graph_max_batch`` sequences): its kernels launched one by one.
+        decode_attention_share: share of the memory bandwidth the engine's decode attention over the
+            KV cache reaches, against the library's attention kernel (1); set per engine.
         serve_max_running: requests a serving engine runs at once by default (its
             ``max_running_requests`` / ``max_num_seqs``), ``llm_load``'s ``max_batch`` when not
             given; 0: the load's own default.
         overlap_schedule: the engine schedules step k + 1 while step k runs (SGLang's overlap
             scheduler): a request that arrives is seen by a scheduling pass that starts after it, so
-            it joins the step after the one already launched.
+            it joins the step after the one already launched; and the host's work on step k's
+            sequences runs under step k + 1's kernels, so a decode step under load takes the longer
+            of its GPU time and that work, not their sum (``methods.serving.steps``).
         serve_admission: how a serving engine admits requests under load
             (``methods.serving.config``): ``prompt`` when a request's prompt fits, preempting the
             latest admitted when a decode runs out of room (vLLM); ``reserve`` when the outputs of
@@ -142,6 +150,9 @@ class FrameworkSpec:
     decode_in_flight_B: float = attrs.field(default=0.0, validator=non_negative)
     serve_step_cycles: float = attrs.field(default=0.0, validator=non_negative)
     serve_sequence_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    serve_graph_max_batch: int = attrs.field(default=0, validator=non_negative_int)
+    serve_eager_step_cycles: float = attrs.field(default=0.0, validator=non_negative)
+    decode_attention_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     request_cycles: float = attrs.field(default=0.0, validator=non_negative)
     serve_max_running: int = attrs.field(default=0, validator=non_negative_int)
     overlap_schedule: bool = attrs.field(default=False, validator=boolean)
@@ -159,7 +170,12 @@ class FrameworkSpec:
     @property
     def shapes_decode(self) -> bool:
         """Whether the engine's decode kernels differ from a library's streaming ones."""
-        shares = (self.decode_share, self.expert_share, *dict(self.weight_only_share).values())
+        shares = (
+            self.decode_share,
+            self.expert_share,
+            self.decode_attention_share,
+            *dict(self.weight_only_share).values(),
+        )
         return any(share != 1.0 for share in shares) or self.decode_in_flight_B > 0
 
     @property
@@ -185,6 +201,12 @@ class FrameworkSpec:
         serves on ``gpus`` tensor-parallel GPUs (``static_memory``), or None where it sets none."""
         shares = [share for least, share in sorted(self.static_memory) if least <= gpus]
         return shares[-1] if shares else None
+
+    def eager_step_s(self, host_clock_Hz: float, sequences: int) -> float:
+        """Host seconds the GPU waits for in a decode step of ``sequences`` that runs eagerly (more
+        than ``serve_graph_max_batch``), at ``host_clock_Hz``; 0 for a graph step."""
+        eager = self.serve_graph_max_batch and sequences > self.serve_graph_max_batch
+        return self.serve_eager_step_cycles / host_clock_Hz if eager else 0.0
 
     def request_s(self, host_clock_Hz: float) -> float:
         """Host seconds of per-request serving work in the time to first token, at ``host_clock_Hz``."""

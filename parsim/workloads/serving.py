@@ -70,6 +70,7 @@ from parsim.workloads.quantised import GEMV_ROWS, WEIGHT_B, WeightFormat, quanti
 from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels, transformer_layers
 from parsim.workloads.transformer_memory import transformer_needs
+from parsim.workloads.transformer_ops import ATTENTION_CORE
 
 NAME = "llm_serve"
 TOKEN_ID_B = 8  # int64 token ids
@@ -254,8 +255,13 @@ def _phase_kernels(
     # the engine's decode matrix kernels (GEMVs: linears, experts, LM head, attention over the cache)
     shares = {expert: engine.decode_bandwidth_share(expert, params["weights"]) for expert in (False, True)}
     in_flight = engine.decode_in_flight_B
+
+    def share(k: Kernel) -> float:
+        attention = engine.decode_attention_share if k.part == ATTENTION_CORE else 1.0
+        return shares[config.moe and k.part in _EXPERTS] * attention
+
     return [
-        k.but(bandwidth_share=shares[config.moe and k.part in _EXPERTS], core_in_flight_B=in_flight)
+        k.but(bandwidth_share=share(k), core_in_flight_B=in_flight)
         if k.library.gemm_mn is not None or k.part in _LINEARS
         else k
         for k in forward

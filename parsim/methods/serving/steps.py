@@ -19,6 +19,10 @@ a few such predictions, cached:
   GEMMs, which read the weights once, so the step is the prefill of N + B tokens plus the decodes'
   attention over their context, s(B) c.
 
+A decode-only step of a serving engine is then shaped by the engine's loop
+(``ModelSteps.engine_decode_s``): eager launches above its CUDA-graph batch, and an overlap
+scheduler's host work run under the kernels.
+
 A low load therefore reproduces ``llm_serve``: one request's first token comes after one prefill of
 its prompt, and its decode steps average a + s (prompt + (output - 2) / 2), ``llm_serve``'s mean step.
 
@@ -55,6 +59,9 @@ from parsim.workloads.serving import kv_type, memory_needs
 LOW, HIGH = 16, 1024
 """The two contexts (cached tokens per request) each grid batch's decode step is predicted at."""
 STEP_NAME = "llm_step"
+GIL_SWITCH_S = 0.005
+"""CPython's switch interval (``sys.getswitchinterval()``, 5 ms by default): how long a thread that
+wants the interpreter lock waits before the one holding it is asked to drop it."""
 """The name a priced step's program runs under (no workload's hooks or footprint check apply)."""
 
 
@@ -103,8 +110,10 @@ class ModelSteps:
         self.params, self.method = fixed, method
         self.device, self.host, self.link = device, host, link
         # the validated parameters name the model: building a program for it would be wasted
-        model = validate_params(SERVE, {**fixed, "prompt": 1, "output": 2})["model"]
-        self.context = llm(str(model)).context
+        valid = validate_params(SERVE, {**fixed, "prompt": 1, "output": 2})
+        self.context = llm(str(valid["model"])).context
+        self.engine = stack.framework(str(valid["framework"]))
+        self.clock_Hz = registry.system(device, host, link, int(valid["gpus"])).host.clock_Hz
         self.longest = self.context - 2  # llm_serve's prompt + output=2 stays within the context
         self.prompts = grid(self.longest)
         self.batches = grid(max(2, min(max_batch, 4096)))
@@ -169,9 +178,29 @@ class ModelSteps:
         if decode_batch == 0:
             return self.prefill_s(prefill_tokens)
         if prefill_tokens == 0:
-            return self.decode_s(decode_batch, decode_context_tokens)
+            return self.engine_decode_s(self.decode_s(decode_batch, decode_context_tokens), decode_batch)
         _, s = self.decode_line(decode_batch)
         return self.prefill_s(prefill_tokens + decode_batch) + s * decode_context_tokens / decode_batch
+
+    def engine_decode_s(self, priced_s: float, batch: int) -> float:
+        """A decode-only step under load from ``llm_serve``'s price of it (``priced_s``: its kernels,
+        then the engine's host work on its ``batch`` sequences, one after the other).
+
+        An eager step (more sequences than the engine captured CUDA graphs for) adds the launches
+        the GPU waits for (``FrameworkSpec.eager_step_s``). Under an overlap scheduler the host's
+        work on one step's sequences runs while the next step's kernels do — SGLang 0.4's
+        ``event_loop_overlap`` launches batch k + 1 before ``process_batch_result`` of batch k
+        (sgl-project/sglang python/sglang/srt/managers/scheduler.py, Dec 2024) — so step after step
+        the loop takes the longer of the two, not their sum; but the thread that launches the
+        kernels shares the interpreter lock with the one doing that work, and waits for it up to
+        CPython's switch interval (``GIL_SWITCH_S``): that much of the host work stays on the
+        step's path (all of it for a few sequences, 5 ms of a large batch's).
+        """
+        seconds = priced_s + self.engine.eager_step_s(self.clock_Hz, batch)
+        if not self.engine.overlap_schedule:
+            return seconds
+        host = self.engine.serve_step_s(self.clock_Hz, batch)
+        return max(seconds - host + min(host, GIL_SWITCH_S), host)
 
 
 def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_tokens: int) -> int:
