@@ -59,10 +59,10 @@ from parsim.workloads.serving import kv_type, memory_needs
 LOW, HIGH = 16, 1024
 """The two contexts (cached tokens per request) each grid batch's decode step is predicted at."""
 STEP_NAME = "llm_step"
+"""The name a priced step's program runs under (no workload's hooks or footprint check apply)."""
 GIL_SWITCH_S = 0.005
 """CPython's switch interval (``sys.getswitchinterval()``, 5 ms by default): how long a thread that
 wants the interpreter lock waits before the one holding it is asked to drop it."""
-"""The name a priced step's program runs under (no workload's hooks or footprint check apply)."""
 
 
 def grid(most: int) -> list[int]:
