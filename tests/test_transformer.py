@@ -10,9 +10,10 @@ import parsim
 from parsim.base.errors import ParsimError
 from parsim.workloads import make_workload
 from parsim.workloads.base import Transfer
-from parsim.workloads.layers import Numerics, network_needs
+from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LLMS, llm
 from parsim.workloads.models import MODELS
+from parsim.workloads.network_needs import network_needs
 from parsim.workloads.transformer import _causal_pairs, kv_cache_bytes, transformer_kernels
 from parsim.workloads.transformer_memory import transformer_needs
 
