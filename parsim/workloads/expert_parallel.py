@@ -66,7 +66,7 @@ from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.megatron import optimizer_sync
-from parsim.workloads.moe import EXPERT_NODE, Routing, dispatch_B
+from parsim.workloads.moe import EXPERT_NODE, GROUPED_GEMM, Routing, dispatch_B
 from parsim.workloads.transformer_memory import stage_params
 from parsim.workloads.transformer_ops import block_layers
 
@@ -181,6 +181,56 @@ def layer_ops(config: LlmConfig, tokens: int, layer: str, dtype: str, device: in
             )
         )
     return tuple(made)
+
+
+TE_COMPUTE_STREAMS = 4
+"""The compute streams Transformer Engine's grouped GEMM deals its GEMMs over (``num_compute_streams``
+in NVIDIA/TransformerEngine@70f53666 transformer_engine/common/util/multi_stream.cpp)."""
+
+
+def per_expert_gemms(kernels: list[Kernel], local: int) -> list[Kernel]:
+    """Each grouped expert GEMM (``moe.GROUPED_GEMM``) of ``kernels`` as Transformer Engine runs it:
+    one GEMM per local expert, ``TE_COMPUTE_STREAMS`` of them at once.
+
+    Megatron-Core's ``TEGroupedMLP`` calls TE's ``GroupedLinear``, whose ``general_grouped_gemm``
+    (``te_general_grouped_gemm`` -> ``nvte_multi_tensor_gemm``) loops over the experts and launches
+    one cuBLAS GEMM each, expert i on compute stream i mod 4 (NVIDIA/TransformerEngine@70f53666
+    (v2.9), 5671fd36 (2.12) and 289e5a6b (2.16), the 25.11 to 26.04 NeMo containers' pins in
+    Megatron-Bridge's uv.lock: transformer_engine/common/gemm/cublaslt_gemm.cu
+    ``multi_stream_cublas_gemm``; a CUTLASS grouped GEMM only under NVTE_USE_CUTLASS_GROUPED_GEMM,
+    which the perf recipes leave unset). So the grouped GEMM is ``ceil(local / 4)`` rounds, each
+    four experts' GEMMs side by side (one kernel of their rows here: balanced routing gives each
+    expert ``1 / local`` of the rows and work; a weight gradient's ``local x k`` rows, ``k`` an
+    expert) for which the host issues four launches (``Issue.launches``); the first round also
+    pays the module's call (the framework's cost per operator), the others run inside it
+    (``Issue.in_library_call``). A round shorter than its launches leaves the GPU waiting on the
+    host: thin experts at one sequence per micro-batch cost more per token than at four."""
+    if local == 1:
+        return kernels
+    made: list[Kernel] = []
+    for kernel in kernels:
+        if kernel.work.op != GROUPED_GEMM or kernel.library.gemm_mn is None:
+            made.append(kernel)
+            continue
+        m, n = kernel.library.gemm_mn
+        work, cold = kernel.work, kernel.access.cold_bytes
+        for first in range(0, local, TE_COMPUTE_STREAMS):
+            side = min(TE_COMPUTE_STREAMS, local - first)  # experts of this round
+            share = side / local
+            made.append(
+                kernel.but(
+                    name=kernel.name if first == 0 else f"{kernel.name} experts {first}+",
+                    flops=work.flops * share,
+                    bytes_read=work.bytes_read * share,
+                    bytes_written=work.bytes_written * share,
+                    work_items=max(1, math.ceil(work.work_items * share)),
+                    cold_bytes=cold * share,
+                    gemm_mn=(max(1, math.ceil(m * share)), n),
+                    launches=side,
+                    in_library_call=first > 0,
+                )
+            )
+    return made
 
 
 def exchange(

@@ -148,6 +148,9 @@ class Issue(NamedTuple):
         in_library_call: a kernel the library launches inside another op's call (cuDNN's layout
             transposes around a convolution): on a GPU it pays its launch, not the framework's
             work per operator, which that call already paid.
+        launches: kernels the library launches for it, back to back from one call (Transformer
+            Engine's grouped GEMM: one cuBLAS GEMM per expert, four streams running them at once):
+            on a GPU it pays that many launches.
     """
 
     python_ops_per_item: float = 1.0
@@ -155,6 +158,7 @@ class Issue(NamedTuple):
     multi_tensor: bool = False
     python_loop: str = ""
     in_library_call: bool = False
+    launches: int = 1
 
 
 _record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order (``but``)
@@ -241,6 +245,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "multi_tensor": boolean,
         "python_loop": text,
         "in_library_call": boolean,
+        "launches": positive_int,
     },
 }
 
@@ -300,6 +305,8 @@ def _good_issue(i: Issue) -> bool:
         and type(i.multi_tensor) is bool
         and type(i.python_loop) is str
         and type(i.in_library_call) is bool
+        and type(i.launches) is int
+        and i.launches >= 1
     )
 
 

@@ -266,6 +266,10 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         dropout=params["dropout"],
         routing=expert_parallel.routing(params, lay.micro_batch * local),
     )
+    if config.moe:  # Transformer Engine's grouped GEMMs: one GEMM per local expert
+        local_experts = config.experts // expert_parallel.ep_of(params)
+        forward = expert_parallel.per_expert_gemms(forward, local_experts)
+        backward = expert_parallel.per_expert_gemms(backward, local_experts)
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
     forward = _features_applied(
