@@ -120,13 +120,22 @@ def test_each_moe_layer_adds_two_all_to_alls_per_pass_of_its_tokens():
 def test_megatron_cores_small_moe_ops_cost_the_host_per_layer_and_pass():
     # 20 forward and 10 backward framework ops per MoE layer and micro-batch, each a pass over the
     # tokens' k indices and probabilities (256 tokens x 2 x 4 B), each at least the eager
-    # framework's per-op host cost in the block's time
+    # framework's per-op host cost in the block's time (kernels priced 0 s here)
     step = _step(pp=2, ep=4, nodes=2, microbatches=1)
     forward = next(b for b in _blocks(step) if b.name == "F")
     backward = next(b for b in _blocks(step) if b.name == "B")
     small = [[k for k in b.kernels if k.part == DISPATCH_OPS] for b in (forward, backward)]
     assert [len(ops) for ops in small] == [20 * 2, 10 * 2]
-    assert {(k.work.bytes_read, k.work.bytes_written) for k in small[0]} == {(256 * 2 * 4, 256 * 2 * 4)}
+    # the first three of each layer's forward ops move the hidden states too (bfloat16, 256 x 64 a
+    # GPU): the permutation reads them once and writes their 2 copies, each chunk sort (2 local
+    # experts) reads and writes the 2 copies; the backward's first three mirror them
+    indices, hidden = 256 * 2 * 4, 256 * 64 * 2
+    moved = [(indices + hidden, indices + 2 * hidden)] + [(indices + 2 * hidden, indices + 2 * hidden)] * 2
+    per_layer = moved + [(indices, indices)] * 17
+    assert [(k.work.bytes_read, k.work.bytes_written) for k in small[0]] == per_layer * 2
+    mirrored = [(indices + 2 * hidden, indices + 2 * hidden)] * 2 + [(indices + 2 * hidden, indices + hidden)]
+    backward_moves = [(k.work.bytes_read, k.work.bytes_written) for k in small[1]]
+    assert backward_moves == (mirrored + [(indices, indices)] * 7) * 2
     system = registry.system("h100-sxm", "xeon-8480", None, 8, None)
     eager = framework("eager")
     lean = attrs.evolve(forward, kernels=tuple(k for k in forward.kernels if k.part != DISPATCH_OPS))

@@ -89,3 +89,14 @@ def test_a_dense_mlps_forward_input_is_still_cast_by_its_norm():
     made = fp8_linears([dense], "bfloat16", forward=True)
     assert [k.name for k in made] == [dense.name]
     assert math.isclose(made[0].work.flops, dense.work.flops)
+
+
+def test_the_flex_dispatchers_hybridep_permutes_inside_its_exchange():
+    from parsim.workloads.expert_parallel import hidden_moves
+    from parsim.workloads.llms import llm
+
+    qwen = llm("qwen3-30b-a3b")  # 8 experts per token
+    # all-to-all: permute (T in, 8 T out), two chunk sorts (8 T in and out); backward mirrored
+    assert hidden_moves(qwen, 16, flex=False) == ([(1, 8), (8, 8), (8, 8)], [(8, 8), (8, 8), (8, 1)])
+    assert hidden_moves(qwen, 1, flex=False) == ([(1, 8)], [(8, 1)])  # one local expert: no sorts
+    assert hidden_moves(qwen, 16, flex=True) == ([], [])

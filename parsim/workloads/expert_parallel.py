@@ -158,25 +158,59 @@ def _per_node(ranks: int, apart: int, gpus_per_node: int) -> int:
     return math.gcd(ranks, max(1, gpus_per_node // apart))
 
 
-def layer_ops(config: LlmConfig, tokens: int, layer: str, dtype: str, device: int) -> tuple[Kernel, ...]:
+Moves = list[tuple[int, int]]
+"""``(read, written)`` passes over the hidden states, in a GPU's tokens' ``T x hidden``."""
+
+
+def hidden_moves(config: LlmConfig, local: int, flex: bool) -> tuple[Moves, Moves]:
+    """The dispatcher's passes over the hidden states of one MoE layer and micro-batch, forward and
+    backward: ``(read, written)`` each, in a GPU's tokens' hidden states (``T x hidden``).
+
+    ``MoEAlltoAllTokenDispatcher`` (NVIDIA/Megatron-LM@core_v0.16.1
+    megatron/core/transformer/moe/token_dispatcher.py) permutes each token into its k experts'
+    order before the all-to-all (``dispatch_preprocess``: ``permute``, reads T, writes k T) and,
+    with more than one local expert, sorts the received chunks by local expert after it
+    (``dispatch_postprocess``: ``sort_chunks_by_idxs``, k T in and out) and back before the combine
+    (``combine_preprocess``); the unpermutation after the combine is ``moe.moe_mlp``'s combine.
+    Their gradients mirror them (the permutation's gathers and sums its k copies). The flex
+    dispatcher's HybridEP backend permutes inside its dispatch and combine kernels
+    (``_HybridEPManager.get_permuted_hidden_states_by_experts`` returns its input), so none."""
+    k = config.experts_per_token
+    if flex:
+        return [], []
+    sorts = [(k, k), (k, k)] if local > 1 else []
+    return [(1, k), *sorts], [*sorts, (k, 1)]
+
+
+def layer_ops(
+    config: LlmConfig, tokens: int, layer: str, dtype: str, device: int, local: int = 1, flex: bool = False
+) -> tuple[Kernel, ...]:
     """``MCORE_MOE_FORWARD_OPS`` then ``MCORE_MOE_BACKWARD_OPS`` small kernels of one MoE layer and
     micro-batch (``tokens``: this GPU's): each a pass over the tokens' k expert indices and
-    probabilities (4 bytes each), what the framework's per-op host cost then prices."""
+    probabilities (4 bytes each), what the framework's per-op host cost then prices; the first of
+    each pass are the dispatcher's permutations (``hidden_moves``: ``local`` experts here, the flex
+    dispatcher or not), which move the hidden states too."""
     routed = tokens * config.experts_per_token
+    hidden_B = tokens * config.hidden * itemsize(dtype)
+    forward, backward = hidden_moves(config, local, flex)
     made = []
     for index in range(MCORE_MOE_FORWARD_OPS + MCORE_MOE_BACKWARD_OPS):
-        backward = index >= MCORE_MOE_FORWARD_OPS
+        is_backward = index >= MCORE_MOE_FORWARD_OPS
+        moves = backward if is_backward else forward
+        place = index - MCORE_MOE_FORWARD_OPS if is_backward else index
+        read, written = moves[place] if place < len(moves) else (0, 0)
+        read_B, written_B = routed * ROUTING_B + read * hidden_B, routed * ROUTING_B + written * hidden_B
         made.append(
             Kernel.of(
-                f"{layer} moe dispatch op {index} {'bwd' if backward else 'fwd'}",
+                f"{layer} moe dispatch op {index} {'bwd' if is_backward else 'fwd'}",
                 float(routed),
-                float(routed * ROUTING_B),
-                float(routed * ROUTING_B),
-                max(1, routed),
+                float(read_B),
+                float(written_B),
+                max(1, routed + written * tokens * config.hidden),
                 dtype=dtype,
                 device=device,
                 layer=layer,
-                cold_bytes=float(2 * routed * ROUTING_B),
+                cold_bytes=float(read_B + written_B),
                 part=DISPATCH_OPS,
             )
         )

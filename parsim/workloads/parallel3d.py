@@ -266,10 +266,10 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         dropout=params["dropout"],
         routing=expert_parallel.routing(params, lay.micro_batch * local),
     )
-    if config.moe:  # Transformer Engine's grouped GEMMs: one GEMM per local expert
-        local_experts = config.experts // expert_parallel.ep_of(params)
-        forward = expert_parallel.per_expert_gemms(forward, local_experts)
-        backward = expert_parallel.per_expert_gemms(backward, local_experts)
+    # each GPU's experts: Transformer Engine runs their grouped GEMMs one GEMM per expert
+    experts_here = config.experts // expert_parallel.ep_of(params) if config.moe else 1
+    forward = expert_parallel.per_expert_gemms(forward, experts_here)
+    backward = expert_parallel.per_expert_gemms(backward, experts_here)
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
     forward = _features_applied(
@@ -292,8 +292,10 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
     dispatched = lay.micro_batch * local // (lay.tp // expert_parallel.expert_tp_of(params))
 
+    flex = params.get("dispatcher", "alltoall") == "flex"
+
     def moe_ops(layer: str) -> tuple[Kernel, ...]:
-        return expert_parallel.layer_ops(config, dispatched, layer, numerics.dtype, 0)
+        return expert_parallel.layer_ops(config, dispatched, layer, numerics.dtype, 0, experts_here, flex)
 
     stages = []
     overlapped = expert_parallel.overlapped(params)
