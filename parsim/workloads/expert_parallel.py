@@ -43,9 +43,11 @@ its size: the router's auxiliary load-balancing loss, the dispatcher's token cou
 per rank (their all-gather, the device-to-host copy the dropless split sizes need), and the
 permutation, chunk sorting and unpermutation of the tokens and their probabilities
 (``MCORE_MOE_FORWARD_OPS`` forward, ``MCORE_MOE_BACKWARD_OPS`` backward, per MoE layer and
-micro-batch, counted from the code; ``layer_ops``). Each is a small pass over the routed tokens'
-indices and probabilities; what it costs is the host's time to issue it, so it weighs on small
-micro-batches and on many thin experts.
+micro-batch, counted from the code; ``layer_ops``). Most are small passes over the routed tokens'
+indices and probabilities, whose cost is the host's time to issue them, so they weigh on small
+micro-batches and on many thin experts; the all-to-all dispatcher's permutation and chunk sorts
+also move the hidden states (``hidden_moves``). Transformer Engine runs each grouped expert GEMM
+as one cuBLAS GEMM per local expert, four streams at a time (``per_expert_gemms``).
 
 ``dispatcher=flex`` (DeepEP, HybridEP) sends a token across nodes once per node its experts live
 on, not once per expert, the NVLink fan-out overlapped with it (``flex_exchange``); inside one

@@ -28,9 +28,10 @@ how the load is split and how batons move, never what a token costs:
 - **FP8 training** (Transformer Engine on Hopper and later): the transformer blocks' linear
   layers multiply at the FP8 tensor-core rate; their inputs and incoming gradients are cast to FP8
   with an amax reduction (read 16-bit, write a byte): fused into the layer norm and the activation
-  for three of the four forward inputs, a pass of its own for the attention output and for every
-  gradient; the weights are cast once a step after the optimizer's update. Attention, norms, the
-  embedding and the LM head stay in 16 bits, as Transformer Engine leaves them.
+  for three of the four forward inputs, a pass of its own for the attention output, for every
+  gradient and for each expert GEMM's input (per expert, inside the grouped GEMM's call); the
+  weights are cast once a step after the optimizer's update. Attention, norms, the embedding and
+  the LM head stay in 16 bits, as Transformer Engine leaves them.
 - **gradient accumulation** is ``microbatches``: the micro-batches of a step run before the
   data-parallel reduction, which happens once per step.
 """
