@@ -50,6 +50,7 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "python_loop",
         "in_library_call",
         "launches",
+        "host_waits",
     },
 }
 

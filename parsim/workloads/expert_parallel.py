@@ -87,6 +87,28 @@ DISPATCH_OPS = "moe dispatch"
 MCORE_MOE_BACKWARD_OPS = 10
 """Their autograd counterparts that launch work: the permutations' and sorts' gathers, the
 probabilities' all-to-all and the auxiliary loss's gradient (counted as above)."""
+SPLIT_SIZES_READ_BACK = MCORE_MOE_FORWARD_OPS - 1
+"""The forward op that stands for the dispatcher's device-to-host copy of the token counts, on which
+the host waits once per MoE layer's forward when routing is dropless (``dropless_syncs``)."""
+
+
+def dropless_syncs(params: Params) -> bool:
+    """Whether Megatron-Core's token dispatcher makes the host wait for the GPU once per MoE layer's
+    forward: dropless routing (``capacity_factor`` 0), whose token counts only the GPU knows.
+
+    ``MoEAlltoAllTokenDispatcher`` (NVIDIA/Megatron-LM@core_v0.15.0 to core_v0.18.0
+    megatron/core/transformer/moe/token_dispatcher.py) copies the counts and the all-to-all's split
+    sizes to the host on a side stream (``_maybe_dtoh_and_synchronize`` at "before_permutation_1")
+    and waits for them (``self.d2h_event.synchronize()``) before the expert-parallel all-to-all
+    ("before_ep_alltoall"; "before_finish" without one), since ``all_to_all_single`` and Transformer
+    Engine's ``GroupedLinear`` (``m_splits``) take them as host lists. The flex dispatcher's HybridEP
+    backend waits alike: without ``num_permuted_tokens`` (set only when dropping and padding)
+    ``hybrid_ep_dispatch`` runs blocking (fused_a2a.py: ``non_blocking = num_permuted_tokens is not
+    None``). Dropping and padding to capacity (``moe_pad_expert_input_to_capacity``, what
+    Megatron-Bridge's ``apply_moe_token_drop`` sets with a capacity factor) sizes everything ahead:
+    ``cuda_sync_point`` stays "no_sync". The backward reuses the forward's split sizes (host lists
+    saved for autograd): no wait."""
+    return float(params.get("capacity_factor", 0.0)) == 0.0
 
 
 def ep_of(params: Params) -> int:
@@ -185,13 +207,21 @@ def hidden_moves(config: LlmConfig, local: int, flex: bool) -> tuple[Moves, Move
 
 
 def layer_ops(
-    config: LlmConfig, tokens: int, layer: str, dtype: str, device: int, local: int = 1, flex: bool = False
+    config: LlmConfig,
+    tokens: int,
+    layer: str,
+    dtype: str,
+    device: int,
+    local: int = 1,
+    flex: bool = False,
+    syncs: bool = False,
 ) -> tuple[Kernel, ...]:
     """``MCORE_MOE_FORWARD_OPS`` then ``MCORE_MOE_BACKWARD_OPS`` small kernels of one MoE layer and
     micro-batch (``tokens``: this GPU's): each a pass over the tokens' k expert indices and
     probabilities (4 bytes each), what the framework's per-op host cost then prices; the first of
     each pass are the dispatcher's permutations (``hidden_moves``: ``local`` experts here, the flex
-    dispatcher or not), which move the hidden states too."""
+    dispatcher or not), which move the hidden states too. With ``syncs`` (``dropless_syncs``) the
+    host waits for the forward's read-back of the split sizes (``SPLIT_SIZES_READ_BACK``)."""
     routed = tokens * config.experts_per_token
     hidden_B = tokens * config.hidden * itemsize(dtype)
     forward, backward = hidden_moves(config, local, flex)
@@ -214,6 +244,7 @@ def layer_ops(
                 layer=layer,
                 cold_bytes=float(read_B + written_B),
                 part=DISPATCH_OPS,
+                host_waits=syncs and index == SPLIT_SIZES_READ_BACK,
             )
         )
     return tuple(made)

@@ -151,6 +151,10 @@ class Issue(NamedTuple):
         launches: kernels the library launches for it, back to back from one call (Transformer
             Engine's grouped GEMM: one cuBLAS GEMM per expert, four streams running them at once):
             on a GPU it pays that many launches.
+        host_waits: the host reads its result back and waits for it before it issues anything
+            else (a synchronising device-to-host copy: ``tensor.cpu()``, ``Event.synchronize``),
+            so its issue, its run and the copy's trip over the host link run in series: nothing
+            of the host's is overlapped with it (``model.blocks``).
     """
 
     python_ops_per_item: float = 1.0
@@ -159,6 +163,7 @@ class Issue(NamedTuple):
     python_loop: str = ""
     in_library_call: bool = False
     launches: int = 1
+    host_waits: bool = False
 
 
 _record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order (``but``)
@@ -246,6 +251,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "python_loop": text,
         "in_library_call": boolean,
         "launches": positive_int,
+        "host_waits": boolean,
     },
 }
 
@@ -307,6 +313,7 @@ def _good_issue(i: Issue) -> bool:
         and type(i.in_library_call) is bool
         and type(i.launches) is int
         and i.launches >= 1
+        and type(i.host_waits) is bool
     )
 
 

@@ -293,9 +293,12 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     dispatched = lay.micro_batch * local // (lay.tp // expert_parallel.expert_tp_of(params))
 
     flex = params.get("dispatcher", "alltoall") == "flex"
+    syncs = expert_parallel.dropless_syncs(params)  # the host waits for the token counts per layer
 
     def moe_ops(layer: str) -> tuple[Kernel, ...]:
-        return expert_parallel.layer_ops(config, dispatched, layer, numerics.dtype, 0, experts_here, flex)
+        return expert_parallel.layer_ops(
+            config, dispatched, layer, numerics.dtype, 0, experts_here, flex, syncs
+        )
 
     stages = []
     overlapped = expert_parallel.overlapped(params)
