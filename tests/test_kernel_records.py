@@ -43,7 +43,15 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "sign_test",
         "frequency_domain",
     },
-    "issue": {"python_ops_per_item", "primitive", "multi_tensor", "python_loop", "in_library_call"},
+    "issue": {
+        "python_ops_per_item",
+        "primitive",
+        "multi_tensor",
+        "python_loop",
+        "in_library_call",
+        "launches",
+        "host_waits",
+    },
 }
 
 
@@ -141,6 +149,7 @@ def test_the_cost_key_is_the_records_and_ignores_the_place():
             "kernel 'k': 'reuse_B' must be >= 0",
         ),
         (lambda: Kernel("k", Work(1, 8, 8, 1), issue=Issue(primitive=1)), "kernel 'k': 'primitive' must be"),
+        (lambda: Kernel.of("k", 1, 8, 8, 1, launches=0), "kernel 'k': 'launches' must be"),
         (lambda: Kernel("k", (1, 8, 8, 1)), "kernel 'k': 'work' must be a Work"),
         (lambda: Kernel("k", Work(1, 8, 8, 1), device=-2), "kernel 'k': 'device' must be"),
         (lambda: Kernel.of("k", 1, 8, 8, 1, math="fp4"), "kernel 'k': 'math' must be one of"),

@@ -14,6 +14,13 @@ do: the pair takes the longer of the two, the kernels slowed by the SMs the coll
 (``model.comm_sms``), so the block pays only what the collective outlasts them by, plus that
 slowdown. Like a relay runner who may set off only when the baton of the other team's leg is
 handed over: each exchange hides behind one leg, not behind the whole race.
+
+A kernel whose result the host reads back and waits for (``Issue.host_waits``: Megatron-Core's
+dropless token dispatcher copies the split sizes to the host and synchronises on them once per MoE
+layer's forward) overlaps nothing of the host's: its issue, its run and the copy's trip over the
+host link (``transfer.copy_latency_s``) add up. Everywhere else a kernel's slot already overlaps
+at most one kernel's run with the next one's issue (each costs the longer of the two), so the host
+never runs further ahead than that: a synchronisation only drains what it would have overlapped.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.model.collectives import op_timing
 from parsim.model.comm_sms import beside_collective_s
 from parsim.model.issue import issue_s
+from parsim.model.transfer import copy_latency_s
 from parsim.stack import FrameworkSpec
 from parsim.workloads.base import AllReduce, Kernel
 
@@ -43,7 +51,7 @@ def block_parts(
         seconds = kernel_seconds(kernel)
         return framework.floor(seconds, kernel.issue.multi_tensor) if framework else seconds
 
-    times = [max(gpu_s(kernel), issue_s(system, framework, False, kernel)) for kernel in kernels]
+    times = [_slot_s(system, framework, kernel, gpu_s(kernel)) for kernel in kernels]
     compute = sum(times)
     communication = sum(op_timing(system, op).seconds for op in collectives if not op.beside)
     paired = [op for op in collectives if op.beside]
@@ -53,6 +61,16 @@ def block_parts(
             covered = sum(times[n] for n in op.beside)
             communication += paired_s(op_timing(system, op).seconds, covered, sms)
     return compute, communication
+
+
+def _slot_s(system: SystemSpec, framework: FrameworkSpec | None, kernel: Kernel, gpu: float) -> float:
+    """A kernel's share of its block: the longer of its run and its issue, or, where the host waits
+    for it (``Issue.host_waits``), its issue, its run and the read-back's trip over the host link
+    one after the other (pinned: PyTorch stages a non-blocking device-to-host copy in pinned memory)."""
+    host = issue_s(system, framework, False, kernel)
+    if kernel.issue.host_waits:
+        return host + gpu + copy_latency_s(system.host_link, True, "d2h")
+    return max(gpu, host)
 
 
 def paired_s(collective_s: float, compute_s: float, sms: int) -> float:

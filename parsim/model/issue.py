@@ -60,6 +60,8 @@ def issue_s(
     if framework is None:
         kind = call_kind(op) if op is not None else None
         return launch if kind is None else CUPY.call_s(kind, launch)
+    if isinstance(op, Kernel):  # a library call may launch several kernels for it (``Issue.launches``)
+        launch *= op.issue.launches
     if isinstance(op, Kernel) and op.issue.in_library_call:  # the op whose call launched it paid the rest
         return framework.launch_share * launch
     primitive = isinstance(op, Kernel) and op.issue.primitive

@@ -280,6 +280,8 @@ class Kernel:
         multi_tensor: bool = False,
         python_loop: str = "",
         in_library_call: bool = False,
+        launches: int = 1,
+        host_waits: bool = False,
     ) -> Kernel:
         """A kernel from its facts given flat, each filed into its record: what a builder writes,
         and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
@@ -300,7 +302,15 @@ class Kernel:
             sign_test,
             frequency_domain,
         )
-        issue = (python_ops_per_item, primitive, multi_tensor, python_loop, in_library_call)
+        issue = (
+            python_ops_per_item,
+            primitive,
+            multi_tensor,
+            python_loop,
+            in_library_call,
+            launches,
+            host_waits,
+        )
         return cls(
             name,
             Work(flops, bytes_read, bytes_written, work_items, dtype, matrix, special_ops, op, int_ops),

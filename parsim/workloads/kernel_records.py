@@ -148,6 +148,13 @@ class Issue(NamedTuple):
         in_library_call: a kernel the library launches inside another op's call (cuDNN's layout
             transposes around a convolution): on a GPU it pays its launch, not the framework's
             work per operator, which that call already paid.
+        launches: kernels the library launches for it, back to back from one call (Transformer
+            Engine's grouped GEMM: one cuBLAS GEMM per expert, four streams running them at once):
+            on a GPU it pays that many launches.
+        host_waits: the host reads its result back and waits for it before it issues anything
+            else (a synchronising device-to-host copy: ``tensor.cpu()``, ``Event.synchronize``),
+            so its issue, its run and the copy's trip over the host link run in series: nothing
+            of the host's is overlapped with it (``model.blocks``).
     """
 
     python_ops_per_item: float = 1.0
@@ -155,6 +162,8 @@ class Issue(NamedTuple):
     multi_tensor: bool = False
     python_loop: str = ""
     in_library_call: bool = False
+    launches: int = 1
+    host_waits: bool = False
 
 
 _record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order (``but``)
@@ -241,6 +250,8 @@ _RULES: dict[type, dict[str, Any]] = {
         "multi_tensor": boolean,
         "python_loop": text,
         "in_library_call": boolean,
+        "launches": positive_int,
+        "host_waits": boolean,
     },
 }
 
@@ -300,6 +311,9 @@ def _good_issue(i: Issue) -> bool:
         and type(i.multi_tensor) is bool
         and type(i.python_loop) is str
         and type(i.in_library_call) is bool
+        and type(i.launches) is int
+        and i.launches >= 1
+        and type(i.host_waits) is bool
     )
 
 

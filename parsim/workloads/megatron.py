@@ -28,9 +28,10 @@ how the load is split and how batons move, never what a token costs:
 - **FP8 training** (Transformer Engine on Hopper and later): the transformer blocks' linear
   layers multiply at the FP8 tensor-core rate; their inputs and incoming gradients are cast to FP8
   with an amax reduction (read 16-bit, write a byte): fused into the layer norm and the activation
-  for three of the four forward inputs, a pass of its own for the attention output and for every
-  gradient; the weights are cast once a step after the optimizer's update. Attention, norms, the
-  embedding and the LM head stay in 16 bits, as Transformer Engine leaves them.
+  for three of the four forward inputs, a pass of its own for the attention output, for every
+  gradient and for each expert GEMM's input (per expert, inside the grouped GEMM's call); the
+  weights are cast once a step after the optimizer's update. Attention, norms, the embedding and
+  the LM head stay in 16 bits, as Transformer Engine leaves them.
 - **gradient accumulation** is ``microbatches``: the micro-batches of a step run before the
   data-parallel reduction, which happens once per step.
 """
@@ -42,6 +43,7 @@ import attrs
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Kernel, Params
+from parsim.workloads.moe import GROUPED_GEMM
 from parsim.workloads.transformer_ops import REPLICATED
 
 FP8_LINEARS = ("qkv", "out", "gate", "up", "down")
@@ -154,10 +156,23 @@ def fp8_linears(kernels: list[Kernel], dtype: str, forward: bool) -> list[Kernel
         # a forward product or a data gradient streams the weights in (cold beyond what it
         # writes); a weight gradient writes them
         activations = k.access.cold_bytes > k.work.bytes_written
-        if activations and (k.part == "out" or not forward):
-            out.append(fp8_cast(k, int(k.work.flops / (2.0 * n)), dtype))  # x [m, k] or dy [m, n_fwd]
+        if activations and (k.part == "out" or not forward or _expert_input(k)):
+            cast = fp8_cast(k, int(k.work.flops / (2.0 * n)), dtype)  # x [m, k] or dy [m, n_fwd]
+            # a round of experts' casts: TE's ``split_quantize`` quantises each expert's rows
+            out.append(cast.but(in_library_call=k.issue.in_library_call, launches=k.issue.launches))
         out.append(k.but(math="float8"))
     return out
+
+
+def _expert_input(kernel: Kernel) -> bool:
+    """An expert GEMM whose input TE's ``GroupedLinear`` quantises itself: the permuted tokens
+    into fc1 ("up", whose input the gated "gate" shares) and the activation into fc2 ("down"). No
+    layer norm or activation ahead of them casts it (Megatron-Core's ``TEGroupedMLP``: the
+    dispatcher's output and ``bias_swiglu``'s go in 16-bit; TransformerEngine@5671fd36
+    transformer_engine/pytorch/module/grouped_linear.py: ``tex.split_quantize`` of the input, one
+    quantisation per expert (csrc/extensions/cast.cpp ``multi_tensor_quantize_impl``: a fused kernel
+    only under delayed scaling))."""
+    return kernel.work.op == GROUPED_GEMM and kernel.part in ("up", "down")
 
 
 def fp8_cast(like: Kernel, items: int, dtype: str) -> Kernel:

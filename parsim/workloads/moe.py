@@ -70,6 +70,9 @@ EXPERT_ACT = "experts act"
 """``Kernel.part`` of the experts' activation (SiLU x up, or GELU), forward and backward."""
 COMBINE = "combine"
 """``Kernel.part`` of the weighted sum of each token's k expert outputs, forward and backward."""
+GROUPED_GEMM = "grouped gemm"
+"""``Work.op`` of an expert GEMM over every local expert's rows (``Kernel.work.op``): what a library
+may run as one GEMM per expert (``expert_parallel.per_expert_gemms``)."""
 EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE)
 """The ``Kernel.part`` of the kernels Megatron-Core's combined 1F1B schedule runs as a MoE layer's
 ``mlp`` node (the grouped GEMMs, their activation, the combine); the rest of the layer is its
@@ -234,7 +237,13 @@ def _grouped_backward(
     writes each local expert's ``k x n`` matrix (``held`` elements), ``local`` GEMMs of that shape."""
     s, m = ops.size, max(1, math.ceil(rows))
     flops = 2.0 * rows * n * k
-    common = {"matrix": True, "python_ops_per_item": n, "math": ops.numerics.linear_math, "part": what}
+    common = {
+        "matrix": True,
+        "python_ops_per_item": n,
+        "math": ops.numerics.linear_math,
+        "part": what,
+        "op": GROUPED_GEMM,
+    }
     return [
         ops.kernel(
             layer,
@@ -278,4 +287,5 @@ def _grouped(ops: Ops, layer: str, what: str, rows: float, n: int, k: int, weigh
         math=ops.numerics.linear_math,
         cold=weights * s,
         part=what,
+        op=GROUPED_GEMM,
     )

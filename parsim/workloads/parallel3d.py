@@ -266,6 +266,10 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         dropout=params["dropout"],
         routing=expert_parallel.routing(params, lay.micro_batch * local),
     )
+    # each GPU's experts: Transformer Engine runs their grouped GEMMs one GEMM per expert
+    experts_here = config.experts // expert_parallel.ep_of(params) if config.moe else 1
+    forward = expert_parallel.per_expert_gemms(forward, experts_here)
+    backward = expert_parallel.per_expert_gemms(backward, experts_here)
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
     forward = _features_applied(
@@ -288,8 +292,13 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
     dispatched = lay.micro_batch * local // (lay.tp // expert_parallel.expert_tp_of(params))
 
+    flex = params.get("dispatcher", "alltoall") == "flex"
+    syncs = expert_parallel.dropless_syncs(params)  # the host waits for the token counts per layer
+
     def moe_ops(layer: str) -> tuple[Kernel, ...]:
-        return expert_parallel.layer_ops(config, dispatched, layer, numerics.dtype, 0)
+        return expert_parallel.layer_ops(
+            config, dispatched, layer, numerics.dtype, 0, experts_here, flex, syncs
+        )
 
     stages = []
     overlapped = expert_parallel.overlapped(params)

@@ -283,7 +283,7 @@ def _issue_ends(
     reduction costs more than an elementwise call)."""
     # a device kernel's issue cost depends on its kind of call, whether it is a primitive op and
     # whether a library call launched it (``issue.issue_s``): asked once per kind, not per kernel
-    known: dict[tuple[bool, str, bool, bool], float] = {}
+    known: dict[tuple[bool, str, bool, bool, int], float] = {}
     costs = []
     for kernel in kernels:
         kind = (
@@ -291,6 +291,7 @@ def _issue_ends(
             kernel.work.op,
             kernel.issue.primitive,
             kernel.issue.in_library_call,
+            kernel.issue.launches,
         )
         cost = known.get(kind)
         if cost is None:
