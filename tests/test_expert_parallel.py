@@ -237,15 +237,15 @@ def test_moe_parallel_folding_routes_each_gpus_share_of_the_tokens_through_whole
 def test_overlapped_all_to_alls_pair_with_one_node_of_the_other_pass():
     # Megatron-Core's combined 1F1B: per layer, the two exchanges of the other pass run beside this
     # pass's attention node and its mlp node (the grouped GEMMs, their activation and the combine)
-    plain = _step(pp=2, ep=4, nodes=2, microbatches=2)
-    overlapped = _step(pp=2, ep=4, nodes=2, microbatches=2, ep_overlap=True)
+    plain = _step(batch=32, ep=4, nodes=2, microbatches=2)
+    overlapped = _step(batch=32, ep=4, nodes=2, microbatches=2, ep_overlap=True)
     assert not [op for op in overlapped.ops if isinstance(op, AllReduce) and op.kind == "all_to_all"]
     paired = [b for b in _blocks(overlapped) if any(c.beside for c in b.collectives)]
-    forward = next(b for b in paired if b.name == "F")
+    forward = next(b for b in paired if b.name == "F" and b.device == 0)
     a2a = [c for c in forward.collectives if c.kind == "all_to_all"]
-    # stage 0 holds blocks 0 and 1: two exchanges per layer, each a 1 x 128-token micro-batch's
+    # one stage holds the 4 blocks: two exchanges per layer, each a 1 x 128-token micro-batch's
     # top-2 hidden states (64 wide, bfloat16), all beside kernels of their own layer
-    assert len(a2a) == 2 * 2 and {c.nbytes for c in a2a} == {128 * 2 * 64 * 2}
+    assert len(a2a) == 2 * 4 and {c.nbytes for c in a2a} == {128 * 2 * 64 * 2}
     node, rest = ({forward.kernels[n].name for n in c.beside} for c in (a2a[1], a2a[0]))
     assert node == {
         "h.0.mlp experts gate fwd",
@@ -257,8 +257,9 @@ def test_overlapped_all_to_alls_pair_with_one_node_of_the_other_pass():
     assert {"h.0.attn qkv fwd", "h.0.mlp router fwd", "h.0.mlp moe dispatch op 0 fwd"} <= rest
     assert {forward.kernels[n].layer for n in a2a[0].beside} == {"h.0.attn", "h.0.mlp"}
     assert rest.isdisjoint(node)
-    # stage 0 warms up with one forward and drains with one backward: F0 and B1 run alone, their
-    # exchanges stopping them; F1 and B0 are the steady state's pair
+    # without a pipeline the combined schedule runs one forward ahead and drains with one backward
+    # (combined_1f1b_schedule_for_no_pipelining): F0 and B1 run alone, their exchanges stopping
+    # them; F1 and B0 are the steady state's pair
     stage0 = [b for b in _blocks(overlapped) if b.device == 0]
     alone = [[not any(c.beside for c in b.collectives) for b in stage0 if b.name == kind] for kind in "FB"]
     assert alone == [[True, False], [False, True]]
@@ -285,6 +286,8 @@ def test_a_paired_exchange_costs_only_what_it_outlasts_its_node_by_hand():
 def test_full_recomputation_refuses_overlapped_all_to_alls():
     with pytest.raises(ParsimError, match="disable full recomputation when enabling overlap"):
         _step(pp=2, ep=4, nodes=2, microbatches=2, ep_overlap=True, recompute="full")
+    with pytest.raises(ParsimError, match="ep_overlap=true with pp=2 needs virtual_stages > 1"):
+        _step(pp=2, ep=4, nodes=2, microbatches=2, ep_overlap=True)
 
 
 def test_a_dense_model_takes_no_ep_and_the_cli_exits_2(cli):
@@ -306,6 +309,7 @@ def test_mixtral_trains_with_expert_parallelism_and_the_event_engine_agrees(over
         "gpus": 8,
         "nodes": 2,
         "pp": 2,
+        "virtual_stages": 2,
         "ep": 8,
         "microbatches": 2,
         "distributed_optimizer": True,
@@ -361,6 +365,7 @@ dtype = "bfloat16"
 optimizer = "adam"
 nodes = 2
 pp = 2
+virtual_stages = 2
 microbatches = 2
 distributed_optimizer = true
 [[cases]]

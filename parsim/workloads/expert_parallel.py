@@ -128,7 +128,9 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
         ParsimError: ``ep`` > 1 on a dense model, ``ep`` not dividing the experts, ``ep x
             expert_tp`` not dividing the ``tp x dp x cp`` GPUs they are carved from, ``expert_tp``
             not dividing ``tp`` or the experts' width, expert and tensor parallelism without
-            sequence parallelism, or overlapped all-to-alls under full recomputation.
+            sequence parallelism, or overlapped all-to-alls under full recomputation or in a pipeline
+            without virtual stages (NVIDIA/Megatron-LM@92c8482e megatron/core/transformer/
+            transformer_config.py asserts both).
     """
     ep, etp = ep_of(params), expert_tp_of(params)
     if tp % etp or config.mlp_hidden % etp:
@@ -156,6 +158,11 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
         raise ParsimError(
             f"{NAME}: ep_overlap=true needs recompute other than full (Megatron-Core: 'disable full "
             "recomputation when enabling overlap_moe_expert_parallel_comm')"
+        )
+    if overlapped(params) and int(params.get("pp", 1)) > 1 and int(params.get("virtual_stages", 1)) == 1:
+        raise ParsimError(
+            f"{NAME}: ep_overlap=true with pp={params['pp']} needs virtual_stages > 1 (Megatron-Core: "
+            "'virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1')"
         )
 
 

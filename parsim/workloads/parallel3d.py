@@ -385,6 +385,7 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
     seq, m, p = params["seq"], lay.microbatches, lay.pp
     features = megatron.features_of(params)
     stages = _stages(config, lay, params, numerics)
+    ahead = int(expert_parallel.overlapped(params))  # the combined 1F1B's forward ahead (pipeline_schedule)
     # the pipeline's boundary tensor: scatter-gathered over tp (1/tp each), seq/cp tokens
     boundary_B = seq // lay.cp * lay.micro_batch * config.hidden * itemsize(numerics.dtype) / lay.tp
     sequences: list[list[schedule.Step]] = []
@@ -397,21 +398,24 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             ops.append((tokens, [], None))
         last: schedule.Key = ("B", s, 0)
         shapes: dict[tuple[str, str, int], AllReduce] = {}  # unnamed: one op per shape of this stage
-        order = list(schedule.order(s, lay.pp, lay.virtual_stages, m))
-        kinds = [kind for kind, _, _ in order]
+        order = list(schedule.order(s, lay.pp, lay.virtual_stages, m, ahead))
+        warmup = schedule.warmup_passes(s, lay.pp, lay.virtual_stages, m, ahead)
+        held: tuple[AllReduce, schedule.Key, schedule.Key] | None = None  # a paired forward's send
         for n, (kind, c, i) in enumerate(order):
             # ep_overlap runs each steady-state forward beside the backward after it (Megatron-Core's
             # combined 1F1B); the warm-up's forwards and the cool-down's backwards have no partner
             # and run alone, their all-to-alls stopping them
-            partner = "B" if kind == "F" else "F"
-            near = kinds[n + 1] if kind == "F" and n + 1 < len(kinds) else kinds[n - 1] if n > 0 else ""
             alone = stage.forward_alone if kind == "F" else stage.backward_alone
-            if alone and near != partner:
+            in_pair = schedule.steady(n, warmup, len(order))
+            if alone and not in_pair:
                 block = alone[c]
             else:
                 block = stage.forward[c] if kind == "F" else stage.backward[c]
             needs = schedule.waits(kind, s, c, i, lay.pp, lay.virtual_stages, m)
             key = (kind, s, c * m + i)
+            paired = bool(alone) and in_pair and kind == "F"
+            if paired:  # the combined step starts once both micro-batches' inputs are in
+                needs = needs + schedule.combined_waits(order[n + 1], s, lay.pp, lay.virtual_stages, m)
             passed = (
                 Block(
                     f"{kind}{i}" + (f".{c}" if lay.virtual_stages > 1 else ""),
@@ -457,7 +461,13 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
                         per_node=1 if across else 2,
                     )
                     shapes[("send", kind, c)] = send
-                ops.append((send, [key], ("send" + kind, s, c * m + i)))
+                if paired:  # its output leaves when the combined step ends
+                    held = (send, key, ("send" + kind, s, c * m + i))
+                else:
+                    ops.append((send, [key], ("send" + kind, s, c * m + i)))
+            if held is not None and kind == "B":
+                ops.append((held[0], [held[1], key], held[2]))
+                held = None
         sync = megatron.optimizer_sync(
             stage.grads_B,
             stage.weights_B,
