@@ -81,7 +81,13 @@ NOT_MET_YET: dict[str, str] = {
     # hidden at that batch, though not at 8 req/s (70.8 ms at ~360 sequences, GPU 36 ms). Then the
     # H200 preset's memory as the lent H200 reads it (143,771 MiB, not 141e9 B): 1.12M tokens,
     # 14.3 -> 14.7 % (dc-sglang 18.2 %; 256-512 ITL +157 %, the 4096-token ITLs -27/-28 %)
-    "serving": "SGLang's decode step and running set at saturation (thousands of sequences)",
+    # round 8: SGLang 0.4's overlap scheduler with the interpreter lock (5 ms of host work stays on the
+    # step's path), eager decode steps above cuda_graph_max_bs 160 (10 ms, fitted once for the engine)
+    # and its decode attention at 0.3 of the library's bandwidth (fitted once, cause unverified):
+    # 14.7 -> 10.7 % (dc-sglang 18.2 -> 9.7 %). Left: SGLang's v0.3 benchmark rows (14.2 %: its
+    # ShareGPT draw's ~117-token median output against parsim's 151, and uncompiled 70B steps on
+    # 4x H100 10-25 % longer than parsim's) and the 256/512 offline ITL (+62 %)
+    "serving": "SGLang 0.3's benchmark draw of ShareGPT lengths and its uncompiled 70B steps on H100",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan 1D and 2D, fms-fsdp; 8 to 128 A100/H100):
     # 11.5 % over 21 rows against 10 % (16.1 % over 13 before round 4). Round 4: llm-foundry's MPT
     # rows run its Triton FlashAttention (FA1 class, attention=flash-v1, as its benchmark script
@@ -122,8 +128,11 @@ NOT_MET_YET: dict[str, str] = {
     # spread with and without a sync per layer from 4,096 tokens on: benchmarks/moe_sync.py),
     # force-balanced routing's spread (random logits: ~1 % on a rank's expert rows) and the 94
     # layers' uneven pipeline (already in the model, <= 2 %)
-    "moe-training": "the B200 rows at micro-batch 1 (+22/+33 %: host or small-kernel cost per layer), "
-    "and the 25.11 containers' software (+42/+138 %)",
+    # round 8: TE's grouped GEMM as per-expert cuBLAS launches in rounds of four, the experts' FP8
+    # input casts, the dispatcher's hidden-state moves, the dropless host wait, Megatron-Core's
+    # combined 1F1B schedule: 29.3 -> 21.5 % (B200 MBS 1 +33 -> +12 %, 235B H100 +13/+18 -> +10/+16 %)
+    "moe-training": "the 25.11 H100 Qwen3-30B row (+117 %: software; 26.02 and 26.02.01 measured one "
+    "configuration at 5,113 and 9,058 tokens/s) and Qwen3-235B (+10 to +29 %)",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one
