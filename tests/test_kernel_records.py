@@ -149,7 +149,7 @@ def test_the_cost_key_is_the_records_and_ignores_the_place():
             "kernel 'k': 'reuse_B' must be >= 0",
         ),
         (lambda: Kernel("k", Work(1, 8, 8, 1), issue=Issue(primitive=1)), "kernel 'k': 'primitive' must be"),
-        (lambda: Kernel.of("k", 1, 8, 8, 1, launches=0), "kernel 'k': 'launches' must be"),
+        (lambda: Kernel.of("k", 1, 8, 8, 1, launches=-1), "kernel 'k': 'launches' must be"),
         (lambda: Kernel("k", (1, 8, 8, 1)), "kernel 'k': 'work' must be a Work"),
         (lambda: Kernel("k", Work(1, 8, 8, 1), device=-2), "kernel 'k': 'device' must be"),
         (lambda: Kernel.of("k", 1, 8, 8, 1, math="fp4"), "kernel 'k': 'math' must be one of"),

@@ -100,3 +100,27 @@ def test_the_flex_dispatchers_hybridep_permutes_inside_its_exchange():
     assert hidden_moves(qwen, 16, flex=False) == ([(1, 8), (8, 8), (8, 8)], [(8, 8), (8, 8), (8, 1)])
     assert hidden_moves(qwen, 1, flex=False) == ([(1, 8)], [(8, 1)])  # one local expert: no sorts
     assert hidden_moves(qwen, 16, flex=True) == ([], [])
+
+
+def test_the_gate_half_runs_inside_fc1s_launches():
+    """TE's fc1 computes gate and up in one GEMM per expert: the gate's rounds launch nothing and
+    make no call, so a gated MLP's host cost is fc1's and fc2's calls (two), not three."""
+    gate, up = _grouped("gate", 8000, 768, 2048, weights=1e6), _grouped("up", 8000, 768, 2048, weights=1e6)
+    rounds = per_expert_gemms([gate, up], 8)
+    assert [(r.part, r.issue.launches, r.issue.in_library_call) for r in rounds] == [
+        ("gate", 0, True),
+        ("gate", 0, True),
+        ("up", 4, False),
+        ("up", 4, True),
+    ]
+    system = registry.system("h100-sxm", "xeon-8480", None, 8, None)
+    eager = framework("eager")
+    host = [issue_s(system, eager, False, r) for r in rounds]
+    launch = system.gpu.dispatch_s
+    assert host == pytest.approx([0.0, 0.0, eager.op_host_s(system.host.clock_Hz) + 4 * launch, 4 * launch])
+    # one local expert (Mixtral at ep=8): the gate still rides on fc1's single launch
+    one = per_expert_gemms([gate, up], 1)
+    assert [(r.issue.launches, r.issue.in_library_call) for r in one] == [(0, True), (1, False)]
+    # its backward gradient's casts ride on fc1's too (one cast of dy per expert round)
+    casts = [k for k in fp8_linears(rounds, "bfloat16", forward=False) if k.name.endswith("fp8 cast")]
+    assert [(c.part, c.issue.launches) for c in casts if c.part == "gate"] == [("gate", 0), ("gate", 0)]

@@ -94,7 +94,8 @@ class FrameworkSpec:
         serve_sequence_cycles: host CPU cycles of that work per sequence of the step (its request
             object scheduled, its token sampled, detokenised and streamed).
         serve_graph_max_batch: the largest decode batch the engine captured CUDA graphs for; a
-            decode step of more sequences runs eagerly (0: every step is a graph, or none is).
+            decode step of more sequences runs eagerly and pays ``serve_eager_step_cycles`` (0: no
+            such bound: no step pays them).
         serve_eager_step_cycles: host CPU cycles the GPU waits for in an eager decode step (one of
             more than ``serve_graph_max_batch`` sequences): its kernels launched one by one.
         decode_attention_share: share of the memory bandwidth the engine's decode attention over the
@@ -105,8 +106,10 @@ class FrameworkSpec:
         overlap_schedule: the engine schedules step k + 1 while step k runs (SGLang's overlap
             scheduler): a request that arrives is seen by a scheduling pass that starts after it, so
             it joins the step after the one already launched; and the host's work on step k's
-            sequences runs under step k + 1's kernels, so a decode step under load takes the longer
-            of its GPU time and that work, not their sum (``methods.serving.steps``).
+            sequences runs under step k + 1's kernels, except the first 5 ms of it (the launching
+            thread waits that long for the interpreter lock), so a decode step under load takes
+            about the longer of its GPU time and that work, not their sum
+            (``methods.serving.steps.ModelSteps.engine_decode_s``).
         serve_admission: how a serving engine admits requests under load
             (``methods.serving.config``): ``prompt`` when a request's prompt fits, preempting the
             latest admitted when a decode runs out of room (vLLM); ``reserve`` when the outputs of

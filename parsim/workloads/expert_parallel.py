@@ -262,6 +262,12 @@ TE_COMPUTE_STREAMS = 4
 in NVIDIA/TransformerEngine@70f53666 transformer_engine/common/util/multi_stream.cpp)."""
 
 
+GATE_IN_FC1 = "gate"
+"""``Kernel.part`` of a gated expert MLP's gate half: Megatron-Core's ``TEGroupedMLP`` holds gate
+and up as one fc1 ``GroupedLinear`` (``linear_fc1`` of width ``2 x ffn_hidden_size`` when
+``gated_linear_unit``), so its GEMMs are the up half's (megatron/core/transformer/moe/experts.py)."""
+
+
 def per_expert_gemms(kernels: list[Kernel], local: int) -> list[Kernel]:
     """Each grouped expert GEMM (``moe.GROUPED_GEMM``) of ``kernels`` as Transformer Engine runs it:
     one GEMM per local expert, ``TE_COMPUTE_STREAMS`` of them at once.
@@ -278,9 +284,12 @@ def per_expert_gemms(kernels: list[Kernel], local: int) -> list[Kernel]:
     expert) for which the host issues four launches (``Issue.launches``); the first round also
     pays the module's call (the framework's cost per operator), the others run inside it
     (``Issue.in_library_call``). A round shorter than its launches leaves the GPU waiting on the
-    host: thin experts at one sequence per micro-batch cost more per token than at four."""
-    if local == 1:
-        return kernels
+    host: thin experts at one sequence per micro-batch cost more per token than at four.
+
+    A gated MLP's gate and up halves are one ``GroupedLinear`` (``TEGroupedMLP``'s fc1, of width
+    2 x ffn): one GEMM per expert computes both, so the gate's rounds (its forward, both its
+    gradients and the casts that go with them) launch nothing and make no call of their own
+    (``GATE_IN_FC1``): their work is in the up half's launches."""
     made: list[Kernel] = []
     for kernel in kernels:
         if kernel.work.op != GROUPED_GEMM or kernel.library.gemm_mn is None:
@@ -300,8 +309,8 @@ def per_expert_gemms(kernels: list[Kernel], local: int) -> list[Kernel]:
                     work_items=max(1, math.ceil(work.work_items * share)),
                     cold_bytes=cold * share,
                     gemm_mn=(max(1, math.ceil(m * share)), n),
-                    launches=side,
-                    in_library_call=first > 0,
+                    launches=0 if kernel.part == GATE_IN_FC1 else side,
+                    in_library_call=first > 0 or kernel.part == GATE_IN_FC1,
                 )
             )
     return made

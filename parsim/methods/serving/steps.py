@@ -194,13 +194,16 @@ class ModelSteps:
         the loop takes the longer of the two, not their sum; but the thread that launches the
         kernels shares the interpreter lock with the one doing that work, and waits for it up to
         CPython's switch interval (``GIL_SWITCH_S``): that much of the host work stays on the
-        step's path (all of it for a few sequences, 5 ms of a large batch's).
+        step's path (all of it for a few sequences, 5 ms of a large batch's). An eager step's
+        launches are Python too, under the same lock, so a host-bound step takes the host's work on
+        its sequences plus those launches.
         """
-        seconds = priced_s + self.engine.eager_step_s(self.clock_Hz, batch)
+        eager = self.engine.eager_step_s(self.clock_Hz, batch)
+        seconds = priced_s + eager
         if not self.engine.overlap_schedule:
             return seconds
         host = self.engine.serve_step_s(self.clock_Hz, batch)
-        return max(seconds - host + min(host, GIL_SWITCH_S), host)
+        return max(seconds - host + min(host, GIL_SWITCH_S), host + eager)
 
 
 def kv_blocks(params: dict[str, Any], system: SystemSpec, block: int, prefill_tokens: int) -> int:
