@@ -362,6 +362,9 @@ def trace_download(build, *args, name: str, key: str) -> None:
         mime="application/json",
         key=key,
         help="the timeline in the Chrome Trace Event format: open it in ui.perfetto.dev or chrome://tracing",
+        # a download changes nothing on the page: no rerun, whose fresh button would otherwise race the
+        # deferred build for the press (on a loaded server the file never came)
+        on_click="ignore",
     )
 
 
