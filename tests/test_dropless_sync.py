@@ -1,4 +1,4 @@
-"""The host's wait for the dropless token dispatcher's split sizes (``expert_parallel.dropless_syncs``,
+"""The host's wait for the dropless token dispatcher's split sizes (``moe_layer_ops.dropless_syncs``,
 ``Issue.host_waits``) as ``model.blocks`` prices it, by hand, on a block and on a whole step (the
 recurrence and the engine's events alike)."""
 
@@ -15,13 +15,13 @@ from parsim.model.issue import issue_s
 from parsim.stack import framework
 from parsim.studies import pipeline_figures
 from parsim.workloads.base import Kernel
-from parsim.workloads.expert_parallel import (
+from parsim.workloads.llms import llm
+from parsim.workloads.moe_layer_ops import (
     MCORE_MOE_FORWARD_OPS,
     SPLIT_SIZES_READ_BACK,
     dropless_syncs,
     layer_ops,
 )
-from parsim.workloads.llms import llm
 
 PCIE_D2H_LATENCY_S = 2.5e-6  # the DGX H100's PCIe 5.0 x16 link preset
 

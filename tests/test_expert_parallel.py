@@ -26,9 +26,10 @@ from parsim.studies.published import mcore_flops
 from parsim.studies.scenarios import loads_scenario, run_scenario
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
-from parsim.workloads.expert_parallel import DISPATCH_OPS, remote_nodes
+from parsim.workloads.expert_parallel import remote_nodes
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llm_config import LlmConfig
+from parsim.workloads.moe_layer_ops import DISPATCH_OPS
 from parsim.workloads.registry import make_workload, validate_params
 from parsim.workloads.training import numerics_of
 from parsim.workloads.transformer import transformer_kernels

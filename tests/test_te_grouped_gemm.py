@@ -1,4 +1,4 @@
-"""Transformer Engine's grouped expert GEMM in the Megatron step (``expert_parallel.per_expert_gemms``)
+"""Transformer Engine's grouped expert GEMM in the Megatron step (``moe_layer_ops.per_expert_gemms``)
 and the FP8 casts of its inputs (``megatron.fp8_linears``): hand-computed rounds, launches and casts."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from parsim.hardware import registry
 from parsim.model.issue import issue_s
 from parsim.stack import framework
 from parsim.workloads.base import Kernel
-from parsim.workloads.expert_parallel import TE_COMPUTE_STREAMS, per_expert_gemms
 from parsim.workloads.megatron import fp8_linears
 from parsim.workloads.moe import GROUPED_GEMM
+from parsim.workloads.moe_layer_ops import TE_COMPUTE_STREAMS, per_expert_gemms
 
 
 def _grouped(part: str, m: int, n: int, k: int, *, weights: float = 0.0) -> Kernel:
@@ -92,8 +92,8 @@ def test_a_dense_mlps_forward_input_is_still_cast_by_its_norm():
 
 
 def test_the_flex_dispatchers_hybridep_permutes_inside_its_exchange():
-    from parsim.workloads.expert_parallel import hidden_moves
     from parsim.workloads.llms import llm
+    from parsim.workloads.moe_layer_ops import hidden_moves
 
     qwen = llm("qwen3-30b-a3b")  # 8 experts per token
     # all-to-all: permute (T in, 8 T out), two chunk sorts (8 T in and out); backward mirrored

@@ -54,7 +54,7 @@ on, not once per expert, the NVLink fan-out overlapped with it (``flex_exchange`
 node it is the all-to-all above.
 
 The layer's small ops, the dropless wait and Transformer Engine's per-expert GEMMs are
-``moe_layer_ops``' (re-exported here).
+``moe_layer_ops``'.
 
 With ``ep = 1`` nothing changes: no all-to-all, one gradient reduction of every parameter (the
 dense path, which the tests check op for op).
@@ -72,18 +72,6 @@ from parsim.workloads.base import AllReduce, Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.megatron import optimizer_sync
 from parsim.workloads.moe import EXPERT_NODE, Routing, dispatch_B
-from parsim.workloads.moe_layer_ops import DISPATCH_OPS as DISPATCH_OPS
-from parsim.workloads.moe_layer_ops import GATE_IN_FC1 as GATE_IN_FC1
-from parsim.workloads.moe_layer_ops import MCORE_MOE_BACKWARD_OPS as MCORE_MOE_BACKWARD_OPS
-from parsim.workloads.moe_layer_ops import MCORE_MOE_FORWARD_OPS as MCORE_MOE_FORWARD_OPS
-from parsim.workloads.moe_layer_ops import ROUTING_B as ROUTING_B
-from parsim.workloads.moe_layer_ops import SPLIT_SIZES_READ_BACK as SPLIT_SIZES_READ_BACK
-from parsim.workloads.moe_layer_ops import TE_COMPUTE_STREAMS as TE_COMPUTE_STREAMS
-from parsim.workloads.moe_layer_ops import Moves as Moves
-from parsim.workloads.moe_layer_ops import dropless_syncs as dropless_syncs
-from parsim.workloads.moe_layer_ops import hidden_moves as hidden_moves
-from parsim.workloads.moe_layer_ops import layer_ops as layer_ops
-from parsim.workloads.moe_layer_ops import per_expert_gemms as per_expert_gemms
 from parsim.workloads.transformer_memory import stage_params
 from parsim.workloads.transformer_ops import block_layers
 

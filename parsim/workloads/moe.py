@@ -72,7 +72,7 @@ COMBINE = "combine"
 """``Kernel.part`` of the weighted sum of each token's k expert outputs, forward and backward."""
 GROUPED_GEMM = "grouped gemm"
 """``Work.op`` of an expert GEMM over every local expert's rows (``Kernel.work.op``): what a library
-may run as one GEMM per expert (``expert_parallel.per_expert_gemms``)."""
+may run as one GEMM per expert (``moe_layer_ops.per_expert_gemms``)."""
 EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE)
 """The ``Kernel.part`` of the kernels Megatron-Core's combined 1F1B schedule runs as a MoE layer's
 ``mlp`` node (the grouped GEMMs, their activation, the combine); the rest of the layer is its

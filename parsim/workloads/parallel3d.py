@@ -33,7 +33,7 @@ import attrs
 
 from parsim.base import collector, units
 from parsim.base.dtypes import itemsize
-from parsim.workloads import expert_parallel, megatron
+from parsim.workloads import expert_parallel, megatron, moe_layer_ops
 from parsim.workloads import pipeline_schedule as schedule
 from parsim.workloads.base import AllReduce, Block, Kernel, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
@@ -152,8 +152,8 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     )
     # each GPU's experts: Transformer Engine runs their grouped GEMMs one GEMM per expert
     experts_here = config.experts // expert_parallel.ep_of(params) if config.moe else 1
-    forward = expert_parallel.per_expert_gemms(forward, experts_here)
-    backward = expert_parallel.per_expert_gemms(backward, experts_here)
+    forward = moe_layer_ops.per_expert_gemms(forward, experts_here)
+    backward = moe_layer_ops.per_expert_gemms(backward, experts_here)
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
     # autocasting them again for every micro-batch
     forward = _features_applied(
@@ -177,10 +177,10 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     dispatched = lay.micro_batch * local // (lay.tp // expert_parallel.expert_tp_of(params))
 
     flex = params.get("dispatcher", "alltoall") == "flex"
-    syncs = expert_parallel.dropless_syncs(params)  # the host waits for the token counts per layer
+    syncs = moe_layer_ops.dropless_syncs(params)  # the host waits for the token counts per layer
 
     def moe_ops(layer: str) -> tuple[Kernel, ...]:
-        return expert_parallel.layer_ops(
+        return moe_layer_ops.layer_ops(
             config, dispatched, layer, numerics.dtype, 0, experts_here, flex, syncs
         )
 
@@ -194,11 +194,11 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
             layers = len(blocks[j])
-            if config.moe:  # Megatron-Core's MoE layer's small ops (``expert_parallel.layer_ops``)
+            if config.moe:  # Megatron-Core's MoE layer's small ops (``moe_layer_ops.layer_ops``)
                 for i in blocks[j]:
                     small = moe_ops(block_layers(i)[1])
-                    fwd += small[: expert_parallel.MCORE_MOE_FORWARD_OPS]
-                    bwd += small[expert_parallel.MCORE_MOE_FORWARD_OPS :]
+                    fwd += small[: moe_layer_ops.MCORE_MOE_FORWARD_OPS]
+                    bwd += small[moe_layer_ops.MCORE_MOE_FORWARD_OPS :]
             tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
             tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
             a2a_fwd = expert_parallel.dispatch_collectives(
