@@ -124,8 +124,9 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             cuda_graph,
             id="vllm-v0",
             name="vLLM 0.6-0.7 (V0 engine; multi-step scheduling with multi_step=)",
-            # fitted once on the vLLM 0.6.0 rows of SGLang's benchmark (Llama 3.1 8B and 70B on A100
-            # 80GB, 4 and 8 requests/s, --num-scheduler-steps 10): 19 ms per request, 1.9 ms per step
+            # fitted once on the vLLM 0.6.0 rows of SGLang's benchmark (Llama 3.1 8B on one A100 80GB,
+            # 70B on four H100 80GB, 4 and 8 requests/s, --num-scheduler-steps 10): 19 ms per request,
+            # 1.9 ms per step
             request_cycles=5e7,
             serve_step_cycles=5e6,
         ),
@@ -217,9 +218,9 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             cuda_graph,
             id="sglang-0.3",
             name="SGLang 0.3 (no overlap scheduler)",
-            # fitted once on the SGLang 0.3.0 rows of its own benchmark (Llama 3.1 8B and 70B on A100
-            # 80GB, 4 and 8 requests/s): 11.5 ms per request; per step 1.9 ms and 77 us per sequence
-            # of scheduling, sampling and output processing, which the GPU waits for
+            # fitted once on the SGLang 0.3.0 rows of its own benchmark (Llama 3.1 8B on one A100 80GB,
+            # 70B on four H100 80GB, 4 and 8 requests/s): 11.5 ms per request; per step 1.9 ms and
+            # 77 us per sequence of scheduling, sampling and output processing, which the GPU waits for
             request_cycles=3e7,
             serve_step_cycles=5e6,
             serve_sequence_cycles=2e5,
