@@ -17,7 +17,8 @@ from parsim.model.kernel import closed_form_s
 from parsim.model.library import lower, transposes_on_tensor_cores
 from parsim.model.rates import execution
 from parsim.workloads.base import Kernel
-from parsim.workloads.layers import Layer, Numerics, layer_kernels
+from parsim.workloads.layers import Numerics, layer_kernels
+from parsim.workloads.net import Layer
 from parsim.workloads.registry import make_workload
 
 RESNET50_AMP = {"model": "resnet50", "batch": 32, "train": True, "dtype": "float16", "framework": "eager"}

@@ -16,7 +16,8 @@ from __future__ import annotations
 from parsim.base.dtypes import itemsize
 from parsim.stack.specs import FrameworkSpec
 from parsim.workloads.base import Kernel, Op, Transfer
-from parsim.workloads.layers import Layer, Numerics, layer_update
+from parsim.workloads.layers import Numerics, layer_update
+from parsim.workloads.net import Layer
 
 OVERFLOW_FLAG_B = 4  # GradScaler's found_inf: one float32 per device
 

@@ -20,7 +20,7 @@ Published multiply-accumulates per image and parameters, checked by the tests:
 from __future__ import annotations
 
 from parsim.base.caching import cached
-from parsim.workloads.layers import Layer, NetBuilder, Shape
+from parsim.workloads.net import Layer, NetBuilder, Shape
 
 IMAGENET: Shape = (3, 224, 224)
 CIFAR: Shape = (3, 32, 32)

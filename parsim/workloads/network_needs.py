@@ -1,6 +1,6 @@
 """A network's device memory and the layers a compiled inference graph folds away.
 
-``network_needs`` is what a framework allocates for one step of a ``layers.Layer`` list
+``network_needs`` is what a framework allocates for one step of a ``net.Layer`` list
 (PyTorch's autograd and caching allocator): weights in the master precision beside autocast's
 low-precision copies, a gradient per weight, the tensors the backward pass keeps (each layer's
 output once, less what an in-place ReLU shares or a batch norm before a residual add drops) and
@@ -13,8 +13,9 @@ from __future__ import annotations
 import attrs
 
 from parsim.base.dtypes import itemsize
-from parsim.workloads.layers import Layer, Numerics
+from parsim.workloads.layers import Numerics
 from parsim.workloads.needs import MemoryNeeds
+from parsim.workloads.net import Layer
 from parsim.workloads.optimizers import parameter_needs
 
 FOLDED_AFTER = {"bn": ("conv",), "relu": ("conv", "bn", "linear", "add")}

@@ -28,11 +28,12 @@ from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads import ddp, fsdp_tp, megatron, parallel3d, selective_op
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
-from parsim.workloads.layers import Layer, Numerics, layer_kernels
+from parsim.workloads.layers import Numerics, layer_kernels
 from parsim.workloads.llms import LlmConfig, is_llm, llm
 from parsim.workloads.loss_scaling import scaled_update
 from parsim.workloads.models import model_layers
 from parsim.workloads.needs import MemoryNeeds
+from parsim.workloads.net import Layer
 from parsim.workloads.network_needs import folded_layers, network_needs
 from parsim.workloads.ops import _items
 from parsim.workloads.optimizers import update_kernel
