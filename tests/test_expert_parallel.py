@@ -351,6 +351,17 @@ def test_megatron_cores_flop_count_of_mixtral_by_hand():
     assert per_token == pytest.approx(82.93e9, rel=1e-4)
 
 
+def test_megatron_lms_causal_flop_count_of_qwen3_30b_by_hand():
+    # per token and layer (h 2048, q 32 x 128 = 4096, 4 of 32 heads KV, s 4096, expert width 768, k 8,
+    # V 151,936 over 48 layers): projections 12 h q (1 + 4/32) = 113,246,208; the core attention
+    # 12 s q whole, 6 s q causal (Megatron-LM@7146484607: "/ 2  # causal mask") = 100,663,296;
+    # the routed experts 12 h f k x 3/2 = 226,492,416; the logits 6 h V / 48 = 38,895,616
+    causal_per_token_layer = 113_246_208 + 100_663_296 + 226_492_416 + 38_895_616
+    params = {"model": "qwen3-30b-a3b", "batch": 1, "seq": 4096}
+    assert mcore_flops(params, causal=True) == pytest.approx(48 * 4096 * causal_per_token_layer)
+    assert mcore_flops(params) - mcore_flops(params, causal=True) == pytest.approx(48 * 4096 * 100_663_296)
+
+
 def test_a_scenario_file_takes_expert_parallelism_like_any_parameter():
     text = """
 title = "Mixtral 8x7B on 16 H100: all-to-alls in the pass or beside it"

@@ -131,8 +131,12 @@ NOT_MET_YET: dict[str, str] = {
     # round 8: TE's grouped GEMM as per-expert cuBLAS launches in rounds of four, the experts' FP8
     # input casts, the dispatcher's hidden-state moves, the dropless host wait, Megatron-Core's
     # combined 1F1B schedule: 29.3 -> 22.8 % (B200 MBS 1 +33 -> +19 %, 235B H100 +13/+18 -> +10/+16 %)
+    # round 9 added four BF16 rows whose sources state every modelled setting (Megatron-LM's MoE recipe
+    # index, Megatron-Bridge's HybridEP benchmark): 22.8 -> 20.9 %, H100 -15/+11/+13 %, GB200 +24 %
     "moe-training": "the 25.11 H100 Qwen3-30B row (+120 %: software; 26.02 and 26.02.01 measured one "
-    "configuration at 5,113 and 9,058 tokens/s), Qwen3-235B (+10 to +32 %) and B200 at MBS 1 (+19 %)",
+    "configuration at 5,113 and 9,058 tokens/s), Qwen3-235B (+10 to +32 %), B200 at MBS 1 (+19 %) and "
+    "GB200 at MBS 4 (+24 %); on H100 parsim's MoE steps are host-bound where Megatron-Bridge's Nsight "
+    "profile has the GPU 92 % busy",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one

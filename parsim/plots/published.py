@@ -32,6 +32,7 @@ UNITS = {
     "collective_s": "nccl-tests time",
     "megatron_tflops_per_gpu": "TFLOP/s per GPU (Megatron's count)",
     "mcore_tflops_per_gpu": "TFLOP/s per GPU (Megatron-Core's count)",
+    "mcore_causal_tflops_per_gpu": "TFLOP/s per GPU (Megatron-Core's causal count)",
     "tokens_per_s_per_gpu": "tokens/s per GPU (training)",
     "step_s": "seconds per training step",
     **{

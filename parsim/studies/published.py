@@ -85,9 +85,12 @@ CLUSTER_METRICS = (
     "collective_s",
     "megatron_tflops_per_gpu",
     "mcore_tflops_per_gpu",
+    "mcore_causal_tflops_per_gpu",
     "tokens_per_s_per_gpu",
     "step_s",
 )
+MCORE_METRICS = ("mcore_tflops_per_gpu", "mcore_causal_tflops_per_gpu")
+"""Megatron-Core's logged TFLOP/s: the count of ``mcore_flops``, its core attention whole or causal."""
 LOAD_METRICS = tuple(
     f"{what}_{percentile}_s" for what in ("ttft", "tpot", "e2e") for percentile in ("p50", "p90", "p99")
 ) + ("itl_p50_s", "itl_p99_s")
@@ -217,8 +220,9 @@ def predicted(row: Row) -> float:
         p = predict(row.workload, row.params, cluster=row.device)
         if row.metric == "megatron_tflops_per_gpu":
             return megatron_flops(row.params) / p.latency_s / p.gpus / 1e12
-        if row.metric == "mcore_tflops_per_gpu":
-            return mcore_flops(row.params) / p.latency_s / p.gpus / 1e12
+        if row.metric in MCORE_METRICS:
+            flops = mcore_flops(row.params, row.metric == "mcore_causal_tflops_per_gpu")
+            return flops / p.latency_s / p.gpus / 1e12
         if row.metric == "tokens_per_s_per_gpu":  # NeMo's and Megatron-Bridge's tables
             return float(p.metrics["tokens_per_s"]) / p.gpus
         if row.metric == "step_s":  # a training step's seconds (Korthikanti et al.'s iteration time)
@@ -245,7 +249,7 @@ def predicted(row: Row) -> float:
     return p.latency_s
 
 
-STEP_METRICS = ("megatron_tflops_per_gpu", "mcore_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s")
+STEP_METRICS = ("megatron_tflops_per_gpu", *MCORE_METRICS, "tokens_per_s_per_gpu", "step_s")
 """What a 3D-parallel step's published rows measure: read from the step's figures alone."""
 
 
@@ -259,8 +263,9 @@ def _step_metric(row: Row) -> float:
     gpus = int(row.params.get("gpus", cluster.gpus_per_node)) * int(row.params.get("nodes", cluster.nodes))
     if row.metric == "megatron_tflops_per_gpu":
         return megatron_flops(row.params) / figures["step_s"] / gpus / 1e12
-    if row.metric == "mcore_tflops_per_gpu":
-        return mcore_flops(row.params) / figures["step_s"] / gpus / 1e12
+    if row.metric in MCORE_METRICS:
+        flops = mcore_flops(row.params, row.metric == "mcore_causal_tflops_per_gpu")
+        return flops / figures["step_s"] / gpus / 1e12
     if row.metric == "tokens_per_s_per_gpu":
         return figures["tokens_per_s"] / gpus
     return figures["step_s"]
@@ -278,19 +283,22 @@ def megatron_flops(params: dict) -> float:
     return 96 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
 
 
-def mcore_flops(params: dict) -> float:
+def mcore_flops(params: dict, causal: bool = False) -> float:
     """FLOPs of one step as Megatron-Core counts them for the TFLOP/s it logs
     (``num_floating_point_operations`` in megatron/training/training.py, NVIDIA/Megatron-LM@83f0eba84e):
     ``12 B s l h^2 ((1 + g/a + s/h) q/h
     + (f/h) k m + V / (2 l h))`` with g KV heads of a query heads, q their query width, f one expert's
     MLP width, k the experts a token is routed to (1 for a dense MLP) and m 3/2 for a gated MLP: the
-    mixture of experts' counterpart of ``megatron_flops`` (no recomputation counted)."""
+    mixture of experts' counterpart of ``megatron_flops`` (no recomputation counted). ``causal``: the
+    count as later Megatron-LM logs it (NVIDIA/Megatron-LM@7146484607, ``standard_self_attn_core_term``
+    "/ 2  # causal mask"), the core attention's ``s/h`` term halved; the rest is the same sum."""
     from parsim.workloads.llms import llm
 
     config = llm(str(params["model"]))
     batch, seq = float(params["batch"]), float(params.get("seq") or config.context)
     h, layers = config.hidden, config.layers
-    attention = (1 + config.kv_heads / config.heads + seq / h) * config.query_width / h
+    core = seq / h / (2 if causal else 1)
+    attention = (1 + config.kv_heads / config.heads + core) * config.query_width / h
     gated = 1.5 if config.mlp == "swiglu" else 1.0
     mlp = config.mlp_hidden / h * config.experts_per_token * gated
     return 12 * batch * seq * layers * h * h * (attention + mlp + config.vocab / (2 * layers * h))
