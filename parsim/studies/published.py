@@ -63,7 +63,7 @@ CLASSES: dict[str, tuple[str, float]] = {
     "tp-pcie": ("all-reduce over PCIe without NVLink (P2P on/off)", 0.10),
     "cluster-scaling": ("multi-node scaling efficiency (points)", 0.10),
     "megatron": ("Megatron-LM / NeMo GPT training (TFLOP/s, tokens/s, step time per GPU)", 0.10),
-    "serving": ("LLM serving under load (P50/P99 latency)", 0.10),
+    "serving": ("LLM serving under load (P50/P99 latency, output tokens/s)", 0.10),
     "tpu-training": ("TPU slice training throughput (MaxText recipes)", 0.10),
     "fsdp": ("FSDP / ZeRO-3 LLM training throughput", 0.10),
     "moe-training": ("Mixture-of-experts training, expert parallel (tokens/s, TFLOP/s per GPU)", 0.10),
