@@ -22,7 +22,7 @@ from parsim.model.blocks import block_parts
 from parsim.model.collectives import Group, collective, op_timing
 from parsim.model.issue import issue_s
 from parsim.stack import framework
-from parsim.studies.published import mcore_flops
+from parsim.studies.published_flops import mcore_flops
 from parsim.studies.scenarios import loads_scenario, run_scenario
 from parsim.workloads import parallel3d
 from parsim.workloads.base import AllReduce, Block, Workload
