@@ -105,6 +105,10 @@ class Routing:
         """The busiest expert's rows over the mean: min(imbalance, capacity)."""
         return min(self.imbalance, self.capacity_factor) if self.capacity_factor else self.imbalance
 
+    def local_experts(self, experts: int) -> int:
+        """The experts each GPU of the EP group holds, of ``experts``."""
+        return experts // self.ep
+
 
 def expected_experts(tokens: float, experts: int, top_k: int, probs: Sequence[float] | None = None) -> float:
     """U(n): the expected number of distinct experts ``tokens`` tokens touch, each picking
@@ -151,7 +155,7 @@ def moe_mlp(
     """
     s, d, experts, k = ops.size, config.hidden, config.experts, config.experts_per_token
     routed = routing.tokens or tokens  # the tokens every expert of the EP group may receive
-    local = experts // routing.ep
+    local = routing.local_experts(experts)
     rows = local * routing.load * routed * k / experts  # E_local experts x the busiest's rows
     touched = expected_experts(routed, experts, k) / routing.ep  # of the local experts, expected
     ops.forward.append(

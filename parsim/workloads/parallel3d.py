@@ -138,6 +138,7 @@ def _features_applied(
 def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
     recompute, features = params["recompute"], megatron.features_of(params)
     local = params["seq"] // lay.cp  # tokens of each sequence this GPU holds
+    routing = expert_parallel.routing(params, lay.micro_batch * local)
     forward, backward = transformer_kernels(
         config,
         lay.micro_batch,
@@ -148,10 +149,10 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         tp=lay.tp,
         update=False,
         dropout=params["dropout"],
-        routing=expert_parallel.routing(params, lay.micro_batch * local),
+        routing=routing,
     )
     # each GPU's experts: Transformer Engine runs their grouped GEMMs one GEMM per expert
-    experts_here = config.experts // expert_parallel.ep_of(params) if config.moe else 1
+    experts_here = routing.local_experts(config.experts) if config.moe else 1
     forward = moe_layer_ops.per_expert_gemms(forward, experts_here)
     backward = moe_layer_ops.per_expert_gemms(backward, experts_here)
     # Megatron-LM keeps float16 copies of the weights (its mixed-precision optimizer) instead of
@@ -174,7 +175,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     # the tokens a GPU dispatches: its micro-batch's seq/cp (1/tp of them under sequence parallelism)
     routed = lay.micro_batch * local // (lay.tp if features.sequence_parallel else 1)
     grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
-    dispatched = lay.micro_batch * local // (lay.tp // expert_parallel.expert_tp_of(params))
+    dispatched = routing.tokens // routing.ep  # its tokens, 1/(tp/expert_tp) of them under folding
 
     flex = params.get("dispatcher", "alltoall") == "flex"
     syncs = moe_layer_ops.dropless_syncs(params)  # the host waits for the token counts per layer
