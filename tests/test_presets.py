@@ -287,3 +287,18 @@ def test_the_dgx_a100_cluster_is_hosted_by_two_epyc_7742_as_the_user_guide_says(
     assert host.id == "dual-epyc-7742" and host.cores == 2 * 64
     assert host.memory.peak_bandwidth_Bps == 2 * 8 * 3200e6 * 8  # 8 channels DDR4-3200 per socket
     assert host.memory.capacity_B == 2 * 2**40  # 2 TB in the DGX A100 640 GB
+
+
+def test_blackwell_to_hopper_gemm_ratio_is_the_benchmarks():
+    """One cuBLASLt FP8 GEMM benchmark on a GB200 and an H200 (Azure/AI-benchmarking-guide: 8192^3 and
+    6144x12288x12288, 2876.6 and 2895.6 vs 1300.6 and 1318.0 TFLOP/s): parsim's effective FP8 rates
+    keep its ratio, and the B200 reaches the same share of its own (lower-power) peak."""
+
+    def rate(pid: str) -> float:
+        spec = PROCESSORS[pid]
+        return spec.peak_flops_per_s("float8", matrix=True) * spec.matmul_efficiency
+
+    measured = (2876.6 + 2895.6) / (1300.6 + 1318.0)
+    assert rate("gb200") / rate("h200") == pytest.approx(measured, rel=1e-3)
+    assert PROCESSORS["b200"].matmul_efficiency == PROCESSORS["gb200"].matmul_efficiency
+    assert rate("b200") / rate("gb200") == pytest.approx(4.5 / 5.0)

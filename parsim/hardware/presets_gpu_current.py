@@ -18,7 +18,11 @@ Sources, abbreviated in the comments ([X] = github.com/X); [PG], [TK], [CS], [CU
   HBM3e and 576 TB/s per 72 GPUs (186 GB, 8 TB/s each); NVLink-C2C to its Grace CPU.
 - [AZ-GB200] Azure/AI-benchmarking-guide@2a370be6de9586d365feed77e014a73f25198f4d
   Azure_Results/ND_GB200_v6_results.md: an ND GB200 v6 VM (4 GB200 "185GB"), nvbandwidth host to
-  device 201 GB/s, cuBLASLt FP8 GEMM, nccl-tests all-reduce.
+  device 201 GB/s, cuBLASLt FP8 GEMM (8192^3: 2876.6 TFLOP/s; 6144x12288x12288: 2895.6), nccl-tests
+  all-reduce.
+- [AZ-H200] Azure/AI-benchmarking-guide@7f20e5fa3b2f9a46d8404af1f6fb14b049d6d5cc
+  Azure_Results/ND_H200_v5_results.md: the same cuBLASLt FP8 GEMM benchmark on an ND H200 v5 VM
+  (8192^3: 1300.6 TFLOP/s; 6144x12288x12288: 1318.0).
 - [B200-DQ] public notes of B200 runs quoting ``nvidia-smi``/deviceQuery: 148 SMs, 1965 MHz maximum SM
   clock, L2 129536 KiB (e.g. a BF16 GEMM study on a 1,000 W B200 with driver 580.126.09).
 - [WP-H100NVL] NVIDIA H100 datasheet, H100 NVL column (per GPU: FP16/BF16 1671, FP8 3341, TF32 835
@@ -51,10 +55,28 @@ from __future__ import annotations
 
 import attrs
 
-from parsim.hardware.presets_gpu import GH100_LEGACY_MMA_SHARE, GiB, KiB, MiB, _a100, _gpu, _l1
+from parsim.hardware.presets_gpu import GH100_LEGACY_MMA_SHARE, H100_SXM, GiB, KiB, MiB, _a100, _gpu, _l1
 from parsim.hardware.specs import CacheLevel, MemorySpec, ProcessorSpec
 
 GB = 1e9  # datasheets quote HBM3e capacity in decimal gigabytes
+
+
+def _fp8_gemm_share(tflops: tuple[float, ...], peak_tflops: float) -> float:
+    """The mean share of its dense FP8 peak a GPU's large cuBLASLt FP8 GEMMs reach."""
+    return sum(tflops) / len(tflops) / peak_tflops
+
+
+BLACKWELL_MATMUL_EFFICIENCY = (
+    H100_SXM.matmul_efficiency
+    * _fp8_gemm_share((2876.6, 2895.6), 5000.0)  # [AZ-GB200] of [WP-GB200]'s 5 PFLOP/s: 0.577
+    / _fp8_gemm_share((1300.6, 1318.0), 1978.9)  # [AZ-H200] of [WP-H100]'s 1979 TFLOP/s: 0.662
+)
+"""The share of their dense peak Blackwell's GEMMs reach (0.654): Hopper's (0.75, which parsim's
+published Hopper training rows bear out) times the ratio of the shares one cuBLASLt FP8 GEMM benchmark
+measures on a GB200 and an H200 ([AZ-GB200], [AZ-H200]): Blackwell holds 13 % less of its datasheet
+rate than Hopper (quoted at a clock the 1,000-1,200 W part does not keep under dense tensor work).
+The B200 takes the GB200's share (same die and library). The 0.75 estimate put the published dense
+Blackwell rows (Megatron-Bridge Llama 3 8B and 70B) 9-13 % fast."""
 
 B200 = _gpu(
     id="b200",
@@ -75,8 +97,7 @@ B200 = _gpu(
         "int8": 4500e12,  # [WP-B200] INT8 tensor 9 POPS with sparsity, 4.5 dense
         "float4": 9000e12,  # [WP-B200] FP4 tensor 18 PFLOP/s with sparsity, 9 dense
     },
-    # estimate: as Hopper (0.75); [B200-DQ]'s hand-written BF16 GEMM at 16384^3 holds 1819 TFLOP/s = 0.81
-    matmul_efficiency=0.75,
+    matmul_efficiency=BLACKWELL_MATMUL_EFFICIENCY,
     special_per_core_per_cycle=16,  # [PG] cc 10.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch ~5 us as on Hopper (cf. 5.7 us measured on A100, [CLP])
     tiles_per_core=8,  # [PG] cc 10.0: 2048 threads/SM = 8 blocks of 256
