@@ -62,6 +62,31 @@ def test_grouped_query_attention_and_swiglu_count_their_own_tensors():
     assert layer_activation_B(llama, 1, 2048, "bfloat16") == saved
 
 
+def test_fp8_keeps_each_linears_saved_input_as_its_one_byte_cast():
+    llama = LLMS["llama-3-8b"]  # 32 heads, 8 KV heads of 128; SwiGLU over 14336
+    tokens, t = 2048, 2
+    # 16 bits, tp=2 with sequence parallelism: norms 4h/t, q k v o (2x16 + 2x4) x 128, SwiGLU 3 x 7168
+    saved = tokens * (4 * 4096 / t + (2 * 16 + 2 * 4) * 128 + 3 * 7168) * 2 + tokens * 16 * 4
+    bf16 = layer_activation_B(llama, 1, 2048, "bfloat16", t, sequence_parallel=True)
+    assert bf16 == saved
+    # FP8: QKV's input (norm 1's output, h/t), the projection's (16 x 128), the MLP's two (norm 2's
+    # output h/t, the activation 7168) are kept in one byte: one byte less each
+    fp8 = layer_activation_B(llama, 1, 2048, "bfloat16", t, sequence_parallel=True, fp8=True)
+    assert bf16 - fp8 == tokens * (4096 / t + 16 * 128 + 4096 / t + 7168)
+
+
+def test_megatron_bridges_405b_fp8_run_on_128_b200_fits():
+    # NVIDIA-NeMo/Megatron-Bridge 25.11: Llama 3.1 405B, FP8, TP 4, PP 8, CP 2, VP 8 on DGX-B200 ran;
+    # with its linears' inputs saved in 16 bits it would need 170.5 GiB of the B200's 167.6
+    params = {
+        "model": "llama-3.1-405b", "batch": 64, "tp": 4, "pp": 8, "cp": 2, "virtual_stages": 8,
+        "microbatches": 32, "nodes": 16, "seq": 8192, "train": True, "dtype": "bfloat16",
+        "optimizer": "adam", "attention": "flash", "fp8": True, "sequence_parallel": True,
+        "distributed_optimizer": True,
+    }  # fmt: skip
+    assert parsim.predict("network", params, cluster="dgx-b200").latency_s > 0
+
+
 def test_the_first_pipeline_stage_holds_pp_micro_batches():
     per_layer = layer_activation_B(GPT, 2, 1024, "bfloat16")
     needs = transformer_needs(GPT, 2, 1024, BF16, True, "adam", pp=4, microbatches=8)

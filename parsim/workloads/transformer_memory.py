@@ -97,9 +97,8 @@ def layer_activation_B(
 ) -> float:
     """Bytes one layer keeps for its backward, for one micro-batch on one GPU (module docstring).
     Sequence parallelism splits the replicated ``[s, b, h]`` tensors (the norms' and the dropout
-    masks) over ``tp`` too: the paper's ``sbh (34/t + 5as/(ht))``. ``fp8``: a mixture of experts'
-    grouped GEMMs keep their inputs (the k dispatched copies, the down projection's input) as the
-    FP8 casts Transformer Engine made of them, one byte each."""
+    masks) over ``tp`` too: the paper's ``sbh (34/t + 5as/(ht))``. ``fp8``: the linears keep their
+    inputs as the FP8 casts Transformer Engine made of them, one byte each (``_fp8_saved``)."""
     size, tokens, t = itemsize(dtype), micro_batch * seq, tp
     split = t if sequence_parallel else 1
     if recompute == "full":
@@ -113,8 +112,8 @@ def layer_activation_B(
     inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t * k
     own = (2 * heads + 2 * kv_heads) * config.head_dim + inner + (k * config.hidden / t if config.moe else 0)
     kept = tokens * (4 * config.hidden / split + own) * size
-    if fp8 and config.moe:  # the grouped GEMMs' saved inputs in one byte, not ``size``
-        kept -= tokens * k * (config.hidden + config.mlp_hidden) / t * (size - 1)
+    if fp8:  # the linears' saved inputs in one byte, not ``size``
+        kept -= tokens * _fp8_saved(config, heads, t, split) * (size - 1)
     kept += 2 * tokens * config.hidden * MASK_B / split if dropout else 0.0
     if attention != "unfused":
         return float(kept + tokens * heads * LSE_B)
@@ -122,6 +121,20 @@ def layer_activation_B(
         return float(kept)
     square = micro_batch * heads * seq * seq
     return float(kept + square * (size + (MASK_B + size if dropout else 0)))
+
+
+def _fp8_saved(config: LlmConfig, heads: float, t: int, split: int) -> float:
+    """Elements per token of one layer's saved activations that Transformer Engine keeps as the FP8
+    casts it made of them under ``fp8``: each FP8 linear saves its input's cast for the weight
+    gradient (``Linear``, ``LayerNormLinear``: the norm's output). Those are the first norm's output
+    (QKV's input) and the attention output (the projection's); in a dense block also the second
+    norm's output and the activation's (the MLP's two inputs), in a mixture of experts instead the
+    grouped GEMMs' inputs (the k dispatched copies and the down projections' inputs: the router
+    reads the second norm's output in 16 bits and keeps it so)."""
+    attention = config.hidden / split + heads * config.head_dim
+    if config.moe:
+        return attention + config.experts_per_token * (config.hidden + config.mlp_hidden) / t
+    return attention + config.hidden / split + config.mlp_hidden / t
 
 
 def transformer_needs(
