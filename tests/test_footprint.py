@@ -69,10 +69,24 @@ def test_fp8_keeps_each_linears_saved_input_as_its_one_byte_cast():
     saved = tokens * (4 * 4096 / t + (2 * 16 + 2 * 4) * 128 + 3 * 7168) * 2 + tokens * 16 * 4
     bf16 = layer_activation_B(llama, 1, 2048, "bfloat16", t, sequence_parallel=True)
     assert bf16 == saved
-    # FP8: QKV's input (norm 1's output, h/t), the projection's (16 x 128), the MLP's two (norm 2's
-    # output h/t, the activation 7168) are kept in one byte: one byte less each
+    # FP8: QKV's input (norm 1's output, h/t) and the MLP's two (norm 2's output h/t, the activation
+    # 7168) are kept as one-byte casts: one byte less each; the attention output (16 x 128) stays in
+    # 16 bits for flash attention's backward and gains the projection's one-byte cast
     fp8 = layer_activation_B(llama, 1, 2048, "bfloat16", t, sequence_parallel=True, fp8=True)
-    assert bf16 - fp8 == tokens * (4096 / t + 16 * 128 + 4096 / t + 7168)
+    assert bf16 - fp8 == tokens * (4096 / t + 4096 / t + 7168 - 16 * 128)
+    # float16 alike (the one-byte cast saves size - 1 = 1 byte of each)
+    assert layer_activation_B(llama, 1, 2048, "float16", t, sequence_parallel=True, fp8=True) == fp8
+
+
+def test_fp8_in_a_mixture_of_experts_casts_the_experts_inputs_not_the_routers():
+    qwen = LLMS["qwen3-30b-a3b"]  # hidden 2048, 32 heads of 128, 128 experts of 768, 8 per token
+    tokens = 4096
+    bf16 = layer_activation_B(qwen, 1, 4096, "bfloat16")
+    fp8 = layer_activation_B(qwen, 1, 4096, "bfloat16", fp8=True)
+    # one byte less: norm 1's output (2048) and the 8 experts' inputs (8 x 2048 dispatched copies,
+    # 8 x 768 down-projection inputs); one more: the projection's cast of the attention output
+    # (32 x 128); norm 2's output stays 16-bit (the router's input)
+    assert bf16 - fp8 == tokens * (2048 + 8 * (2048 + 768) - 32 * 128)
 
 
 def test_megatron_bridges_405b_fp8_run_on_128_b200_fits():

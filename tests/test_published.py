@@ -141,9 +141,9 @@ NOT_MET_YET: dict[str, str] = {
     # round 10: Blackwell's GEMM efficiency from one cuBLASLt FP8 benchmark's GB200/H200 ratio (dense
     # Blackwell rows added to megatron: -3/+6/+7 %) and two Qwen3-235B recipe rows: 20.9 -> 18.5 %
     "moe-training": "the 25.11 H100 Qwen3-30B row (+120 %: software; 26.02 and 26.02.01 measured one "
-    "configuration at 5,113 and 9,058 tokens/s), Qwen3-235B on B200 (+8 to +26 %), B200 at MBS 1 (+17 %) "
-    "and GB200 at MBS 4 (+18 %); on H100 parsim's MoE steps are host-bound where Megatron-Bridge's "
-    "Nsight profile has the GPU 92 % busy",
+    "configuration at 5,113 and 9,058 tokens/s), Qwen3-235B (H100 +10/+16 %, B200 +8 to +26 %), B200 at "
+    "MBS 1 (+17 %) and GB200 at MBS 4 (+18 %); on H100 parsim's MoE steps are host-bound where "
+    "Megatron-Bridge's Nsight profile has the GPU 92 % busy",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one

@@ -71,12 +71,10 @@ BLACKWELL_MATMUL_EFFICIENCY = (
     * _fp8_gemm_share((2876.6, 2895.6), 5000.0)  # [AZ-GB200] of [WP-GB200]'s 5 PFLOP/s: 0.577
     / _fp8_gemm_share((1300.6, 1318.0), 1978.9)  # [AZ-H200] of [WP-H100]'s 1979 TFLOP/s: 0.662
 )
-"""The share of their dense peak Blackwell's GEMMs reach (0.654): Hopper's (0.75, which parsim's
-published Hopper training rows bear out) times the ratio of the shares one cuBLASLt FP8 GEMM benchmark
-measures on a GB200 and an H200 ([AZ-GB200], [AZ-H200]): Blackwell holds 13 % less of its datasheet
-rate than Hopper (quoted at a clock the 1,000-1,200 W part does not keep under dense tensor work).
-The B200 takes the GB200's share (same die and library). The 0.75 estimate put the published dense
-Blackwell rows (Megatron-Bridge Llama 3 8B and 70B) 9-13 % fast."""
+"""The share of their dense peak Blackwell's GEMMs reach (0.654): Hopper's 0.75 (borne out by parsim's
+published Hopper rows) times the ratio of the shares one cuBLASLt FP8 GEMM benchmark measures on a
+GB200 and an H200 ([AZ-GB200], [AZ-H200]): Blackwell holds 13 % less of its datasheet rate than
+Hopper. The B200 takes the GB200's share (same die and library)."""
 
 B200 = _gpu(
     id="b200",
@@ -97,6 +95,8 @@ B200 = _gpu(
         "int8": 4500e12,  # [WP-B200] INT8 tensor 9 POPS with sparsity, 4.5 dense
         "float4": 9000e12,  # [WP-B200] FP4 tensor 18 PFLOP/s with sparsity, 9 dense
     },
+    # one share for every dtype, as every preset's; [B200-DQ]'s hand-written BF16 GEMM at 16384^3
+    # (1819 TFLOP/s = 0.81) is one kernel at one shape, the library benchmark the rate libraries reach
     matmul_efficiency=BLACKWELL_MATMUL_EFFICIENCY,
     special_per_core_per_cycle=16,  # [PG] cc 10.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch ~5 us as on Hopper (cf. 5.7 us measured on A100, [CLP])

@@ -112,8 +112,9 @@ def layer_activation_B(
     inner = (2 if config.mlp == "gelu" else 3) * config.mlp_hidden / t * k
     own = (2 * heads + 2 * kv_heads) * config.head_dim + inner + (k * config.hidden / t if config.moe else 0)
     kept = tokens * (4 * config.hidden / split + own) * size
-    if fp8:  # the linears' saved inputs in one byte, not ``size``
-        kept -= tokens * _fp8_saved(config, heads, t, split) * (size - 1)
+    if fp8:  # the linears' saved inputs as their one-byte casts (``_fp8_saved``)
+        shrunk, doubled = _fp8_saved(config, heads, t, split)
+        kept -= tokens * (shrunk * (size - 1) - doubled)
     kept += 2 * tokens * config.hidden * MASK_B / split if dropout else 0.0
     if attention != "unfused":
         return float(kept + tokens * heads * LSE_B)
@@ -123,18 +124,21 @@ def layer_activation_B(
     return float(kept + square * (size + (MASK_B + size if dropout else 0)))
 
 
-def _fp8_saved(config: LlmConfig, heads: float, t: int, split: int) -> float:
-    """Elements per token of one layer's saved activations that Transformer Engine keeps as the FP8
-    casts it made of them under ``fp8``: each FP8 linear saves its input's cast for the weight
-    gradient (``Linear``, ``LayerNormLinear``: the norm's output). Those are the first norm's output
-    (QKV's input) and the attention output (the projection's); in a dense block also the second
-    norm's output and the activation's (the MLP's two inputs), in a mixture of experts instead the
-    grouped GEMMs' inputs (the k dispatched copies and the down projections' inputs: the router
-    reads the second norm's output in 16 bits and keeps it so)."""
-    attention = config.hidden / split + heads * config.head_dim
+def _fp8_saved(config: LlmConfig, heads: float, t: int, split: int) -> tuple[float, float]:
+    """Elements per token of one layer's saved activations that ``fp8`` keeps in one byte instead of
+    16 bits, and those it keeps twice (16 bits and a one-byte cast). Transformer Engine saves each FP8
+    linear's input as the FP8 cast it made for the weight gradient: the first norm's output (QKV's
+    input, cast by the fused norm; the 16-bit output is not kept) and, in a dense block, the second
+    norm's output and the activation's (the MLP's inputs); in a mixture of experts the grouped GEMMs'
+    inputs instead (the k dispatched copies and the down projections' inputs: the router reads the
+    second norm's output in 16 bits and keeps it so). The attention output is the projection's input
+    but also what flash attention keeps for its own backward in 16 bits: under FP8 both are kept."""
+    shrunk = config.hidden / split
     if config.moe:
-        return attention + config.experts_per_token * (config.hidden + config.mlp_hidden) / t
-    return attention + config.hidden / split + config.mlp_hidden / t
+        shrunk += config.experts_per_token * (config.hidden + config.mlp_hidden) / t
+    else:
+        shrunk += config.hidden / split + config.mlp_hidden / t
+    return shrunk, heads * config.head_dim
 
 
 def transformer_needs(
