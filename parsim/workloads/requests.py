@@ -230,6 +230,23 @@ def _check_count(count: object, budget: int) -> int:
     return int(count)
 
 
+def check_fields(arrival: str, rate: float, cv: float, seed: int, requests: int, budget: int) -> int:
+    """The request count, once a generated stream's fields are checked.
+
+    Raises:
+        ParsimError: naming the first bad field, its bound and its value.
+    """
+    if arrival not in ARRIVALS:
+        raise field_error("arrival", f"one of {', '.join(ARRIVALS)}", arrival)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (0 < rate < math.inf):
+        raise field_error("rate", "> 0 requests/s", rate)
+    if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not (0.05 <= cv <= 20):
+        raise field_error("cv", "in 0.05..20", cv)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise field_error("seed", "an integer >= 0", seed)
+    return _check_count(requests, budget)
+
+
 def truncate(prompt: Ints, output: Ints, max_context: int | None) -> tuple[Ints, Ints]:
     """Prompts cut to ``max_context - 1`` tokens, outputs to the room left (both >= 1)."""
     if max_context is None:
@@ -257,15 +274,7 @@ def generate(
     Raises:
         ParsimError: a bad arrival kind, rate, cv, seed, count above ``budget`` or length spec.
     """
-    if arrival not in ARRIVALS:
-        raise field_error("arrival", f"one of {', '.join(ARRIVALS)}", arrival)
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (0 < rate < math.inf):
-        raise field_error("rate", "> 0 requests/s", rate)
-    if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not (0.05 <= cv <= 20):
-        raise field_error("cv", "in 0.05..20", cv)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise field_error("seed", "an integer >= 0", seed)
-    count = _check_count(requests, budget)
+    count = check_fields(arrival, rate, cv, seed, requests, budget)
     prompts, outputs = lengths(prompt, "prompt"), lengths(output, "output")
     streams = [np.random.default_rng(child) for child in np.random.SeedSequence(int(seed)).spawn(3)]
     arrivals = np.cumsum(gaps(arrival, float(rate), count, streams[0], float(cv)))

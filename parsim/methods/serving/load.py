@@ -31,6 +31,7 @@ from parsim.methods.serving.simulate import simulate
 from parsim.methods.serving.steps import ModelSteps, kv_blocks, kv_transfer, replica_system
 from parsim.model.modes import check_mode
 from parsim.results.prediction import Prediction
+from parsim.workloads.clients import replayed
 from parsim.workloads.definition import WorkloadDef
 from parsim.workloads.llms import llm
 from parsim.workloads.load import parse_disaggregated, serve_params
@@ -68,16 +69,16 @@ def stream_of(params: dict[str, Any], budget: Budget | None) -> RequestStream:
         return load_trace(str(params["trace"]), max_context=context, budget=most)
     if budget is not None:
         budget.check(int(params["requests"]), "requests", "llm_load: requests")
+    rate, count = float(params["rate"]), int(params["requests"])
+    prompt, output = params["prompt"], params["output"]
+    arrival, cv, seed = str(params["arrival"]), float(params["cv"]), int(params["seed"])
+    if params.get("client") is not None:  # the benchmark client's own draws (workloads.clients)
+        return replayed(
+            str(params["client"]), rate, count, prompt, output,
+            arrival=arrival, cv=cv, seed=seed, max_context=context, budget=most,
+        )  # fmt: skip
     return generate(
-        float(params["rate"]),
-        int(params["requests"]),
-        params["prompt"],
-        params["output"],
-        arrival=str(params["arrival"]),
-        cv=float(params["cv"]),
-        seed=int(params["seed"]),
-        max_context=context,
-        budget=most,
+        rate, count, prompt, output, arrival=arrival, cv=cv, seed=seed, max_context=context, budget=most
     )
 
 
