@@ -15,6 +15,7 @@ from parsim.workloads.requests import lengths
 # datacrunch-research/h200-benchmarks@c091ef530a525d2e788bc41c39a4450b09c9f2ad sglang/outputs/
 # llama_3_3_70b_{online,offline}_output.jsonl: every SGLang run's requests, --random-input-len,
 # --random-output-len and its total_input_tokens / total_output_tokens (sglang.bench_serving, seed 1)
+VLLM_RUN = {"rate": 16.0, "requests": 200, "prompt": "sharegpt", "output": "sharegpt"}
 DATACRUNCH_RUNS = [
     (300, 1024, 1024, 152612, 160347),  # online, 1 request/s
     (600, 1024, 1024, 308748, 308712),  # 2/s
@@ -42,19 +43,22 @@ def test_an_output_the_client_asks_none_of_is_served_one_token():
     _, _, asked = replay(
         "sglang", 1.0, 6000, lengths("uniform:1:256", "p"), lengths("uniform:1:512", "o"), 1, 1.0
     )
-    stream = replayed("sglang", 1.0, 6000, "uniform:1:256", "uniform:1:512", seed=1)
+    stream = replayed(
+        "sglang",
+        {"rate": 1.0, "requests": 6000, "prompt": "uniform:1:256", "output": "uniform:1:512", "seed": 1},
+    )
     zeros = int((asked == 0).sum())
     assert zeros > 0 and stream.output_tokens.min() == 1
     assert int(stream.output_tokens.sum()) == 1529561 + zeros
 
 
 def test_vllm_client_sends_the_sample_in_order_after_gamma_gaps():
-    stream = replayed("vllm", 16.0, 200, "sharegpt", "sharegpt", seed=0)
+    stream = replayed("vllm", VLLM_RUN)
     # surajssd/llm-k8s@58b61c5 ..._sharegpt_qps_16.json input_lens: 13, 25, 27, 10, 329, 29
     assert list(stream.prompt_tokens[:6]) == [13, 25, 27, 10, 329, 29]
     # np.random.seed(0) then np.random.gamma(1, 1/16) after each request: 0.0497, 0.0785, ...
     assert stream.arrival_s[:3] == pytest.approx([0.0, 0.04974216, 0.12823783], abs=1e-8)
-    bursty = replayed("vllm", 16.0, 200, "sharegpt", "sharegpt", arrival="gamma", cv=2.0, seed=0)
+    bursty = replayed("vllm", {**VLLM_RUN, "arrival": "gamma", "cv": 2.0})
     gaps = np.random.RandomState(0).gamma(0.25, 1 / (16 * 0.25), size=2)  # burstiness 1 / cv^2
     assert bursty.arrival_s[1:3] == pytest.approx(np.cumsum(gaps))
 
@@ -105,9 +109,18 @@ def test_llm_load_checks_the_client_before_any_work_and_not_beside_a_trace(tmp_p
     seed=st.integers(0, 2**32 - 1),
 )
 def test_replayed_streams_start_at_zero_and_stay_in_the_clients_bounds(rate, count, top, seed):
-    stream = replayed("sglang", rate, count, f"uniform:1:{top}", f"uniform:1:{top}", seed=seed)
+    stream = replayed(
+        "sglang",
+        {
+            "rate": rate,
+            "requests": count,
+            "prompt": f"uniform:1:{top}",
+            "output": f"uniform:1:{top}",
+            "seed": seed,
+        },
+    )
     assert stream.arrival_s[0] == 0.0 and np.all(np.diff(stream.arrival_s) >= 0)
     assert stream.prompt_tokens.min() >= 1 and stream.prompt_tokens.max() <= top
     assert stream.output_tokens.min() >= 1 and stream.output_tokens.max() <= top
-    vllm = replayed("vllm", rate, min(count, 200), "sharegpt", "sharegpt", seed=seed % 1000)
+    vllm = replayed("vllm", {**VLLM_RUN, "rate": rate, "requests": min(count, 200), "seed": seed % 1000})
     assert len(vllm) == min(count, 200) and vllm.arrival_s[0] == 0.0

@@ -29,6 +29,9 @@ durations.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from parsim.base.errors import ParsimError
@@ -50,26 +53,20 @@ CLIENTS = ("vllm", "sglang")
 
 
 def replayed(
-    client: str,
-    rate: float,
-    requests: int,
-    prompt: int | str | Lengths,
-    output: int | str | Lengths,
-    *,
-    arrival: str = "poisson",
-    cv: float = 1.0,
-    seed: int = 0,
-    max_context: int | None = None,
-    budget: int = MAX_REQUESTS,
+    client: str, fields: Mapping[str, Any], *, max_context: int | None = None, budget: int = MAX_REQUESTS
 ) -> RequestStream:
-    """The stream benchmark ``client`` sent (``requests.generate``'s fields, checked alike).
+    """The stream benchmark ``client`` sent for a stream's ``fields`` (``rate``, ``requests``,
+    ``prompt``, ``output``; ``arrival``, ``cv`` and ``seed`` as ``requests.generate`` takes them,
+    checked alike).
 
     Raises:
         ParsimError: a bad field, an unknown client, lengths the client does not draw, more requests
             than a sample holds, or arrivals the client does not send.
     """
-    count = check_fields(arrival, rate, cv, seed, requests, budget)
-    prompts, outputs = check(client, prompt, output, count, arrival)
+    rate, arrival = fields["rate"], str(fields.get("arrival", "poisson"))
+    cv, seed = fields.get("cv", 1.0), fields.get("seed", 0)
+    count = check_fields(arrival, rate, cv, seed, fields["requests"], budget)
+    prompts, outputs = check(client, fields["prompt"], fields["output"], count, arrival)
     burstiness = 1.0 / cv**2 if arrival == "gamma" else 1.0
     arrivals, drawn_prompts, drawn_outputs = replay(
         client, float(rate), count, prompts, outputs, int(seed), burstiness

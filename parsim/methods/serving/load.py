@@ -73,10 +73,7 @@ def stream_of(params: dict[str, Any], budget: Budget | None) -> RequestStream:
     prompt, output = params["prompt"], params["output"]
     arrival, cv, seed = str(params["arrival"]), float(params["cv"]), int(params["seed"])
     if params.get("client") is not None:  # the benchmark client's own draws (workloads.clients)
-        return replayed(
-            str(params["client"]), rate, count, prompt, output,
-            arrival=arrival, cv=cv, seed=seed, max_context=context, budget=most,
-        )  # fmt: skip
+        return replayed(str(params["client"]), params, max_context=context, budget=most)
     return generate(
         rate, count, prompt, output, arrival=arrival, cv=cv, seed=seed, max_context=context, budget=most
     )
