@@ -12,7 +12,7 @@ import pytest
 import parsim
 from parsim.base.dtypes import DTYPES
 from parsim.base.errors import ParsimError
-from parsim.measure import backends, gpu
+from parsim.measure import backends, gpu, lock
 from parsim.measure.gpu_calibrate import _gpu_spec, fit_latency_bandwidth, link_spec
 from parsim.measure.run import measure
 from parsim.stack.array_library import CUPY
@@ -23,7 +23,9 @@ from tests.systems import GPU_RAW
 
 
 @pytest.fixture
-def standin(monkeypatch):
+def standin(monkeypatch, tmp_path):
+    # a lock of its own: a real measurement in another test worker must not add its "waiting" note
+    monkeypatch.setattr(lock, "LOCK_PATH", tmp_path / "measure.lock")
     return cupy_standin.install(monkeypatch)
 
 
