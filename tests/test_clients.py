@@ -92,6 +92,9 @@ def test_what_a_client_does_not_send_is_refused_in_one_line(
 
 def test_llm_load_checks_the_client_before_any_work_and_not_beside_a_trace(tmp_path):
     base = {"model": "llama-2-7b", "rate": 2.0, "requests": 10}
+    seeded = {**base, "client": "vllm", "prompt": "sharegpt", "output": "sharegpt", "seed": 2**32}
+    with pytest.raises(ParsimError, match=r"from 0 to 2\*\*32 - 1 with client=vllm"):
+        validate_params("llm_load", seeded)
     with pytest.raises(ParsimError, match="llm_load: client=sglang replays its random dataset"):
         validate_params("llm_load", {**base, "client": "sglang"})
     trace = tmp_path / "t.csv"

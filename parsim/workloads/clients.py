@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from parsim.base.errors import ParsimError
+from parsim.base.errors import ParsimError, field_error
 from parsim.workloads.requests import (
     MAX_REQUESTS,
     SAMPLES,
@@ -66,7 +66,7 @@ def replayed(
     rate, arrival = fields["rate"], str(fields.get("arrival", "poisson"))
     cv, seed = fields.get("cv", 1.0), fields.get("seed", 0)
     count = check_fields(arrival, rate, cv, seed, fields["requests"], budget)
-    prompts, outputs = check(client, fields["prompt"], fields["output"], count, arrival)
+    prompts, outputs = check(client, fields["prompt"], fields["output"], count, arrival, int(seed))
     burstiness = 1.0 / cv**2 if arrival == "gamma" else 1.0
     arrivals, drawn_prompts, drawn_outputs = replay(
         client, float(rate), count, prompts, outputs, int(seed), burstiness
@@ -76,7 +76,12 @@ def replayed(
 
 
 def check(
-    client: str, prompt: int | str | Lengths, output: int | str | Lengths, count: int, arrival: str
+    client: str,
+    prompt: int | str | Lengths,
+    output: int | str | Lengths,
+    count: int,
+    arrival: str,
+    seed: int = 0,
 ) -> tuple[Lengths, Lengths]:
     """The lengths ``client`` is asked to replay, once it is known to send them (nothing drawn).
 
@@ -86,6 +91,10 @@ def check(
     """
     if client not in CLIENTS:
         raise ParsimError(f"'client' must be one of {', '.join(CLIENTS)}: {client!r}")
+    if not 0 <= seed < 2**32:  # the clients' np.random.seed takes 32 bits
+        raise field_error(
+            "seed", f"an integer from 0 to 2**32 - 1 with client={client} (np.random.seed)", seed
+        )
     prompts, outputs = lengths(prompt, "prompt"), lengths(output, "output")
     if arrival == "constant" or (client == "sglang" and arrival != "poisson"):
         kinds = "poisson" if client == "sglang" else "poisson or gamma"

@@ -188,7 +188,12 @@ def check_llm_load(name: str, given: Params, params: Params) -> Params:
         prompt, output = _length(params["prompt"], "prompt"), _length(params["output"], "output")
         if params.get("client") is not None:  # what the client cannot send, refused before any work
             clients.check(
-                str(params["client"]), prompt, output, int(params["requests"]), str(params["arrival"])
+                str(params["client"]),
+                prompt,
+                output,
+                int(params["requests"]),
+                str(params["arrival"]),
+                int(params["seed"]),
             )
     except ParsimError as error:
         raise ParsimError(f"{name}: {error}") from None
