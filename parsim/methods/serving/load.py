@@ -69,13 +69,18 @@ def stream_of(params: dict[str, Any], budget: Budget | None) -> RequestStream:
         return load_trace(str(params["trace"]), max_context=context, budget=most)
     if budget is not None:
         budget.check(int(params["requests"]), "requests", "llm_load: requests")
-    rate, count = float(params["rate"]), int(params["requests"])
-    prompt, output = params["prompt"], params["output"]
-    arrival, cv, seed = str(params["arrival"]), float(params["cv"]), int(params["seed"])
     if params.get("client") is not None:  # the benchmark client's own draws (workloads.clients)
         return replayed(str(params["client"]), params, max_context=context, budget=most)
     return generate(
-        rate, count, prompt, output, arrival=arrival, cv=cv, seed=seed, max_context=context, budget=most
+        float(params["rate"]),
+        int(params["requests"]),
+        params["prompt"],
+        params["output"],
+        arrival=str(params["arrival"]),
+        cv=float(params["cv"]),
+        seed=int(params["seed"]),
+        max_context=context,
+        budget=most,
     )
 
 
