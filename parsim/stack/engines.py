@@ -20,6 +20,15 @@ Around the GPU, a serving engine's host runs the scheduler, the sampler's bookke
 detokeniser between two steps (hidden under the GPU only by an overlap scheduler: SGLang 0.4) and
 per request its HTTP front end and tokeniser (``serve_step_cycles``, ``request_cycles``).
 
+An engine that runs its model as plain PyTorch modules inside the captured graph (vLLM's V0 engine,
+SGLang by default) launches each small op as its own kernel: the norms, the rotary embedding, the
+cache write, the activation and the residual adds (vLLM's custom CUDA ops, PyTorch's adds). Each
+holds the GPU for the launch-to-drain floor the eager preset measured on an H100 (2.8 us) however
+little it does, some 20 us a layer beside the products. Run through ``torch.compile`` (SGLang's
+``--enable-torch-compile``, vLLM's V1 engine always, gpt-fast) Inductor fuses them into the
+neighbouring kernels and their generated code, so they cost their bytes alone: the ``+compile``
+twin of an engine (``sglang+compile``, ``sglang-0.3+compile``) drops the floor.
+
 Every preset keeps its base framework's issue costs (``cuda-graph`` for engines that replay a
 captured graph per step; ``eager`` for Hugging Face's ``generate``) and adds the engine's own
 parameters, each cited or fitted once per engine against the rows of ``parsim validate --published``
@@ -64,7 +73,9 @@ SERVING_ENGINES = (
     "exllamav2",
     "gpt-fast",
     "sglang",
+    "sglang+compile",
     "sglang-0.3",
+    "sglang-0.3+compile",
 )
 """The engines ``framework=`` names for the LLM workloads, besides the plain frameworks."""
 
@@ -82,14 +93,36 @@ ServeFramework = Literal[
     "exllamav2",
     "gpt-fast",
     "sglang",
+    "sglang+compile",
     "sglang-0.3",
+    "sglang-0.3+compile",
 ]
 """What ``framework=`` takes in the LLM serving workloads: a plain framework or a serving engine
 (``stack.engines``: its decode kernels' bandwidth share and its host work per step and request)."""
 
 
+COMPILED_ENGINES = ("sglang", "sglang-0.3")
+"""The engines with a ``+compile`` twin: their users turn ``torch.compile`` on with a flag."""
+
+
+def compiled(engine: FrameworkSpec) -> FrameworkSpec:
+    """``engine`` run through ``torch.compile``: Inductor fuses its small ops, no kernel floor."""
+    return attrs.evolve(
+        engine,
+        id=f"{engine.id}+compile",
+        name=f"{engine.name}, run through torch.compile (--enable-torch-compile: small ops fused)",
+        kernel_floor_s=0.0,
+    )
+
+
 def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkSpec, ...]:
-    """The serving-engine presets, built on the plain ``eager`` and ``cuda-graph`` frameworks."""
+    """The serving-engine presets, built on the plain ``eager`` and ``cuda-graph`` frameworks, and the
+    ``+compile`` twins of ``COMPILED_ENGINES``."""
+    presets = _engines(eager, cuda_graph)
+    return presets + tuple(compiled(spec) for spec in presets if spec.id in COMPILED_ENGINES)
+
+
+def _engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkSpec, ...]:
     return (
         attrs.evolve(eager, id="hf", name="Hugging Face transformers generate() (eager PyTorch)"),
         # TensorRT-LLM and vLLM: their GEMVs stream at the device's achievable bandwidth (the
@@ -124,10 +157,14 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             cuda_graph,
             id="vllm-v0",
             name="vLLM 0.6-0.7 (V0 engine; multi-step scheduling with multi_step=)",
+            # its model's small ops are its custom CUDA kernels and PyTorch's adds, one launch each
+            # inside the graph, each held for the launch-to-drain floor (module docstring)
+            kernel_floor_s=eager.kernel_floor_s,
             # fitted once on the vLLM 0.6.0 rows of SGLang's benchmark (Llama 3.1 8B on one A100 80GB,
-            # 70B on four H100 80GB, 4 and 8 requests/s, --num-scheduler-steps 10): 19 ms per request,
-            # 1.9 ms per step
-            request_cycles=5e7,
+            # 70B on four H100 80GB, 4 and 8 requests/s, --num-scheduler-steps 10) and the ROCm vLLM
+            # 0.7.3 decode rows (MI300X), with the kernel floor (grid 3-8e7 x 0-1e7 cycles, least
+            # MAPE over its 20 rows: 13.0 -> 12.9 %): 23 ms per request, 1.9 ms per step
+            request_cycles=6e7,
             serve_step_cycles=5e6,
         ),
         attrs.evolve(
@@ -167,6 +204,9 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             cuda_graph,
             id="sglang",
             name="SGLang 0.4+ (overlap scheduler: the next step's host work runs under this one's kernels)",
+            # without --enable-torch-compile (its default) every small op is a kernel of its own,
+            # held for the launch-to-drain floor (module docstring); ``sglang+compile`` drops it
+            kernel_floor_s=eager.kernel_floor_s,
             # fitted once on the SGLang (Dec 2024) rows of datacrunch-research/h200-benchmarks (Llama 3.3
             # 70B on 4x H200, 1-4 requests/s): 31 ms per request between the HTTP server, the
             # tokeniser and detokeniser processes and the scheduler
@@ -218,10 +258,13 @@ def engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[FrameworkS
             cuda_graph,
             id="sglang-0.3",
             name="SGLang 0.3 (no overlap scheduler)",
+            kernel_floor_s=eager.kernel_floor_s,  # as ``sglang``: torch.compile is off by default
             # fitted once on the SGLang 0.3.0 rows of its own benchmark (Llama 3.1 8B on one A100 80GB,
-            # 70B on four H100 80GB, 4 and 8 requests/s): 11.5 ms per request; per step 1.9 ms and
-            # 77 us per sequence of scheduling, sampling and output processing, which the GPU waits for
-            request_cycles=3e7,
+            # 70B on four H100 80GB, 4 and 8 requests/s), with the kernel floor (grid 1-4e7 x 2.5-7.5e6
+            # cycles, least MAPE over its 13 rows: 10.6 -> 10.3 %, flat from 2e7 to 2.5e7): 9.6 ms per
+            # request; per step 1.9 ms and 77 us per sequence of scheduling, sampling and output
+            # processing, which the GPU waits for
+            request_cycles=2.5e7,
             serve_step_cycles=5e6,
             serve_sequence_cycles=2e5,
             # the same rule; 0.3.0's fractions differ only at 8+ GPUs (0.83) [SGLARGS]
