@@ -317,6 +317,22 @@ def test_sglangs_kv_pool_is_its_static_share_less_the_weights_by_hand():
     assert kv_blocks({**LLAMA, "framework": "vllm"}, system, 16, 4096) > int(tokens // 16)
 
 
+def test_sglangs_request_pool_bounds_its_running_requests_by_hand():
+    # SGLang sizes its request pool as KV tokens / context x 512, clamped to [2048, 4096], and runs
+    # at most that many requests and half its KV tokens (model_runner.py, tp_worker.py)
+    sglang = stack.framework("sglang-0.3")
+    assert sglang.running_limit(4096, 446_960, 131_072) == 2048  # 1,746 -> the least, 2,048
+    assert sglang.running_limit(4096, 1_060_000, 131_072) == 4096  # 4,140 -> the most, 4,096
+    assert sglang.running_limit(4096, 3_000_000, 4096) == 4096  # a short context: the most
+    assert sglang.running_limit(4096, 3000, 4096) == 1500  # a tiny cache: half its tokens
+    assert sglang.running_limit(64, 446_960, 131_072) == 64  # max_batch= given bounds it too
+    assert stack.framework("vllm").running_limit(256, 3000, 4096) == 256  # no such rule
+    # llm_load reports the limit it ran: Llama 3.1 8B on an A100 80GB, a 131,072-token context
+    params = {"model": "llama-3.1-8b", "dtype": "bfloat16", "rate": 1.0, "requests": 2, "output": 4}
+    notes = predict("llm_load", {**params, "framework": "sglang-0.3"}, device="a100-80gb").notes
+    assert any("at most 2048 per iteration" in note for note in notes), notes
+
+
 def test_the_static_share_follows_the_tensor_parallel_gpus():
     sglang = stack.framework("sglang")
     assert [sglang.static_memory_fraction(g) for g in (1, 2, 4, 8, 16)] == [0.88, 0.87, 0.85, 0.81, 0.79]

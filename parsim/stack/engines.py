@@ -64,6 +64,9 @@ from parsim.stack.specs import FrameworkSpec
 SGLANG_STATIC_MEMORY = ((1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79))
 """SGLang 0.4's ``mem_fraction_static`` by tensor-parallel GPUs at least [SGLARGS]."""
 
+SGLANG_REQUEST_POOL = (2048, 4096)
+"""SGLang's request pool: ``KV tokens / context x 512`` requests, clamped to these (model_runner.py)."""
+
 SERVING_ENGINES = (
     "hf",
     "vllm",
@@ -243,7 +246,9 @@ def _engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[Framework
             # sglang's default max_running_requests: min(KV tokens // 2, the request pool), the pool
             # min(max(KV tokens / context x 512, 2048), 4096) (python/sglang/srt/managers/tp_worker.py,
             # model_executor/model_runner.py): 4096 for a 128K-context model on a large cache
-            serve_max_running=4096,
+            # (``FrameworkSpec.running_limit``), 2,048 on a smaller one
+            serve_max_running=SGLANG_REQUEST_POOL[1],
+            serve_request_pool=SGLANG_REQUEST_POOL,
             # its scheduler admits a request only when the running requests' remaining outputs fit
             # ahead of it, and retracts requests to the back of the queue when a decode runs out of
             # room (methods.serving.reserve, from its schedule_policy.py and scheduler.py): not
@@ -267,6 +272,10 @@ def _engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[Framework
             request_cycles=2.5e7,
             serve_step_cycles=5e6,
             serve_sequence_cycles=2e5,
+            # its request pool by the same rule (model_runner.py ``init_memory_pool`` since 0.2): 2,048
+            # requests for Llama 3.1 8B on an A100 80GB (~450k KV tokens for a 131k context)
+            serve_max_running=SGLANG_REQUEST_POOL[1],
+            serve_request_pool=SGLANG_REQUEST_POOL,
             # the same rule; 0.3.0's fractions differ only at 8+ GPUs (0.83) [SGLARGS]
             static_memory=tuple((gpus, 0.83 if gpus == 8 else share) for gpus, share in SGLANG_STATIC_MEMORY),
         ),

@@ -103,6 +103,10 @@ class FrameworkSpec:
         serve_max_running: requests a serving engine runs at once by default (its
             ``max_running_requests`` / ``max_num_seqs``), ``llm_load``'s ``max_batch`` when not
             given; 0: the load's own default.
+        serve_request_pool: ``(least, most)``: the engine sizes its request pool from its KV cache,
+            ``KV tokens / context x 512`` clamped to ``[least, most]``, and runs at most that many
+            requests and half its KV tokens (SGLang's ``req_to_token_pool``, ``max_running_requests``:
+            ``running_limit``); empty: no such rule.
         overlap_schedule: the engine schedules step k + 1 while step k runs (SGLang's overlap
             scheduler): a request that arrives is seen by a scheduling pass that starts after it, so
             it joins the step after the one already launched; and the host's work on step k's
@@ -158,6 +162,7 @@ class FrameworkSpec:
     decode_attention_share: float = attrs.field(default=1.0, validator=within(0.0, 1.0, low_open=True))
     request_cycles: float = attrs.field(default=0.0, validator=non_negative)
     serve_max_running: int = attrs.field(default=0, validator=non_negative_int)
+    serve_request_pool: tuple[int, ...] = attrs.field(default=())
     overlap_schedule: bool = attrs.field(default=False, validator=boolean)
     serve_admission: str = attrs.field(default="prompt", validator=one_of(("prompt", "reserve")))
     static_memory: tuple[tuple[int, float], ...] = attrs.field(default=())
@@ -198,6 +203,15 @@ class FrameworkSpec:
         for gpus, share in value:
             if not (isinstance(gpus, int) and gpus >= 1 and 0.0 < share <= 1.0):
                 raise ValueError(f"'static_memory' must hold (gpus >= 1, 0 < fraction <= 1) pairs: {value!r}")
+
+    def running_limit(self, max_batch: int, kv_tokens: int, context: int) -> int:
+        """The requests the engine runs at once, at most: ``max_batch``, bounded by its request pool
+        (``serve_request_pool``) on a KV cache of ``kv_tokens`` for a model of ``context`` tokens."""
+        if not self.serve_request_pool:
+            return max_batch
+        least, most = self.serve_request_pool
+        pool = min(max(int(kv_tokens / context * 512), least), most)
+        return max(1, min(max_batch, pool, kv_tokens // 2))
 
     def static_memory_fraction(self, gpus: int) -> float | None:
         """The share of each GPU's memory the engine keeps for its weights and KV cache when it

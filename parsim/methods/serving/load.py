@@ -108,7 +108,9 @@ def server(params: dict[str, Any], system: SystemSpec) -> ServerConfig:
     # the activations reserved are those of the largest prefill one step runs (vLLM profiles one)
     largest = config.chunk if scheduler == "chunked" else config.max_prefill_tokens
     blocks = kv_blocks(serve_params(params), system, config.block, largest)
-    return attrs.evolve(config, kv_blocks=blocks)
+    context = llm(str(params["model"])).context
+    running = engine.running_limit(config.max_batch, blocks * config.block, context)
+    return attrs.evolve(config, kv_blocks=blocks, max_batch=running)
 
 
 @cached(maxsize=8)
