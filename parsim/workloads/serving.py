@@ -133,7 +133,7 @@ class LlmServeParams(ParamsModel):
         "cuda-graph",
         description="cuda-graph, graph, eager PyTorch, xla (JetStream-like; the default on a TPU), or "
         "a serving engine: hf, vllm, vllm-v0, tensorrt-llm, llama.cpp, exllamav2, gpt-fast, sglang, "
-        "sglang-0.3",
+        "sglang-0.3 (+compile: SGLang with --enable-torch-compile)",
     )
     ep: int = Field(1, gt=0, le=64, description="expert-parallel GPUs of the gpus (mixture of experts)")
     imbalance: float = IMBALANCE_FIELD
