@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsim import stack
+from parsim.base.errors import ParsimError
 from parsim.hardware import registry
 from parsim.methods.predict import predict
 from parsim.methods.serving.steps import ModelSteps
@@ -193,11 +194,25 @@ def test_decode_mape_is_reported_per_engine_by_hand():
 def test_every_engine_framework_takes_is_a_preset_and_every_preset_is_taken():
     import typing
 
-    from parsim.stack.engines import SERVING_ENGINES, ServeFramework
+    from parsim.stack.engines import SERVING_ENGINES, ServeFramework, engines
 
     taken = set(typing.get_args(ServeFramework))
     assert taken == {"eager", "graph", "cuda-graph", "xla", *SERVING_ENGINES}
     assert all(stack.framework(name).id == name for name in taken)
+    # and every engine preset is one framework= takes (a new +compile twin included)
+    built = engines(stack.framework("eager"), stack.framework("cuda-graph"))
+    assert {spec.id for spec in built} == set(SERVING_ENGINES)
+
+
+def test_a_published_row_names_a_compiled_engine_exactly_when_its_run_compiled():
+    """``--enable-torch-compile`` in a row's quoted setup <-> a ``+compile`` engine in its parameters."""
+    from parsim.studies.published import load_rows
+
+    engines_rows = [row for row in load_rows() if str(row.params.get("framework", "")).startswith("sglang")]
+    assert len(engines_rows) >= 50
+    for row in engines_rows:
+        compiled = str(row.params["framework"]).endswith("+compile")
+        assert compiled == ("--enable-torch-compile" in row.detail), row.id
 
 
 @pytest.mark.parametrize("engine", ["vllm-v0", "sglang", "sglang-0.3"])
@@ -206,9 +221,8 @@ def test_an_uncompiled_engine_holds_each_small_kernel_for_the_floor_and_compile_
 
     plain = stack.framework(engine)
     assert plain.floor(1e-7) == pytest.approx(2.8e-6)  # the eager preset's floor, measured on an H100
-    assert plain.floor(1e-7, multi_tensor=True) == pytest.approx(1e-7)
     if engine == "vllm-v0":  # vLLM's V0 engine had no torch.compile
-        with pytest.raises(Exception, match="vllm-v0\\+compile"):
+        with pytest.raises(ParsimError, match="vllm-v0\\+compile"):
             stack.framework("vllm-v0+compile")
         return
     compiled = stack.framework(f"{engine}+compile")

@@ -78,6 +78,8 @@ def test_a_primitive_op_pays_the_dispatcher_not_a_module_call_hand_computed():
         ("kernel_floor_s", 1.0, "'kernel_floor_s' must be in [0, 0.001]"),
         ("primitive_cycles", -5.0, "'primitive_cycles'"),
         ("kv_cache_concat", "yes", "'kv_cache_concat'"),
+        ("serve_request_pool", (2048,), "'serve_request_pool' must be () or (least, most)"),
+        ("serve_request_pool", (4096, 2048), "0 < least <= most: (4096, 2048)"),
     ],
 )
 def test_bad_framework_fields_are_one_line_errors(field, value, message):

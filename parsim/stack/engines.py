@@ -24,10 +24,13 @@ An engine that runs its model as plain PyTorch modules inside the captured graph
 SGLang by default) launches each small op as its own kernel: the norms, the rotary embedding, the
 cache write, the activation and the residual adds (vLLM's custom CUDA ops, PyTorch's adds). Each
 holds the GPU for the launch-to-drain floor the eager preset measured on an H100 (2.8 us) however
-little it does, some 20 us a layer beside the products. Run through ``torch.compile`` (SGLang's
+little it does: 7 x 2.8 = 19.6 us a layer of floor, some 15 us more than those kernels' bytes
+take on an H100 at a 70B model's decode. Run through ``torch.compile`` (SGLang's
 ``--enable-torch-compile``, vLLM's V1 engine always, gpt-fast) Inductor fuses them into the
 neighbouring kernels and their generated code, so they cost their bytes alone: the ``+compile``
-twin of an engine (``sglang+compile``, ``sglang-0.3+compile``) drops the floor.
+twin of an engine (``sglang+compile``, ``sglang-0.3+compile``) drops the floor. Not modelled: SGLang
+compiles only the decode batches up to ``--torch-compile-max-bs`` (32 by default), so its prefills
+and larger decode batches keep the floor; the twin drops it for every step.
 
 Every preset keeps its base framework's issue costs (``cuda-graph`` for engines that replay a
 captured graph per step; ``eager`` for Hugging Face's ``generate``) and adds the engine's own
@@ -210,6 +213,8 @@ def _engines(eager: FrameworkSpec, cuda_graph: FrameworkSpec) -> tuple[Framework
             # without --enable-torch-compile (its default) every small op is a kernel of its own,
             # held for the launch-to-drain floor (module docstring); ``sglang+compile`` drops it
             kernel_floor_s=eager.kernel_floor_s,
+            # every parameter below is shared with ``sglang+compile``, whose rows they were fitted on
+            # (the DataCrunch runs used --enable-torch-compile: no published row runs plain ``sglang``)
             # fitted once on the SGLang (Dec 2024) rows of datacrunch-research/h200-benchmarks (Llama 3.3
             # 70B on 4x H200, 1-4 requests/s): 31 ms per request between the HTTP server, the
             # tokeniser and detokeniser processes and the scheduler

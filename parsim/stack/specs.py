@@ -32,6 +32,7 @@ from parsim.base.checks import (
     text,
     within,
 )
+from parsim.base.errors import ParsimError
 
 
 @attrs.frozen(cache_hash=True)
@@ -203,6 +204,16 @@ class FrameworkSpec:
         for gpus, share in value:
             if not (isinstance(gpus, int) and gpus >= 1 and 0.0 < share <= 1.0):
                 raise ValueError(f"'static_memory' must hold (gpus >= 1, 0 < fraction <= 1) pairs: {value!r}")
+
+    @serve_request_pool.validator
+    def _check_request_pool(
+        self, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]
+    ) -> None:
+        pair = len(value) == 2 and all(isinstance(n, int) for n in value)
+        if value and not (pair and 0 < value[0] <= value[1]):
+            raise ParsimError(
+                f"'serve_request_pool' must be () or (least, most) with 0 < least <= most: {value!r}"
+            )
 
     def running_limit(self, max_batch: int, kv_tokens: int, context: int) -> int:
         """The requests the engine runs at once, at most: ``max_batch``, bounded by its request pool
