@@ -62,6 +62,9 @@ NOT_MET_YET: dict[str, str] = {
     # (13.0 % -> 8.3 %: NVLS' 30.5 us fixed cost on Hopper) and "tp-pcie" (10.4 % -> 9.5 %, a third
     # source: a peer ring across two sockets, NCCL's SHM share of a box's measured staged copies)
     # off this list
+    # issue 26 round 12 took "serving" off this list (10.10 % -> 9.4 % of 90 rows): vLLM 0.8.3's
+    # host work refit (its 18 rows all fast after NCCL's protocols reached main: 7.6 -> 4.2 %).
+    # Its history, kept for the next reader:
     # serving: round 4 modelled SGLang's admission (methods/serving/reserve.py: the running outputs'
     # look-ahead, the new_token_ratio budget, retraction): the 63 old rows 12.4 % -> 11.5 % (16 req/s
     # on 4x H200: ITL +69 -> +45 %, e2e +44 -> +12 %, TTFT -40 -> -38 %), and 18 offline rows added
@@ -94,8 +97,6 @@ NOT_MET_YET: dict[str, str] = {
     # round 10: the benchmark clients' own requests replayed (client=vllm on vLLM 0.8.3's 18 rows,
     # client=sglang on DataCrunch's 35 random-dataset rows): 10.75 -> 11.04 % with the sampling noise
     # gone (vLLM 0.8.3 rows 8.0 -> 7.6 %, DataCrunch's random-dataset rows 9.6 -> 10.6 %)
-    "serving": "SGLang 0.3's and vLLM 0.6's 70B steps on 4x H100 (17-25 % short), the offline 256/512 ITL "
-    "and the v0.3 table's offline throughputs (SGLang 0.3 -22 %, vLLM 0.6 +16/+27 %)",
     # issue 26's FSDP rows (llm-foundry MPT, torchtitan 1D and 2D, fms-fsdp; 8 to 128 A100/H100):
     # 11.5 % over 21 rows against 10 % (16.1 % over 13 before round 4). Round 4: llm-foundry's MPT
     # rows run its Triton FlashAttention (FA1 class, attention=flash-v1, as its benchmark script
