@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsim.base.errors import ParsimError
-from parsim.workloads.hf_config import _LIMITS, ARCHITECTURES, parse_config
+from parsim.workloads.hf_config import ARCHITECTURES, LIMITS, parse_config
 from parsim.workloads.llms import register_upload
 
 FIELDS = (
@@ -132,7 +132,7 @@ def test_any_object_is_a_consistent_model_or_one_line(architecture, changes):
     for field in ("layers", "hidden", "heads", "kv_heads", "mlp_hidden", "vocab", "context"):
         value = getattr(config, field)
         assert type(value) is int and value >= 1, (field, value)
-    assert config.layers <= _LIMITS["layers"]
+    assert config.layers <= LIMITS["layers"]
     assert config.hidden % config.heads == 0 and config.heads % config.kv_heads == 0
     assert config.params > 0
 
