@@ -111,6 +111,25 @@ def _hidden_and_heads(fields: Fields) -> tuple[int, int]:
     return fields.whole("hidden_size", limit="hidden"), fields.whole("num_attention_heads", limit="heads")
 
 
+def _llama_block(fields: Fields, hidden: int, heads: int, kv_heads: int, mlp_field: str) -> dict[str, Any]:
+    """The fields every Llama-style block reads alike (Llama, Mistral, Mixtral, Qwen2, Qwen3-MoE):
+    its depth, widths, vocabulary and context, a gated SiLU MLP of ``mlp_field``'s width, RMSNorm,
+    rotary positions, untied embeddings unless the file ties them."""
+    return {
+        "layers": fields.whole("num_hidden_layers", limit="layers"),
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "mlp_hidden": fields.whole(mlp_field, limit="mlp_hidden"),
+        "vocab": fields.whole("vocab_size", limit="vocab"),
+        "context": fields.whole("max_position_embeddings", limit="context"),
+        "mlp": "swiglu",
+        "norm": "rmsnorm",
+        "position": "rotary",
+        "tied_embeddings": fields.flag("tie_word_embeddings", False),
+    }
+
+
 def _llama(fields: Fields, family: str) -> dict[str, Any]:
     """Llama, Mistral, Mixtral and Qwen2: gated MLP, RMSNorm, rotary positions, untied by default."""
     hidden, heads = _hidden_and_heads(fields)
@@ -130,17 +149,7 @@ def _llama(fields: Fields, family: str) -> dict[str, Any]:
     if fields.flag("mlp_bias", False) != bias:
         raise fields.error("mlp_bias", f"as attention_bias ({str(bias).lower()}) in parsim", not bias)
     return {
-        "layers": fields.whole("num_hidden_layers", limit="layers"),
-        "hidden": hidden,
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "mlp_hidden": fields.whole("intermediate_size", limit="mlp_hidden"),
-        "vocab": fields.whole("vocab_size", limit="vocab"),
-        "context": fields.whole("max_position_embeddings", limit="context"),
-        "mlp": "swiglu",
-        "norm": "rmsnorm",
-        "position": "rotary",
-        "tied_embeddings": fields.flag("tie_word_embeddings", False),
+        **_llama_block(fields, hidden, heads, kv_heads, "intermediate_size"),
         "bias": bias,
         "qkv_bias": family == "qwen2",  # Qwen2Attention: q, k and v with biases, o_proj without
         "sliding_window": window,
@@ -168,17 +177,7 @@ def _qwen3_moe(fields: Fields) -> dict[str, Any]:
     if fields.data.get("mlp_only_layers") not in (None, []):
         raise fields.error("mlp_only_layers", "empty (every block a mixture of experts, in parsim)", 1)
     return {
-        "layers": fields.whole("num_hidden_layers", limit="layers"),
-        "hidden": hidden,
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "mlp_hidden": fields.whole("moe_intermediate_size", limit="mlp_hidden"),
-        "vocab": fields.whole("vocab_size", limit="vocab"),
-        "context": fields.whole("max_position_embeddings", limit="context"),
-        "mlp": "swiglu",
-        "norm": "rmsnorm",
-        "position": "rotary",
-        "tied_embeddings": fields.flag("tie_word_embeddings", False),
+        **_llama_block(fields, hidden, heads, kv_heads, "moe_intermediate_size"),
         "bias": fields.flag("attention_bias", False),
         "experts": experts,
         "experts_per_token": top,
