@@ -704,3 +704,31 @@ def test_fuzz_report_loader(document):
 )
 def test_fuzz_measurement_loader(document):
     loads_or_refuses(document)
+
+
+def test_validate_reads_a_calibrated_file_once_and_never_by_name_again(
+    cli, tmp_path, monkeypatch, no_validation
+):
+    """The spec and its [meta] come from one read through safefiles (no link followed): reading the
+    name a second time would follow a link planted there in between."""
+    import pathlib
+
+    from parsim.base import safefiles
+
+    device = calibrated(tmp_path)
+    reads = []
+    read_text = safefiles.read_text
+
+    def counted(path, *args, **kwargs):
+        reads.append(str(path))
+        return read_text(path, *args, **kwargs)
+
+    def refused(self, *args, **kwargs):
+        raise AssertionError(f"{self} read by name, not through safefiles")
+
+    monkeypatch.setattr(safefiles, "read_text", counted)
+    monkeypatch.setattr(pathlib.Path, "read_bytes", refused)
+    monkeypatch.setattr(pathlib.Path, "read_text", refused)
+    code, out, err = cli("validate", "--device", str(device))
+    assert code == 0, err
+    assert reads.count(str(device)) == 1

@@ -45,9 +45,20 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec | 
     Raises:
         ParsimError: missing/huge/malformed file (with line), unknown section or key, bad value.
     """
+    return loads_hardware(read_hardware_text(path), source=str(path))
+
+
+def read_hardware_text(path: str | Path) -> str:
+    """The text of the hardware file at ``path``, read once (a caller that needs more of the file
+    than its spec, as ``studies.validate`` its ``[meta]``, parses this text again rather than
+    opening the name a second time, which a link could have taken over in between).
+
+    Raises:
+        ParsimError: a link, a folder, a missing or huge file, not UTF-8.
+    """
     path = Path(path)
     if path.is_symlink():  # never followed, as a model's config.json (safefiles.read_text says so)
-        return loads_hardware(safefiles.read_text(path, MAX_FILE_BYTES), source=str(path))
+        return safefiles.read_text(path, MAX_FILE_BYTES)
     if path.is_dir():
         raise ParsimError(f"{path}: is a directory, not a hardware file")
     if not path.exists():
@@ -55,7 +66,7 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec | 
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ParsimError(f"{path}: hardware file is larger than {MAX_FILE_BYTES} bytes")
     # read_text: no link, a regular file (a FIFO does not hang), UTF-8 (a byte-order mark dropped)
-    return loads_hardware(safefiles.read_text(path, MAX_FILE_BYTES), source=str(path))
+    return safefiles.read_text(path, MAX_FILE_BYTES)
 
 
 def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec | NicSpec:

@@ -367,7 +367,7 @@ def calibrated_spec(
     """
     import tomllib
 
-    from parsim.hardware.tomlio import load_hardware
+    from parsim.hardware.tomlio import loads_hardware, read_hardware_text
 
     value = str(path)
     wanted = {"cpu": "CPU", "gpu": "GPU", "link": "host-device link"}[kind]
@@ -380,11 +380,14 @@ def calibrated_spec(
             f"'{option}' must be the {wanted} file parsim calibrate wrote on this machine (a .toml), "
             f"not {value!r}{what}"
         )
-    spec = load_hardware(value)  # a missing, unreadable or malformed file is refused here, in one line
+    # read once: a missing, unreadable or malformed file is refused here, in one line; its [meta] is
+    # parsed from the same text, never from the name again (a link could have taken it over)
+    text = read_hardware_text(value)
+    spec = loads_hardware(text, source=value)
     actual = "link" if isinstance(spec, LinkSpec) else spec.kind
     if actual != kind:
         raise ParsimError(f"'{option}': {value} describes a {actual}, not this machine's {wanted}")
-    meta = tomllib.loads(Path(value).read_bytes().decode("utf-8", errors="replace")).get("meta")
+    meta = tomllib.loads(text).get("meta")
     source = meta.get("source") if isinstance(meta, dict) else None
     expected = "parsim calibrate (GPU)" if kind != "cpu" else "parsim calibrate"
     if not isinstance(source, str) or source.removesuffix(" --quick") != expected:
