@@ -732,3 +732,21 @@ def test_validate_reads_a_calibrated_file_once_and_never_by_name_again(
     code, out, err = cli("validate", "--device", str(device))
     assert code == 0, err
     assert reads.count(str(device)) == 1
+
+
+def test_validate_load_refuses_a_link_to_a_good_report(cli, tmp_path):
+    """A report handed to parsim is read by its name alone: a link to a good one is refused, not followed."""
+    good = validation.save_report(good_report(), tmp_path / "r.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(good)
+    code, out, err = cli("validate", "--load", str(link))
+    line = one_error_line(err)
+    expected = f"{link}: cannot read a validation report: a symbolic link"
+    assert code == 2 and out == "" and expected in line, err
+
+
+def test_validate_load_refuses_a_fifo_without_hanging(tmp_path):
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    with pytest.raises(ParsimError, match="cannot read a validation report: not a regular file"):
+        validation.load_report(fifo)

@@ -15,7 +15,7 @@ from pathlib import Path
 import streamlit as st
 
 from parsim.app import layout, urlstate
-from parsim.base import paths
+from parsim.base import paths, safefiles
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware.presets import LINKS, PROCESSORS
@@ -35,15 +35,22 @@ def load_calibrated() -> None:
     """Offer ``this-machine.toml`` from the working directory (written by ``parsim calibrate``)."""
     if st.session_state.get("calibrated_toml") is not None:
         return
-    path = Path(paths.CALIBRATION)  # what ``measure_here`` calibrates into (it imports this module)
-    text = None
-    if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
-        text = path.read_text(errors="replace")
-        try:
-            loads_hardware(text, source=str(path))
-        except ParsimError:
-            text = None
-    st.session_state["calibrated_toml"] = text or ""
+    # what ``measure_here`` calibrates into (it imports this module)
+    st.session_state["calibrated_toml"] = calibration_text(Path(paths.CALIBRATION)) or ""
+
+
+def calibration_text(path: Path) -> str | None:
+    """The text of the calibrated hardware file at ``path`` when it is one: a regular file read by
+    its name alone (never through a link), at most ``MAX_FILE_BYTES``, that parses as hardware
+    TOML; None otherwise (nothing is shown of a file that is not)."""
+    if not path.is_file():
+        return None
+    try:
+        text = safefiles.read_text(path, MAX_FILE_BYTES)
+        loads_hardware(text, source=str(path))
+    except ParsimError:
+        return None
+    return text
 
 
 def device_label(source: str) -> str:

@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from parsim.base import safefiles
 from parsim.base.errors import ParsimError
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
@@ -118,7 +119,8 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ParsimError(f"{path}: no such scenario file")
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ParsimError(f"{path}: scenario file is larger than {MAX_FILE_BYTES} bytes")
-    scenario = loads_scenario(path.read_text(encoding="utf-8-sig", errors="replace"), source=str(path))
+    # read_text: the name itself, never through a link; a regular file; UTF-8 (a byte-order mark dropped)
+    scenario = loads_scenario(safefiles.read_text(path, MAX_FILE_BYTES), source=str(path))
     return _beside(scenario, path.parent)
 
 

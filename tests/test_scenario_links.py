@@ -1,0 +1,40 @@
+"""User-named files the front ends read are read by their names alone: a scenario file and the app's
+calibrated hardware file, when a symbolic link stands at the name, are refused, not followed."""
+
+from __future__ import annotations
+
+import pytest
+
+from parsim.base.errors import ParsimError
+from parsim.hardware.tomlio import dumps_hardware
+from parsim.studies import lessons
+from parsim.studies.scenarios import load_scenario
+
+pytest.importorskip("streamlit")
+
+
+def test_a_scenario_file_behind_a_link_is_refused(tmp_path):
+    lesson = lessons.find("flynn_vector_add")
+    real = tmp_path / "real.toml"
+    real.write_text(lesson.read_text(encoding="utf-8"), encoding="utf-8")
+    assert load_scenario(real).title  # the file itself loads
+    link = tmp_path / "link.toml"
+    link.symlink_to(real)
+    with pytest.raises(ParsimError, match="is a symbolic link; parsim does not read through links"):
+        load_scenario(link)
+
+
+def test_the_apps_calibrated_file_is_offered_only_when_it_is_one_read_by_name(tmp_path):
+    from parsim.app.widgets import calibration_text
+    from parsim.hardware import registry
+
+    real = tmp_path / "this-machine.toml"
+    text = dumps_hardware(registry.processor("xeon-e5-2630v3"))
+    real.write_text(text, encoding="utf-8")
+    assert calibration_text(real) == text
+    link = tmp_path / "linked.toml"
+    link.symlink_to(real)
+    assert calibration_text(link) is None  # never read through the link
+    (tmp_path / "other.toml").write_text("not = [hardware", encoding="utf-8")
+    assert calibration_text(tmp_path / "other.toml") is None
+    assert calibration_text(tmp_path / "missing.toml") is None
