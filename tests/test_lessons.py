@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
@@ -160,3 +161,22 @@ def test_copies_and_collectives_are_not_explained_by_a_roofline():
 
     assert "roofline" not in WORKLOADS["copy"].figures and "roofline" not in WORKLOADS["allreduce"].figures
     assert WORKLOADS["matmul"].figures == ("timeline", "roofline", "breakdown")
+
+
+def test_copy_to_never_reads_a_hardware_file_beside_it_through_a_link(cli, tmp_path, monkeypatch):
+    """A link standing where the lesson's hardware file goes is neither followed nor read, even
+    when it points at the very text the lesson needs (or at a FIFO, which would hang a read)."""
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shipped = lessons.SHIPPED / "hardware" / "a100_25gbe.toml"
+    (elsewhere / "same.toml").write_text(shipped.read_text())
+    (tmp_path / "hardware").mkdir()
+    (tmp_path / "hardware" / "a100_25gbe.toml").symlink_to(elsewhere / "same.toml")
+    code, _, err = cli("lessons", "cluster_allreduce_overlap", "--copy-to", "mine.toml")
+    assert code == 2 and "a100_25gbe.toml' exists with other text" in err, err
+    assert not (tmp_path / "mine.toml").exists()
+    os.mkfifo(tmp_path / "hardware" / "a100_100g_roce.toml")
+    (tmp_path / "hardware" / "a100_25gbe.toml").unlink()
+    code, _, err = cli("lessons", "cluster_allreduce_overlap", "--copy-to", "mine.toml")
+    assert code == 2 and "a100_100g_roce.toml' exists with other text" in err, err

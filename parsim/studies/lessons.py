@@ -112,14 +112,23 @@ def copy(name: str, target: str | Path, option: str = "--copy-to") -> list[Path]
     for relative in hardware_files(source):
         there = target.parent / relative
         text = (source.parent / relative).read_text(encoding="utf-8")
-        if not there.exists():
+        if not there.exists() and not there.is_symlink():
             pending.append((source.parent / relative, there))
-        elif there.read_text(encoding="utf-8", errors="replace") != text:
+        elif _own_text(there, len(text.encode("utf-8"))) != text:
             raise ParsimError(f"'{option}': {str(there)!r} exists with other text; the lesson needs its own")
     for origin, there in pending:
         there.parent.mkdir(parents=True, exist_ok=True)
         safefiles.write_text(there, origin.read_text(encoding="utf-8"), option)
     return [there for _, there in pending]
+
+
+def _own_text(path: Path, size_B: int) -> str | None:
+    """The text of the file at ``path`` itself if it could be ``size_B`` bytes of UTF-8 (read by its
+    name alone: never through a link, never a FIFO); None for anything else."""
+    try:
+        return safefiles.read_text(path, size_B)
+    except ParsimError:
+        return None
 
 
 def titles() -> dict[str, str]:
