@@ -13,7 +13,6 @@ refused with the file and the key path, so a typo never silently falls back to a
 
 from __future__ import annotations
 
-import tomllib
 import warnings
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +22,7 @@ import tomli_w
 
 from parsim.base import safefiles
 from parsim.base.errors import ParsimError, ParsimNote
+from parsim.base.tomltext import parse_toml
 from parsim.hardware.network import ClusterSpec, NetworkSpec, NicSpec
 from parsim.hardware.specs import (
     BandwidthPoint,
@@ -73,14 +73,7 @@ def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpe
     """Parse hardware TOML text; ``source`` names it in error messages."""
     if len(text) > MAX_FILE_BYTES:
         raise ParsimError(f"{source}: hardware file is larger than {MAX_FILE_BYTES} bytes")
-    if text.count("[") > MAX_BRACKETS:  # a real file has a few dozen; thousands only nest (slowly) to fail
-        raise ParsimError(f"{source}: more than {MAX_BRACKETS} brackets: not a hardware file")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ParsimError(f"{source}: malformed TOML: {exc}") from None
-    except RecursionError:
-        raise ParsimError(f"{source}: malformed TOML: arrays or tables nested too deeply") from None
+    data = parse_toml(text, source, "hardware", MAX_BRACKETS)
     unknown = set(data) - _SECTIONS
     if unknown:
         raise ParsimError(

@@ -33,7 +33,6 @@ other hardware, sizes or operations (what the app's controls do), and such label
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from parsim.base import safefiles
 from parsim.base.errors import ParsimError
+from parsim.base.tomltext import parse_toml
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.studies import lessons
@@ -145,14 +145,7 @@ def _beside(scenario: Scenario, folder: Path) -> Scenario:
 
 def loads_scenario(text: str, source: str = "<scenario>") -> Scenario:
     """Parse scenario TOML text; ``source`` names it in errors."""
-    if text.count("[") > MAX_BRACKETS:  # a lesson has a few dozen; thousands only nest (slowly) to fail
-        raise ParsimError(f"{source}: more than {MAX_BRACKETS} brackets: not a scenario file")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ParsimError(f"{source}: malformed TOML: {exc}") from None
-    except RecursionError:
-        raise ParsimError(f"{source}: malformed TOML: arrays or tables nested too deeply") from None
+    data = parse_toml(text, source, "scenario", MAX_BRACKETS)
     try:
         scenario = Scenario(**data)
     except ValidationError as exc:
