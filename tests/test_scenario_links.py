@@ -3,6 +3,8 @@ calibrated hardware file, when a symbolic link stands at the name, are refused, 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from parsim.base.errors import ParsimError
@@ -38,3 +40,19 @@ def test_the_apps_calibrated_file_is_offered_only_when_it_is_one_read_by_name(tm
     (tmp_path / "other.toml").write_text("not = [hardware", encoding="utf-8")
     assert calibration_text(tmp_path / "other.toml") is None
     assert calibration_text(tmp_path / "missing.toml") is None
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda p: p.mkdir(), "is a folder, not a scenario file"),
+        (lambda p: os.mkfifo(p), "is not a regular file"),  # refused, not waited on
+        (lambda p: p.symlink_to(p.parent / "nowhere.toml"), "is a symbolic link"),
+        (lambda p: None, "no such scenario file"),
+    ],
+)
+def test_a_scenario_that_is_not_a_file_says_what_it_is(tmp_path, make, expected):
+    path = tmp_path / "lesson.toml"
+    make(path)
+    with pytest.raises(ParsimError, match=expected):
+        load_scenario(path)
