@@ -180,3 +180,41 @@ def test_copy_to_never_reads_a_hardware_file_beside_it_through_a_link(cli, tmp_p
     (tmp_path / "hardware" / "a100_25gbe.toml").unlink()
     code, _, err = cli("lessons", "cluster_allreduce_overlap", "--copy-to", "mine.toml")
     assert code == 2 and "a100_100g_roce.toml' exists with other text" in err, err
+
+
+def test_lessons_name_prints_the_lesson_never_a_file_of_that_name_here(cli, tmp_path, monkeypatch):
+    """``parsim lessons NAME`` prints the lesson NAME, not a file (or a link) called NAME in the
+    working folder; a lesson folder's unreadable file is refused in one line, not a traceback."""
+    monkeypatch.chdir(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a lesson\n")
+    (tmp_path / "flynn_vector_add").symlink_to(secret)
+    code, out, err = cli("lessons", "flynn_vector_add")
+    assert (
+        code == 0
+        and out == (lessons.SHIPPED / "flynn_vector_add.toml").read_text()
+        and "not a lesson" not in out
+    )
+    own = tmp_path / "course"
+    own.mkdir()
+    (own / "broken.toml").write_bytes(b"\xff title = 'x'")
+    (own / "bad.toml").write_text("x [\n")
+    os.mkfifo(own / "pipe.toml")
+    monkeypatch.setenv(lessons.FOLDER_VARIABLE, str(own))
+    for name, expected in (("broken", "is not UTF-8 text"), ("pipe", "is not a regular file")):
+        code, _, err = cli("lessons", name)
+        assert code == 2 and expected in err, err
+    code, _, err = cli("lessons", "bad", "--copy-to", str(tmp_path / "o.toml"))
+    assert code == 2 and "malformed TOML" in err, err
+    code, out, _ = cli("lessons")  # the listing names each, unreadable or not, without hanging
+    assert code == 0 and "broken" in out and "pipe" in out and "(not a readable lesson)" in out
+
+
+def test_copy_to_never_writes_through_a_linked_hardware_folder(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "hardware").symlink_to(elsewhere)
+    code, _, err = cli("lessons", "cluster_allreduce_overlap", "--copy-to", "mine.toml")
+    assert code == 2 and "hardware' is a symbolic link; parsim does not write through links" in err, err
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "mine.toml").exists()

@@ -73,3 +73,18 @@ def test_an_output_name_too_long_is_one_line_naming_the_option(tmp_path):
     # Path.is_dir raised ENAMETOOLONG (an OSError, without the option's name) on Python 3.11
     with pytest.raises(ParsimError, match=r"^'--trace': cannot write .*\.json \(File name too long\)$"):
         output_path(tmp_path / ("a" * 300 + ".json"), (".json",), "--trace")
+
+
+def test_an_existing_output_that_is_not_a_regular_file_is_refused(tmp_path, cli):
+    """A sweep reads an existing --out back to resume: a FIFO there would hang it (and a device
+    stream forever), so an output that exists must be a regular file, refused in one line first."""
+    import os
+
+    fifo = tmp_path / "sw.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(ParsimError, match=r"^'out': '.*sw\.csv' exists and is not a regular file$"):
+        output_path(fifo, (".csv",), "out")
+    args = ("sweep", "--set", "workload=vector_add", "--set", "device=laptop-4c-avx2")
+    code, _, err = cli(*args, "--grid", "workload.n=1e3,1e4", "--out", str(fifo))
+    assert code == 2 and "exists and is not a regular file" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sw.csv"]  # nothing written beside it

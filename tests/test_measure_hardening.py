@@ -746,6 +746,8 @@ def test_validate_load_refuses_a_link_to_a_good_report(cli, tmp_path):
 
 
 def test_validate_load_refuses_a_fifo_without_hanging(tmp_path):
+    """A regression guard for read_json's own open (O_NONBLOCK, the mode checked on the descriptor):
+    the old code refused a FIFO too, by a check on the name before opening it."""
     fifo = tmp_path / "report.json"
     os.mkfifo(fifo)
     with pytest.raises(ParsimError, match="cannot read a validation report: not a regular file"):

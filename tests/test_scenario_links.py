@@ -12,8 +12,6 @@ from parsim.hardware.tomlio import dumps_hardware
 from parsim.studies import lessons
 from parsim.studies.scenarios import load_scenario
 
-pytest.importorskip("streamlit")
-
 
 def test_a_scenario_file_behind_a_link_is_refused(tmp_path):
     lesson = lessons.find("flynn_vector_add")
@@ -27,6 +25,7 @@ def test_a_scenario_file_behind_a_link_is_refused(tmp_path):
 
 
 def test_the_apps_calibrated_file_is_offered_only_when_it_is_one_read_by_name(tmp_path):
+    pytest.importorskip("streamlit")
     from parsim.app.widgets import calibration_text
     from parsim.hardware import registry
 

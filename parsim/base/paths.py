@@ -9,6 +9,8 @@ removed, which catches read-only folders and pseudo file systems such as ``/proc
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -34,6 +36,14 @@ def output_path(path: str | Path, suffixes: tuple[str, ...], option: str) -> Pat
     except OSError as exc:
         raise ParsimError(f"'{option}': cannot write {shown_name(path)} ({exc.strerror or exc})") from None
     refuse_link(path, option)
+    try:  # an existing output is read back (a sweep resumes from it): a FIFO or a device would hang it
+        kept = os.lstat(path)
+    except FileNotFoundError:
+        kept = None
+    except OSError as exc:
+        raise ParsimError(f"'{option}': cannot write {shown_name(path)} ({exc.strerror or exc})") from None
+    if kept is not None and not stat.S_ISREG(kept.st_mode):
+        raise ParsimError(f"'{option}': {str(path)!r} exists and is not a regular file")
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".parsim-probe-"):
             pass

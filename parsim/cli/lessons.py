@@ -43,7 +43,7 @@ def lessons(
     if not shipped.is_name(name):
         raise ParsimError(f"'NAME' must be a lesson's name (no folder, no .toml): {name!r}")
     if copy_to is None:
-        typer.echo(shipped.find(name).read_text(encoding="utf-8"), nl=False)
+        typer.echo(shipped.lesson_text(shipped.named(name)), nl=False)
         return
     for written in shipped.copy(name, copy_to):
         typer.echo(f"wrote {written}", err=True)

@@ -48,17 +48,17 @@ def load_hardware(path: str | Path) -> ProcessorSpec | LinkSpec | ClusterSpec | 
     return loads_hardware(read_hardware_text(path), source=str(path))
 
 
-def read_hardware_text(path: str | Path) -> str:
+def read_hardware_text(path: str | Path, option: str = "") -> str:
     """The text of the hardware file at ``path``, read once (a caller that needs more of the file
     than its spec, as ``studies.validate`` its ``[meta]``, parses this text again rather than
     opening the name a second time, which a link could have taken over in between).
 
     Raises:
-        ParsimError: a link, a folder, a missing or huge file, not UTF-8.
+        ParsimError: a link, a folder, a missing or huge file, not UTF-8 (naming ``option`` when given).
     """
     path = Path(path)
     if path.is_symlink():  # never followed, as a model's config.json (safefiles.read_text says so)
-        return safefiles.read_text(path, MAX_FILE_BYTES)
+        return safefiles.read_text(path, MAX_FILE_BYTES, option)
     if path.is_dir():
         raise ParsimError(f"{path}: is a directory, not a hardware file")
     if not path.exists():
@@ -66,7 +66,7 @@ def read_hardware_text(path: str | Path) -> str:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ParsimError(f"{path}: hardware file is larger than {MAX_FILE_BYTES} bytes")
     # read_text: no link, a regular file (a FIFO does not hang), UTF-8 (a byte-order mark dropped)
-    return safefiles.read_text(path, MAX_FILE_BYTES)
+    return safefiles.read_text(path, MAX_FILE_BYTES, option)
 
 
 def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec | NicSpec:

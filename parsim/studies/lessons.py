@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from pathlib import Path
+from typing import Any
 
 from parsim.base import safefiles
 from parsim.base.errors import ParsimError
+from parsim.base.tomltext import parse_toml
 
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
 """The lessons installed with parsim (package data)."""
@@ -65,21 +66,67 @@ def find(spec: str | Path) -> Path:
     """
     if Path(spec).is_file() or not is_name(spec):
         return Path(spec)  # a path, present or not: reading it says what is wrong
-    path = lesson_path(str(spec))
-    if path.is_file():
+    return named(str(spec))
+
+
+def named(name: str) -> Path:
+    """The lesson called ``name`` in the lessons folder (``folder()``), never a file of that name in
+    the working folder: ``parsim lessons NAME`` prints and copies lessons, not the user's files.
+
+    Raises:
+        ParsimError: no lesson has that name (with the closest names).
+    """
+    path = lesson_path(name)
+    if path.exists() or path.is_symlink():  # whatever stands there: reading it says what is wrong
         return path
     known = names()
-    near = [n for n in known if str(spec).lower() in n] or difflib.get_close_matches(str(spec), known, n=3)
+    near = [n for n in known if name.lower() in n] or difflib.get_close_matches(name, known, n=3)
     hint = f"did you mean {', '.join(near[:3])}? " if near else ""
     raise ParsimError(
-        f"unknown lesson {str(spec)!r}: {hint}"
-        "(`parsim lessons` lists them; a scenario file is given by its path)"
+        f"unknown lesson {name!r}: {hint}(`parsim lessons` lists them; a scenario file is given by its path)"
     )
+
+
+MAX_LESSON_BYTES = 1_000_000
+"""A lesson (or a hardware file beside it) is read up to this size, as any scenario file."""
+MAX_LESSON_BRACKETS = 5_000
+"""As a scenario file's bound: a lesson has a few dozen brackets."""
+
+
+def lesson_text(path: Path) -> str:
+    """The text of a lesson or of a hardware file beside it, read by its name alone: a
+    ``PARSIM_LESSONS`` folder is the user's, so never through a link, never a FIFO, bounded.
+
+    Raises:
+        ParsimError: a link, not a regular file, too large, not UTF-8.
+    """
+    return safefiles.read_text(path, MAX_LESSON_BYTES)
+
+
+def lesson_data(path: Path) -> dict[str, Any]:
+    """A lesson's tables, unvalidated (``lesson_text`` parsed, malformed TOML refused in one line).
+
+    Raises:
+        ParsimError: as ``lesson_text``, or malformed TOML.
+    """
+    return parse_toml(lesson_text(path), str(path), "scenario", MAX_LESSON_BRACKETS)
+
+
+def _refuse_linked_folders(base: Path, there: Path, option: str) -> None:
+    """Refuse a copy whose hardware file would be written through a linked folder between ``base``
+    (the copy's folder) and ``there`` (``hardware/`` a link to somewhere else)."""
+    step = base
+    for part in there.relative_to(base).parent.parts:
+        step = step / part
+        if step.is_symlink():
+            raise ParsimError(
+                f"'{option}': {str(step)!r} is a symbolic link; parsim does not write through links"
+            )
 
 
 def hardware_files(path: Path) -> list[str]:
     """The hardware files lesson ``path`` names by a relative path (``hardware/x.toml``)."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = lesson_data(path)
     found = []
     for case in [data.get("defaults", {}), *data.get("cases", [])]:
         for field in HARDWARE_FIELDS:
@@ -102,7 +149,7 @@ def copy(name: str, target: str | Path, option: str = "--copy-to") -> list[Path]
     """
     from parsim.base.paths import output_path
 
-    source = find(name) if is_name(name) else None
+    source = named(str(name)) if is_name(name) else None
     if source is None:
         raise ParsimError(f"'{option}' copies a lesson given by its name, not a path: {str(name)!r}")
     target = output_path(target, (".toml",), option)
@@ -111,14 +158,15 @@ def copy(name: str, target: str | Path, option: str = "--copy-to") -> list[Path]
     pending = [(source, target)]
     for relative in hardware_files(source):
         there = target.parent / relative
-        text = (source.parent / relative).read_text(encoding="utf-8")
+        _refuse_linked_folders(target.parent, there, option)
+        text = lesson_text(source.parent / relative)
         if not there.exists() and not there.is_symlink():
             pending.append((source.parent / relative, there))
         elif _own_text(there, len(text.encode("utf-8"))) != text:
             raise ParsimError(f"'{option}': {str(there)!r} exists with other text; the lesson needs its own")
     for origin, there in pending:
         there.parent.mkdir(parents=True, exist_ok=True)
-        safefiles.write_text(there, origin.read_text(encoding="utf-8"), option)
+        safefiles.write_text(there, lesson_text(origin), option)
     return [there for _, there in pending]
 
 
@@ -136,8 +184,8 @@ def titles() -> dict[str, str]:
     found = {}
     for path in lesson_paths():
         try:
-            title = tomllib.loads(path.read_text(encoding="utf-8")).get("title")
-        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+            title = lesson_data(path).get("title")
+        except ParsimError:
             title = None
         found[path.stem] = title if isinstance(title, str) else "(not a readable lesson)"
     return found
@@ -150,8 +198,8 @@ def using(workload: str) -> list[tuple[str, str]]:
     found = []
     for path in lesson_paths():
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+            data = lesson_data(path)
+        except ParsimError:
             continue
         parts = [data.get("defaults"), *(data.get("cases") or [])]
         if any(isinstance(part, dict) and part.get("workload") == workload for part in parts):

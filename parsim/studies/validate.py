@@ -382,7 +382,7 @@ def calibrated_spec(
         )
     # read once: a missing, unreadable or malformed file is refused here, in one line; its [meta] is
     # parsed from the same text, never from the name again (a link could have taken it over)
-    text = read_hardware_text(value)
+    text = read_hardware_text(value, option)
     spec = loads_hardware(text, source=value)
     actual = "link" if isinstance(spec, LinkSpec) else spec.kind
     if actual != kind:
