@@ -55,3 +55,17 @@ def test_a_scenario_that_is_not_a_file_says_what_it_is(tmp_path, make, expected)
     make(path)
     with pytest.raises(ParsimError, match=expected):
         load_scenario(path)
+
+
+def test_parsim_run_refuses_a_linked_scenario_in_one_line(cli, tmp_path):
+    lesson = lessons.find("flynn_vector_add")
+    real = tmp_path / "real.toml"
+    real.write_text(lesson.read_text(encoding="utf-8"), encoding="utf-8")
+    link = tmp_path / "link.toml"
+    link.symlink_to(real)
+    code, out, err = cli("run", str(link))
+    assert (
+        code == 2
+        and out == ""
+        and err == (f"error: {link} is a symbolic link; parsim does not read through links\n")
+    ), err
