@@ -159,6 +159,11 @@ def check_parallel(workload: Workload, system: SystemSpec) -> None:
             "network: fp8=true needs FP8 tensor cores (H100, H200, B200, MI300X...); "
             f"{system.gpu.name} has none"
         )
+    if params.get("fp8_recipe") == "mxfp8" and "float4" not in dict(system.gpu.matrix_flops_per_s):
+        raise ParsimError(  # MX block scaling came with the tensor cores that also run FP4
+            "network: fp8_recipe=mxfp8 needs Blackwell's block-scaled tensor cores (B200, GB200...); "
+            f"{system.gpu.name} has none"
+        )
     memory = footprint.of_workload(workload, system)
     if memory.fits:
         return

@@ -27,11 +27,17 @@ how the load is split and how batons move, never what a token costs:
   step and the pipeline sends v times as many activations.
 - **FP8 training** (Transformer Engine on Hopper and later): the transformer blocks' linear
   layers multiply at the FP8 tensor-core rate; their inputs and incoming gradients are cast to FP8
-  with an amax reduction (read 16-bit, write a byte): fused into the layer norm and the activation
-  for three of the four forward inputs, a pass of its own for the attention output, for every
-  gradient and for each expert GEMM's input (per expert, inside the grouped GEMM's call); the
-  weights are cast once a step after the optimizer's update. Attention, norms, the embedding and
-  the LM head stay in 16 bits, as Transformer Engine leaves them.
+  (read 16-bit, write a byte), how depends on the scaling recipe (``fp8_recipe``, Megatron-LM's
+  ``--fp8-recipe``; ``RECIPES``): under delayed scaling the cast takes its scale from the amax
+  history and records the amax as it goes, fused into the layer norm and the activation for three
+  of the four forward inputs, a pass of its own for the attention output, for every gradient and
+  for each expert GEMM's input (per expert, inside the grouped GEMM's call); current (tensorwise)
+  scaling needs the tensor's amax before it can cast, so a cast of its own is an amax pass, a scale
+  kernel and the cast, and the norm and the activation write 16 bits (with their amax) for a scale
+  kernel and a cast after them; MXFP8 and blockwise scaling write two copies (row- and
+  column-wise blocks, for the forward and the weight gradient) with their block scales, after a
+  16-bit norm. The weights are cast once a step after the optimizer's update. Attention, norms,
+  the embedding and the LM head stay in 16 bits, as Transformer Engine leaves them.
 - **gradient accumulation** is ``microbatches``: the micro-batches of a step run before the
   data-parallel reduction, which happens once per step.
 """
@@ -60,6 +66,7 @@ class Features:
     cp: int = 1
     virtual_stages: int = 1
     fp8: bool = False
+    fp8_recipe: str = "delayed"
 
 
 def features_of(params: Params) -> Features:
@@ -70,7 +77,41 @@ def features_of(params: Params) -> Features:
         int(params.get("cp", 1)),
         int(params.get("virtual_stages", 1)),
         bool(params.get("fp8", False)),
+        str(params.get("fp8_recipe", "delayed")),
     )
+
+
+@attrs.frozen
+class Fp8Recipe:
+    """How Transformer Engine quantises one 16-bit tensor to FP8 under a scaling recipe.
+
+    Read in NVIDIA/TransformerEngine@c38e4ba1 transformer_engine/pytorch/csrc: ``quantizer.cpp``
+    (``Float8CurrentScalingQuantizer::quantize``: ``nvte_compute_amax``, then
+    ``nvte_compute_scale_from_amax``, then ``nvte_quantize_v2``), ``extensions/normalization.cpp``
+    (the norm writes FP8 itself only for delayed scaling, ``FULLY_FUSED``; current scaling computes
+    the norm and its amax in 16 bits then quantises, ``FUSED_NORM_AMAX_FP8``; MXFP8 and the others
+    run it ``UNFUSED``) and ``extensions/activation.cpp`` (delayed and MXFP8 activations write FP8
+    directly; current scaling writes 16 bits with the amax, then scales and quantises)."""
+
+    amax_pass: bool  # a cast of its own reads the tensor once for its amax before casting it
+    scale_kernel: bool  # a one-thread kernel turns the amax into the scale before the cast
+    layouts: int  # FP8 copies each cast writes: 1, or row- and column-wise blocks (2)
+    scale_B: float  # bytes of block scales per element and copy
+    fused_norm: bool  # the layer norm writes the FP8 input of qkv and fc1 itself
+    fused_activation: bool  # the activation writes the FP8 input of fc2 itself
+
+
+RECIPES = {
+    # scale from the amax history (Megatron-LM's default): one pass, amax recorded as it casts
+    "delayed": Fp8Recipe(False, False, 1, 0.0, True, True),
+    # current scaling (Megatron-Bridge's FP8-CS): the amax of this very tensor first
+    "tensorwise": Fp8Recipe(True, True, 1, 0.0, False, False),
+    # OCP MX blocks of 32 with an E8M0 scale, both orientations from the 16-bit tensor (Blackwell)
+    "mxfp8": Fp8Recipe(False, False, 2, 1 / 32, False, True),
+    # 1 x 128 blocks with a float32 scale each, both orientations (DeepSeek-V3's recipe)
+    "blockwise": Fp8Recipe(False, False, 2, 4 / 128, False, False),
+}
+"""``fp8_recipe`` -> how its casts run (``Fp8Recipe``)."""
 
 
 def check(features: Features, params: Params, layers: int, pp: int, microbatches: int) -> None:
@@ -98,6 +139,8 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
             f"{name}: fp8=true runs FP8 GEMMs inside 16-bit mixed precision: 'dtype' must be bfloat16 "
             f"or float16: {params.get('dtype')}"
         )
+    if features.fp8_recipe != "delayed" and not features.fp8:
+        raise ParsimError(f"{name}: 'fp8_recipe' {features.fp8_recipe} scales FP8 casts: it needs fp8=true")
     seq = int(params.get("seq") or 0)
     if features.cp > 1 and params.get("attention", "flash") == "unfused":
         raise ParsimError(
@@ -141,27 +184,39 @@ def _attention(kernel: Kernel) -> bool:
     return kernel.library.fused_attention != ""
 
 
-def fp8_linears(kernels: list[Kernel], dtype: str, forward: bool) -> list[Kernel]:
-    """FP8 training: block linears at the FP8 rate, each FP8 input cast to one byte first
-    (``forward``: the forward pass's kernels, else the backward pass's)."""
+def fp8_linears(kernels: list[Kernel], dtype: str, forward: bool, recipe: str = "delayed") -> list[Kernel]:
+    """FP8 training: block linears at the FP8 rate, each FP8 input quantised first as ``recipe``
+    (``RECIPES``) does it (``forward``: the forward pass's kernels, else the backward pass's)."""
+    how = RECIPES[recipe]
     out: list[Kernel] = []
     for k in kernels:
         if k.part not in FP8_LINEARS or k.library.gemm_mn is None:
             out.append(k)
             continue
         m, n = k.library.gemm_mn
-        # Transformer Engine fuses the forward casts of qkv's and fc1's inputs into the layer norm
-        # and fc2's into the activation; the attention output's cast runs alone, and each data
-        # gradient's dy is cast (and transposed for the weight gradient) by a kernel of its own
+        items = int(k.work.flops / (2.0 * n))  # x [m, k] or dy [m, n_fwd]
         # a forward product or a data gradient streams the weights in (cold beyond what it
         # writes); a weight gradient writes them
         activations = k.access.cold_bytes > k.work.bytes_written
         if activations and (k.part == "out" or not forward or _expert_input(k)):
-            cast = fp8_cast(k, int(k.work.flops / (2.0 * n)), dtype)  # x [m, k] or dy [m, n_fwd]
-            # a round of experts' casts: TE's ``split_quantize`` quantises each expert's rows
-            out.append(cast.but(in_library_call=k.issue.in_library_call, launches=k.issue.launches))
+            # the attention output, each data gradient's dy and each expert's rows (a round of
+            # experts' casts: TE's ``split_quantize`` quantises each expert's rows) are cast alone
+            passes = quantize(k, items, dtype, recipe)
+            inside, launches = k.issue.in_library_call, k.issue.launches
+            out += [c.but(in_library_call=inside or c is not passes[-1], launches=launches) for c in passes]
+        elif activations and forward and _after_producer(k, how):
+            # the norm's or the activation's output, quantised inside the same library call
+            out += [c.but(in_library_call=True) for c in quantize(k, items, dtype, recipe, amax_known=True)]
         out.append(k.but(math="float8"))
     return out
+
+
+def _after_producer(kernel: Kernel, how: Fp8Recipe) -> bool:
+    """A dense linear whose FP8 input its producer writes in 16 bits under ``how``: qkv's and fc1's
+    after the layer norm (fc1's gate half shares up's input), fc2's after the activation."""
+    if kernel.part in ("qkv", "up"):
+        return not how.fused_norm
+    return kernel.part == "down" and not how.fused_activation
 
 
 def _expert_input(kernel: Kernel) -> bool:
@@ -175,19 +230,44 @@ def _expert_input(kernel: Kernel) -> bool:
     return kernel.work.op == GROUPED_GEMM and kernel.part in ("up", "down")
 
 
-def fp8_cast(like: Kernel, items: int, dtype: str) -> Kernel:
-    """One cast-with-amax pass of ``items`` 16-bit elements to FP8 (read 16 bits, write a byte)."""
-    read, written = items * itemsize(dtype), items * FP8_B
+def quantize(
+    like: Kernel, items: int, dtype: str, recipe: str = "delayed", amax_known: bool = False
+) -> list[Kernel]:
+    """The kernels that quantise ``items`` 16-bit elements to FP8 under ``recipe``: an amax pass
+    (current scaling, unless the producer computed the amax: ``amax_known``), a scale kernel
+    (current scaling) and the cast."""
+    how = RECIPES[recipe]
+    read = items * itemsize(dtype)
+    made = []
+    if how.amax_pass and not amax_known:
+        made.append(_pass(like, "fp8 amax", items, read, 4.0, items, dtype))  # one max per element
+    if how.scale_kernel:
+        made.append(_pass(like, "fp8 scale", 1, 4.0, 4.0, 1, dtype))
+    made.append(fp8_cast(like, items, dtype, recipe))
+    return made
+
+
+def fp8_cast(like: Kernel, items: int, dtype: str, recipe: str = "delayed") -> Kernel:
+    """One cast pass of ``items`` 16-bit elements to FP8 (read 16 bits, write a byte per copy and the
+    copies' block scales), its amax recorded as it goes."""
+    how = RECIPES[recipe]
+    written = items * how.layouts * (FP8_B + how.scale_B)
+    return _pass(like, "fp8 cast", 2 * items, items * itemsize(dtype), written, items, dtype)
+
+
+def _pass(
+    like: Kernel, what: str, flops: float, read_B: float, written_B: float, items: int, dtype: str
+) -> Kernel:
     return Kernel.of(
-        f"{like.layer} {like.part} fp8 cast",
-        float(2 * items),  # scale and amax (a max per element)
-        float(read),
-        float(written),
-        max(1, items),
+        f"{like.layer} {like.part} {what}",
+        float(flops),
+        float(read_B),
+        float(written_B),
+        max(1, int(items)),
         dtype=dtype,
         device=like.device,
         layer=like.layer,
-        cold_bytes=float(read + written),
+        cold_bytes=float(read_B + written_B),
         phase=like.phase,
         part=like.part,  # its layer's part: an expert GEMM's cast is the experts' work
     )

@@ -132,7 +132,7 @@ def _features_applied(
     kernels = megatron.context_attention(kernels, lay.cp)
     if features.sequence_parallel and lay.tp > 1:
         kernels = megatron.sequence_split(kernels, lay.tp)
-    return megatron.fp8_linears(kernels, dtype, forward) if features.fp8 else kernels
+    return megatron.fp8_linears(kernels, dtype, forward, features.fp8_recipe) if features.fp8 else kernels
 
 
 def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
@@ -239,7 +239,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
         update = [update_kernel(params["optimizer"], "optimizer step", stepped, numerics.master_dtype)]
         if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
             cast = attrs.evolve(update[0], layer="optimizer")
-            update.append(megatron.fp8_cast(cast, held + experts, numerics.dtype))
+            update += megatron.quantize(cast, held + experts, numerics.dtype, features.fp8_recipe)
         stages.append(
             _Stage(
                 tuple(fwds),
