@@ -144,8 +144,9 @@ NOT_MET_YET: dict[str, str] = {
     # index, Megatron-Bridge's HybridEP benchmark): 22.8 -> 20.9 %, H100 -15/+11/+13 %, GB200 +24 %
     # round 10: Blackwell's GEMM efficiency from one cuBLASLt FP8 benchmark's GB200/H200 ratio (dense
     # Blackwell rows added to megatron: -3/+6/+7 %) and two Qwen3-235B recipe rows: 20.9 -> 18.5 %
-    "moe-training": "the 25.11 H100 Qwen3-30B row (+120 %: software; 26.02 and 26.02.01 measured one "
-    "configuration at 5,113 and 9,058 tokens/s), Qwen3-235B (H100 +10/+16 %, B200 +8 to +26 %), B200 at "
+    # round 13: the FP8 scaling recipe each row names (current scaling's amax passes): 18.5 -> 17.8 %
+    "moe-training": "the 25.11 H100 Qwen3-30B row (+108 %: software; 26.02 and 26.02.01 measured one "
+    "configuration at 5,113 and 9,058 tokens/s), Qwen3-235B (H100 +9/+15 %, B200 +8 to +26 %), B200 at "
     "MBS 1 (+17 %) and GB200 at MBS 4 (+18 %); on H100 parsim's MoE steps are host-bound where "
     "Megatron-Bridge's Nsight profile has the GPU 92 % busy",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
