@@ -133,3 +133,25 @@ def test_a_name_too_long_to_look_up_is_one_line_not_an_oserror(tmp_path):
     name = tmp_path / ("a/" * 3000 + "x.json")
     with pytest.raises(ParsimError, match=r"^'model': cannot read .*x\.json \(File name too long\)$"):
         safefiles.read_text(name, 1000, option="model")
+
+
+def test_read_bytes_names_what_stopped_it(tmp_path, victim):
+    """The one reader both the text and the JSON readers stand on: each refusal has its kind, and the
+    file a link points to is never read."""
+    with pytest.raises(safefiles.Unreadable) as missing:
+        safefiles.read_bytes(tmp_path / "absent", 100)
+    assert missing.value.kind == "missing"
+    (tmp_path / "link").symlink_to(victim)
+    with pytest.raises(safefiles.Unreadable) as link:
+        safefiles.read_bytes(tmp_path / "link", 100)
+    assert link.value.kind == "link"
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(safefiles.Unreadable) as fifo:  # refused at once, never waited on
+        safefiles.read_bytes(tmp_path / "fifo", 100)
+    assert fifo.value.kind == "not-regular"
+    (tmp_path / "big").write_bytes(b"x" * 101)
+    with pytest.raises(safefiles.Unreadable) as big:
+        safefiles.read_bytes(tmp_path / "big", 100)
+    assert (big.value.kind, big.value.size) == ("too-big", 101)
+    assert safefiles.read_bytes(victim, 100) == b"precious\n"
+    assert unchanged(victim)

@@ -114,32 +114,60 @@ def write_with(path: Path, writer: Callable[[IO[bytes]], object], option: str = 
     return Path(path)
 
 
-def read_text(path: Path, max_bytes: int, option: str = "") -> str:
-    """The text of the regular file ``path`` itself, never through a link, at most ``max_bytes``.
+class Unreadable(Exception):
+    """Why ``read_bytes`` refused a file: ``kind`` is ``missing``, ``link``, ``not-regular``,
+    ``too-big`` or ``os``, ``reason`` the system's words (``size``: the file's bytes, for
+    ``too-big``); each caller words it in its own one-line ``ParsimError``."""
+
+    def __init__(self, kind: str, reason: str = "", size: int = 0) -> None:
+        super().__init__(reason or kind)
+        self.kind, self.reason, self.size = kind, reason, size
+
+
+def read_bytes(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path`` itself, never through a link: at most ``max_bytes + 1``
+    (more than ``max_bytes`` back: the file grew while it was read).
 
     Read-only, ``O_NOFOLLOW`` (a link at the name is refused, not followed) and ``O_NONBLOCK`` (a
     FIFO planted at the name does not hang the open); anything but a regular file (a FIFO, a device
-    such as ``/dev/zero``) and a file above ``max_bytes`` are refused in one line before reading.
+    such as ``/dev/zero``) and a file above ``max_bytes`` are refused before reading.
+
+    Raises:
+        Unreadable: what stopped it (``Unreadable.kind``).
     """
-    where = f"'{option}': " if option else ""
     try:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | BINARY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
         if _is_link(path):
-            raise ParsimError(
-                f"{where}{path} is a symbolic link; parsim does not read through links"
-            ) from None
-        raise ParsimError(f"{where}cannot read {path} ({exc.strerror or exc.__class__.__name__})") from None
+            raise Unreadable("link", reason) from None
+        raise Unreadable("missing" if isinstance(exc, FileNotFoundError) else "os", reason) from None
     info = os.fstat(fd)  # before fdopen, which refuses a folder naming the descriptor ('3')
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise ParsimError(f"{where}{path} is not a regular file")
+        raise Unreadable("not-regular")
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > max_bytes:
-            raise ParsimError(
-                f"{where}{path} has {info.st_size:,} bytes, above the {max_bytes:,} parsim reads"
-            )
-        data = handle.read(max_bytes + 1)
+            raise Unreadable("too-big", size=info.st_size)
+        try:
+            return handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise Unreadable("os", exc.strerror or exc.__class__.__name__) from None
+
+
+def read_text(path: Path, max_bytes: int, option: str = "") -> str:
+    """The UTF-8 text of the regular file ``path`` itself (``read_bytes``), or one line saying why
+    not, naming ``option`` when given."""
+    where = f"'{option}': " if option else ""
+    try:
+        data = read_bytes(path, max_bytes)
+    except Unreadable as why:
+        said = {
+            "link": f"{path} is a symbolic link; parsim does not read through links",
+            "not-regular": f"{path} is not a regular file",
+            "too-big": f"{path} has {why.size:,} bytes, above the {max_bytes:,} parsim reads",
+        }.get(why.kind, f"cannot read {path} ({why.reason})")
+        raise ParsimError(where + said) from None
     if len(data) > max_bytes:  # grew while we read
         raise ParsimError(f"{where}{path} has more than the {max_bytes:,} bytes parsim reads")
     try:

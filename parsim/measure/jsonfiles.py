@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import stat
 from pathlib import Path
 
 from parsim.base import safefiles
@@ -33,25 +31,15 @@ def read_json(path: str | Path, what: str) -> object:
     if path.is_dir():
         raise ParsimError(f"{path}: cannot read a {what}: it is a folder, not a file")
     try:
-        # the name itself, never through a link (O_NOFOLLOW: a link planted there is refused, not
-        # followed); O_NONBLOCK: a FIFO does not hang the open
-        fd = os.open(path, os.O_RDONLY | safefiles.NOFOLLOW | safefiles.BINARY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise ParsimError(f"{path}: cannot read a {what}: no such file") from None
-    except OSError as exc:
-        if path.is_symlink():
-            raise ParsimError(
-                f"{path}: cannot read a {what}: a symbolic link; parsim does not read through links"
-            ) from None
-        raise ParsimError(f"{path}: cannot read a {what}: {exc.strerror or exc.__class__.__name__}") from None
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # a device or a pipe could be read forever
-            raise ParsimError(f"{path}: cannot read a {what}: not a regular file")
-        try:
-            raw = file.read(MAX_JSON_BYTES + 1)
-        except OSError as exc:
-            reason = exc.strerror or exc.__class__.__name__
-            raise ParsimError(f"{path}: cannot read a {what}: {reason}") from None
+        raw = safefiles.read_bytes(path, MAX_JSON_BYTES)  # the name itself, never through a link
+    except safefiles.Unreadable as why:
+        reason = {
+            "missing": "no such file",
+            "link": "a symbolic link; parsim does not read through links",
+            "not-regular": "not a regular file",  # a device or a pipe could be read forever
+            "too-big": f"more than {MAX_JSON_BYTES:,} bytes",
+        }.get(why.kind, why.reason)
+        raise ParsimError(f"{path}: cannot read a {what}: {reason}") from None
     return parse_json(raw, str(path), what)
 
 
