@@ -13,6 +13,11 @@ from typing import Any
 
 from parsim.base.errors import ParsimError
 
+MAX_SCENARIO_BYTES = 1_000_000
+"""A scenario file (a lesson too, and a hardware file beside one) is read up to this size."""
+MAX_SCENARIO_BRACKETS = 5_000
+"""A scenario file's bound on brackets: a real one, a lesson included, has a few dozen."""
+
 
 def parse_toml(text: str, source: str, kind: str, max_brackets: int) -> dict[str, Any]:
     """The tables of TOML ``text`` (``source`` names it, ``kind`` says what it should be: ``scenario``,

@@ -20,7 +20,7 @@ from typing import Any
 
 from parsim.base import safefiles
 from parsim.base.errors import ParsimError
-from parsim.base.tomltext import parse_toml
+from parsim.base.tomltext import MAX_SCENARIO_BRACKETS, MAX_SCENARIO_BYTES, parse_toml
 
 SHIPPED = Path(__file__).resolve().parents[1] / "lessons"
 """The lessons installed with parsim (package data)."""
@@ -87,12 +87,6 @@ def named(name: str) -> Path:
     )
 
 
-MAX_LESSON_BYTES = 1_000_000
-"""A lesson (or a hardware file beside it) is read up to this size, as any scenario file."""
-MAX_LESSON_BRACKETS = 5_000
-"""As a scenario file's bound: a lesson has a few dozen brackets."""
-
-
 def lesson_text(path: Path) -> str:
     """The text of a lesson or of a hardware file beside it, read by its name alone: a
     ``PARSIM_LESSONS`` folder is the user's, so never through a link, never a FIFO, bounded.
@@ -100,7 +94,7 @@ def lesson_text(path: Path) -> str:
     Raises:
         ParsimError: a link, not a regular file, too large, not UTF-8.
     """
-    return safefiles.read_text(path, MAX_LESSON_BYTES)
+    return safefiles.read_text(path, MAX_SCENARIO_BYTES)
 
 
 def lesson_data(path: Path) -> dict[str, Any]:
@@ -109,7 +103,7 @@ def lesson_data(path: Path) -> dict[str, Any]:
     Raises:
         ParsimError: as ``lesson_text``, or malformed TOML.
     """
-    return parse_toml(lesson_text(path), str(path), "scenario", MAX_LESSON_BRACKETS)
+    return parse_toml(lesson_text(path), str(path), "scenario", MAX_SCENARIO_BRACKETS)
 
 
 def _refuse_linked_folders(base: Path, there: Path, option: str) -> None:

@@ -41,14 +41,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from parsim.base import safefiles
 from parsim.base.errors import ParsimError
-from parsim.base.tomltext import parse_toml
+from parsim.base.tomltext import MAX_SCENARIO_BRACKETS, MAX_SCENARIO_BYTES, parse_toml
 from parsim.hardware.network import ClusterSpec
 from parsim.hardware.specs import LinkSpec, ProcessorSpec
 from parsim.studies import lessons
 from parsim.studies.lessons import HARDWARE_FIELDS
 
-MAX_FILE_BYTES = 1_000_000
-MAX_BRACKETS = 5_000
+MAX_FILE_BYTES = MAX_SCENARIO_BYTES
+MAX_BRACKETS = MAX_SCENARIO_BRACKETS
 
 
 def _printable(value: Any) -> Any:
