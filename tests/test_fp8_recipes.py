@@ -10,7 +10,7 @@ from parsim.hardware import registry
 from parsim.model.issue import issue_s
 from parsim.stack import framework
 from parsim.workloads.base import Kernel
-from parsim.workloads.megatron import RECIPES, fp8_linears
+from parsim.workloads.megatron import fp8_linears
 from parsim.workloads.registry import make_workload
 
 M, N, K = 4096, 1024, 2048  # x [M, K] @ W [K, N], bfloat16
@@ -51,8 +51,6 @@ def test_the_attention_outputs_cast_under_each_recipe_by_hand():
     assert _added(out, "tensorwise") == [("fp8 amax", 2 * x, 4), ("fp8 scale", 4, 4), ("fp8 cast", 2 * x, x)]
     # MXFP8: row- and column-wise copies, each with an E8M0 scale per 32 elements
     assert _added(out, "mxfp8") == [("fp8 cast", 2 * x, pytest.approx(2 * x * (1 + 1 / 32)))]
-    # blockwise: two copies with a float32 scale per 128 elements
-    assert _added(out, "blockwise") == [("fp8 cast", 2 * x, pytest.approx(2 * x * (1 + 4 / 128)))]
 
 
 def test_a_gradients_cast_under_current_scaling_pays_one_call_and_three_launches():
@@ -73,7 +71,6 @@ def test_a_gradients_cast_under_current_scaling_pays_one_call_and_three_launches
         ("delayed", [], []),  # the norm and the activation write FP8 themselves
         ("tensorwise", ["fp8 scale", "fp8 cast"], ["fp8 scale", "fp8 cast"]),  # their amax fused, then cast
         ("mxfp8", ["fp8 cast"], []),  # the norm in 16 bits, then cast; the activation writes MXFP8
-        ("blockwise", ["fp8 cast"], ["fp8 cast"]),
     ],
 )
 def test_what_follows_the_norm_and_the_activation(recipe, after_norm, after_activation):
@@ -86,9 +83,65 @@ def test_what_follows_the_norm_and_the_activation(recipe, after_norm, after_acti
     assert fp8_linears([_linear("gate")], "bfloat16", True, recipe)[:-1] == []
 
 
-def test_the_recipes_share_one_rule_table():
-    assert set(RECIPES) == {"delayed", "tensorwise", "mxfp8", "blockwise"}
-    assert RECIPES["delayed"].fused_norm and not RECIPES["tensorwise"].fused_norm
+def test_under_sequence_parallelism_the_norm_output_is_cast_on_its_own_shard():
+    """The norm runs on 1/tp of the tokens and TE quantises that shard before the all-gather into
+    qkv and fc1: the cast reads a quarter of the GEMM's input at tp=4; fc2's input (after the
+    activation, inside the tensor-parallel region) is not split by sequence."""
+    for part, share in [("qkv", 4), ("up", 4), ("down", 1)]:
+        whole = fp8_linears([_linear(part)], "bfloat16", True, "tensorwise")[-2]
+        split = fp8_linears([_linear(part)], "bfloat16", True, "tensorwise", sequence_split=4)[-2]
+        assert whole.name.endswith("fp8 cast") and split.name.endswith("fp8 cast")
+        assert split.work.bytes_read == whole.work.bytes_read // share == 2 * M * K // share
+
+
+def test_each_experts_input_under_mxfp8_is_two_copies_inside_its_round():
+    from parsim.workloads.moe import GROUPED_GEMM
+    from parsim.workloads.moe_layer_ops import per_expert_gemms
+
+    up = _linear("up").but(op=GROUPED_GEMM)
+    rounds = per_expert_gemms([up], 8)  # two rounds of four experts, M/2 rows each
+    for recipe, written in [("delayed", M // 2 * K), ("mxfp8", 2 * (M // 2) * K * (1 + 1 / 32))]:
+        casts = [k for k in fp8_linears(rounds, "bfloat16", True, recipe) if k.name.endswith("fp8 cast")]
+        assert [c.work.bytes_written for c in casts] == [pytest.approx(written)] * 2
+        assert [(c.issue.launches, c.issue.in_library_call) for c in casts] == [(4, False), (4, True)]
+    # current scaling: each round's experts pay an amax pass and a scale kernel as well
+    made = fp8_linears(rounds, "bfloat16", True, "tensorwise")
+    assert [" ".join(k.name.split()[-2:]) for k in made if "fp8" in k.name] == [
+        "fp8 amax",
+        "fp8 scale",
+        "fp8 cast",
+    ] * 2
+
+
+def _optimizer_kernels(recipe: str) -> list[Kernel]:
+    """The kernels of the optimizer's block of a small FP8 step (the update and the weights' casts)."""
+    params = {
+        "model": "llama-2-7b",
+        "batch": 8,
+        "seq": 1024,
+        "dtype": "bfloat16",
+        "fp8": True,
+        "fp8_recipe": recipe,
+        "gpus": 8,
+        "microbatches": 1,
+    }
+    workload = make_workload("network", params)
+    blocks = [op for op in workload.ops if getattr(op, "layer", "") == "optimizer"]
+    return [k for block in blocks for k in block.kernels]
+
+
+def test_the_weights_are_cast_once_a_step_as_the_recipe_casts():
+    delayed, current, mx = (_optimizer_kernels(r) for r in ("delayed", "tensorwise", "mxfp8"))
+    step = [k for k in delayed if "fp8" not in k.name]
+    assert [k.name for k in step] == ["optimizer step"]
+    names = [[k.name.split()[-1] for k in kernels if "fp8" in k.name] for kernels in (delayed, current, mx)]
+    assert names == [["cast"], ["amax", "scale", "cast"], ["cast"]]
+    cast = {
+        r: [k for k in ks if k.name.endswith("fp8 cast")][0]
+        for r, ks in [("delayed", delayed), ("mxfp8", mx)]
+    }
+    weights = cast["delayed"].work.bytes_written  # one byte per weight
+    assert cast["mxfp8"].work.bytes_written == pytest.approx(2 * weights * (1 + 1 / 32))
 
 
 def _step_s(recipe: str, device: str = "dgx-b200") -> float:
@@ -109,15 +162,14 @@ def _step_s(recipe: str, device: str = "dgx-b200") -> float:
     return predict("network", params, cluster=device).latency_s
 
 
-def test_every_recipe_costs_at_least_delayed_scaling_and_current_scaling_the_most_passes():
+def test_every_recipe_makes_a_longer_step_than_delayed_scaling():
+    """Each recipe only adds passes (or bytes) to delayed scaling's, so its step is longer."""
     delayed = _step_s("delayed")
-    others = {r: _step_s(r) for r in ("tensorwise", "mxfp8", "blockwise")}
-    assert all(seconds > delayed for seconds in others.values())
-    # current scaling reads every explicitly cast tensor twice; MXFP8 writes more but reads once
-    assert others["tensorwise"] > others["mxfp8"]
+    for recipe in ("tensorwise", "mxfp8"):
+        assert _step_s(recipe) > delayed
 
 
-def test_recipes_are_refused_where_transformer_engine_refuses_them(cli):
+def test_recipes_are_refused_where_they_cannot_apply(cli):
     with pytest.raises(ParsimError, match="'fp8_recipe' tensorwise scales FP8 casts: it needs fp8=true"):
         make_workload(
             "network",
@@ -130,4 +182,4 @@ def test_recipes_are_refused_where_transformer_engine_refuses_them(cli):
     assert "Traceback" not in out + err
     code, out, err = cli(*base, "fp8_recipe=current", "gpus=8", "--cluster", "dgx-h100")
     assert code == 2
-    assert "'fp8_recipe' input should be 'delayed', 'tensorwise', 'mxfp8' or 'blockwise': 'current'" in err
+    assert "'fp8_recipe' input should be 'delayed', 'tensorwise' or 'mxfp8': 'current'" in err

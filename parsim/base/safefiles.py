@@ -114,13 +114,14 @@ def write_with(path: Path, writer: Callable[[IO[bytes]], object], option: str = 
     return Path(path)
 
 
-class Unreadable(Exception):
+class Unreadable(ParsimError):
     """Why ``read_bytes`` refused a file: ``kind`` is ``missing``, ``link``, ``not-regular``,
     ``too-big`` or ``os``, ``reason`` the system's words (``size``: the file's bytes, for
-    ``too-big``); each caller words it in its own one-line ``ParsimError``."""
+    ``too-big``). Each caller words it in its own one line; uncaught, it is still one line (a
+    ``ParsimError`` naming the file), never a traceback."""
 
-    def __init__(self, kind: str, reason: str = "", size: int = 0) -> None:
-        super().__init__(reason or kind)
+    def __init__(self, path: Path, kind: str, reason: str = "", size: int = 0) -> None:
+        super().__init__(f"cannot read {shown_name(path)}: {reason or kind.replace('-', ' ')}")
         self.kind, self.reason, self.size = kind, reason, size
 
 
@@ -140,19 +141,19 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
         if _is_link(path):
-            raise Unreadable("link", reason) from None
-        raise Unreadable("missing" if isinstance(exc, FileNotFoundError) else "os", reason) from None
+            raise Unreadable(path, "link", reason) from None
+        raise Unreadable(path, "missing" if isinstance(exc, FileNotFoundError) else "os", reason) from None
     info = os.fstat(fd)  # before fdopen, which refuses a folder naming the descriptor ('3')
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise Unreadable("not-regular")
+        raise Unreadable(path, "not-regular")
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > max_bytes:
-            raise Unreadable("too-big", size=info.st_size)
+            raise Unreadable(path, "too-big", size=info.st_size)
         try:
             return handle.read(max_bytes + 1)
         except OSError as exc:
-            raise Unreadable("os", exc.strerror or exc.__class__.__name__) from None
+            raise Unreadable(path, "os", exc.strerror or exc.__class__.__name__) from None
 
 
 def read_text(path: Path, max_bytes: int, option: str = "") -> str:

@@ -34,10 +34,10 @@ how the load is split and how batons move, never what a token costs:
   for each expert GEMM's input (per expert, inside the grouped GEMM's call); current (tensorwise)
   scaling needs the tensor's amax before it can cast, so a cast of its own is an amax pass, a scale
   kernel and the cast, and the norm and the activation write 16 bits (with their amax) for a scale
-  kernel and a cast after them; MXFP8 and blockwise scaling write two copies (row- and
-  column-wise blocks, for the forward and the weight gradient) with their block scales, after a
-  16-bit norm. The weights are cast once a step after the optimizer's update. Attention, norms,
-  the embedding and the LM head stay in 16 bits, as Transformer Engine leaves them.
+  kernel and a cast after them; MXFP8 writes two copies (row- and column-wise blocks of 32, for
+  the forward and the weight gradient) with their scales, after a 16-bit norm. The weights are
+  cast once a step after the optimizer's update. Attention, norms, the embedding and the LM head
+  stay in 16 bits, as Transformer Engine leaves them.
 - **gradient accumulation** is ``microbatches``: the micro-batches of a step run before the
   data-parallel reduction, which happens once per step.
 """
@@ -85,13 +85,16 @@ def features_of(params: Params) -> Features:
 class Fp8Recipe:
     """How Transformer Engine quantises one 16-bit tensor to FP8 under a scaling recipe.
 
-    Read in NVIDIA/TransformerEngine@c38e4ba1 transformer_engine/pytorch/csrc: ``quantizer.cpp``
-    (``Float8CurrentScalingQuantizer::quantize``: ``nvte_compute_amax``, then
+    Read in NVIDIA/TransformerEngine@70f53666 (v2.9, the 25.11 NeMo container's; the amax fusions
+    below date from v2.7) transformer_engine/pytorch/csrc: ``quantizer.cpp``
+    (``Float8CurrentScalingQuantizer``: ``nvte_compute_amax_with_config``, then
     ``nvte_compute_scale_from_amax``, then ``nvte_quantize_v2``), ``extensions/normalization.cpp``
     (the norm writes FP8 itself only for delayed scaling, ``FULLY_FUSED``; current scaling computes
-    the norm and its amax in 16 bits then quantises, ``FUSED_NORM_AMAX_FP8``; MXFP8 and the others
-    run it ``UNFUSED``) and ``extensions/activation.cpp`` (delayed and MXFP8 activations write FP8
-    directly; current scaling writes 16 bits with the amax, then scales and quantises)."""
+    the norm and its amax in 16 bits then quantises, ``FUSED_NORM_AMAX_FP8``; MXFP8 runs it
+    ``UNFUSED`` unless cuDNN's norm is asked for) and ``extensions/activation.cpp`` (delayed and
+    MXFP8 activations write FP8 directly; current scaling writes 16 bits with the amax, then
+    ``quantize_with_amax``). Blockwise scaling (1 x 128 blocks) is not offered: TE runs it on Hopper
+    only, which the hardware files do not tell apart from Ada, and no published row uses it."""
 
     amax_pass: bool  # a cast of its own reads the tensor once for its amax before casting it
     scale_kernel: bool  # a one-thread kernel turns the amax into the scale before the cast
@@ -108,8 +111,6 @@ RECIPES = {
     "tensorwise": Fp8Recipe(True, True, 1, 0.0, False, False),
     # OCP MX blocks of 32 with an E8M0 scale, both orientations from the 16-bit tensor (Blackwell)
     "mxfp8": Fp8Recipe(False, False, 2, 1 / 32, False, True),
-    # 1 x 128 blocks with a float32 scale each, both orientations (DeepSeek-V3's recipe)
-    "blockwise": Fp8Recipe(False, False, 2, 4 / 128, False, False),
 }
 """``fp8_recipe`` -> how its casts run (``Fp8Recipe``)."""
 
@@ -184,9 +185,13 @@ def _attention(kernel: Kernel) -> bool:
     return kernel.library.fused_attention != ""
 
 
-def fp8_linears(kernels: list[Kernel], dtype: str, forward: bool, recipe: str = "delayed") -> list[Kernel]:
+def fp8_linears(
+    kernels: list[Kernel], dtype: str, forward: bool, recipe: str = "delayed", sequence_split: int = 1
+) -> list[Kernel]:
     """FP8 training: block linears at the FP8 rate, each FP8 input quantised first as ``recipe``
-    (``RECIPES``) does it (``forward``: the forward pass's kernels, else the backward pass's)."""
+    (``RECIPES``) does it (``forward``: the forward pass's kernels, else the backward pass's).
+    ``sequence_split``: the ``tp`` GPUs a norm's tokens are split over under sequence parallelism
+    (the norm's output is quantised on its own shard, before the all-gather into qkv and fc1)."""
     how = RECIPES[recipe]
     out: list[Kernel] = []
     for k in kernels:
@@ -206,7 +211,8 @@ def fp8_linears(kernels: list[Kernel], dtype: str, forward: bool, recipe: str = 
             out += [c.but(in_library_call=inside or c is not passes[-1], launches=launches) for c in passes]
         elif activations and forward and _after_producer(k, how):
             # the norm's or the activation's output, quantised inside the same library call
-            out += [c.but(in_library_call=True) for c in quantize(k, items, dtype, recipe, amax_known=True)]
+            shard = items // sequence_split if k.part in ("qkv", "up") else items
+            out += [c.but(in_library_call=True) for c in quantize(k, shard, dtype, recipe, amax_known=True)]
         out.append(k.but(math="float8"))
     return out
 

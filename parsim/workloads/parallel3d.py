@@ -132,7 +132,10 @@ def _features_applied(
     kernels = megatron.context_attention(kernels, lay.cp)
     if features.sequence_parallel and lay.tp > 1:
         kernels = megatron.sequence_split(kernels, lay.tp)
-    return megatron.fp8_linears(kernels, dtype, forward, features.fp8_recipe) if features.fp8 else kernels
+    if not features.fp8:
+        return kernels
+    split = lay.tp if features.sequence_parallel else 1
+    return megatron.fp8_linears(kernels, dtype, forward, features.fp8_recipe, split)
 
 
 def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) -> list[_Stage]:
