@@ -149,6 +149,10 @@ def test_read_bytes_names_what_stopped_it(tmp_path, victim):
     with pytest.raises(safefiles.Unreadable) as fifo:  # refused at once, never waited on
         safefiles.read_bytes(tmp_path / "fifo", 100)
     assert fifo.value.kind == "not-regular"
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(safefiles.Unreadable) as folder:
+        safefiles.read_bytes(tmp_path / "folder", 100)
+    assert folder.value.kind == "folder"
     (tmp_path / "big").write_bytes(b"x" * 101)
     with pytest.raises(safefiles.Unreadable) as big:
         safefiles.read_bytes(tmp_path / "big", 100)

@@ -16,7 +16,7 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -115,8 +115,8 @@ def write_with(path: Path, writer: Callable[[IO[bytes]], object], option: str = 
 
 
 class Unreadable(ParsimError):
-    """Why ``read_bytes`` refused a file: ``kind`` is ``missing``, ``link``, ``not-regular``,
-    ``too-big`` or ``os``, ``reason`` the system's words (``size``: the file's bytes, for
+    """Why ``read_bytes`` refused a file: ``kind`` is ``missing``, ``link``, ``folder``,
+    ``not-regular``, ``too-big`` or ``os``, ``reason`` the system's words (``size``: the file's bytes, for
     ``too-big``). Each caller words it in its own one line; uncaught, it is still one line (a
     ``ParsimError`` naming the file), never a traceback."""
 
@@ -146,7 +146,7 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
     info = os.fstat(fd)  # before fdopen, which refuses a folder naming the descriptor ('3')
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise Unreadable(path, "not-regular")
+        raise Unreadable(path, "folder" if stat.S_ISDIR(info.st_mode) else "not-regular")
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > max_bytes:
             raise Unreadable(path, "too-big", size=info.st_size)
@@ -156,19 +156,23 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
             raise Unreadable(path, "os", exc.strerror or exc.__class__.__name__) from None
 
 
-def read_text(path: Path, max_bytes: int, option: str = "") -> str:
+def read_text(path: Path, max_bytes: int, option: str = "", said: Mapping[str, str] | None = None) -> str:
     """The UTF-8 text of the regular file ``path`` itself (``read_bytes``), or one line saying why
-    not, naming ``option`` when given."""
+    not, naming ``option`` when given; ``said`` words some refusals (by ``Unreadable.kind``) in the
+    caller's own whole line instead."""
     where = f"'{option}': " if option else ""
     try:
         data = read_bytes(path, max_bytes)
     except Unreadable as why:
-        said = {
+        if said and why.kind in said:
+            raise ParsimError(said[why.kind]) from None
+        line = {
             "link": f"{path} is a symbolic link; parsim does not read through links",
+            "folder": f"{path} is not a regular file",
             "not-regular": f"{path} is not a regular file",
             "too-big": f"{path} has {why.size:,} bytes, above the {max_bytes:,} parsim reads",
-        }.get(why.kind, f"cannot read {path} ({why.reason})")
-        raise ParsimError(where + said) from None
+        }.get(why.kind, f"cannot read {shown_name(path)} ({why.reason})")
+        raise ParsimError(where + line) from None
     if len(data) > max_bytes:  # grew while we read
         raise ParsimError(f"{where}{path} has more than the {max_bytes:,} bytes parsim reads")
     try:

@@ -56,17 +56,14 @@ def read_hardware_text(path: str | Path, option: str = "") -> str:
     Raises:
         ParsimError: a link, a folder, a missing or huge file, not UTF-8 (naming ``option`` when given).
     """
-    path = Path(path)
-    if path.is_symlink():  # never followed, as a model's config.json (safefiles.read_text says so)
-        return safefiles.read_text(path, MAX_FILE_BYTES, option)
-    if path.is_dir():
-        raise ParsimError(f"{path}: is a directory, not a hardware file")
-    if not path.exists():
-        raise ParsimError(f"{path}: no such hardware file")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ParsimError(f"{path}: hardware file is larger than {MAX_FILE_BYTES} bytes")
-    # read_text: no link, a regular file (a FIFO does not hang), UTF-8 (a byte-order mark dropped)
-    return safefiles.read_text(path, MAX_FILE_BYTES, option)
+    # read_text: no link (never followed, as a model's config.json), a regular file (a FIFO does
+    # not hang), bounded, UTF-8 (a byte-order mark dropped); a hardware file's own words for three
+    said = {
+        "folder": f"{path}: is a directory, not a hardware file",
+        "missing": f"{path}: no such hardware file",
+        "too-big": f"{path}: hardware file is larger than {MAX_FILE_BYTES} bytes",
+    }
+    return safefiles.read_text(Path(path), MAX_FILE_BYTES, option, said)
 
 
 def loads_hardware(text: str, source: str = "<toml>") -> ProcessorSpec | LinkSpec | ClusterSpec | NicSpec:

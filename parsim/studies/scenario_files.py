@@ -115,15 +115,14 @@ def load_scenario(path: str | Path) -> Scenario:
         ParsimError: unknown lesson, missing, huge or malformed file, unknown keys, or invalid values.
     """
     path = lessons.find(path)
-    if path.is_dir():
-        raise ParsimError(f"{path}: is a folder, not a scenario file")
-    if not path.exists() and not path.is_symlink():
-        raise ParsimError(f"{path}: no such scenario file")
-    if path.is_file() and not path.is_symlink() and path.stat().st_size > MAX_FILE_BYTES:
-        raise ParsimError(f"{path}: scenario file is larger than {MAX_FILE_BYTES} bytes")
     # read_text: the name itself, never through a link (a dangling one included); a regular file (a
-    # FIFO is refused, not waited on); UTF-8 (a byte-order mark dropped)
-    scenario = loads_scenario(safefiles.read_text(path, MAX_FILE_BYTES), source=str(path))
+    # FIFO is refused, not waited on); bounded; UTF-8 (a byte-order mark dropped)
+    said = {
+        "folder": f"{path}: is a folder, not a scenario file",
+        "missing": f"{path}: no such scenario file",
+        "too-big": f"{path}: scenario file is larger than {MAX_FILE_BYTES} bytes",
+    }
+    scenario = loads_scenario(safefiles.read_text(path, MAX_FILE_BYTES, said=said), source=str(path))
     return _beside(scenario, path.parent)
 
 
