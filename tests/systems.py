@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 
 from parsim.hardware.specs import LinkSpec, MemorySpec, ProcessorSpec, SystemSpec
+from parsim.workloads.llm_config import LlmConfig
 
 MEMORY = MemorySpec(
     bandwidth_Bps=1e9, peak_bandwidth_Bps=2e9, latency_s=1e-6, capacity_B=1e12, per_core_bandwidth_Bps=1e9
@@ -76,3 +77,25 @@ GPU_RAW = {
     "gemm_float16_flops_per_s": 90e12,
     "gemm_float64_flops_per_s": 6.5e12,
 }
+
+
+# a tiny mixture of experts: 4 layers, hidden 64, 8 experts of inner width 128 (SwiGLU), 2 per token
+TINY_MOE = LlmConfig(
+    name="tiny-moe",
+    layers=4,
+    hidden=64,
+    heads=4,
+    kv_heads=4,
+    mlp_hidden=128,
+    vocab=256,
+    context=256,
+    mlp="swiglu",
+    norm="rmsnorm",
+    position="rotary",
+    tied_embeddings=False,
+    bias=False,
+    published_params=0,
+    source="test",
+    experts=8,
+    experts_per_token=2,
+)

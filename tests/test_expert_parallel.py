@@ -29,30 +29,12 @@ from parsim.workloads.base import AllReduce, Block, Workload
 from parsim.workloads.expert_parallel import remote_nodes
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llm_config import LlmConfig
-from parsim.workloads.moe_layer_ops import DISPATCH_OPS
+from parsim.workloads.moe_layer_ops import SMALL_OPS
 from parsim.workloads.registry import make_workload, validate_params
 from parsim.workloads.training import numerics_of
 from parsim.workloads.transformer import transformer_kernels
+from tests.systems import TINY_MOE as TINY
 
-TINY = LlmConfig(
-    name="tiny-moe",
-    layers=4,
-    hidden=64,
-    heads=4,
-    kv_heads=4,
-    mlp_hidden=128,
-    vocab=256,
-    context=256,
-    mlp="swiglu",
-    norm="rmsnorm",
-    position="rotary",
-    tied_embeddings=False,
-    bias=False,
-    published_params=0,
-    source="test",
-    experts=8,
-    experts_per_token=2,
-)
 BASE = {"model": "mixtral-8x7b", "train": True, "dtype": "bfloat16", "optimizer": "adam", "seq": 128}
 
 
@@ -125,7 +107,7 @@ def test_megatron_cores_small_moe_ops_cost_the_host_per_layer_and_pass():
     step = _step(pp=2, ep=4, nodes=2, microbatches=1)
     forward = next(b for b in _blocks(step) if b.name == "F")
     backward = next(b for b in _blocks(step) if b.name == "B")
-    small = [[k for k in b.kernels if k.part == DISPATCH_OPS] for b in (forward, backward)]
+    small = [[k for k in b.kernels if k.part in SMALL_OPS] for b in (forward, backward)]
     assert [len(ops) for ops in small] == [20 * 2, 10 * 2]
     # the first three of each layer's forward ops move the hidden states too (bfloat16, 256 x 64 a
     # GPU): the permutation reads them once and writes their 2 copies, each chunk sort (2 local
@@ -139,7 +121,7 @@ def test_megatron_cores_small_moe_ops_cost_the_host_per_layer_and_pass():
     assert backward_moves == (mirrored + [(indices, indices)] * 7) * 2
     system = registry.system("h100-sxm", "xeon-8480", None, 8, None)
     eager = framework("eager")
-    lean = attrs.evolve(forward, kernels=tuple(k for k in forward.kernels if k.part != DISPATCH_OPS))
+    lean = attrs.evolve(forward, kernels=tuple(k for k in forward.kernels if k.part not in SMALL_OPS))
     seconds = [sum(block_parts(system, eager, b.kernels, (), lambda k: 0.0)) for b in (forward, lean)]
     # dropless routing: each layer's host also waits for its split sizes' read-back: the copy's run
     # (the eager floor) and PCIe's latency, no longer hidden behind the issue

@@ -51,6 +51,7 @@ FACTS = {  # every fact the flat kernel had, and the record it belongs to now
         "in_library_call",
         "launches",
         "host_waits",
+        "graph_node",
     },
 }
 

@@ -18,31 +18,15 @@ from parsim.model.collectives import traffic
 from parsim.results.serving_figures import serve_metrics
 from parsim.workloads.base import AllReduce, Kernel, Workload
 from parsim.workloads.layers import Numerics
-from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.llms import LLMS
 from parsim.workloads.moe import Routing, expected_experts
 from parsim.workloads.serving import NAME, LlmServeParams, check_llm_serve, llm_serve
 from parsim.workloads.transformer import transformer_kernels
+from tests.systems import TINY_MOE
 
 # a tiny MoE: 1 layer, hidden 8, 4 experts of inner width 16 (SwiGLU), 2 per token
-TINY = LlmConfig(
-    name="tiny-moe",
-    layers=1,
-    hidden=8,
-    heads=2,
-    kv_heads=2,
-    mlp_hidden=16,
-    vocab=32,
-    context=64,
-    mlp="swiglu",
-    norm="rmsnorm",
-    position="rotary",
-    tied_embeddings=False,
-    bias=False,
-    published_params=0,
-    source="test",
-    experts=4,
-    experts_per_token=2,
+TINY = attrs.evolve(
+    TINY_MOE, layers=1, hidden=8, heads=2, kv_heads=2, mlp_hidden=16, vocab=32, context=64, experts=4
 )
 # published totals and active parameters per token
 ACTIVE = {

@@ -37,6 +37,10 @@ Sources, abbreviated in the comments:
   per core, 114 MB L3 per CPU, up to 3.1 GHz.
 - [AZ-GB200] Azure/AI-benchmarking-guide@2a370be6de9586d365feed77e014a73f25198f4d
   Azure_Results/ND_GB200_v6_results.md, "CPU STREAM": triad 763 GB/s on an ND GB200 v6 VM (2 Grace).
+- [TE2053] NVIDIA/TransformerEngine issue #2053 "[PyTorch] High CPU overhead on Grace systems"
+  (2025-08-11): host time per Linear forward (BF16, hidden 2048, 8192 tokens), PyTorch's 37.08 us
+  on GB200 and 33.17 us on GH200 against 13.48 us on an H100 DGX (Xeon Platinum 8480C); Transformer
+  Engine's 99.66 us on GB200.
 - [HBV4] Microsoft Learn, Azure HPC STREAM benchmark page: HBv4 (2x 96-core Genoa-X, 12 channels
   DDR5-4800 each) STREAM triad ~650-780 GB/s.
 """
@@ -280,6 +284,13 @@ def _grace(id: str, name: str, cpus: int) -> ProcessorSpec:
         cores=cores,
         lanes_per_core=16,  # [GRACE] 4 SVE2 pipes x 128 bits = 16 float32 lanes with FMA
         clock_Hz=3.0e9,  # estimate: [GRACE] up to 3.1 GHz; ~3.0 GHz all-core under vector load
+        # fitted once against the published GB200 training steps that issue every operator from
+        # Python (Megatron-LM's Qwen3-30B-A3B BF16 recipe, Megatron-Bridge's Llama 3 70B MXFP8 at
+        # 26.04.01: no CUDA graphs): PyTorch's and Transformer Engine's per-operator host work takes
+        # 2x the cycles it takes on the x86 hosts it was fitted on, 1.33x an 8480's time per
+        # operator at parsim's clocks. [TE2053] measures more on one operator: a torch Linear
+        # forward costs the host 37.08 us on GB200 against 13.48 us on an H100 DGX (8480C)
+        framework_cycles_scale=2.0,
         fma=True,  # [GRACE] SVE2 / NEON fused multiply-add
         fp64_ratio=0.5,  # 2 float64 lanes per 128-bit pipe vs 4 float32
         fp16_ratio=2.0,  # [GRACE] Armv9 FP16 arithmetic: 8 half lanes per 128-bit pipe

@@ -146,6 +146,11 @@ class ProcessorSpec:
             as single passes (``{"add": 6.5e9, "maximum": 2.2e9, "exp": 1.2e9, ...}``); where an
             op has a rate it replaces the FLOP/s model. Calibration fills it; presets leave it empty.
         dispatch_s: host-side cost to start one op (NumPy call ~1 us, CUDA launch ~5-25 us).
+        framework_cycles_scale: cycles a deep-learning framework's per-operator host work (Python,
+            PyTorch's dispatcher, Transformer Engine's module code: ``FrameworkSpec`` cycles) takes
+            on this CPU over the x86 servers those cycles were fitted on (1): branchy interpreter
+            code runs at a core's own instructions per cycle, not at its clock alone
+            (``framework_clock_Hz``).
         parallel_dispatch_s: fork/join cost when a CPU op is spread over several cores (waking
             worker threads and waiting for them; a multithreaded BLAS call wakes and joins its
             own); measured by calibration, 0 in the presets.
@@ -208,6 +213,7 @@ class ProcessorSpec:
         factory=tuple, converter=_rate_items, validator=_op_table
     )
     dispatch_s: float = attrs.field(default=1e-6, validator=SECONDS)
+    framework_cycles_scale: float = attrs.field(default=1.0, validator=within(0.1, 100.0))
     parallel_dispatch_s: float = attrs.field(default=0.0, validator=SECONDS)
     interpreted_element_s: float = attrs.field(default=50e-9, validator=within(1e-12, 1e-3, "s"))
     interpreted_loop_scale: tuple[tuple[str, float], ...] = attrs.field(
@@ -245,6 +251,12 @@ class ProcessorSpec:
         if self.sustained_clock_Hz is None:
             return 1.0
         return min(1.0, self.sustained_clock_Hz / self.clock_Hz)
+
+    @property
+    def framework_clock_Hz(self) -> float:
+        """The clock a framework's host work runs at on this CPU as the x86 servers its cycles were
+        fitted on would (``clock_Hz / framework_cycles_scale``)."""
+        return self.clock_Hz / self.framework_cycles_scale
 
     @property
     def is_gpu(self) -> bool:

@@ -5,7 +5,8 @@ A raw call costs the host what its library costs: a NumPy call on a CPU; on a GP
 ``dispatch_s`` of the device), since CuPy is how parsim runs raw work on a GPU. Inside a
 deep-learning framework every operator first pays the framework (Python, dispatcher, autograd,
 allocator): ``op_cycles`` of the host CPU, so a faster host issues faster; a captured CUDA graph
-pays only a share of each launch. A *primitive* op inside an operator's forward (the eight tensor
+pays only a share of each launch (a whole framework run as one, or a node of a graph captured
+inside an eager step: ``Issue.graph_node``). A *primitive* op inside an operator's forward (the eight tensor
 ops of a Hugging Face RMSNorm) pays the framework's ``primitive_cycles`` instead: the dispatcher and
 the launch, not a module call; a kernel the library launches inside an op's call (cuDNN's layout
 transposes) pays its launch alone. On a GPU the host then moves on while the device works, so when
@@ -20,6 +21,7 @@ from parsim.hardware.specs import SystemSpec
 from parsim.stack import DEVICE_FRAMEWORKS, FrameworkSpec
 from parsim.stack import framework as framework_spec
 from parsim.stack.array_library import CUPY
+from parsim.stack.presets import CUDA_GRAPH_LAUNCH_SHARE
 from parsim.workloads.base import Kernel, Op, Transfer
 from parsim.workloads.serving import ENGINE_STEP
 
@@ -50,22 +52,28 @@ def issue_s(
     """
     host = system.host
     if on_host:
-        framework_s = framework.op_host_s(host.clock_Hz) if framework and system.device is None else 0.0
+        framework_s = (
+            framework.op_host_s(host.framework_clock_Hz) if framework and system.device is None else 0.0
+        )
         if framework and isinstance(op, Kernel) and op.part == ENGINE_STEP:  # a serving engine's loop
-            framework_s += framework.serve_step_s(host.clock_Hz, op.work.work_items)
+            framework_s += framework.serve_step_s(host.framework_clock_Hz, op.work.work_items)
         return framework_s + host.dispatch_s
     launch = system.gpu.dispatch_s
     if framework is None and system.gpu.kind in DEVICE_FRAMEWORKS:  # a TPU's raw call: one jitted call
-        return framework_spec(DEVICE_FRAMEWORKS[system.gpu.kind]).step_host_s(host.clock_Hz) + launch
+        return (
+            framework_spec(DEVICE_FRAMEWORKS[system.gpu.kind]).step_host_s(host.framework_clock_Hz) + launch
+        )
     if framework is None:
         kind = call_kind(op) if op is not None else None
         return launch if kind is None else CUPY.call_s(kind, launch)
     if isinstance(op, Kernel):  # a library call may launch several kernels for it (``Issue.launches``)
         launch *= op.issue.launches
+    if isinstance(op, Kernel) and op.issue.graph_node:  # replayed by the driver from a captured graph
+        return CUDA_GRAPH_LAUNCH_SHARE * launch
     if isinstance(op, Kernel) and op.issue.in_library_call:  # the op whose call launched it paid the rest
         return framework.launch_share * launch
     primitive = isinstance(op, Kernel) and op.issue.primitive
-    return framework.op_host_s(host.clock_Hz, primitive) + framework.launch_share * launch
+    return framework.op_host_s(host.framework_clock_Hz, primitive) + framework.launch_share * launch
 
 
 def step_issue_s(system: SystemSpec, framework: FrameworkSpec | None, index: int, per_instance: int) -> float:
@@ -73,4 +81,4 @@ def step_issue_s(system: SystemSpec, framework: FrameworkSpec | None, index: int
     instance of ``per_instance`` ops); 0 for every other op and for frameworks that issue per op."""
     if framework is None or not framework.step_cycles or index % per_instance:
         return 0.0
-    return framework.step_host_s(system.host.clock_Hz)
+    return framework.step_host_s(system.host.framework_clock_Hz)

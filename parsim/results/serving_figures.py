@@ -128,7 +128,9 @@ def serve_metrics(workload: Workload, system: SystemSpec, prediction: Prediction
     ends = phase_ends(prediction)
     per_token = ends.get("decode", ends["prefill"]) - ends["prefill"]
     # the engine's offline runtime sets each generate() call up and syncs its first token back
-    call_s = stack.framework(str(params.get("framework", "cuda-graph"))).call_s(system.host.clock_Hz)
+    call_s = stack.framework(str(params.get("framework", "cuda-graph"))).call_s(
+        system.host.framework_clock_Hz
+    )
     first_token = ends["prefill"] + call_s
     e2e = first_token + (output - 1) * per_token
     config = llm(params["model"])

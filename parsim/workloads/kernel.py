@@ -282,6 +282,7 @@ class Kernel:
         in_library_call: bool = False,
         launches: int = 1,
         host_waits: bool = False,
+        graph_node: bool = False,
     ) -> Kernel:
         """A kernel from its facts given flat, each filed into its record: what a builder writes,
         and a workload's size-dependent quantities (``Vectorised.kernel``) as they are. Spelled
@@ -310,6 +311,7 @@ class Kernel:
             in_library_call,
             launches,
             host_waits,
+            graph_node,
         )
         return cls(
             name,

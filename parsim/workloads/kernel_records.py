@@ -158,6 +158,9 @@ class Issue(NamedTuple):
             else (a synchronising device-to-host copy: ``tensor.cpu()``, ``Event.synchronize``),
             so its issue, its run and the copy's trip over the host link run in series: nothing
             of the host's is overlapped with it (``model.blocks``).
+        graph_node: a node of a captured CUDA graph the host replays (``workloads.cuda_graphs``):
+            no framework work of its own, only the driver's share of a launch; the graph's first
+            kernel stands for the replay's call.
     """
 
     python_ops_per_item: float = 1.0
@@ -167,6 +170,7 @@ class Issue(NamedTuple):
     in_library_call: bool = False
     launches: int = 1
     host_waits: bool = False
+    graph_node: bool = False
 
 
 _record = tuple.__new__  # ``_record(Work, values)``: a record from all its fields in order (``but``)

@@ -38,6 +38,9 @@ how the load is split and how batons move, never what a token costs:
   the forward and the weight gradient) with their scales, after a 16-bit norm. The weights are
   cast once a step after the optimizer's update. Attention, norms, the embedding and the LM head
   stay in 16 bits, as Transformer Engine leaves them.
+- **per-layer CUDA graphs** (``cuda_graphs``, Megatron-Core's ``--cuda-graph-scope``): the captured
+  parts of each layer replay from a graph, one call for the host instead of one per operator
+  (``cuda_graphs``).
 - **gradient accumulation** is ``microbatches``: the micro-batches of a step run before the
   data-parallel reduction, which happens once per step.
 """
@@ -48,6 +51,7 @@ import attrs
 
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
+from parsim.workloads import cuda_graphs
 from parsim.workloads.base import AllReduce, Kernel, Params
 from parsim.workloads.moe import GROUPED_GEMM
 from parsim.workloads.transformer_ops import REPLICATED
@@ -67,6 +71,7 @@ class Features:
     virtual_stages: int = 1
     fp8: bool = False
     fp8_recipe: str = "delayed"
+    cuda_graphs: tuple[str, ...] = ()  # the captured per-layer scopes (``cuda_graphs``)
 
 
 def features_of(params: Params) -> Features:
@@ -78,6 +83,7 @@ def features_of(params: Params) -> Features:
         int(params.get("virtual_stages", 1)),
         bool(params.get("fp8", False)),
         str(params.get("fp8_recipe", "delayed")),
+        cuda_graphs.scopes_of(params),
     )
 
 

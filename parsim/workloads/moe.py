@@ -64,6 +64,8 @@ CAPACITY_FACTOR_FIELD: Any = Field(
     description="mixture of experts: rows an expert takes over the mean (0: dropless)",
 )
 
+ROUTER = "router"
+"""``Kernel.part`` of the router's GEMMs (its forward and both gradients)."""
 ROUTE = "route"
 """``Kernel.part`` of the softmax/top-k: the all-to-all dispatch goes after it."""
 EXPERT_ACT = "experts act"
@@ -168,7 +170,7 @@ def moe_mlp(
             (tokens * d + d * experts) * s,
             tokens * experts * s,
             cold=d * experts * s,
-            part="router",
+            part=ROUTER,
         )
     )
     ops.forward.append(
@@ -218,7 +220,16 @@ def _router_backward(ops: Ops, layer: str, tokens: int, d: int, experts: int, k:
     s = ops.size
     scores = tokens * experts
     return [
-        ops.gemm(layer, "router bwd-weight", d, experts, tokens, (tokens * d + scores) * s, d * experts * s),
+        ops.gemm(
+            layer,
+            "router bwd-weight",
+            d,
+            experts,
+            tokens,
+            (tokens * d + scores) * s,
+            d * experts * s,
+            part=ROUTER,
+        ),
         ops.gemm(
             layer,
             "router bwd-data",
@@ -228,8 +239,17 @@ def _router_backward(ops: Ops, layer: str, tokens: int, d: int, experts: int, k:
             (scores + d * experts) * s,
             tokens * d * s,
             cold=d * experts * s,
+            part=ROUTER,
         ),
-        ops.kernel(layer, "softmax top-k bwd", 3.0 * scores, (scores + tokens * k) * s, scores * s, scores),
+        ops.kernel(
+            layer,
+            "softmax top-k bwd",
+            3.0 * scores,
+            (scores + tokens * k) * s,
+            scores * s,
+            scores,
+            part=ROUTE,
+        ),
     ]
 
 

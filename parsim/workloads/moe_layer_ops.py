@@ -31,10 +31,22 @@ moe_utils.py's ``permute``, ``sort_chunks_by_idxs`` (tokens and probabilities) a
 with the probabilities' own all-to-all (~7)."""
 ROUTING_B = 4  # an int32 expert index or a float32 probability
 DISPATCH_OPS = "moe dispatch"
-"""``Kernel.part`` of those small ops."""
+"""``Kernel.part`` of those small ops, but the router's and the preprocess's."""
 MCORE_MOE_BACKWARD_OPS = 10
 """Their autograd counterparts that launch work: the permutations' and sorts' gathers, the
 probabilities' all-to-all and the auxiliary loss's gradient (counted as above)."""
+ROUTER_OPS = 5
+"""The first forward ops of those: the router's (its auxiliary loss and token counts), which a
+``moe_router`` CUDA graph captures with the router (``cuda_graphs``)."""
+ROUTER_SMALL_OPS = "moe router ops"
+"""``Kernel.part`` of those."""
+PREPROCESS_OPS = 8
+"""The next ones: the dispatcher's ``preprocess`` (the per-expert and per-rank sums, the counts'
+all-gather), which a ``moe_preprocess`` graph adds to the router's."""
+PREPROCESS = "moe preprocess"
+"""``Kernel.part`` of those."""
+SMALL_OPS = (ROUTER_SMALL_OPS, PREPROCESS, DISPATCH_OPS)
+"""``Kernel.part`` of every small op of ``layer_ops``."""
 SPLIT_SIZES_READ_BACK = MCORE_MOE_FORWARD_OPS - 1
 """The forward op that stands for the dispatcher's device-to-host copy of the token counts, on which
 the host waits once per MoE layer's forward when routing is dropless (``dropless_syncs``)."""
@@ -120,11 +132,18 @@ def layer_ops(
                 device=device,
                 layer=layer,
                 cold_bytes=float(read_B + written_B),
-                part=DISPATCH_OPS,
+                part=DISPATCH_OPS if is_backward else _forward_part(index),
                 host_waits=syncs and index == SPLIT_SIZES_READ_BACK,
             )
         )
     return tuple(made)
+
+
+def _forward_part(index: int) -> str:
+    """The part of forward small op ``index``: the router's first, then the preprocess's."""
+    if index < ROUTER_OPS:
+        return ROUTER_SMALL_OPS
+    return PREPROCESS if index < ROUTER_OPS + PREPROCESS_OPS else DISPATCH_OPS
 
 
 TE_COMPUTE_STREAMS = 4

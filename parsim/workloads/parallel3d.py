@@ -33,7 +33,7 @@ import attrs
 
 from parsim.base import collector, units
 from parsim.base.dtypes import itemsize
-from parsim.workloads import expert_parallel, megatron, moe_layer_ops
+from parsim.workloads import cuda_graphs, expert_parallel, megatron, moe_layer_ops
 from parsim.workloads import pipeline_schedule as schedule
 from parsim.workloads.base import AllReduce, Block, Kernel, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
@@ -182,6 +182,7 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
 
     flex = params.get("dispatcher", "alltoall") == "flex"
     syncs = moe_layer_ops.dropless_syncs(params)  # the host waits for the token counts per layer
+    sublayers = cuda_graphs.sublayers_of(config.layers)  # each layer name -> attn or mlp
 
     def moe_ops(layer: str) -> tuple[Kernel, ...]:
         return moe_layer_ops.layer_ops(
@@ -203,6 +204,9 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                     small = moe_ops(block_layers(i)[1])
                     fwd += small[: moe_layer_ops.MCORE_MOE_FORWARD_OPS]
                     bwd += small[moe_layer_ops.MCORE_MOE_FORWARD_OPS :]
+            # per-layer CUDA graphs: the captured scopes replay, one call per layer and graph
+            fwd = cuda_graphs.captured(fwd, features.cuda_graphs, sublayers)
+            bwd = cuda_graphs.captured(bwd, features.cuda_graphs, sublayers)
             tp_fwd = megatron.tp_collectives(size_B, lay.tp, layers, "forward", features.sequence_parallel)
             tp_bwd = megatron.tp_collectives(size_B, lay.tp, layers, "backward", features.sequence_parallel)
             a2a_fwd = expert_parallel.dispatch_collectives(

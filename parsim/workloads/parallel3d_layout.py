@@ -18,7 +18,7 @@ import attrs
 
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads import expert_parallel, megatron
+from parsim.workloads import cuda_graphs, expert_parallel, megatron
 from parsim.workloads.base import Params
 from parsim.workloads.layers import Numerics
 from parsim.workloads.llms import LlmConfig
@@ -95,6 +95,7 @@ def layout(config: LlmConfig, params: Params) -> Layout:
         )
     megatron.check(megatron.features_of(params), params, config.layers, pp, microbatches)
     expert_parallel.check(config, params, tp, dp, cp)
+    cuda_graphs.check(config, params)
     return Layout(tp, pp, dp, per_node, microbatches, params["batch"] // (dp * microbatches), cp, chunks)
 
 

@@ -199,6 +199,12 @@ class NetworkParams(_ModelParams):
     ep_overlap: bool = Field(
         False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
     )
+    cuda_graphs: str = Field(
+        "",
+        max_length=80,
+        description="CUDA graphs (Megatron-Core's --cuda-graph-scope): comma-separated attn, mlp, "
+        "moe_router, moe_preprocess, or full_iteration alone; empty or none: eager",
+    )
     imbalance: float = IMBALANCE_FIELD
     capacity_factor: float = CAPACITY_FACTOR_FIELD
     pipeline_events: bool = Field(

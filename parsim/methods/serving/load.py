@@ -150,7 +150,9 @@ def run(
     config = server(params, system)
     priced = steps if steps is not None else model_steps(params, device, host, link, method)
     # the engine's front end (HTTP, tokenising) holds each request before the scheduler sees it
-    request_s = stack.framework(str(params.get("framework", "cuda-graph"))).request_s(system.host.clock_Hz)
+    request_s = stack.framework(str(params.get("framework", "cuda-graph"))).request_s(
+        system.host.framework_clock_Hz
+    )
     entered = attrs.evolve(stream, arrival_s=stream.arrival_s + request_s) if request_s else stream
     if config.disaggregated is None:
         outcome, transfers = simulate(entered, config, priced), None

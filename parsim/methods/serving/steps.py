@@ -113,7 +113,7 @@ class ModelSteps:
         valid = validate_params(SERVE, {**fixed, "prompt": 1, "output": 2})
         self.context = llm(str(valid["model"])).context
         self.engine = stack.framework(str(valid["framework"]))
-        self.clock_Hz = registry.system(device, host, link, int(valid["gpus"])).host.clock_Hz
+        self.clock_Hz = registry.system(device, host, link, int(valid["gpus"])).host.framework_clock_Hz
         self.longest = self.context - 2  # llm_serve's prompt + output=2 stays within the context
         self.prompts = grid(self.longest)
         self.batches = grid(max(2, min(max_batch, 4096)))
