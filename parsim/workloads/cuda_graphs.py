@@ -29,10 +29,12 @@ megatron/core/transformer/transformer_config.py (``cuda_graph_modules``) defines
 
 The permutations, the all-to-alls, the expert GEMMs and the combine stay eager: routing that drops
 no token sizes them on the host from the counts the GPU computed. Megatron-Core refuses the same
-combinations parsim does (``check``): ``moe_preprocess`` without ``moe_router``, ``mlp`` on a MoE
-model or the MoE scopes on a dense one, ``moe_preprocess`` with the all-to-all dispatcher dropping
-tokens (a device-to-host copy inside the preprocess), and full recomputation under per-layer
-graphs (only a whole iteration's graph recomputes).
+combinations parsim does (``check``): ``moe_preprocess`` without ``moe_router``, ``mlp`` on a model
+whose every layer is a mixture of experts (parsim's MoE models) or the MoE scopes on a dense one,
+and full recomputation under per-layer graphs (only a whole iteration's graph recomputes). Its
+refusal of ``moe_preprocess`` with the all-to-all dispatcher when the preprocess copies counts to
+the host applies to dropping without padding, which parsim does not model: ``capacity_factor`` > 0
+here drops and pads, and the preprocess then stays on the GPU.
 """
 
 from __future__ import annotations
@@ -72,8 +74,7 @@ def check(config: LlmConfig, params: Params) -> None:
     Raises:
         ParsimError: an unknown scope, ``full_iteration`` with another scope or over dropless
             routing, ``moe_preprocess`` without ``moe_router``, ``mlp`` on a MoE
-            model, a MoE scope on a dense one, ``moe_preprocess`` under the all-to-all dispatcher
-            with a capacity factor, or ``recompute=full`` with per-layer scopes.
+            model, a MoE scope on a dense one, or ``recompute=full`` with per-layer scopes.
     """
     scopes = scopes_of(params)
     if not scopes:
@@ -99,11 +100,6 @@ def check(config: LlmConfig, params: Params) -> None:
     if not config.moe and ("moe_router" in scopes or "moe_preprocess" in scopes):
         raise ParsimError(
             f"{name} moe_router and moe_preprocess need a mixture of experts; {config.name} is dense"
-        )
-    if "moe_preprocess" in scopes and dropping and params.get("dispatcher", "alltoall") == "alltoall":
-        raise ParsimError(
-            f"{name} moe_preprocess cannot be captured with dispatcher=alltoall and capacity_factor "
-            f"{params['capacity_factor']}: the preprocess copies the counts to the host"
         )
     if params.get("recompute", "none") == "full" and FULL not in scopes:
         raise ParsimError(

@@ -259,6 +259,7 @@ _RULES: dict[type, dict[str, Any]] = {
         "in_library_call": boolean,
         "launches": non_negative_int,
         "host_waits": boolean,
+        "graph_node": boolean,
     },
 }
 
@@ -321,6 +322,7 @@ def _good_issue(i: Issue) -> bool:
         and type(i.launches) is int
         and i.launches >= 0
         and type(i.host_waits) is bool
+        and type(i.graph_node) is bool
     )
 
 

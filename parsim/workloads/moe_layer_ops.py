@@ -36,8 +36,8 @@ MCORE_MOE_BACKWARD_OPS = 10
 """Their autograd counterparts that launch work: the permutations' and sorts' gathers, the
 probabilities' all-to-all and the auxiliary loss's gradient (counted as above)."""
 ROUTER_OPS = 5
-"""The first forward ops of those: the router's (its auxiliary loss and token counts), which a
-``moe_router`` CUDA graph captures with the router (``cuda_graphs``)."""
+"""Of those, after the ones that move the hidden states: the router's (its auxiliary loss and token
+counts), which a ``moe_router`` CUDA graph captures with the router (``cuda_graphs``)."""
 ROUTER_SMALL_OPS = "moe router ops"
 """``Kernel.part`` of those."""
 PREPROCESS_OPS = 8
@@ -132,7 +132,7 @@ def layer_ops(
                 device=device,
                 layer=layer,
                 cold_bytes=float(read_B + written_B),
-                part=DISPATCH_OPS if is_backward else _forward_part(index),
+                part=DISPATCH_OPS if is_backward or place < len(moves) else _forward_part(place - len(moves)),
                 host_waits=syncs and index == SPLIT_SIZES_READ_BACK,
             )
         )
@@ -140,7 +140,9 @@ def layer_ops(
 
 
 def _forward_part(index: int) -> str:
-    """The part of forward small op ``index``: the router's first, then the preprocess's."""
+    """The part of the ``index``-th forward small op after those that move the hidden states (the
+    permutation and the chunk sorts, ``hidden_moves``, which no graph holds): the router's first,
+    then the preprocess's."""
     if index < ROUTER_OPS:
         return ROUTER_SMALL_OPS
     return PREPROCESS if index < ROUTER_OPS + PREPROCESS_OPS else DISPATCH_OPS

@@ -43,6 +43,7 @@ from parsim.workloads.parallel3d_layout import Layout as Layout
 from parsim.workloads.parallel3d_layout import applies as applies
 from parsim.workloads.parallel3d_layout import layout as layout
 from parsim.workloads.parallel3d_layout import memory_needs as memory_needs
+from parsim.workloads.parallel3d_layout import split_fields as split_fields
 from parsim.workloads.parallel3d_layout import splits as splits
 from parsim.workloads.records import Record, figure
 from parsim.workloads.transformer import transformer_kernels

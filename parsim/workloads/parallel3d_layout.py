@@ -25,12 +25,27 @@ from parsim.workloads.llms import LlmConfig
 from parsim.workloads.needs import MemoryNeeds
 from parsim.workloads.transformer_memory import stage_layers, transformer_needs
 
+SPLIT_KEYS = ("gpus", "nodes", "tp", "pp", "microbatches", "cp", "ep")
+"""The parameters that split a network's step over GPUs when above 1."""
+
 
 def applies(params: Params) -> bool:
-    """The step is split over GPUs (or recomputes activations): the 3D path, not one GPU's program."""
-    split = any(params.get(key, 1) > 1 for key in ("gpus", "nodes", "tp", "pp", "microbatches", "cp", "ep"))
-    features = megatron.features_of(params)
-    return split or params.get("recompute", "none") != "none" or features != megatron.Features()
+    """The step is split over GPUs, recomputes activations or turns a Megatron feature on (FP8, CUDA
+    graphs...): the 3D path, not one GPU's program."""
+    return bool(split_fields(params))
+
+
+def split_fields(params: Params) -> list[str]:
+    """The parameters that take ``params`` to the 3D path (``applies``), as ``key=value``."""
+    named = [f"{key}={params[key]}" for key in SPLIT_KEYS if params.get(key, 1) > 1]
+    if params.get("recompute", "none") != "none":
+        named.append(f"recompute={params['recompute']}")
+    defaults = attrs.asdict(megatron.Features())
+    for name, value in attrs.asdict(megatron.features_of(params)).items():
+        if value != defaults[name]:
+            shown = ",".join(value) if isinstance(value, list | tuple) else value
+            named.append(f"{name}={str(shown).lower() if isinstance(value, bool) else shown}")
+    return named
 
 
 @attrs.frozen

@@ -76,9 +76,9 @@ def network(params: Params) -> Workload:
     if parallel3d.applies(params):
         if not is_llm(params["model"]) or not params["train"]:
             raise ParsimError(
-                "network: gpus, nodes, tp, pp, microbatches and recompute apply to training a language "
-                f"model; {params['model']} {'trains' if params['train'] else 'infers'} on one GPU "
-                "(use data_parallel or serve for several)"
+                f"network: {', '.join(parallel3d.split_fields(params))} need the 3D-parallel step of a "
+                f"language model in training; {params['model']} {'trains' if params['train'] else 'infers'} "
+                "on one GPU (use data_parallel or serve for several)"
             )
         if params.get("code", "fused") != "fused":
             raise ParsimError(
