@@ -224,3 +224,22 @@ def test_a_hardware_file_sets_and_bounds_the_framework_cycles_scale():
             text.replace("framework_cycles_scale = 1.0", "framework_cycles_scale = 500"), "arm.toml"
         )
     assert "500" in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.slow
+def test_the_app_takes_cuda_graphs_as_text_and_says_what_is_wrong_with_it():
+    from tests.apptest import app
+
+    query = {
+        "explore_device": "h100-sxm",
+        "explore_workload": "network",
+        "explore_network_model": "gpt2",
+        "explore_network_train": "true",
+        "explore_network_gpus": "2",
+        "explore_network_batch": "2",
+        "explore_network_cuda_graphs": "attn,router",
+    }
+    at = app("explore", query=query)
+    assert at.text_input(key="explore_network_cuda_graphs").value == "attn,router"
+    errors = [e.value for e in at.error]
+    assert any("'cuda_graphs' scope 'router' is not one of attn" in e for e in errors), errors

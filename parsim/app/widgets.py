@@ -274,6 +274,17 @@ def _field_input(field: str, info, default, key: str):
         )
     if annotation is bool:
         return st.checkbox(field, value=bool(default), key=key, bind="query-params")
+    if annotation is str:  # a free list (cuda_graphs=attn,moe_router): the model validates it
+        limit = next((m.max_length for m in info.metadata if getattr(m, "max_length", None)), 200)
+        text = st.text_input(
+            field,
+            value=str(default or ""),
+            max_chars=limit,
+            key=key,
+            help=info.description,
+            bind="query-params",
+        )
+        return str(text or "")
     low, high = number_bounds(info, whole=annotation is not float)
     if annotation is float:  # a float field (bytes, MB) keeps its fractions
         low, high = float(low), float(high)
