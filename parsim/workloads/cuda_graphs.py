@@ -58,6 +58,8 @@ SCOPE_OF_PART = {
 """A MoE layer's kernels a router or preprocess graph holds, by ``Kernel.part``: the router's GEMMs,
 its softmax and top-k, its small ops; the preprocess's small ops. (The norm before the router,
 which Megatron-Core's graph holds too, runs eagerly here: one operator a layer and pass.)"""
+GRAPH_OF = {"moe_preprocess": "moe_router"}
+"""Scopes captured in another scope's graph: the preprocess extends the router's."""
 
 
 def scopes_of(params: Params) -> tuple[str, ...]:
@@ -114,10 +116,9 @@ def scope_of(kernel: Kernel, scopes: tuple[str, ...], sublayers: dict[str, str])
     for the MoE scopes."""
     if FULL in scopes:
         return FULL
-    sublayer = sublayers.get(kernel.layer, "")
-    if sublayer == "attn" or (sublayer == "mlp" and "mlp" in scopes):
-        return sublayer if sublayer in scopes else ""
-    scope = SCOPE_OF_PART.get(kernel.part, "") if sublayer == "mlp" else ""
+    scope = sublayers.get(kernel.layer, "")
+    if scope == "mlp" and "mlp" not in scopes:  # a MoE layer: only its router's and preprocess's kernels
+        scope = SCOPE_OF_PART.get(kernel.part, "")
     return scope if scope in scopes else ""
 
 
@@ -143,11 +144,8 @@ def captured(kernels: list[Kernel], scopes: tuple[str, ...], sublayers: dict[str
     made = []
     for kernel in kernels:
         scope = scope_of(kernel, scopes, sublayers)
-        graph = (kernel.layer, "moe" if scope.startswith("moe") else scope)
-        if scope and graph in called:
-            made.append(kernel.but(graph_node=True))
-            continue
-        if scope:
-            called.add(graph)
-        made.append(kernel)
+        graph = (kernel.layer, GRAPH_OF.get(scope, scope))
+        replayed = bool(scope) and graph in called
+        called.add(graph)
+        made.append(kernel.but(graph_node=True) if replayed else kernel)
     return made
