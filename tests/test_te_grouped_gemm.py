@@ -97,9 +97,9 @@ def test_the_flex_dispatchers_hybridep_permutes_inside_its_exchange():
 
     qwen = llm("qwen3-30b-a3b")  # 8 experts per token
     # all-to-all: permute (T in, 8 T out), two chunk sorts (8 T in and out); backward mirrored
-    assert hidden_moves(qwen, 16, flex=False) == ([(1, 8), (8, 8), (8, 8)], [(8, 8), (8, 8), (8, 1)])
-    assert hidden_moves(qwen, 1, flex=False) == ([(1, 8)], [(8, 1)])  # one local expert: no sorts
-    assert hidden_moves(qwen, 16, flex=True) == ([], [])
+    assert hidden_moves(qwen, 16, "alltoall") == ([(1, 8), (8, 8), (8, 8)], [(8, 8), (8, 8), (8, 1)])
+    assert hidden_moves(qwen, 1, "alltoall") == ([(1, 8)], [(8, 1)])  # one local expert: no sorts
+    assert hidden_moves(qwen, 16, "hybridep", ep=8) == ([], [])
 
 
 def test_the_gate_half_runs_inside_fc1s_launches():

@@ -71,7 +71,7 @@ from parsim.base.errors import ParsimError
 from parsim.workloads.base import AllReduce, Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.megatron import optimizer_sync
-from parsim.workloads.moe import EXPERT_NODE, Routing, dispatch_B
+from parsim.workloads.moe import EXPERT_NODE, Routing, dispatch_B, groups_touched
 from parsim.workloads.transformer_memory import stage_params
 from parsim.workloads.transformer_ops import block_layers
 
@@ -95,8 +95,9 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
         ParsimError: ``ep`` > 1 on a dense model, ``ep`` not dividing the experts, ``ep x
             expert_tp`` not dividing the ``tp x dp x cp`` GPUs they are carved from, ``expert_tp``
             not dividing ``tp`` or the experts' width, expert and tensor parallelism without
-            sequence parallelism, or overlapped all-to-alls under full recomputation or in a pipeline
-            without virtual stages (NVIDIA/Megatron-LM@92c8482e megatron/core/transformer/
+            sequence parallelism, overlapped all-to-alls under full recomputation or in a pipeline
+            without virtual stages, or a flex backend named without the flex dispatcher
+            (NVIDIA/Megatron-LM@92c8482e megatron/core/transformer/
             transformer_config.py asserts both).
     """
     ep, etp = ep_of(params), expert_tp_of(params)
@@ -104,6 +105,12 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
         raise ParsimError(
             f"{NAME}: 'expert_tp' must divide tp={tp} and {config.name}'s expert width "
             f"{config.mlp_hidden}: {etp}"
+        )
+    flex = params.get("dispatcher", "alltoall") == "flex"
+    if params.get("flex_backend", "hybridep") != "hybridep" and not flex:
+        raise ParsimError(
+            f"{NAME}: flex_backend={params['flex_backend']} needs dispatcher=flex (the backend of "
+            "Megatron-Core's flex token dispatcher)"
         )
     if ep == 1 and etp == tp:
         return
@@ -216,7 +223,7 @@ def remote_nodes(experts: int, top_k: int, nodes: int) -> float:
     nodes, picked uniformly) live on: ``(N - 1) (1 - C(E - E/N, k) / C(E, k))``."""
     if nodes <= 1:
         return 0.0
-    return (nodes - 1) * (1.0 - math.comb(experts - experts // nodes, top_k) / math.comb(experts, top_k))
+    return groups_touched(experts, top_k, nodes) * (nodes - 1) / nodes
 
 
 def flex_exchange(

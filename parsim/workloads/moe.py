@@ -75,10 +75,19 @@ COMBINE = "combine"
 GROUPED_GEMM = "grouped gemm"
 """``Work.op`` of an expert GEMM over every local expert's rows (``Kernel.work.op``): what a library
 may run as one GEMM per expert (``moe_layer_ops.per_expert_gemms``)."""
-EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE)
+QUANTIZATION_PADDING = "experts padding"
+"""``Kernel.part`` of the copies that pad each expert's rows to a quantised GEMM's alignment and
+strip the padding again (``moe_layer_ops.quantization_padding``)."""
+EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE, QUANTIZATION_PADDING)
 """The ``Kernel.part`` of the kernels Megatron-Core's combined 1F1B schedule runs as a MoE layer's
-``mlp`` node (the grouped GEMMs, their activation, the combine); the rest of the layer is its
-``attn`` node (``expert_parallel.paired_collectives``)."""
+``mlp`` node (the grouped GEMMs, their activation, the combine, the experts' padding); the rest of
+the layer is its ``attn`` node (``expert_parallel.paired_collectives``)."""
+
+
+def groups_touched(experts: int, top_k: int, groups: int) -> float:
+    """Expected groups a token's ``top_k`` experts (of ``experts`` spread evenly over ``groups``
+    groups, picked uniformly) live in: ``G (1 - C(E - E/G, k) / C(E, k))``."""
+    return groups * (1.0 - math.comb(experts - experts // groups, top_k) / math.comb(experts, top_k))
 
 
 @attrs.frozen

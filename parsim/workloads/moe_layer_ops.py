@@ -6,7 +6,8 @@ and Transformer Engine actually issue on one GPU of the 3D-parallel step (``para
 forward and ~10 backward small framework ops per layer and micro-batch (router bookkeeping, the
 token dispatcher's counts, permutations and chunk sorts, whose first passes move the hidden states:
 ``layer_ops``, ``hidden_moves``), the forward's host wait for the token counts when routing is
-dropless (``dropless_syncs``), and each grouped expert GEMM as Transformer Engine runs it: one
+dropless (``dropless_syncs``), the copies that pad the experts' rows for FP8 GEMMs
+(``quantization_padding``), and each grouped expert GEMM as Transformer Engine runs it: one
 cuBLAS GEMM per local expert, four streams at a time, the gate half inside fc1's
 (``per_expert_gemms``). The collectives and the memory of expert parallelism are
 ``expert_parallel``'s, which re-exports these names.
@@ -19,7 +20,7 @@ import math
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
-from parsim.workloads.moe import GROUPED_GEMM
+from parsim.workloads.moe import GROUPED_GEMM, QUANTIZATION_PADDING, groups_touched
 
 MCORE_MOE_FORWARD_OPS = 20
 """Forward framework ops of Megatron-Core's MoE layer besides its router GEMM, top-k, grouped GEMMs,
@@ -71,11 +72,25 @@ def dropless_syncs(params: Params) -> bool:
     return float(params.get("capacity_factor", 0.0)) == 0.0
 
 
-Moves = list[tuple[int, int]]
+Moves = list[tuple[float, float]]
 """``(read, written)`` passes over the hidden states, in a GPU's tokens' ``T x hidden``."""
 
+DISPATCHERS = ("alltoall", "hybridep", "deepep")
+"""The token dispatchers ``dispatcher_of`` names: Megatron-Core's all-to-all one, or the flex
+dispatcher's backend (``flex_backend``)."""
 
-def hidden_moves(config: LlmConfig, local: int, flex: bool) -> tuple[Moves, Moves]:
+
+def dispatcher_of(params: Params) -> str:
+    """The token dispatcher a step runs (``DISPATCHERS``): ``alltoall``, or with ``dispatcher=flex``
+    its ``flex_backend`` (HybridEP unless DeepEP is named)."""
+    if params.get("dispatcher", "alltoall") != "flex":
+        return "alltoall"
+    return str(params.get("flex_backend", "hybridep"))
+
+
+def hidden_moves(
+    config: LlmConfig, local: int, dispatcher: str = "alltoall", ep: int = 1
+) -> tuple[Moves, Moves]:
     """The dispatcher's passes over the hidden states of one MoE layer and micro-batch, forward and
     backward: ``(read, written)`` each, in a GPU's tokens' hidden states (``T x hidden``).
 
@@ -87,11 +102,18 @@ def hidden_moves(config: LlmConfig, local: int, flex: bool) -> tuple[Moves, Move
     (``combine_preprocess``); the unpermutation after the combine is ``moe.moe_mlp``'s combine.
     Their gradients mirror them (the permutation's gathers and sums its k copies). The flex
     dispatcher's HybridEP backend permutes inside its dispatch and combine kernels
-    (``_HybridEPManager.get_permuted_hidden_states_by_experts`` returns its input), so none."""
+    (``_HybridEPManager.get_permuted_hidden_states_by_experts`` returns its input), so none. Its
+    DeepEP backend receives each token once per GPU its experts live on (``ep`` GPUs:
+    ``moe.groups_touched`` of them, T of each GPU's tokens each) and permutes them into its local
+    experts' k T rows after the dispatch (``_DeepepManager.get_permuted_hidden_states_by_experts``:
+    ``permute``, in the same file at d98e8a64 and 7146484); the gradient gathers them back."""
     k = config.experts_per_token
-    if flex:
+    if dispatcher == "hybridep":
         return [], []
-    sorts = [(k, k), (k, k)] if local > 1 else []
+    if dispatcher == "deepep":
+        received = groups_touched(config.experts, k, ep)
+        return [(received, k)], [(k, received)]
+    sorts: Moves = [(k, k), (k, k)] if local > 1 else []
     return [(1, k), *sorts], [*sorts, (k, 1)]
 
 
@@ -102,18 +124,20 @@ def layer_ops(
     dtype: str,
     device: int,
     local: int = 1,
-    flex: bool = False,
+    dispatcher: str = "alltoall",
+    ep: int = 1,
     syncs: bool = False,
 ) -> tuple[Kernel, ...]:
     """``MCORE_MOE_FORWARD_OPS`` then ``MCORE_MOE_BACKWARD_OPS`` small kernels of one MoE layer and
     micro-batch (``tokens``: this GPU's): each a pass over the tokens' k expert indices and
     probabilities (4 bytes each), what the framework's per-op host cost then prices; the first of
-    each pass are the dispatcher's permutations (``hidden_moves``: ``local`` experts here, the flex
-    dispatcher or not), which move the hidden states too. With ``syncs`` (``dropless_syncs``) the
-    host waits for the forward's read-back of the split sizes (``SPLIT_SIZES_READ_BACK``)."""
+    each pass are the dispatcher's permutations (``hidden_moves``: ``local`` experts here, over
+    ``ep`` GPUs, as ``dispatcher`` runs them), which move the hidden states too. With ``syncs``
+    (``dropless_syncs``) the host waits for the forward's read-back of the split sizes
+    (``SPLIT_SIZES_READ_BACK``)."""
     routed = tokens * config.experts_per_token
     hidden_B = tokens * config.hidden * itemsize(dtype)
-    forward, backward = hidden_moves(config, local, flex)
+    forward, backward = hidden_moves(config, local, dispatcher, ep)
     made = []
     for index in range(MCORE_MOE_FORWARD_OPS + MCORE_MOE_BACKWARD_OPS):
         is_backward = index >= MCORE_MOE_FORWARD_OPS
@@ -127,7 +151,7 @@ def layer_ops(
                 float(routed),
                 float(read_B),
                 float(written_B),
-                max(1, routed + written * tokens * config.hidden),
+                max(1, int(routed + written * tokens * config.hidden)),
                 dtype=dtype,
                 device=device,
                 layer=layer,
@@ -137,6 +161,64 @@ def layer_ops(
             )
         )
     return tuple(made)
+
+
+def pads_for_quantization(params: Params) -> bool:
+    """Whether Transformer Engine pads each local expert's rows to its FP8 GEMM's alignment and strips
+    the padding again (``quantization_padding``): FP8 training with dropless routing, unless the
+    dispatcher already hands the experts aligned rows.
+
+    Megatron-Core's ``TEGroupedMLP.forward`` (NVIDIA/Megatron-LM@92c8482e, the 25.11 NeMo container's
+    pin, to d98e8a64: megatron/core/transformer/moe/experts.py) runs ``Fp8Padding`` on the permuted
+    hidden states and probabilities and ``Fp8Unpadding`` on the output whenever ``fp8``; Transformer
+    Engine's ``Fp8Padding`` (transformer_engine/pytorch/module/fp8_padding.py) returns its input
+    untouched only when every expert's count is already a multiple of the alignment (16 rows, 32
+    under MXFP8), which forced-balanced random routing almost never gives. HybridEP pads inside its
+    dispatch (``pad_multiple`` at 92c8482e; ``skip_routed_expert_padding`` from Megatron-LM#4071), and
+    dropping with padding to capacity sizes every expert alike; the all-to-all dispatcher and DeepEP
+    hand over the counts as routed (the perf recipes leave ``moe_router_padding_for_quantization``
+    unset)."""
+    return bool(params.get("fp8", False)) and dropless_syncs(params) and dispatcher_of(params) != "hybridep"
+
+
+def quantization_padding(
+    config: LlmConfig, tokens: int, layer: str, dtype: str, device: int
+) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...]]:
+    """The padding copies of one MoE layer and micro-batch (``pads_for_quantization``), forward and
+    backward: ``tex.fused_multi_row_padding`` of the local experts' k T rows of hidden states (k of
+    this GPU's ``tokens`` each, routing balanced) and of their probabilities, then
+    ``fused_multi_row_unpadding`` of the experts' output; each an operator call that reads and writes
+    the rows once. The backward runs their gradients: the output's gradient padded, the hidden
+    states' and the probabilities' unpadded."""
+    rows = tokens * config.experts_per_token
+    hidden_B, probs_B = rows * config.hidden * itemsize(dtype), rows * ROUTING_B
+
+    def copy(what: str, size_B: int, items: int, backward: bool) -> Kernel:
+        return Kernel.of(
+            f"{layer} experts {what} {'bwd' if backward else 'fwd'}",
+            float(items),
+            float(size_B),
+            float(size_B),
+            max(1, items),
+            dtype=dtype,
+            device=device,
+            layer=layer,
+            cold_bytes=float(2 * size_B),
+            part=QUANTIZATION_PADDING,
+        )
+
+    hidden, probs = rows * config.hidden, rows
+    forward = (
+        copy("pad rows", hidden_B, hidden, False),
+        copy("pad probabilities", probs_B, probs, False),
+        copy("unpad output", hidden_B, hidden, False),
+    )
+    backward = (
+        copy("pad output gradient", hidden_B, hidden, True),
+        copy("unpad rows gradient", hidden_B, hidden, True),
+        copy("unpad probabilities gradient", probs_B, probs, True),
+    )
+    return forward, backward
 
 
 def _forward_part(index: int) -> str:

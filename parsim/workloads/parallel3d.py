@@ -181,14 +181,20 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
     dispatched = routing.tokens // routing.ep  # its tokens, 1/(tp/expert_tp) of them under folding
 
-    flex = params.get("dispatcher", "alltoall") == "flex"
+    dispatcher = moe_layer_ops.dispatcher_of(params)
     syncs = moe_layer_ops.dropless_syncs(params)  # the host waits for the token counts per layer
+    padded = moe_layer_ops.pads_for_quantization(params)  # FP8 experts' rows padded and unpadded
     sublayers = cuda_graphs.sublayers_of(config.layers)  # each layer name -> attn or mlp
 
     def moe_ops(layer: str) -> tuple[Kernel, ...]:
         return moe_layer_ops.layer_ops(
-            config, dispatched, layer, numerics.dtype, 0, experts_here, flex, syncs
+            config, dispatched, layer, numerics.dtype, 0, experts_here, dispatcher, routing.ep, syncs
         )
+
+    def padding(layer: str) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...]]:
+        if not padded:
+            return (), ()
+        return moe_layer_ops.quantization_padding(config, dispatched, layer, numerics.dtype, 0)
 
     stages = []
     overlapped = expert_parallel.overlapped(params)
@@ -203,8 +209,9 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             if config.moe:  # Megatron-Core's MoE layer's small ops (``moe_layer_ops.layer_ops``)
                 for i in blocks[j]:
                     small = moe_ops(block_layers(i)[1])
-                    fwd += small[: moe_layer_ops.MCORE_MOE_FORWARD_OPS]
-                    bwd += small[moe_layer_ops.MCORE_MOE_FORWARD_OPS :]
+                    pad_f, pad_b = padding(block_layers(i)[1])
+                    fwd += small[: moe_layer_ops.MCORE_MOE_FORWARD_OPS] + pad_f
+                    bwd += small[moe_layer_ops.MCORE_MOE_FORWARD_OPS :] + pad_b
             # per-layer CUDA graphs: the captured scopes replay, one call per layer and graph
             fwd = cuda_graphs.captured(fwd, features.cuda_graphs, sublayers)
             bwd = cuda_graphs.captured(bwd, features.cuda_graphs, sublayers)

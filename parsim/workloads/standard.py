@@ -196,6 +196,11 @@ class NetworkParams(_ModelParams):
         description="mixture of experts: NCCL all-to-all, or flex (DeepEP/HybridEP: a token crosses "
         "to a node once)",
     )
+    flex_backend: Literal["hybridep", "deepep"] = Field(
+        "hybridep",
+        description="with dispatcher=flex: HybridEP (permutes and pads inside its kernels) or DeepEP "
+        "(permutes after the dispatch; FP8 experts pad their rows)",
+    )
     ep_overlap: bool = Field(
         False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
     )
