@@ -149,10 +149,18 @@ NOT_MET_YET: dict[str, str] = {
     # host work (ProcessorSpec.framework_cycles_scale), the 26.02.01 H100 row found to be the 26.06
     # row's EP16 layout (replaced by 26.02's pp2 figure), recipes' EP overlap on two 25.11 rows and a
     # GB200 MXFP8 row with graphs: 17.8 -> 23.1 %
-    "moe-training": "the all-to-all dispatcher's runs, all too fast in parsim (mean +39 %: Qwen3-30B on "
-    "16 H100 at pp 2 with EP 8 +120 and +78 %, B200 MBS 1 +37 %, Qwen3-235B +8 to +39 %) where the "
-    "DeepEP/HybridEP runs are off 9 % either way, and Blackwell MXFP8 MoE steps (GB200 with graphs "
-    "+30 %): published MXFP8 runs no faster than BF16 on MoE where parsim has them 20-30 % faster",
+    # round 15: Transformer Engine's FP8 padding copies of the experts' rows (dropless routing through
+    # the all-to-all dispatcher or DeepEP; HybridEP pads in its dispatch) and DeepEP's permutation
+    # after its dispatch (flex_backend=deepep on the two DeepEP rows): 23.1 -> 20.3 % (B200 MBS 1
+    # +37 -> +28 %, Qwen3-235B B200 +8/+39/+18 -> +4/+32/+11 %, Qwen3-30B H100 pp 2 +120/+78 ->
+    # +107/+68 %). The two pp 2 rows measure what Megatron-Bridge's issue #1998 calls a regression:
+    # the same layout dropping tokens ran 10,494 tokens/s/GPU in the 25.09 container (parsim +10 %)
+    "moe-training": "Qwen3-30B on 16 H100 at pp 2 with EP 8 (+107 and +68 %: the 25.11 and 26.02 "
+    "containers' dropless runs, half the 25.09 token-drop run of the same layout, a regression "
+    "Megatron-Bridge's issue #1998 names without its cause), EP overlap on Blackwell (Qwen3-235B B200 "
+    "+32 %: Megatron-Bridge PR #1760 removed it for its CPU overhead) and Blackwell MXFP8 MoE steps "
+    "(GB200 with graphs +30 %): published MXFP8 runs no faster than BF16 on MoE where parsim has "
+    "them 20-30 % faster",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one
