@@ -96,9 +96,10 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
             expert_tp`` not dividing the ``tp x dp x cp`` GPUs they are carved from, ``expert_tp``
             not dividing ``tp`` or the experts' width, expert and tensor parallelism without
             sequence parallelism, overlapped all-to-alls under full recomputation or in a pipeline
-            without virtual stages, or a flex backend named without the flex dispatcher
-            (NVIDIA/Megatron-LM@92c8482e megatron/core/transformer/
-            transformer_config.py asserts both).
+            without virtual stages, or DeepEP with dropping and padding to capacity
+            (NVIDIA/Megatron-LM@92c8482e megatron/core/transformer/transformer_config.py asserts
+            these); also a flex backend named without the flex dispatcher, which Megatron-Core
+            would ignore.
     """
     ep, etp = ep_of(params), expert_tp_of(params)
     if tp % etp or config.mlp_hidden % etp:
@@ -107,10 +108,17 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
             f"{config.mlp_hidden}: {etp}"
         )
     flex = params.get("dispatcher", "alltoall") == "flex"
-    if params.get("flex_backend", "hybridep") != "hybridep" and not flex:
+    backend = params.get("flex_backend", "hybridep")
+    if backend != "hybridep" and not flex:
         raise ParsimError(
-            f"{NAME}: flex_backend={params['flex_backend']} needs dispatcher=flex (the backend of "
-            "Megatron-Core's flex token dispatcher)"
+            f"{NAME}: flex_backend={backend} needs dispatcher=flex (the backend of Megatron-Core's "
+            "flex token dispatcher)"
+        )
+    if flex and backend == "deepep" and float(params.get("capacity_factor", 0.0)) > 0:
+        raise ParsimError(
+            f"{NAME}: flex_backend=deepep needs dropless routing, capacity_factor=0 (Megatron-Core: "
+            "'Flex token dispatcher with deepep backend does not support "
+            f"moe_pad_expert_input_to_capacity'): {params['capacity_factor']}"
         )
     if ep == 1 and etp == tp:
         return

@@ -75,12 +75,17 @@ COMBINE = "combine"
 GROUPED_GEMM = "grouped gemm"
 """``Work.op`` of an expert GEMM over every local expert's rows (``Kernel.work.op``): what a library
 may run as one GEMM per expert (``moe_layer_ops.per_expert_gemms``)."""
+EXPERT_PERMUTATION = "experts permutation"
+"""``Kernel.part`` of DeepEP's permutation of the received tokens into the local experts' rows, and
+its gradient: Megatron-Core runs it in the experts' part of the layer (``dispatch_postprocess``
+inside ``routed_experts_compute``), after the dispatch (``moe_layer_ops.hidden_moves``)."""
 QUANTIZATION_PADDING = "experts padding"
 """``Kernel.part`` of the copies that pad each expert's rows to a quantised GEMM's alignment and
 strip the padding again (``moe_layer_ops.quantization_padding``)."""
-EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE, QUANTIZATION_PADDING)
+EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE, EXPERT_PERMUTATION, QUANTIZATION_PADDING)
 """The ``Kernel.part`` of the kernels Megatron-Core's combined 1F1B schedule runs as a MoE layer's
-``mlp`` node (the grouped GEMMs, their activation, the combine, the experts' padding); the rest of
+``mlp`` node (the grouped GEMMs, their activation, the combine, DeepEP's permutation, the experts'
+padding); the rest of
 the layer is its ``attn`` node (``expert_parallel.paired_collectives``)."""
 
 

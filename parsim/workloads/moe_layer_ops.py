@@ -20,7 +20,7 @@ import math
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
-from parsim.workloads.moe import GROUPED_GEMM, QUANTIZATION_PADDING, groups_touched
+from parsim.workloads.moe import EXPERT_PERMUTATION, GROUPED_GEMM, QUANTIZATION_PADDING, groups_touched
 
 MCORE_MOE_FORWARD_OPS = 20
 """Forward framework ops of Megatron-Core's MoE layer besides its router GEMM, top-k, grouped GEMMs,
@@ -46,8 +46,8 @@ PREPROCESS_OPS = 8
 all-gather), which a ``moe_preprocess`` graph adds to the router's."""
 PREPROCESS = "moe preprocess"
 """``Kernel.part`` of those."""
-SMALL_OPS = (ROUTER_SMALL_OPS, PREPROCESS, DISPATCH_OPS)
-"""``Kernel.part`` of every small op of ``layer_ops``."""
+SMALL_OPS = (ROUTER_SMALL_OPS, PREPROCESS, DISPATCH_OPS, EXPERT_PERMUTATION)
+"""``Kernel.part`` of every small op of ``layer_ops`` (DeepEP's permutation among them)."""
 SPLIT_SIZES_READ_BACK = MCORE_MOE_FORWARD_OPS - 1
 """The forward op that stands for the dispatcher's device-to-host copy of the token counts, on which
 the host waits once per MoE layer's forward when routing is dropless (``dropless_syncs``)."""
@@ -107,6 +107,8 @@ def hidden_moves(
     ``moe.groups_touched`` of them, T of each GPU's tokens each) and permutes them into its local
     experts' k T rows after the dispatch (``_DeepepManager.get_permuted_hidden_states_by_experts``:
     ``permute``, in the same file at d98e8a64 and 7146484); the gradient gathers them back."""
+    if dispatcher not in DISPATCHERS:
+        raise ValueError(f"hidden_moves: dispatcher must be one of {DISPATCHERS}: {dispatcher!r}")
     k = config.experts_per_token
     if dispatcher == "hybridep":
         return [], []
@@ -138,6 +140,7 @@ def layer_ops(
     routed = tokens * config.experts_per_token
     hidden_B = tokens * config.hidden * itemsize(dtype)
     forward, backward = hidden_moves(config, local, dispatcher, ep)
+    moving = EXPERT_PERMUTATION if dispatcher == "deepep" else DISPATCH_OPS  # after the dispatch or before
     made = []
     for index in range(MCORE_MOE_FORWARD_OPS + MCORE_MOE_BACKWARD_OPS):
         is_backward = index >= MCORE_MOE_FORWARD_OPS
@@ -156,7 +159,7 @@ def layer_ops(
                 device=device,
                 layer=layer,
                 cold_bytes=float(read_B + written_B),
-                part=DISPATCH_OPS if is_backward or place < len(moves) else _forward_part(place - len(moves)),
+                part=_part(is_backward, place, len(moves), moving),
                 host_waits=syncs and index == SPLIT_SIZES_READ_BACK,
             )
         )
@@ -219,6 +222,15 @@ def quantization_padding(
         copy("unpad probabilities gradient", probs_B, probs, True),
     )
     return forward, backward
+
+
+def _part(is_backward: bool, place: int, moves: int, moving: str) -> str:
+    """The ``Kernel.part`` of a pass's ``place``-th small op: ``moving`` for the first ``moves``
+    (those that move the hidden states), then ``DISPATCH_OPS`` in the backward and the router's and
+    preprocess's parts in the forward (``_forward_part``)."""
+    if place < moves:
+        return moving
+    return DISPATCH_OPS if is_backward else _forward_part(place - moves)
 
 
 def _forward_part(index: int) -> str:

@@ -199,7 +199,7 @@ class NetworkParams(_ModelParams):
     flex_backend: Literal["hybridep", "deepep"] = Field(
         "hybridep",
         description="with dispatcher=flex: HybridEP (permutes and pads inside its kernels) or DeepEP "
-        "(permutes after the dispatch; FP8 experts pad their rows)",
+        "(permutes after the dispatch; FP8 experts pad their rows; Megatron-Core's own default)",
     )
     ep_overlap: bool = Field(
         False, description="mixture of experts: all-to-alls beside another micro-batch's compute"
