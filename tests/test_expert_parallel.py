@@ -236,6 +236,8 @@ def test_overlapped_all_to_alls_pair_with_one_node_of_the_other_pass():
         "h.0.mlp experts silu x up fwd",
         "h.0.mlp experts down fwd",
         "h.0.mlp combine fwd",
+        "h.0.mlp mlp node fwd",  # the host's calls of the schedule's nodes on that side
+        "h.0.mlp moe_combine node fwd",
     }
     assert {"h.0.attn qkv fwd", "h.0.mlp router fwd", "h.0.mlp moe dispatch op 0 fwd"} <= rest
     assert {forward.kernels[n].layer for n in a2a[0].beside} == {"h.0.attn", "h.0.mlp"}
@@ -246,8 +248,10 @@ def test_overlapped_all_to_alls_pair_with_one_node_of_the_other_pass():
     stage0 = [b for b in _blocks(overlapped) if b.device == 0]
     alone = [[not any(c.beside for c in b.collectives) for b in stage0 if b.name == kind] for kind in "FB"]
     assert alone == [[True, False], [False, True]]
+    # on this tiny model the exchanges it hides are shorter than the schedule's own host work (five
+    # node calls a layer and pass: ``moe_layer_ops.schedule_nodes``): the overlap costs time
     times = [predict(w, cluster="dgx-h100").latency_s for w in (plain, overlapped)]
-    assert times[1] < times[0]
+    assert times[0] < times[1]
 
 
 def test_a_paired_exchange_costs_only_what_it_outlasts_its_node_by_hand():
@@ -372,7 +376,9 @@ params = { ep = 8, ep_overlap = true }
     result = run_scenario(loads_scenario(text))
     times = {r.label: r.prediction.latency_s for r in result.results}
     assert set(times) == {"ep=8", "ep=8, all-to-alls overlapped"}
-    assert 0 < times["ep=8, all-to-alls overlapped"] < times["ep=8"]
+    # the overlap moves the step: here (1,024 tokens a micro-batch) its schedule's host work
+    # (``moe_layer_ops.schedule_nodes``) outweighs the exchanges it hides
+    assert 0 < times["ep=8"] < times["ep=8, all-to-alls overlapped"]
 
 
 def test_remote_nodes_of_a_tokens_experts_by_hand():

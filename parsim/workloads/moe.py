@@ -79,13 +79,27 @@ EXPERT_PERMUTATION = "experts permutation"
 """``Kernel.part`` of DeepEP's permutation of the received tokens into the local experts' rows, and
 its gradient: Megatron-Core runs it in the experts' part of the layer (``dispatch_postprocess``
 inside ``routed_experts_compute``), after the dispatch (``moe_layer_ops.hidden_moves``)."""
+SCHEDULE_NODE = "schedule node"
+"""``Kernel.part`` of the host's calls of the combined 1F1B schedule's nodes on the attention's side
+of a MoE layer (``moe_layer_ops.schedule_nodes``)."""
+EXPERT_SCHEDULE_NODE = "experts schedule node"
+"""``Kernel.part`` of those on the experts' side (the ``mlp`` and ``moe_combine`` nodes)."""
 QUANTIZATION_PADDING = "experts padding"
 """``Kernel.part`` of the copies that pad each expert's rows to a quantised GEMM's alignment and
 strip the padding again (``moe_layer_ops.quantization_padding``)."""
-EXPERT_NODE = ("gate", "up", "down", EXPERT_ACT, COMBINE, EXPERT_PERMUTATION, QUANTIZATION_PADDING)
+EXPERT_NODE = (
+    "gate",
+    "up",
+    "down",
+    EXPERT_ACT,
+    COMBINE,
+    EXPERT_PERMUTATION,
+    QUANTIZATION_PADDING,
+    EXPERT_SCHEDULE_NODE,
+)
 """The ``Kernel.part`` of the kernels Megatron-Core's combined 1F1B schedule runs as a MoE layer's
 ``mlp`` node (the grouped GEMMs, their activation, the combine, DeepEP's permutation, the experts'
-padding); the rest of
+padding, the host's calls of that side's nodes); the rest of
 the layer is its ``attn`` node (``expert_parallel.paired_collectives``)."""
 
 

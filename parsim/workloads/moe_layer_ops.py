@@ -20,7 +20,14 @@ import math
 from parsim.base.dtypes import itemsize
 from parsim.workloads.base import Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
-from parsim.workloads.moe import EXPERT_PERMUTATION, GROUPED_GEMM, QUANTIZATION_PADDING, groups_touched
+from parsim.workloads.moe import (
+    EXPERT_PERMUTATION,
+    EXPERT_SCHEDULE_NODE,
+    GROUPED_GEMM,
+    QUANTIZATION_PADDING,
+    SCHEDULE_NODE,
+    groups_touched,
+)
 
 MCORE_MOE_FORWARD_OPS = 20
 """Forward framework ops of Megatron-Core's MoE layer besides its router GEMM, top-k, grouped GEMMs,
@@ -221,6 +228,70 @@ def quantization_padding(
         copy("unpad rows gradient", hidden_B, hidden, True),
         copy("unpad probabilities gradient", probs_B, probs, True),
     )
+    return forward, backward
+
+
+SCHEDULE_NODES = ("attn", "post_attn", "moe_dispatch", "mlp", "moe_combine")
+"""The nodes Megatron-Core's combined 1F1B schedule (``ep_overlap``) runs a MoE layer's pass as
+(``TransformerLayerSchedulePlan._build_callable_nodes`` in NVIDIA/Megatron-LM@92c8482e and
+d98e8a64 megatron/core/models/common/model_chunk_schedule_plan.py); the last two run beside the
+experts (``moe.EXPERT_NODE``), the first three on the attention's side."""
+
+
+def schedule_nodes(layer: str, dtype: str, device: int, backward: bool) -> tuple[Kernel, ...]:
+    """The host's work of running one MoE layer's pass as the combined 1F1B schedule's nodes: each
+    node is a call the framework makes like an operator's, with no kernel of its own (``launches``
+    0, no launch floor). A node's forward waits on and records its stream's event, detaches its
+    inputs and makes its outputs view-less, under its own FP8 context; its backward runs the
+    autograd engine on that node alone (``ScheduleNode._backward``: ``run_backward`` per node,
+    where a plain step runs it once per pass) (megatron/core/pipeline_parallel/utils.py at
+    92c8482e). Megatron-Core names the cost ("EP Overlap brings extra cpu overhead", Megatron-LM
+    pull request #2168) and Megatron-Bridge turned the overlap off for it on B200 (pull request
+    #1760); parsim prices each node as one operator call (``FrameworkSpec.op_cycles``)."""
+    made = []
+    for node in SCHEDULE_NODES:
+        made.append(
+            Kernel.of(
+                f"{layer} {node} node {'bwd' if backward else 'fwd'}",
+                0.0,
+                0.0,
+                0.0,
+                1,
+                dtype=dtype,
+                device=device,
+                layer=layer,
+                part=EXPERT_SCHEDULE_NODE if node in ("mlp", "moe_combine") else SCHEDULE_NODE,
+                launches=0,
+                multi_tensor=True,
+            )
+        )
+    return tuple(made)
+
+
+def layer_kernels(
+    config: LlmConfig,
+    tokens: int,
+    layer: str,
+    dtype: str,
+    local: int,
+    params: Params,
+    ep: int,
+    overlapped: bool,
+) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...]]:
+    """What Megatron-Core runs of one MoE layer and micro-batch beyond ``moe.moe_mlp``'s arithmetic,
+    forward and backward: the small ops (``layer_ops``: ``local`` experts here, over ``ep`` GPUs,
+    this GPU's ``tokens``), the FP8 padding copies where ``pads_for_quantization``, and under the
+    combined 1F1B schedule (``overlapped``) its node calls (``schedule_nodes``)."""
+    small = layer_ops(
+        config, tokens, layer, dtype, 0, local, dispatcher_of(params), ep, dropless_syncs(params)
+    )
+    forward, backward = small[:MCORE_MOE_FORWARD_OPS], small[MCORE_MOE_FORWARD_OPS:]
+    if pads_for_quantization(params):
+        pad_f, pad_b = quantization_padding(config, tokens, layer, dtype, 0)
+        forward, backward = forward + pad_f, backward + pad_b
+    if overlapped:
+        forward += schedule_nodes(layer, dtype, 0, False)
+        backward += schedule_nodes(layer, dtype, 0, True)
     return forward, backward
 
 

@@ -181,23 +181,15 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
     grad_B = itemsize(numerics.dtype if features.distributed_optimizer else numerics.master_dtype)
     dispatched = routing.tokens // routing.ep  # its tokens, 1/(tp/expert_tp) of them under folding
 
-    dispatcher = moe_layer_ops.dispatcher_of(params)
-    syncs = moe_layer_ops.dropless_syncs(params)  # the host waits for the token counts per layer
-    padded = moe_layer_ops.pads_for_quantization(params)  # FP8 experts' rows padded and unpadded
     sublayers = cuda_graphs.sublayers_of(config.layers)  # each layer name -> attn or mlp
+    overlapped = expert_parallel.overlapped(params)
 
-    def moe_ops(layer: str) -> tuple[Kernel, ...]:
-        return moe_layer_ops.layer_ops(
-            config, dispatched, layer, numerics.dtype, 0, experts_here, dispatcher, routing.ep, syncs
+    def moe_kernels(layer: str) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...]]:
+        return moe_layer_ops.layer_kernels(
+            config, dispatched, layer, numerics.dtype, experts_here, params, routing.ep, overlapped
         )
 
-    def padding(layer: str) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...]]:
-        if not padded:
-            return (), ()
-        return moe_layer_ops.quantization_padding(config, dispatched, layer, numerics.dtype, 0)
-
     stages = []
-    overlapped = expert_parallel.overlapped(params)
     for s in range(lay.pp):
         fwds, bwds, exchange, held, experts = [], [], [], 0, 0
         alone_f: list[Block] = []  # under ep_overlap: the passes with no other micro-batch beside them
@@ -206,12 +198,11 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             fwd = [k for k in forward if stage_of(k) == j]
             bwd = [k for k in backward if stage_of(k) == j]
             layers = len(blocks[j])
-            if config.moe:  # Megatron-Core's MoE layer's small ops (``moe_layer_ops.layer_ops``)
+            if config.moe:  # Megatron-Core's MoE layer as it runs it (``moe_layer_ops.layer_kernels``)
                 for i in blocks[j]:
-                    small = moe_ops(block_layers(i)[1])
-                    pad_f, pad_b = padding(block_layers(i)[1])
-                    fwd += small[: moe_layer_ops.MCORE_MOE_FORWARD_OPS] + pad_f
-                    bwd += small[moe_layer_ops.MCORE_MOE_FORWARD_OPS :] + pad_b
+                    more_f, more_b = moe_kernels(block_layers(i)[1])
+                    fwd += more_f
+                    bwd += more_b
             # per-layer CUDA graphs: the captured scopes replay, one call per layer and graph
             fwd = cuda_graphs.captured(fwd, features.cuda_graphs, sublayers)
             bwd = cuda_graphs.captured(bwd, features.cuda_graphs, sublayers)
