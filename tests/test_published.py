@@ -156,11 +156,13 @@ NOT_MET_YET: dict[str, str] = {
     # +107/+68 %). The two pp 2 rows measure what Megatron-Bridge's issue #1998 calls a regression:
     # the same layout dropping tokens ran 10,494 tokens/s/GPU in the 25.09 container (parsim +10.4 %).
     # Three rows from Megatron-Bridge PR #1760 (Qwen3-235B on 64 B200 with and without EP overlap):
-    # without it -1.0 % (MXFP8) and +6.6 % (BF16), with it -7.6 % (BF16): 20.3 -> 18.0 % (20 rows)
-    "moe-training": "Qwen3-30B on 16 H100 at pp 2 with EP 8 (+107 and +68 %: the 25.11 and 26.02 "
+    # without it +1.0 % (MXFP8) and +6.6 % (BF16), with it -7.6 % (BF16): 20.3 -> 18.0 % (20 rows);
+    # then the combined 1F1B schedule's node calls (moe_layer_ops.schedule_nodes): 18.0 -> 15.6 %
+    "moe-training": "Qwen3-30B on 16 H100 at pp 2 with EP 8 (+99 and +58 %: the 25.11 and 26.02 "
     "containers' dropless runs, half the 25.09 token-drop run of the same layout, a regression "
-    "Megatron-Bridge's issue #1998 names without its cause), EP overlap on Blackwell (Qwen3-235B B200 "
-    "+32 %: Megatron-Bridge PR #1760 removed it for its CPU overhead; the same layout without it +1 %) and Blackwell MXFP8 MoE steps "
+    "Megatron-Bridge's issue #1998 names without its cause), EP overlap on host-bound Blackwell (Qwen3-235B "
+    "on 64 B200 +25 % with its node calls priced: Megatron-Bridge PR #1760 removed it for its CPU overhead; "
+    "the same layout without it +1 %) and Blackwell MXFP8 MoE steps "
     "(GB200 with graphs +30 %): published MXFP8 runs no faster than BF16 on MoE where parsim has "
     "them 20-30 % faster",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
