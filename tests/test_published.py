@@ -160,9 +160,9 @@ NOT_MET_YET: dict[str, str] = {
     # then the combined 1F1B schedule's node calls (moe_layer_ops.schedule_nodes): 18.0 -> 15.6 %
     "moe-training": "Qwen3-30B on 16 H100 at pp 2 with EP 8 (+99 and +58 %: the 25.11 and 26.02 "
     "containers' dropless runs, half the 25.09 token-drop run of the same layout, a regression "
-    "Megatron-Bridge's issue #1998 names without its cause), EP overlap on host-bound Blackwell (Qwen3-235B "
-    "on 64 B200 +25 % with its node calls priced: Megatron-Bridge PR #1760 removed it for its CPU overhead; "
-    "the same layout without it +1 %) and Blackwell MXFP8 MoE steps "
+    "Megatron-Bridge's issue #1998 names without its cause), EP overlap on Blackwell (Qwen3-235B on 64 B200 "
+    "+25 % with its node calls priced: Megatron-Bridge PR #1760 removed it for its CPU overhead; the run "
+    "without it and without virtual stages +1 %) and Blackwell MXFP8 MoE steps "
     "(GB200 with graphs +30 %): published MXFP8 runs no faster than BF16 on MoE where parsim has "
     "them 20-30 % faster",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's

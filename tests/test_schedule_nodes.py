@@ -14,6 +14,7 @@ from parsim.methods.engine.processor import kernel_s
 from parsim.model.blocks import block_parts
 from parsim.model.issue import issue_s
 from parsim.stack import framework
+from parsim.studies import published
 from parsim.workloads import parallel3d
 from parsim.workloads.base import Block, Kernel, Workload
 from parsim.workloads.moe import EXPERT_NODE, EXPERT_SCHEDULE_NODE, SCHEDULE_NODE
@@ -35,7 +36,10 @@ def test_each_node_is_one_operator_call_and_no_kernel():
     assert EXPERT_SCHEDULE_NODE in EXPERT_NODE and SCHEDULE_NODE not in EXPERT_NODE
     operator_s = EAGER.op_host_s(SYSTEM.host.framework_clock_Hz)  # the framework's work, no launch
     assert all(issue_s(SYSTEM, EAGER, False, k) == pytest.approx(operator_s) for k in nodes)
-    runs = [EAGER.floor(kernel_s(SYSTEM.gpu, "roofline", "none", shape(k)), True) for k in nodes]
+    assert all(k.issue.launches == 0 and k.issue.multi_tensor for k in nodes)
+    runs = [
+        EAGER.floor(kernel_s(SYSTEM.gpu, "roofline", "none", shape(k)), k.issue.multi_tensor) for k in nodes
+    ]
     assert runs == [0.0] * 5  # no work, and no launch floor
 
 
@@ -57,7 +61,9 @@ def _nodes(block: Block) -> list[Kernel]:
 
 def test_every_pass_of_every_moe_layer_calls_five_nodes_only_under_ep_overlap():
     blocks = [op for op in _step(ep_overlap=True).ops if isinstance(op, Block) and op.name in ("F", "B")]
-    assert blocks and all(len(_nodes(b)) == 5 * TINY.layers for b in blocks)  # paired passes and lone ones
+    paired = [any(c.beside for c in b.collectives) for b in blocks]
+    assert any(paired) and not all(paired)  # the steady state's pairs and the lone warm-up/drain passes
+    assert all(len(_nodes(b)) == 5 * TINY.layers for b in blocks)
     plain = [op for op in _step().ops if isinstance(op, Block)]
     assert not any(_nodes(b) for b in plain)
 
@@ -92,3 +98,13 @@ def test_a_paired_pass_pays_the_nodes_host_work_and_hides_no_less_of_its_exchang
     operator_s = EAGER.op_host_s(SYSTEM.host.framework_clock_Hz)
     assert compute - bare_compute == pytest.approx(5 * TINY.layers * operator_s)
     assert communication <= bare_communication + 1e-15
+
+
+def test_where_the_exchanges_are_long_the_overlap_still_pays():
+    # Megatron-Bridge's HybridEP benchmark (Qwen3-30B-A3B on 16 H100, EP 16 across two nodes, BF16):
+    # the same step with and without the overlap, measured 24.71 s and 20.99 s; the exchanges over
+    # InfiniBand outlast the node calls, so parsim's overlapped step is still the faster one
+    rows = {r.id: r for r in published.rows_of(("moe-training",))}
+    plain = published.predicted(rows["mbridge-hybridep-qwen3-30b-h100-bf16-16"])
+    overlapped = published.predicted(rows["mbridge-hybridep-qwen3-30b-h100-bf16-16-overlap"])
+    assert overlapped < 0.95 * plain

@@ -233,21 +233,27 @@ def quantization_padding(
 
 SCHEDULE_NODES = ("attn", "post_attn", "moe_dispatch", "mlp", "moe_combine")
 """The nodes Megatron-Core's combined 1F1B schedule (``ep_overlap``) runs a MoE layer's pass as
-(``TransformerLayerSchedulePlan._build_callable_nodes`` in NVIDIA/Megatron-LM@92c8482e and
-d98e8a64 megatron/core/models/common/model_chunk_schedule_plan.py); the last two run beside the
-experts (``moe.EXPERT_NODE``), the first three on the attention's side."""
+(``TransformerLayerSchedulePlan._build_callable_nodes`` in NVIDIA/Megatron-LM@92c8482e
+megatron/core/models/common/model_chunk_schedule_plan.py, the releases the published runs used;
+Megatron-LM ffbe018c8e, July 2026, merges attn and post_attn into one); the last two run beside
+the experts (``moe.EXPERT_NODE``), the first three on the attention's side."""
 
 
 def schedule_nodes(layer: str, dtype: str, device: int, backward: bool) -> tuple[Kernel, ...]:
     """The host's work of running one MoE layer's pass as the combined 1F1B schedule's nodes: each
     node is a call the framework makes like an operator's, with no kernel of its own (``launches``
-    0, no launch floor). A node's forward waits on and records its stream's event, detaches its
-    inputs and makes its outputs view-less, under its own FP8 context; its backward runs the
-    autograd engine on that node alone (``ScheduleNode._backward``: ``run_backward`` per node,
-    where a plain step runs it once per pass) (megatron/core/pipeline_parallel/utils.py at
-    92c8482e). Megatron-Core names the cost ("EP Overlap brings extra cpu overhead", Megatron-LM
-    pull request #2168) and Megatron-Bridge turned the overlap off for it on B200 (pull request
-    #1760); parsim prices each node as one operator call (``FrameworkSpec.op_cycles``)."""
+    0, no launch floor), so its host time adds to the pass in series (``model.blocks``) whether or
+    not the host is the bottleneck. A node's forward waits on and records its stream's event and
+    detaches its inputs and makes its outputs view-less (``ScheduleNode._forward`` in
+    megatron/core/pipeline_parallel/utils.py at 92c8482e; the forward's nodes run under two FP8
+    contexts a layer for recipes other than delayed); its backward runs the autograd engine on
+    that node alone (``TransformerLayerNode.backward_impl`` in
+    megatron/core/models/gpt/fine_grained_callables.py: ``run_backward`` per node, where a plain
+    step runs it once per pass). Megatron-Core names the cost ("EP Overlap brings extra cpu
+    overhead", Megatron-LM pull request #2168) and Megatron-Bridge turned the overlap off for it on
+    B200 (pull request #1760); parsim prices each node as one operator call
+    (``FrameworkSpec.op_cycles``), an estimate, and leaves out the per-chunk pre-, post-process and
+    loss nodes and ``delay_wgrad_compute``'s separate weight-gradient calls."""
     made = []
     for node in SCHEDULE_NODES:
         made.append(
