@@ -99,8 +99,8 @@ EXPERT_NODE = (
 )
 """The ``Kernel.part`` of the kernels Megatron-Core's combined 1F1B schedule runs as a MoE layer's
 ``mlp`` node (the grouped GEMMs, their activation, the combine, DeepEP's permutation, the experts'
-padding, the host's calls of that side's nodes); the rest of
-the layer is its ``attn`` node (``expert_parallel.paired_collectives``)."""
+padding, the host's calls of that side's nodes); the rest of the layer is its ``attn`` node
+(``expert_parallel.paired_collectives``)."""
 
 
 def groups_touched(experts: int, top_k: int, groups: int) -> float:
