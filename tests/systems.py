@@ -99,3 +99,26 @@ TINY_MOE = LlmConfig(
     experts=8,
     experts_per_token=2,
 )
+
+
+STEP_BASE = {"model": "mixtral-8x7b", "train": True, "dtype": "bfloat16", "optimizer": "adam", "seq": 128}
+"""The Megatron step's parameters the MoE block tests share (the model's shapes come from the config
+passed to ``tiny_step``)."""
+
+
+def tiny_step(config: LlmConfig = TINY_MOE, **given: object):
+    """The 3D-parallel training step of ``config`` (the tiny MoE by default) on 8 GPUs at ep=2, 16
+    sequences of 128 tokens, with ``given`` on top."""
+    from parsim.workloads import parallel3d
+    from parsim.workloads.registry import validate_params
+    from parsim.workloads.training import numerics_of
+
+    params = validate_params("network", {**STEP_BASE, "batch": 16, "gpus": 8, "ep": 2, **given})
+    return parallel3d.parallel_step(config, params, numerics_of(params), named=False)
+
+
+def pass_named(workload, name: str):
+    """The first block of ``workload`` named ``name`` ("F" or "B")."""
+    from parsim.workloads.base import Block
+
+    return next(op for op in workload.ops if isinstance(op, Block) and op.name == name)

@@ -24,29 +24,21 @@ from parsim.model.blocks import block_parts
 from parsim.model.issue import issue_s
 from parsim.stack import framework
 from parsim.stack.presets import CUDA_GRAPH_LAUNCH_SHARE
-from parsim.workloads import cuda_graphs, parallel3d
-from parsim.workloads.base import Block, Workload
+from parsim.workloads import cuda_graphs
+from parsim.workloads.base import Block
 from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.moe_layer_ops import DISPATCH_OPS, PREPROCESS, ROUTER_SMALL_OPS, SMALL_OPS
-from parsim.workloads.registry import validate_params
-from parsim.workloads.training import numerics_of
-from tests.systems import TINY_CPU
+from tests.systems import TINY_CPU, pass_named, tiny_step
 from tests.systems import TINY_MOE as TINY
 
 DENSE = attrs.evolve(TINY, name="tiny-dense", experts=0, experts_per_token=0)
-BASE = {"model": "mixtral-8x7b", "train": True, "dtype": "bfloat16", "optimizer": "adam", "seq": 128}
 SYSTEM = registry.system("h100-sxm", "xeon-8480", None, 8, None)
 EAGER = framework("eager")
 SUBLAYERS = cuda_graphs.sublayers_of(TINY.layers)
 
 
-def _step(config: LlmConfig = TINY, **given: object) -> Workload:
-    params = validate_params("network", {**BASE, "batch": 16, "gpus": 8, "ep": 2, **given})
-    return parallel3d.parallel_step(config, params, numerics_of(params), named=False)
-
-
-def _pass(workload: Workload, name: str) -> Block:
-    return next(op for op in workload.ops if isinstance(op, Block) and op.name == name)
+_step = tiny_step
+_pass = pass_named
 
 
 def _host_s(block: Block) -> float:

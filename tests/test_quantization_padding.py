@@ -14,7 +14,6 @@ import pytest
 from parsim.base.errors import ParsimError
 from parsim.workloads import parallel3d
 from parsim.workloads.base import Block, Workload
-from parsim.workloads.llm_config import LlmConfig
 from parsim.workloads.llms import llm
 from parsim.workloads.moe import EXPERT_PERMUTATION, QUANTIZATION_PADDING, groups_touched
 from parsim.workloads.moe_layer_ops import (
@@ -25,11 +24,9 @@ from parsim.workloads.moe_layer_ops import (
     pads_for_quantization,
     quantization_padding,
 )
-from parsim.workloads.registry import validate_params
-from parsim.workloads.training import numerics_of
 from tests.systems import TINY_MOE as TINY
+from tests.systems import pass_named, tiny_step
 
-BASE = {"model": "mixtral-8x7b", "train": True, "dtype": "bfloat16", "optimizer": "adam", "seq": 128}
 FP8 = {"fp8": True, "fp8_recipe": "tensorwise"}
 DEEPEP = {"dispatcher": "flex", "flex_backend": "deepep"}
 
@@ -72,13 +69,8 @@ def test_deepep_receives_each_token_once_per_gpu_its_experts_live_on_then_permut
         hidden_moves(qwen, 16, "flex")
 
 
-def _step(config: LlmConfig = TINY, **given: object) -> Workload:
-    params = validate_params("network", {**BASE, "batch": 16, "gpus": 8, "ep": 2, **given})
-    return parallel3d.parallel_step(config, params, numerics_of(params), named=False)
-
-
-def _pass(workload: Workload, name: str) -> Block:
-    return next(op for op in workload.ops if isinstance(op, Block) and op.name == name)
+_step = tiny_step
+_pass = pass_named
 
 
 def _copies(workload: Workload, name: str) -> list[str]:

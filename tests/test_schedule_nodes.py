@@ -15,15 +15,12 @@ from parsim.model.blocks import block_parts
 from parsim.model.issue import issue_s
 from parsim.stack import framework
 from parsim.studies import published
-from parsim.workloads import parallel3d
 from parsim.workloads.base import Block, Kernel, Workload
 from parsim.workloads.moe import EXPERT_NODE, EXPERT_SCHEDULE_NODE, SCHEDULE_NODE
 from parsim.workloads.moe_layer_ops import SCHEDULE_NODES, schedule_nodes
-from parsim.workloads.registry import validate_params
-from parsim.workloads.training import numerics_of
 from tests.systems import TINY_MOE as TINY
+from tests.systems import tiny_step
 
-BASE = {"model": "mixtral-8x7b", "train": True, "dtype": "bfloat16", "optimizer": "adam", "seq": 128}
 SYSTEM = registry.system("h100-sxm", "xeon-8480", None, 8, None)
 EAGER = framework("eager")
 NODE_PARTS = (SCHEDULE_NODE, EXPERT_SCHEDULE_NODE)
@@ -51,8 +48,7 @@ def test_a_block_of_nodes_costs_their_host_work_in_series():
 
 
 def _step(**given: object) -> Workload:
-    params = validate_params("network", {**BASE, "batch": 16, "gpus": 8, "ep": 2, "microbatches": 2, **given})
-    return parallel3d.parallel_step(TINY, params, numerics_of(params), named=False)
+    return tiny_step(microbatches=2, **given)
 
 
 def _nodes(block: Block) -> list[Kernel]:

@@ -146,6 +146,7 @@ def captured(kernels: list[Kernel], scopes: tuple[str, ...], sublayers: dict[str
         scope = scope_of(kernel, scopes, sublayers)
         graph = (kernel.layer, GRAPH_OF.get(scope, scope))
         replayed = bool(scope) and graph in called
-        called.add(graph)
+        if scope:  # the graphs called so far; an eager kernel calls none
+            called.add(graph)
         made.append(kernel.but(graph_node=True) if replayed else kernel)
     return made
