@@ -102,14 +102,48 @@ def test_full_iteration_replays_every_kernel_of_the_passes_not_the_optimizer():
     assert not any(k.issue.graph_node for k in _pass(step, "optimizer step").kernels)
 
 
+def test_layer_scope_is_one_graph_per_block_and_pass_the_head_stays_eager():
+    # drop and pad (no host wait): each of the 4 blocks' forward kernels, attention and MoE alike,
+    # is one graph whose first kernel (ln_1) is the call; embedding, final norm, head, loss eager
+    step = _step(cuda_graphs="layer", capacity_factor=1.0)
+    for name in ("F", "B"):
+        kernels = _pass(step, name).kernels
+        for index in range(TINY.layers):
+            block = [k for k in kernels if k.layer.startswith(f"h.{index}.")]
+            assert len({k.layer for k in block}) == 2
+            assert [k.issue.graph_node for k in block] == [False] + [True] * (len(block) - 1)
+        outside = [k for k in kernels if not k.layer.startswith("h.")]
+        assert outside and not any(k.issue.graph_node for k in outside)
+
+
+def test_layer_scope_saves_the_host_all_but_one_call_per_block_and_pass():
+    # the node count by hand: every kernel of a block but its first; each node then costs the
+    # driver's share of each of its launches (TE's per-expert GEMMs launch 4, the gate half inside
+    # fc1's none), every other kernel (the calls, the head) what it cost eager
+    eager = _pass(_step(capacity_factor=1.0), "F").kernels
+    graphed = _pass(_step(cuda_graphs="layer", capacity_factor=1.0), "F").kernels
+    in_blocks = sum(k.layer.startswith("h.") for k in graphed)
+    assert sum(k.issue.graph_node for k in graphed) == in_blocks - TINY.layers
+    replayed = CUDA_GRAPH_LAUNCH_SHARE * SYSTEM.gpu.dispatch_s
+    for before, after in zip(eager, graphed, strict=True):
+        host = issue_s(SYSTEM, EAGER, False, after)
+        if after.issue.graph_node:
+            assert host == pytest.approx(replayed * after.issue.launches), after.name
+        else:
+            assert host == issue_s(SYSTEM, EAGER, False, before), after.name
+
+
 SCOPE_SETS = ["", "attn", "moe_router", "moe_router,moe_preprocess", "attn,moe_router,moe_preprocess"]
+SCOPE_SETS += ["layer"]
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=14, deadline=None)
 @given(scopes=st.sampled_from(SCOPE_SETS), microbatch=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]))
 def test_graphs_change_no_gpu_work_and_never_slow_a_pass(scopes: str, microbatch: int, pp: int):
-    eager = _step(batch=8 * microbatch // pp * pp, pp=pp, microbatches=pp)
-    graphed = _step(batch=8 * microbatch // pp * pp, pp=pp, microbatches=pp, cuda_graphs=scopes)
+    # layer graphs capture the MoE layers only over routing that drops and pads
+    batch, dropping = 8 * microbatch // pp * pp, {"capacity_factor": 1.0} if scopes == "layer" else {}
+    eager = _step(batch=batch, pp=pp, microbatches=pp, **dropping)
+    graphed = _step(batch=batch, pp=pp, microbatches=pp, cuda_graphs=scopes, **dropping)
     for name in ("F", "B"):
         before, after = _pass(eager, name), _pass(graphed, name)
         assert [k.work for k in before.kernels] == [k.work for k in after.kernels]
@@ -127,6 +161,10 @@ def test_graphs_change_no_gpu_work_and_never_slow_a_pass(scopes: str, microbatch
         (DENSE, {"ep": 1, "cuda_graphs": "attn,full_iteration"}, "name it alone, not with attn"),
         (TINY, {"cuda_graphs": "full_iteration"}, "dropless routing"),
         (TINY, {"cuda_graphs": "attn", "recompute": "full"}, "recompute other than full"),
+        (TINY, {"cuda_graphs": "layer"}, "cannot capture tiny-moe's dropless routing"),
+        (TINY, {"cuda_graphs": "attn,layer", "capacity_factor": 1.0}, "layer captures each whole layer"),
+        (DENSE, {"ep": 1, "cuda_graphs": "layer", "recompute": "selective"}, "recompute=selective"),
+        (TINY, {"cuda_graphs": "layer", "capacity_factor": 1.0, "ep_overlap": True}, "ep_overlap splits"),
     ],
 )
 def test_scopes_megatron_refuses_are_refused_in_one_line(config: LlmConfig, given: dict, words: str):
@@ -139,6 +177,8 @@ def test_scopes_allowed_where_megatron_allows_them():
     _step(TINY, cuda_graphs="full_iteration", capacity_factor=1.0)  # drop and pad: no host wait
     _step(DENSE, ep=1, cuda_graphs="full_iteration", recompute="full")
     _step(DENSE, ep=1, cuda_graphs="attn,mlp")
+    _step(DENSE, ep=1, cuda_graphs="layer")
+    _step(TINY, cuda_graphs="layer", capacity_factor=0.5)
     # dropping and padding sizes the dispatch ahead: the preprocess copies nothing to the host
     # (Megatron-LM's test_moe_partial_cudagraph runs alltoall, capacity 1.0, padded, under it)
     _step(TINY, cuda_graphs="moe_router,moe_preprocess", capacity_factor=1.0)

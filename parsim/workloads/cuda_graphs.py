@@ -21,6 +21,12 @@ megatron/core/transformer/transformer_config.py (``cuda_graph_modules``) defines
   ops (``moe_layer_ops.ROUTER_OPS``);
 - ``moe_preprocess``: ``MoELayer.preprocess()``: the token dispatcher's preprocessing
   (``moe_layer_ops.PREPROCESS_OPS``), joined to the router's graph; it needs ``moe_router``;
+- ``layer``: each whole ``TransformerLayer``, attention and MLP (or mixture of experts, all-to-alls
+  included) as one graph a pass: Megatron-Core's own ``CudaGraphManager`` (``--enable-cuda-graph``
+  with the default ``--cuda-graph-scope full`` in core_v0.14.0, ``--cuda-graph-impl local`` later;
+  Megatron-Bridge's 25.09 recipes' ``cuda_graphs: true``). Like ``full_iteration`` it cannot hold a
+  host wait (a mixture of experts needs routing that drops and pads), and core_v0.14.0 refuses it
+  under any activation recomputation;
 - ``full_iteration`` (``--cuda-graph-impl full_iteration``, or ``local`` with that scope in
   Megatron-Bridge's 25.11 recipes): the whole forward and backward of every micro-batch as one
   graph, the optimizer step left out: every kernel of the passes a replayed node (the one launch a
@@ -47,7 +53,10 @@ from parsim.workloads.moe_layer_ops import PREPROCESS, ROUTER_SMALL_OPS
 from parsim.workloads.transformer_ops import block_layers
 
 FULL = "full_iteration"
-SCOPES = ("attn", "mlp", "moe_router", "moe_preprocess", FULL)
+LAYER = "layer"
+SCOPES = ("attn", "mlp", "moe_router", "moe_preprocess", LAYER, FULL)
+WHOLE = (LAYER, FULL)
+"""The scopes that capture everything in their reach: named alone, never over a host wait."""
 """Megatron-Core's per-layer capture scopes parsim prices (``--cuda-graph-scope``)."""
 SCOPE_OF_PART = {
     ROUTER: "moe_router",
@@ -74,9 +83,10 @@ def check(config: LlmConfig, params: Params) -> None:
     """Refuse, in one line, a scope Megatron-Core does not know or will not capture.
 
     Raises:
-        ParsimError: an unknown scope, ``full_iteration`` with another scope or over dropless
-            routing, ``moe_preprocess`` without ``moe_router``, ``mlp`` on a MoE
-            model, a MoE scope on a dense one, or ``recompute=full`` with per-layer scopes.
+        ParsimError: an unknown scope, ``layer`` or ``full_iteration`` with another scope or over
+            dropless routing, ``layer`` with recomputation or ``ep_overlap``, ``moe_preprocess``
+            without ``moe_router``, ``mlp`` on a MoE model, a MoE scope on a dense one, or
+            ``recompute=full`` with per-layer scopes.
     """
     scopes = scopes_of(params)
     if not scopes:
@@ -86,14 +96,25 @@ def check(config: LlmConfig, params: Params) -> None:
     unknown = [scope for scope in scopes if scope not in SCOPES]
     if unknown:
         raise ParsimError(f"{name} scope {unknown[0]!r} is not one of {', '.join(SCOPES)} (or none)")
-    if FULL in scopes and len(scopes) > 1:
+    whole = next((scope for scope in scopes if scope in WHOLE), "")
+    if whole and len(scopes) > 1:
+        other = next(scope for scope in scopes if scope != whole)
+        reach = "the whole step" if whole == FULL else "each whole layer"
+        raise ParsimError(f"{name} {whole} captures {reach}: name it alone, not with {other}")
+    if whole and config.moe and not dropping:
         raise ParsimError(
-            f"{name} full_iteration captures the whole step: name it alone, not with {scopes[0]}"
-        )
-    if FULL in scopes and config.moe and not dropping:
-        raise ParsimError(
-            f"{name} full_iteration cannot capture {config.name}'s dropless routing (the host reads the "
+            f"{name} {whole} cannot capture {config.name}'s dropless routing (the host reads the "
             "token counts back every layer): set capacity_factor > 0"
+        )
+    if whole == LAYER and params.get("recompute", "none") != "none":
+        raise ParsimError(
+            f"{name} layer graphs run without activation recomputation (Megatron-Core refuses both): "
+            f"recompute={params.get('recompute')}"
+        )
+    if whole == LAYER and params.get("ep_overlap", False):
+        raise ParsimError(
+            f"{name} layer graphs hold a whole layer; ep_overlap splits each layer into nodes on two "
+            "streams: set one of them"
         )
     if "moe_preprocess" in scopes and "moe_router" not in scopes:
         raise ParsimError(f"{name} moe_preprocess needs moe_router too (its graph extends the router's)")
@@ -103,7 +124,7 @@ def check(config: LlmConfig, params: Params) -> None:
         raise ParsimError(
             f"{name} moe_router and moe_preprocess need a mixture of experts; {config.name} is dense"
         )
-    if params.get("recompute", "none") == "full" and FULL not in scopes:
+    if params.get("recompute", "none") == "full" and not whole:
         raise ParsimError(
             f"{name} per-layer graphs need recompute other than full (Megatron-Core recomputes fully only "
             "inside a full_iteration graph)"
@@ -117,6 +138,8 @@ def scope_of(kernel: Kernel, scopes: tuple[str, ...], sublayers: dict[str, str])
     if FULL in scopes:
         return FULL
     scope = sublayers.get(kernel.layer, "")
+    if LAYER in scopes:  # every kernel of a transformer layer; the embedding, head and loss stay eager
+        return LAYER if scope else ""
     if scope == "mlp" and "mlp" not in scopes:  # a MoE layer: only its router's and preprocess's kernels
         scope = SCOPE_OF_PART.get(kernel.part, "")
     return scope if scope in scopes else ""
@@ -134,8 +157,9 @@ def sublayers_of(layers: int) -> dict[str, str]:
 def captured(kernels: list[Kernel], scopes: tuple[str, ...], sublayers: dict[str, str]) -> list[Kernel]:
     """``kernels`` (one pass over some layers) with each captured graph replayed: per layer and
     graph the first kernel stands for the graphed module's call (its own issue cost), the others
-    are replayed nodes (``Issue.graph_node``). ``moe_router`` and ``moe_preprocess`` are one graph;
-    under ``full_iteration`` every kernel is a node."""
+    are replayed nodes (``Issue.graph_node``). ``moe_router`` and ``moe_preprocess`` are one graph,
+    and so are a block's attention and MLP under ``layer``; under ``full_iteration`` every kernel is
+    a node."""
     if not scopes:
         return kernels
     if FULL in scopes:
@@ -144,7 +168,9 @@ def captured(kernels: list[Kernel], scopes: tuple[str, ...], sublayers: dict[str
     made = []
     for kernel in kernels:
         scope = scope_of(kernel, scopes, sublayers)
-        graph = (kernel.layer, GRAPH_OF.get(scope, scope))
+        # a layer graph holds both sublayers of its block (``h.3.attn`` and ``h.3.mlp``: ``h.3``)
+        owner = kernel.layer.rpartition(".")[0] if scope == LAYER else kernel.layer
+        graph = (owner, GRAPH_OF.get(scope, scope))
         replayed = bool(scope) and graph in called
         if scope:  # the graphs called so far; an eager kernel calls none
             called.add(graph)

@@ -208,7 +208,8 @@ class NetworkParams(_ModelParams):
         "",
         max_length=80,
         description="CUDA graphs (Megatron-Core's --cuda-graph-scope): comma-separated attn, mlp, "
-        "moe_router, moe_preprocess, or full_iteration alone; empty or none: eager",
+        "moe_router, moe_preprocess, or layer (each whole layer) or full_iteration alone; empty or "
+        "none: eager",
     )
     imbalance: float = IMBALANCE_FIELD
     capacity_factor: float = CAPACITY_FACTOR_FIELD
