@@ -138,3 +138,16 @@ def test_deepep_refuses_what_megatron_core_refuses():
         _step(flex_backend="deepep")
     with pytest.raises(ParsimError, match="flex_backend=deepep needs dropless routing.*: 1.0"):
         _step(**DEEPEP, capacity_factor=1.0)
+
+
+def test_a_dispatcher_setting_off_the_split_step_or_on_a_dense_model_is_refused(cli):
+    # one GPU's program routes tokens without Megatron-Core's dispatchers: naming one there would be
+    # silently ignored, so it is refused by name (exit 2), as is a dispatcher on a dense model
+    base = ("predict", "network", "batch=1", "seq=128", "--device", "h200")
+    code, out, err = cli(*base[:2], "model=qwen3-30b-a3b", "train=false", "flex_backend=deepep", *base[2:])
+    assert code == 2 and "Traceback" not in out + err
+    assert "flex_backend=deepep sets Megatron-Core's token dispatcher" in err
+    assert "qwen3-30b-a3b runs one GPU's program" in err
+    with pytest.raises(ParsimError, match="dispatcher=flex routes tokens to experts; tiny-dense is a dense"):
+        _step(attrs.evolve(TINY, name="tiny-dense", experts=0, experts_per_token=0), ep=1, dispatcher="flex")
+    _step(dispatcher="flex", flex_backend="deepep")  # a MoE split step takes both

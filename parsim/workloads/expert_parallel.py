@@ -88,6 +88,17 @@ def expert_tp_of(params: Params) -> int:
     return int(params.get("expert_tp", 0)) or int(params.get("tp", 1))
 
 
+def dispatcher_named(params: Params) -> str:
+    """The token-dispatcher settings ``params`` name away from their defaults (``dispatcher=flex``,
+    ``flex_backend=deepep``), as ``key=value``; empty when none is."""
+    named = [
+        f"{key}={params[key]}"
+        for key, default in (("dispatcher", "alltoall"), ("flex_backend", "hybridep"))
+        if params.get(key, default) != default
+    ]
+    return " ".join(named)
+
+
 def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
     """Refuse, in one line, expert parallelism that Megatron-Core or the model cannot run.
 
@@ -99,7 +110,7 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
             without virtual stages, or DeepEP with dropping and padding to capacity
             (NVIDIA/Megatron-LM@92c8482e megatron/core/transformer/transformer_config.py asserts
             these); also a flex backend named without the flex dispatcher, which Megatron-Core
-            would ignore.
+            would ignore, and a dispatcher setting on a dense model.
     """
     ep, etp = ep_of(params), expert_tp_of(params)
     if tp % etp or config.mlp_hidden % etp:
@@ -109,6 +120,9 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
         )
     flex = params.get("dispatcher", "alltoall") == "flex"
     backend = params.get("flex_backend", "hybridep")
+    named = dispatcher_named(params)
+    if named and not config.moe:
+        raise ParsimError(f"{NAME}: {named} routes tokens to experts; {config.name} is a dense model")
     if backend != "hybridep" and not flex:
         raise ParsimError(
             f"{NAME}: flex_backend={backend} needs dispatcher=flex (the backend of Megatron-Core's "

@@ -26,7 +26,7 @@ import attrs
 from parsim import stack
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
-from parsim.workloads import ddp, fsdp_tp, megatron, parallel3d, selective_op
+from parsim.workloads import ddp, expert_parallel, fsdp_tp, megatron, parallel3d, selective_op
 from parsim.workloads.base import HOST, Kernel, Op, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics, layer_kernels
 from parsim.workloads.llms import LlmConfig, is_llm, llm
@@ -86,6 +86,12 @@ def network(params: Params) -> Workload:
                 "the split step runs code=fused"
             )
         return parallel3d.parallel_step(llm(params["model"]), params, numerics_of(params))
+    named = expert_parallel.dispatcher_named(params)
+    if named:  # one GPU's program routes tokens itself: Megatron-Core's dispatchers are the split step's
+        raise ParsimError(
+            f"network: {named} sets Megatron-Core's token dispatcher, which runs in the 3D-parallel "
+            f"step (gpus, ep or a Megatron feature such as fp8); {params['model']} runs one GPU's program"
+        )
     if is_llm(params["model"]):
         return _language_model(params)
     layers = list(model_layers(params["model"]))
