@@ -158,13 +158,18 @@ NOT_MET_YET: dict[str, str] = {
     # Three rows from Megatron-Bridge PR #1760 (Qwen3-235B on 64 B200 with and without EP overlap):
     # without it +1.0 % (MXFP8) and +6.6 % (BF16), with it -7.6 % (BF16): 20.3 -> 18.0 % (20 rows);
     # then the combined 1F1B schedule's node calls (moe_layer_ops.schedule_nodes): 18.0 -> 15.6 %
+    # round 16: nine rows joined (cuda_graphs=layer for 25.09's whole-layer graphs): 25.09's token-drop
+    # runs (H100 +5 %, Qwen3-235B B200 -6/-4 %, H100 +3 %, Qwen3-30B B200 +49 %, GB200 +34/+31 %) and
+    # 26.04.01's GB200 runs (Qwen3-30B -3 %, Qwen3-235B -12 %): 15.6 -> 15.8 % (29 rows)
     "moe-training": "Qwen3-30B on 16 H100 at pp 2 with EP 8 (+99 and +58 %: the 25.11 and 26.02 "
-    "containers' dropless runs, half the 25.09 token-drop run of the same layout, a regression "
-    "Megatron-Bridge's issue #1998 names without its cause), EP overlap on Blackwell (Qwen3-235B on 64 B200 "
-    "+25 % with its node calls priced: Megatron-Bridge PR #1760 removed it for its CPU overhead; the run "
-    "without it and without virtual stages +1 %) and Blackwell MXFP8 MoE steps "
-    "(GB200 with graphs +30 %): published MXFP8 runs no faster than BF16 on MoE where parsim has "
-    "them 20-30 % faster",
+    "containers' dropless runs, half the 25.09 token-drop run of the same layout, which parsim prices "
+    "within 5 %: a regression Megatron-Bridge's issue #1998 names without its cause), Qwen3-30B on "
+    "Blackwell under 25.09's whole-layer graphs (+31 to +49 %: with the host off the critical path the "
+    "GPU's own time per token is longer than parsim's) and Megatron-LM's GB200 MXFP8 run at EP 16 with "
+    "attention graphs (+30 %), where Megatron-Bridge's GB200 and B200 runs at EP 8 with router (and "
+    "attention) graphs are within 3 %, "
+    "EP overlap on Blackwell (Qwen3-235B on 64 B200 +25 %: Megatron-Bridge PR #1760 removed it for "
+    "its CPU overhead) and Qwen3-30B on B200 at MBS 1 dropless (+28 %)",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one
