@@ -141,13 +141,21 @@ def test_deepep_refuses_what_megatron_core_refuses():
 
 
 def test_a_dispatcher_setting_off_the_split_step_or_on_a_dense_model_is_refused(cli):
-    # one GPU's program routes tokens without Megatron-Core's dispatchers: naming one there would be
-    # silently ignored, so it is refused by name (exit 2), as is a dispatcher on a dense model
+    # one GPU's program routes tokens without Megatron-Core's dispatchers, EP overlap or expert
+    # split: naming one there would be silently ignored, so it is refused by name (exit 2), as is
+    # any of them on a model without experts
     base = ("predict", "network", "batch=1", "seq=128", "--device", "h200")
     code, out, err = cli(*base[:2], "model=qwen3-30b-a3b", "train=false", "flex_backend=deepep", *base[2:])
     assert code == 2 and "Traceback" not in out + err
-    assert "flex_backend=deepep sets Megatron-Core's token dispatcher" in err
-    assert "qwen3-30b-a3b runs one GPU's program" in err
+    assert "flex_backend=deepep: Megatron-Core's expert parallelism runs in the 3D-parallel step" in err
+    assert "qwen3-30b-a3b infers as one GPU's program here" in err
+    for given, words in (
+        (("model=resnet50", "dispatcher=flex"), "dispatcher=flex: resnet50 has no experts to route"),
+        (("model=gpt2", "seq=128", "ep_overlap=true"), "ep_overlap=true: gpt2 has no experts"),
+        (("model=qwen3-30b-a3b", "seq=128", "train=false", "expert_tp=2"), "expert_tp=2: Megatron-Core's"),
+    ):
+        code, out, err = cli("predict", "network", "batch=1", *given, "--device", "h200")
+        assert code == 2 and "Traceback" not in out + err and words in err, (given, err)
     with pytest.raises(ParsimError, match="dispatcher=flex routes tokens to experts; tiny-dense is a dense"):
         _step(attrs.evolve(TINY, name="tiny-dense", experts=0, experts_per_token=0), ep=1, dispatcher="flex")
     _step(dispatcher="flex", flex_backend="deepep")  # a MoE split step takes both

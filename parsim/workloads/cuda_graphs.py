@@ -33,11 +33,12 @@ megatron/core/transformer/transformer_config.py (``cuda_graph_modules``) defines
   step is not counted). It cannot hold a host wait, so a mixture of experts needs routing that
   drops and pads (``capacity_factor`` > 0).
 
-The permutations, the all-to-alls, the expert GEMMs and the combine stay eager: routing that drops
-no token sizes them on the host from the counts the GPU computed. Megatron-Core refuses the same
-combinations parsim does (``check``): ``moe_preprocess`` without ``moe_router``, ``mlp`` on a model
-whose every layer is a mixture of experts (parsim's MoE models) or the MoE scopes on a dense one,
-and full recomputation under per-layer graphs (only a whole iteration's graph recomputes). Its
+Under the other scopes the permutations, the all-to-alls, the expert GEMMs and the combine stay
+eager: routing that drops no token sizes them on the host from the counts the GPU computed.
+Megatron-Core refuses the same combinations parsim does (``check``): ``moe_preprocess`` without
+``moe_router``, ``mlp`` on a model whose every layer is a mixture of experts (parsim's MoE models)
+or the MoE scopes on a dense one, and full recomputation under per-layer graphs (only a whole
+iteration's graph recomputes). Its
 refusal of ``moe_preprocess`` with the all-to-all dispatcher when the preprocess copies counts to
 the host applies to dropping without padding, which parsim does not model: ``capacity_factor`` > 0
 here drops and pads, and the preprocess then stays on the GPU.
@@ -55,9 +56,9 @@ from parsim.workloads.transformer_ops import block_layers
 FULL = "full_iteration"
 LAYER = "layer"
 SCOPES = ("attn", "mlp", "moe_router", "moe_preprocess", LAYER, FULL)
+"""Megatron-Core's per-layer capture scopes parsim prices (``--cuda-graph-scope``)."""
 WHOLE = (LAYER, FULL)
 """The scopes that capture everything in their reach: named alone, never over a host wait."""
-"""Megatron-Core's per-layer capture scopes parsim prices (``--cuda-graph-scope``)."""
 SCOPE_OF_PART = {
     ROUTER: "moe_router",
     ROUTE: "moe_router",
@@ -108,7 +109,8 @@ def check(config: LlmConfig, params: Params) -> None:
         )
     if whole == LAYER and params.get("recompute", "none") != "none":
         raise ParsimError(
-            f"{name} layer graphs run without activation recomputation (Megatron-Core refuses both): "
+            f"{name} layer graphs run without activation recomputation (Megatron-Core refuses the two "
+            "together): "
             f"recompute={params.get('recompute')}"
         )
     if whole == LAYER and params.get("ep_overlap", False):

@@ -70,6 +70,29 @@ def numerics_of(params: Params) -> Numerics:
     )
 
 
+def _refuse_split_only(params: Params) -> None:
+    """Refuse, by name, expert-parallel settings that only the 3D-parallel step reads (Megatron-Core's
+    token dispatcher, the EP overlap, the experts' tensor split): one GPU's program would ignore them.
+
+    Raises:
+        ParsimError: one of them set on a model that has no experts, or off the split step."""
+    named = expert_parallel.dispatcher_named(params).split()
+    if params.get("ep_overlap", False):
+        named.append("ep_overlap=true")
+    if int(params.get("expert_tp", 0)) > 1:
+        named.append(f"expert_tp={params['expert_tp']}")
+    if not named:
+        return
+    model, names = params["model"], " ".join(named)
+    if not is_llm(model) or not llm(model).moe:
+        raise ParsimError(f"network: {names}: {model} has no experts to route tokens to")
+    raise ParsimError(
+        f"network: {names}: Megatron-Core's expert parallelism runs in the 3D-parallel step of a model "
+        f"in training (gpus, ep or a Megatron feature such as fp8); {model} "
+        f"{'trains' if params['train'] else 'infers'} as one GPU's program here"
+    )
+
+
 def network(params: Params) -> Workload:
     """One step of a model: input copied in, layers (forward, backward, update), loss copied back;
     over several GPUs, a language model's step split by tensor, pipeline and data parallelism."""
@@ -86,12 +109,7 @@ def network(params: Params) -> Workload:
                 "the split step runs code=fused"
             )
         return parallel3d.parallel_step(llm(params["model"]), params, numerics_of(params))
-    named = expert_parallel.dispatcher_named(params)
-    if named:  # one GPU's program routes tokens itself: Megatron-Core's dispatchers are the split step's
-        raise ParsimError(
-            f"network: {named} sets Megatron-Core's token dispatcher, which runs in the 3D-parallel "
-            f"step (gpus, ep or a Megatron feature such as fp8); {params['model']} runs one GPU's program"
-        )
+    _refuse_split_only(params)
     if is_llm(params["model"]):
         return _language_model(params)
     layers = list(model_layers(params["model"]))
