@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import attrs
 import pytest
 from hypothesis import given, settings
@@ -249,8 +251,8 @@ def test_a_collective_on_one_machine_uses_its_gpus():
         ),
         ({"workload": "allreduce", "params": {"bytes": 0}, "cluster": "dgx-a100"}, "'bytes'"),
         (
-            {"workload": "data_parallel", "params": {"gpus": 4, "sync": "ring"}, "cluster": "dgx-a100"},
-            "must be 8, the GPUs of one dgx-a100 node",
+            {"workload": "data_parallel", "params": {"gpus": 16, "sync": "ring"}, "cluster": "dgx-a100"},
+            "'gpus' must be 1 to 8, the GPUs of one dgx-a100 node",
         ),
         (
             {"workload": "data_parallel", "params": {"nodes": 2, "sync": "host"}, "cluster": "dgx-a100"},
@@ -369,3 +371,33 @@ def test_the_issues_command_runs_as_written():
     )
     assert p.gpus == 1024 and dict(p.params)["sync"] == "ring"
     assert 0.5 < p.metrics["efficiency"] <= 1.0
+
+
+# --- part of a node: 8 GPUs of an NVL72 rack, as published GB200 runs take ---
+
+
+def test_a_job_on_part_of_a_node_keeps_each_gpus_network_share_and_fabric():
+    # an NVL72 rack has one NIC per GPU: 8 of its 72 GPUs get 8 NICs, each GPU the same share
+    whole = registry.cluster_system("gb200-nvl72", 2)
+    part = registry.cluster_system("gb200-nvl72", 2, 8)
+    assert (part.gpus, part.total_gpus, whole.gpus) == (8, 16, 72)
+    assert part.network.nics_per_node == 8
+    assert part.network.gpu_share_Bps(part.gpus) == whole.network.gpu_share_Bps(whole.gpus)
+    assert (part.peer_link, part.gpu) == (whole.peer_link, whole.gpu)
+    # fewer NICs than GPUs (a p4d: 4 for 8): 3 GPUs use the 2 cards their pairs share, rounded up
+    assert registry.cluster_system("aws-p4d", 1, 3).network.nics_per_node == 2
+    with pytest.raises(ParsimError, match="'gpus' must be 1 to 72, the GPUs of one gb200-nvl72 node"):
+        registry.cluster_system("gb200-nvl72", 1, 73)
+
+
+def test_the_cli_predicts_a_published_partial_node_row_as_the_published_check_does(cli):
+    # mbridge2511-llama3-8b-gb200-8: 8 GPUs of an NVL72 rack; the CLI once refused the GPU count
+    from parsim.studies import pipeline_figures, published
+
+    row = next(r for r in published.load_rows() if r.id == "mbridge2511-llama3-8b-gb200-8")
+    words = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in row.params.items()]
+    code, out, err = cli("predict", "network", *words, "--cluster", row.device, "--json")
+    assert code == 0, err
+    figures = pipeline_figures.step_figures(dict(row.params), row.device)
+    assert json.loads(out)["latency_s"] == pytest.approx(figures["step_s"], rel=1e-9)
+    assert json.loads(out)["gpus"] == 8

@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import TypeVar
 
+import attrs
+
 from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.hardware.network import ClusterSpec, torus_shape
@@ -173,16 +175,37 @@ def cluster(value: str | ClusterSpec, field: str = "cluster") -> ClusterSpec:
     return _resolve(value, ClusterSpec, _clusters(), field, "cluster", "")
 
 
-def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> SystemSpec:
-    """The system of ``nodes`` nodes of cluster ``value`` (its own default when None).
+def cluster_system(value: str | ClusterSpec, nodes: int | None = None, gpus: int | None = None) -> SystemSpec:
+    """The system of ``nodes`` nodes of cluster ``value`` (its own default when None), each running
+    ``gpus`` of its GPUs (all of them when None).
+
+    A job on part of a node (8 GPUs of an NVL72 rack, as published GB200 runs take) is a node of
+    that many GPUs on the same fabric, with the network cards that serve them: a rail-optimised
+    node gives each GPU its own, so each GPU's share of the network stays the whole node's.
 
     Raises:
-        ParsimError: an unknown cluster, a part it names that is not a preset, or a bad count.
+        ParsimError: an unknown cluster, a part it names that is not a preset, a bad count, or more
+            GPUs than a node has (or part of a TPU slice's host).
     """
     spec = cluster(value)
     count = spec.nodes if nodes is None else nodes
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ParsimError(f"'nodes' must be an integer >= 1: {count!r}")
+    used = spec.gpus_per_node if gpus is None else gpus
+    if isinstance(used, bool) or not isinstance(used, int) or not 1 <= used <= spec.gpus_per_node:
+        raise ParsimError(
+            f"'gpus' must be 1 to {spec.gpus_per_node}, the GPUs of one {spec.id} node (nodes= sets "
+            f"how many nodes): {used!r}"
+        )
+    if used < spec.gpus_per_node and spec.torus_dims:
+        raise ParsimError(
+            f"'gpus' must be {spec.gpus_per_node} on {spec.id}: a TPU slice's hosts join every chip "
+            f"into its torus: {used}"
+        )
+    network = spec.network
+    if network is not None and used < spec.gpus_per_node:  # the cards of the GPUs in use
+        nics = -(-network.nics_per_node * used // spec.gpus_per_node)
+        network = attrs.evolve(network, nics_per_node=nics)
     device = processor(spec.device, "cluster.device")
     if not device.is_accelerator:
         raise ParsimError(f"'cluster.device' must be a GPU or TPU preset: {spec.device} is a CPU")
@@ -200,14 +223,14 @@ def cluster_system(value: str | ClusterSpec, nodes: int | None = None) -> System
         host=host,
         device=device,
         link=host_link,
-        gpus=spec.gpus_per_node,
-        gpus_per_switch=min(spec.gpus_per_switch, spec.gpus_per_node),
+        gpus=used,
+        gpus_per_switch=min(spec.gpus_per_switch, used),
         peer_link=fabric if fabric.is_peer else None,
         gpus_per_socket=spec.gpus_per_socket,
         cross_socket_Bps=spec.cross_socket_Bps,
         staged_Bps=spec.staged_Bps,
         nodes=count,
-        network=spec.network,
+        network=network,
         torus=torus_shape(spec.gpus_per_node * count, spec.torus_dims) if spec.torus_dims else (),
     )
 

@@ -306,11 +306,12 @@ def _on_cluster(
     gpus_per_switch: int | None,
     budget: Budget | None,
 ) -> tuple[Workload, SystemSpec]:
-    """The workload and the system of ``nodes`` nodes of ``cluster`` (every GPU of each node).
+    """The workload and the system of ``nodes`` nodes of ``cluster`` (``gpus`` of each node's GPUs:
+    all of them unless the workload names fewer).
 
     Raises:
         ParsimError: a device, host, link or switch layout given besides the cluster (the cluster
-            names them), a GPU count other than a node's, or a workload that does not run on one.
+            names them), more GPUs than a node has, or a workload that does not run on one.
     """
     for value, flag in (
         (device, "device"),
@@ -333,12 +334,7 @@ def _on_cluster(
     elif params:
         raise ParsimError("'params' only applies when the workload is given by name")
     per_node = workload.param("gpus", gpus or spec.gpus_per_node)
-    if per_node != spec.gpus_per_node:
-        raise ParsimError(
-            f"'gpus' {per_node} must be {spec.gpus_per_node}, the GPUs of one {spec.id} node "
-            "(nodes= sets how many nodes)"
-        )
-    return workload, registry.cluster_system(spec, int(workload.param("nodes", 1)))
+    return workload, registry.cluster_system(spec, int(workload.param("nodes", 1)), per_node)
 
 
 def _with_scaling(

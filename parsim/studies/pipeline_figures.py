@@ -88,7 +88,7 @@ def _recurrence_figures(params: dict[str, Any], spec: ClusterSpec | str) -> dict
     if not (parallel3d.applies(values) and is_llm(values["model"]) and values["train"]):
         return None  # not a 3D-parallel step: predict's path says why
     workload = parallel3d.parallel_step(llm(values["model"]), values, numerics_of(values), named=False)
-    system = registry.cluster_system(cluster, int(workload.param("nodes", 1)))
+    system = registry.cluster_system(cluster, int(workload.param("nodes", 1)), int(workload.param("gpus")))
     workload = lower(workload, system)
     if not workload.devices or not by_recurrence(workload, system):
         return None

@@ -46,6 +46,10 @@ here drops and pads, and the preprocess then stays on the GPU.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from parsim.base.caching import cached
 from parsim.base.errors import ParsimError
 from parsim.workloads.base import Kernel, Params
 from parsim.workloads.llm_config import LlmConfig
@@ -156,6 +160,17 @@ def sublayers_of(layers: int) -> dict[str, str]:
     return named
 
 
+@cached(maxsize=64)
+def _blocks_of(layers: int) -> Mapping[str, str]:
+    """Each transformer block's layer names (``block_layers``) -> the block's attention layer's name,
+    which stands for the block (one graph under ``layer``)."""
+    named = {}
+    for index in range(layers):
+        attention, mlp = block_layers(index)
+        named[attention] = named[mlp] = attention
+    return MappingProxyType(named)
+
+
 def captured(kernels: list[Kernel], scopes: tuple[str, ...], sublayers: dict[str, str]) -> list[Kernel]:
     """``kernels`` (one pass over some layers) with each captured graph replayed: per layer and
     graph the first kernel stands for the graphed module's call (its own issue cost), the others
@@ -170,8 +185,8 @@ def captured(kernels: list[Kernel], scopes: tuple[str, ...], sublayers: dict[str
     made = []
     for kernel in kernels:
         scope = scope_of(kernel, scopes, sublayers)
-        # a layer graph holds both sublayers of its block (``h.3.attn`` and ``h.3.mlp``: ``h.3``)
-        owner = kernel.layer.rpartition(".")[0] if scope == LAYER else kernel.layer
+        # a layer graph holds both sublayers of its block (``h.3.attn`` and ``h.3.mlp``: block 3)
+        owner = _blocks_of(len(sublayers) // 2)[kernel.layer] if scope == LAYER else kernel.layer
         graph = (owner, GRAPH_OF.get(scope, scope))
         replayed = bool(scope) and graph in called
         if scope:  # the graphs called so far; an eager kernel calls none
