@@ -160,7 +160,8 @@ NOT_MET_YET: dict[str, str] = {
     # then the combined 1F1B schedule's node calls (moe_layer_ops.schedule_nodes): 18.0 -> 15.6 %
     # round 16: nine rows joined (cuda_graphs=layer for 25.09's whole-layer graphs): 25.09's token-drop
     # runs (H100 +5 %, Qwen3-235B B200 -6/-4 %, H100 +3 %, Qwen3-30B B200 +49 %, GB200 +34/+31 %) and
-    # 26.04.01's GB200 runs (Qwen3-30B -3 %, Qwen3-235B -12 %): 15.6 -> 15.8 % (29 rows)
+    # 26.04.01's GB200 runs (Qwen3-30B -3 %, Qwen3-235B -12 %): 15.6 -> 15.8 % (29 rows); then
+    # Megatron-Core's data-parallel overlap (dp_overlap) where the recipes set it: 15.8 -> 15.6 %
     "moe-training": "Qwen3-30B on 16 H100 at pp 2 with EP 8 (+99 and +58 %: the 25.11 and 26.02 "
     "containers' dropless runs, half the 25.09 token-drop run of the same layout, which parsim prices "
     "within 5 %: a regression Megatron-Bridge's issue #1998 names without its cause), Qwen3-30B on "

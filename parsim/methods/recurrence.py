@@ -32,11 +32,20 @@ from parsim.model.placement import blocks_host, link_lane
 from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s, uplink_bandwidth_Bps
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
-from parsim.workloads.base import AllReduce, Block, Transfer, Workload, stream_predecessors, thread_of
+from parsim.workloads.base import (
+    SYNC_STREAM,
+    AllReduce,
+    Block,
+    Transfer,
+    Workload,
+    stream_predecessors,
+    thread_of,
+)
 
-BESIDE_SYNC_STREAM = 3
-"""The stream of a step's gradient reduction (``megatron.optimizer_sync``): it follows the passes.
-A collective on any other stream runs beside them (expert parallelism's ``ep_overlap``) and slows
+BESIDE_SYNC_STREAM = SYNC_STREAM
+"""The stream of a step's gradient reduction (``megatron.optimizer_sync``): it follows the passes,
+or runs beside them holding none of their SMs (``dp_overlap``, in the engine alike). A collective
+on any other stream runs beside them (expert parallelism's ``ep_overlap``) and slows
 them by the SMs it holds, which this recurrence does not model: such a step is the engine's."""
 FINISHED_RTOL = 1e-9
 """A flow within this share of its size of done is done (``engine.fluid``'s rounding rule)."""

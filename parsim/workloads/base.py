@@ -37,6 +37,9 @@ from parsim.workloads.needs import MemoryNeeds
 
 Params = dict[str, Any]
 """A workload's validated parameters, as its builder receives them."""
+SYNC_STREAM = 3
+"""The stream of a step's data-parallel collectives (``megatron.optimizer_sync``): in order, after
+the passes or beside them (``dp_overlap``)."""
 _INF = float("inf")
 
 

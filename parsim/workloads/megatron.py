@@ -52,7 +52,7 @@ import attrs
 from parsim.base.dtypes import itemsize
 from parsim.base.errors import ParsimError
 from parsim.workloads import cuda_graphs
-from parsim.workloads.base import AllReduce, Kernel, Params
+from parsim.workloads.base import SYNC_STREAM, AllReduce, Kernel, Params
 from parsim.workloads.moe import GROUPED_GEMM
 from parsim.workloads.transformer_ops import REPLICATED
 
@@ -72,6 +72,8 @@ class Features:
     fp8: bool = False
     fp8_recipe: str = "delayed"
     cuda_graphs: tuple[str, ...] = ()  # the captured per-layer scopes (``cuda_graphs``)
+    overlap_grad_reduce: bool = False  # ``dp_overlap``
+    overlap_param_gather: bool = False
 
 
 def features_of(params: Params) -> Features:
@@ -84,6 +86,8 @@ def features_of(params: Params) -> Features:
         bool(params.get("fp8", False)),
         str(params.get("fp8_recipe", "delayed")),
         cuda_graphs.scopes_of(params),
+        bool(params.get("overlap_grad_reduce", False)),
+        bool(params.get("overlap_param_gather", False)),
     )
 
 
@@ -127,7 +131,8 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
     Raises:
         ParsimError: virtual stages without a pipeline, more chunks than layers, interleaving with
             micro-batches that are not whole rounds of the pipeline, FP8 outside 16-bit mixed
-            precision, or a sequence that does not split over ``cp``.
+            precision, a sequence that does not split over ``cp``, or the weights' gather
+            overlapped without the distributed optimizer and the gradients' overlap.
     """
     v, name = features.virtual_stages, "network"
     if v > 1 and pp == 1:
@@ -145,6 +150,13 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
         raise ParsimError(
             f"{name}: fp8=true runs FP8 GEMMs inside 16-bit mixed precision: 'dtype' must be bfloat16 "
             f"or float16: {params.get('dtype')}"
+        )
+    if features.overlap_param_gather and not (
+        features.distributed_optimizer and features.overlap_grad_reduce
+    ):
+        raise ParsimError(
+            f"{name}: overlap_param_gather gathers the distributed optimizer's weights: it needs "
+            "distributed_optimizer=true and overlap_grad_reduce=true (Megatron-LM asserts both)"
         )
     if features.fp8_recipe != "delayed" and not features.fp8:
         raise ParsimError(f"{name}: 'fp8_recipe' {features.fp8_recipe} scales FP8 casts: it needs fp8=true")
@@ -317,7 +329,7 @@ def optimizer_sync(
             AllReduce(
                 "gradient all-reduce",
                 grads_B,
-                stream=3,
+                stream=SYNC_STREAM,
                 device=device,
                 layer="dp sync",
                 ranks=ranks,
@@ -327,7 +339,7 @@ def optimizer_sync(
     scatter = AllReduce(
         "gradient reduce-scatter",
         grads_B,
-        stream=3,
+        stream=SYNC_STREAM,
         device=device,
         layer="dp sync",
         kind="reduce_scatter",
@@ -337,7 +349,7 @@ def optimizer_sync(
     gather = AllReduce(
         "weight all-gather",
         weights_B,
-        stream=3,
+        stream=SYNC_STREAM,
         device=device,
         layer="dp sync",
         kind="all_gather",

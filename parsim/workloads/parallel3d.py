@@ -33,7 +33,7 @@ import attrs
 
 from parsim.base import collector, units
 from parsim.base.dtypes import itemsize
-from parsim.workloads import cuda_graphs, expert_parallel, megatron, moe_layer_ops
+from parsim.workloads import cuda_graphs, dp_overlap, expert_parallel, megatron, moe_layer_ops
 from parsim.workloads import pipeline_schedule as schedule
 from parsim.workloads.base import AllReduce, Block, Kernel, Params, Transfer, Workload
 from parsim.workloads.layers import Numerics
@@ -274,7 +274,6 @@ def parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named: 
 def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named: bool) -> Workload:
     lay = layout(config, params)
     seq, m, p = params["seq"], lay.microbatches, lay.pp
-    features = megatron.features_of(params)
     stages = _stages(config, lay, params, numerics)
     ahead = int(expert_parallel.overlapped(params))  # the combined 1F1B's forward ahead (pipeline_schedule)
     # the pipeline's boundary tensor: scatter-gathered over tp (1/tp each), seq/cp tokens
@@ -290,6 +289,20 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
         last: schedule.Key = ("B", s, 0)
         shapes: dict[tuple[str, str, int], AllReduce] = {}  # unnamed: one op per shape of this stage
         order = list(schedule.order(s, lay.pp, lay.virtual_stages, m, ahead))
+        # the data-parallel stream (``dp_overlap``): the weights' buckets from the step's start
+        sync = dp_overlap.stage_plan(
+            (stage.grads_B, stage.weights_B, stage.expert_grads_B, stage.expert_weights_B),
+            lay,
+            params,
+            s,
+            itemsize(numerics.dtype),
+        )
+        keys: list[schedule.Key] = [("gather", s, j) for j in range(len(sync.early + sync.ahead))]
+        ops += [(op, [], key) for op, key in zip(sync.early + sync.ahead, keys, strict=True)]
+        first, rest = keys[: len(sync.early)], keys[len(sync.early) :]
+        passes = [kind for kind, _, _ in order]
+        first_f, first_b = passes.index("F"), passes.index("B")
+        last_b = len(passes) - 1 - passes[::-1].index("B")
         warmup = schedule.warmup_passes(s, lay.pp, lay.virtual_stages, m, ahead)
         held: tuple[AllReduce, schedule.Key, schedule.Key] | None = None  # a paired forward's send
         for n, (kind, c, i) in enumerate(order):
@@ -303,6 +316,9 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             else:
                 block = stage.forward[c] if kind == "F" else stage.backward[c]
             needs = schedule.waits(kind, s, c, i, lay.pp, lay.virtual_stages, m)
+            needs = needs + (first if n == first_f else []) + (rest if n == first_b else [])
+            if n == last_b:  # every bucket but the last reduced while the last backward runs
+                ops += [(op, [*needs, last], None) for op in sync.during]
             key = (kind, s, c * m + i)
             paired = bool(alone) and in_pair and kind == "F"
             if paired:  # the combined step starts once both micro-batches' inputs are in
@@ -359,32 +375,13 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             if held is not None and kind == "B":
                 ops.append((held[0], [held[1], key], held[2]))
                 held = None
-        sync = megatron.optimizer_sync(
-            stage.grads_B,
-            stage.weights_B,
-            lay.dp * lay.cp,
-            lay.dp_per_node(),
-            s,
-            features.distributed_optimizer,
-        )
         reduced: schedule.Key = ("sync", s, 0)
-        ops.append((attrs.evolve(sync[0], device=s), [last], reduced))
-        gathers = sync[1:]
-        if stage.expert_grads_B:  # expert parallelism: the local experts' reduction, then the update
-            experts = expert_parallel.expert_sync(
-                stage.expert_grads_B,
-                stage.expert_weights_B,
-                params,
-                lay.dp,
-                lay.cp,
-                lay.gpus_per_node,
-                s,
-                features.distributed_optimizer,
-            )
-            ops.append((experts[0], [reduced], ("expert sync", s, 0)))
-            reduced, gathers = ("expert sync", s, 0), gathers + experts[1:]
+        ops.append((sync.reductions[0], [last], reduced))
+        if len(sync.reductions) > 1:  # expert parallelism: the local experts' reduction, then the update
+            ops.append((sync.reductions[1], [reduced], ("expert sync", s, 0)))
+            reduced = ("expert sync", s, 0)
         ops.append((stage.update, [reduced], ("update", s, 0)))
-        for op in (attrs.evolve(op, device=s) for op in gathers):  # the distributed optimizer's all-gathers
+        for op in sync.gathers:  # the distributed optimizer's all-gathers
             ops.append((op, [("update", s, 0)], None))
         sequences.append(ops)
     ordered, deps = schedule.topological(sequences)

@@ -167,6 +167,19 @@ class NetworkParams(_ModelParams):
     distributed_optimizer: bool = Field(
         False, description="shard master weights and Adam state over dp (ZeRO-1): reduce-scatter + all-gather"
     )
+    overlap_grad_reduce: bool = Field(
+        False,
+        description="reduce the gradients bucket by bucket beside the last backward (--overlap-grad-reduce)",
+    )
+    overlap_param_gather: bool = Field(
+        False, description="gather the weights bucket by bucket beside the forward (--overlap-param-gather)"
+    )
+    bucket_params: int = Field(
+        0,
+        ge=0,
+        le=10**12,
+        description="elements per data-parallel bucket; 0: Megatron-Core's max(40M, 1M x dp)",
+    )
     cp: int = Field(
         1, gt=0, le=64, description="context-parallel GPUs: each holds seq/cp tokens (ring attention)"
     )

@@ -26,7 +26,7 @@ from parsim.model.placement import BOTH_WAYS, engine_lane, engines_per_lane, lin
 from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s, uplink_bandwidth_Bps
 from parsim.results import resources
 from parsim.results.timeline import TraceEvent
-from parsim.workloads.base import AllReduce, Transfer
+from parsim.workloads.base import SYNC_STREAM, AllReduce, Transfer
 
 
 class Links:
@@ -120,8 +120,9 @@ class Links:
         start = self.env.now
         # a pipeline's point-to-point send runs on the one or two channels NCCL gives a peer
         # (NCCL_NCHANNELS_PER_NET_PEER / p2p channels per peer: 2 SMs of 108-132), too few to
-        # count: only collectives hold the SMs of ``model.comm_sms``
-        holds_sms = op.kind != SEND
+        # count: only collectives hold the SMs of ``model.comm_sms``; a step's data-parallel buckets
+        # beside the passes (``dp_overlap``) are left out, as the recurrence leaves them
+        holds_sms = op.kind != SEND and op.stream != SYNC_STREAM
         for g in self._ring_rows(op) if holds_sms else ():
             if g < len(self.collective_until):  # a pipeline stage's GPU may stand for others
                 self.collective_until[g] = max(self.collective_until[g], start + timing.seconds)

@@ -1,0 +1,117 @@
+"""Megatron-Core's data-parallel overlap: the gradients reduced bucket by bucket while the last
+backward pass still runs (``--overlap-grad-reduce``), the distributed optimizer's weights gathered
+bucket by bucket ahead of the passes that need them (``--overlap-param-gather``).
+
+Without them a step's data-parallel reduction (``megatron.optimizer_sync``, and the experts' own,
+``expert_parallel.expert_sync``) waits for the last backward pass and the update, and the weights'
+all-gather follows the update: all of it exposed. With them, Megatron-Core's
+``DistributedDataParallel`` (NVIDIA/Megatron-LM@core_v0.16.0 megatron/core/distributed/
+distributed_data_parallel.py, param_and_grad_buffer.py) cuts each gradient buffer into buckets of
+``bucket_size`` elements (``max(40M, 1M x dp)`` unless given; one bucket without the overlap),
+filled in reverse layer order, and reduces each on a stream of its own as soon as the last
+micro-batch's backward has finished its gradients: only the last bucket (the first layers',
+finished last) waits for the pass to end. The weights come back the same way: each bucket's
+all-gather runs ahead of the layers that use it, so the first pass waits for the first bucket only.
+Like passing buckets of water down a line while the fire still burns: only the last bucket arrives
+after the last flame.
+
+parsim runs a stage's collectives on its data-parallel stream (``base.SYNC_STREAM``): every bucket
+but the last of each reduction from the moment its last backward pass may start, the last bucket
+after that pass; every bucket of each gather from the start of the step, its first forward pass
+waiting for the first bucket and its first backward pass for the rest (a backward needs every
+weight). A stage's buckets are counted over all its chunks of layers (virtual stages), and its
+reduction starts with its last backward: chunks finished earlier could start sooner, which this
+leaves out, as it leaves out the SMs NCCL's channels hold beside the passes (``engine.links``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from parsim.workloads import expert_parallel, megatron
+from parsim.workloads.base import AllReduce, Params
+from parsim.workloads.parallel3d_layout import Layout
+
+MCORE_MIN_BUCKET = 40_000_000
+"""Megatron-Core's smallest default bucket, in elements (``max(40000000, 1000000 * dp)``)."""
+MCORE_BUCKET_PER_RANK = 1_000_000
+"""Its default bucket's growth per data-parallel rank, in elements."""
+
+
+def bucket_elements(given: int, dp: int) -> int:
+    """Elements per bucket: ``given`` (``bucket_params``), or Megatron-Core's default for ``dp``
+    data-parallel ranks (0 given)."""
+    return given or max(MCORE_MIN_BUCKET, MCORE_BUCKET_PER_RANK * dp)
+
+
+def buckets(elements: float, bucket: int) -> int:
+    """Buckets of ``bucket`` elements that ``elements`` parameters fill (at least one)."""
+    return max(1, math.ceil(elements / bucket))
+
+
+def split(op: AllReduce, count: int) -> tuple[AllReduce, AllReduce]:
+    """``op`` cut into ``(one bucket, the other count - 1)`` of ``count`` equal buckets (the second
+    empty when ``count`` is 1)."""
+    one = op.nbytes / count
+    return attrs.evolve(op, nbytes=one), attrs.evolve(op, nbytes=op.nbytes - one)
+
+
+Buffer = tuple[AllReduce, tuple[AllReduce, ...], float]
+"""A gradient buffer's reduction, its weights' gathers and its elements (parameters on this GPU)."""
+
+
+@attrs.frozen
+class Plan:
+    """A stage's data-parallel collectives by when they run (``plan``); each tuple in stream order."""
+
+    reductions: tuple[AllReduce, ...]  # after the last backward pass (the last buckets, or all)
+    gathers: tuple[AllReduce, ...] = ()  # after the update (without the weights' overlap)
+    early: tuple[AllReduce, ...] = ()  # from the step's start: the first bucket of each gather
+    ahead: tuple[AllReduce, ...] = ()  # then the other buckets, before the first backward pass
+    during: tuple[AllReduce, ...] = ()  # from the last backward pass's start: all buckets but the last
+
+
+def plan(buffers: list[Buffer], bucket: int, grads: bool, weights: bool) -> Plan:
+    """When ``buffers``' collectives run, with the gradients' overlap (``grads``) and the weights'
+    (``weights``) or without (``Plan``)."""
+    reductions, gathers, early, ahead, during = [], [], [], [], []
+    for reduction, gathered, elements in buffers:
+        count = buckets(elements, bucket)
+        if grads and count > 1 and reduction.ranks > 1:  # one rank reduces nothing: nothing to overlap
+            last, rest = split(reduction, count)
+            reductions.append(last)
+            during.append(rest)
+        else:
+            reductions.append(reduction)
+        for gather in gathered:
+            if weights and gather.ranks > 1:
+                first, rest = split(gather, count)
+                early.append(first)
+                ahead += [rest] if rest.nbytes > 0 else []
+            else:
+                gathers.append(gather)
+    return Plan(tuple(reductions), tuple(gathers), tuple(early), tuple(ahead), tuple(during))
+
+
+def stage_plan(
+    sizes: tuple[float, float, float, float], lay: Layout, params: Params, s: int, size: int
+) -> Plan:
+    """Stage ``s``'s data-parallel collectives and when they run: ``sizes`` are its dense gradients'
+    and weights' bytes and its local experts' (0 without expert parallelism), ``size`` a weight's
+    bytes; the dense buffer reduced over ``dp x cp`` (``megatron.optimizer_sync``), the experts' over
+    their own group (``expert_parallel.expert_sync``)."""
+    grads_B, weights_B, expert_grads_B, expert_weights_B = sizes
+    features = megatron.features_of(params)
+    distributed = features.distributed_optimizer
+    dense = megatron.optimizer_sync(grads_B, weights_B, lay.dp * lay.cp, lay.dp_per_node(), s, distributed)
+    dense = tuple(attrs.evolve(op, device=s) for op in dense)
+    buffers: list[Buffer] = [(dense[0], dense[1:], weights_B / size)]
+    if expert_grads_B:
+        experts = expert_parallel.expert_sync(
+            expert_grads_B, expert_weights_B, params, lay.dp, lay.cp, lay.gpus_per_node, s, distributed
+        )
+        buffers.append((experts[0], tuple(experts[1:]), expert_weights_B / size))
+    bucket = bucket_elements(int(params.get("bucket_params", 0)), lay.dp * lay.cp)
+    return plan(buffers, bucket, features.overlap_grad_reduce, features.overlap_param_gather)
