@@ -15,18 +15,23 @@ all-gather runs ahead of the layers that use it, so the first pass waits for the
 Like passing buckets of water down a line while the fire still burns: only the last bucket arrives
 after the last flame.
 
-parsim runs a stage's collectives on its data-parallel stream (``base.SYNC_STREAM``): every bucket
-but the last of each reduction from the moment its last backward pass may start, the last bucket
-after that pass; every bucket of each gather from the start of the step, its first forward pass
-waiting for the first bucket and its first backward pass for the rest (a backward needs every
-weight). A stage's buckets are counted over all its chunks of layers (virtual stages), and its
-reduction starts with its last backward: chunks finished earlier could start sooner, which this
-leaves out, as it leaves out the SMs NCCL's channels hold beside the passes (``engine.links``).
+Megatron-Core buckets only the first pipeline stage's first chunk of layers; every other chunk,
+and every later stage's buffer, is one bucket, reduced as a whole after its backward (a later
+stage's then runs while the stages before it drain the pipeline, as without the overlap).
+
+parsim runs a stage's collectives on its data-parallel stream (``base.SYNC_STREAM``): all of each
+reduction but its waiting share (``waiting_share``: the first stage's last bucket) from the moment
+its last backward pass may start, that share after the pass; every bucket of each gather from the
+start of the step, its first forward pass waiting for the first bucket (a later stage's whole
+buffer) and the pass after it for the rest. The first stage's other chunks are reduced from its
+last backward's start too (Megatron-Core starts each after the chunk's own last backward, sooner),
+and NCCL's channels hold none of the passes' SMs here (``engine.links``): both left out.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 
@@ -51,10 +56,9 @@ def buckets(elements: float, bucket: int) -> int:
     return max(1, math.ceil(elements / bucket))
 
 
-def split(op: AllReduce, count: int) -> tuple[AllReduce, AllReduce]:
-    """``op`` cut into ``(one bucket, the other count - 1)`` of ``count`` equal buckets (the second
-    empty when ``count`` is 1)."""
-    one = op.nbytes / count
+def split(op: AllReduce, share: float) -> tuple[AllReduce, AllReduce]:
+    """``op`` cut into ``(share of its bytes, the rest)``."""
+    one = op.nbytes * share
     return attrs.evolve(op, nbytes=one), attrs.evolve(op, nbytes=op.nbytes - one)
 
 
@@ -69,25 +73,37 @@ class Plan:
     reductions: tuple[AllReduce, ...]  # after the last backward pass (the last buckets, or all)
     gathers: tuple[AllReduce, ...] = ()  # after the update (without the weights' overlap)
     early: tuple[AllReduce, ...] = ()  # from the step's start: the first bucket of each gather
-    ahead: tuple[AllReduce, ...] = ()  # then the other buckets, before the first backward pass
+    ahead: tuple[AllReduce, ...] = ()  # then the other buckets, before the pass after the first forward
     during: tuple[AllReduce, ...] = ()  # from the last backward pass's start: all buckets but the last
 
 
-def plan(buffers: list[Buffer], bucket: int, grads: bool, weights: bool) -> Plan:
+def waiting_share(elements: float, bucket: int, first_stage: bool, chunks: int) -> float:
+    """The share of a stage's buffer that waits: the last bucket of its reduction, the first of its
+    gather. Megatron-Core buckets only the first pipeline stage's first chunk of layers
+    (distributed_data_parallel.py: ``if disable_bucketing or pp_rank > 0: bucket_size = None``, and
+    ``disable_bucketing`` for every model chunk but the first): that chunk (1/``chunks`` of the
+    buffer) in buckets, every other chunk, and every later stage, one bucket of its own."""
+    if not first_stage:
+        return 1.0
+    return 1.0 / (chunks * buckets(elements / chunks, bucket))
+
+
+def plan(buffers: list[Buffer], share: Callable[[float], float], grads: bool, weights: bool) -> Plan:
     """When ``buffers``' collectives run, with the gradients' overlap (``grads``) and the weights'
-    (``weights``) or without (``Plan``)."""
+    (``weights``) or without (``Plan``); ``share``: the waiting share of a buffer of so many
+    elements (``waiting_share``)."""
     reductions, gathers, early, ahead, during = [], [], [], [], []
     for reduction, gathered, elements in buffers:
-        count = buckets(elements, bucket)
-        if grads and count > 1 and reduction.ranks > 1:  # one rank reduces nothing: nothing to overlap
-            last, rest = split(reduction, count)
+        waits = share(elements)
+        if grads and waits < 1 and reduction.ranks > 1:  # one rank reduces nothing: nothing to overlap
+            last, rest = split(reduction, waits)
             reductions.append(last)
             during.append(rest)
         else:
             reductions.append(reduction)
         for gather in gathered:
             if weights and gather.ranks > 1:
-                first, rest = split(gather, count)
+                first, rest = split(gather, waits)
                 early.append(first)
                 ahead += [rest] if rest.nbytes > 0 else []
             else:
@@ -114,4 +130,8 @@ def stage_plan(
         )
         buffers.append((experts[0], tuple(experts[1:]), expert_weights_B / size))
     bucket = bucket_elements(int(params.get("bucket_params", 0)), lay.dp * lay.cp)
-    return plan(buffers, bucket, features.overlap_grad_reduce, features.overlap_param_gather)
+
+    def share(elements: float) -> float:
+        return waiting_share(elements, bucket, s == 0, lay.virtual_stages)
+
+    return plan(buffers, share, features.overlap_grad_reduce, features.overlap_param_gather)

@@ -151,12 +151,14 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
             f"{name}: fp8=true runs FP8 GEMMs inside 16-bit mixed precision: 'dtype' must be bfloat16 "
             f"or float16: {params.get('dtype')}"
         )
-    if features.overlap_param_gather and not (
-        features.distributed_optimizer and features.overlap_grad_reduce
-    ):
+    if features.overlap_param_gather and not features.distributed_optimizer:
         raise ParsimError(
             f"{name}: overlap_param_gather gathers the distributed optimizer's weights: it needs "
-            "distributed_optimizer=true and overlap_grad_reduce=true (Megatron-LM asserts both)"
+            "distributed_optimizer=true (Megatron-LM asserts it)"
+        )
+    if features.overlap_param_gather and not features.overlap_grad_reduce:
+        raise ParsimError(
+            f"{name}: overlap_param_gather needs overlap_grad_reduce=true too (Megatron-LM asserts it)"
         )
     if features.fp8_recipe != "delayed" and not features.fp8:
         raise ParsimError(f"{name}: 'fp8_recipe' {features.fp8_recipe} scales FP8 casts: it needs fp8=true")

@@ -301,8 +301,7 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
         ops += [(op, [], key) for op, key in zip(sync.early + sync.ahead, keys, strict=True)]
         first, rest = keys[: len(sync.early)], keys[len(sync.early) :]
         passes = [kind for kind, _, _ in order]
-        first_f, first_b = passes.index("F"), passes.index("B")
-        last_b = len(passes) - 1 - passes[::-1].index("B")
+        first_f, last_b = passes.index("F"), len(passes) - 1 - passes[::-1].index("B")
         warmup = schedule.warmup_passes(s, lay.pp, lay.virtual_stages, m, ahead)
         held: tuple[AllReduce, schedule.Key, schedule.Key] | None = None  # a paired forward's send
         for n, (kind, c, i) in enumerate(order):
@@ -316,7 +315,7 @@ def _parallel_step(config: LlmConfig, params: Params, numerics: Numerics, named:
             else:
                 block = stage.forward[c] if kind == "F" else stage.backward[c]
             needs = schedule.waits(kind, s, c, i, lay.pp, lay.virtual_stages, m)
-            needs = needs + (first if n == first_f else []) + (rest if n == first_b else [])
+            needs = needs + (first if n == first_f else []) + (rest if n == first_f + 1 else [])
             if n == last_b:  # every bucket but the last reduced while the last backward runs
                 ops += [(op, [*needs, last], None) for op in sync.during]
             key = (kind, s, c * m + i)
