@@ -42,11 +42,6 @@ from parsim.workloads.base import (
     thread_of,
 )
 
-BESIDE_SYNC_STREAM = SYNC_STREAM
-"""The stream of a step's gradient reduction (``megatron.optimizer_sync``): it follows the passes,
-or runs beside them holding none of their SMs (``dp_overlap``, in the engine alike). A collective
-on any other stream runs beside them (expert parallelism's ``ep_overlap``) and slows
-them by the SMs it holds, which this recurrence does not model: such a step is the engine's."""
 FINISHED_RTOL = 1e-9
 """A flow within this share of its size of done is done (``engine.fluid``'s rounding rule)."""
 
@@ -68,7 +63,11 @@ def covers(workload: Workload, system: SystemSpec, repeats: int = 1) -> bool:
             lanes.update((engine, uplink))
         elif not isinstance(op, (Block, AllReduce)):
             return False
-        elif isinstance(op, AllReduce) and op.kind != SEND and op.stream != BESIDE_SYNC_STREAM:
+        # a step's data-parallel collectives (``base.SYNC_STREAM``) follow the passes or run beside
+        # them holding none of their SMs (``dp_overlap``, in the engine alike); a collective on any
+        # other stream runs beside them (``ep_overlap``) and slows them by the SMs it holds, which
+        # this recurrence does not model: such a step is the engine's
+        elif isinstance(op, AllReduce) and op.kind != SEND and op.stream != SYNC_STREAM:
             return False  # a collective beside the passes holds SMs from them (``model.comm_sms``)
     return True
 

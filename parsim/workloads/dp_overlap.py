@@ -31,7 +31,6 @@ and NCCL's channels hold none of the passes' SMs here (``engine.links``): both l
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import attrs
 
@@ -63,7 +62,8 @@ def split(op: AllReduce, share: float) -> tuple[AllReduce, AllReduce]:
 
 
 Buffer = tuple[AllReduce, tuple[AllReduce, ...], float]
-"""A gradient buffer's reduction, its weights' gathers and its elements (parameters on this GPU)."""
+"""A gradient buffer's reduction, its weights' gathers and the share of it that waits
+(``waiting_share``)."""
 
 
 @attrs.frozen
@@ -88,13 +88,11 @@ def waiting_share(elements: float, bucket: int, first_stage: bool, chunks: int) 
     return 1.0 / (chunks * buckets(elements / chunks, bucket))
 
 
-def plan(buffers: list[Buffer], share: Callable[[float], float], grads: bool, weights: bool) -> Plan:
+def plan(buffers: list[Buffer], grads: bool, weights: bool) -> Plan:
     """When ``buffers``' collectives run, with the gradients' overlap (``grads``) and the weights'
-    (``weights``) or without (``Plan``); ``share``: the waiting share of a buffer of so many
-    elements (``waiting_share``)."""
+    (``weights``) or without (``Plan``)."""
     reductions, gathers, early, ahead, during = [], [], [], [], []
-    for reduction, gathered, elements in buffers:
-        waits = share(elements)
+    for reduction, gathered, waits in buffers:
         if grads and waits < 1 and reduction.ranks > 1:  # one rank reduces nothing: nothing to overlap
             last, rest = split(reduction, waits)
             reductions.append(last)
@@ -122,16 +120,15 @@ def stage_plan(
     features = megatron.features_of(params)
     distributed = features.distributed_optimizer
     dense = megatron.optimizer_sync(grads_B, weights_B, lay.dp * lay.cp, lay.dp_per_node(), s, distributed)
-    dense = tuple(attrs.evolve(op, device=s) for op in dense)
-    buffers: list[Buffer] = [(dense[0], dense[1:], weights_B / size)]
+    bucket = bucket_elements(int(params.get("bucket_params", 0)), lay.dp * lay.cp)
+
+    def waits(weights: float) -> float:  # a buffer's waiting share, from its weights' bytes
+        return waiting_share(weights / size, bucket, s == 0, lay.virtual_stages)
+
+    buffers: list[Buffer] = [(dense[0], dense[1:], waits(weights_B))]
     if expert_grads_B:
         experts = expert_parallel.expert_sync(
             expert_grads_B, expert_weights_B, params, lay.dp, lay.cp, lay.gpus_per_node, s, distributed
         )
-        buffers.append((experts[0], tuple(experts[1:]), expert_weights_B / size))
-    bucket = bucket_elements(int(params.get("bucket_params", 0)), lay.dp * lay.cp)
-
-    def share(elements: float) -> float:
-        return waiting_share(elements, bucket, s == 0, lay.virtual_stages)
-
-    return plan(buffers, share, features.overlap_grad_reduce, features.overlap_param_gather)
+        buffers.append((experts[0], tuple(experts[1:]), waits(expert_weights_B)))
+    return plan(buffers, features.overlap_grad_reduce, features.overlap_param_gather)

@@ -88,15 +88,14 @@ def expert_tp_of(params: Params) -> int:
     return int(params.get("expert_tp", 0)) or int(params.get("tp", 1))
 
 
-def dispatcher_named(params: Params) -> str:
+def dispatcher_named(params: Params) -> tuple[str, ...]:
     """The token-dispatcher settings ``params`` name away from their defaults (``dispatcher=flex``,
-    ``flex_backend=deepep``), as ``key=value``; empty when none is."""
-    named = [
+    ``flex_backend=deepep``), as ``key=value``."""
+    return tuple(
         f"{key}={params[key]}"
         for key, default in (("dispatcher", "alltoall"), ("flex_backend", "hybridep"))
         if params.get(key, default) != default
-    ]
-    return " ".join(named)
+    )
 
 
 def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
@@ -122,7 +121,9 @@ def check(config: LlmConfig, params: Params, tp: int, dp: int, cp: int) -> None:
     backend = params.get("flex_backend", "hybridep")
     named = dispatcher_named(params)
     if named and not config.moe:
-        raise ParsimError(f"{NAME}: {named} routes tokens to experts; {config.name} is a dense model")
+        raise ParsimError(
+            f"{NAME}: {' '.join(named)} routes tokens to experts; {config.name} is a dense model"
+        )
     if backend != "hybridep" and not flex:
         raise ParsimError(
             f"{NAME}: flex_backend={backend} needs dispatcher=flex (the backend of Megatron-Core's "

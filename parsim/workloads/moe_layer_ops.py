@@ -254,24 +254,22 @@ def schedule_nodes(layer: str, dtype: str, device: int, backward: bool) -> tuple
     B200 (pull request #1760); parsim prices each node as one operator call
     (``FrameworkSpec.op_cycles``), an estimate, and leaves out the per-chunk pre-, post-process and
     loss nodes and ``delay_wgrad_compute``'s separate weight-gradient calls."""
-    made = []
-    for node in SCHEDULE_NODES:
-        made.append(
-            Kernel.of(
-                f"{layer} {node} node {'bwd' if backward else 'fwd'}",
-                0.0,
-                0.0,
-                0.0,
-                1,
-                dtype=dtype,
-                device=device,
-                layer=layer,
-                part=EXPERT_SCHEDULE_NODE if node in ("mlp", "moe_combine") else SCHEDULE_NODE,
-                launches=0,
-                multi_tensor=True,
-            )
+    return tuple(
+        Kernel.of(
+            f"{layer} {node} node {'bwd' if backward else 'fwd'}",
+            0.0,
+            0.0,
+            0.0,
+            1,
+            dtype=dtype,
+            device=device,
+            layer=layer,
+            part=EXPERT_SCHEDULE_NODE if node in ("mlp", "moe_combine") else SCHEDULE_NODE,
+            launches=0,
+            multi_tensor=True,
         )
-    return tuple(made)
+        for node in SCHEDULE_NODES
+    )
 
 
 def layer_kernels(

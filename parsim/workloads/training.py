@@ -76,7 +76,7 @@ def _refuse_split_only(params: Params) -> None:
 
     Raises:
         ParsimError: one of them set on a model that has no experts, or off the split step."""
-    named = expert_parallel.dispatcher_named(params).split()
+    named = list(expert_parallel.dispatcher_named(params))
     if params.get("ep_overlap", False):
         named.append("ep_overlap=true")
     if int(params.get("expert_tp", 0)) > 1:
