@@ -38,7 +38,7 @@ import attrs
 import numpy
 
 from parsim.base.errors import ParsimError
-from parsim.hardware.specs import BandwidthPoint, CacheLevel, MemorySpec, ProcessorSpec
+from parsim.hardware.specs import MIN_DTYPE_RATIO, BandwidthPoint, CacheLevel, MemorySpec, ProcessorSpec
 from parsim.measure import calibrate_loops, cpu, kernels, plausible
 from parsim.measure.backends import NumpyBackend, cpu_model, host_free_memory_B
 from parsim.measure.lock import check_timeout, measurement_lock
@@ -407,9 +407,6 @@ def _exp_per_cycle(exp_per_s: float, clock: float) -> float:
         )
         raise plausible.unmeasurable("the exp throughput", why)
     return per_cycle
-
-
-MIN_DTYPE_RATIO = 1e-3  # the spec's bound: no CPU runs a dtype's GEMM 1000x slower than float32's
 
 
 def _dtype_ratio(raw: dict, dtype: str) -> float:
