@@ -51,6 +51,8 @@ def test_the_attention_outputs_cast_under_each_recipe_by_hand():
     assert _added(out, "tensorwise") == [("fp8 amax", 2 * x, 4), ("fp8 scale", 4, 4), ("fp8 cast", 2 * x, x)]
     # MXFP8: row- and column-wise copies, each with an E8M0 scale per 32 elements
     assert _added(out, "mxfp8") == [("fp8 cast", 2 * x, pytest.approx(2 * x * (1 + 1 / 32)))]
+    # block scaling: each block's amax inside the cast, both copies, an FP32 scale per 128 elements
+    assert _added(out, "blockwise") == [("fp8 cast", 2 * x, pytest.approx(2 * x * (1 + 4 / 128)))]
 
 
 def test_a_gradients_cast_under_current_scaling_pays_one_call_and_three_launches():
@@ -71,6 +73,7 @@ def test_a_gradients_cast_under_current_scaling_pays_one_call_and_three_launches
         ("delayed", [], []),  # the norm and the activation write FP8 themselves
         ("tensorwise", ["fp8 scale", "fp8 cast"], ["fp8 scale", "fp8 cast"]),  # their amax fused, then cast
         ("mxfp8", ["fp8 cast"], []),  # the norm in 16 bits, then cast; the activation writes MXFP8
+        ("blockwise", ["fp8 cast"], ["fp8 cast"]),  # both write 16 bits (TE: UNFUSED), then one cast
     ],
 )
 def test_what_follows_the_norm_and_the_activation(recipe, after_norm, after_activation):
@@ -131,17 +134,20 @@ def _optimizer_kernels(recipe: str) -> list[Kernel]:
 
 
 def test_the_weights_are_cast_once_a_step_as_the_recipe_casts():
-    delayed, current, mx = (_optimizer_kernels(r) for r in ("delayed", "tensorwise", "mxfp8"))
+    recipes = ("delayed", "tensorwise", "mxfp8", "blockwise")
+    delayed, current, mx, block = (_optimizer_kernels(r) for r in recipes)
     step = [k for k in delayed if "fp8" not in k.name]
     assert [k.name for k in step] == ["optimizer step"]
-    names = [[k.name.split()[-1] for k in kernels if "fp8" in k.name] for kernels in (delayed, current, mx)]
-    assert names == [["cast"], ["amax", "scale", "cast"], ["cast"]]
+    runs = (delayed, current, mx, block)
+    names = [[k.name.split()[-1] for k in kernels if "fp8" in k.name] for kernels in runs]
+    assert names == [["cast"], ["amax", "scale", "cast"], ["cast"], ["cast"]]
     cast = {
         r: [k for k in ks if k.name.endswith("fp8 cast")][0]
-        for r, ks in [("delayed", delayed), ("mxfp8", mx)]
+        for r, ks in [("delayed", delayed), ("mxfp8", mx), ("blockwise", block)]
     }
     weights = cast["delayed"].work.bytes_written  # one byte per weight
     assert cast["mxfp8"].work.bytes_written == pytest.approx(2 * weights * (1 + 1 / 32))
+    assert cast["blockwise"].work.bytes_written == pytest.approx(2 * weights * (1 + 4 / 128))
 
 
 def _step_s(recipe: str, device: str = "dgx-b200") -> float:
@@ -165,7 +171,7 @@ def _step_s(recipe: str, device: str = "dgx-b200") -> float:
 def test_every_recipe_makes_a_longer_step_than_delayed_scaling():
     """Each recipe only adds passes (or bytes) to delayed scaling's, so its step is longer."""
     delayed = _step_s("delayed")
-    for recipe in ("tensorwise", "mxfp8"):
+    for recipe in ("tensorwise", "mxfp8", "blockwise"):
         assert _step_s(recipe) > delayed
 
 
@@ -182,4 +188,27 @@ def test_recipes_are_refused_where_they_cannot_apply(cli):
     assert "Traceback" not in out + err
     code, out, err = cli(*base, "fp8_recipe=current", "gpus=8", "--cluster", "dgx-h100")
     assert code == 2
-    assert "'fp8_recipe' input should be 'delayed', 'tensorwise' or 'mxfp8': 'current'" in err
+    assert "'fp8_recipe' input should be 'delayed', 'tensorwise', 'blockwise' or 'mxfp8': 'current'" in err
+
+
+def test_block_scaling_runs_from_hopper_on_and_is_refused_on_ada(cli):
+    """TE's FP8 block scaling needs compute capability 9.0 (``fp8_block_scaling``): an H100 runs
+    it, an L40S (Ada's FP8 tensor cores) is refused by name, in one line, exit code 2."""
+    base = ("predict", "network", "model=llama-2-7b", "batch=8", "seq=1024", "dtype=bfloat16", "fp8=true")
+    code, out, err = cli(*base, "fp8_recipe=blockwise", "gpus=8", "--cluster", "dgx-h100")
+    assert code == 0, err
+    code, out, err = cli(*base, "fp8_recipe=blockwise", "train=true", "--device", "l40s")
+    assert code == 2
+    assert "fp8_recipe=blockwise needs FP8 products with 128-element block scales" in err and "L40S" in err
+    assert "fp8_block_scaling" in err and "Traceback" not in out + err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_block_scaling_round_trips_through_a_hardware_file():
+    from parsim.hardware.presets import PROCESSORS
+    from parsim.hardware.tomlio import dumps_hardware, loads_hardware
+
+    for gpu, runs in [("h100-sxm", True), ("gb200", True), ("l40s", False)]:
+        spec = PROCESSORS[gpu]
+        assert spec.fp8_block_scaling is runs
+        assert loads_hardware(dumps_hardware(spec)).fp8_block_scaling is runs

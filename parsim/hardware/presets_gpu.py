@@ -362,6 +362,7 @@ H100_PCIE = _gpu(
     # 114-SM PCIe part (BF16 495.9 vs 492.8, FP16 457.3 vs 437.1, TF32 234.8 vs 240.4 TFLOP/s) though
     # 512 tiles of 256x128 fill 4.49 waves, where a tail wave would cost 10 %: no tail effect
     stream_k=True,
+    fp8_block_scaling=True,  # cc 9.0 (TE check_fp8_block_scaling_support: 9.0 and later, CUDA 12.9)
     legacy_mma_share=GH100_LEGACY_MMA_SHARE,
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
@@ -404,6 +405,7 @@ def _gh100_sxm(
         },
         matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
         stream_k=True,  # as the PCIe part's (H100_PCIE): cuBLAS's sm90 kernels share the last wave
+        fp8_block_scaling=True,  # cc 9.0, as the PCIe part's
         legacy_mma_share=GH100_LEGACY_MMA_SHARE,
         special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
         dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]

@@ -98,6 +98,7 @@ B200 = _gpu(
     # one share for every dtype, as every preset's; [B200-DQ]'s hand-written BF16 GEMM at 16384^3
     # (1819 TFLOP/s = 0.81) is one kernel at one shape, the library benchmark the rate libraries reach
     matmul_efficiency=BLACKWELL_MATMUL_EFFICIENCY,
+    fp8_block_scaling=True,  # cc 10.0: TE runs the 128-element scales on the MXFP8 tensor cores (PR #2157)
     special_per_core_per_cycle=16,  # [PG] cc 10.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch ~5 us as on Hopper (cf. 5.7 us measured on A100, [CLP])
     tiles_per_core=8,  # [PG] cc 10.0: 2048 threads/SM = 8 blocks of 256
@@ -159,6 +160,7 @@ H100_NVL = _gpu(
     },
     matmul_efficiency=0.75,  # estimate: cuBLAS on H100 reaches ~70-80 % of the dense tensor peak
     legacy_mma_share=GH100_LEGACY_MMA_SHARE,  # GH100's, as the other H100s
+    fp8_block_scaling=True,  # cc 9.0, as the other H100s
     special_per_core_per_cycle=16,  # [PG] cc 9.0: 16 SFU results/clock/SM
     dispatch_s=5e-6,  # estimate: CUDA launch on Hopper ~5 us, cf. 5.7 us measured on A100 [CLP]
     tiles_per_core=8,  # [PG] cc 9.0: 2048 threads/SM = 8 blocks of 256

@@ -138,6 +138,11 @@ class ProcessorSpec:
         stream_k: the platform library's matrix-unit GEMMs on this chip share the last wave's work
             among every SM (persistent kernels with a stream-K tile scheduler: cuBLAS on Hopper),
             so a product of 4.5 waves takes 4.5 waves' time, not 5 (no tail effect).
+        fp8_block_scaling: Transformer Engine runs FP8 products with per-block scales on this chip
+            (``fp8_recipe=blockwise``): compute capability 9.0 and later, Hopper through cuBLASLt's
+            128-element scale modes (CUDA 12.9), Blackwell through its MXFP8 tensor cores
+            (TransformerEngine v2.14 transformer_engine/pytorch/quantization.py
+            ``check_fp8_block_scaling_support``; pull request #2157). Not Ada's FP8 tensor cores.
         special_per_core_per_cycle: transcendental results (exp, ...) per core per cycle.
         legacy_mma_share: the share of the matrix units' rate that kernels written with the previous
             generation's matrix instructions reach (on Hopper, warp-level ``mma.sync`` without its
@@ -238,6 +243,7 @@ class ProcessorSpec:
         default=None, validator=attrs.validators.optional(fraction)
     )
     stream_k: bool = attrs.field(default=False, validator=boolean)
+    fp8_block_scaling: bool = attrs.field(default=False, validator=boolean)
     platform: Literal["cuda", "rocm"] = attrs.field(default="cuda", validator=one_of(GPU_PLATFORMS))
     systolic_array: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(whole_within(2, 4096))

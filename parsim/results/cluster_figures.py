@@ -164,6 +164,12 @@ def check_parallel(workload: Workload, system: SystemSpec) -> None:
             "network: fp8_recipe=mxfp8 needs Blackwell's block-scaled tensor cores (B200, GB200...); "
             f"{system.gpu.name} has none"
         )
+    if params.get("fp8_recipe") == "blockwise" and not system.gpu.fp8_block_scaling:
+        raise ParsimError(
+            "network: fp8_recipe=blockwise needs FP8 products with 128-element block scales "
+            f"(compute capability 9.0 and later: H100, H200, B200...); {system.gpu.name} runs none "
+            "(hardware field fp8_block_scaling)"
+        )
     memory = footprint.of_workload(workload, system)
     if memory.fits:
         return

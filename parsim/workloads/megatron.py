@@ -34,8 +34,13 @@ how the load is split and how batons move, never what a token costs:
   for each expert GEMM's input (per expert, inside the grouped GEMM's call); current (tensorwise)
   scaling needs the tensor's amax before it can cast, so a cast of its own is an amax pass, a scale
   kernel and the cast, and the norm and the activation write 16 bits (with their amax) for a scale
-  kernel and a cast after them; MXFP8 writes two copies (row- and column-wise blocks of 32, for
-  the forward and the weight gradient) with their scales, after a 16-bit norm. The weights are
+  kernel and a cast after them; block scaling (``blockwise``) and MXFP8 write two copies (row-
+  and column-wise blocks of 128 and of 32, for the forward and the weight gradient) with their
+  scales, after a 16-bit norm (and, for blockwise, a 16-bit activation). Block-scaled products
+  run at the FP8 tensor-core rate like the others, an estimate: on Hopper the scales are applied
+  as the partial sums are promoted every 128 of k, and published kernels reach from ~0.75
+  (pytorch/FBGEMM pull request #2546, H100: 828-870 against 1,083-1,141 TFLOP/s row-wise) to about
+  the same rate (deepseek-ai/DeepGEMM pull request #73, H800: 1,031-1,470 TFLOP/s). The weights are
   cast once a step after the optimizer's update. Attention, norms, the embedding and the LM head
   stay in 16 bits, as Transformer Engine leaves them.
 - **per-layer CUDA graphs** (``cuda_graphs``, Megatron-Core's ``--cuda-graph-scope``): the captured
@@ -103,8 +108,12 @@ class Fp8Recipe:
     the norm and its amax in 16 bits then quantises, ``FUSED_NORM_AMAX_FP8``; MXFP8 runs it
     ``UNFUSED`` unless cuDNN's norm is asked for) and ``extensions/activation.cpp`` (delayed and
     MXFP8 activations write FP8 directly; current scaling writes 16 bits with the amax, then
-    ``quantize_with_amax``). Blockwise scaling (1 x 128 blocks) is not offered: TE runs it on Hopper
-    only, which the hardware files do not tell apart from Ada, and no published row uses it."""
+    ``quantize_with_amax``). Block scaling (DeepSeek-V3's recipe, Megatron-LM's ``blockwise``; read in
+    v2.14: ``Float8BlockQuantizer`` in ``quantizer.cpp``, ``nvte_quantize_v2`` running
+    ``quantize_transpose_vector_blockwise``) casts a tensor in blocks of 1 x 128 (weights 128 x
+    128) with an FP32 scale each, finding each block's amax in the cast kernel itself, and writes the
+    row-wise copy and the transposed column-wise one in that pass; norms and activations write 16
+    bits for it (``UNFUSED`` in ``normalization.cpp`` and ``activation.cpp``)."""
 
     amax_pass: bool  # a cast of its own reads the tensor once for its amax before casting it
     scale_kernel: bool  # a one-thread kernel turns the amax into the scale before the cast
@@ -119,6 +128,8 @@ RECIPES = {
     "delayed": Fp8Recipe(False, False, 1, 0.0, True, True),
     # current scaling (Megatron-Bridge's FP8-CS): the amax of this very tensor first
     "tensorwise": Fp8Recipe(True, True, 1, 0.0, False, False),
+    # 1 x 128 blocks (128 x 128 for weights), an FP32 scale each, both orientations in one pass
+    "blockwise": Fp8Recipe(False, False, 2, 4 / 128, False, False),
     # OCP MX blocks of 32 with an E8M0 scale, both orientations from the 16-bit tensor (Blackwell)
     "mxfp8": Fp8Recipe(False, False, 2, 1 / 32, False, True),
 }

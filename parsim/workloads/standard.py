@@ -192,11 +192,11 @@ class NetworkParams(_ModelParams):
     fp8: bool = Field(
         False, description="Transformer Engine FP8 GEMMs in the blocks' linear layers (H100 and later)"
     )
-    fp8_recipe: Literal["delayed", "tensorwise", "mxfp8"] = Field(
+    fp8_recipe: Literal["delayed", "tensorwise", "blockwise", "mxfp8"] = Field(
         "delayed",
         description="with fp8=true, how casts are scaled (Megatron-LM's --fp8-recipe): delayed (amax "
-        "history), tensorwise (current scaling: an amax pass first) or mxfp8 (Blackwell's 32-element "
-        "blocks, two copies)",
+        "history), tensorwise (current scaling: an amax pass first), blockwise (1 x 128 blocks, two "
+        "copies; Hopper and later) or mxfp8 (Blackwell's 32-element blocks, two copies)",
     )
     ep: int = Field(
         1, gt=0, le=1024, description="mixture of experts: expert-parallel GPUs (of dp x cp; all-to-alls)"
