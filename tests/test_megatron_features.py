@@ -110,6 +110,34 @@ def test_the_distributed_optimizer_shards_the_state_and_splits_the_reduction():
     assert [op.kind for op in plain.ops if getattr(op, "layer", "") == "dp sync"] == ["all_reduce"]
 
 
+def test_bfloat16_moments_halve_the_state_and_the_moments_traffic_by_hand():
+    """The precision-aware optimizer (``optimizer_moments=bfloat16``): Adam reads w, g (float32) and
+    the two moments (2 bytes each) and writes w and the moments: 12 bytes read and 8 written a
+    parameter against 16 and 12; the sharded state is half (the master weights are unchanged)."""
+    from parsim.workloads.optimizers import adam_kernel
+
+    full, half = (
+        adam_kernel("step", 1000, "float32"),
+        adam_kernel("step", 1000, "float32", moments_dtype="bfloat16"),
+    )
+    assert (full.work.bytes_read, full.work.bytes_written) == (16_000, 12_000)
+    assert (half.work.bytes_read, half.work.bytes_written) == (12_000, 8_000)
+    assert half.work.flops == full.work.flops
+    base = {**SMALL, "batch": 64, "tp": 1, "nodes": 2, "distributed_optimizer": True}  # dp = 16
+    fp32, bf16 = (make_workload("network", {**base, "optimizer_moments": m}) for m in ("float32", "bfloat16"))
+    assert bf16.memory.optimizer_B == pytest.approx(fp32.memory.optimizer_B / 2)
+    assert (
+        bf16.memory.weights_B == fp32.memory.weights_B and bf16.memory.gradients_B == fp32.memory.gradients_B
+    )
+
+    def update(w):
+        return next(k for op in w.ops if getattr(op, "layer", "") == "optimizer" for k in op.kernels)
+
+    stepped = fp32.memory.optimizer_B / 8  # the shard's parameters: two float32 moments each
+    assert update(bf16).work.bytes_read == pytest.approx(12 * stepped)
+    assert update(fp32).work.bytes_read == pytest.approx(16 * stepped)
+
+
 def test_context_parallelism_halves_each_ranks_attention_and_tokens():
     base = {**SMALL, "tp": 1, "nodes": 1}  # one sequence per micro-batch: dp 8, or dp 4 x cp 2
     one, two = (make_workload("network", {**base, "cp": cp, "batch": 8 // cp}) for cp in (1, 2))
@@ -149,6 +177,11 @@ def test_fp8_runs_the_block_linears_at_the_fp8_rate_and_is_faster_on_h100():
         ({"cp": 2, "attention": "unfused"}, "'attention' must be flash"),
         ({"cp": 3, "seq": 2048, "gpus": 3}, "'seq' 2048 must divide by 2 x cp = 6"),
         ({"fp8": True, "dtype": "float32"}, "'dtype' must be bfloat16 or float16"),
+        ({"optimizer_moments": "bfloat16"}, "runs under the distributed optimizer only"),
+        (
+            {"optimizer_moments": "bfloat16", "distributed_optimizer": True, "optimizer": "sgd"},
+            "sets Adam's moments; optimizer=sgd keeps none",
+        ),
     ],
 )
 def test_refused_feature_combinations_name_the_field(extra, message):
@@ -161,7 +194,13 @@ def test_fp8_on_a_gpu_without_fp8_tensor_cores_is_refused():
         parsim.predict("network", {**SMALL, "batch": 8, "nodes": 1, "fp8": True}, cluster="dgx-a100")
 
 
-FEATURES = ["sequence_parallel=true", "distributed_optimizer=true", "virtual_stages=2", "fp8=true"]
+FEATURES = [
+    "sequence_parallel=true",
+    "distributed_optimizer=true",
+    "optimizer_moments=bfloat16",
+    "virtual_stages=2",
+    "fp8=true",
+]
 LLAMA_CLI = [
     "predict", "network", "model=llama-2-13b", "batch=32", "seq=4096", "train=true", "dtype=bfloat16",
     "optimizer=adam", "tp=2", "pp=4", "microbatches=8", "nodes=2", "gpus=8", "--cluster", "dgx-h100",
@@ -181,6 +220,8 @@ def test_the_features_are_reachable_from_the_cli(cli):
         (["cp=0"], "'cp' input should be greater than 0: 0"),
         (["cp=3"], "does not divide the 16 GPUs"),
         (["fp8=maybe"], "'fp8'"),
+        (["optimizer_moments=float16"], "'optimizer_moments' input should be 'float32' or 'bfloat16'"),
+        (["optimizer_moments=bfloat16"], "set distributed_optimizer=true"),
     ],
 )
 def test_bad_feature_values_exit_2_with_one_line(cli, extra, expected):

@@ -13,7 +13,11 @@ how the load is split and how batons move, never what a token costs:
 - **the distributed optimizer** (Megatron-LM ``--use-distributed-optimizer``, ZeRO-1 style): the
   float32 master weights and Adam's moments are sharded over the data-parallel group; the gradient
   all-reduce becomes a reduce-scatter of the float32 gradients, each GPU updates its 1/dp shard,
-  and an all-gather of the 16-bit weights brings the replicas back in step.
+  and an all-gather of the 16-bit weights brings the replicas back in step. Its precision-aware
+  variant (``optimizer_moments=bfloat16``: ``--use-precision-aware-optimizer`` with bf16
+  ``--exp-avg-dtype`` and ``--exp-avg-sq-dtype``, Megatron-Core's ``OptimizerConfig`` asserting the
+  distributed optimizer) keeps the two moments in 16 bits: a third less optimizer state, and an
+  update that reads and writes 2 bytes of each moment instead of 4.
 - **context parallelism** (Megatron-Core ``--context-parallel-size``, ring attention): each of the
   ``cp`` GPUs of a group holds 1/cp of every sequence's tokens; every kernel sees seq/cp tokens,
   except attention, whose queries still meet every earlier key: with Megatron's load-balanced
@@ -79,6 +83,7 @@ class Features:
     cuda_graphs: tuple[str, ...] = ()  # the captured per-layer scopes (``cuda_graphs``)
     overlap_grad_reduce: bool = False  # ``dp_overlap``
     overlap_param_gather: bool = False
+    optimizer_moments: str = "float32"  # Adam's moments (bfloat16: the precision-aware optimizer)
 
 
 def features_of(params: Params) -> Features:
@@ -93,6 +98,7 @@ def features_of(params: Params) -> Features:
         cuda_graphs.scopes_of(params),
         bool(params.get("overlap_grad_reduce", False)),
         bool(params.get("overlap_param_gather", False)),
+        str(params.get("optimizer_moments", "float32")),
     )
 
 
@@ -142,8 +148,9 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
     Raises:
         ParsimError: virtual stages without a pipeline, more chunks than layers, interleaving with
             micro-batches that are not whole rounds of the pipeline, FP8 outside 16-bit mixed
-            precision, a sequence that does not split over ``cp``, or the weights' gather
-            overlapped without the distributed optimizer and the gradients' overlap.
+            precision, a sequence that does not split over ``cp``, the weights' gather
+            overlapped without the distributed optimizer and the gradients' overlap, or 16-bit
+            moments without the distributed optimizer or without Adam.
     """
     v, name = features.virtual_stages, "network"
     if v > 1 and pp == 1:
@@ -170,6 +177,16 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
     if features.overlap_param_gather and not features.overlap_grad_reduce:
         raise ParsimError(
             f"{name}: overlap_param_gather needs overlap_grad_reduce=true too (Megatron-LM asserts it)"
+        )
+    if features.optimizer_moments != "float32" and not features.distributed_optimizer:
+        raise ParsimError(
+            f"{name}: optimizer_moments={features.optimizer_moments} is Megatron-Core's precision-aware "
+            "optimizer, which runs under the distributed optimizer only: set distributed_optimizer=true"
+        )
+    if features.optimizer_moments != "float32" and params.get("optimizer") != "adam":
+        raise ParsimError(
+            f"{name}: optimizer_moments={features.optimizer_moments} sets Adam's moments; "
+            f"optimizer={params.get('optimizer')} keeps none"
         )
     if features.fp8_recipe != "delayed" and not features.fp8:
         raise ParsimError(f"{name}: 'fp8_recipe' {features.fp8_recipe} scales FP8 casts: it needs fp8=true")

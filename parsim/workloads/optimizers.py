@@ -58,6 +58,7 @@ def adam_kernel(
     cold: bool = False,
     foreach: bool = False,
     multi_tensor: bool = False,
+    moments_dtype: str | None = None,
 ) -> Kernel:
     """One Adam step: reads w, g and the moments m and v; writes w, m and v (PyTorch's fused Adam).
 
@@ -65,21 +66,28 @@ def adam_kernel(
     step lr m / (sqrt(v) + eps) and the subtraction (about 6 more, one square root): 12 FLOPs, 4
     arrays read and 3 written, 28 bytes a parameter in float32. ``foreach``: the same arithmetic in
     eight multi-tensor passes, 12 arrays read and 8 written (80 bytes a parameter).
+    ``moments_dtype``: the moments kept in another dtype than the weights (Transformer Engine's
+    ``FusedAdam`` under Megatron-Core's precision-aware optimizer: bfloat16 moments, 20 bytes a
+    parameter with float32 weights); None: the weights' dtype.
     """
     size = itemsize(dtype)
     reads, writes = _FOREACH_ADAM if foreach else (4, 3)
+    moment = itemsize(moments_dtype or dtype)
+    # two of the arrays read and two of those written are the moments
+    read_B = (reads - 2) * params * size + 2 * params * moment
+    written_B = (writes - 2) * params * size + 2 * params * moment
     return Kernel.of(
         name,
         12.0 * params,
-        reads * params * size,
-        writes * params * size,
+        read_B,
+        written_B,
         params,
         dtype=dtype,
         special_ops=float(params),
         python_ops_per_item=12,
         device=device,
         layer=layer,
-        cold_bytes=float(reads + writes) * params * size if cold else 0.0,
+        cold_bytes=float(read_B + written_B) if cold else 0.0,
         multi_tensor=multi_tensor,
     )
 
@@ -98,11 +106,13 @@ def update_kernel(
     cold: bool = False,
     foreach: bool = False,
     multi_tensor: bool = False,
+    moments_dtype: str | None = None,
 ) -> Kernel:
     """The update kernel of ``optimizer`` (``sgd`` or ``adam``) over ``params`` weights (``foreach``:
-    Adam as PyTorch's multi-tensor passes; ``multi_tensor``: one layer's share of a step over all)."""
+    Adam as PyTorch's multi-tensor passes; ``multi_tensor``: one layer's share of a step over all;
+    ``moments_dtype``: Adam's moments in another dtype, ``adam_kernel``)."""
     if optimizer == "adam":
-        return adam_kernel(name, params, dtype, device, layer, cold, foreach, multi_tensor)
+        return adam_kernel(name, params, dtype, device, layer, cold, foreach, multi_tensor, moments_dtype)
     return sgd_kernel(name, params, dtype, device, layer, cold, multi_tensor)
 
 

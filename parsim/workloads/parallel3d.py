@@ -242,7 +242,15 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
             held, experts = held + dense, experts + local_experts
         held, experts = math.ceil(held / lay.tp), math.ceil(experts)
         stepped = math.ceil(held / shards + experts / expert_shards)
-        update = [update_kernel(params["optimizer"], "optimizer step", stepped, numerics.master_dtype)]
+        update = [
+            update_kernel(
+                params["optimizer"],
+                "optimizer step",
+                stepped,
+                numerics.master_dtype,
+                moments_dtype=features.optimizer_moments,
+            )
+        ]
         if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
             cast = attrs.evolve(update[0], layer="optimizer")
             update += megatron.quantize(cast, held + experts, numerics.dtype, features.fp8_recipe)

@@ -124,7 +124,8 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
     ``1 + (p - 1) / (p v)`` times the activations (Korthikanti et al. 2022, section 4.2.3); the
     distributed optimizer keeps 1/(dp cp) of the float32 master weights and of Adam's moments and
     its gradient buffer in 16 bits (Megatron-Core's ``DistributedDataParallelConfig`` default
-    ``grad_reduce_in_fp32=False``); FP8 adds Transformer Engine's one-byte copy of each weight."""
+    ``grad_reduce_in_fp32=False``), the moments in ``optimizer_moments``; FP8 adds Transformer
+    Engine's one-byte copy of each weight."""
     features = megatron.features_of(params)
     needs = transformer_needs(
         config,
@@ -154,7 +155,8 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         shards = lay.dp * lay.cp  # every parameter's master copy and state: 1/(dp cp) of it, ep or not
         weights = held * (itemsize(numerics.dtype) * kept + master / shards)
         gradients = held * itemsize(numerics.dtype) * kept  # reduced in 16 bits (grad_reduce_in_fp32=False)
-        optimizer = needs.optimizer_B / shards
+        # Adam's moments in the master dtype unless the precision-aware optimizer keeps them in 16 bits
+        optimizer = needs.optimizer_B / shards * itemsize(features.optimizer_moments) / master
     if features.fp8:
         weights += held * kept * megatron.FP8_B
     return attrs.evolve(

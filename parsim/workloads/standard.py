@@ -167,6 +167,12 @@ class NetworkParams(_ModelParams):
     distributed_optimizer: bool = Field(
         False, description="shard master weights and Adam state over dp (ZeRO-1): reduce-scatter + all-gather"
     )
+    optimizer_moments: Literal["float32", "bfloat16"] = Field(
+        "float32",
+        description="Adam's two moments' dtype: bfloat16 is Megatron-Core's precision-aware optimizer "
+        "(--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16; distributed "
+        "optimizer only)",
+    )
     overlap_grad_reduce: bool = Field(
         False,
         description="reduce the gradients bucket by bucket beside the last backward (--overlap-grad-reduce)",
