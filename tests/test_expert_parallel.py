@@ -95,6 +95,10 @@ def test_each_moe_layer_adds_two_all_to_alls_per_pass_of_its_tokens():
         a2a = [c for c in block.collectives if c.kind == "all_to_all"]
         assert len(a2a) == 2 * 2
         assert {(c.nbytes, c.ranks, c.per_node) for c in a2a} == {(256 * 2 * 64 * 2, 4, 4)}
+    # NCCL runs the plain dispatcher's exchanges; HybridEP's own kernels run the flex one's
+    assert {c.library for c in _collectives(step, "all_to_all")} == {"nccl"}
+    flex = _step(pp=2, ep=4, nodes=2, microbatches=1, dispatcher="flex")
+    assert {c.library for c in _collectives(flex, "all_to_all")} == {"kernels"}
     full = _step(pp=2, ep=4, nodes=2, microbatches=1, recompute="full")
     again = next(b for b in _blocks(full) if b.name == "B")
     assert len([c for c in again.collectives if c.kind == "all_to_all"]) == 2 * 2 * 2  # forward again

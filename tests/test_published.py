@@ -165,13 +165,13 @@ NOT_MET_YET: dict[str, str] = {
     "moe-training": "Qwen3-30B on 16 H100 at pp 2 with EP 8 (+99 and +58 %: the 25.11 and 26.02 "
     "containers' dropless runs, half the 25.09 token-drop run of the same layout, which parsim prices "
     "within 5 %: a regression Megatron-Bridge's issue #1998 names without its cause), Qwen3-30B on "
-    "Blackwell under 25.09's whole-layer graphs (+31 to +49 %, between parsim's graphed and eager "
+    "Blackwell under 25.09's whole-layer graphs (+27 to +39 %, between parsim's graphed and eager "
     "figures: GPU time parsim misses at these shapes, or host work the graphs leave) and Megatron-LM's "
     "GB200 MXFP8 run at EP 16 with "
     "attention graphs (+30 %), where Megatron-Bridge's GB200 and B200 runs at EP 8 with router (and "
     "attention) graphs are within 3 %, "
-    "EP overlap on Blackwell (Qwen3-235B on 64 B200 +25 %: Megatron-Bridge PR #1760 removed it for "
-    "its CPU overhead) and Qwen3-30B on B200 at MBS 1 dropless (+28 %)",
+    "EP overlap on Blackwell (Qwen3-235B on 64 B200 +24 %: Megatron-Bridge PR #1760 removed it for "
+    "its CPU overhead) and Qwen3-30B on B200 at MBS 1 dropless (+24 %)",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one

@@ -223,7 +223,16 @@ def evaluate(
             if single:
                 continue
             # what ``op_timing`` and ``group_of`` read: sends of one stage differ only by name
-            shape = (op.kind, op.nbytes, op.ranks, op.per_node, op.algorithm, op.protocol, op.transport)
+            shape = (
+                op.kind,
+                op.nbytes,
+                op.ranks,
+                op.per_node,
+                op.algorithm,
+                op.protocol,
+                op.transport,
+                op.library,
+            )
             known = timings.get(shape)
             if known is None:
                 timing = op_timing(system, op)

@@ -47,6 +47,10 @@ from parsim.workloads.base import AllReduce
 
 ALL_REDUCE = "all_reduce"
 SEND = "send"
+NCCL, KERNELS = "nccl", "kernels"
+LIBRARIES = (NCCL, KERNELS)
+"""What runs a collective: NCCL, or kernels that write the peers' buffers themselves (DeepEP and
+HybridEP's dispatch and combine: ``AllReduce.library``)."""
 COLLECTIVES = (ALL_REDUCE, "reduce_scatter", "all_gather", "all_to_all")
 KINDS = (*COLLECTIVES, SEND)
 """What an ``AllReduce`` op may be: a collective, or a pipeline stage's send to the next (a group
@@ -90,7 +94,7 @@ def group_of(system: SystemSpec, op: AllReduce) -> Group:
 def op_timing(system: SystemSpec, op: AllReduce) -> Timing:
     """The time of a collective op on ``system`` (the engine and the analytic schedule both ask here)."""
     return collective(
-        system, op.kind, op.nbytes, group_of(system, op), op.algorithm, op.protocol, op.transport
+        system, op.kind, op.nbytes, group_of(system, op), op.algorithm, op.protocol, op.transport, op.library
     )
 
 
@@ -264,10 +268,17 @@ def _nvls(fabric: _Fabric, nbytes: float) -> nccl.Choice:
     return nccl.Choice("nvls", "simple", latency, nbytes / nccl.nvls_bandwidth_Bps(fabric.link))
 
 
-def _all_to_all(fabric: _Fabric, group: Group, nbytes: float) -> Timing:
+def _all_to_all(fabric: _Fabric, group: Group, nbytes: float, library: str = NCCL) -> Timing:
+    """Each GPU's (n - 1)/n of the buffer to its peers, inside the node at the fabric's rate and
+    across nodes at the network's, whichever takes longer; NCCL's own (``library``) pays its fixed
+    start and its bus bandwidth over NVLink 5 (``nccl.A2A_START_S``), kernels writing the peers'
+    buffers themselves (``KERNELS``: DeepEP, HybridEP) the fabric's."""
     n = group.ranks
-    latency = fabric.slowest_latency_s(group.nodes)
-    inside = (group.per_node - 1) / n * nbytes / fabric.intra_Bps if group.per_node > 1 else 0.0
+    nccl_own = library == NCCL and group.per_node > 1
+    start = nccl.all_to_all_start_s(fabric.link) if nccl_own else 0.0
+    latency = fabric.slowest_latency_s(group.nodes) + start
+    rate = fabric.intra_Bps * (nccl.all_to_all_share(fabric.link) if nccl_own else 1.0)
+    inside = (group.per_node - 1) / n * nbytes / rate if group.per_node > 1 else 0.0
     across = (
         (n - group.per_node) / n * nbytes / (fabric.gpu_inter_Bps * fabric.spine) if group.nodes > 1 else 0.0
     )
@@ -315,8 +326,10 @@ def collective(
     algorithm: str = "auto",
     protocol: str = "auto",
     transport: str = "p2p",
+    library: str = NCCL,
 ) -> Timing:
-    """The time of collective ``kind`` over ``nbytes`` (the whole buffer, as nccl-tests sizes it).
+    """The time of collective ``kind`` over ``nbytes`` (the whole buffer, as nccl-tests sizes it;
+    ``library``: NCCL or ``KERNELS``, which only an all-to-all tells apart).
 
     Raises:
         ParsimError: an unknown collective, algorithm, protocol or transport, a tree for anything
@@ -338,7 +351,7 @@ def collective(
         return Timing(on_torus.seconds, on_torus.latency_s, on_torus.bandwidth_s, TORUS)
     fabric = _fabric(system, group, transport)
     if kind == "all_to_all":
-        return _all_to_all(fabric, group, nbytes)
+        return _all_to_all(fabric, group, nbytes, library)
     best = nccl.fastest(_candidates(system, fabric, group, kind, nbytes, algorithm, protocol))
     return Timing(best.seconds, best.latency_s, best.bandwidth_s, best.algorithm, best.protocol)
 

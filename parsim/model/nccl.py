@@ -74,6 +74,11 @@ Sources:
   latencies over the fabric Tree 0.9/-/2.3, Ring 0.8/-/2.1 us, and ``bwRatio`` for one or two nodes
   Tree 0.06/0/0.11, Ring 0.08/0/1.00 (more nodes: Tree Simple 0.59); LL128 runs on gfx90a only
   (``ll128Enabled``), and Tree Simple is skipped inside one gfx94x node.
+- [OCI-A2A] oracle-quickstart/oci-gpu-quickstarts@2631bee55a3a373b013bd62a0e56ce70d921ff3e
+  nvidia/GB300/README-GB300.md, NCCL 2.28.7, alltoall_perf out-of-place times over NVLink 5 from 64
+  MiB to 16 GiB: one tray (4 GPUs) 121.3, 218.9, 410.1, 787.1, 1454.3, 2622.9, 5183.9, 10308, 20527
+  us and two trays of a rack (8 GPUs) 130.1, 227.7, 418.2, 796.3, 1490.4, 2989.6, 5612.2, 11059,
+  21943 us.
 """
 
 from __future__ import annotations
@@ -158,6 +163,14 @@ H200 table below its bandwidth regime: 64 KiB, 256 KiB and 1 MiB take 30.8, 31.1
 fixed 30.6, 30.2 and 30.8 us once the bytes are paid (NCCL's tuner constant says 25 us: the
 multicast barrier and the switch's reduction round trip cost more than the tuner assumes). Other
 generations keep NCCL's 25 us (no small forced-NVLS measurement at hand)."""
+A2A_START_S = {"nvlink5": 41.0 * US}
+A2A_BUSBW_SHARE = {"nvlink5": 627.5e9 / 680e9}
+"""NCCL's all-to-all (a grouped send and receive to every peer, p2p channels rather than a ring)
+over NVLink 5: a fixed start and a bus bandwidth below the ring's, fitted once on [OCI-A2A]'s 18
+times (4 and 8 GPUs, 64 MiB to 16 GiB): 41 us and 627.5 GB/s, 0.923 of the ring's 680 GB/s (mean
+error 4.4 %, at most 13 % at 512 MiB on 4 GPUs), where a transfer at the ring's rate alone has
+128 MiB 29 % fast. Other links keep the ring's rate and the link's latency (no all-to-all table at
+hand); kernels that write their peers' buffers themselves (DeepEP, HybridEP) pay neither."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
 NVLS_MIN_RANKS = 5
@@ -304,6 +317,16 @@ def staged_Bps(link: LinkSpec, sharing: int = 1, measured_Bps: float = 0.0) -> f
     RTX 4090 behind one switch reach 2.24 GB/s, on two root ports 3.87)."""
     rate = SHM_SHARE_OF_STAGED * measured_Bps if measured_Bps > 0 else SHM_TRANSPORT_BPS
     return min(link.bandwidth_Bps, rate) / max(sharing, 1)
+
+
+def all_to_all_start_s(link: LinkSpec) -> float:
+    """NCCL's fixed cost of an all-to-all over ``link`` beyond its latency (``A2A_START_S``)."""
+    return A2A_START_S.get(link.id, 0.0)
+
+
+def all_to_all_share(link: LinkSpec) -> float:
+    """NCCL's all-to-all bus bandwidth over ``link`` as a share of the ring's (``A2A_BUSBW_SHARE``)."""
+    return A2A_BUSBW_SHARE.get(link.id, 1.0)
 
 
 def nvls_available(link: LinkSpec, gpus_per_node: int, ranks_per_node: int) -> bool:

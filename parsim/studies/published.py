@@ -59,7 +59,7 @@ CLASSES: dict[str, tuple[str, float]] = {
     "transformer-training": ("transformer training throughput", 0.10),
     "llm-decode": ("LLM decode tokens/s", 0.10),
     "llm-ttft": ("LLM time to first token", 0.10),
-    "collective": ("nccl-tests all-reduce bus bandwidth", 0.10),
+    "collective": ("nccl-tests all-reduce and all-to-all bus bandwidth", 0.10),
     "collective-small": ("nccl-tests small all-reduce (8 B to 1 MB)", 0.10),
     "tp-pcie": ("all-reduce over PCIe without NVLink (P2P on/off)", 0.10),
     "cluster-scaling": ("multi-node scaling efficiency (points)", 0.10),

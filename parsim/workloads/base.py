@@ -91,6 +91,8 @@ class AllReduce:
         protocol: NCCL's protocol, ``auto`` (its tuner's choice), ``ll``, ``ll128`` or ``simple``.
         transport: ``p2p`` (GPUs reach each other directly) or ``host`` (peer access off: staged
             through host memory).
+        library: ``nccl``, or ``kernels`` writing the peers' buffers themselves (DeepEP's and
+            HybridEP's exchanges), which skip NCCL's all-to-all start (``model.collectives``).
         beside: inside a ``Block``, the positions of the block's kernels this collective runs
             beside on a stream of its own (expert parallelism's all-to-alls under Megatron-Core's
             combined 1F1B schedule, ``workloads.expert_parallel``): the block pays only the time by
@@ -109,6 +111,7 @@ class AllReduce:
     protocol: str = attrs.field(default="auto", validator=text)
     transport: str = attrs.field(default="p2p", validator=text)
     beside: tuple[int, ...] = ()
+    library: str = attrs.field(default="nccl", validator=attrs.validators.in_(("nccl", "kernels")))
 
 
 @attrs.frozen(eq=False)

@@ -191,15 +191,22 @@ def exchange(
 ) -> tuple[AllReduce, ...]:
     """One dispatch or combine over the EP group: each GPU's buffer its ``tokens`` (under sequence
     parallelism already ``/ tp``) k hidden states; ``dispatcher=flex`` exchanges as
-    ``flex_exchange``. Empty without expert parallelism."""
+    ``flex_exchange`` across nodes and, inside one, by its own kernels (``library`` ``kernels``:
+    no NCCL all-to-all start). Empty without expert parallelism."""
     ep = ep_of(params)
     if ep == 1 or not config.moe:
         return ()
     buffer = dispatch_B(tokens, config, itemsize(params["dtype"]))
     per_node = _per_node(ep, expert_tp_of(params), gpus_per_node)
-    if params.get("dispatcher", "alltoall") == "flex" and per_node < ep:
+    flex = params.get("dispatcher", "alltoall") == "flex"
+    if flex and per_node < ep:
         return flex_exchange(config, tokens, itemsize(params["dtype"]), ep, per_node, name)
-    return (AllReduce(f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),)
+    library = "kernels" if flex else "nccl"
+    return (
+        AllReduce(
+            f"{name} ep all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node, library=library
+        ),
+    )
 
 
 def dispatch_collectives(
@@ -261,7 +268,8 @@ def flex_exchange(
     nodes = ep // per_node
     crossing = tokens * config.hidden * size * remote_nodes(config.experts, config.experts_per_token, nodes)
     buffer = crossing * ep / (ep - per_node)  # what leaves for other nodes: (P - P_node) / P of it
-    return (AllReduce(f"{name} ep flex all-to-all", buffer, kind="all_to_all", ranks=ep, per_node=per_node),)
+    name = f"{name} ep flex all-to-all"
+    return (AllReduce(name, buffer, kind="all_to_all", ranks=ep, per_node=per_node, library="kernels"),)
 
 
 def overlapped(params: Params) -> bool:
