@@ -136,6 +136,10 @@ def test_bfloat16_moments_halve_the_state_and_the_moments_traffic_by_hand():
     stepped = fp32.memory.optimizer_B / 8  # the shard's parameters: two float32 moments each
     assert update(bf16).work.bytes_read == pytest.approx(12 * stepped)
     assert update(fp32).work.bytes_read == pytest.approx(16 * stepped)
+    # the default keeps the moments in the master dtype, float64 included: 4 arrays of 8 bytes
+    f64 = make_workload("network", {**SMALL, "batch": 64, "tp": 2, "nodes": 1, "dtype": "float64"})
+    plain = make_workload("network", {**SMALL, "batch": 64, "tp": 2, "nodes": 1, "dtype": "float32"})
+    assert update(f64).work.bytes_read == pytest.approx(2 * update(plain).work.bytes_read)
 
 
 def test_context_parallelism_halves_each_ranks_attention_and_tokens():
@@ -181,6 +185,10 @@ def test_fp8_runs_the_block_linears_at_the_fp8_rate_and_is_faster_on_h100():
         (
             {"optimizer_moments": "bfloat16", "distributed_optimizer": True, "optimizer": "sgd"},
             "sets Adam's moments; optimizer=sgd keeps none",
+        ),
+        (
+            {"optimizer_moments": "bfloat16", "distributed_optimizer": True, "dtype": "float32"},
+            "'dtype' must be bfloat16 or float16: float32",
         ),
     ],
 )

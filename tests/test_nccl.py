@@ -234,7 +234,7 @@ def test_rccl_runs_no_tree_on_simple_and_no_ll128_inside_an_mi300x_node():
 
 
 def test_nccls_all_to_all_over_nvlink_5_pays_its_start_and_its_share_by_hand():
-    """8 B200: a fixed 41 us and 0.923 of the ring's 680 GB/s for NCCL's own (``nccl.A2A_START_S``);
+    """8 B200: 41 us in all and 0.923 of the ring's 680 GB/s for NCCL's own (``nccl.A2A_START_S``);
     kernels writing the peers' buffers (DeepEP, HybridEP) pay the link's latency and rate only;
     Hopper's NVLink 4 keeps the ring's rate and no start (no all-to-all table at hand)."""
     from parsim.model.collectives import Group
@@ -243,7 +243,13 @@ def test_nccls_all_to_all_over_nvlink_5_pays_its_start_and_its_share_by_hand():
     link = b200.ring_link
     own = collective(b200, "all_to_all", 128e6, Group(8, 8))
     rate = link.bandwidth_Bps * 627.5e9 / 680e9
-    assert own.seconds == pytest.approx(link.latency_s + 41 * US + 7 / 8 * 128e6 / rate)
+    assert link.latency_s + 38 * US == pytest.approx(41 * US)  # the fitted start, the link's 3 us in it
+    assert own.seconds == pytest.approx(41 * US + 7 / 8 * 128e6 / rate)
+    # below the fitted 64 MiB the start shrinks with the buffer: a decode step's 64 KiB pays 1/1024
+    small = collective(b200, "all_to_all", 65536, Group(8, 8))
+    assert small.seconds == pytest.approx(link.latency_s + 38 * US / 1024 + 7 / 8 * 65536 / rate)
+    with pytest.raises(ParsimError, match="'library' must be one of nccl, kernels: 'NCCL'"):
+        collective(b200, "all_to_all", 128e6, Group(8, 8), library="NCCL")
     kernels = collective(b200, "all_to_all", 128e6, Group(8, 8), library="kernels")
     assert kernels.seconds == pytest.approx(link.latency_s + 7 / 8 * 128e6 / link.bandwidth_Bps)
     h100 = node("dgx-h100")
@@ -260,7 +266,7 @@ OCI_A2A = {  # [OCI-A2A]: GB300 alltoall_perf out-of-place times (us), 64 MiB to
 
 
 def test_the_nvlink_5_all_to_all_reproduces_the_measurements_it_was_fitted_on():
-    """The 18 times of [OCI-A2A] within 4.4 % on average and 14 % at worst (the fit's own figures):
+    """The 18 times of [OCI-A2A] within 4.6 % on average and 14 % at worst (the fit's own figures):
     the constants in ``nccl`` cannot drift from their source unnoticed."""
     from parsim.model.collectives import Group
 
@@ -270,6 +276,6 @@ def test_the_nvlink_5_all_to_all_reproduces_the_measurements_it_was_fitted_on():
         for power, measured_us in enumerate(times):
             nbytes = 2 ** (26 + power)
             timing = collective(b200, "all_to_all", nbytes, Group(ranks, ranks))
-            errors.append(abs((timing.seconds - b200.ring_link.latency_s) / (measured_us * US) - 1))
-    assert sum(errors) / len(errors) < 0.045
+            errors.append(abs(timing.seconds / (measured_us * US) - 1))
+    assert sum(errors) / len(errors) < 0.046
     assert max(errors) < 0.14

@@ -171,7 +171,7 @@ NOT_MET_YET: dict[str, str] = {
     "attention graphs (+30 %), where Megatron-Bridge's GB200 and B200 runs at EP 8 with router (and "
     "attention) graphs are within 3 %, "
     "EP overlap on Blackwell (Qwen3-235B on 64 B200 +24 %: Megatron-Bridge PR #1760 removed it for "
-    "its CPU overhead) and Qwen3-30B on B200 at MBS 1 dropless (+24 %)",
+    "its CPU overhead) and Qwen3-30B on B200 at MBS 1 dropless (+25 %)",
     # issue 26 round 3 took "inference" off this list (12.8 % -> 9.5 %, 46 -> 55 rows): MXNet 22.10's
     # CUDA graphs (framework=mxnet-cuda-graph: A100 batch 1 -79 % -> 0 %), 16-bit NCHW transposes as
     # passes of their own (timm VGG-16 on an RTX 4090 +46 % -> +16 %), batch norm in eval mode as one

@@ -67,11 +67,11 @@ GPU_PLATFORMS = ("cuda", "rocm")
 """The GPU software platforms a device's frameworks call: NVIDIA's CUDA libraries or AMD's ROCm."""
 PROCESSOR_KINDS = ("cpu", "gpu", "tpu")
 ACCELERATOR_KINDS = ("gpu", "tpu")
-# The slowest a dtype's arithmetic may run against float32's. NumPy has no BLAS kernel for float16:
-# its matmul is a scalar loop converting each element, measured at 1/350 of one core's sgemm on a
-# 2-core Xeon and 1/1060 on CI's faster one, so the bound sits well below both.
-MIN_DTYPE_RATIO = 1e-4
 """Processors that sit beside a host CPU and run its kernels."""
+MIN_DTYPE_RATIO = 1e-4
+"""The slowest a dtype's arithmetic may run against float32's. NumPy has no BLAS kernel for
+float16: its matmul is a scalar loop converting each element, measured at 1/350 of one core's sgemm
+on a 2-core Xeon and 1/1060 on CI's faster one, so the bound sits well below both."""
 
 
 def _positive_rates(attribute: Any, pairs: tuple[tuple[str, float], ...]) -> None:

@@ -275,7 +275,7 @@ def _all_to_all(fabric: _Fabric, group: Group, nbytes: float, library: str = NCC
     buffers themselves (``KERNELS``: DeepEP, HybridEP) the fabric's."""
     n = group.ranks
     nccl_own = library == NCCL and group.per_node > 1
-    start = nccl.all_to_all_start_s(fabric.link) if nccl_own else 0.0
+    start = nccl.all_to_all_start_s(fabric.link, nbytes) if nccl_own else 0.0
     latency = fabric.slowest_latency_s(group.nodes) + start
     rate = fabric.intra_Bps * (nccl.all_to_all_share(fabric.link) if nccl_own else 1.0)
     inside = (group.per_node - 1) / n * nbytes / rate if group.per_node > 1 else 0.0
@@ -337,6 +337,8 @@ def collective(
     """
     if kind not in KINDS:
         raise ParsimError(f"'collective' must be one of {', '.join(COLLECTIVES)}: {kind!r}")
+    if library not in LIBRARIES:
+        raise ParsimError(f"'library' must be one of {', '.join(LIBRARIES)}: {library!r}")
     nccl.check(algorithm, protocol, transport)
     group = group if group is not None else whole_system(system)
     n = group.ranks

@@ -163,14 +163,19 @@ H200 table below its bandwidth regime: 64 KiB, 256 KiB and 1 MiB take 30.8, 31.1
 fixed 30.6, 30.2 and 30.8 us once the bytes are paid (NCCL's tuner constant says 25 us: the
 multicast barrier and the switch's reduction round trip cost more than the tuner assumes). Other
 generations keep NCCL's 25 us (no small forced-NVLS measurement at hand)."""
-A2A_START_S = {"nvlink5": 41.0 * US}
+A2A_START_S = {"nvlink5": 38.0 * US}
 A2A_BUSBW_SHARE = {"nvlink5": 627.5e9 / 680e9}
+A2A_FITTED_FROM_B = 64 * 2**20
 """NCCL's all-to-all (a grouped send and receive to every peer, p2p channels rather than a ring)
 over NVLink 5: a fixed start and a bus bandwidth below the ring's, fitted once on [OCI-A2A]'s 18
-times (4 and 8 GPUs, 64 MiB to 16 GiB): 41 us and 627.5 GB/s, 0.923 of the ring's 680 GB/s (mean
-error 4.4 %, at most 13 % at 512 MiB on 4 GPUs), where a transfer at the ring's rate alone has
-128 MiB 29 % fast. Other links keep the ring's rate and the link's latency (no all-to-all table at
-hand); kernels that write their peers' buffers themselves (DeepEP, HybridEP) pay neither."""
+times (4 and 8 GPUs, 64 MiB to 16 GiB): 41 us in all (38 beyond the link's 3 us latency) and
+627.5 GB/s, 0.923 of the ring's 680 GB/s (mean error 4.5 %, at most 13 % at 512 MiB on 4 GPUs),
+where a transfer at the ring's rate alone has 128 MiB 29 % fast. Below the fitted range
+(``A2A_FITTED_FROM_B``) the start shrinks in proportion to the buffer, to nothing: [OCI-A2A]'s
+512 KiB to 32 MiB take 14.5 to 78 us, a cost of their own this does not price (a decode step's
+exchanges of a few KiB keep the link's latency, as before). Other links keep the ring's rate and
+the link's latency (no all-to-all table at hand); kernels that write their peers' buffers
+themselves (DeepEP, HybridEP) pay neither."""
 NVLS_MIN_GPUS = 4
 """NVLS needs an NVSwitch: HGX/DGX boards (8 GPUs) and NVL racks; a bridged pair has none."""
 NVLS_MIN_RANKS = 5
@@ -319,9 +324,10 @@ def staged_Bps(link: LinkSpec, sharing: int = 1, measured_Bps: float = 0.0) -> f
     return min(link.bandwidth_Bps, rate) / max(sharing, 1)
 
 
-def all_to_all_start_s(link: LinkSpec) -> float:
-    """NCCL's fixed cost of an all-to-all over ``link`` beyond its latency (``A2A_START_S``)."""
-    return A2A_START_S.get(link.id, 0.0)
+def all_to_all_start_s(link: LinkSpec, nbytes: float) -> float:
+    """NCCL's fixed cost of an all-to-all of ``nbytes`` over ``link`` beyond its latency
+    (``A2A_START_S``; in proportion below ``A2A_FITTED_FROM_B``)."""
+    return A2A_START_S.get(link.id, 0.0) * min(1.0, nbytes / A2A_FITTED_FROM_B)
 
 
 def all_to_all_share(link: LinkSpec) -> float:

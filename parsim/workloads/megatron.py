@@ -102,6 +102,12 @@ def features_of(params: Params) -> Features:
     )
 
 
+def moments_dtype(features: Features) -> str | None:
+    """Adam's moments' dtype where the precision-aware optimizer sets one (``optimizer_moments``);
+    None: the master weights' dtype, as without it."""
+    return None if features.optimizer_moments == "float32" else features.optimizer_moments
+
+
 @attrs.frozen
 class Fp8Recipe:
     """How Transformer Engine quantises one 16-bit tensor to FP8 under a scaling recipe.
@@ -127,6 +133,7 @@ class Fp8Recipe:
     scale_B: float  # bytes of block scales per element and copy
     fused_norm: bool  # the layer norm writes the FP8 input of qkv and fc1 itself
     fused_activation: bool  # the activation writes the FP8 input of fc2 itself
+    weight_scale_B: float | None = None  # the weights' scale bytes per element and copy (None: scale_B)
 
 
 RECIPES = {
@@ -135,7 +142,7 @@ RECIPES = {
     # current scaling (Megatron-Bridge's FP8-CS): the amax of this very tensor first
     "tensorwise": Fp8Recipe(True, True, 1, 0.0, False, False),
     # 1 x 128 blocks (128 x 128 for weights), an FP32 scale each, both orientations in one pass
-    "blockwise": Fp8Recipe(False, False, 2, 4 / 128, False, False),
+    "blockwise": Fp8Recipe(False, False, 2, 4 / 128, False, False, weight_scale_B=4 / (128 * 128)),
     # OCP MX blocks of 32 with an E8M0 scale, both orientations from the 16-bit tensor (Blackwell)
     "mxfp8": Fp8Recipe(False, False, 2, 1 / 32, False, True),
 }
@@ -182,6 +189,12 @@ def check(features: Features, params: Params, layers: int, pp: int, microbatches
         raise ParsimError(
             f"{name}: optimizer_moments={features.optimizer_moments} is Megatron-Core's precision-aware "
             "optimizer, which runs under the distributed optimizer only: set distributed_optimizer=true"
+        )
+    if features.optimizer_moments != "float32" and params.get("dtype") not in ("bfloat16", "float16"):
+        raise ParsimError(
+            f"{name}: optimizer_moments={features.optimizer_moments} keeps the moments below the "
+            "float32 master weights of 16-bit mixed precision: 'dtype' must be bfloat16 or float16: "
+            f"{params.get('dtype')}"
         )
     if features.optimizer_moments != "float32" and params.get("optimizer") != "adam":
         raise ParsimError(
@@ -285,11 +298,16 @@ def _expert_input(kernel: Kernel) -> bool:
 
 
 def quantize(
-    like: Kernel, items: int, dtype: str, recipe: str = "delayed", amax_known: bool = False
+    like: Kernel,
+    items: int,
+    dtype: str,
+    recipe: str = "delayed",
+    amax_known: bool = False,
+    weights: bool = False,
 ) -> list[Kernel]:
     """The kernels that quantise ``items`` 16-bit elements to FP8 under ``recipe``: an amax pass
     (current scaling, unless the producer computed the amax: ``amax_known``), a scale kernel
-    (current scaling) and the cast."""
+    (current scaling) and the cast (``weights``: the weights' cast, in the recipe's weight blocks)."""
     how = RECIPES[recipe]
     read = items * itemsize(dtype)
     made = []
@@ -297,15 +315,16 @@ def quantize(
         made.append(_pass(like, "fp8 amax", items, read, 4.0, items, dtype))  # one max per element
     if how.scale_kernel:
         made.append(_pass(like, "fp8 scale", 1, 4.0, 4.0, 1, dtype))
-    made.append(fp8_cast(like, items, dtype, recipe))
+    made.append(fp8_cast(like, items, dtype, recipe, weights))
     return made
 
 
-def fp8_cast(like: Kernel, items: int, dtype: str, recipe: str = "delayed") -> Kernel:
+def fp8_cast(like: Kernel, items: int, dtype: str, recipe: str = "delayed", weights: bool = False) -> Kernel:
     """One cast pass of ``items`` 16-bit elements to FP8 (read 16 bits, write a byte per copy and the
-    copies' block scales), its amax recorded as it goes."""
+    copies' block scales: the weights' blocks where ``weights``), its amax recorded as it goes."""
     how = RECIPES[recipe]
-    written = items * how.layouts * (FP8_B + how.scale_B)
+    scale_B = how.weight_scale_B if weights and how.weight_scale_B is not None else how.scale_B
+    written = items * how.layouts * (FP8_B + scale_B)
     return _pass(like, "fp8 cast", 2 * items, items * itemsize(dtype), written, items, dtype)
 
 

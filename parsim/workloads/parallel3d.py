@@ -248,12 +248,13 @@ def _stages(config: LlmConfig, lay: Layout, params: Params, numerics: Numerics) 
                 "optimizer step",
                 stepped,
                 numerics.master_dtype,
-                moments_dtype=features.optimizer_moments,
+                moments_dtype=megatron.moments_dtype(features),
             )
         ]
         if features.fp8:  # the updated weights cast to FP8 once a step (Transformer Engine's weight cache)
             cast = attrs.evolve(update[0], layer="optimizer")
-            update += megatron.quantize(cast, held + experts, numerics.dtype, features.fp8_recipe)
+            recipe = features.fp8_recipe
+            update += megatron.quantize(cast, held + experts, numerics.dtype, recipe, weights=True)
         stages.append(
             _Stage(
                 tuple(fwds),

@@ -156,7 +156,8 @@ def memory_needs(config: LlmConfig, lay: Layout, params: Params, numerics: Numer
         weights = held * (itemsize(numerics.dtype) * kept + master / shards)
         gradients = held * itemsize(numerics.dtype) * kept  # reduced in 16 bits (grad_reduce_in_fp32=False)
         # Adam's moments in the master dtype unless the precision-aware optimizer keeps them in 16 bits
-        optimizer = needs.optimizer_B / shards * itemsize(features.optimizer_moments) / master
+        moments = megatron.moments_dtype(features)
+        optimizer = needs.optimizer_B / shards * (itemsize(moments) / master if moments else 1.0)
     if features.fp8:
         weights += held * kept * megatron.FP8_B
     return attrs.evolve(
