@@ -43,14 +43,12 @@ from parsim.base.errors import ParsimError
 from parsim.hardware.specs import LinkSpec, SystemSpec
 from parsim.model import nccl
 from parsim.model.torus import group_dims, torus_collective
-from parsim.workloads.base import AllReduce
+from parsim.workloads.base import COLLECTIVE_LIBRARIES, AllReduce
 
 ALL_REDUCE = "all_reduce"
 SEND = "send"
-NCCL, KERNELS = "nccl", "kernels"
-LIBRARIES = (NCCL, KERNELS)
-"""What runs a collective: NCCL, or kernels that write the peers' buffers themselves (DeepEP and
-HybridEP's dispatch and combine: ``AllReduce.library``)."""
+LIBRARIES = COLLECTIVE_LIBRARIES
+NCCL, KERNELS = LIBRARIES
 COLLECTIVES = (ALL_REDUCE, "reduce_scatter", "all_gather", "all_to_all")
 KINDS = (*COLLECTIVES, SEND)
 """What an ``AllReduce`` op may be: a collective, or a pipeline stage's send to the next (a group

@@ -40,6 +40,9 @@ Params = dict[str, Any]
 SYNC_STREAM = 3
 """The stream of a step's data-parallel collectives (``megatron.optimizer_sync``): in order, after
 the passes or beside them (``dp_overlap``)."""
+COLLECTIVE_LIBRARIES = ("nccl", "kernels")
+"""What runs a collective (``AllReduce.library``): NCCL, or kernels that write the peers' buffers
+themselves (DeepEP's and HybridEP's dispatch and combine), which skip NCCL's all-to-all start."""
 _INF = float("inf")
 
 
@@ -111,7 +114,7 @@ class AllReduce:
     protocol: str = attrs.field(default="auto", validator=text)
     transport: str = attrs.field(default="p2p", validator=text)
     beside: tuple[int, ...] = ()
-    library: str = attrs.field(default="nccl", validator=attrs.validators.in_(("nccl", "kernels")))
+    library: str = attrs.field(default="nccl", validator=attrs.validators.in_(COLLECTIVE_LIBRARIES))
 
 
 @attrs.frozen(eq=False)
