@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from parsim import stack
 from parsim.hardware.specs import SystemSpec
-from parsim.model.collectives import SEND, group_of, op_timing
+from parsim.model.collectives import SEND, group_of, op_timing, timing_key
 from parsim.model.issue import issue_s, step_issue_s
 from parsim.model.placement import blocks_host, link_lane
 from parsim.model.transfer import copy_bandwidth_Bps, copy_latency_s, uplink_bandwidth_Bps
@@ -222,17 +222,7 @@ def evaluate(
         elif isinstance(op, AllReduce):
             if single:
                 continue
-            # what ``op_timing`` and ``group_of`` read: sends of one stage differ only by name
-            shape = (
-                op.kind,
-                op.nbytes,
-                op.ranks,
-                op.per_node,
-                op.algorithm,
-                op.protocol,
-                op.transport,
-                op.library,
-            )
+            shape = timing_key(op)
             known = timings.get(shape)
             if known is None:
                 timing = op_timing(system, op)

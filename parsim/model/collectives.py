@@ -89,6 +89,13 @@ def group_of(system: SystemSpec, op: AllReduce) -> Group:
     return Group(ranks, per_node)
 
 
+def timing_key(op: AllReduce) -> tuple[object, ...]:
+    """What ``op_timing``, ``op_traffic`` and ``group_of`` read of ``op``: ops equal in it take the
+    same time and move the same bytes (a pipeline's sends differ only by their names), so callers
+    cache per key."""
+    return (op.kind, op.nbytes, op.ranks, op.per_node, op.algorithm, op.protocol, op.transport, op.library)
+
+
 def op_timing(system: SystemSpec, op: AllReduce) -> Timing:
     """The time of a collective op on ``system`` (the engine and the analytic schedule both ask here)."""
     return collective(

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from parsim.base import units
 from parsim.hardware.specs import SystemSpec
-from parsim.model.collectives import ALL_REDUCE, SEND, Traffic, op_traffic
+from parsim.model.collectives import ALL_REDUCE, SEND, Traffic, op_traffic, timing_key
 from parsim.workloads.base import AllReduce, Block, Transfer, Workload
 
 
@@ -29,8 +29,7 @@ def collective_traffic(workload: Workload, system: SystemSpec) -> Iterator[Traff
     per_block: dict[int, tuple[Traffic, ...]] = {}  # thousands of passes share a few tuples
 
     def of(op: AllReduce) -> Traffic:
-        # what ``op_traffic`` reads: a pipeline's sends differ only by their names
-        shape = (op.kind, op.nbytes, op.ranks, op.per_node, op.algorithm, op.protocol, op.transport)
+        shape = timing_key(op)
         found = per_op.get(shape)
         if found is None:
             found = per_op[shape] = op_traffic(system, op)
